@@ -1,0 +1,630 @@
+/* ONNX loader: protobuf-c ModelProto -> fe_model (see frontend.h).
+ *
+ * Reading order, top to bottom: file bytes -> protobuf unpack -> value table
+ * (inputs, initializers, node outputs) -> node inputs resolved -> shapes from
+ * the value_info lists -> aliasing -> checks that every value has a size.
+ */
+#include "frontend.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+
+/* Files larger than this are rejected before reading: a training graph with
+ * no weight data is a few MB; this only guards against reading a disk image. */
+#define FE_MAX_FILE_BYTES ((size_t)2 << 30)
+
+/* ------------------------------------------------------------------ errors */
+
+typedef struct fe_err {
+    const char *path;
+    char *buf;
+    size_t len;
+} fe_err;
+
+static int fe_fail(const fe_err *e, const char *fmt, ...) {
+    if (e->buf && e->len) {
+        int k = snprintf(e->buf, e->len, "%s: ", e->path);
+        if (k < 0) k = 0;
+        if ((size_t)k < e->len) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(e->buf + k, e->len - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static char *fe_strdup(const char *s) {
+    size_t n = strlen(s ? s : "") + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s ? s : "", n);
+    return d;
+}
+
+/* ------------------------------------------------------ name -> value index */
+
+/* Open addressing, FNV-1a; the table stores value indices and compares names
+ * through the value array, so it owns no strings. */
+typedef struct fe_names {
+    int *slots; /* -1 = empty */
+    size_t cap; /* power of two */
+    const fe_value *values;
+} fe_names;
+
+static uint64_t fe_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int fe_names_init(fe_names *t, size_t expected) {
+    t->cap = 16;
+    while (t->cap < 2 * expected + 1) t->cap *= 2;
+    t->slots = malloc(t->cap * sizeof *t->slots);
+    if (!t->slots) return -1;
+    for (size_t i = 0; i < t->cap; i++) t->slots[i] = -1;
+    return 0;
+}
+
+/* Returns the slot where name is or would go. */
+static size_t fe_names_slot(const fe_names *t, const char *name) {
+    size_t i = (size_t)fe_hash(name) & (t->cap - 1);
+    while (t->slots[i] >= 0 && strcmp(t->values[t->slots[i]].name, name) != 0)
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+static int fe_names_get(const fe_names *t, const char *name) {
+    return t->slots[fe_names_slot(t, name)];
+}
+
+/* ---------------------------------------------------------- element sizes */
+
+unsigned fe_elem_bits(int32_t elem_type) {
+    switch (elem_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return 32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return 16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return 16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return 32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return 16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return 64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return 32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return 64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64: return 64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128: return 128;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return 16;
+    /* Types newer than some onnx.proto versions: by number, so the loader
+     * builds against any libonnx-dev. */
+    case 17: case 18: case 19: case 20: return 8; /* FLOAT8 variants */
+    case 21: case 22: case 23: return 4;          /* UINT4, INT4, FLOAT4E2M1 */
+    case 24: return 8;                            /* FLOAT8E8M0 */
+    default: return 0;                            /* STRING (8), UNDEFINED, unknown */
+    }
+}
+
+/* Bytes of n elements of bits each, or -1 on overflow. */
+static int fe_bytes_of(uint64_t elems, unsigned bits, uint64_t *bytes) {
+    if (bits % 8 == 0) return __builtin_mul_overflow(elems, (uint64_t)(bits / 8), bytes) ? -1 : 0;
+    *bytes = elems / 2 + elems % 2; /* 4-bit types pack two per byte */
+    return 0;
+}
+
+/* --------------------------------------------------------------- loading */
+
+/* State while building one model: the protobuf, the table, the error sink. */
+typedef struct fe_loader {
+    const Onnx__GraphProto *g;
+    fe_model *m;
+    fe_names names;
+    size_t cap_values;
+    bool *sized; /* per value: bytes known */
+    fe_err err;
+} fe_loader;
+
+static const char *fe_node_label(const Onnx__NodeProto *n) {
+    return (n->name && n->name[0]) ? n->name : (n->op_type ? n->op_type : "?");
+}
+
+/* Adds a value named name; returns its index, or -1 when it already exists
+ * (the caller reports who defined it first). */
+static int fe_add_value(fe_loader *L, const char *name, int producer, unsigned kind) {
+    size_t slot = fe_names_slot(&L->names, name);
+    if (L->names.slots[slot] >= 0) return -1;
+    fe_model *m = L->m;
+    if (m->n_values == L->cap_values) return -2; /* cannot happen: sized up front */
+    fe_value *v = &m->values[m->n_values];
+    memset(v, 0, sizeof *v);
+    v->name = fe_strdup(name);
+    if (!v->name) return -2;
+    v->producer = producer;
+    v->kind = kind;
+    L->names.slots[slot] = (int)m->n_values;
+    return (int)m->n_values++;
+}
+
+static int fe_describe_definer(fe_loader *L, int idx, char *buf, size_t len) {
+    const fe_value *v = &L->m->values[idx];
+    if (v->producer >= 0)
+        return snprintf(buf, len, "node '%s' (#%d)", fe_node_label(L->g->node[v->producer]), v->producer);
+    return snprintf(buf, len, "%s", (v->kind & FE_INITIALIZER) ? "an initializer" : "a graph input");
+}
+
+/* Sizes value idx from an ONNX type; returns 0 when sized, 1 when the type
+ * gives no static shape (another list may still), -1 on a hard error. */
+static int fe_size_from_type(fe_loader *L, int idx, const Onnx__TypeProto *tp, const char *where) {
+    fe_value *v = &L->m->values[idx];
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return 1;
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (!tt->has_elem_type || !tt->shape) return 1;
+    unsigned bits = fe_elem_bits(tt->elem_type);
+    if (bits == 0)
+        return fe_fail(&L->err, "value '%s' (%s) has element type %d, which has no fixed byte size",
+                       v->name, where, (int)tt->elem_type);
+    uint64_t elems = 1;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            return 1;
+        if (dim->dim_value < 0)
+            return fe_fail(&L->err, "value '%s' (%s) has negative dim %zu: %lld", v->name, where, d,
+                           (long long)dim->dim_value);
+        if (__builtin_mul_overflow(elems, (uint64_t)dim->dim_value, &elems))
+            return fe_fail(&L->err, "value '%s' (%s): the product of its dims overflows 64 bits",
+                           v->name, where);
+    }
+    uint64_t bytes;
+    if (fe_bytes_of(elems, bits, &bytes))
+        return fe_fail(&L->err, "value '%s' (%s): its size in bytes overflows 64 bits", v->name, where);
+    v->elem_type = tt->elem_type;
+    v->bytes = bytes;
+    L->sized[idx] = true;
+    return 0;
+}
+
+static int fe_size_from_initializer(fe_loader *L, int idx, const Onnx__TensorProto *t) {
+    fe_value *v = &L->m->values[idx];
+    unsigned bits = fe_elem_bits(t->data_type);
+    if (bits == 0)
+        return fe_fail(&L->err, "initializer '%s' has element type %d, which has no fixed byte size",
+                       v->name, (int)t->data_type);
+    uint64_t elems = 1;
+    for (size_t d = 0; d < t->n_dims; d++) {
+        if (t->dims[d] < 0)
+            return fe_fail(&L->err, "initializer '%s' has negative dim %zu: %lld", v->name, d,
+                           (long long)t->dims[d]);
+        if (__builtin_mul_overflow(elems, (uint64_t)t->dims[d], &elems))
+            return fe_fail(&L->err, "initializer '%s': the product of its dims overflows 64 bits", v->name);
+    }
+    uint64_t bytes;
+    if (fe_bytes_of(elems, bits, &bytes))
+        return fe_fail(&L->err, "initializer '%s': its size in bytes overflows 64 bits", v->name);
+    v->elem_type = t->data_type;
+    v->bytes = bytes;
+    L->sized[idx] = true;
+    return 0;
+}
+
+/* Applies a value_info-like list: sizes values not sized yet. Names not in
+ * the graph are ignored (value_info may describe values that were removed). */
+static int fe_apply_value_infos(fe_loader *L, Onnx__ValueInfoProto *const *vis, size_t n, const char *list) {
+    for (size_t i = 0; i < n; i++) {
+        if (!vis[i] || !vis[i]->name) continue;
+        int idx = fe_names_get(&L->names, vis[i]->name);
+        if (idx < 0 || L->sized[idx]) continue;
+        if (fe_size_from_type(L, idx, vis[i]->type, list) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- aliasing */
+
+/* Default aliasing, for nodes without an `alias` attribute; the same lists as
+ * shared/tools/check_plan.py so that both agree on every file. */
+static const char *const fe_std_views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", NULL};
+static const char *const fe_aten_views[] = {
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose", "permute", "expand",
+    "detach", "alias", "squeeze", "unsqueeze", "slice", "select", "as_strided", "split",
+    "split_with_sizes", "unbind", "narrow", "diagonal", "unfold", "view_as", "expand_as",
+    "numpy_T", "chunk", "tensor_split", "movedim", "flatten", "unflatten", NULL};
+
+static bool fe_in_list(const char *const *list, const char *s, size_t len) {
+    for (; *list; list++)
+        if (strlen(*list) == len && strncmp(*list, s, len) == 0) return true;
+    return false;
+}
+
+static const Onnx__AttributeProto *fe_attr(const Onnx__NodeProto *n, const char *name) {
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i];
+    return NULL;
+}
+
+static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
+    const Onnx__NodeProto *n = L->g->node[ni];
+    for (size_t k = 0; k < fn->n_outputs; k++) fn->alias[k] = -1;
+    fn->inplace = 0;
+    const Onnx__AttributeProto *a = fe_attr(n, "alias");
+    if (a) {
+        if (a->n_ints > fn->n_outputs)
+            return fe_fail(&L->err, "node '%s' (#%zu): attribute alias has %zu entries for %zu outputs",
+                           fe_node_label(n), ni, a->n_ints, fn->n_outputs);
+        for (size_t k = 0; k < a->n_ints; k++) {
+            int64_t j = a->ints[k];
+            if (j < -1 || j >= (int64_t)fn->n_explicit_inputs || (j >= 0 && fn->inputs[j] < 0))
+                return fe_fail(&L->err, "node '%s' (#%zu): alias[%zu] = %lld does not name one of its %zu inputs",
+                               fe_node_label(n), ni, k, (long long)j, fn->n_explicit_inputs);
+            fn->alias[k] = (int)j;
+        }
+        const Onnx__AttributeProto *ip = fe_attr(n, "inplace");
+        fn->inplace = (ip && ip->i) ? 1 : 0;
+        return 0;
+    }
+    const char *dom = fn->domain;
+    const char *op = fn->op_type;
+    if ((dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0) && fe_in_list(fe_std_views, op, strlen(op))) {
+        if (fn->n_outputs && fn->n_explicit_inputs && fn->inputs[0] >= 0) fn->alias[0] = 0;
+    } else if (strcmp(dom, "org.pytorch.aten") == 0) {
+        size_t base = strcspn(op, "."); /* "add_.Tensor" -> "add_" */
+        if (fe_in_list(fe_aten_views, op, base)) {
+            if (fn->n_explicit_inputs && fn->inputs[0] >= 0)
+                for (size_t k = 0; k < fn->n_outputs; k++) fn->alias[k] = 0;
+        } else if (base > 1 && op[base - 1] == '_' && op[0] != '_') {
+            if (fn->n_outputs && fn->n_explicit_inputs && fn->inputs[0] >= 0) {
+                fn->alias[0] = 0;
+                fn->inplace = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* --------------------------------------------------- subgraph outer reads */
+
+/* Names a node's subgraphs (If/Loop/Scan bodies) read from the outer graph:
+ * everything read inside that is not defined inside.  They become extra
+ * inputs of the node so that the values stay live while it runs. */
+typedef struct fe_strset {
+    const char **s;
+    size_t n, cap;
+} fe_strset;
+
+static int fe_strset_add(fe_strset *set, const char *s) {
+    for (size_t i = 0; i < set->n; i++)
+        if (strcmp(set->s[i], s) == 0) return 0;
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 8;
+        const char **p = realloc(set->s, cap * sizeof *p);
+        if (!p) return -1;
+        set->s = p;
+        set->cap = cap;
+    }
+    set->s[set->n++] = s;
+    return 0;
+}
+
+static bool fe_strset_has(const fe_strset *set, const char *s) {
+    for (size_t i = 0; i < set->n; i++)
+        if (strcmp(set->s[i], s) == 0) return true;
+    return false;
+}
+
+static int fe_collect_graph(const Onnx__GraphProto *g, fe_strset *defined, fe_strset *used, int depth);
+
+static int fe_collect_node_subgraphs(const Onnx__NodeProto *n, fe_strset *defined, fe_strset *used, int depth) {
+    if (depth > 64) return -1; /* absurd nesting: refuse rather than recurse forever */
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        if (!a) continue;
+        if (a->g && fe_collect_graph(a->g, defined, used, depth + 1)) return -1;
+        for (size_t k = 0; k < a->n_graphs; k++)
+            if (a->graphs[k] && fe_collect_graph(a->graphs[k], defined, used, depth + 1)) return -1;
+    }
+    return 0;
+}
+
+static int fe_collect_graph(const Onnx__GraphProto *g, fe_strset *defined, fe_strset *used, int depth) {
+    for (size_t i = 0; i < g->n_input; i++)
+        if (g->input[i] && g->input[i]->name && fe_strset_add(defined, g->input[i]->name)) return -1;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i] && g->initializer[i]->name && fe_strset_add(defined, g->initializer[i]->name))
+            return -1;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!n) continue;
+        for (size_t k = 0; k < n->n_output; k++)
+            if (n->output[k] && n->output[k][0] && fe_strset_add(defined, n->output[k])) return -1;
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] && n->input[k][0] && fe_strset_add(used, n->input[k])) return -1;
+        if (fe_collect_node_subgraphs(n, defined, used, depth)) return -1;
+    }
+    for (size_t i = 0; i < g->n_output; i++)
+        if (g->output[i] && g->output[i]->name && fe_strset_add(used, g->output[i]->name)) return -1;
+    return 0;
+}
+
+/* Fills *outer with the names n's subgraphs read from outside themselves. */
+static int fe_outer_reads(const Onnx__NodeProto *n, fe_strset *outer) {
+    fe_strset defined = {0}, used = {0};
+    int rc = fe_collect_node_subgraphs(n, &defined, &used, 0);
+    for (size_t i = 0; rc == 0 && i < used.n; i++)
+        if (!fe_strset_has(&defined, used.s[i])) rc = fe_strset_add(outer, used.s[i]);
+    free(defined.s);
+    free(used.s);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int fe_build(fe_loader *L) {
+    const Onnx__GraphProto *g = L->g;
+    fe_model *m = L->m;
+
+    /* Every value is a graph input, an initializer or a node output. */
+    size_t cap = g->n_input + g->n_initializer;
+    for (size_t i = 0; i < g->n_node; i++) {
+        if (!g->node[i]) return fe_fail(&L->err, "node #%zu is empty", i);
+        cap += g->node[i]->n_output;
+    }
+    L->cap_values = cap;
+    m->values = calloc(cap ? cap : 1, sizeof *m->values);
+    L->sized = calloc(cap ? cap : 1, sizeof *L->sized);
+    m->inputs = calloc(cap ? cap : 1, sizeof *m->inputs);
+    if (!m->values || !L->sized || !m->inputs || fe_names_init(&L->names, cap))
+        return fe_fail(&L->err, "out of memory for %zu values", cap);
+    L->names.values = m->values;
+    char who[256];
+
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi || !vi->name || !vi->name[0]) return fe_fail(&L->err, "graph input #%zu has no name", i);
+        int idx = fe_add_value(L, vi->name, -1, FE_GRAPH_INPUT);
+        if (idx == -1) return fe_fail(&L->err, "graph input '%s' is listed twice", vi->name);
+        if (idx < 0) return fe_fail(&L->err, "out of memory");
+        m->inputs[m->n_inputs++] = idx;
+    }
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        if (!t || !t->name || !t->name[0]) return fe_fail(&L->err, "initializer #%zu has no name", i);
+        int idx = fe_names_get(&L->names, t->name);
+        if (idx >= 0 && (m->values[idx].kind & FE_INITIALIZER))
+            return fe_fail(&L->err, "initializer '%s' is listed twice", t->name);
+        if (idx < 0) { /* IR >= 4: initializers need not be graph inputs */
+            idx = fe_add_value(L, t->name, -1, 0);
+            if (idx < 0) return fe_fail(&L->err, "out of memory");
+            m->inputs[m->n_inputs++] = idx;
+        }
+        m->values[idx].kind |= FE_INITIALIZER;
+        if (fe_size_from_initializer(L, idx, t)) return -1;
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 0; k < n->n_output; k++) {
+            const char *name = n->output[k];
+            if (!name || !name[0]) continue;
+            int idx = fe_add_value(L, name, (int)i, 0);
+            if (idx == -1) {
+                fe_describe_definer(L, fe_names_get(&L->names, name), who, sizeof who);
+                return fe_fail(&L->err, "value '%s' is produced twice: by %s and by node '%s' (#%zu)",
+                               name, who, fe_node_label(n), i);
+            }
+            if (idx < 0) return fe_fail(&L->err, "out of memory");
+        }
+    }
+
+    /* Nodes: resolve inputs and outputs to value indices. */
+    m->nodes = calloc(g->n_node ? g->n_node : 1, sizeof *m->nodes);
+    if (!m->nodes) return fe_fail(&L->err, "out of memory for %zu nodes", g->n_node);
+    m->n_nodes = g->n_node;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        fe_node *fn = &m->nodes[i];
+        fn->name = fe_strdup(n->name);
+        fn->op_type = fe_strdup(n->op_type);
+        fn->domain = fe_strdup(n->domain);
+        if (!fn->name || !fn->op_type || !fn->domain) return fe_fail(&L->err, "out of memory");
+        if (!fn->op_type[0]) return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
+        fe_strset outer = {0};
+        if (fe_outer_reads(n, &outer)) {
+            free(outer.s);
+            return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep or out of memory",
+                           fe_node_label(n), i);
+        }
+        fn->n_explicit_inputs = n->n_input;
+        fn->n_inputs = n->n_input + outer.n;
+        fn->inputs = malloc((fn->n_inputs ? fn->n_inputs : 1) * sizeof *fn->inputs);
+        fn->n_outputs = n->n_output;
+        fn->outputs = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->outputs);
+        fn->alias = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->alias);
+        if (!fn->inputs || !fn->outputs || !fn->alias) {
+            free(outer.s);
+            return fe_fail(&L->err, "out of memory");
+        }
+        for (size_t k = 0; k < fn->n_inputs; k++) {
+            const char *name = k < n->n_input ? n->input[k] : outer.s[k - n->n_input];
+            if (!name || !name[0]) {
+                fn->inputs[k] = -1;
+                continue;
+            }
+            int idx = fe_names_get(&L->names, name);
+            if (idx < 0) {
+                int rc = fe_fail(&L->err, "node '%s' (#%zu) reads '%s'%s, which no node, graph input or initializer produces",
+                                 fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
+                free(outer.s);
+                return rc;
+            }
+            fn->inputs[k] = idx;
+        }
+        free(outer.s);
+        for (size_t k = 0; k < fn->n_outputs; k++)
+            fn->outputs[k] = (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
+        if (fe_node_alias(L, i, fn)) return -1;
+    }
+
+    m->outputs = calloc(g->n_output ? g->n_output : 1, sizeof *m->outputs);
+    if (!m->outputs) return fe_fail(&L->err, "out of memory");
+    for (size_t i = 0; i < g->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = g->output[i];
+        if (!vi || !vi->name || !vi->name[0]) return fe_fail(&L->err, "graph output #%zu has no name", i);
+        int idx = fe_names_get(&L->names, vi->name);
+        if (idx < 0)
+            return fe_fail(&L->err, "graph output '%s' is produced by no node, graph input or initializer", vi->name);
+        if (m->values[idx].kind & FE_GRAPH_OUTPUT) continue; /* listed twice: harmless */
+        m->values[idx].kind |= FE_GRAPH_OUTPUT;
+        m->outputs[m->n_outputs++] = idx;
+    }
+
+    /* Shapes: graph inputs, outputs, then value_info. */
+    if (fe_apply_value_infos(L, g->input, g->n_input, "graph input") ||
+        fe_apply_value_infos(L, g->output, g->n_output, "graph output") ||
+        fe_apply_value_infos(L, g->value_info, g->n_value_info, "value_info"))
+        return -1;
+    for (size_t i = 0; i < m->n_values; i++) {
+        if (L->sized[i]) continue;
+        const fe_value *v = &m->values[i];
+        if (v->producer >= 0)
+            return fe_fail(&L->err, "value '%s' (output of node '%s' #%d) has no static shape and element type "
+                           "in graph.value_info; roamc needs one for every value (it has no shape inference yet)",
+                           v->name, fe_node_label(g->node[v->producer]), v->producer);
+        return fe_fail(&L->err, "graph input '%s' has no static shape and element type", v->name);
+    }
+    return 0;
+}
+
+static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
+    fe_model *m = L->m;
+    m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *op = mp->opset_import[i];
+        if (op && (!op->domain || !op->domain[0] || strcmp(op->domain, "ai.onnx") == 0) && op->has_version)
+            m->opset = op->version;
+    }
+    if (mp->n_metadata_props) {
+        m->meta_keys = calloc(mp->n_metadata_props, sizeof *m->meta_keys);
+        m->meta_values = calloc(mp->n_metadata_props, sizeof *m->meta_values);
+        if (!m->meta_keys || !m->meta_values) return fe_fail(&L->err, "out of memory");
+        for (size_t i = 0; i < mp->n_metadata_props; i++) {
+            const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+            m->meta_keys[i] = fe_strdup(e ? e->key : "");
+            m->meta_values[i] = fe_strdup(e ? e->value : "");
+            m->n_meta++;
+            if (!m->meta_keys[i] || !m->meta_values[i]) return fe_fail(&L->err, "out of memory");
+        }
+    }
+    return 0;
+}
+
+int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    fe_loader L = {.m = m, .err = {path, err, errlen}};
+    if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
+    if (!mp)
+        return fe_fail(&L.err, "not an ONNX ModelProto: protobuf decoding failed (truncated or not protobuf, %zu bytes)", len);
+    int rc = 0;
+    /* Random bytes sometimes decode as a protobuf message; a real model has
+     * an IR version and a graph with nodes. */
+    if (!mp->has_ir_version || mp->ir_version <= 0 || !mp->graph)
+        rc = fe_fail(&L.err, "not an ONNX ModelProto: %s", !mp->graph ? "no graph" : "no IR version");
+    else if (mp->graph->n_node == 0)
+        rc = fe_fail(&L.err, "the graph has no nodes: nothing to plan");
+    if (rc == 0) {
+        L.g = mp->graph;
+        m->path = fe_strdup(path);
+        rc = (!m->path) ? fe_fail(&L.err, "out of memory") : fe_copy_header(&L, mp);
+        if (rc == 0) rc = fe_build(&L);
+    }
+    free(L.sized);
+    free(L.names.slots);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    if (rc) fe_free(m);
+    return rc;
+}
+
+int fe_load(const char *path, fe_model *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    fe_err e = {path, err, errlen};
+    FILE *f = fopen(path, "rb");
+    if (!f) return fe_fail(&e, "cannot open: %s", strerror(errno));
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= FE_MAX_FILE_BYTES) {
+                free(buf);
+                fclose(f);
+                return fe_fail(&e, "file larger than %zu bytes; not a weight-free training graph", FE_MAX_FILE_BYTES);
+            }
+            cap = cap ? 2 * cap : 1 << 16;
+            uint8_t *p = realloc(buf, cap);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return fe_fail(&e, "out of memory reading %zu bytes", cap);
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int rd_err = ferror(f);
+    fclose(f);
+    if (rd_err) {
+        free(buf);
+        return fe_fail(&e, "read error");
+    }
+    int rc = fe_load_bytes(path, buf, len, m, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void fe_free(fe_model *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->n_values; i++) free(m->values[i].name);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        fe_node *n = &m->nodes[i];
+        free(n->name);
+        free(n->op_type);
+        free(n->domain);
+        free(n->inputs);
+        free(n->outputs);
+        free(n->alias);
+    }
+    for (size_t i = 0; i < m->n_meta; i++) {
+        free(m->meta_keys[i]);
+        free(m->meta_values[i]);
+    }
+    free(m->meta_keys);
+    free(m->meta_values);
+    free(m->values);
+    free(m->nodes);
+    free(m->inputs);
+    free(m->outputs);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+const char *fe_meta(const fe_model *m, const char *key) {
+    for (size_t i = 0; i < m->n_meta; i++)
+        if (strcmp(m->meta_keys[i], key) == 0) return m->meta_values[i];
+    return NULL;
+}
+
+int fe_find_value(const fe_model *m, const char *name) {
+    for (size_t i = 0; i < m->n_values; i++)
+        if (strcmp(m->values[i].name, name) == 0) return (int)i;
+    return -1;
+}

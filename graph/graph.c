@@ -1,0 +1,674 @@
+/* Graph IR: storages, ordering edges, liveness and peaks (see graph.h). */
+#include "graph.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <igraph.h>
+
+static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        int k = snprintf(err, errlen, "%s: ", g->model && g->model->path ? g->model->path : "?");
+        if (k < 0) k = 0;
+        if ((size_t)k < errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+const char *graph_op_label(const graph *g, int op, char *buf, size_t len) {
+    const fe_node *n = &g->model->nodes[op];
+    if (n->name[0])
+        snprintf(buf, len, "%s", n->name);
+    else
+        snprintf(buf, len, "%s#%d", n->op_type, op);
+    return buf;
+}
+
+static uint64_t graph_round_up(uint64_t x, uint64_t align) {
+    uint64_t r = x % align;
+    return r ? x + (align - r) : x;
+}
+
+/* ------------------------------------------------------------- storages */
+
+static int graph_uf_find(int *parent, int x) {
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* Comma-separated list lookup, for the metadata lists of input names. */
+static bool graph_in_csv(const char *list, const char *name) {
+    if (!list) return false;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        while (len && *p == ' ') p++, len--;
+        while (len && p[len - 1] == ' ') len--;
+        if (len == n && strncmp(p, name, n) == 0) return true;
+        if (!q) break;
+        p = q + 1;
+    }
+    return false;
+}
+
+static int graph_build_storages(graph *g) {
+    const fe_model *m = g->model;
+    size_t nt = m->n_values;
+    int *parent = malloc((nt ? nt : 1) * sizeof *parent);
+    int *sid = malloc((nt ? nt : 1) * sizeof *sid);
+    if (!parent || !sid) {
+        free(parent);
+        free(sid);
+        return -1;
+    }
+    for (size_t t = 0; t < nt; t++) parent[t] = (int)t;
+    /* Each value is produced once, so it has at most one alias parent: the
+     * alias relation is a forest whose roots are the storage owners. */
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->alias[k] < 0 || n->outputs[k] < 0) continue;
+            int in = n->inputs[n->alias[k]];
+            parent[graph_uf_find(parent, n->outputs[k])] = graph_uf_find(parent, in);
+        }
+    }
+    size_t ns = 0;
+    for (size_t t = 0; t < nt; t++) sid[t] = -1;
+    for (size_t t = 0; t < nt; t++) {
+        int r = graph_uf_find(parent, (int)t);
+        if (sid[r] < 0) sid[r] = (int)ns++;
+        g->storage_of[t] = sid[r];
+    }
+    g->n_storages = ns;
+    g->storages = calloc(ns ? ns : 1, sizeof *g->storages);
+    size_t *fill = calloc(ns ? ns : 1, sizeof *fill);
+    if (!g->storages || !fill) {
+        free(parent);
+        free(sid);
+        free(fill);
+        return -1;
+    }
+    for (size_t t = 0; t < nt; t++) g->storages[g->storage_of[t]].n_tensors++;
+    int rc = 0;
+    for (size_t s = 0; s < ns; s++) {
+        g->storages[s].tensors = malloc(g->storages[s].n_tensors * sizeof(int));
+        if (!g->storages[s].tensors) rc = -1;
+    }
+    const char *params = fe_meta(m, "roamc.parameters");
+    const char *state = fe_meta(m, "roamc.optimizer_state");
+    for (size_t t = 0; rc == 0 && t < nt; t++) {
+        graph_storage *st = &g->storages[g->storage_of[t]];
+        const fe_value *v = &m->values[t];
+        st->tensors[fill[g->storage_of[t]]++] = (int)t;
+        if (graph_uf_find(parent, (int)t) == (int)t) st->root = (int)t;
+        uint64_t sz = graph_round_up(v->bytes, g->align);
+        if (sz > st->size) st->size = sz;
+        if (v->kind & (FE_GRAPH_INPUT | FE_INITIALIZER)) st->has_input = true;
+        if (v->kind & FE_GRAPH_OUTPUT) st->has_output = true;
+        if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || graph_in_csv(params, v->name) ||
+            graph_in_csv(state, v->name))
+            st->persistent = true;
+    }
+    /* An input written in place is state the step updates: it persists. */
+    for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        if (!n->inplace) continue;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->alias[k] < 0) continue;
+            graph_storage *st = &g->storages[g->storage_of[n->inputs[n->alias[k]]]];
+            if (st->has_input) st->persistent = true;
+        }
+    }
+    free(parent);
+    free(sid);
+    free(fill);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- edges */
+
+typedef struct graph_edge {
+    int from, to;
+} graph_edge;
+
+static int graph_edge_cmp(const void *a, const void *b) {
+    const graph_edge *x = a, *y = b;
+    if (x->from != y->from) return x->from < y->from ? -1 : 1;
+    return (x->to > y->to) - (x->to < y->to);
+}
+
+/* Fills a CSR (start has n+1 entries) from (key, val) pairs sorted by key. */
+static int graph_csr(size_t n, const graph_edge *e, size_t ne, bool by_from, size_t **start, int **vals) {
+    *start = calloc(n + 1, sizeof **start);
+    *vals = malloc((ne ? ne : 1) * sizeof **vals);
+    if (!*start || !*vals) return -1;
+    for (size_t i = 0; i < ne; i++) (*start)[(by_from ? e[i].from : e[i].to) + 1]++;
+    for (size_t i = 0; i < n; i++) (*start)[i + 1] += (*start)[i];
+    size_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!pos) return -1;
+    memcpy(pos, *start, n * sizeof *pos);
+    for (size_t i = 0; i < ne; i++) {
+        int k = by_from ? e[i].from : e[i].to;
+        (*vals)[pos[k]++] = by_from ? e[i].to : e[i].from;
+    }
+    free(pos);
+    return 0;
+}
+
+/* Names ops on one cycle: walks predecessors among the ops Kahn's algorithm
+ * could not order until one repeats. */
+static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, size_t len) {
+    int start = -1;
+    for (size_t i = 0; i < g->n_ops && start < 0; i++)
+        if (indeg[i] > 0) start = (int)i;
+    int *seen = calloc(g->n_ops, sizeof *seen);
+    if (!seen || start < 0) {
+        snprintf(msg, len, "?");
+        free(seen);
+        return;
+    }
+    int v = start, step = 1;
+    while (!seen[v]) {
+        seen[v] = step++;
+        int next = -1;
+        for (size_t k = g->pred_start[v]; k < g->pred_start[v + 1]; k++)
+            if (indeg[g->pred[k]] > 0) {
+                next = g->pred[k];
+                break;
+            }
+        assert(next >= 0); /* an unordered op always has an unordered predecessor */
+        v = next;
+    }
+    /* v is on the cycle: list it and its cycle predecessors (at most 6). */
+    size_t off = 0;
+    int u = v;
+    char lab[128];
+    for (int count = 0; count < 6; count++) {
+        int w = snprintf(msg + off, len - off, "%s'%s'", count ? " <- " : "", graph_op_label(g, u, lab, sizeof lab));
+        if (w < 0 || (size_t)w >= len - off) break;
+        off += (size_t)w;
+        int next = -1;
+        for (size_t k = g->pred_start[u]; k < g->pred_start[u + 1]; k++)
+            if (indeg[g->pred[k]] > 0 && seen[g->pred[k]]) {
+                next = g->pred[k];
+                break;
+            }
+        if (next < 0 || next == v) break;
+        u = next;
+    }
+    free(seen);
+}
+
+/* igraph decides acyclicity; a cycle is then named by a Kahn pass. */
+static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
+    igraph_vector_int_t ev;
+    igraph_t ig;
+    igraph_bool_t dag = 0;
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    if (igraph_vector_int_init(&ev, (igraph_integer_t)(2 * g->n_edges)))
+        return graph_fail(g, err, errlen, "out of memory for %zu edges", g->n_edges);
+    for (size_t i = 0, e = 0; i < g->n_ops; i++)
+        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++, e++) {
+            VECTOR(ev)[2 * e] = (igraph_integer_t)i;
+            VECTOR(ev)[2 * e + 1] = g->succ[k];
+        }
+    int rc = igraph_create(&ig, &ev, (igraph_integer_t)g->n_ops, IGRAPH_DIRECTED);
+    igraph_vector_int_destroy(&ev);
+    if (rc) return graph_fail(g, err, errlen, "igraph could not build the graph (error %d)", rc);
+    rc = igraph_is_dag(&ig, &dag);
+    igraph_destroy(&ig);
+    if (rc) return graph_fail(g, err, errlen, "igraph could not check acyclicity (error %d)", rc);
+    if (dag) return 0;
+
+    int *indeg = malloc(g->n_ops * sizeof *indeg);
+    int *queue = malloc(g->n_ops * sizeof *queue);
+    if (!indeg || !queue) {
+        free(indeg);
+        free(queue);
+        return graph_fail(g, err, errlen, "the ordering edges have a cycle");
+    }
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < g->n_ops; i++) {
+        indeg[i] = (int)(g->pred_start[i + 1] - g->pred_start[i]);
+        if (!indeg[i]) queue[tail++] = (int)i;
+    }
+    while (head < tail) {
+        int v = queue[head++];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
+            if (--indeg[g->succ[k]] == 0) queue[tail++] = g->succ[k];
+    }
+    char cyc[768];
+    graph_describe_cycle(g, indeg, cyc, sizeof cyc);
+    free(indeg);
+    free(queue);
+    return graph_fail(g, err, errlen,
+                      "the graph has a cycle (data edges plus in-place ordering edges): %s "
+                      "(each op must run after the one to its right)", cyc);
+}
+
+/* Mutation order within a storage.  The DESIGN.md edges only order the
+ * readers of the very tensor an in-place op overwrites; but a view of that
+ * storage (say t(w), read by a backward matmul) sees the write too.  So for
+ * each storage that is written in place, every access keeps its place
+ * relative to the writes in file order: a reader between two writes runs
+ * after the first and before the second.  Linear in the accesses: each
+ * write is tied to the reads since the previous write, each read to the
+ * previous write. */
+static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges) {
+    const fe_model *m = g->model;
+    size_t ns = g->n_storages;
+    int *last_writer = malloc((ns ? ns : 1) * sizeof *last_writer);
+    bool *written = calloc(ns ? ns : 1, sizeof *written);
+    /* readers since the last write, per storage: a linked list through ops */
+    int *head = malloc((ns ? ns : 1) * sizeof *head);
+    size_t cap_links = 16, n_links = 0;
+    int (*links)[2] = malloc(cap_links * sizeof *links); /* {op, next} */
+    size_t cap = *n_edges + 16;
+    graph_edge *e = realloc(*edges, cap * sizeof *e);
+    if (!last_writer || !written || !head || !links || !e) {
+        if (e) *edges = e;
+        free(last_writer), free(written), free(head), free(links);
+        return -1;
+    }
+    *edges = e;
+    for (size_t s = 0; s < ns; s++) last_writer[s] = -1, head[s] = -1;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        if (!n->inplace) continue;
+        for (size_t k = 0; k < n->n_outputs; k++)
+            if (n->alias[k] >= 0) written[g->storage_of[n->inputs[n->alias[k]]]] = true;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < m->n_nodes && rc == 0; i++) {
+        const fe_node *n = &m->nodes[i];
+        for (size_t k = 0; k < n->n_inputs && rc == 0; k++) {
+            if (n->inputs[k] < 0) continue;
+            int s = g->storage_of[n->inputs[k]];
+            if (!written[s]) continue;
+            bool writes = false;
+            for (size_t o = 0; o < n->n_outputs; o++)
+                writes |= n->inplace && n->alias[o] >= 0 && n->inputs[n->alias[o]] >= 0 &&
+                          g->storage_of[n->inputs[n->alias[o]]] == s;
+            if (last_writer[s] == (int)i) continue; /* this op already handled s */
+            /* room for the edges this access may add */
+            size_t need = *n_edges + 1;
+            for (int r = head[s]; r >= 0; r = links[r][1]) need++;
+            if (need > cap) {
+                while (need > cap) cap *= 2;
+                graph_edge *p = realloc(e, cap * sizeof *e);
+                if (!p) { rc = -1; break; }
+                e = *edges = p;
+            }
+            if (last_writer[s] >= 0) e[(*n_edges)++] = (graph_edge){last_writer[s], (int)i};
+            if (writes) {
+                for (int r = head[s]; r >= 0; r = links[r][1])
+                    if (links[r][0] != (int)i) e[(*n_edges)++] = (graph_edge){links[r][0], (int)i};
+                head[s] = -1;
+                last_writer[s] = (int)i;
+            } else {
+                if (n_links == cap_links) {
+                    void *p = realloc(links, 2 * cap_links * sizeof *links);
+                    if (!p) { rc = -1; break; }
+                    links = p;
+                    cap_links *= 2;
+                }
+                links[n_links][0] = (int)i;
+                links[n_links][1] = head[s];
+                head[s] = (int)n_links++;
+            }
+        }
+    }
+    free(last_writer), free(written), free(head), free(links);
+    return rc;
+}
+
+static int graph_build_edges(graph *g, char *err, size_t errlen) {
+    const fe_model *m = g->model;
+    size_t nv = m->n_values, no = m->n_nodes;
+    /* readers of each value, CSR */
+    size_t *rstart = calloc(nv + 1, sizeof *rstart);
+    size_t ne_cap = 0;
+    if (!rstart) return graph_fail(g, err, errlen, "out of memory");
+    for (size_t i = 0; i < no; i++)
+        for (size_t k = 0; k < m->nodes[i].n_inputs; k++)
+            if (m->nodes[i].inputs[k] >= 0) rstart[m->nodes[i].inputs[k] + 1]++, ne_cap++;
+    for (size_t v = 0; v < nv; v++) rstart[v + 1] += rstart[v];
+    int *readers = malloc((ne_cap ? ne_cap : 1) * sizeof *readers);
+    size_t *pos = malloc((nv ? nv : 1) * sizeof *pos);
+    if (!readers || !pos) {
+        free(rstart);
+        free(readers);
+        free(pos);
+        return graph_fail(g, err, errlen, "out of memory");
+    }
+    memcpy(pos, rstart, nv * sizeof *pos);
+    for (size_t i = 0; i < no; i++)
+        for (size_t k = 0; k < m->nodes[i].n_inputs; k++)
+            if (m->nodes[i].inputs[k] >= 0) readers[pos[m->nodes[i].inputs[k]]++] = (int)i;
+    free(pos);
+
+    /* data edges, then ordering edges for in-place writes */
+    size_t extra = 0;
+    for (size_t i = 0; i < no; i++) {
+        const fe_node *n = &m->nodes[i];
+        if (!n->inplace) continue;
+        for (size_t k = 0; k < n->n_outputs; k++)
+            if (n->alias[k] >= 0) {
+                int x = n->inputs[n->alias[k]];
+                extra += rstart[x + 1] - rstart[x];
+            }
+    }
+    graph_edge *e = malloc((ne_cap + extra ? ne_cap + extra : 1) * sizeof *e);
+    if (!e) {
+        free(rstart);
+        free(readers);
+        return graph_fail(g, err, errlen, "out of memory");
+    }
+    size_t ne = 0;
+    for (size_t i = 0; i < no; i++) {
+        const fe_node *n = &m->nodes[i];
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k];
+            if (v >= 0 && m->values[v].producer >= 0) e[ne++] = (graph_edge){m->values[v].producer, (int)i};
+        }
+        if (!n->inplace) continue;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->alias[k] < 0) continue;
+            int x = n->inputs[n->alias[k]];
+            for (size_t r = rstart[x]; r < rstart[x + 1]; r++)
+                if (readers[r] != (int)i) e[ne++] = (graph_edge){readers[r], (int)i};
+        }
+    }
+    free(rstart);
+    free(readers);
+    if (graph_add_storage_order(g, &e, &ne)) {
+        free(e);
+        return graph_fail(g, err, errlen, "out of memory");
+    }
+    qsort(e, ne, sizeof *e, graph_edge_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (u == 0 || e[i].from != e[u - 1].from || e[i].to != e[u - 1].to) e[u++] = e[i];
+    ne = u;
+    g->n_edges = ne;
+    int rc = graph_csr(no, e, ne, true, &g->succ_start, &g->succ);
+    if (rc == 0) {
+        /* predecessors: the same pairs sorted by target keep sources ascending */
+        for (size_t i = 0; i < ne; i++) {
+            int t = e[i].from;
+            e[i].from = e[i].to;
+            e[i].to = t;
+        }
+        qsort(e, ne, sizeof *e, graph_edge_cmp);
+        rc = graph_csr(no, e, ne, true, &g->pred_start, &g->pred);
+    }
+    free(e);
+    if (rc) return graph_fail(g, err, errlen, "out of memory");
+    for (size_t i = 0; i < no; i++)
+        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++)
+            if (g->succ[k] == (int)i) {
+                char lab[128];
+                return graph_fail(g, err, errlen, "node '%s' (#%zu) reads its own output: a cycle",
+                                  graph_op_label(g, (int)i, lab, sizeof lab), i);
+            }
+    return graph_check_acyclic(g, err, errlen);
+}
+
+/* Storages each op touches (deduplicated) and those it creates. */
+static int graph_build_touches(graph *g) {
+    const fe_model *m = g->model;
+    size_t no = m->n_nodes, total = 0;
+    for (size_t i = 0; i < no; i++) total += m->nodes[i].n_inputs + m->nodes[i].n_outputs;
+    g->touch_start = calloc(no + 1, sizeof *g->touch_start);
+    g->touch = malloc((total ? total : 1) * sizeof *g->touch);
+    g->make_start = calloc(no + 1, sizeof *g->make_start);
+    g->make = malloc((g->n_storages ? g->n_storages : 1) * sizeof *g->make);
+    if (!g->touch_start || !g->touch || !g->make_start || !g->make) return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < no; i++) {
+        const fe_node *nd = &m->nodes[i];
+        size_t first = n;
+        for (size_t k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
+            int v = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
+            if (v < 0) continue;
+            int s = g->storage_of[v];
+            bool dup = false;
+            for (size_t j = first; j < n && !dup; j++) dup = g->touch[j] == s;
+            if (!dup) g->touch[n++] = s;
+        }
+        g->touch_start[i + 1] = n;
+    }
+    /* make: storages without an input, created by the producer of the root */
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (!st->has_input) g->make_start[m->values[st->root].producer + 1]++;
+    }
+    for (size_t i = 0; i < no; i++) g->make_start[i + 1] += g->make_start[i];
+    size_t *pos = malloc((no ? no : 1) * sizeof *pos);
+    if (!pos) return -1;
+    memcpy(pos, g->make_start, no * sizeof *pos);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (!st->has_input) g->make[pos[m->values[st->root].producer]++] = (int)s;
+    }
+    free(pos);
+    return 0;
+}
+
+int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    g->model = m;
+    g->align = align ? align : 1;
+    g->n_ops = m->n_nodes;
+    g->n_tensors = m->n_values;
+    g->storage_of = malloc((m->n_values ? m->n_values : 1) * sizeof *g->storage_of);
+    if (!g->storage_of || graph_build_storages(g)) {
+        graph_free(g);
+        return graph_fail(&(graph){.model = m}, err, errlen, "out of memory building storages");
+    }
+    if (graph_build_edges(g, err, errlen)) {
+        graph_free(g);
+        return -1;
+    }
+    if (graph_build_touches(g)) {
+        graph_free(g);
+        return graph_fail(&(graph){.model = m}, err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+void graph_free(graph *g) {
+    if (!g) return;
+    for (size_t s = 0; g->storages && s < g->n_storages; s++) free(g->storages[s].tensors);
+    free(g->storages);
+    free(g->storage_of);
+    free(g->succ_start);
+    free(g->succ);
+    free(g->pred_start);
+    free(g->pred);
+    free(g->touch_start);
+    free(g->touch);
+    free(g->make_start);
+    free(g->make);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---------------------------------------------------------- schedules */
+
+/* Min-heap of op indices: Kahn's algorithm that always takes the smallest
+ * ready index keeps file order wherever the edges allow. */
+typedef struct graph_heap {
+    int *a;
+    size_t n;
+} graph_heap;
+
+static void graph_heap_push(graph_heap *h, int v) {
+    size_t i = h->n++;
+    while (i && h->a[(i - 1) / 2] > v) {
+        h->a[i] = h->a[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->a[i] = v;
+}
+
+static int graph_heap_pop(graph_heap *h) {
+    int top = h->a[0], last = h->a[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->a[c + 1] < h->a[c]) c++;
+        if (h->a[c] >= last) break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (h->n) h->a[i] = last;
+    return top;
+}
+
+int graph_program_order(const graph *g, int *order) {
+    size_t n = g->n_ops;
+    int *indeg = malloc((n ? n : 1) * sizeof *indeg);
+    graph_heap h = {malloc((n ? n : 1) * sizeof(int)), 0};
+    if (!indeg || !h.a) {
+        free(indeg);
+        free(h.a);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        indeg[i] = (int)(g->pred_start[i + 1] - g->pred_start[i]);
+        if (!indeg[i]) graph_heap_push(&h, (int)i);
+    }
+    size_t k = 0;
+    while (h.n) {
+        int v = graph_heap_pop(&h);
+        order[k++] = v;
+        for (size_t e = g->succ_start[v]; e < g->succ_start[v + 1]; e++)
+            if (--indeg[g->succ[e]] == 0) graph_heap_push(&h, g->succ[e]);
+    }
+    assert(k == n); /* graph_build rejected cycles */
+    free(indeg);
+    free(h.a);
+    return 0;
+}
+
+int graph_check_schedule(const graph *g, const int *order, char *err, size_t errlen) {
+    size_t n = g->n_ops;
+    int *step = malloc((n ? n : 1) * sizeof *step);
+    if (!step) return graph_fail(g, err, errlen, "out of memory");
+    for (size_t i = 0; i < n; i++) step[i] = -1;
+    int rc = 0;
+    for (size_t s = 0; s < n && rc == 0; s++) {
+        int op = order[s];
+        if (op < 0 || (size_t)op >= n) rc = graph_fail(g, err, errlen, "schedule step %zu names op %d, not in 0..%zu", s, op, n - 1);
+        else if (step[op] >= 0) rc = graph_fail(g, err, errlen, "schedule runs op %d twice (steps %d and %zu)", op, step[op], s);
+        else step[op] = (int)s;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++)
+        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1] && rc == 0; k++)
+            if (step[i] >= step[g->succ[k]]) {
+                char a[128], b[128];
+                rc = graph_fail(g, err, errlen, "schedule runs '%s' (step %d) before '%s' (step %d), which must precede it",
+                                graph_op_label(g, g->succ[k], a, sizeof a), step[g->succ[k]],
+                                graph_op_label(g, (int)i, b, sizeof b), step[i]);
+            }
+    free(step);
+    return rc;
+}
+
+void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *end) {
+    int32_t last = (int32_t)g->n_ops - 1;
+    for (size_t s = 0; s < g->n_storages; s++) {
+        start[s] = g->storages[s].has_input ? 0 : INT32_MAX;
+        end[s] = -1;
+    }
+    for (size_t step = 0; step < g->n_ops; step++) {
+        int op = order[step];
+        for (size_t k = g->make_start[op]; k < g->make_start[op + 1]; k++) start[g->make[k]] = (int32_t)step;
+        for (size_t k = g->touch_start[op]; k < g->touch_start[op + 1]; k++) end[g->touch[k]] = (int32_t)step;
+    }
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (st->persistent || st->has_output) end[s] = last;
+        if (end[s] < start[s]) end[s] = start[s]; /* an input nothing reads: live at step 0 only */
+        assert(start[s] != INT32_MAX);
+    }
+}
+
+uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent, int *peak_step) {
+    size_t ns = g->n_storages, n = g->n_ops;
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start);
+    int32_t *end = malloc((ns ? ns : 1) * sizeof *end);
+    int64_t *delta = calloc(n + 1, sizeof *delta);
+    int64_t *delta_np = calloc(n + 1, sizeof *delta_np);
+    uint64_t peak = UINT64_MAX;
+    if (start && end && delta && delta_np) {
+        graph_lifetimes(g, order, start, end);
+        for (size_t s = 0; s < ns; s++) {
+            int64_t sz = (int64_t)g->storages[s].size;
+            delta[start[s]] += sz;
+            delta[end[s] + 1] -= sz;
+            if (!g->storages[s].persistent) {
+                delta_np[start[s]] += sz;
+                delta_np[end[s] + 1] -= sz;
+            }
+        }
+        int64_t live = 0, live_np = 0;
+        uint64_t best_np = 0;
+        int best_step = 0;
+        peak = 0;
+        for (size_t s = 0; s < n; s++) {
+            live += delta[s];
+            live_np += delta_np[s];
+            if ((uint64_t)live > peak) peak = (uint64_t)live, best_step = (int)s;
+            if ((uint64_t)live_np > best_np) best_np = (uint64_t)live_np;
+        }
+        if (without_persistent) *without_persistent = best_np;
+        if (peak_step) *peak_step = best_step;
+    }
+    free(start);
+    free(end);
+    free(delta);
+    free(delta_np);
+    return peak;
+}
+
+uint64_t graph_persistent_bytes(const graph *g) {
+    uint64_t total = 0;
+    for (size_t s = 0; s < g->n_storages; s++)
+        if (g->storages[s].persistent) total += g->storages[s].size;
+    return total;
+}
+
+uint64_t graph_lower_bound(const graph *g) {
+    /* Storages live at every step: persistent ones that hold an input. */
+    uint64_t always = 0, outputs = 0;
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (st->persistent && st->has_input) always += st->size;
+        else if (st->has_output) outputs += st->size;
+    }
+    /* At the last step every output storage is live. */
+    uint64_t best = always + outputs;
+    for (size_t i = 0; i < g->n_ops; i++) {
+        uint64_t work = always;
+        for (size_t k = g->touch_start[i]; k < g->touch_start[i + 1]; k++) {
+            const graph_storage *st = &g->storages[g->touch[k]];
+            if (!(st->persistent && st->has_input)) work += st->size;
+        }
+        if (work > best) best = work;
+    }
+    return best;
+}

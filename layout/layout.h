@@ -1,0 +1,147 @@
+/* layout/ — where each storage lives in the arena.
+ *
+ * A layout problem is a list of buffers, each with a size in bytes and a
+ * closed lifetime [start, end] in steps.  A layout gives every buffer an
+ * offset such that two buffers whose lifetimes intersect never intersect in
+ * [offset, offset + size).  The height of a layout (the "actual peak") is the
+ * largest offset + size; the live-size lower bound is the largest sum of sizes
+ * of buffers live at one step (the "theoretical peak"): no layout is lower.
+ *
+ * This part knows nothing of ONNX or graphs: it works on plain buffer lists,
+ * so the same engine serves plans, the buffer-list CSV mode and the tests.
+ */
+#ifndef ROAMC_LAYOUT_H
+#define ROAMC_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct layout_buffer {
+    uint64_t size;  /* bytes; 0 is allowed (such a buffer never conflicts) */
+    int32_t start;  /* first step the buffer is live */
+    int32_t end;    /* last step the buffer is live; start <= end */
+} layout_buffer;
+
+/* Sum of sizes of buffers live at the busiest step: the lower bound of any
+ * layout's height.  O(n log n). */
+uint64_t layout_live_peak(const layout_buffer *bufs, size_t n);
+
+/* Height of a layout: max over buffers of offset + size (0 when n == 0). */
+uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offsets);
+
+/* Checks that no two buffers with intersecting lifetimes intersect in address
+ * and that every offset is a multiple of align (align >= 1).  Returns 0 when
+ * valid; otherwise -1, and when a and b are not NULL stores the indices of
+ * one offending pair (b == a for a misaligned offset).  O(n log n + conflicts
+ * found). */
+int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets,
+                    uint64_t align, size_t *a, size_t *b);
+
+/* Heuristic layouts.  Each writes one offset per buffer into offsets[n]
+ * (multiples of align; sizes are used as given, callers round them up to
+ * align beforehand), returns the height, and returns UINT64_MAX only when
+ * memory runs out.  All are deterministic: ties are broken by buffer index. */
+
+/* Long-lived first, best fit: buffers by decreasing lifetime length (then
+ * decreasing size), each at the lowest-waste gap among buffers already placed
+ * that it conflicts with. */
+uint64_t layout_llfb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets);
+
+/* Greedy by size (TFLite's arena planner): buffers by decreasing size, each
+ * at the lowest offset where it fits. */
+uint64_t layout_greedy(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets);
+
+/* Best fit in schedule order: buffers allocated in order of start step (then
+ * index), freed after their end step; each goes to the smallest free gap that
+ * holds it, or on top. */
+uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets);
+
+/* The lowest of all heuristic layouts: the three above and a few more orders
+ * (size then best fit, size then length first fit, area best fit, LLFB first
+ * fit).  Writes offsets, returns the height (UINT64_MAX: out of memory) and,
+ * when name is not NULL, the name of the heuristic that won (ties: the first
+ * in that list).  O(7 x heuristic). */
+uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
+                               uint64_t *offsets, const char **name);
+
+/* Replay of PyTorch's CUDA caching allocator (shared/DESIGN.md, Baselines)
+ * over the buffers in schedule order: at each step, first the buffers whose
+ * lifetime ended at the previous step are freed, then the buffers starting at
+ * this step are allocated in index order.  Offsets are block addresses with
+ * the segments laid end to end in the order they were reserved, so the layout
+ * is valid and its height is the reserved memory. */
+typedef struct layout_pytorch_stats {
+    uint64_t reserved_peak;   /* bytes of segments reserved at the end (== height) */
+    uint64_t allocated_peak;  /* max over time of bytes in allocated blocks */
+    size_t segments;          /* segments reserved */
+} layout_pytorch_stats;
+
+uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
+                        layout_pytorch_stats *stats);
+
+/* Exact layout with a GLPK integer program: an offset per buffer, one binary
+ * per pair of conflicting buffers (above/below), objective = height.
+ * warm_offsets (valid layout, may be NULL) seeds the incumbent.  Stops when
+ * the incumbent reaches the live-size lower bound, or after time_limit_s
+ * seconds.  Always writes a valid layout into offsets: the ILP's answer when
+ * it is better than the warm start, the warm start (or LLFB) otherwise.
+ * Returns the height; *proven_optimal (may be NULL) is set to 1 when the
+ * height equals the lower bound or GLPK proved optimality. */
+uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
+                    const uint64_t *warm_offsets, double time_limit_s,
+                    uint64_t *offsets, int *proven_optimal);
+
+/* Largest number of conflicting pairs (after buffers that conflict with all
+ * others are stacked at the bottom) for which layout_ilp builds the GLPK
+ * model: one binary and two rows per pair; GLPK's branch and bound stalls
+ * beyond a few thousand.  Larger problems skip the model and use
+ * layout_search only. */
+#define LAYOUT_ILP_MAX_PAIRS 3000
+
+/* layout_ilp with a goal: as layout_ilp, but it also stops as soon as the
+ * height is <= goal (goal 0: only the lower bound stops it early).  How it
+ * spends the time: the incumbent (the lower of the warm start and
+ * layout_best_heuristic); layout_search at the lower bound (40% of the
+ * time); the GLPK model when at most LAYOUT_ILP_MAX_PAIRS pairs (half of the
+ * rest); then a bisection on the height with layout_search.  Proofs assume
+ * sizes are multiples of align. */
+uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                         uint64_t *offsets, int *proven_optimal);
+
+/* GLPK keeps an environment per thread.  A thread that called layout_ilp and
+ * is about to exit should call this to free it (or leak a few kB); it must
+ * not hold any GLPK object of its own then. */
+void layout_ilp_thread_done(void);
+
+/* Exact search for a layout no higher than capacity: a depth-first branch
+ * and bound over pushed-down layouts (MiniMalloc's method: canonical order,
+ * dominance, section bounds, decomposition where no buffer crosses a step).
+ * Sizes are rounded up to align.  Returns 1 and writes offsets when it finds
+ * one; 0 when it proved that none exists; -1 when it gave up (time_limit_s
+ * ran out, or the problem has more than max_pairs conflicting pairs after
+ * buffers that conflict with all others are stacked at the bottom); -2 when
+ * memory ran out.  Deterministic except where the time limit cuts it. */
+int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                  double time_limit_s, size_t max_pairs, uint64_t *offsets);
+
+/* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
+ * `buffer,start,end,size`, one buffer a line, half-open lifetime
+ * [lower, upper).  On success returns 0 and fills *out (n entries, closed
+ * lifetimes [lower, upper-1]) and *ids (the id strings); the caller frees
+ * both with layout_csv_free.  On error returns -1 and writes a message naming
+ * the file, line and column into err (errlen bytes). */
+typedef struct layout_csv {
+    layout_buffer *bufs;
+    char **ids;
+    size_t n;
+    int header_kind; /* 0: id,lower,upper,size; 1: buffer,start,end,size */
+} layout_csv;
+
+int layout_csv_read(const char *path, layout_csv *out, char *err, size_t errlen);
+/* Writes the input columns plus `offset` to f. Returns 0, or -1 on I/O error. */
+int layout_csv_write(FILE *f, const layout_csv *csv, const uint64_t *offsets);
+void layout_csv_free(layout_csv *csv);
+
+#endif

@@ -1,0 +1,321 @@
+/* `roamc check MODEL PLAN`: shared/tools/check_plan.py in C.
+ *
+ * Trusts nothing in the plan but its claims: sizes come from the model,
+ * liveness from the schedule, both peaks from the buffers.  The rules and
+ * their order follow check_plan.py so that both give the same verdict; the
+ * one difference is that a node's reads from inside its subgraphs count as
+ * reads here (check_plan.py does not look into subgraphs).
+ */
+#include "planner.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "layout.h"
+
+#define CHECK_MAX_SHOWN 20
+
+typedef struct check_ctx {
+    FILE *out;
+    size_t problems;
+} check_ctx;
+
+static void check_problem(check_ctx *c, const char *fmt, ...) {
+    if (c->problems < CHECK_MAX_SHOWN) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("INVALID: ", c->out);
+        vfprintf(c->out, fmt, ap);
+        fputc('\n', c->out);
+        va_end(ap);
+    }
+    c->problems++;
+}
+
+/* Ends a group of checks: 1 when problems were found (and listed). */
+static int check_verdict(check_ctx *c) {
+    if (!c->problems) return 0;
+    if (c->problems > CHECK_MAX_SHOWN)
+        fprintf(c->out, "INVALID: ... and %zu more\n", c->problems - CHECK_MAX_SHOWN);
+    return 1;
+}
+
+/* Reads an integer field; false (and a problem) when absent or not an integer. */
+static bool check_int(check_ctx *c, json_t *obj, const char *key, size_t bi, long long *out) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) {
+        check_problem(c, "buffer %zu lacks '%s'", bi, key);
+        return false;
+    }
+    if (!json_is_integer(v)) {
+        check_problem(c, "buffer %zu: '%s' is not an integer", bi, key);
+        return false;
+    }
+    *out = json_integer_value(v);
+    return true;
+}
+
+typedef struct check_buffer {
+    long long size, offset, start, end;
+} check_buffer;
+
+/* Name -> value index: the model's values have unique names, the plan
+ * names tensors by name; a sorted array answers in O(log n). */
+typedef struct check_name {
+    const char *name;
+    int value;
+} check_name;
+
+static int check_name_cmp(const void *a, const void *b) {
+    return strcmp(((const check_name *)a)->name, ((const check_name *)b)->name);
+}
+
+static int check_lookup(const check_name *sorted, size_t n, const char *name) {
+    check_name key = {name, -1};
+    const check_name *hit = bsearch(&key, sorted, n, sizeof *sorted, check_name_cmp);
+    return hit ? hit->value : -1;
+}
+
+static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, FILE *out) {
+    const fe_model *m = g->model;
+    check_ctx c = {out, 0};
+    size_t n = g->n_ops;
+    json_t *fmt = json_object_get(plan, "format"), *ver = json_object_get(plan, "version");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "roam-plan") != 0 || !json_is_integer(ver) ||
+        json_integer_value(ver) != 1) {
+        check_problem(&c, "plan must have format 'roam-plan' and version 1");
+        return check_verdict(&c);
+    }
+    long long align = 1;
+    json_t *al = json_object_get(plan, "align");
+    if (al) {
+        if (!json_is_integer(al) || json_integer_value(al) < 1) {
+            check_problem(&c, "align must be a positive integer");
+            return check_verdict(&c);
+        }
+        align = json_integer_value(al);
+    }
+
+    /* schedule: a permutation */
+    json_t *sched = json_object_get(plan, "schedule");
+    int *step_of = malloc((n ? n : 1) * sizeof *step_of);
+    int *order = malloc((n ? n : 1) * sizeof *order);
+    check_name *sorted = malloc((m->n_values ? m->n_values : 1) * sizeof *sorted);
+    int *buf_of = malloc((m->n_values ? m->n_values : 1) * sizeof *buf_of);
+    check_buffer *bufs = NULL;
+    layout_buffer *lb = NULL;
+    uint64_t *offs = NULL;
+    int rc = 1;
+    if (!step_of || !order || !sorted || !buf_of) {
+        fprintf(out, "INVALID: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) step_of[i] = -1;
+    bool perm = json_is_array(sched) && json_array_size(sched) == n;
+    for (size_t s = 0; perm && s < n; s++) {
+        json_t *v = json_array_get(sched, s);
+        long long idx = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (idx < 0 || (size_t)idx >= n || step_of[idx] >= 0) perm = false;
+        else step_of[idx] = (int)s, order[s] = (int)idx;
+    }
+    if (!perm) {
+        check_problem(&c, "schedule must list every node index 0..%zu exactly once", n - 1);
+        rc = check_verdict(&c);
+        goto done;
+    }
+
+    /* topological: every read after its producer */
+    for (size_t s = 0; s < n; s++) {
+        const fe_node *nd = &m->nodes[order[s]];
+        for (size_t k = 0; k < nd->n_inputs; k++) {
+            int t = nd->inputs[k];
+            if (t < 0 || m->values[t].producer < 0) continue;
+            if (step_of[m->values[t].producer] >= (int)s)
+                check_problem(&c, "node %d (step %zu) reads '%s' before its producer runs", order[s], s, m->values[t].name);
+        }
+    }
+    if ((rc = check_verdict(&c))) goto done;
+
+    /* in-place writes after every other reader of what they overwrite */
+    for (size_t i = 0; i < n; i++) {
+        const fe_node *nd = &m->nodes[i];
+        if (!nd->inplace) continue;
+        for (size_t k = 0; k < nd->n_outputs; k++) {
+            if (nd->alias[k] < 0) continue;
+            int x = nd->inputs[nd->alias[k]];
+            /* the graph's predecessors of i include every other reader of x */
+            for (size_t e = g->pred_start[i]; e < g->pred_start[i + 1]; e++) {
+                int r = g->pred[e];
+                if (step_of[r] <= step_of[i]) continue;
+                const fe_node *rd = &m->nodes[r];
+                for (size_t q = 0; q < rd->n_inputs; q++)
+                    if (rd->inputs[q] == x) {
+                        check_problem(&c, "node %zu overwrites '%s' in place before node %d reads it", i, m->values[x].name, r);
+                        break;
+                    }
+            }
+        }
+    }
+
+    /* buffers */
+    json_t *jb = json_object_get(plan, "buffers");
+    if (!json_is_array(jb)) {
+        check_problem(&c, "plan has no buffers list");
+        rc = check_verdict(&c);
+        goto done;
+    }
+    size_t nb = json_array_size(jb);
+    bufs = calloc(nb ? nb : 1, sizeof *bufs);
+    if (!bufs) goto done;
+    for (size_t i = 0; i < m->n_values; i++) sorted[i] = (check_name){m->values[i].name, (int)i}, buf_of[i] = -1;
+    qsort(sorted, m->n_values, sizeof *sorted, check_name_cmp);
+    for (size_t bi = 0; bi < nb; bi++) {
+        json_t *b = json_array_get(jb, bi);
+        check_buffer *B = &bufs[bi];
+        json_t *tens = json_is_object(b) ? json_object_get(b, "tensors") : NULL;
+        if (!json_is_object(b) || !json_is_array(tens)) {
+            check_problem(&c, "buffer %zu lacks 'tensors'", bi);
+            rc = check_verdict(&c);
+            goto done;
+        }
+        if (!check_int(&c, b, "size", bi, &B->size) || !check_int(&c, b, "offset", bi, &B->offset) ||
+            !check_int(&c, b, "start", bi, &B->start) || !check_int(&c, b, "end", bi, &B->end)) {
+            rc = check_verdict(&c);
+            goto done;
+        }
+        if (B->size < 0 || B->offset < 0 || !(0 <= B->start && B->start <= B->end && B->end < (long long)n))
+            check_problem(&c, "buffer %zu has a negative size/offset or a lifetime outside the schedule", bi);
+        if (align > 1 && B->offset % align)
+            check_problem(&c, "buffer %zu offset %lld is not a multiple of align %lld", bi, B->offset, align);
+        for (size_t k = 0; k < json_array_size(tens); k++) {
+            json_t *tn = json_array_get(tens, k);
+            int t = json_is_string(tn) ? check_lookup(sorted, m->n_values, json_string_value(tn)) : -1;
+            if (t < 0) continue; /* not a value of the model: nothing to size or place */
+            if (buf_of[t] >= 0) check_problem(&c, "tensor '%s' is in buffers %d and %zu", m->values[t].name, buf_of[t], bi);
+            buf_of[t] = (int)bi;
+            if ((long long)m->values[t].bytes > B->size)
+                check_problem(&c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)", bi, B->size,
+                              m->values[t].name, (unsigned long long)m->values[t].bytes);
+        }
+    }
+    /* every tensor an operator touches is in a buffer live at that step */
+    for (size_t s = 0; s < n; s++) {
+        const fe_node *nd = &m->nodes[order[s]];
+        for (size_t k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
+            int t = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
+            if (t < 0) continue;
+            if (buf_of[t] < 0) {
+                check_problem(&c, "tensor '%s' (node %d) is in no buffer", m->values[t].name, order[s]);
+                continue;
+            }
+            const check_buffer *B = &bufs[buf_of[t]];
+            if (!(B->start <= (long long)s && (long long)s <= B->end))
+                check_problem(&c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",
+                              m->values[t].name, s, B->start, B->end);
+        }
+    }
+    for (size_t i = 0; i < m->n_outputs; i++) {
+        int t = m->outputs[i];
+        if (buf_of[t] >= 0 && bufs[buf_of[t]].end != (long long)n - 1)
+            check_problem(&c, "graph output '%s' is freed before the end", m->values[t].name);
+    }
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        int t = m->inputs[i];
+        if ((m->values[t].kind & FE_GRAPH_INPUT) && buf_of[t] >= 0 && bufs[buf_of[t]].start != 0)
+            check_problem(&c, "graph input '%s' is not live from step 0", m->values[t].name);
+    }
+    /* tensors share a buffer only through aliasing nodes: one storage each */
+    {
+        int *first_storage = malloc((nb ? nb : 1) * sizeof *first_storage);
+        if (!first_storage) goto done;
+        for (size_t bi = 0; bi < nb; bi++) first_storage[bi] = -1;
+        for (size_t t = 0; t < m->n_values; t++) {
+            int bi = buf_of[t];
+            if (bi < 0) continue;
+            if (first_storage[bi] < 0) first_storage[bi] = g->storage_of[t];
+            else if (first_storage[bi] != g->storage_of[t] && first_storage[bi] != -2) {
+                check_problem(&c, "buffer %d holds tensors no aliasing node ties together (e.g. '%s')", bi,
+                              m->values[t].name);
+                first_storage[bi] = -2;
+            }
+        }
+        free(first_storage);
+    }
+    if ((rc = check_verdict(&c))) goto done;
+
+    /* address overlap of buffers live at the same time */
+    lb = malloc((nb ? nb : 1) * sizeof *lb);
+    offs = malloc((nb ? nb : 1) * sizeof *offs);
+    if (!lb || !offs) goto done;
+    for (size_t bi = 0; bi < nb; bi++) {
+        lb[bi] = (layout_buffer){(uint64_t)bufs[bi].size, (int32_t)bufs[bi].start, (int32_t)bufs[bi].end};
+        offs[bi] = (uint64_t)bufs[bi].offset;
+    }
+    size_t x, y;
+    if (layout_validate(lb, nb, offs, 1, &x, &y)) {
+        check_problem(&c, "buffers %zu and %zu overlap in address while both live", x < y ? x : y, x < y ? y : x);
+        rc = check_verdict(&c);
+        goto done;
+    }
+
+    /* peaks */
+    uint64_t theoretical = layout_live_peak(lb, nb), actual = layout_height(lb, nb, offs);
+    json_t *peak = json_object_get(plan, "peak");
+    json_t *pt = json_object_get(peak, "theoretical"), *pa = json_object_get(peak, "actual");
+    if (!json_is_integer(pt) || (uint64_t)json_integer_value(pt) != theoretical)
+        check_problem(&c, "plan claims theoretical peak %lld, buffers give %llu",
+                      json_is_integer(pt) ? json_integer_value(pt) : -1LL, (unsigned long long)theoretical);
+    if (!json_is_integer(pa) || (uint64_t)json_integer_value(pa) != actual)
+        check_problem(&c, "plan claims actual peak %lld, buffers give %llu",
+                      json_is_integer(pa) ? json_integer_value(pa) : -1LL, (unsigned long long)actual);
+    if ((rc = check_verdict(&c))) goto done;
+    fprintf(out, "VALID %s: %zu nodes, %zu buffers, theoretical %llu B, actual %llu B, fragmentation %.3f%%\n",
+            plan_path, n, nb, (unsigned long long)theoretical, (unsigned long long)actual,
+            theoretical ? 100.0 * ((double)actual - (double)theoretical) / (double)theoretical : 0.0);
+    rc = 0;
+done:
+    free(step_of);
+    free(order);
+    free(sorted);
+    free(buf_of);
+    free(bufs);
+    free(lb);
+    free(offs);
+    return rc;
+}
+
+int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FILE *err) {
+    char msg[1024];
+    fe_model m;
+    if (fe_load(model_path, &m, msg, sizeof msg)) {
+        fprintf(err, "roamc: %s\n", msg);
+        return 2;
+    }
+    graph g;
+    if (graph_build(&m, 1, &g, msg, sizeof msg)) {
+        fprintf(err, "roamc: %s\n", msg);
+        fe_free(&m);
+        return 2;
+    }
+    json_error_t jerr;
+    json_t *plan = json_load_file(plan_path, 0, &jerr);
+    int rc;
+    if (!plan) {
+        fprintf(err, "roamc: %s: not a readable JSON plan: %s (line %d, column %d)\n", plan_path, jerr.text, jerr.line,
+                jerr.column);
+        rc = 2;
+    } else if (!json_is_object(plan)) {
+        fprintf(err, "roamc: %s: a plan is a JSON object\n", plan_path);
+        rc = 2;
+    } else {
+        rc = check_plan_json(&g, plan, plan_path, out);
+    }
+    json_decref(plan);
+    graph_free(&g);
+    fe_free(&m);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* roamc: command line.  Parses options, runs one of the three commands:
+ *   roamc MODEL.onnx [-o PLAN.json] [options]   plan a training step
+ *   roamc check MODEL.onnx PLAN.json            validate a plan
+ *   roamc layout BUFFERS.csv -o OUT.csv         lay out a buffer list
+ * Exit codes: 0 success, 1 failure inside roamc (I/O, internal error),
+ * 2 bad input or usage; `check` returns 1 for an invalid plan and `layout`
+ * 3 when the buffers cannot fit the capacity.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd_layout.h"
+#include "frontend.h"
+#include "graph.h"
+#include "planner.h"
+
+static const char usage_text[] =
+    "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
+    "       roamc check MODEL.onnx PLAN.json\n"
+    "       roamc layout BUFFERS.csv -o OUT.csv [--capacity B] [--time-limit S]\n"
+    "\n"
+    "Plans one training step of MODEL.onnx: an operator order and an offset for\n"
+    "every storage in one arena, written as a roam-plan v1 file (see\n"
+    "docs/plan-format.md), with a report on stdout.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE     write the plan to FILE (atomically; nothing on error)\n"
+    "      --order NAME      operator order: program (default: program)\n"
+    "      --layout NAME     layout: bestfit, llfb, greedy, pytorch (default: bestfit)\n"
+    "      --align B         round sizes and offsets to B bytes (default: 512)\n"
+    "      --report FMT      report as text (default) or json\n"
+    "  -q, --quiet           no report\n"
+    "  -h, --help            this text\n"
+    "  -V, --version         the version\n"
+    "\n"
+    "exit status: 0 ok, 1 roamc failed, 2 bad input or usage;\n"
+    "`check`: 0 valid, 1 invalid, 2 unreadable input.\n";
+
+static double main_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int main_usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "roamc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'roamc --help'.\n");
+    return 2;
+}
+
+/* Parses a positive integer that fits in uint64; -1 on anything else. */
+static int main_parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v == 0) return -1;
+    *out = v;
+    return 0;
+}
+
+static int main_plan(int argc, char **argv) {
+    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT };
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
+        {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
+        {"report", required_argument, NULL, OPT_REPORT}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    planner_options opt = {.align = 512, .order = PLANNER_ORDER_PROGRAM, .layout = PLANNER_LAYOUT_BESTFIT};
+    const char *out_path = NULL;
+    int json_report = 0, quiet = 0, c;
+    while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
+        case OPT_ORDER:
+            if (planner_order_parse(optarg, &opt.order)) return main_usage_error("unknown order '%s'", optarg);
+            break;
+        case OPT_LAYOUT:
+            if (planner_layout_parse(optarg, &opt.layout)) return main_usage_error("unknown layout '%s'", optarg);
+            break;
+        case OPT_ALIGN:
+            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30))
+                return main_usage_error("--align wants a byte count from 1 to 2^30, not '%s'", optarg);
+            break;
+        case OPT_REPORT:
+            if (strcmp(optarg, "json") == 0) json_report = 1;
+            else if (strcmp(optarg, "text") == 0) json_report = 0;
+            else return main_usage_error("--report is text or json, not '%s'", optarg);
+            break;
+        default: return main_usage_error("%s", "bad option");
+        }
+    }
+    if (optind != argc - 1)
+        return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
+    const char *model_path = argv[optind];
+
+    double t0 = main_now();
+    char err[2048];
+    fe_model m;
+    if (fe_load(model_path, &m, err, sizeof err)) {
+        fprintf(stderr, "roamc: %s\n", err);
+        return 2;
+    }
+    graph g;
+    if (graph_build(&m, opt.align, &g, err, sizeof err)) {
+        fprintf(stderr, "roamc: %s\n", err);
+        fe_free(&m);
+        return 2;
+    }
+    double t1 = main_now();
+    plan p;
+    int rc = 0;
+    if (plan_build(&g, &opt, &p, err, sizeof err)) {
+        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+        rc = 1;
+    } else {
+        p.times.load = t1 - t0;
+        if (out_path && plan_write(&p, model_path, out_path, err, sizeof err)) {
+            fprintf(stderr, "roamc: %s\n", err);
+            rc = 1;
+        }
+        p.times.total = main_now() - t0;
+        if (rc == 0 && !quiet) {
+            if (json_report) plan_report_json(stdout, &p, model_path, out_path);
+            else plan_report_text(stdout, &p, model_path, out_path);
+        }
+        plan_free(&p);
+    }
+    graph_free(&g);
+    fe_free(&m);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
+        if (argc != 4) return main_usage_error("%s", "check wants MODEL.onnx PLAN.json");
+        return plan_check_file(argv[2], argv[3], stdout, stderr);
+    }
+    if (argc >= 2 && strcmp(argv[1], "layout") == 0) return cmd_layout(argc - 1, argv + 1);
+    return main_plan(argc, argv);
+}

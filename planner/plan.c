@@ -1,0 +1,180 @@
+/* Building and validating a plan (see planner.h). */
+#include "planner.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "layout.h"
+
+static const char *const planner_order_names[] = {"program"};
+static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch"};
+
+#define PLANNER_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *planner_order_name(planner_order o) { return planner_order_names[o]; }
+const char *planner_layout_name(planner_layout l) { return planner_layout_names[l]; }
+
+int planner_order_parse(const char *s, planner_order *out) {
+    for (size_t i = 0; i < PLANNER_COUNT(planner_order_names); i++)
+        if (strcmp(s, planner_order_names[i]) == 0) return *out = (planner_order)i, 0;
+    return -1;
+}
+
+int planner_layout_parse(const char *s, planner_layout *out) {
+    for (size_t i = 0; i < PLANNER_COUNT(planner_layout_names); i++)
+        if (strcmp(s, planner_layout_names[i]) == 0) return *out = (planner_layout)i, 0;
+    return -1;
+}
+
+static double planner_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int planner_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+void plan_free(plan *p) {
+    if (!p) return;
+    free(p->order);
+    free(p->start);
+    free(p->end);
+    free(p->offsets);
+    memset(p, 0, sizeof *p);
+}
+
+/* The layout problem of a plan: one buffer per storage. */
+static layout_buffer *plan_buffers(const plan *p) {
+    const graph *g = p->g;
+    layout_buffer *b = malloc((g->n_storages ? g->n_storages : 1) * sizeof *b);
+    if (!b) return NULL;
+    for (size_t s = 0; s < g->n_storages; s++)
+        b[s] = (layout_buffer){g->storages[s].size, p->start[s], p->end[s]};
+    return b;
+}
+
+static int plan_layout(plan *p, char *err, size_t errlen) {
+    const graph *g = p->g;
+    layout_buffer *b = plan_buffers(p);
+    if (!b) return planner_fail(err, errlen, "out of memory for %zu buffers", g->n_storages);
+    uint64_t h = UINT64_MAX;
+    switch (p->opt.layout) {
+    case PLANNER_LAYOUT_BESTFIT: h = layout_bestfit(b, g->n_storages, p->opt.align, p->offsets); break;
+    case PLANNER_LAYOUT_LLFB: h = layout_llfb(b, g->n_storages, p->opt.align, p->offsets); break;
+    case PLANNER_LAYOUT_GREEDY: h = layout_greedy(b, g->n_storages, p->opt.align, p->offsets); break;
+    case PLANNER_LAYOUT_PYTORCH: {
+        /* The replay rounds to 512 B itself and its segments start at
+         * multiples of 2 MiB, so any align dividing 512 keeps offsets aligned.
+         * The plan's actual peak is where the highest block ends; the
+         * memory PyTorch would reserve (whole segments) is reported apart. */
+        if (512 % p->opt.align) {
+            free(b);
+            return planner_fail(err, errlen, "layout pytorch places blocks at multiples of 512 B; use an --align that divides 512");
+        }
+        layout_pytorch_stats st;
+        if (layout_pytorch(b, g->n_storages, p->offsets, &st) != UINT64_MAX) {
+            p->pytorch_reserved = st.reserved_peak;
+            h = layout_height(b, g->n_storages, p->offsets);
+        }
+        break;
+    }
+    }
+    free(b);
+    if (h == UINT64_MAX) return planner_fail(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
+    p->actual = h;
+    return 0;
+}
+
+int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->opt = *opt;
+    double t0 = planner_now();
+    size_t ns = g->n_storages ? g->n_storages : 1;
+    p->order = malloc(g->n_ops * sizeof *p->order);
+    p->start = malloc(ns * sizeof *p->start);
+    p->end = malloc(ns * sizeof *p->end);
+    p->offsets = malloc(ns * sizeof *p->offsets);
+    if (!p->order || !p->start || !p->end || !p->offsets) {
+        plan_free(p);
+        return planner_fail(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
+    }
+    int rc = 0;
+    switch (opt->order) {
+    case PLANNER_ORDER_PROGRAM: rc = graph_program_order(g, p->order); break;
+    }
+    if (rc) {
+        plan_free(p);
+        return planner_fail(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+    }
+    graph_lifetimes(g, p->order, p->start, p->end);
+    p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
+    p->lower_bound = graph_lower_bound(g);
+    p->persistent = graph_persistent_bytes(g);
+    double t1 = planner_now();
+    if (plan_layout(p, err, errlen)) {
+        plan_free(p);
+        return -1;
+    }
+    double t2 = planner_now();
+    p->times.order = t1 - t0;
+    p->times.layout = t2 - t1;
+    if (plan_validate(p, err, errlen)) {
+        /* A bug, not bad input: say so plainly rather than write the plan. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        plan_free(p);
+        return planner_fail(err, errlen, "internal error, refusing to write an invalid plan: %s", why);
+    }
+    return 0;
+}
+
+int plan_validate(const plan *p, char *err, size_t errlen) {
+    const graph *g = p->g;
+    if (graph_check_schedule(g, p->order, err, errlen)) return -1;
+    /* Lifetimes must cover every use; recompute and compare. */
+    size_t ns = g->n_storages ? g->n_storages : 1;
+    int32_t *start = malloc(ns * sizeof *start), *end = malloc(ns * sizeof *end);
+    layout_buffer *b = plan_buffers(p);
+    int rc = 0;
+    if (!start || !end || !b) rc = planner_fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        graph_lifetimes(g, p->order, start, end);
+        for (size_t s = 0; s < g->n_storages && rc == 0; s++)
+            if (start[s] != p->start[s] || end[s] != p->end[s])
+                rc = planner_fail(err, errlen, "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
+                                  p->start[s], p->end[s], start[s], end[s]);
+    }
+    size_t x = 0, y = 0;
+    if (rc == 0 && layout_validate(b, g->n_storages, p->offsets, p->opt.align, &x, &y)) {
+        if (x == y)
+            rc = planner_fail(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
+                              (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
+        else
+            rc = planner_fail(err, errlen,
+                              "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) steps [%d,%d] overlap", x,
+                              (unsigned long long)p->offsets[x], (unsigned long long)b[x].size, b[x].start, b[x].end, y,
+                              (unsigned long long)p->offsets[y], (unsigned long long)b[y].size, b[y].start, b[y].end);
+    }
+    if (rc == 0) {
+        uint64_t live = layout_live_peak(b, g->n_storages), h = layout_height(b, g->n_storages, p->offsets);
+        if (live != p->theoretical || h != p->actual)
+            rc = planner_fail(err, errlen, "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
+                              (unsigned long long)p->theoretical, (unsigned long long)live,
+                              (unsigned long long)p->actual, (unsigned long long)h);
+    }
+    free(start);
+    free(end);
+    free(b);
+    return rc;
+}

@@ -1,0 +1,177 @@
+/* The plan file and the report (see planner.h and docs/plan-format.md). */
+#include "planner.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+static int plan_io_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Everything in the file is a function of the model, the options and the
+ * plan: no times, dates or thread counts, so that the same input gives the
+ * same bytes. */
+static json_t *plan_to_json(const plan *p, const char *model_path) {
+    const graph *g = p->g;
+    const fe_model *m = g->model;
+    json_t *root = json_object();
+    json_t *sched = json_array();
+    json_t *bufs = json_array();
+    json_object_set_new(root, "format", json_string("roam-plan"));
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "model", json_string(model_path));
+    json_object_set_new(root, "align", json_integer((json_int_t)p->opt.align));
+    json_object_set_new(root, "order", json_string(planner_order_name(p->opt.order)));
+    json_object_set_new(root, "layout", json_string(planner_layout_name(p->opt.layout)));
+    for (size_t s = 0; s < g->n_ops; s++) json_array_append_new(sched, json_integer(p->order[s]));
+    json_object_set_new(root, "schedule", sched);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        json_t *b = json_object();
+        json_t *names = json_array();
+        for (size_t k = 0; k < st->n_tensors; k++)
+            json_array_append_new(names, json_string(m->values[st->tensors[k]].name));
+        json_object_set_new(b, "id", json_integer((json_int_t)s));
+        json_object_set_new(b, "tensors", names);
+        json_object_set_new(b, "size", json_integer((json_int_t)st->size));
+        json_object_set_new(b, "offset", json_integer((json_int_t)p->offsets[s]));
+        json_object_set_new(b, "start", json_integer(p->start[s]));
+        json_object_set_new(b, "end", json_integer(p->end[s]));
+        if (st->persistent) json_object_set_new(b, "persistent", json_true());
+        json_array_append_new(bufs, b);
+    }
+    json_object_set_new(root, "buffers", bufs);
+    json_t *peak = json_object();
+    json_object_set_new(peak, "theoretical", json_integer((json_int_t)p->theoretical));
+    json_object_set_new(peak, "actual", json_integer((json_int_t)p->actual));
+    json_object_set_new(peak, "theoretical_without_persistent", json_integer((json_int_t)p->theoretical_np));
+    json_object_set_new(peak, "persistent", json_integer((json_int_t)p->persistent));
+    json_object_set_new(peak, "lower_bound", json_integer((json_int_t)p->lower_bound));
+    json_object_set_new(root, "peak", peak);
+    return root;
+}
+
+int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
+    json_t *root = plan_to_json(p, model_path);
+    if (!root) return plan_io_fail(err, errlen, "%s: out of memory building the plan", path);
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp) {
+        json_decref(root);
+        return plan_io_fail(err, errlen, "%s: out of memory", path);
+    }
+    /* mkstemp in the target's folder, so that rename is atomic. */
+    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        json_decref(root);
+        return plan_io_fail(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+    }
+    FILE *f = fdopen(fd, "w");
+    int rc = f ? json_dumpf(root, f, JSON_COMPACT) : -1;
+    if (rc == 0 && fputc('\n', f) == EOF) rc = -1;
+    if (f && fclose(f) != 0) rc = -1;
+    if (!f) close(fd);
+    json_decref(root);
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+    if (rc != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        return plan_io_fail(err, errlen, "%s: cannot write the plan: %s", path, e ? strerror(e) : "I/O error");
+    }
+    free(tmp);
+    return 0;
+}
+
+/* ----------------------------------------------------------------- report */
+
+/* Human-readable bytes: B, KiB, MiB or GiB with 2 decimals. */
+static const char *plan_human(uint64_t b, char *buf, size_t len) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, len, "%.2f %s", v, unit[u]);
+    return buf;
+}
+
+static double plan_pct(uint64_t num, uint64_t den) {
+    return den ? 100.0 * ((double)num - (double)den) / (double)den : 0.0;
+}
+
+static size_t plan_n_persistent(const graph *g) {
+    size_t k = 0;
+    for (size_t s = 0; s < g->n_storages; s++) k += g->storages[s].persistent;
+    return k;
+}
+
+void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path) {
+    const graph *g = p->g;
+    char a[32], b[32], c[32];
+    fprintf(f, "roamc %s: %s\n", ROAMC_VERSION, model_path);
+    fprintf(f, "  graph         %zu operators, %zu tensors, %zu storages (%zu persistent, %s)\n", g->n_ops,
+            g->n_tensors, g->n_storages, plan_n_persistent(g), plan_human(p->persistent, a, sizeof a));
+    fprintf(f, "  plan          order %s, layout %s, align %llu\n", planner_order_name(p->opt.order),
+            planner_layout_name(p->opt.layout), (unsigned long long)p->opt.align);
+    fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n", plan_human(p->theoretical, a, sizeof a),
+            (unsigned long long)p->theoretical, plan_human(p->theoretical_np, b, sizeof b));
+    fprintf(f, "  lower bound   %s (%llu B); the plan is at most %.2f%% above the best schedule\n",
+            plan_human(p->lower_bound, c, sizeof c), (unsigned long long)p->lower_bound,
+            plan_pct(p->theoretical, p->lower_bound));
+    fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n", plan_human(p->actual, a, sizeof a),
+            (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
+    if (p->pytorch_reserved)
+        fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
+                plan_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
+    fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total, p->times.load,
+            p->times.order, p->times.layout);
+    if (out_path) fprintf(f, "  plan written  %s\n", out_path);
+}
+
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path) {
+    const graph *g = p->g;
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string(model_path));
+    json_object_set_new(r, "plan", out_path ? json_string(out_path) : json_null());
+    json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
+    json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
+    json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));
+    json_object_set_new(r, "persistent_storages", json_integer((json_int_t)plan_n_persistent(g)));
+    json_object_set_new(r, "persistent_bytes", json_integer((json_int_t)p->persistent));
+    json_object_set_new(r, "order", json_string(planner_order_name(p->opt.order)));
+    json_object_set_new(r, "layout", json_string(planner_layout_name(p->opt.layout)));
+    json_object_set_new(r, "align", json_integer((json_int_t)p->opt.align));
+    json_object_set_new(r, "theoretical_peak", json_integer((json_int_t)p->theoretical));
+    json_object_set_new(r, "theoretical_peak_without_persistent", json_integer((json_int_t)p->theoretical_np));
+    json_object_set_new(r, "lower_bound", json_integer((json_int_t)p->lower_bound));
+    json_object_set_new(r, "gap_to_lower_bound_percent", json_real(plan_pct(p->theoretical, p->lower_bound)));
+    json_object_set_new(r, "actual_peak", json_integer((json_int_t)p->actual));
+    json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
+    if (p->pytorch_reserved) json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));
+    json_t *t = json_object();
+    json_object_set_new(t, "load", json_real(p->times.load));
+    json_object_set_new(t, "order", json_real(p->times.order));
+    json_object_set_new(t, "layout", json_real(p->times.layout));
+    json_object_set_new(t, "total", json_real(p->times.total));
+    json_object_set_new(r, "seconds", t);
+    json_dumpf(r, f, JSON_INDENT(2));
+    fputc('\n', f);
+    json_decref(r);
+}

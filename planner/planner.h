@@ -1,0 +1,83 @@
+/* planner/ — drives the pipeline and owns the plan file.
+ *
+ *   model (frontend) -> graph -> order -> lifetimes -> layout -> validate
+ *   -> plan file (roam-plan v1, written atomically) and report.
+ *
+ * A plan is only ever written after plan_validate accepted it: roamc never
+ * writes an invalid plan.
+ */
+#ifndef ROAMC_PLANNER_H
+#define ROAMC_PLANNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph.h"
+
+typedef enum planner_order {
+    PLANNER_ORDER_PROGRAM, /* node order of the file */
+} planner_order;
+
+typedef enum planner_layout {
+    PLANNER_LAYOUT_BESTFIT, /* allocation in schedule order, best fit */
+    PLANNER_LAYOUT_LLFB,
+    PLANNER_LAYOUT_GREEDY,
+    PLANNER_LAYOUT_PYTORCH,
+} planner_layout;
+
+const char *planner_order_name(planner_order o);
+const char *planner_layout_name(planner_layout l);
+/* Parses a name; returns 0 and sets *out, or -1 for an unknown name. */
+int planner_order_parse(const char *s, planner_order *out);
+int planner_layout_parse(const char *s, planner_layout *out);
+
+typedef struct planner_options {
+    uint64_t align;       /* storage sizes and offsets, bytes; >= 1 */
+    planner_order order;
+    planner_layout layout;
+} planner_options;
+
+/* Wall-clock seconds of each stage. */
+typedef struct planner_times {
+    double load, order, layout, total;
+} planner_times;
+
+typedef struct plan {
+    const graph *g;
+    planner_options opt;
+    int *order;       /* n_ops op indices: the schedule */
+    int32_t *start;   /* per storage: closed lifetime under the schedule */
+    int32_t *end;
+    uint64_t *offsets; /* per storage */
+    uint64_t theoretical, theoretical_np; /* peak, and without persistent storages */
+    uint64_t actual;      /* layout height */
+    uint64_t lower_bound; /* graph_lower_bound */
+    uint64_t persistent;  /* bytes of persistent storages */
+    uint64_t pytorch_reserved; /* layout pytorch: bytes of reserved segments, else 0 */
+    planner_times times;
+} plan;
+
+/* Plans g with the given options.  Returns 0 and a validated plan, or -1
+ * with a message in err.  Free with plan_free. */
+int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen);
+void plan_free(plan *p);
+
+/* Checks a plan in memory against the graph: the same rules as `roamc
+ * check`.  Returns 0 when valid, else -1 with the first problem in err. */
+int plan_validate(const plan *p, char *err, size_t errlen);
+
+/* Writes the roam-plan v1 file for p to path atomically: a temporary file in
+ * the same folder, renamed over path only when complete.  model_path is
+ * recorded as given.  Returns 0, or -1 with a message (no file is left). */
+int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen);
+
+/* The report: text for people, or one JSON object. */
+void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path);
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path);
+
+/* `roamc check MODEL PLAN`: the checks of shared/tools/check_plan.py.
+ * Prints "VALID ..." or up to 20 "INVALID: ..." lines to out and returns
+ * 0 (valid), 1 (invalid) or 2 (unreadable model or plan; message to err). */
+int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FILE *err);
+
+#endif

@@ -1,0 +1,362 @@
+/* End-to-end tests of the roamc binary: plans for the test models (each also
+ * checked by `roamc check` and by shared/tools/check_plan.py), bad inputs
+ * (exit 2, a message, no output file), byte-identical reruns, and plans
+ * broken on purpose that both checkers must reject.
+ *
+ * usage: test_cli ROAMC CHECK_PLAN_PY WORKDIR
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "models.h"
+
+static const char *roamc_bin, *check_py, *workdir;
+static int have_check_py; /* /usr/bin/python3 with onnx */
+
+static char *path_in_work(const char *name) {
+    static char buf[8][1024];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", workdir, name);
+    return buf[k];
+}
+
+/* Runs argv; stdout and stderr go to files named after tag.  Returns the
+ * exit status (or 128 + signal). */
+static int run(const char *tag, char *const argv[]) {
+    char out[1024], err[1024];
+    snprintf(out, sizeof out, "%s/%s.stdout", workdir, tag);
+    snprintf(err, sizeof err, "%s/%s.stderr", workdir, tag);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(out, "w", stdout) || !freopen(err, "w", stderr)) _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = 0;
+    fclose(f);
+    return s;
+}
+
+static char *output_of(const char *tag, const char *stream) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s.%s", workdir, tag, stream);
+    return slurp(p);
+}
+
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void write_model(const test_model *m, const char *path) {
+    tg *t = m->build();
+    assert_int_equal(tg_write(t, path), 0);
+    tg_free(t);
+}
+
+static int check_plan_py(const char *tag, const char *model, const char *plan) {
+    char *argv[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, NULL};
+    return run(tag, argv);
+}
+
+static int roamc_check(const char *tag, const char *model, const char *plan) {
+    char *argv[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, NULL};
+    return run(tag, argv);
+}
+
+/* Plans every valid model with every layout; each plan passes both checkers. */
+static void test_valid_models_all_layouts(void **state) {
+    (void)state;
+    const char *layouts[] = {"bestfit", "llfb", "greedy", "pytorch"};
+    for (const test_model *m = test_models_valid; m->name; m++) {
+        char model[1024];
+        snprintf(model, sizeof model, "%s/%s.onnx", workdir, m->name);
+        write_model(m, model);
+        for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+            char plan[1024], tag[256];
+            snprintf(plan, sizeof plan, "%s/%s.%s.plan.json", workdir, m->name, layouts[l]);
+            snprintf(tag, sizeof tag, "%s.%s", m->name, layouts[l]);
+            char *argv[] = {(char *)roamc_bin, model, "-o", plan, "--layout", (char *)layouts[l], NULL};
+            int rc = run(tag, argv);
+            if (rc != 0) fail_msg("%s: roamc exited %d: %s", tag, rc, output_of(tag, "stderr"));
+            char *rep = output_of(tag, "stdout");
+            assert_non_null(strstr(rep, "theoretical"));
+            assert_non_null(strstr(rep, "fragmentation"));
+            free(rep);
+            rc = roamc_check("check", model, plan);
+            if (rc != 0) fail_msg("%s: roamc check exited %d: %s", tag, rc, output_of("check", "stdout"));
+            if (have_check_py) {
+                rc = check_plan_py("py", model, plan);
+                if (rc != 0) fail_msg("%s: check_plan.py exited %d: %s", tag, rc, output_of("py", "stdout"));
+            }
+        }
+    }
+    if (!have_check_py) print_message("SKIP: check_plan.py (needs /usr/bin/python3 with python3-onnx)\n");
+}
+
+static void test_report_json_and_determinism(void **state) {
+    (void)state;
+    const char *model = path_in_work("training.onnx");
+    write_model(&test_models_valid[6], model);
+    assert_string_equal(test_models_valid[6].name, "training");
+    char *a1[] = {(char *)roamc_bin, (char *)model, "-o", path_in_work("det1.json"), "--report", "json", NULL};
+    char *a2[] = {(char *)roamc_bin, (char *)model, "-o", path_in_work("det2.json"), "-q", NULL};
+    assert_int_equal(run("det1", a1), 0);
+    assert_int_equal(run("det2", a2), 0);
+    char *p1 = slurp(path_in_work("det1.json")), *p2 = slurp(path_in_work("det2.json"));
+    assert_string_equal(p1, p2);
+    char *rep = output_of("det1", "stdout");
+    json_error_t je;
+    json_t *r = json_loads(rep, 0, &je);
+    assert_non_null(r);
+    json_t *plan = json_loads(p1, 0, &je);
+    assert_int_equal(json_integer_value(json_object_get(r, "theoretical_peak")),
+                     json_integer_value(json_object_get(json_object_get(plan, "peak"), "theoretical")));
+    assert_int_equal(json_integer_value(json_object_get(r, "operators")), 20);
+    assert_true(json_integer_value(json_object_get(r, "lower_bound")) <= json_integer_value(json_object_get(r, "theoretical_peak")));
+    char *quiet = output_of("det2", "stdout");
+    assert_string_equal(quiet, "");
+    json_decref(r);
+    json_decref(plan);
+    free(p1), free(p2), free(rep), free(quiet);
+}
+
+/* Each bad input: exit 2, a message naming the file and the fault, no plan. */
+static void expect_rejected(const char *model, const char *fragment) {
+    const char *plan = path_in_work("never.json");
+    unlink(plan);
+    char *argv[] = {(char *)roamc_bin, (char *)model, "-o", (char *)plan, NULL};
+    int rc = run("bad", argv);
+    char *err = output_of("bad", "stderr");
+    if (rc != 2) fail_msg("%s: exit %d, want 2 (%s)", model, rc, err);
+    if (!strstr(err, fragment)) fail_msg("%s: message lacks \"%s\": %s", model, fragment, err);
+    if (!strstr(err, model)) fail_msg("%s: message does not name the file: %s", model, err);
+    if (exists(plan)) fail_msg("%s: a plan file was written", model);
+    /* nor any temporary file beside it */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q 'never.json'", workdir);
+    if (system(cmd) == 0) fail_msg("%s: a temporary plan file was left", model);
+    free(err);
+}
+
+static void write_bytes(const char *path, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+static void test_bad_inputs(void **state) {
+    (void)state;
+    for (const test_bad_model *b = test_models_bad; b->name; b++) {
+        char model[1024];
+        snprintf(model, sizeof model, "%s/bad_%s.onnx", workdir, b->name);
+        tg *t = b->build();
+        assert_int_equal(tg_write(t, model), 0);
+        tg_free(t);
+        expect_rejected(model, b->message);
+    }
+    /* bytes that are no model: empty, truncated, random, JSON */
+    tg *t = test_models_valid[6].build();
+    size_t len;
+    uint8_t *bytes = tg_pack(t, &len);
+    tg_free(t);
+    const char *p = path_in_work("truncated.onnx");
+    write_bytes(p, bytes, len / 3);
+    expect_rejected(p, "not an ONNX");
+    free(bytes);
+    p = path_in_work("empty.onnx");
+    write_bytes(p, "", 0);
+    expect_rejected(p, "empty");
+    uint8_t junk[3000];
+    srand(7);
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)rand();
+    p = path_in_work("random.onnx");
+    write_bytes(p, junk, sizeof junk);
+    expect_rejected(p, "not an ONNX");
+    p = path_in_work("text.onnx");
+    write_bytes(p, "{\"not\": \"onnx\"}\n", 16);
+    expect_rejected(p, "not an ONNX");
+    expect_rejected(path_in_work("missing.onnx"), "cannot open");
+    /* usage errors */
+    char *a1[] = {(char *)roamc_bin, NULL};
+    assert_int_equal(run("usage", a1), 2);
+    char *a2[] = {(char *)roamc_bin, path_in_work("training.onnx"), "--align", "0", NULL};
+    assert_int_equal(run("usage", a2), 2);
+    char *a3[] = {(char *)roamc_bin, path_in_work("training.onnx"), "--layout", "magic", NULL};
+    assert_int_equal(run("usage", a3), 2);
+    char *a4[] = {(char *)roamc_bin, "--help", NULL};
+    assert_int_equal(run("help", a4), 0);
+    char *a5[] = {(char *)roamc_bin, "--version", NULL};
+    assert_int_equal(run("version", a5), 0);
+    char *v = output_of("version", "stdout");
+    assert_non_null(strstr(v, "roamc "));
+    free(v);
+}
+
+/* Breaks a valid plan in one way; both checkers must say invalid (exit 1). */
+typedef void (*breaker)(json_t *plan, const char *model);
+
+static json_t *buffer_of(json_t *plan, const char *tensor) {
+    json_t *bufs = json_object_get(plan, "buffers");
+    for (size_t i = 0; i < json_array_size(bufs); i++) {
+        json_t *t = json_object_get(json_array_get(bufs, i), "tensors");
+        for (size_t k = 0; k < json_array_size(t); k++)
+            if (strcmp(json_string_value(json_array_get(t, k)), tensor) == 0) return json_array_get(bufs, i);
+    }
+    fail_msg("no buffer holds %s", tensor);
+    return NULL;
+}
+
+static void set_int(json_t *o, const char *k, json_int_t v) { json_object_set_new(o, k, json_integer(v)); }
+
+/* Two buffers live together placed at the same offset. */
+static void break_overlap(json_t *plan, const char *model) {
+    (void)model;
+    json_t *a = buffer_of(plan, "h"), *b = buffer_of(plan, "a");
+    set_int(b, "offset", json_integer_value(json_object_get(a, "offset")));
+}
+
+/* Swap the first two steps: mm(x, w1) and relu(h). */
+static void break_order(json_t *plan, const char *model) {
+    (void)model;
+    json_t *s = json_object_get(plan, "schedule");
+    json_t *a = json_incref(json_array_get(s, 0)), *b = json_incref(json_array_get(s, 1));
+    json_array_set_new(s, 0, b);
+    json_array_set_new(s, 1, a);
+}
+
+static void break_peak(json_t *plan, const char *model) {
+    (void)model;
+    json_t *p = json_object_get(plan, "peak");
+    set_int(p, "theoretical", json_integer_value(json_object_get(p, "theoretical")) - 512);
+}
+
+/* In the inplace model: exp (0), sigmoid (1) reads e, relu_ (2) overwrites
+ * e.  Swapping sigmoid and relu_ puts a write before a reader. */
+static void break_inplace(json_t *plan, const char *model) {
+    (void)model;
+    json_t *s = json_object_get(plan, "schedule");
+    json_t *a = json_incref(json_array_get(s, 1)), *b = json_incref(json_array_get(s, 2));
+    json_array_set_new(s, 1, b);
+    json_array_set_new(s, 2, a);
+}
+
+static void break_misaligned(json_t *plan, const char *model) {
+    (void)model;
+    json_t *b = buffer_of(plan, "gd");
+    set_int(b, "offset", json_integer_value(json_object_get(b, "offset")) + 4);
+}
+
+static void break_small_buffer(json_t *plan, const char *model) {
+    (void)model;
+    set_int(buffer_of(plan, "h"), "size", 512);
+}
+
+static void break_lifetime(json_t *plan, const char *model) {
+    (void)model;
+    json_t *b = buffer_of(plan, "h");
+    set_int(b, "end", json_integer_value(json_object_get(b, "start")));
+}
+
+static void break_alias(json_t *plan, const char *model) {
+    (void)model;
+    /* claim that h and o share one buffer */
+    json_t *t = json_object_get(buffer_of(plan, "h"), "tensors");
+    json_t *o = buffer_of(plan, "o");
+    json_array_append_new(t, json_string("o"));
+    json_array_clear(json_object_get(o, "tensors"));
+}
+
+static void check_broken(const char *model, const char *plan_src, const char *name, breaker brk) {
+    json_error_t je;
+    json_t *plan = json_load_file(plan_src, 0, &je);
+    assert_non_null(plan);
+    brk(plan, model);
+    char broken[1024];
+    snprintf(broken, sizeof broken, "%s/broken_%s.json", workdir, name);
+    assert_int_equal(json_dump_file(plan, broken, JSON_COMPACT), 0);
+    json_decref(plan);
+    int rc = roamc_check("bcheck", model, broken);
+    char *out = output_of("bcheck", "stdout");
+    if (rc != 1) fail_msg("%s: roamc check exited %d, want 1: %s", name, rc, out);
+    assert_non_null(strstr(out, "INVALID"));
+    free(out);
+    if (have_check_py) {
+        rc = check_plan_py("bpy", model, broken);
+        if (rc != 1) fail_msg("%s: check_plan.py exited %d, want 1", name, rc);
+    }
+}
+
+static void test_check_rejects_broken_plans(void **state) {
+    (void)state;
+    const char *train = path_in_work("training.onnx"), *inpl = path_in_work("inplace.onnx");
+    write_model(&test_models_valid[6], train);
+    write_model(&test_models_valid[3], inpl);
+    assert_string_equal(test_models_valid[3].name, "inplace");
+    const char *tp = path_in_work("train_ok.json"), *ip = path_in_work("inplace_ok.json");
+    char *a1[] = {(char *)roamc_bin, (char *)train, "-o", (char *)tp, "-q", NULL};
+    char *a2[] = {(char *)roamc_bin, (char *)inpl, "-o", (char *)ip, "-q", NULL};
+    assert_int_equal(run("ok1", a1), 0);
+    assert_int_equal(run("ok2", a2), 0);
+    check_broken(train, tp, "overlap", break_overlap);
+    check_broken(train, tp, "order", break_order);
+    check_broken(train, tp, "peak", break_peak);
+    check_broken(train, tp, "misaligned", break_misaligned);
+    check_broken(train, tp, "small_buffer", break_small_buffer);
+    check_broken(train, tp, "lifetime", break_lifetime);
+    check_broken(train, tp, "alias", break_alias);
+    check_broken(inpl, ip, "inplace", break_inplace);
+    /* unreadable plans: exit 2 */
+    write_bytes(path_in_work("garbage.json"), "{not json", 9);
+    assert_int_equal(roamc_check("g", train, path_in_work("garbage.json")), 2);
+    assert_int_equal(roamc_check("g", path_in_work("empty.onnx"), tp), 2);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: test_cli ROAMC CHECK_PLAN_PY WORKDIR\n");
+        return 2;
+    }
+    roamc_bin = argv[1];
+    check_py = argv[2];
+    workdir = argv[3];
+    mkdir(workdir, 0777);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null", check_py);
+    have_check_py = system(cmd) == 0;
+    if (!have_check_py) fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_models_all_layouts),
+        cmocka_unit_test(test_report_json_and_determinism),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_check_rejects_broken_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
