@@ -33,6 +33,7 @@ static const char usage_text[] =
     "      --layout NAME     layout: bestfit, llfb, greedy, pytorch (default: bestfit)\n"
     "      --align B         round sizes and offsets to B bytes (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
+    "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
     "  -q, --quiet           no report\n"
     "  -h, --help            this text\n"
     "  -V, --version         the version\n"
@@ -65,14 +66,14 @@ static int main_parse_u64(const char *s, uint64_t *out) {
 }
 
 static int main_plan(int argc, char **argv) {
-    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT };
+    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
         {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
-        {"report", required_argument, NULL, OPT_REPORT}, {"quiet", no_argument, NULL, 'q'},
+        {"report", required_argument, NULL, OPT_REPORT}, {"svg", required_argument, NULL, OPT_SVG}, {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     planner_options opt = {.align = 512, .order = PLANNER_ORDER_PROGRAM, .layout = PLANNER_LAYOUT_BESTFIT};
-    const char *out_path = NULL;
+    const char *out_path = NULL, *svg_path = NULL;
     int json_report = 0, quiet = 0, c;
     while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
         switch (c) {
@@ -90,6 +91,7 @@ static int main_plan(int argc, char **argv) {
             if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30))
                 return main_usage_error("--align wants a byte count from 1 to 2^30, not '%s'", optarg);
             break;
+        case OPT_SVG: svg_path = optarg; break;
         case OPT_REPORT:
             if (strcmp(optarg, "json") == 0) json_report = 1;
             else if (strcmp(optarg, "text") == 0) json_report = 0;
@@ -126,6 +128,17 @@ static int main_plan(int argc, char **argv) {
         if (out_path && plan_write(&p, model_path, out_path, err, sizeof err)) {
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
+        }
+        if (rc == 0 && svg_path) {
+            const plan *plans[1] = {&p};
+            char title[256];
+            snprintf(title, sizeof title, "%s (order %s, layout %s)", model_path, planner_order_name(p.opt.order),
+                     planner_layout_name(p.opt.layout));
+            const char *titles[1] = {title};
+            if (plan_write_svg(plans, titles, 1, svg_path, err, sizeof err)) {
+                fprintf(stderr, "roamc: %s\n", err);
+                rc = 1;
+            }
         }
         p.times.total = main_now() - t0;
         if (rc == 0 && !quiet) {

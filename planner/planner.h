@@ -71,9 +71,26 @@ int plan_validate(const plan *p, char *err, size_t errlen);
  * recorded as given.  Returns 0, or -1 with a message (no file is left). */
 int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen);
 
+/* Atomic output: planner_atomic_open creates a temporary file beside path
+ * (mode 0666 & ~umask) and returns it open for writing, with its name in
+ * *tmp_path; NULL and errno on failure.  planner_atomic_close closes it and,
+ * when ok and every write succeeded, renames it over path; otherwise removes
+ * it.  Either way tmp_path is freed.  Returns 0 when path now holds the
+ * complete file. */
+FILE *planner_atomic_open(const char *path, char **tmp_path);
+int planner_atomic_close(FILE *f, char *tmp_path, const char *path, int ok);
+
 /* The report: text for people, or one JSON object. */
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path);
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path);
+
+/* Draws n plans of the same graph one above the other on one scale (time
+ * across, address up, one rectangle per storage, persistent storages shaded
+ * apart, the actual peak marked, the live-bytes curve under each) into an SVG
+ * file, written atomically.  Storages below a pixel are merged, so the file
+ * stays small for 10,000+ storages.  Returns 0, or -1 with a message. */
+int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
+                   size_t errlen);
 
 /* `roamc check MODEL PLAN`: the checks of shared/tools/check_plan.py.
  * Prints "VALID ..." or up to 20 "INVALID: ..." lines to out and returns
