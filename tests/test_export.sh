@@ -1,0 +1,128 @@
+#!/bin/bash
+# End-to-end test of the exporter: models/export.py -> roamc -> tools/check_plan.py.
+#
+# usage: tests/test_export.sh ROAMC_BINARY CHECK_PLAN_PY OUTDIR
+#
+# Exports mlp3 (batch 2) and resnet18 (batch 2, 64x64 images) with Debian's
+# /usr/bin/python3, checks that every value has a static shape and that
+# roamc.parameters lists exactly the model's parameters, then plans each file
+# with roamc and validates the plan with check_plan.py.
+# Exit 0 on pass, 1 on failure, 77 (skip) when /usr/bin/python3 lacks torch.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: $0 ROAMC_BINARY CHECK_PLAN_PY OUTDIR" >&2
+    exit 2
+fi
+ROAMC=$1
+CHECK=$2
+OUT=$3
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+EXPORT=$HERE/../models/export.py
+
+if ! "$PY" -c "import torch, torchvision, onnx" >/dev/null 2>&1; then
+    echo "SKIP: $PY cannot import torch, torchvision and onnx (python3-torch, python3-torchvision, python3-onnx)"
+    exit 77
+fi
+
+mkdir -p "$OUT" || exit 1
+fail=0
+failed() { echo "FAIL: $*"; fail=1; }
+
+# name | export options | expected parameter count source
+run_case() {
+    local name=$1; shift
+    local model=$OUT/$name.onnx plan=$OUT/$name.plan.json
+    echo "== $name"
+    if ! "$PY" "$EXPORT" "$@" -o "$model" -q; then
+        failed "$name: export failed"; return
+    fi
+    if ! "$PY" - "$model" "$EXPORT" "$@" <<'EOF'
+import sys, os, importlib.util
+import onnx
+path, export_py, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+m = onnx.load(path)
+g = m.graph
+problems = []
+typed = {}
+for vi in list(g.input) + list(g.output) + list(g.value_info):
+    tt = vi.type.tensor_type
+    if not tt.elem_type or not tt.HasField("shape") or \
+            any(not d.HasField("dim_value") for d in tt.shape.dim):
+        problems.append("value %r has no elem_type or no static shape" % vi.name)
+    typed[vi.name] = True
+for init in g.initializer:
+    typed[init.name] = True
+for n in g.node:
+    if n.domain != "org.pytorch.aten":
+        problems.append("node %s has domain %r" % (n.name, n.domain))
+    for v in list(n.input) + list(n.output):
+        if v and v not in typed:
+            problems.append("node %s value %r has no type/shape" % (n.name, v))
+seen = set()
+for n in g.node:                      # SSA: every value produced once
+    for o in n.output:
+        if o and o in seen:
+            problems.append("value %r produced twice" % o)
+        seen.add(o)
+meta = {p.key: p.value for p in m.metadata_props}
+for k in ("roamc.loss", "roamc.parameters", "roamc.optimizer_state", "roamc.data_inputs",
+          "roamc.optimizer", "roamc.model", "roamc.batch"):
+    if k not in meta:
+        problems.append("metadata %s missing" % k)
+inputs = {x.name for x in g.input}
+params = [x for x in meta.get("roamc.parameters", "").split(",") if x]
+for key in ("roamc.parameters", "roamc.optimizer_state", "roamc.data_inputs"):
+    for x in meta.get(key, "").split(","):
+        if x and x not in inputs:
+            problems.append("%s names %r, which is not a graph input" % (key, x))
+if meta.get("roamc.loss") not in {o.name for o in g.output}:
+    problems.append("the loss is not a graph output")
+# the model's own parameter count
+spec = importlib.util.spec_from_file_location("export", export_py)
+E = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(E)
+model = meta["roamc.model"]
+want = len(list(E.build(model, 1, 64, None)[0].parameters()))
+if len(params) != want:
+    problems.append("roamc.parameters has %d entries, %s has %d parameters"
+                    % (len(params), model, want))
+# in-place optimizer updates write into every parameter
+written = set()
+for n in g.node:
+    al = {a.name: a for a in n.attribute}
+    if "alias" in al and al.get("inplace") is not None and al["inplace"].i:
+        for k, j in enumerate(al["alias"].ints):
+            if j >= 0:
+                written.add(n.input[j])
+if not set(params) <= written:
+    problems.append("parameters never updated in place: %s" % sorted(set(params) - written)[:5])
+for p in problems[:20]:
+    print("  problem:", p)
+print("  %d nodes, %d parameters, %d problems" % (len(g.node), len(params), len(problems)))
+sys.exit(1 if problems else 0)
+EOF
+    then
+        failed "$name: graph checks"; return
+    fi
+    if [ ! -x "$ROAMC" ]; then
+        failed "$name: roamc binary $ROAMC not found or not executable"; return
+    fi
+    if ! "$ROAMC" "$model" -o "$plan"; then
+        failed "$name: roamc failed"; return
+    fi
+    if ! "$PY" "$CHECK" "$model" "$plan"; then
+        failed "$name: check_plan rejected the plan"; return
+    fi
+}
+
+run_case mlp3_b2 --model mlp3 --batch 2
+run_case resnet18_b2 --model resnet18 --batch 2 --image-size 64
+
+if [ $fail -ne 0 ]; then
+    echo "test_export: FAILED"
+    exit 1
+fi
+echo "test_export: passed"
+exit 0
