@@ -15,8 +15,10 @@
 #include "layout.h"
 
 #define SVG_W 1200     /* plot width, px */
-#define SVG_LAYOUT_H 360
-#define SVG_CURVE_H 120
+/* Panel heights: one plan gets room; a comparison of several stays on one
+ * screen. */
+static int svg_layout_h(size_t n) { return n > 1 ? 200 : 360; }
+static int svg_curve_h(size_t n) { return n > 1 ? 60 : 120; }
 #define SVG_MARGIN 70
 #define SVG_GAP 60
 #define SVG_CELL 2     /* raster cell, px */
@@ -44,16 +46,35 @@ static void svg_escape(FILE *f, const char *s) {
     }
 }
 
-static double svg_mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+/* "123.4 MiB" / "1.23 GiB": the unit that keeps 3-4 digits. */
+static const char *svg_size(double b, char *buf, size_t len) {
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
+    else snprintf(buf, len, "%.1f KiB", b / 1024.0);
+    return buf;
+}
+
+/* A round tick spacing (1, 2 or 5 times a power of ten) giving about
+ * `want` ticks up to top. */
+static double svg_tick_step(double top, int want) {
+    double raw = top / want, unit = 1;
+    while (unit * 10 <= raw) unit *= 10;
+    if (raw > 5 * unit) return 10 * unit;
+    if (raw > 2 * unit) return 5 * unit;
+    if (raw > unit) return 2 * unit;
+    return unit;
+}
 
 /* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
  * bytes fill the layout height (the same for every panel of a picture). */
-static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top) {
+static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top, size_t n_panels) {
+    const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
+    char b1[32], b2[32];
     const graph *g = p->g;
     size_t steps = g->n_ops, ns = g->n_storages;
     double xs = (double)SVG_W / (double)(steps ? steps : 1);
-    double ys = (double)SVG_LAYOUT_H / (double)(scale_top ? scale_top : 1);
-    int cols = SVG_W / SVG_CELL, rows = SVG_LAYOUT_H / SVG_CELL;
+    double ys = (double)layout_h / (double)(scale_top ? scale_top : 1);
+    int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
     /* raster cells: 0 empty, 1 activation, 2 persistent */
     unsigned char *cell = calloc((size_t)cols * (size_t)rows, 1);
     if (!cell) return -1;
@@ -61,16 +82,16 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
     fprintf(f, "<text x=\"0\" y=\"-8\" class=\"title\">");
     svg_escape(f, title);
-    fprintf(f, ": theoretical %.1f MiB, actual %.1f MiB, fragmentation %.2f%%</text>\n", svg_mib(p->theoretical),
-            svg_mib(p->actual),
+    fprintf(f, ": theoretical %s, actual %s, fragmentation %.2f%%</text>\n",
+            svg_size((double)p->theoretical, b1, sizeof b1), svg_size((double)p->actual, b2, sizeof b2),
             p->theoretical ? 100.0 * ((double)p->actual - (double)p->theoretical) / (double)p->theoretical : 0.0);
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", SVG_W, SVG_LAYOUT_H);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", SVG_W, layout_h);
     size_t drawn = 0;
     for (size_t s = 0; s < ns; s++) {
         uint64_t size = g->storages[s].size;
         if (!size) continue;
         double x0 = p->start[s] * xs, x1 = (p->end[s] + 1) * xs;
-        double top = SVG_LAYOUT_H - (double)(p->offsets[s] + size) * ys;
+        double top = layout_h - (double)(p->offsets[s] + size) * ys;
         double h = (double)size * ys;
         int pers = g->storages[s].persistent;
         if (x1 - x0 >= SVG_MIN_PX && h >= SVG_MIN_PX) {
@@ -101,10 +122,23 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
         }
     free(cell);
     /* the actual peak */
-    double peak_y = SVG_LAYOUT_H - (double)p->actual * ys;
+    double peak_y = layout_h - (double)p->actual * ys;
     fprintf(f, "<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"peak\"/>\n", peak_y, SVG_W, peak_y);
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"label\">%.1f MiB</text>\n", SVG_W + 4, peak_y + 4, svg_mib(p->actual));
-    fprintf(f, "<text x=\"-6\" y=\"%d\" class=\"axis\" text-anchor=\"end\">0</text>\n", SVG_LAYOUT_H);
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"label\">%s</text>\n", SVG_W + 4, peak_y + 4,
+            svg_size((double)p->actual, b1, sizeof b1));
+    /* address ticks at round byte counts, step ticks along the bottom */
+    double unit = scale_top >= (1ull << 30) ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+    double tick = svg_tick_step((double)scale_top / unit, 5);
+    for (double a = 0; a * unit <= (double)scale_top; a += tick) {
+        double y = layout_h - a * unit * ys;
+        fprintf(f, "<line x1=\"-4\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" class=\"tick\"/>"
+                   "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%g %s</text>\n",
+                y, y, y + 4, a, unit > 1024.0 * 1024 ? "GiB" : "MiB");
+    }
+    double stick = svg_tick_step((double)steps, 8);
+    for (double t = 0; t <= (double)steps; t += stick)
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%.0f</text>\n", t * xs,
+                layout_h + 13, t);
 
     /* live bytes per step, as the max within each pixel column */
     int64_t *delta = calloc(steps + 1, sizeof *delta);
@@ -125,14 +159,16 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
         for (int c = c0; c <= c1 && c < SVG_W; c++)
             if ((double)live > colmax[c]) colmax[c] = (double)live;
     }
-    double cy0 = SVG_LAYOUT_H + 20, cys = (double)SVG_CURVE_H / (double)(scale_top ? scale_top : 1);
-    fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0, SVG_W, SVG_CURVE_H);
+    double cy0 = layout_h + 22, cys = (double)curve_h / (double)(scale_top ? scale_top : 1);
+    fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0, SVG_W, curve_h);
     fprintf(f, "<polyline class=\"curve\" points=\"");
     for (int c = 0; c < SVG_W; c++)
-        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + SVG_CURVE_H - colmax[c] * cys, c + 1, cy0 + SVG_CURVE_H - colmax[c] * cys);
-    fprintf(f, "\"/>\n<text x=\"0\" y=\"%.1f\" class=\"axis\">live bytes per step (max %.1f MiB at the theoretical peak); "
-               "%zu steps, %zu storages (%zu drawn one by one)</text>\n",
-            cy0 + SVG_CURVE_H + 16, svg_mib(p->theoretical), steps, ns, drawn);
+        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + curve_h - colmax[c] * cys, c + 1, cy0 + curve_h - colmax[c] * cys);
+    double tp_y = cy0 + curve_h - (double)p->theoretical * cys;
+    fprintf(f, "\"/>\n<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"tpeak\"/>\n", tp_y, SVG_W, tp_y);
+    fprintf(f, "<text x=\"0\" y=\"%.1f\" class=\"axis\">live bytes per step (theoretical peak %s, dashed); "
+               "%zu steps, %zu storages (%zu drawn one by one, the rest merged per %d px cell)</text>\n",
+            cy0 + curve_h + 16, svg_size((double)p->theoretical, b1, sizeof b1), steps, ns, drawn, SVG_CELL);
     free(delta);
     free(colmax);
     fprintf(f, "</g>\n");
@@ -149,22 +185,28 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
     char *tmp;
     FILE *f = planner_atomic_open(path, &tmp);
     if (!f) return svg_fail(err, errlen, "%s: cannot create the picture", path);
-    double panel_h = SVG_LAYOUT_H + 20 + SVG_CURVE_H + 30;
-    double total_h = 2 * SVG_MARGIN / 2 + (double)n * (panel_h + SVG_GAP);
+    double panel_h = svg_layout_h(n) + 22 + svg_curve_h(n) + 24;
+    double total_h = 40 + (double)n * (panel_h + SVG_GAP) - SVG_GAP / 2;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
             SVG_W + 2 * SVG_MARGIN + 40, total_h, SVG_W + 2 * SVG_MARGIN + 40, total_h);
     fputs("<style>.a{fill:#4e79a7}.p{fill:#bab0ac}.frame{fill:none;stroke:#888;stroke-width:0.5}"
           ".peak{stroke:#e15759;stroke-width:1;stroke-dasharray:4 3}.curve{fill:none;stroke:#59a14f;stroke-width:1}"
           "text{font-family:sans-serif;font-size:12px}.title{font-size:14px;font-weight:bold}"
-          ".label{fill:#e15759}.axis{fill:#555}</style>\n", f);
+          ".label{fill:#e15759}.axis{fill:#555;font-size:11px}.tick{stroke:#888}"
+          ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n", f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = svg_panel(f, plans[i], titles[i], SVG_GAP / 2 + 20 + (double)i * (panel_h + SVG_GAP), top);
-    fprintf(f, "<text x=\"%d\" y=\"%.0f\" class=\"axis\">time (steps) across, address up; blue: activations and "
-               "temporaries, grey: persistent (parameters, optimizer state, outputs); red: actual peak</text>\n",
-            SVG_MARGIN, total_h - 10);
+        rc = svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP), top, n);
+    /* legend */
+    fprintf(f, "<g transform=\"translate(%d,16)\" class=\"axis\">"
+               "<rect width=\"12\" height=\"10\" class=\"a\"/><text x=\"16\" y=\"10\">activations and temporaries</text>"
+               "<rect x=\"190\" width=\"12\" height=\"10\" class=\"p\"/><text x=\"206\" y=\"10\">persistent "
+               "(parameters, optimizer state, outputs)</text>"
+               "<line x1=\"500\" y1=\"5\" x2=\"520\" y2=\"5\" class=\"peak\"/><text x=\"524\" y=\"10\">actual peak</text>"
+               "<text x=\"620\" y=\"10\">time (steps) across, address up</text></g>\n",
+            SVG_MARGIN);
     fputs("</svg>\n", f);
     if (planner_atomic_close(f, tmp, path, rc == 0)) rc = -1;
     return rc ? svg_fail(err, errlen, "%s: cannot write the picture", path) : 0;
