@@ -57,11 +57,12 @@ uint64_t layout_greedy(const layout_buffer *bufs, size_t n, uint64_t align, uint
  * holds it, or on top. */
 uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets);
 
-/* The lowest of all heuristic layouts: the three above and a few more orders
- * (size then best fit, size then length first fit, area best fit, LLFB first
- * fit).  Writes offsets, returns the height (UINT64_MAX: out of memory) and,
- * when name is not NULL, the name of the heuristic that won (ties: the first
- * in that list).  O(7 x heuristic). */
+/* The lowest of the heuristic layouts, tried in this order: llfb, bestfit,
+ * LLFB with first fit, greedy, and (up to 20000 buffers, as they scan every
+ * gap of a fragmented address space) size-then-length first fit, size best
+ * fit, area (size x length) best fit.  Stops early at the live-size lower
+ * bound.  Writes offsets, returns the height (UINT64_MAX: out of memory)
+ * and, when name is not NULL, the name of the winner (ties: the first). */
 uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
                                uint64_t *offsets, const char **name);
 
@@ -101,11 +102,13 @@ uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
 
 /* layout_ilp with a goal: as layout_ilp, but it also stops as soon as the
  * height is <= goal (goal 0: only the lower bound stops it early).  How it
- * spends the time: the incumbent (the lower of the warm start and
- * layout_best_heuristic); layout_search at the lower bound (40% of the
- * time); the GLPK model when at most LAYOUT_ILP_MAX_PAIRS pairs (half of the
- * rest); then a bisection on the height with layout_search.  Proofs assume
- * sizes are multiples of align. */
+ * spends the time: the incumbent is the lower of the warm start and
+ * layout_best_heuristic; then layout_search for a layout at the lower bound
+ * (40% of the time); then the GLPK model when there are at most
+ * LAYOUT_ILP_MAX_PAIRS conflicting pairs (half of the rest); then a
+ * bisection on the height with layout_search.  Problems with more than
+ * LAYOUT_SEARCH_MAX_BUFFERS buffers (after those conflicting with all are
+ * stacked) keep the incumbent.  Proofs assume sizes are multiples of align. */
 uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
                          const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
                          uint64_t *offsets, int *proven_optimal);
@@ -116,15 +119,20 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
 void layout_ilp_thread_done(void);
 
 /* Exact search for a layout no higher than capacity: a depth-first branch
- * and bound over pushed-down layouts (MiniMalloc's method: canonical order,
- * dominance, section bounds, decomposition where no buffer crosses a step).
- * Sizes are rounded up to align.  Returns 1 and writes offsets when it finds
- * one; 0 when it proved that none exists; -1 when it gave up (time_limit_s
- * ran out, or the problem has more than max_pairs conflicting pairs after
- * buffers that conflict with all others are stacked at the bottom); -2 when
- * memory ran out.  Deterministic except where the time limit cuts it. */
+ * and bound that fills the address x time plane from the bottom, at the
+ * most constrained free cell (layout_search.c explains the branching and
+ * the pruning), restarted round robin over several buffer orders and over
+ * the mirror image in time with doubling node limits.  Sizes are rounded up
+ * to align.  Returns 1 and writes offsets when it finds a layout; 0 when it
+ * proved that none exists; -1 when it gave up (time_limit_s ran out, or
+ * more than max_buffers buffers are left after those that conflict with all
+ * others are stacked at the bottom); -2 when memory runs out.  A node costs
+ * O(n + sections spanned); the recursion is about 3 frames (a few hundred
+ * bytes) per buffer deep, hence LAYOUT_SEARCH_MAX_BUFFERS for threads with
+ * small stacks.  Deterministic except where the time limit cuts it. */
+#define LAYOUT_SEARCH_MAX_BUFFERS 4000
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  double time_limit_s, size_t max_pairs, uint64_t *offsets);
+                  double time_limit_s, size_t max_buffers, uint64_t *offsets);
 
 /* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
  * `buffer,start,end,size`, one buffer a line, half-open lifetime

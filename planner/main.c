@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cmd_layout.h"
 #include "frontend.h"
@@ -29,7 +30,14 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o, --output FILE     write the plan to FILE (atomically; nothing on error)\n"
-    "      --order NAME      operator order: program (default: program)\n"
+    "      --order NAME      operator order: roam, program, lescea, ilp (default: roam)\n"
+    "      --node-limit N    roam: most operators in a leaf of the subgraph tree (default: 48)\n"
+    "      --delay-radius R  roam: segments a weight update may be delayed (default: 4)\n"
+    "      --threads N       roam: leaf solver threads (default: all cores); the order\n"
+    "                        does not depend on it\n"
+    "      --time-limit S    seconds for ordering (default: 240); roam leaves solved after\n"
+    "                        80% of it keep their heuristic order, ilp stops at it\n"
+    "      --dump-tree FILE  roam: write the subgraph tree as JSON to FILE\n"
     "      --layout NAME     layout: bestfit, llfb, greedy, pytorch (default: bestfit)\n"
     "      --align B         round sizes and offsets to B bytes (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -66,13 +74,20 @@ static int main_parse_u64(const char *s, uint64_t *out) {
 }
 
 static int main_plan(int argc, char **argv) {
-    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG };
+    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
+           OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
         {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
         {"report", required_argument, NULL, OPT_REPORT}, {"svg", required_argument, NULL, OPT_SVG}, {"quiet", no_argument, NULL, 'q'},
+        {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
+        {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
-    planner_options opt = {.align = 512, .order = PLANNER_ORDER_PROGRAM, .layout = PLANNER_LAYOUT_BESTFIT};
+    planner_options opt = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_BESTFIT,
+                           .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
+                           .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
+    uint64_t num;
     const char *out_path = NULL, *svg_path = NULL;
     int json_report = 0, quiet = 0, c;
     while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
@@ -92,6 +107,28 @@ static int main_plan(int argc, char **argv) {
                 return main_usage_error("--align wants a byte count from 1 to 2^30, not '%s'", optarg);
             break;
         case OPT_SVG: svg_path = optarg; break;
+        case OPT_NODE_LIMIT:
+            if (main_parse_u64(optarg, &num) || num > 100000) return main_usage_error("--node-limit wants 1 to 100000, not '%s'", optarg);
+            opt.node_limit = (int)num;
+            break;
+        case OPT_DELAY_RADIUS:
+            if (strcmp(optarg, "0") == 0) opt.delay_radius = 0;
+            else if (main_parse_u64(optarg, &num) || num > 100000) return main_usage_error("--delay-radius wants 0 to 100000, not '%s'", optarg);
+            else opt.delay_radius = (int)num;
+            break;
+        case OPT_THREADS:
+            if (main_parse_u64(optarg, &num) || num > 1024) return main_usage_error("--threads wants 1 to 1024, not '%s'", optarg);
+            opt.threads = (int)num;
+            break;
+        case OPT_TIME_LIMIT: {
+            char *end;
+            errno = 0;
+            opt.time_limit = strtod(optarg, &end);
+            if (errno || *end || end == optarg || !(opt.time_limit > 0 && opt.time_limit <= 1e6))
+                return main_usage_error("--time-limit wants seconds above 0, not '%s'", optarg);
+            break;
+        }
+        case OPT_DUMP_TREE: opt.dump_tree = optarg; break;
         case OPT_REPORT:
             if (strcmp(optarg, "json") == 0) json_report = 1;
             else if (strcmp(optarg, "text") == 0) json_report = 0;
@@ -102,6 +139,7 @@ static int main_plan(int argc, char **argv) {
     }
     if (optind != argc - 1)
         return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
+    opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
 
     double t0 = main_now();
@@ -132,7 +170,8 @@ static int main_plan(int argc, char **argv) {
         if (rc == 0 && svg_path) {
             const plan *plans[1] = {&p};
             char title[256];
-            snprintf(title, sizeof title, "%s (order %s, layout %s)", model_path, planner_order_name(p.opt.order),
+            const char *base = strrchr(model_path, '/');
+            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path, planner_order_name(p.opt.order),
                      planner_layout_name(p.opt.layout));
             const char *titles[1] = {title};
             if (plan_write_svg(plans, titles, 1, svg_path, err, sizeof err)) {

@@ -8,7 +8,7 @@
 
 #include "layout.h"
 
-static const char *const planner_order_names[] = {"program"};
+static const char *const planner_order_names[] = {"program", "lescea", "roam", "ilp"};
 static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch"};
 
 #define PLANNER_COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -50,6 +50,7 @@ void plan_free(plan *p) {
     free(p->start);
     free(p->end);
     free(p->offsets);
+    free(p->ostats);
     memset(p, 0, sizeof *p);
 }
 
@@ -110,16 +111,19 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         return planner_fail(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
     }
     int rc = 0;
-    switch (opt->order) {
-    case PLANNER_ORDER_PROGRAM: rc = graph_program_order(g, p->order); break;
-    }
+    /* Every order goes through the ordering driver (planner/order.c), which
+     * also measures program order and LESCEA for the report. */
+    p->ostats = calloc(1, sizeof *p->ostats);
+    if (!p->ostats) rc = planner_fail(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+    else rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
     if (rc) {
         plan_free(p);
-        return planner_fail(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+        return -1;
     }
     graph_lifetimes(g, p->order, p->start, p->end);
     p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
     p->lower_bound = graph_lower_bound(g);
+    if (p->ostats && p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
     if (plan_layout(p, err, errlen)) {

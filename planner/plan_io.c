@@ -143,6 +143,56 @@ static size_t plan_n_persistent(const graph *g) {
     return k;
 }
 
+/* ---- ordering lines (planner/order.c's statistics) ---- */
+
+static void plan_report_order_text(FILE *f, const planner_order_stats *o) {
+    char a[32], b[32];
+    fprintf(f, "  orders        program %s, lescea %s; chosen: %s%s\n", plan_human(o->peak_program, a, sizeof a),
+            plan_human(o->peak_lescea, b, sizeof b), o->source ? o->source : "?",
+            o->heuristic_kept ? " (the tree/ILP result was not better: heuristic kept)" : "");
+    if (o->ilp_too_large) fprintf(f, "  ilp           the whole-graph model is too large to build: best heuristic kept\n");
+    if (o->leaves && o->n_blocks)
+        fprintf(f, "  tree          %zu independent, %zu dependent subgraphs; %zu MI ops, %zu update ops (placement %s); "
+                   "floating ops %s; %zu blocks, largest leaf %zu ops\n",
+                o->n_independent, o->n_dependent, o->n_mi, o->n_update, o->placement ? o->placement : "-",
+                o->floating ? o->floating : "-", o->n_blocks, o->largest_leaf);
+    if (o->leaves)
+        fprintf(f, "  leaves        %zu: %zu single-op, %zu heuristic optimal, %zu off the peak, %zu exact DP, %zu ILP optimal, "
+                   "%zu stopped by budget, %zu stopped by time (%d threads)\n",
+                o->leaves, o->leaves_trivial, o->leaves_heuristic_optimal, o->leaves_not_critical, o->leaves_dp,
+                o->leaves_ilp_optimal, o->leaves_budget, o->time_stopped, o->threads);
+    if (o->t_partition > 0 || o->t_solve > 0)
+        fprintf(f, "  order time    partition %.3f s, leaves %.3f s\n", o->t_partition, o->t_solve);
+}
+
+static json_t *plan_order_json(const planner_order_stats *o) {
+    json_t *j = json_object();
+    json_object_set_new(j, "source", json_string(o->source ? o->source : ""));
+    json_object_set_new(j, "theoretical_peak_program", json_integer((json_int_t)o->peak_program));
+    json_object_set_new(j, "theoretical_peak_lescea", json_integer((json_int_t)o->peak_lescea));
+    json_object_set_new(j, "heuristic_kept", json_boolean(o->heuristic_kept));
+    json_object_set_new(j, "ilp_too_large", json_boolean(o->ilp_too_large));
+    json_object_set_new(j, "placement", o->placement ? json_string(o->placement) : json_null());
+    json_object_set_new(j, "floating", o->floating ? json_string(o->floating) : json_null());
+    json_object_set_new(j, "memory_insensitive_ops", json_integer((json_int_t)o->n_mi));
+    json_object_set_new(j, "update_ops", json_integer((json_int_t)o->n_update));
+    json_object_set_new(j, "blocks", json_integer((json_int_t)o->n_blocks));
+    json_object_set_new(j, "independent_subgraphs", json_integer((json_int_t)o->n_independent));
+    json_object_set_new(j, "dependent_subgraphs", json_integer((json_int_t)o->n_dependent));
+    json_object_set_new(j, "largest_leaf", json_integer((json_int_t)o->largest_leaf));
+    json_object_set_new(j, "leaves", json_integer((json_int_t)o->leaves));
+    json_object_set_new(j, "leaves_single_op", json_integer((json_int_t)o->leaves_trivial));
+    json_object_set_new(j, "leaves_heuristic_optimal", json_integer((json_int_t)o->leaves_heuristic_optimal));
+    json_object_set_new(j, "leaves_off_peak", json_integer((json_int_t)o->leaves_not_critical));
+    json_object_set_new(j, "leaves_exact_dp", json_integer((json_int_t)o->leaves_dp));
+    json_object_set_new(j, "leaves_ilp_optimal", json_integer((json_int_t)o->leaves_ilp_optimal));
+    json_object_set_new(j, "leaves_stopped_by_budget", json_integer((json_int_t)o->leaves_budget));
+    json_object_set_new(j, "leaves_stopped_by_time", json_integer((json_int_t)o->time_stopped));
+    json_object_set_new(j, "seconds_partition", json_real(o->t_partition));
+    json_object_set_new(j, "seconds_leaves", json_real(o->t_solve));
+    return j;
+}
+
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path) {
     const graph *g = p->g;
     char a[32], b[32], c[32];
@@ -156,6 +206,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
     fprintf(f, "  lower bound   %s (%llu B); the plan is at most %.2f%% above the best schedule\n",
             plan_human(p->lower_bound, c, sizeof c), (unsigned long long)p->lower_bound,
             plan_pct(p->theoretical, p->lower_bound));
+    if (p->ostats) plan_report_order_text(f, p->ostats);
     fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n", plan_human(p->actual, a, sizeof a),
             (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
     if (p->pytorch_reserved)
@@ -183,6 +234,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     json_object_set_new(r, "theoretical_peak_without_persistent", json_integer((json_int_t)p->theoretical_np));
     json_object_set_new(r, "lower_bound", json_integer((json_int_t)p->lower_bound));
     json_object_set_new(r, "gap_to_lower_bound_percent", json_real(plan_pct(p->theoretical, p->lower_bound)));
+    if (p->ostats) json_object_set_new(r, "ordering", plan_order_json(p->ostats));
     json_object_set_new(r, "actual_peak", json_integer((json_int_t)p->actual));
     json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
     if (p->pytorch_reserved) json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Plans every committed model (models/*.onnx) with each given order and
-# layout; every plan must pass `roamc check` and shared/tools/check_plan.py.
-# usage: test_models.sh ROAMC CHECK_PLAN_PY MODEL_DIR WORK_DIR "ORDERS" "LAYOUTS" [MODEL_GLOB]
+# Plans every committed model (models/*.onnx) with each given order:layout
+# pair; every plan must pass `roamc check` and shared/tools/check_plan.py.
+# usage: test_models.sh ROAMC CHECK_PLAN_PY MODEL_DIR WORK_DIR "ORDER:LAYOUT ..." [MODEL_GLOB] [-- ROAMC_ARGS...]
 set -u
-roamc=$1 check_py=$2 models=$3 work=$4 orders=$5 layouts=$6 glob=${7:-*.onnx}
+roamc=$1 check_py=$2 models=$3 work=$4 pairs=$5
+shift 5
+glob="*.onnx"
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then glob=$1; shift; fi
+[ $# -gt 0 ] && [ "$1" = "--" ] && shift
+extra=("$@")
 mkdir -p "$work"
 have_py=1
 if ! /usr/bin/python3 -c 'import onnx' 2>/dev/null || [ ! -f "$check_py" ]; then
@@ -16,23 +21,22 @@ files=("$models"/$glob)
 [ ${#files[@]} -gt 0 ] || { echo "no models match $models/$glob"; exit 1; }
 for model in "${files[@]}"; do
   name=$(basename "$model" .onnx)
-  for order in $orders; do
-    for layout in $layouts; do
-      plan="$work/$name.$order.$layout.json"
-      what="$name --order $order --layout $layout"
-      if ! out=$("$roamc" "$model" -o "$plan" --order "$order" --layout "$layout" --report json 2>&1); then
-        echo "FAIL $what: roamc: $out"; failed=$((failed + 1)); continue
-      fi
-      if ! out=$("$roamc" check "$model" "$plan" 2>&1); then
-        echo "FAIL $what: roamc check: $out"; failed=$((failed + 1)); continue
-      fi
-      if [ $have_py = 1 ] && ! out=$(/usr/bin/python3 "$check_py" "$model" "$plan" 2>&1); then
-        echo "FAIL $what: check_plan.py: $out"; failed=$((failed + 1)); continue
-      fi
-      echo "ok   $what: $(echo "$out" | sed 's/^VALID [^:]*: //')"
-      passed=$((passed + 1))
-      rm -f "$plan"
-    done
+  for pair in $pairs; do
+    order=${pair%%:*} layout=${pair#*:}
+    plan="$work/$name.$order.$layout.json"
+    what="$name --order $order --layout $layout"
+    if ! out=$("$roamc" "$model" -o "$plan" --order "$order" --layout "$layout" "${extra[@]}" -q 2>&1); then
+      echo "FAIL $what: roamc: $out"; failed=$((failed + 1)); continue
+    fi
+    if ! out=$("$roamc" check "$model" "$plan" 2>&1); then
+      echo "FAIL $what: roamc check: $out"; failed=$((failed + 1)); continue
+    fi
+    if [ $have_py = 1 ] && ! out=$(/usr/bin/python3 "$check_py" "$model" "$plan" 2>&1); then
+      echo "FAIL $what: check_plan.py: $out"; failed=$((failed + 1)); continue
+    fi
+    echo "ok   $what: $(echo "$out" | sed 's/^VALID [^:]*: //')"
+    passed=$((passed + 1))
+    rm -f "$plan"
   done
 done
 echo "$passed passed, $failed failed"

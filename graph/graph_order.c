@@ -1,0 +1,624 @@
+/* Operator orders: LESCEA, block assignments, leaves and their exact
+ * solution by dynamic programming over down-sets (see graph.h). */
+#include "graph.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ lower bound */
+
+uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
+    uint64_t weak = graph_lower_bound(g);
+    size_t n = g->n_ops, ns = g->n_storages, w = (n + 63) / 64;
+    if (n == 0 || n > max_ops) return weak;
+    int *topo = malloc(n * sizeof *topo);
+    uint64_t *desc = calloc(n * w, sizeof *desc); /* desc[v]: v's descendants */
+    int *maker = malloc((ns ? ns : 1) * sizeof *maker);
+    size_t *tstart = calloc(ns + 1, sizeof *tstart); /* touchers of each storage, CSR */
+    int *tops = malloc((g->touch_start[n] ? g->touch_start[n] : 1) * sizeof *tops);
+    if (!topo || !desc || !maker || !tstart || !tops || graph_program_order(g, topo)) {
+        free(topo), free(desc), free(maker), free(tstart), free(tops);
+        return UINT64_MAX;
+    }
+    for (size_t i = n; i-- > 0;) {
+        int v = topo[i];
+        uint64_t *d = desc + (size_t)v * w;
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) {
+            int s = g->succ[k];
+            const uint64_t *ds = desc + (size_t)s * w;
+            for (size_t x = 0; x < w; x++) d[x] |= ds[x];
+            d[s / 64] |= 1ull << (s % 64);
+        }
+    }
+    for (size_t s = 0; s < ns; s++) maker[s] = -1;
+    for (size_t v = 0; v < n; v++) {
+        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) maker[g->make[k]] = (int)v;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) tstart[g->touch[k] + 1]++;
+    }
+    for (size_t s = 0; s < ns; s++) tstart[s + 1] += tstart[s];
+    {
+        size_t *pos = malloc((ns ? ns : 1) * sizeof *pos);
+        if (!pos) {
+            free(topo), free(desc), free(maker), free(tstart), free(tops);
+            return UINT64_MAX;
+        }
+        memcpy(pos, tstart, ns * sizeof *pos);
+        for (size_t v = 0; v < n; v++)
+            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) tops[pos[g->touch[k]]++] = (int)v;
+        free(pos);
+    }
+#define GRAPH_BIT(set, i) ((set)[(size_t)(i) / 64] >> ((size_t)(i) % 64) & 1)
+    uint64_t best = weak;
+    for (size_t v = 0; v < n; v++) {
+        const uint64_t *dv = desc + v * w;
+        uint64_t live = 0;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) live += g->storages[g->touch[k]].size;
+        for (size_t s = 0; s < ns; s++) {
+            const graph_storage *st = &g->storages[s];
+            int mk = maker[s];
+            if (mk == (int)v) continue; /* touched by v: counted */
+            bool before = st->has_input || (mk >= 0 && GRAPH_BIT(desc + (size_t)mk * w, v));
+            if (!before) continue;
+            bool touched_by_v = false, after = st->persistent || st->has_output;
+            for (size_t k = tstart[s]; k < tstart[s + 1]; k++) {
+                if (tops[k] == (int)v) touched_by_v = true;
+                else if (GRAPH_BIT(dv, tops[k])) after = true;
+            }
+            if (!touched_by_v && after) live += st->size;
+        }
+        if (live > best) best = live;
+    }
+#undef GRAPH_BIT
+    free(topo), free(desc), free(maker), free(tstart), free(tops);
+    return best;
+}
+
+/* ------------------------------------------------------------ blocks */
+
+int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B) {
+    memset(B, 0, sizeof *B);
+    B->n_blocks = n_blocks;
+    B->block = block;
+    size_t ns = g->n_storages ? g->n_storages : 1;
+    B->first = malloc(ns * sizeof *B->first);
+    B->last = malloc(ns * sizeof *B->last);
+    B->op_start = calloc((size_t)n_blocks + 1, sizeof *B->op_start);
+    B->ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *B->ops);
+    if (!B->first || !B->last || !B->op_start || !B->ops) {
+        graph_blocks_free(B);
+        return -1;
+    }
+    for (size_t i = 0; i < g->n_ops; i++) {
+        assert(block[i] >= 0 && block[i] < n_blocks);
+        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++) assert(block[i] <= block[g->succ[k]]);
+        B->op_start[block[i] + 1]++;
+    }
+    for (int b = 0; b < n_blocks; b++) B->op_start[b + 1] += B->op_start[b];
+    size_t *pos = malloc(((size_t)n_blocks + 1) * sizeof *pos);
+    if (!pos) {
+        graph_blocks_free(B);
+        return -1;
+    }
+    memcpy(pos, B->op_start, (size_t)n_blocks * sizeof *pos);
+    for (size_t i = 0; i < g->n_ops; i++) B->ops[pos[block[i]]++] = (int)i;
+    free(pos);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        B->first[s] = -1;
+        B->last[s] = (st->persistent || st->has_output) ? INT32_MAX : -1;
+    }
+    for (size_t i = 0; i < g->n_ops; i++) {
+        for (size_t k = g->make_start[i]; k < g->make_start[i + 1]; k++) B->first[g->make[k]] = block[i];
+        for (size_t k = g->touch_start[i]; k < g->touch_start[i + 1]; k++)
+            if (B->last[g->touch[k]] < block[i]) B->last[g->touch[k]] = block[i];
+    }
+    return 0;
+}
+
+void graph_blocks_free(graph_blocks *B) {
+    free(B->first);
+    free(B->last);
+    free(B->op_start);
+    free(B->ops);
+    memset(B, 0, sizeof *B);
+}
+
+/* ------------------------------------------------------------- leaves */
+
+void graph_leaf_free(graph_leaf *L) {
+    free(L->ops), free(L->st), free(L->size), free(L->live_in), free(L->live_out);
+    free(L->touch_start), free(L->make_start), free(L->pred_start), free(L->succ_start);
+    free(L->touch), free(L->make), free(L->pred), free(L->succ);
+    memset(L, 0, sizeof *L);
+}
+
+/* Builds the local structure of a leaf whose global ops are ops[0..n)
+ * (ascending).  in_leaf/local_of are scratch arrays the caller owns, sized
+ * n_ops and n_storages, local_of filled with -1 on entry and left so. */
+static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_local, int *st_local, graph_leaf *L) {
+    memset(L, 0, sizeof *L);
+    L->n_ops = n;
+    size_t nt = 0, ne = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = ops[i];
+        op_local[v] = (int)i;
+        nt += g->touch_start[v + 1] - g->touch_start[v];
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = g->succ_start[ops[i]]; k < g->succ_start[ops[i] + 1]; k++) ne += op_local[g->succ[k]] >= 0;
+    size_t n1 = n ? n : 1;
+    L->ops = malloc(n1 * sizeof *L->ops);
+    L->st = malloc((nt ? nt : 1) * sizeof *L->st);
+    L->touch_start = calloc(n + 1, sizeof(size_t));
+    L->make_start = calloc(n + 1, sizeof(size_t));
+    L->pred_start = calloc(n + 1, sizeof(size_t));
+    L->succ_start = calloc(n + 1, sizeof(size_t));
+    L->touch = malloc((nt ? nt : 1) * sizeof(int));
+    L->make = malloc((nt ? nt : 1) * sizeof(int));
+    L->pred = malloc((ne ? ne : 1) * sizeof(int));
+    L->succ = malloc((ne ? ne : 1) * sizeof(int));
+    int rc = 0;
+    if (!L->ops || !L->st || !L->touch_start || !L->make_start || !L->pred_start || !L->succ_start || !L->touch ||
+        !L->make || !L->pred || !L->succ)
+        rc = -1;
+    if (rc == 0) {
+        memcpy(L->ops, ops, n * sizeof *ops);
+        size_t t = 0, m = 0, e = 0;
+        for (size_t i = 0; i < n; i++) {
+            int v = ops[i];
+            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
+                int s = g->touch[k];
+                if (st_local[s] < 0) st_local[s] = (int)L->n_st, L->st[L->n_st++] = s;
+                L->touch[t++] = st_local[s];
+            }
+            L->touch_start[i + 1] = t;
+            for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) {
+                /* a storage made by v is also touched by v (its output) */
+                assert(st_local[g->make[k]] >= 0);
+                L->make[m++] = st_local[g->make[k]];
+            }
+            L->make_start[i + 1] = m;
+            for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
+                if (op_local[g->succ[k]] >= 0) L->succ[e++] = op_local[g->succ[k]];
+            L->succ_start[i + 1] = e;
+        }
+        /* predecessors: transpose of succ */
+        for (size_t i = 0; i < n; i++)
+            for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++) L->pred_start[L->succ[k] + 1]++;
+        for (size_t i = 0; i < n; i++) L->pred_start[i + 1] += L->pred_start[i];
+        size_t *pos = malloc(n1 * sizeof *pos);
+        if (!pos) rc = -1;
+        else {
+            memcpy(pos, L->pred_start, n * sizeof *pos);
+            for (size_t i = 0; i < n; i++)
+                for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++) L->pred[pos[L->succ[k]]++] = (int)i;
+            free(pos);
+        }
+    }
+    size_t ns1 = L->n_st ? L->n_st : 1;
+    L->size = malloc(ns1 * sizeof *L->size);
+    L->live_in = calloc(ns1, sizeof *L->live_in);
+    L->live_out = calloc(ns1, sizeof *L->live_out);
+    if (!L->size || !L->live_in || !L->live_out) rc = -1;
+    if (rc == 0) {
+        for (size_t j = 0; j < L->n_st; j++) {
+            L->size[j] = g->storages[L->st[j]].size;
+            L->live_in[j] = true;
+        }
+        for (size_t k = 0; k < L->make_start[n]; k++) L->live_in[L->make[k]] = false;
+    }
+    /* leave the scratch arrays as we found them */
+    for (size_t i = 0; i < n; i++) op_local[ops[i]] = -1;
+    for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = -1;
+    if (rc) graph_leaf_free(L);
+    return rc;
+}
+
+static int graph_leaf_scratch(const graph *g, int **op_local, int **st_local) {
+    *op_local = malloc((g->n_ops ? g->n_ops : 1) * sizeof(int));
+    *st_local = malloc((g->n_storages ? g->n_storages : 1) * sizeof(int));
+    if (!*op_local || !*st_local) {
+        free(*op_local), free(*st_local);
+        return -1;
+    }
+    for (size_t i = 0; i < g->n_ops; i++) (*op_local)[i] = -1;
+    for (size_t s = 0; s < g->n_storages; s++) (*st_local)[s] = -1;
+    return 0;
+}
+
+int graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L) {
+    int *op_local, *st_local;
+    if (graph_leaf_scratch(g, &op_local, &st_local)) return -1;
+    size_t n = B->op_start[b + 1] - B->op_start[b];
+    int rc = graph_leaf_build(g, B->ops + B->op_start[b], n, op_local, st_local, L);
+    if (rc == 0) {
+        for (size_t j = 0; j < L->n_st; j++) L->live_out[j] = B->last[L->st[j]] > b;
+        /* Live through the block but untouched: created before, used after.
+         * Mark the touched ones so they are not counted twice. */
+        for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = 0;
+        for (size_t s = 0; s < g->n_storages; s++)
+            if (st_local[s] < 0 && B->first[s] < b && B->last[s] > b) L->base += g->storages[s].size;
+        for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = -1;
+    }
+    free(op_local), free(st_local);
+    return rc;
+}
+
+int graph_leaf_init_all(const graph *g, graph_leaf *L) {
+    int *op_local, *st_local, *ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
+    if (!ops || graph_leaf_scratch(g, &op_local, &st_local)) {
+        free(ops);
+        return -1;
+    }
+    for (size_t i = 0; i < g->n_ops; i++) ops[i] = (int)i;
+    int rc = graph_leaf_build(g, ops, g->n_ops, op_local, st_local, L);
+    if (rc == 0)
+        for (size_t j = 0; j < L->n_st; j++) {
+            const graph_storage *st = &g->storages[L->st[j]];
+            L->live_out[j] = st->persistent || st->has_output;
+        }
+    free(ops), free(op_local), free(st_local);
+    return rc;
+}
+
+uint64_t graph_leaf_peak(const graph_leaf *L, const int *order) {
+    size_t n = L->n_ops, ns = L->n_st;
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
+    int64_t *delta = calloc(n + 1, sizeof *delta);
+    uint64_t peak = UINT64_MAX;
+    if (start && end && delta) {
+        for (size_t j = 0; j < ns; j++) start[j] = 0, end[j] = 0;
+        for (size_t step = 0; step < n; step++) {
+            int v = order[step];
+            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) start[L->make[k]] = (int32_t)step;
+            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) end[L->touch[k]] = (int32_t)step;
+        }
+        for (size_t j = 0; j < ns; j++) {
+            if (L->live_out[j]) end[j] = (int32_t)n - 1;
+            delta[start[j]] += (int64_t)L->size[j];
+            delta[end[j] + 1] -= (int64_t)L->size[j];
+        }
+        int64_t live = 0;
+        peak = L->base;
+        for (size_t s = 0; s < n; s++) {
+            live += delta[s];
+            if (L->base + (uint64_t)live > peak) peak = L->base + (uint64_t)live;
+        }
+    }
+    free(start), free(end), free(delta);
+    return peak;
+}
+
+bool graph_leaf_order_valid(const graph_leaf *L, const int *order) {
+    size_t n = L->n_ops;
+    int *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!pos) return false;
+    for (size_t i = 0; i < n; i++) pos[i] = -1;
+    bool ok = true;
+    for (size_t s = 0; s < n && ok; s++) {
+        int v = order[s];
+        if (v < 0 || (size_t)v >= n || pos[v] >= 0) ok = false;
+        else pos[v] = (int)s;
+    }
+    for (size_t i = 0; i < n && ok; i++)
+        for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
+            if (pos[i] >= pos[L->succ[k]]) ok = false;
+    free(pos);
+    return ok;
+}
+
+uint64_t graph_leaf_lower_bound(const graph_leaf *L) {
+    uint64_t always = L->base;
+    for (size_t j = 0; j < L->n_st; j++)
+        if (L->live_in[j] && L->live_out[j]) always += L->size[j];
+    uint64_t best = always;
+    for (size_t i = 0; i < L->n_ops; i++) {
+        uint64_t w = always;
+        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++) {
+            int j = L->touch[k];
+            if (!(L->live_in[j] && L->live_out[j])) w += L->size[j];
+        }
+        if (w > best) best = w;
+    }
+    return best;
+}
+
+/* ------------------------------------------------------- heuristics */
+
+static int graph_key_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int graph_leaf_program(const graph_leaf *L, const int *program_pos, int *order) {
+    /* key = program position, then local index: both fit in 31 bits */
+    size_t n = L->n_ops;
+    int64_t *key = malloc((n ? n : 1) * sizeof *key);
+    if (!key) return -1;
+    for (size_t i = 0; i < n; i++) key[i] = ((int64_t)program_pos[L->ops[i]] << 31) | (int64_t)i;
+    qsort(key, n, sizeof *key, graph_key_cmp);
+    for (size_t i = 0; i < n; i++) order[i] = (int)(key[i] & INT32_MAX);
+    free(key);
+    return 0;
+}
+
+int graph_leaf_lescea(const graph_leaf *L, int *order) {
+    size_t n = L->n_ops, ns = L->n_st;
+    int *indeg = malloc((n ? n : 1) * sizeof *indeg);
+    int *ready = malloc((n ? n : 1) * sizeof *ready);
+    int *remaining = malloc((ns ? ns : 1) * sizeof *remaining); /* touchers not yet run */
+    if (!indeg || !ready || !remaining) {
+        free(indeg), free(ready), free(remaining);
+        return -1;
+    }
+    for (size_t j = 0; j < ns; j++) remaining[j] = 0;
+    for (size_t k = 0; k < L->touch_start[n]; k++) remaining[L->touch[k]]++;
+    size_t n_ready = 0;
+    for (size_t i = 0; i < n; i++) {
+        indeg[i] = (int)(L->pred_start[i + 1] - L->pred_start[i]);
+        if (!indeg[i]) ready[n_ready++] = (int)i;
+    }
+    for (size_t step = 0; step < n; step++) {
+        assert(n_ready > 0);
+        /* The ready set is scanned each step: leaves are small, and for the
+         * whole graph the ready set of a training graph stays narrow. */
+        size_t best = 0;
+        int64_t best_delta = INT64_MAX;
+        for (size_t r = 0; r < n_ready; r++) {
+            int v = ready[r];
+            int64_t d = 0;
+            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) d += (int64_t)L->size[L->make[k]];
+            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
+                int j = L->touch[k];
+                if (remaining[j] == 1 && !L->live_out[j]) d -= (int64_t)L->size[j];
+            }
+            if (d < best_delta || (d == best_delta && v < ready[best])) best_delta = d, best = r;
+        }
+        int v = ready[best];
+        ready[best] = ready[--n_ready];
+        order[step] = v;
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) remaining[L->touch[k]]--;
+        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++)
+            if (--indeg[L->succ[k]] == 0) ready[n_ready++] = L->succ[k];
+    }
+    free(indeg), free(ready), free(remaining);
+    return 0;
+}
+
+int graph_order_lescea(const graph *g, int *order) {
+    graph_leaf L;
+    if (graph_leaf_init_all(g, &L)) return -1;
+    int rc = graph_leaf_lescea(&L, order);
+    /* local index i is op i for the whole graph */
+    graph_leaf_free(&L);
+    return rc;
+}
+
+/* ------------------------------------------- exact: DP over down-sets
+ *
+ * A state is the set S of ops already run (closed under predecessors).
+ * resident(S) = bytes of leaf storages alive between steps; running a ready
+ * op v costs base + resident(S) + bytes v creates, and leads to S + v.  The
+ * best peak to reach each state is a min-max path problem over the layers
+ * |S| = 0..n; each layer is a hash set of states.  Transitions above the
+ * upper bound are pruned, so a good heuristic keeps the layers thin. */
+
+typedef struct graph_dp {
+    size_t words;      /* 64-bit words per state bitset */
+    uint64_t *bits;    /* states' bitsets, contiguous */
+    uint64_t *cost;    /* best peak to reach the state */
+    uint64_t *res;     /* resident bytes at the state */
+    int32_t *parent;   /* state index it was reached from, -1 for the empty set */
+    int32_t *via;      /* op run to reach it */
+    size_t n, cap;
+} graph_dp;
+
+static uint64_t graph_dp_hash(const uint64_t *b, size_t w) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < w; i++) {
+        h ^= b[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 33);
+}
+
+static int graph_dp_grow(graph_dp *d) {
+    size_t cap = d->cap ? 2 * d->cap : 1024;
+    uint64_t *bits = realloc(d->bits, cap * d->words * sizeof *bits);
+    if (!bits) return -1;
+    d->bits = bits;
+    uint64_t *cost = realloc(d->cost, cap * sizeof *cost);
+    if (!cost) return -1;
+    d->cost = cost;
+    uint64_t *res = realloc(d->res, cap * sizeof *res);
+    if (!res) return -1;
+    d->res = res;
+    int32_t *parent = realloc(d->parent, cap * sizeof *parent);
+    if (!parent) return -1;
+    d->parent = parent;
+    int32_t *via = realloc(d->via, cap * sizeof *via);
+    if (!via) return -1;
+    d->via = via;
+    d->cap = cap;
+    return 0;
+}
+
+/* Beam selection: keeps the best `width` states of the layer [lo, d->n)
+ * by (cost, resident bytes, creation index), moved to the front of the
+ * layer.  Deterministic: the key is total. */
+typedef struct graph_beam_key {
+    uint64_t cost, res;
+    size_t idx;
+} graph_beam_key;
+
+static int graph_beam_cmp(const void *a, const void *b) {
+    const graph_beam_key *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    if (x->res != y->res) return x->res < y->res ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int graph_beam_cut(graph_dp *d, size_t lo, size_t width) {
+    size_t n = d->n - lo;
+    if (n <= width) return 0;
+    graph_beam_key *k = malloc(n * sizeof *k);
+    uint64_t *bits = malloc(width * d->words * sizeof *bits);
+    if (!k || !bits) {
+        free(k), free(bits);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) k[i] = (graph_beam_key){d->cost[lo + i], d->res[lo + i], lo + i};
+    qsort(k, n, sizeof *k, graph_beam_cmp);
+    /* kept states in index order, so copying forward never overwrites one
+     * not yet copied */
+    size_t *keep = malloc(width * sizeof *keep);
+    if (!keep) {
+        free(k), free(bits);
+        return -1;
+    }
+    for (size_t i = 0; i < width; i++) keep[i] = k[i].idx;
+    for (size_t i = 1; i < width; i++) { /* insertion sort: width is small */
+        size_t x = keep[i], j = i;
+        while (j > 0 && keep[j - 1] > x) keep[j] = keep[j - 1], j--;
+        keep[j] = x;
+    }
+    for (size_t i = 0; i < width; i++) {
+        size_t src = keep[i], dst = lo + i;
+        assert(dst <= src);
+        memmove(d->bits + dst * d->words, d->bits + src * d->words, d->words * sizeof *bits);
+        d->cost[dst] = d->cost[src], d->res[dst] = d->res[src];
+        d->parent[dst] = d->parent[src], d->via[dst] = d->via[src];
+    }
+    d->n = lo + width;
+    free(k), free(bits), free(keep);
+    return 0;
+}
+
+static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam, int *order,
+                         uint64_t *peak_out);
+
+int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *order, uint64_t *peak_out) {
+    return graph_leaf_dp(L, upper, max_states, 0, order, peak_out);
+}
+
+int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *order, uint64_t *peak_out) {
+    assert(width > 0);
+    return graph_leaf_dp(L, upper, SIZE_MAX, width, order, peak_out);
+}
+
+static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam, int *order,
+                         uint64_t *peak_out) {
+    size_t n = L->n_ops, ns = L->n_st;
+    assert(n <= 512);
+    if (n == 0) {
+        *peak_out = L->base;
+        return 1;
+    }
+    size_t w = (n + 63) / 64;
+    graph_dp d = {.words = w};
+    /* per storage: bitset of its touchers in the leaf */
+    uint64_t *touchers = calloc((ns ? ns : 1) * w, sizeof *touchers);
+    uint64_t *predmask = calloc(n * w, sizeof *predmask);
+    uint64_t *cand = malloc(w * sizeof *cand);
+    size_t hcap = 0;
+    int32_t *table = NULL;
+    int rc = (touchers && predmask && cand) ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
+            touchers[(size_t)L->touch[k] * w + i / 64] |= 1ull << (i % 64);
+        for (size_t k = L->pred_start[i]; k < L->pred_start[i + 1]; k++)
+            predmask[i * w + (size_t)L->pred[k] / 64] |= 1ull << (L->pred[k] % 64);
+    }
+    if (rc == 0 && graph_dp_grow(&d)) rc = -1;
+    size_t layer_lo = 0, layer_hi = 0;
+    if (rc == 0) {
+        uint64_t res0 = 0;
+        for (size_t j = 0; j < ns; j++)
+            if (L->live_in[j]) res0 += L->size[j];
+        memset(d.bits, 0, w * sizeof *d.bits);
+        d.cost[0] = L->base + res0, d.res[0] = res0, d.parent[0] = -1, d.via[0] = -1;
+        d.n = 1, layer_hi = 1;
+    }
+    int result = 1;
+    for (size_t layer = 0; layer < n && rc == 0 && result == 1; layer++) {
+        /* hash table for the next layer: open addressing, power of two */
+        size_t want = 2 * (layer_hi - layer_lo) * 4 + 16, hc = 16;
+        while (hc < want) hc *= 2;
+        if (hc > hcap) {
+            int32_t *t = realloc(table, hc * sizeof *t);
+            if (!t) { rc = -1; break; }
+            table = t, hcap = hc;
+        }
+        size_t mask = hc - 1, next_count = 0;
+        for (size_t i = 0; i < hc; i++) table[i] = -1;
+        for (size_t si = layer_lo; si < layer_hi && rc == 0 && result == 1; si++) {
+            for (size_t v = 0; v < n; v++) {
+                const uint64_t *S = d.bits + si * w;
+                if (S[v / 64] >> (v % 64) & 1) continue;
+                bool ready = true;
+                for (size_t x = 0; x < w && ready; x++) ready = (predmask[v * w + x] & ~S[x]) == 0;
+                if (!ready) continue;
+                uint64_t made = 0, freed = 0;
+                for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) made += L->size[L->make[k]];
+                for (size_t x = 0; x < w; x++) cand[x] = S[x];
+                cand[v / 64] |= 1ull << (v % 64);
+                for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
+                    int j = L->touch[k];
+                    if (L->live_out[j]) continue;
+                    bool done = true;
+                    for (size_t x = 0; x < w && done; x++) done = (touchers[(size_t)j * w + x] & ~cand[x]) == 0;
+                    if (done) freed += L->size[j];
+                }
+                uint64_t step = L->base + d.res[si] + made;
+                uint64_t cost = step > d.cost[si] ? step : d.cost[si];
+                if (cost > upper) continue;
+                uint64_t res = d.res[si] + made - freed;
+                size_t h = (size_t)graph_dp_hash(cand, w) & mask;
+                while (table[h] >= 0 && memcmp(d.bits + (size_t)table[h] * w, cand, w * sizeof *cand) != 0)
+                    h = (h + 1) & mask;
+                if (table[h] >= 0) {
+                    size_t t = (size_t)table[h];
+                    if (cost < d.cost[t]) d.cost[t] = cost, d.parent[t] = (int32_t)si, d.via[t] = (int32_t)v;
+                    continue;
+                }
+                if (d.n >= max_states) { result = 0; break; }
+                if (d.n == d.cap && graph_dp_grow(&d)) { rc = -1; break; }
+                memcpy(d.bits + d.n * w, cand, w * sizeof *cand);
+                d.cost[d.n] = cost, d.res[d.n] = res, d.parent[d.n] = (int32_t)si, d.via[d.n] = (int32_t)v;
+                table[h] = (int32_t)d.n++;
+                if (++next_count * 2 > hc) {
+                    /* keep the load factor under 1/2: rehash the layer */
+                    size_t nh = hc * 2;
+                    int32_t *t = realloc(table, nh * sizeof *t);
+                    if (!t) { rc = -1; break; }
+                    table = t, hcap = nh, hc = nh, mask = nh - 1;
+                    for (size_t i = 0; i < hc; i++) table[i] = -1;
+                    for (size_t s2 = layer_hi; s2 < d.n; s2++) {
+                        size_t h2 = (size_t)graph_dp_hash(d.bits + s2 * w, w) & mask;
+                        while (table[h2] >= 0) h2 = (h2 + 1) & mask;
+                        table[h2] = (int32_t)s2;
+                    }
+                }
+            }
+        }
+        if (rc == 0 && result == 1 && beam && graph_beam_cut(&d, layer_hi, beam)) rc = -1;
+        layer_lo = layer_hi, layer_hi = d.n;
+        /* pruning by the bound can empty a layer only when upper is below
+         * every order's peak */
+        if (rc == 0 && result == 1 && layer_lo == layer_hi) result = 0;
+    }
+    if (rc == 0 && result == 1) {
+        assert(layer_hi - layer_lo == 1); /* the full set */
+        int32_t s = (int32_t)layer_lo;
+        *peak_out = d.cost[s];
+        for (size_t step = n; step-- > 0;) {
+            order[step] = d.via[s];
+            s = d.parent[s];
+        }
+        assert(s == 0);
+    }
+    free(touchers), free(predmask), free(cand), free(table);
+    free(d.bits), free(d.cost), free(d.res), free(d.parent), free(d.via);
+    return rc ? -1 : result;
+}

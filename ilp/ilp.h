@@ -1,0 +1,63 @@
+/* ilp/ — GLPK models.
+ *
+ * Order of a leaf (ilp_order_leaf): a time-indexed model in the style of
+ * MODeL.  Steps 0..n-1 of the leaf; for each op v and step t in v's
+ * ASAP..ALAP window a binary x[v,t] "v runs at t"; for each storage j and
+ * step t a variable p[j,t] "j is preserved (live) at t", pushed to 1 by
+ * created(j,t) - done_before(u,t) for each op u that touches j (created =
+ * prefix sum of the maker's x, done_before = prefix sum of u's x); the
+ * objective is the peak, peak >= base + sum_j size_j p[j,t] for every t.
+ *
+ * Determinism: the search is bounded by a count of branch-and-bound nodes,
+ * not by time, so a leaf gives the same answer on any machine load or
+ * thread count.  The time limit is only a backstop for pathological LPs;
+ * when it fires the result says so (ILP_TIME) and may depend on timing.
+ *
+ * Thread safety: each call builds its own glp_prob and silences GLPK's
+ * terminal output for the calling thread; a thread that called
+ * ilp_order_leaf should call ilp_thread_cleanup before it exits.
+ */
+#ifndef ROAMC_ILP_H
+#define ROAMC_ILP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+typedef enum ilp_status {
+    ILP_OPTIMAL,   /* proven optimal, or met the lower bound or the goal */
+    ILP_BUDGET,    /* node budget spent: best order found so far */
+    ILP_TIME,      /* time backstop fired: best order found so far */
+    ILP_TOO_LARGE, /* the model would exceed max_vars: the warm start is returned */
+    ILP_FAILED,    /* GLPK failed: the warm start is returned */
+} ilp_status;
+
+const char *ilp_status_name(ilp_status s);
+
+typedef struct ilp_order_options {
+    long node_budget;   /* branch-and-bound nodes to explore at most */
+    double time_limit;  /* seconds; backstop only */
+    size_t max_vars;    /* larger models are not built (ILP_TOO_LARGE) */
+    uint64_t goal;      /* stop once an order's peak is at most this (0: the leaf's
+                         * lower bound); the caller's own bound, e.g. a peak that
+                         * other leaves reach anyway */
+} ilp_order_options;
+
+typedef struct ilp_order_result {
+    ilp_status status;
+    uint64_t peak;      /* graph_leaf_peak of the returned order */
+    size_t n_vars, n_rows;
+    long nodes;         /* branch-and-bound nodes explored */
+} ilp_order_result;
+
+/* Orders leaf L to minimize its peak.  warm: a valid leaf order (local
+ * indices) to start from.  Writes a valid leaf order, never worse than warm,
+ * into order and fills *r.  Returns 0, or -1 on out of memory (order then
+ * holds warm). */
+int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order, ilp_order_result *r);
+
+/* Frees GLPK's per-thread state of the calling thread. */
+void ilp_thread_cleanup(void);
+
+#endif

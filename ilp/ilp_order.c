@@ -1,0 +1,390 @@
+/* The leaf order ILP (see ilp.h for the model and its determinism). */
+#include "ilp.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glpk.h>
+
+static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large", "failed"};
+
+const char *ilp_status_name(ilp_status s) { return ilp_status_names[s]; }
+
+void ilp_thread_cleanup(void) { glp_free_env(); }
+
+/* Leaves beyond this many ops are never modelled: the live variables alone
+ * (storages x steps) would exceed any sensible max_vars. */
+#define ILP_MAX_OPS 2000
+
+/* The model's layout: where each op's and storage's columns start. */
+typedef struct ilp_model {
+    const graph_leaf *L;
+    size_t n;
+    int *asap, *alap;   /* per op: window of steps */
+    int *maker;         /* per storage: local op that creates it, -1 when live_in */
+    int *lo, *hi;       /* per storage: steps where it may be live */
+    int *xcol, *pcol;   /* first column of op v's x / storage j's p (1-based) */
+    int peak_col, n_cols;
+    double scale;       /* bytes per objective unit */
+} ilp_model;
+
+static void ilp_model_free(ilp_model *m) {
+    free(m->asap), free(m->alap), free(m->maker), free(m->lo), free(m->hi), free(m->xcol), free(m->pcol);
+}
+
+static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* ASAP/ALAP from ancestor and descendant counts (bitsets, n <= ILP_MAX_OPS)
+ * and the column layout.  Returns 0, -1 on out of memory. */
+static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
+    memset(m, 0, sizeof *m);
+    size_t n = L->n_ops, ns = L->n_st, w = (n + 63) / 64;
+    m->L = L, m->n = n;
+    m->asap = calloc(n, sizeof(int)), m->alap = calloc(n, sizeof(int));
+    m->xcol = calloc(n, sizeof(int)), m->pcol = calloc(ns ? ns : 1, sizeof(int));
+    m->maker = malloc((ns ? ns : 1) * sizeof(int));
+    m->lo = calloc(ns ? ns : 1, sizeof(int)), m->hi = calloc(ns ? ns : 1, sizeof(int));
+    uint64_t *bits = calloc(n * w, sizeof *bits);
+    int *topo = malloc(n * sizeof *topo), *indeg = malloc(n * sizeof *indeg);
+    if (!m->asap || !m->alap || !m->xcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits || !topo || !indeg) {
+        free(bits), free(topo), free(indeg);
+        ilp_model_free(m);
+        return -1;
+    }
+    size_t head = 0, tail = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(indeg[i] = (int)(L->pred_start[i + 1] - L->pred_start[i]))) topo[tail++] = (int)i;
+    while (head < tail) {
+        int v = topo[head++];
+        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++)
+            if (--indeg[L->succ[k]] == 0) topo[tail++] = L->succ[k];
+    }
+    assert(tail == n);
+    for (size_t i = 0; i < n; i++) { /* ancestors */
+        int v = topo[i];
+        uint64_t *b = bits + (size_t)v * w;
+        for (size_t k = L->pred_start[v]; k < L->pred_start[v + 1]; k++) {
+            int p = L->pred[k];
+            for (size_t x = 0; x < w; x++) b[x] |= bits[(size_t)p * w + x];
+            b[p / 64] |= 1ull << (p % 64);
+        }
+        int c = 0;
+        for (size_t x = 0; x < w; x++) c += __builtin_popcountll(b[x]);
+        m->asap[v] = c;
+    }
+    memset(bits, 0, n * w * sizeof *bits);
+    for (size_t i = n; i-- > 0;) { /* descendants */
+        int v = topo[i];
+        uint64_t *b = bits + (size_t)v * w;
+        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++) {
+            int s = L->succ[k];
+            for (size_t x = 0; x < w; x++) b[x] |= bits[(size_t)s * w + x];
+            b[s / 64] |= 1ull << (s % 64);
+        }
+        int c = 0;
+        for (size_t x = 0; x < w; x++) c += __builtin_popcountll(b[x]);
+        m->alap[v] = (int)n - 1 - c;
+    }
+    free(bits), free(topo), free(indeg);
+    int col = 1;
+    for (size_t v = 0; v < n; v++) m->xcol[v] = col, col += m->alap[v] - m->asap[v] + 1;
+    for (size_t j = 0; j < ns; j++) m->maker[j] = -1, m->hi[j] = 0;
+    for (size_t v = 0; v < n; v++)
+        for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) m->maker[L->make[k]] = (int)v;
+    for (size_t v = 0; v < n; v++)
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
+            if (m->hi[L->touch[k]] < m->alap[v]) m->hi[L->touch[k]] = m->alap[v];
+    uint64_t gcd = L->base;
+    for (size_t j = 0; j < ns; j++) {
+        m->lo[j] = m->maker[j] >= 0 ? m->asap[m->maker[j]] : 0;
+        if (L->live_out[j]) m->hi[j] = (int)n - 1;
+        m->pcol[j] = col, col += m->hi[j] - m->lo[j] + 1;
+        gcd = ilp_gcd(gcd, L->size[j]);
+    }
+    m->peak_col = col;
+    m->n_cols = col;
+    m->scale = gcd ? (double)gcd : 1.0;
+    return 0;
+}
+
+static int ilp_x(const ilp_model *m, int v, int t) {
+    assert(t >= m->asap[v] && t <= m->alap[v]);
+    return m->xcol[v] + t - m->asap[v];
+}
+
+static int ilp_p(const ilp_model *m, int j, int t) {
+    assert(t >= m->lo[j] && t <= m->hi[j]);
+    return m->pcol[j] + t - m->lo[j];
+}
+
+/* Row buffer: 1-based ind/val as GLPK wants them. */
+typedef struct ilp_row {
+    int *ind;
+    double *val;
+    int len, cap;
+} ilp_row;
+
+static int ilp_row_put(ilp_row *r, int col, double v) {
+    if (r->len + 1 >= r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        int *i = realloc(r->ind, (size_t)cap * sizeof *i);
+        if (!i) return -1;
+        r->ind = i;
+        double *d = realloc(r->val, (size_t)cap * sizeof *d);
+        if (!d) return -1;
+        r->val = d, r->cap = cap;
+    }
+    r->len++;
+    r->ind[r->len] = col, r->val[r->len] = v;
+    return 0;
+}
+
+/* Adds sum_{t' in window(v), t' <= upto} coef * x[v,t'] to r. */
+static int ilp_row_prefix(ilp_row *r, const ilp_model *m, int v, int upto, double coef) {
+    int hi = upto < m->alap[v] ? upto : m->alap[v];
+    for (int t = m->asap[v]; t <= hi; t++)
+        if (ilp_row_put(r, ilp_x(m, v, t), coef)) return -1;
+    return 0;
+}
+
+static void ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub) {
+    int row = glp_add_rows(P, 1);
+    glp_set_row_bnds(P, row, type, lb, ub);
+    glp_set_mat_row(P, row, r->len, r->ind, r->val);
+    r->len = 0;
+}
+
+/* Builds every row.  Returns 0, -1 on out of memory. */
+static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
+    const graph_leaf *L = m->L;
+    int n = (int)m->n;
+    ilp_row r = {0};
+    int rc = 0;
+    /* each op runs once, each step runs one op */
+    for (int v = 0; v < n && rc == 0; v++) {
+        rc = ilp_row_prefix(&r, m, v, n - 1, 1.0);
+        if (rc == 0) ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0);
+    }
+    for (int t = 0; t < n && rc == 0; t++) {
+        for (int v = 0; v < n && rc == 0; v++)
+            if (t >= m->asap[v] && t <= m->alap[v]) rc = ilp_row_put(&r, ilp_x(m, v, t), 1.0);
+        if (rc == 0) ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0);
+    }
+    /* edge u -> v: by step t, v has run only if u ran before t */
+    for (int u = 0; u < n && rc == 0; u++)
+        for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1] && rc == 0; k++) {
+            int v = L->succ[k];
+            for (int t = m->asap[v]; t <= m->alap[v] && t <= m->alap[u] && rc == 0; t++) {
+                rc = ilp_row_prefix(&r, m, v, t, 1.0);
+                if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, -1.0);
+                if (rc == 0) ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0);
+            }
+        }
+    /* preserved: p[j,t] >= created(j,t) - done_before(u,t) for each toucher u */
+    for (int u = 0; u < n && rc == 0; u++)
+        for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1] && rc == 0; k++) {
+            int j = L->touch[k];
+            if (L->live_in[j] && L->live_out[j]) continue; /* fixed to 1 */
+            for (int t = m->lo[j]; t <= m->hi[j] && t <= m->alap[u] && rc == 0; t++) {
+                rc = ilp_row_put(&r, ilp_p(m, j, t), 1.0);
+                if (m->maker[j] == u) {
+                    /* the maker itself: done_before - created = -x[u,t] */
+                    if (t < m->asap[u]) { r.len = 0; continue; }
+                    if (rc == 0) rc = ilp_row_put(&r, ilp_x(m, u, t), -1.0);
+                } else {
+                    if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, 1.0);
+                    if (rc == 0 && m->maker[j] >= 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
+                }
+                if (rc == 0) ilp_row_commit(P, &r, GLP_LO, m->maker[j] >= 0 ? 0.0 : 1.0, 0.0);
+            }
+        }
+    /* outputs of the leaf stay live from creation to its end */
+    for (size_t j = 0; j < L->n_st && rc == 0; j++) {
+        if (!L->live_out[j] || m->maker[j] < 0) continue;
+        for (int t = m->lo[j]; t <= m->hi[j] && rc == 0; t++) {
+            rc = ilp_row_put(&r, ilp_p(m, (int)j, t), 1.0);
+            if (rc == 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
+            if (rc == 0) ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0);
+        }
+    }
+    /* peak >= base + live bytes at every step */
+    for (int t = 0; t < n && rc == 0; t++) {
+        rc = ilp_row_put(&r, m->peak_col, 1.0);
+        for (size_t j = 0; j < L->n_st && rc == 0; j++)
+            if (t >= m->lo[j] && t <= m->hi[j]) rc = ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
+        if (rc == 0) ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0);
+    }
+    free(r.ind), free(r.val);
+    return rc;
+}
+
+/* Counts rows without building them, to refuse models that are too big. */
+static size_t ilp_count_rows(const ilp_model *m) {
+    const graph_leaf *L = m->L;
+    size_t rows = 3 * m->n;
+    for (size_t u = 0; u < m->n; u++) {
+        for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1]; k++) rows += m->n;
+        for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1]; k++) rows += (size_t)(m->hi[L->touch[k]] - m->lo[L->touch[k]] + 1);
+    }
+    return rows;
+}
+
+typedef struct ilp_cb {
+    const double *warm; /* 1-based column values of the warm start */
+    bool warm_given;
+    double goal;        /* the leaf's lower bound, scaled: stop when met */
+    long nodes, budget;
+    bool bound_met, budget_spent;
+} ilp_cb;
+
+static void ilp_callback(glp_tree *T, void *info) {
+    ilp_cb *cb = info;
+    switch (glp_ios_reason(T)) {
+    case GLP_IHEUR:
+        if (!cb->warm_given) {
+            cb->warm_given = true;
+            glp_ios_heur_sol(T, cb->warm);
+        }
+        break;
+    case GLP_ISELECT:
+        if (++cb->nodes > cb->budget) {
+            cb->budget_spent = true;
+            glp_ios_terminate(T);
+        }
+        break;
+    default: break;
+    }
+    glp_prob *P = glp_ios_get_prob(T);
+    if (!cb->bound_met && glp_mip_status(P) == GLP_FEAS && glp_mip_obj_val(P) <= cb->goal + 1e-6) {
+        cb->bound_met = true;
+        glp_ios_terminate(T);
+    }
+}
+
+/* Column values of an order: x, p (live under the order) and the peak. */
+static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols) {
+    const graph_leaf *L = m->L;
+    size_t n = m->n;
+    int *start = malloc((L->n_st ? L->n_st : 1) * sizeof *start), *end = malloc((L->n_st ? L->n_st : 1) * sizeof *end);
+    memset(cols, 0, (size_t)(m->n_cols + 1) * sizeof *cols);
+    if (!start || !end) {
+        free(start), free(end);
+        return;
+    }
+    for (size_t j = 0; j < L->n_st; j++) start[j] = 0, end[j] = 0;
+    for (size_t s = 0; s < n; s++) {
+        int v = order[s];
+        cols[ilp_x(m, v, (int)s)] = 1.0;
+        for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) start[L->make[k]] = (int)s;
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) end[L->touch[k]] = (int)s;
+    }
+    for (size_t j = 0; j < L->n_st; j++) {
+        if (L->live_out[j]) end[j] = (int)n - 1;
+        for (int t = start[j]; t <= end[j]; t++) cols[ilp_p(m, (int)j, t)] = 1.0;
+    }
+    cols[m->peak_col] = (double)graph_leaf_peak(L, order) / m->scale;
+    free(start), free(end);
+}
+
+int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order, ilp_order_result *r) {
+    size_t n = L->n_ops;
+    memset(r, 0, sizeof *r);
+    memcpy(order, warm, n * sizeof *order);
+    r->peak = graph_leaf_peak(L, warm);
+    r->status = ILP_TOO_LARGE;
+    if (n > ILP_MAX_OPS) return 0;
+    uint64_t goal = graph_leaf_lower_bound(L);
+    if (o->goal > goal) goal = o->goal;
+    if (n <= 1 || r->peak <= goal) {
+        r->status = ILP_OPTIMAL;
+        return 0;
+    }
+    ilp_model m;
+    if (ilp_model_init(L, &m)) return -1;
+    r->n_vars = (size_t)m.n_cols;
+    r->n_rows = ilp_count_rows(&m);
+    if (r->n_vars > o->max_vars || r->n_rows > 4 * o->max_vars) {
+        ilp_model_free(&m);
+        return 0;
+    }
+    glp_term_out(GLP_OFF);
+    glp_prob *P = glp_create_prob();
+    glp_set_obj_dir(P, GLP_MIN);
+    glp_add_cols(P, m.n_cols);
+    for (int c = 1; c < m.peak_col; c++) glp_set_col_bnds(P, c, GLP_DB, 0.0, 1.0);
+    for (size_t v = 0; v < n; v++)
+        for (int t = m.asap[v]; t <= m.alap[v]; t++) glp_set_col_kind(P, ilp_x(&m, (int)v, t), GLP_BV);
+    for (size_t j = 0; j < L->n_st; j++)
+        if (L->live_in[j] && L->live_out[j])
+            for (int t = m.lo[j]; t <= m.hi[j]; t++) glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
+    glp_set_col_bnds(P, m.peak_col, GLP_LO, 0.0, 0.0);
+    glp_set_obj_coef(P, m.peak_col, 1.0);
+    double *cols = malloc((size_t)(m.n_cols + 1) * sizeof *cols);
+    int *steps = malloc(n * sizeof *steps), *cand = malloc(n * sizeof *cand);
+    int rc = (cols && steps && cand) ? ilp_build_rows(P, &m) : -1;
+    if (rc == 0) {
+        ilp_order_to_cols(&m, warm, cols);
+        int tm = o->time_limit > 0 && o->time_limit < 2e6 ? (int)(o->time_limit * 1000.0) : INT32_MAX;
+        glp_smcp sp;
+        glp_init_smcp(&sp);
+        sp.msg_lev = GLP_MSG_OFF;
+        sp.tm_lim = tm;
+        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget};
+        int lp = glp_simplex(P, &sp);
+        if (lp != 0 || glp_get_status(P) != GLP_OPT) {
+            r->status = lp == GLP_ETMLIM ? ILP_TIME : ILP_FAILED;
+        } else {
+            glp_iocp ip;
+            glp_init_iocp(&ip);
+            ip.msg_lev = GLP_MSG_OFF;
+            ip.tm_lim = tm;
+            ip.cb_func = ilp_callback;
+            ip.cb_info = &cb;
+            ip.mip_gap = 0.0;
+            int ret = glp_intopt(P, &ip);
+            r->nodes = cb.nodes;
+            int ms = glp_mip_status(P);
+            if (ms == GLP_OPT || ms == GLP_FEAS) {
+                /* decode: each op's step is its x = 1 column */
+                for (size_t v = 0; v < n; v++) {
+                    int best = m.asap[v];
+                    double bv = -1.0;
+                    for (int t = m.asap[v]; t <= m.alap[v]; t++) {
+                        double x = glp_mip_col_val(P, ilp_x(&m, (int)v, t));
+                        if (x > bv + 1e-9) bv = x, best = t;
+                    }
+                    steps[v] = best;
+                }
+                for (size_t s = 0; s < n; s++) cand[s] = -1;
+                bool perm = true;
+                for (size_t v = 0; v < n && perm; v++) {
+                    if (cand[steps[v]] >= 0) perm = false;
+                    else cand[steps[v]] = (int)v;
+                }
+                if (perm && graph_leaf_order_valid(L, cand)) {
+                    uint64_t pk = graph_leaf_peak(L, cand);
+                    if (pk < r->peak) {
+                        r->peak = pk;
+                        memcpy(order, cand, n * sizeof *order);
+                    }
+                }
+            }
+            if (ms == GLP_OPT || cb.bound_met) r->status = ILP_OPTIMAL;
+            else if (ret == GLP_ETMLIM) r->status = ILP_TIME;
+            else if (cb.budget_spent) r->status = ILP_BUDGET;
+            else r->status = ILP_FAILED;
+        }
+    }
+    glp_delete_prob(P);
+    free(cols), free(steps), free(cand);
+    ilp_model_free(&m);
+    return rc;
+}

@@ -1,0 +1,688 @@
+/* layout.c — measures of a layout (live peak, height, validation) and the
+ * heuristic layouts (LLFB, greedy by size, best fit in schedule order).
+ *
+ * All three heuristics are one routine, lay_place_in_order: take the buffers
+ * in some order and put each one into a gap left by the buffers already
+ * placed that it conflicts with (lifetimes intersect).  They differ only in
+ * the order and in which gap wins (the lowest, or the tightest).  Conflicting
+ * placed buffers are found with a static interval index, so a buffer costs
+ * O(log n + k log k) where k is the number of placed buffers it conflicts
+ * with, never a scan over all buffers.
+ */
+#include "layout.h"
+#include "layout_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Sorting by precomputed keys (qsort has no context argument, so the keys   */
+/* travel with the index).                                                   */
+
+typedef struct lay_key {
+    uint64_t k1, k2, k3; /* compared in this order, ascending */
+    size_t idx;          /* last key: makes every order total and deterministic */
+} lay_key;
+
+static int lay_key_cmp(const void *pa, const void *pb)
+{
+    const lay_key *a = pa, *b = pb;
+    if (a->k1 != b->k1)
+        return a->k1 < b->k1 ? -1 : 1;
+    if (a->k2 != b->k2)
+        return a->k2 < b->k2 ? -1 : 1;
+    if (a->k3 != b->k3)
+        return a->k3 < b->k3 ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Maps a signed step to an unsigned key with the same order. */
+static uint64_t lay_step_key(int64_t t)
+{
+    return (uint64_t)t ^ 0x8000000000000000ULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Live peak and height                                                      */
+
+uint64_t layout_live_peak(const layout_buffer *bufs, size_t n)
+{
+    /* Sweep over time: a buffer adds its size at start and removes it at
+     * end + 1; removals at a step happen before additions at that step,
+     * because a buffer ending at t - 1 is no longer live at t. */
+    lay_key *starts = malloc((n ? n : 1) * sizeof *starts);
+    lay_key *ends = malloc((n ? n : 1) * sizeof *ends);
+    uint64_t peak = 0;
+    if (!starts || !ends) {
+        free(starts);
+        free(ends);
+        return UINT64_MAX;
+    }
+    for (size_t i = 0; i < n; i++) {
+        assert(bufs[i].start <= bufs[i].end);
+        starts[i] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
+        ends[i] = (lay_key){lay_step_key((int64_t)bufs[i].end + 1), 0, 0, i};
+    }
+    qsort(starts, n, sizeof *starts, lay_key_cmp);
+    qsort(ends, n, sizeof *ends, lay_key_cmp);
+    uint64_t live = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        while (j < n && ends[j].k1 <= starts[i].k1)
+            live -= bufs[ends[j++].idx].size;
+        live += bufs[starts[i].idx].size;
+        if (live > peak)
+            peak = live;
+    }
+    free(starts);
+    free(ends);
+    return peak;
+}
+
+uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offsets)
+{
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i].size > 0 && offsets[i] + bufs[i].size > h)
+            h = offsets[i] + bufs[i].size;
+    return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validation                                                                */
+
+/* Do [oa, oa + sa) and [ob, ob + sb) intersect?  Written without oa + sa so
+ * that absurd offsets cannot overflow into a false "valid". */
+static int lay_addr_overlap(uint64_t oa, uint64_t sa, uint64_t ob, uint64_t sb)
+{
+    if (sa == 0 || sb == 0)
+        return 0;
+    return oa <= ob ? ob - oa < sa : oa - ob < sb;
+}
+
+int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets,
+                    uint64_t align, size_t *a, size_t *b)
+{
+    assert(align >= 1);
+    for (size_t i = 0; i < n; i++) {
+        if (offsets[i] % align != 0 || (bufs[i].size > 0 && offsets[i] > UINT64_MAX - bufs[i].size)) {
+            if (a && b)
+                *a = *b = i;
+            return -1;
+        }
+    }
+    /* Sweep over time keeping the live buffers in a set ordered by offset.
+     * While the live set has no overlap, a new buffer can only overlap its
+     * neighbours in that order: the one at or below its offset and the
+     * first one above it.  So each insertion checks two buffers. */
+    lay_key *starts = malloc((n ? n : 1) * sizeof *starts);
+    lay_key *ends = malloc((n ? n : 1) * sizeof *ends);
+    lay_set live;
+    int rc = 0;
+    if (!starts || !ends || lay_set_init(&live, n) != 0) {
+        free(starts);
+        free(ends);
+        return -1;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size == 0)
+            continue; /* occupies no address, conflicts with nothing */
+        starts[m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
+        ends[m] = (lay_key){lay_step_key((int64_t)bufs[i].end + 1), 0, 0, i};
+        m++;
+    }
+    qsort(starts, m, sizeof *starts, lay_key_cmp);
+    qsort(ends, m, sizeof *ends, lay_key_cmp);
+    size_t j = 0;
+    for (size_t k = 0; k < m && rc == 0; k++) {
+        while (j < m && ends[j].k1 <= starts[k].k1) {
+            lay_set_erase(&live, ends[j].idx);
+            j++;
+        }
+        size_t x = starts[k].idx;
+        uint64_t ox = offsets[x], sx = bufs[x].size;
+        size_t below = lay_set_floor(&live, ox, UINT64_MAX);
+        size_t above = lay_set_ceil(&live, ox, UINT64_MAX);
+        size_t hit = LAY_NIL;
+        if (below != LAY_NIL && lay_addr_overlap(offsets[below], bufs[below].size, ox, sx))
+            hit = below;
+        else if (above != LAY_NIL && lay_addr_overlap(offsets[above], bufs[above].size, ox, sx))
+            hit = above;
+        if (hit != LAY_NIL) {
+            if (a && b) {
+                *a = hit < x ? hit : x;
+                *b = hit < x ? x : hit;
+            }
+            rc = -1;
+            break;
+        }
+        lay_set_insert(&live, x, ox, x);
+    }
+    lay_set_free(&live);
+    free(starts);
+    free(ends);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Conflict index: the address ranges taken by the placed buffers whose      */
+/* lifetime meets [s, e].                                                    */
+/*                                                                           */
+/* A segment tree over the distinct steps.  A placed buffer is filed under  */
+/* the O(log T) nodes that cover its lifetime exactly ("canonical" nodes).  */
+/* Each node keeps two lists of address ranges, merged into sorted disjoint */
+/* blocks (ranges that touch or overlap become one):                        */
+/*   own: the ranges of the buffers filed at this node;                      */
+/*   sub: the ranges of the buffers filed anywhere in its subtree.          */
+/* A placed buffer meets [s, e] exactly when it is filed at a node inside    */
+/* one of the canonical nodes of [s, e] (found in their sub), or at a node   */
+/* that contains step s or step e (found in own along the two leaf-to-root   */
+/* paths).  A query reads O(log T) lists whose merged blocks are few in     */
+/* practice (buffers stacked next to each other cost one block), instead of */
+/* one range per conflicting buffer.                                         */
+
+/* An address range [lo, hi). */
+typedef struct lay_span {
+    uint64_t lo, hi;
+} lay_span;
+
+/* A growing array of ranges. */
+typedef struct lay_spans {
+    lay_span *v;
+    size_t n, cap;
+} lay_spans;
+
+static int lay_spans_reserve(lay_spans *s, size_t more)
+{
+    if (s->n + more <= s->cap)
+        return 0;
+    size_t cap = s->cap ? s->cap : 4;
+    while (cap < s->n + more)
+        cap *= 2;
+    lay_span *v = realloc(s->v, cap * sizeof *v);
+    if (!v)
+        return -1;
+    s->v = v;
+    s->cap = cap;
+    return 0;
+}
+
+/* Adds [lo, hi) to a sorted array of disjoint blocks (a union: the blocks it
+ * touches or overlaps are merged with it). */
+static int lay_blocks_add(lay_spans *b, uint64_t lo, uint64_t hi)
+{
+    size_t i = 0, r = b->n; /* first block that ends at or after lo */
+    while (i < r) {
+        size_t mid = i + (r - i) / 2;
+        if (b->v[mid].hi < lo)
+            i = mid + 1;
+        else
+            r = mid;
+    }
+    size_t j = i; /* blocks [i, j) merge with the new one */
+    while (j < b->n && b->v[j].lo <= hi) {
+        if (b->v[j].lo < lo)
+            lo = b->v[j].lo;
+        if (b->v[j].hi > hi)
+            hi = b->v[j].hi;
+        j++;
+    }
+    if (j == i) { /* nothing to merge: insert */
+        if (lay_spans_reserve(b, 1) != 0)
+            return -1;
+        memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
+        b->n++;
+    } else { /* replace blocks [i, j) by one */
+        memmove(&b->v[i + 1], &b->v[j], (b->n - j) * sizeof *b->v);
+        b->n -= j - i - 1;
+    }
+    b->v[i] = (lay_span){lo, hi};
+    return 0;
+}
+
+typedef struct lay_index {
+    int64_t *steps;   /* sorted distinct starts and ends: the leaves */
+    size_t nsteps;
+    size_t cap;       /* leaves, a power of two >= nsteps */
+    lay_spans *own;   /* 2 * cap nodes (1 = root) */
+    lay_spans *sub;
+    size_t *stamp;    /* per node: last insertion that updated its sub */
+    size_t inserts;
+} lay_index;
+
+static void lay_index_free(lay_index *ix)
+{
+    for (size_t v = 0; v < 2 * ix->cap; v++) {
+        if (ix->own)
+            free(ix->own[v].v);
+        if (ix->sub)
+            free(ix->sub[v].v);
+    }
+    free(ix->own);
+    free(ix->sub);
+    free(ix->stamp);
+    free(ix->steps);
+}
+
+static int lay_i64_cmp(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
+{
+    memset(ix, 0, sizeof *ix);
+    ix->steps = malloc((2 * n + 1) * sizeof *ix->steps);
+    if (!ix->steps)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        ix->steps[2 * i] = bufs[i].start;
+        ix->steps[2 * i + 1] = bufs[i].end;
+    }
+    qsort(ix->steps, 2 * n, sizeof *ix->steps, lay_i64_cmp);
+    for (size_t i = 0; i < 2 * n; i++)
+        if (ix->nsteps == 0 || ix->steps[ix->nsteps - 1] != ix->steps[i])
+            ix->steps[ix->nsteps++] = ix->steps[i];
+    ix->cap = 1;
+    while (ix->cap < ix->nsteps)
+        ix->cap *= 2;
+    ix->own = calloc(2 * ix->cap, sizeof *ix->own);
+    ix->sub = calloc(2 * ix->cap, sizeof *ix->sub);
+    ix->stamp = calloc(2 * ix->cap, sizeof *ix->stamp);
+    if (!ix->own || !ix->sub || !ix->stamp) {
+        lay_index_free(ix);
+        return -1;
+    }
+    return 0;
+}
+
+/* Leaf node of step t, which is one of the steps of the index. */
+static size_t lay_index_leaf(const lay_index *ix, int64_t t)
+{
+    size_t lo = 0, hi = ix->nsteps;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->steps[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    assert(ix->steps[lo] == t);
+    return lo + ix->cap;
+}
+
+/* Records a buffer with lifetime [s, e] as placed at addresses [lo, hi). */
+static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uint64_t hi)
+{
+    ix->inserts++;
+    size_t l = lay_index_leaf(ix, s), r = lay_index_leaf(ix, e) + 1;
+    for (; l < r; l /= 2, r /= 2) {
+        size_t canon[2], nc = 0;
+        if (l & 1)
+            canon[nc++] = l++;
+        if (r & 1)
+            canon[nc++] = --r;
+        for (size_t c = 0; c < nc; c++) {
+            if (lay_blocks_add(&ix->own[canon[c]], lo, hi) != 0)
+                return -1;
+            /* sub of the node and its ancestors, each once */
+            for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
+                ix->stamp[v] = ix->inserts;
+                if (lay_blocks_add(&ix->sub[v], lo, hi) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The lists a query reads: at most 4 per tree level. */
+typedef struct lay_lists {
+    const lay_spans **v;
+    size_t n, cap;
+} lay_lists;
+
+static void lay_lists_push(lay_lists *l, const lay_spans *x)
+{
+    assert(l->n < l->cap);
+    if (x->n > 0)
+        l->v[l->n++] = x;
+}
+
+/* Collects the lists holding the ranges of the placed buffers whose
+ * lifetime meets [s, e]: own along the paths of s and e, sub on the
+ * canonical nodes of [s, e].  Their union is the space taken. */
+static void lay_index_query(const lay_index *ix, int64_t s, int64_t e, lay_lists *out)
+{
+    size_t ls = lay_index_leaf(ix, s), le = lay_index_leaf(ix, e);
+    out->n = 0;
+    for (size_t v = ls; v >= 1; v /= 2)
+        lay_lists_push(out, &ix->own[v]);
+    for (size_t v = le; v >= 1 && le != ls; v /= 2)
+        lay_lists_push(out, &ix->own[v]);
+    for (size_t l = ls, r = le + 1; l < r; l /= 2, r /= 2) {
+        if (l & 1)
+            lay_lists_push(out, &ix->sub[l++]);
+        if (r & 1)
+            lay_lists_push(out, &ix->sub[--r]);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The placement routine shared by the heuristics                            */
+
+typedef enum lay_fit {
+    LAY_FIRST_FIT, /* the lowest gap that holds the buffer */
+    LAY_BEST_FIT   /* the gap that wastes least (ties: the lowest) */
+} lay_fit;
+
+/* A cursor into one sorted list, for the merge below. */
+typedef struct lay_cursor {
+    const lay_span *at, *end;
+} lay_cursor;
+
+/* Restores the heap order (smallest at->lo on top) below position i. */
+static void lay_heap_down(lay_cursor *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && h[l].at->lo < h[m].at->lo)
+            m = l;
+        if (r < n && h[r].at->lo < h[m].at->lo)
+            m = r;
+        if (m == i)
+            return;
+        lay_cursor t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Returns the offset for a buffer of rounded size sz, given the lists of
+ * used ranges (each sorted, possibly overlapping one another).  Walks the
+ * union in address order with a heap over the lists; the gaps are the holes
+ * in the union, plus the unbounded space above it.  First fit stops at the
+ * first gap that holds sz.  heap has room for lists->n cursors. */
+static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_t sz, lay_fit fit)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < lists->n; i++)
+        heap[n++] = (lay_cursor){lists->v[i]->v, lists->v[i]->v + lists->v[i]->n};
+    for (size_t i = n / 2; i-- > 0;)
+        lay_heap_down(heap, n, i);
+    uint64_t covered = 0; /* the union so far ends here */
+    uint64_t best = UINT64_MAX, best_waste = UINT64_MAX;
+    while (n > 0) {
+        const lay_span *r = heap[0].at;
+        if (r->lo > covered) {
+            uint64_t gap = r->lo - covered;
+            if (gap >= sz) {
+                if (fit == LAY_FIRST_FIT || gap == sz)
+                    return covered; /* first fit, or a perfect fit */
+                if (gap - sz < best_waste) {
+                    best_waste = gap - sz;
+                    best = covered;
+                }
+            }
+        }
+        if (r->hi > covered)
+            covered = r->hi;
+        if (++heap[0].at == heap[0].end)
+            heap[0] = heap[--n];
+        lay_heap_down(heap, n, 0);
+    }
+    return best != UINT64_MAX ? best : covered;
+}
+
+/* Places the buffers in the given order (a permutation of 0..n-1). */
+static uint64_t lay_place_in_order(const layout_buffer *bufs, size_t n, uint64_t align,
+                                   const lay_key *order, lay_fit fit, uint64_t *offsets)
+{
+    assert(align >= 1);
+    lay_index ix;
+    if (lay_index_init(&ix, bufs, n) != 0)
+        return UINT64_MAX;
+    size_t levels = 1;
+    for (size_t c = ix.cap; c > 1; c /= 2)
+        levels++;
+    lay_lists lists = {malloc(4 * levels * sizeof *lists.v), 0, 4 * levels};
+    lay_cursor *heap = malloc(4 * levels * sizeof *heap);
+    uint64_t rc = lists.v && heap ? 0 : UINT64_MAX;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        size_t i = order[k].idx;
+        offsets[i] = 0;
+        if (bufs[i].size == 0)
+            continue;
+        uint64_t sz = lay_round_up(bufs[i].size, align);
+        lay_index_query(&ix, bufs[i].start, bufs[i].end, &lists);
+        offsets[i] = lay_choose_gap(&lists, heap, sz, fit);
+        assert(offsets[i] % align == 0);
+        if (lay_index_place(&ix, bufs[i].start, bufs[i].end, offsets[i], offsets[i] + sz) != 0)
+            rc = UINT64_MAX;
+    }
+    free(lists.v);
+    free(heap);
+    lay_index_free(&ix);
+    return rc == 0 ? layout_height(bufs, n, offsets) : rc;
+}
+
+/* Builds the order for one heuristic and places the buffers in it. */
+typedef enum lay_order {
+    LAY_ORDER_LONG_FIRST, /* lifetime length desc, size desc */
+    LAY_ORDER_SIZE,       /* size desc */
+    LAY_ORDER_START,      /* start asc (the schedule) */
+    LAY_ORDER_AREA,       /* size * length desc, size desc */
+    LAY_ORDER_SIZE_LONG   /* size desc, length desc */
+} lay_order;
+
+static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
+                              lay_order how, lay_fit fit, uint64_t *offsets)
+{
+    lay_key *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t len = (uint64_t)((int64_t)bufs[i].end - bufs[i].start) + 1;
+        uint64_t size = bufs[i].size;
+        /* descending keys are stored complemented */
+        lay_key *k = &order[i];
+        *k = (lay_key){0, 0, 0, i};
+        switch (how) {
+        case LAY_ORDER_LONG_FIRST: k->k1 = ~len; k->k2 = ~size; break;
+        case LAY_ORDER_SIZE:       k->k1 = ~size; break;
+        case LAY_ORDER_START:      k->k1 = lay_step_key(bufs[i].start); break;
+        case LAY_ORDER_AREA: {
+            /* size * len can overflow 64 bits: compare in floating point,
+             * whose order is monotone, then exactly by size. */
+            double area = (double)size * (double)len;
+            uint64_t bits;
+            memcpy(&bits, &area, sizeof bits); /* positive doubles sort as integers */
+            k->k1 = ~bits;
+            k->k2 = ~size;
+            break;
+        }
+        case LAY_ORDER_SIZE_LONG:  k->k1 = ~size; k->k2 = ~len; break;
+        }
+    }
+    qsort(order, n, sizeof *order, lay_key_cmp);
+    uint64_t h = lay_place_in_order(bufs, n, align, order, fit, offsets);
+    free(order);
+    return h;
+}
+
+uint64_t layout_llfb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
+{
+    return lay_heuristic(bufs, n, align, LAY_ORDER_LONG_FIRST, LAY_BEST_FIT, offsets);
+}
+
+uint64_t layout_greedy(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
+{
+    return lay_heuristic(bufs, n, align, LAY_ORDER_SIZE, LAY_FIRST_FIT, offsets);
+}
+
+/* Best fit in schedule order is a plain allocator with a free list, so it
+ * gets its own O(n log n) routine: the free gaps below the top of the live
+ * buffers sit in two ordered sets, by (size, address) to find the tightest
+ * and by address to merge a freed range with its neighbours.  It gives the
+ * same layout as lay_place_in_order with the start order and best fit
+ * would, where the live buffers at a start step are exactly the placed
+ * buffers that conflict. */
+typedef struct lay_free_list {
+    lay_set by_size, by_addr; /* the same gap ids in both */
+    uint64_t *lo, *hi;        /* per gap id */
+    size_t *spare;            /* unused gap ids, a stack */
+    size_t nspare;
+    uint64_t top;             /* end of the highest live range */
+} lay_free_list;
+
+static void lay_gap_add(lay_free_list *f, uint64_t lo, uint64_t hi)
+{
+    assert(f->nspare > 0 && lo < hi);
+    size_t id = f->spare[--f->nspare];
+    f->lo[id] = lo;
+    f->hi[id] = hi;
+    lay_set_insert(&f->by_size, id, hi - lo, lo);
+    lay_set_insert(&f->by_addr, id, lo, 0);
+}
+
+static void lay_gap_remove(lay_free_list *f, size_t id)
+{
+    lay_set_erase(&f->by_size, id);
+    lay_set_erase(&f->by_addr, id);
+    f->spare[f->nspare++] = id;
+}
+
+/* Returns the offset of a new range of sz bytes. */
+static uint64_t lay_fl_alloc(lay_free_list *f, uint64_t sz)
+{
+    size_t id = lay_set_ceil(&f->by_size, sz, 0);
+    if (id == LAY_NIL) {
+        uint64_t o = f->top;
+        f->top += sz;
+        return o;
+    }
+    uint64_t lo = f->lo[id], hi = f->hi[id];
+    lay_gap_remove(f, id);
+    if (hi - lo > sz)
+        lay_gap_add(f, lo + sz, hi);
+    return lo;
+}
+
+static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi)
+{
+    size_t left = lay_set_floor(&f->by_addr, lo, 0);
+    if (left != LAY_NIL && f->hi[left] == lo) {
+        lo = f->lo[left];
+        lay_gap_remove(f, left);
+    }
+    size_t right = lay_set_ceil(&f->by_addr, hi, 0);
+    if (right != LAY_NIL && f->lo[right] == hi) {
+        hi = f->hi[right];
+        lay_gap_remove(f, right);
+    }
+    if (hi == f->top)
+        f->top = lo; /* the space above the live ranges is not a gap */
+    else
+        lay_gap_add(f, lo, hi);
+}
+
+uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
+{
+    assert(align >= 1);
+    lay_key *allocs = malloc((n ? n : 1) * sizeof *allocs);
+    lay_key *frees = malloc((n ? n : 1) * sizeof *frees);
+    lay_free_list f = {0};
+    f.lo = malloc((n + 1) * sizeof *f.lo);
+    f.hi = malloc((n + 1) * sizeof *f.hi);
+    f.spare = malloc((n + 1) * sizeof *f.spare);
+    int sets = lay_set_init(&f.by_size, n + 1) == 0;
+    sets += sets && lay_set_init(&f.by_addr, n + 1) == 0;
+    uint64_t rc = UINT64_MAX;
+    if (allocs && frees && f.lo && f.hi && f.spare && sets == 2) {
+        for (size_t id = 0; id <= n; id++)
+            f.spare[f.nspare++] = n - id;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            offsets[i] = 0;
+            if (bufs[i].size == 0)
+                continue;
+            allocs[m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
+            frees[m] = (lay_key){lay_step_key(bufs[i].end), 0, 0, i};
+            m++;
+        }
+        qsort(allocs, m, sizeof *allocs, lay_key_cmp);
+        qsort(frees, m, sizeof *frees, lay_key_cmp);
+        size_t j = 0;
+        for (size_t k = 0; k < m; k++) {
+            size_t i = allocs[k].idx;
+            /* free what ended before this start step */
+            while (j < m && frees[j].k1 < allocs[k].k1) {
+                size_t d = frees[j++].idx;
+                lay_fl_free(&f, offsets[d], offsets[d] + lay_round_up(bufs[d].size, align));
+            }
+            offsets[i] = lay_fl_alloc(&f, lay_round_up(bufs[i].size, align));
+        }
+        rc = layout_height(bufs, n, offsets);
+    }
+    if (sets >= 1)
+        lay_set_free(&f.by_size);
+    if (sets == 2)
+        lay_set_free(&f.by_addr);
+    free(f.lo);
+    free(f.hi);
+    free(f.spare);
+    free(allocs);
+    free(frees);
+    return rc;
+}
+
+/* The heuristics tried by layout_best_heuristic, in tie-breaking order.
+ * The ones marked extra walk every gap of a fragmented address space (best
+ * fit after a size order): they are skipped above LAY_EXTRA_MAX_N buffers,
+ * where they cost tens of seconds and rarely win. */
+#define LAY_EXTRA_MAX_N 20000
+static const struct {
+    const char *name;
+    lay_order order;
+    lay_fit fit;
+    int extra;
+} lay_candidates[] = {
+    {"llfb", LAY_ORDER_LONG_FIRST, LAY_BEST_FIT, 0},
+    {"bestfit", LAY_ORDER_START, LAY_BEST_FIT, 0},
+    {"llfb-firstfit", LAY_ORDER_LONG_FIRST, LAY_FIRST_FIT, 0},
+    {"greedy", LAY_ORDER_SIZE, LAY_FIRST_FIT, 0},
+    {"size-long-firstfit", LAY_ORDER_SIZE_LONG, LAY_FIRST_FIT, 1},
+    {"size-bestfit", LAY_ORDER_SIZE, LAY_BEST_FIT, 1},
+    {"area-bestfit", LAY_ORDER_AREA, LAY_BEST_FIT, 1},
+};
+
+uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
+                               uint64_t *offsets, const char **name)
+{
+    uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    uint64_t best = UINT64_MAX;
+    if (!tmp)
+        return UINT64_MAX;
+    if (name)
+        *name = NULL;
+    uint64_t lb = layout_live_peak(bufs, n);
+    for (size_t c = 0; c < sizeof lay_candidates / sizeof lay_candidates[0] && best > lb; c++) {
+        if (lay_candidates[c].extra && n > LAY_EXTRA_MAX_N)
+            continue;
+        uint64_t h = lay_candidates[c].order == LAY_ORDER_START && lay_candidates[c].fit == LAY_BEST_FIT
+                         ? layout_bestfit(bufs, n, align, tmp)
+                         : lay_heuristic(bufs, n, align, lay_candidates[c].order, lay_candidates[c].fit, tmp);
+        if (h < best) {
+            best = h;
+            memcpy(offsets, tmp, n * sizeof *tmp);
+            if (name)
+                *name = lay_candidates[c].name;
+        }
+    }
+    free(tmp);
+    return best;
+}

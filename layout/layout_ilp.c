@@ -1,0 +1,409 @@
+/* layout_ilp.c — the exact layout step of ROAM (paper section IV-B/D).
+ *
+ * layout_ilp_goal runs, within one time limit:
+ *   1. the warm start and the heuristics; the best is the incumbent;
+ *      done if it meets the live-size lower bound (or the goal);
+ *   2. layout_search for a layout at the lower bound (a complete
+ *      branch and bound, fast on tight instances);
+ *   3. the GLPK model of the paper when it is small enough
+ *      (LAYOUT_ILP_MAX_PAIRS conflicting pairs): an offset per buffer, a
+ *      binary per conflicting pair (big-M disjunction), minimize the height,
+ *      seeded with the incumbent and stopped as soon as it meets the bound;
+ *   4. with the time left, a bisection on the height between what is proved
+ *      impossible and the incumbent, each probe a layout_search.
+ * Every answer is checked with layout_validate before it replaces the
+ * incumbent, so the result is always a valid layout.
+ *
+ * Both the ILP and the search work on the reduced problem of lay_reduce
+ * (buffers conflicting with all others stacked at the bottom, sizes in
+ * units), which has the same optimum and fewer pairs.
+ *
+ * GLPK keeps one environment per thread (it is built with thread-local
+ * storage); each call makes and deletes its own glp_prob, so concurrent calls
+ * from different threads do not interact.
+ */
+#include "layout.h"
+#include "layout_internal.h"
+
+#include <assert.h>
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Shares of the time limit for steps 2 and 3; step 4 gets what is left. */
+#define ILP_SEARCH_SHARE 0.4
+#define ILP_GLPK_SHARE 0.5
+
+/* The incumbent: the best valid layout so far. */
+typedef struct ilp_best {
+    uint64_t *offsets;
+    uint64_t height;
+} ilp_best;
+
+/* Takes cand when it is valid and lower than the incumbent. */
+static void ilp_offer(ilp_best *best, const layout_buffer *bufs, size_t n, uint64_t align,
+                      const uint64_t *cand)
+{
+    if (layout_validate(bufs, n, cand, align, NULL, NULL) != 0)
+        return;
+    uint64_t h = layout_height(bufs, n, cand);
+    if (h < best->height) {
+        best->height = h;
+        memcpy(best->offsets, cand, n * sizeof *cand);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The GLPK model                                                            */
+
+typedef struct ilp_pair {
+    size_t i, j; /* reduced indices, i < j */
+} ilp_pair;
+
+/* Sort record: a reduced buffer by start step. */
+typedef struct ilp_start {
+    int64_t start;
+    size_t a;
+} ilp_start;
+
+static int ilp_start_cmp(const void *pa, const void *pb)
+{
+    const ilp_start *x = pa, *y = pb;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->a > y->a) - (x->a < y->a);
+}
+
+/* Conflicting pairs among the reduced buffers (each with i < j), found by a
+ * sweep over start steps that keeps the buffers still live: O(n log n +
+ * pairs).  Returns NULL with *np = SIZE_MAX when there are more than max,
+ * NULL with *np = 0 when memory runs out. */
+static ilp_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t max, size_t *np)
+{
+    ilp_pair *pairs = malloc((max ? max : 1) * sizeof *pairs);
+    ilp_start *order = malloc((r->n ? r->n : 1) * sizeof *order);
+    size_t *live = malloc((r->n ? r->n : 1) * sizeof *live);
+    size_t nlive = 0;
+    *np = 0;
+    if (!pairs || !order || !live) {
+        free(pairs);
+        pairs = NULL;
+        goto out;
+    }
+    for (size_t a = 0; a < r->n; a++)
+        order[a] = (ilp_start){bufs[r->orig[a]].start, a};
+    qsort(order, r->n, sizeof *order, ilp_start_cmp);
+    for (size_t k = 0; k < r->n; k++) {
+        size_t b = order[k].a;
+        size_t keep = 0; /* drop the buffers that ended before b starts */
+        for (size_t j = 0; j < nlive; j++)
+            if (bufs[r->orig[live[j]]].end >= order[k].start)
+                live[keep++] = live[j];
+        nlive = keep;
+        for (size_t j = 0; j < nlive; j++) {
+            if (*np == max) {
+                free(pairs);
+                pairs = NULL;
+                *np = SIZE_MAX;
+                goto out;
+            }
+            size_t a = live[j];
+            pairs[(*np)++] = a < b ? (ilp_pair){a, b} : (ilp_pair){b, a};
+        }
+        live[nlive++] = b;
+    }
+out:
+    free(order);
+    free(live);
+    return pairs;
+}
+
+/* What the GLPK callback needs. */
+typedef struct ilp_cb {
+    double *warm;   /* column values of the incumbent, [1..ncols] */
+    int warm_given;
+    double target;  /* stop when the incumbent objective reaches this */
+} ilp_cb;
+
+static void ilp_callback(glp_tree *tree, void *info)
+{
+    ilp_cb *cb = info;
+    switch (glp_ios_reason(tree)) {
+    case GLP_IHEUR:
+        /* Hand the incumbent to GLPK once, at the root. */
+        if (!cb->warm_given && cb->warm) {
+            cb->warm_given = 1;
+            glp_ios_heur_sol(tree, cb->warm);
+        }
+        break;
+    case GLP_IBINGO:
+        /* A new incumbent: stop when it meets the lower bound. */
+        if (glp_mip_obj_val(glp_ios_get_prob(tree)) <= cb->target + 0.5)
+            glp_ios_terminate(tree);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Solves the reduced problem with GLPK.  best is the incumbent (its offsets
+ * seed the model).  Offers GLPK's answer to best; returns 1 when GLPK proved
+ * optimality, else 0. */
+static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
+                    const ilp_pair *pairs, size_t np, uint64_t lb_units, double seconds,
+                    ilp_best *best)
+{
+    if (seconds < 0.05 || r->n == 0)
+        return 0;
+    /* Upper bound of the reduced height in units: the incumbent's. */
+    uint64_t ub = 0;
+    for (size_t a = 0; a < r->n; a++) {
+        uint64_t top = (best->offsets[r->orig[a]] - r->base) / r->unit + r->size[a];
+        if (top > ub)
+            ub = top;
+    }
+    const double M = (double)ub;
+    size_t ncols = r->n + 1 + np; /* k_a, H, z_p */
+    size_t hcol = r->n + 1;
+    glp_term_out(GLP_OFF);
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, (int)ncols);
+    for (size_t a = 0; a < r->n; a++) {
+        glp_set_col_kind(lp, (int)a + 1, GLP_IV);
+        if (ub > r->size[a])
+            glp_set_col_bnds(lp, (int)a + 1, GLP_DB, 0.0, (double)(ub - r->size[a]));
+        else
+            glp_set_col_bnds(lp, (int)a + 1, GLP_FX, 0.0, 0.0);
+    }
+    if (lb_units < ub)
+        glp_set_col_bnds(lp, (int)hcol, GLP_DB, (double)lb_units, M);
+    else
+        glp_set_col_bnds(lp, (int)hcol, GLP_FX, M, M);
+    glp_set_obj_coef(lp, (int)hcol, 1.0);
+    for (size_t p = 0; p < np; p++)
+        glp_set_col_kind(lp, (int)(hcol + 1 + p), GLP_BV);
+
+    /* Rows: H - k_a >= size_a; and per pair, z = 1 meaning i below j:
+     *   k_i - k_j + M z <= M - size_i
+     *   k_j - k_i - M z <= -size_j */
+    size_t nrows = r->n + 2 * np;
+    glp_add_rows(lp, (int)nrows);
+    int ind[4];
+    double val[4];
+    for (size_t a = 0; a < r->n; a++) {
+        int row = (int)a + 1;
+        glp_set_row_bnds(lp, row, GLP_LO, (double)r->size[a], 0.0);
+        ind[1] = (int)hcol, val[1] = 1.0;
+        ind[2] = (int)a + 1, val[2] = -1.0;
+        glp_set_mat_row(lp, row, 2, ind, val);
+    }
+    for (size_t p = 0; p < np; p++) {
+        int row = (int)(r->n + 2 * p) + 1;
+        int ki = (int)pairs[p].i + 1, kj = (int)pairs[p].j + 1, z = (int)(hcol + 1 + p);
+        glp_set_row_bnds(lp, row, GLP_UP, 0.0, M - (double)r->size[pairs[p].i]);
+        ind[1] = ki, val[1] = 1.0;
+        ind[2] = kj, val[2] = -1.0;
+        ind[3] = z, val[3] = M;
+        glp_set_mat_row(lp, row, 3, ind, val);
+        glp_set_row_bnds(lp, row + 1, GLP_UP, 0.0, -(double)r->size[pairs[p].j]);
+        ind[1] = kj, val[1] = 1.0;
+        ind[2] = ki, val[2] = -1.0;
+        ind[3] = z, val[3] = -M;
+        glp_set_mat_row(lp, row + 1, 3, ind, val);
+    }
+
+    /* The incumbent as column values, for glp_ios_heur_sol. */
+    ilp_cb cb = {malloc((ncols + 1) * sizeof(double)), 0, (double)lb_units};
+    if (cb.warm) {
+        cb.warm[hcol] = (double)ub;
+        for (size_t a = 0; a < r->n; a++)
+            cb.warm[a + 1] = (double)((best->offsets[r->orig[a]] - r->base) / r->unit);
+        for (size_t p = 0; p < np; p++)
+            cb.warm[hcol + 1 + p] = cb.warm[pairs[p].i + 1] < cb.warm[pairs[p].j + 1] ? 1.0 : 0.0;
+    }
+
+    int proven = 0;
+    double t0 = lay_now();
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    sm.tm_lim = (int)(seconds * 1000.0);
+    if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
+        double left = seconds - (lay_now() - t0);
+        glp_iocp io;
+        glp_init_iocp(&io);
+        io.msg_lev = GLP_MSG_OFF;
+        io.presolve = GLP_OFF; /* the callback speaks of the original columns */
+        io.cb_func = ilp_callback;
+        io.cb_info = &cb;
+        io.tm_lim = left > 0.01 ? (int)(left * 1000.0) : 10;
+        io.mip_gap = 0.0;
+        io.br_tech = GLP_BR_DTH;
+        io.bt_tech = GLP_BT_BLB;
+        int ret = glp_intopt(lp, &io);
+        int st = glp_mip_status(lp);
+        if (st == GLP_OPT || st == GLP_FEAS) {
+            uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
+            if (cand) {
+                memcpy(cand, best->offsets, n * sizeof *cand);
+                for (size_t a = 0; a < r->n; a++) {
+                    double k = floor(glp_mip_col_val(lp, (int)a + 1) + 0.5);
+                    cand[r->orig[a]] = r->base + (uint64_t)(k < 0 ? 0 : k) * r->unit;
+                }
+                ilp_offer(best, bufs, n, align, cand);
+                free(cand);
+            }
+            proven = ret == 0 && st == GLP_OPT;
+        }
+    }
+    free(cb.warm);
+    glp_delete_prob(lp);
+    return proven;
+}
+
+/* ------------------------------------------------------------------------ */
+
+uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                         uint64_t *offsets, int *proven_optimal)
+{
+    assert(align >= 1);
+    double start = lay_now();
+    double deadline = start + (time_limit_s > 0 ? time_limit_s : 0);
+    int proven = 0;
+    ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
+    uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
+    lay_reduced red = {0};
+    if (!best.offsets || !cand) {
+        free(best.offsets);
+        free(cand);
+        return UINT64_MAX;
+    }
+
+    /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
+    if (warm_offsets)
+        ilp_offer(&best, bufs, n, align, warm_offsets);
+    if (layout_best_heuristic(bufs, n, align, cand, NULL) != UINT64_MAX)
+        ilp_offer(&best, bufs, n, align, cand);
+    if (best.height == UINT64_MAX)
+        goto out; /* out of memory */
+    uint64_t lb = layout_live_peak(bufs, n);
+    if (best.height <= lb || best.height <= goal)
+        goto done;
+    if (lay_reduce(bufs, n, align, &red) != 0)
+        goto done;
+
+    /* Problems too big for the search keep the incumbent (the heuristics
+     * are all that scale to them). */
+    if (red.n > LAYOUT_SEARCH_MAX_BUFFERS)
+        goto done;
+
+    /* 2. A layout at the lower bound (or at the goal, if higher)?  The
+     * search works with sizes rounded up to align, so its target is the
+     * bound rounded up too: heights of aligned layouts move in steps. */
+    uint64_t target = lay_round_up(lb > goal ? lb : goal, align);
+    uint64_t known_bad = 0; /* heights below this are proved impossible */
+    int all_proofs = 1;     /* every failed probe was a proof */
+    if (target < best.height) {
+        double t = (deadline - lay_now()) * ILP_SEARCH_SHARE;
+        int rc = layout_search(bufs, n, align, target, t, LAYOUT_SEARCH_MAX_BUFFERS, cand);
+        if (rc == 1)
+            ilp_offer(&best, bufs, n, align, cand);
+        else if (rc == 0)
+            known_bad = target + 1;
+        else
+            all_proofs = 0;
+    }
+    if (best.height <= lb || best.height <= goal)
+        goto done;
+
+    /* 3. The GLPK model, when small. */
+    size_t np = 0;
+    ilp_pair *pairs = ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np);
+    if (pairs) {
+        uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
+        double t = (deadline - lay_now()) * ILP_GLPK_SHARE;
+        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, t, &best))
+            proven = 1;
+        free(pairs);
+    }
+    if (proven || best.height <= lb || best.height <= goal)
+        goto done;
+
+    /* 4. Bisection on the height with the search, in steps of align. */
+    uint64_t lo = known_bad > target ? known_bad : target;
+    while (lay_now() < deadline && lo < best.height) {
+        uint64_t hi = best.height - 1; /* try to beat the incumbent */
+        uint64_t mid = lay_round_up(lo + (hi - lo) / 2, align);
+        if (mid > hi)
+            mid = hi / align * align;
+        if (mid < lo)
+            break;
+        double t = (deadline - lay_now()) / 3.0;
+        int rc = layout_search(bufs, n, align, mid, t, LAYOUT_SEARCH_MAX_BUFFERS, cand);
+        if (rc == 1) {
+            ilp_offer(&best, bufs, n, align, cand);
+        } else {
+            if (rc != 0)
+                all_proofs = 0;
+            if (rc == -2)
+                break;
+            lo = mid + 1;
+        }
+    }
+    if (all_proofs && lo >= best.height)
+        proven = 1;
+
+done:
+    if (best.height <= lb)
+        proven = 1;
+    memcpy(offsets, best.offsets, n * sizeof *offsets);
+out:
+    if (proven_optimal)
+        *proven_optimal = proven;
+    lay_reduced_free(&red);
+    free(cand);
+    uint64_t h = best.height;
+    free(best.offsets);
+    return h;
+}
+
+uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
+                    const uint64_t *warm_offsets, double time_limit_s,
+                    uint64_t *offsets, int *proven_optimal)
+{
+    return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
+}
+
+uint64_t lay_ilp_glpk_only(const layout_buffer *bufs, size_t n, uint64_t align, const uint64_t *warm,
+                           double seconds, uint64_t *offsets, int *proven)
+{
+    ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
+    lay_reduced red;
+    *proven = 0;
+    if (!best.offsets || lay_reduce(bufs, n, align, &red) != 0) {
+        free(best.offsets);
+        return UINT64_MAX;
+    }
+    ilp_offer(&best, bufs, n, align, warm);
+    assert(best.height != UINT64_MAX); /* warm must be valid */
+    size_t np = 0;
+    ilp_pair *pairs = ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np);
+    if (pairs) {
+        uint64_t lb = layout_live_peak(bufs, n);
+        uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
+        *proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, seconds, &best);
+        free(pairs);
+    }
+    memcpy(offsets, best.offsets, n * sizeof *offsets);
+    free(best.offsets);
+    lay_reduced_free(&red);
+    return layout_height(bufs, n, offsets);
+}
+
+void layout_ilp_thread_done(void)
+{
+    glp_free_env();
+}

@@ -1,0 +1,85 @@
+/* layout/ private helpers shared by the files of this part only.
+ *
+ * lay_set: an ordered set of nodes keyed by a pair (k1, k2), compared
+ * lexicographically; keys in the set must be distinct (callers put a unique id
+ * in k2 where k1 can repeat).  It is a treap over a caller-sized node pool: the caller
+ * names each node by an id in [0, cap) and inserts or erases it; the set never
+ * allocates after lay_set_init.  Priorities come from a hash of the id, so the
+ * shape (and thus every answer) is deterministic.  O(log n) expected per call.
+ *
+ * The layout search (layout_search.c) is declared here too: layout_ilp and the
+ * tests use it; it is not part of the public contract of layout.h.
+ */
+#ifndef ROAMC_LAYOUT_INTERNAL_H
+#define ROAMC_LAYOUT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+#define LAY_NIL ((size_t)-1)
+
+typedef struct lay_set_node {
+    uint64_t k1, k2;      /* the key */
+    size_t left, right;   /* children, LAY_NIL when none */
+    uint64_t prio;        /* heap priority: larger is nearer the root */
+    int in_set;           /* 1 while inserted; catches double inserts */
+} lay_set_node;
+
+typedef struct lay_set {
+    lay_set_node *nodes;  /* cap nodes, indexed by id */
+    size_t cap;
+    size_t root;
+    size_t count;
+} lay_set;
+
+/* Returns 0, or -1 when memory runs out. */
+int lay_set_init(lay_set *set, size_t cap);
+void lay_set_free(lay_set *set);
+void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2);
+void lay_set_erase(lay_set *set, size_t id);
+/* Smallest node with key >= (k1, k2), or LAY_NIL. */
+size_t lay_set_ceil(const lay_set *set, uint64_t k1, uint64_t k2);
+/* Largest node with key <= (k1, k2), or LAY_NIL. */
+size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2);
+
+/* x rounded up to a multiple of a (a >= 1). */
+static inline uint64_t lay_round_up(uint64_t x, uint64_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* A layout problem reduced without loss (layout_search.c):
+ *  - empty buffers get offset 0 and are left out;
+ *  - sizes are rounded up to align and expressed in units of the gcd of all
+ *    of them (a pushed-down layout has offsets that are sums of sizes);
+ *  - buffers that conflict with every other remaining buffer are stacked at
+ *    the bottom in index order (nobody else ever uses their address range,
+ *    so in any layout that range can be cut out and moved to the bottom).
+ * The remaining buffers are to be placed at base + unit * k. */
+typedef struct lay_reduced {
+    size_t n;          /* buffers left to place */
+    size_t *orig;      /* their indices in the input */
+    uint64_t *size;    /* their sizes in units */
+    uint64_t unit;     /* bytes per unit, a multiple of align */
+    uint64_t base;     /* bytes taken at the bottom by the stacked buffers */
+    uint64_t *offsets; /* one per input buffer: set for stacked and empty ones */
+} lay_reduced;
+
+/* Returns 0, or -1 when memory runs out. */
+int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
+void lay_reduced_free(lay_reduced *r);
+
+/* The GLPK model of layout_ilp alone (no search), seeded with warm (a valid
+ * layout), so that tests can exercise it.  Writes the better of warm and
+ * GLPK's answer to offsets and returns its height (UINT64_MAX: memory);
+ * *proven = 1 when GLPK proved optimality.  Above LAYOUT_ILP_MAX_PAIRS pairs
+ * it returns warm. */
+uint64_t lay_ilp_glpk_only(const layout_buffer *bufs, size_t n, uint64_t align, const uint64_t *warm,
+                           double seconds, uint64_t *offsets, int *proven);
+
+/* Monotonic wall clock in seconds. */
+double lay_now(void);
+
+#endif

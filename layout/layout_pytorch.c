@@ -1,0 +1,201 @@
+/* layout_pytorch.c — a replay of PyTorch's CUDA caching allocator.
+ *
+ * The rules are those of shared/DESIGN.md (Baselines), taken from
+ * c10/cuda/CUDACachingAllocator.cpp:
+ *   - request sizes are rounded up to 512 B;
+ *   - requests <= 1 MiB come from the small pool, whose segments are 2 MiB;
+ *     larger ones from the large pool, whose segments are 20 MiB for requests
+ *     below 10 MiB and otherwise the request rounded up to 2 MiB;
+ *   - a request takes the free block of its pool with the smallest size, then
+ *     the lowest address, that holds it; only when there is none is a new
+ *     segment reserved (segments are never given back);
+ *   - the block is split when what is left is >= 512 B (small pool) or
+ *     > 1 MiB (large pool); otherwise the whole block is handed out;
+ *   - a freed block merges with the free blocks next to it in its segment.
+ * Addresses are "segment base + offset in segment", with the segments laid
+ * end to end in the order they were reserved, so the result is a layout.
+ */
+#include "layout.h"
+#include "layout_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PT_ROUND 512ULL                       /* kMinBlockSize */
+#define PT_SMALL_SIZE (1ULL << 20)            /* kSmallSize: largest small request */
+#define PT_SMALL_SEGMENT (2ULL << 20)         /* kSmallBuffer */
+#define PT_LARGE_SEGMENT (20ULL << 20)        /* kLargeBuffer */
+#define PT_MIN_LARGE_ALLOC (10ULL << 20)      /* kMinLargeAlloc */
+#define PT_ROUND_LARGE (2ULL << 20)           /* kRoundLarge */
+
+/* A block is a piece of one segment: allocated, or free and in its pool.
+ * Blocks of a segment form a doubly linked list in address order. */
+typedef struct pt_block {
+    uint64_t addr;     /* global address: segment base + offset */
+    uint64_t size;
+    size_t prev, next; /* neighbours in the segment, LAY_NIL at its ends */
+    int small;         /* which pool */
+    int free;
+} pt_block;
+
+typedef struct pt_allocator {
+    pt_block *blocks;  /* block ids are never reused: at most 2 per request */
+    size_t nblocks, cap;
+    lay_set pool[2];   /* free blocks keyed by (size, addr); [1] = small pool */
+    uint64_t reserved;
+    uint64_t allocated, allocated_peak;
+    size_t segments;
+} pt_allocator;
+
+static size_t pt_new_block(pt_allocator *a, uint64_t addr, uint64_t size, int small)
+{
+    assert(a->nblocks < a->cap);
+    size_t id = a->nblocks++;
+    a->blocks[id] = (pt_block){addr, size, LAY_NIL, LAY_NIL, small, 0};
+    return id;
+}
+
+static void pt_pool_add(pt_allocator *a, size_t id)
+{
+    pt_block *b = &a->blocks[id];
+    b->free = 1;
+    lay_set_insert(&a->pool[b->small], id, b->size, b->addr);
+}
+
+static void pt_pool_remove(pt_allocator *a, size_t id)
+{
+    a->blocks[id].free = 0;
+    lay_set_erase(&a->pool[a->blocks[id].small], id);
+}
+
+/* Returns the block id given out for a request of (rounded) size sz. */
+static size_t pt_malloc(pt_allocator *a, uint64_t sz)
+{
+    int small = sz <= PT_SMALL_SIZE;
+    size_t id = lay_set_ceil(&a->pool[small], sz, 0); /* best fit: (size, addr) */
+    if (id != LAY_NIL) {
+        pt_pool_remove(a, id);
+    } else {
+        uint64_t seg = small ? PT_SMALL_SEGMENT
+                     : sz < PT_MIN_LARGE_ALLOC ? PT_LARGE_SEGMENT
+                     : lay_round_up(sz, PT_ROUND_LARGE);
+        id = pt_new_block(a, a->reserved, seg, small);
+        a->reserved += seg;
+        a->segments++;
+    }
+    pt_block *b = &a->blocks[id];
+    assert(b->size >= sz);
+    uint64_t rest = b->size - sz;
+    int split = small ? rest >= PT_ROUND : rest > PT_SMALL_SIZE;
+    if (split) {
+        size_t r = pt_new_block(a, b->addr + sz, rest, small);
+        b = &a->blocks[id]; /* (the array does not move, but keep it obvious) */
+        a->blocks[r].prev = id;
+        a->blocks[r].next = b->next;
+        if (b->next != LAY_NIL)
+            a->blocks[b->next].prev = r;
+        b->next = r;
+        b->size = sz;
+        pt_pool_add(a, r);
+    }
+    a->allocated += b->size;
+    if (a->allocated > a->allocated_peak)
+        a->allocated_peak = a->allocated;
+    return id;
+}
+
+static void pt_free(pt_allocator *a, size_t id)
+{
+    pt_block *b = &a->blocks[id];
+    assert(!b->free);
+    a->allocated -= b->size;
+    /* Absorb a free neighbour into b: b keeps its id, the neighbour's id is
+     * dropped from the list and from the pool. */
+    size_t nb = b->prev;
+    if (nb != LAY_NIL && a->blocks[nb].free) {
+        pt_pool_remove(a, nb);
+        b->addr = a->blocks[nb].addr;
+        b->size += a->blocks[nb].size;
+        b->prev = a->blocks[nb].prev;
+        if (b->prev != LAY_NIL)
+            a->blocks[b->prev].next = id;
+    }
+    nb = b->next;
+    if (nb != LAY_NIL && a->blocks[nb].free) {
+        pt_pool_remove(a, nb);
+        b->size += a->blocks[nb].size;
+        b->next = a->blocks[nb].next;
+        if (b->next != LAY_NIL)
+            a->blocks[b->next].prev = id;
+    }
+    pt_pool_add(a, id);
+}
+
+/* Sort records for the event order: allocations by (start, index), frees
+ * by (end, index). */
+typedef struct pt_event {
+    int64_t step;
+    size_t idx;
+} pt_event;
+
+static int pt_event_cmp(const void *pa, const void *pb)
+{
+    const pt_event *a = pa, *b = pb;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
+                        layout_pytorch_stats *stats)
+{
+    pt_allocator a;
+    memset(&a, 0, sizeof a);
+    a.cap = 2 * n + 1;
+    a.blocks = malloc(a.cap * sizeof *a.blocks);
+    pt_event *allocs = malloc((n ? n : 1) * sizeof *allocs);
+    pt_event *frees = malloc((n ? n : 1) * sizeof *frees);
+    size_t *block_of = malloc((n ? n : 1) * sizeof *block_of);
+    int ok = a.blocks && allocs && frees && block_of;
+    int sets = 0;
+    for (; ok && sets < 2; sets++)
+        ok = lay_set_init(&a.pool[sets], a.cap) == 0;
+    uint64_t result = UINT64_MAX;
+    if (ok) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            offsets[i] = 0;
+            if (bufs[i].size == 0)
+                continue; /* nothing to allocate */
+            allocs[m] = (pt_event){bufs[i].start, i};
+            frees[m] = (pt_event){bufs[i].end, i};
+            m++;
+        }
+        qsort(allocs, m, sizeof *allocs, pt_event_cmp);
+        qsort(frees, m, sizeof *frees, pt_event_cmp);
+        size_t f = 0;
+        for (size_t k = 0; k < m; k++) {
+            size_t i = allocs[k].idx;
+            /* free what ended before this step, before allocating at it */
+            while (f < m && frees[f].step < bufs[i].start)
+                pt_free(&a, block_of[frees[f++].idx]);
+            uint64_t sz = lay_round_up(bufs[i].size, PT_ROUND);
+            block_of[i] = pt_malloc(&a, sz);
+            offsets[i] = a.blocks[block_of[i]].addr;
+        }
+        result = a.reserved;
+        if (stats) {
+            stats->reserved_peak = a.reserved;
+            stats->allocated_peak = a.allocated_peak;
+            stats->segments = a.segments;
+        }
+    }
+    while (sets-- > 0)
+        lay_set_free(&a.pool[sets]);
+    free(a.blocks);
+    free(allocs);
+    free(frees);
+    free(block_of);
+    return result;
+}

@@ -1,0 +1,927 @@
+/* layout_search.c — exact search for a layout that fits a capacity.
+ *
+ * A depth-first branch and bound that builds the layout from the bottom up,
+ * like filling a skyline.  Time is cut into sections at every start and
+ * end + 1; each section has a floor (the lowest address any unplaced buffer
+ * live there can still take) and a total (the size of the unplaced buffers
+ * live there).  A section is tight when floor + total == capacity: it can
+ * waste nothing, so its lowest free cell must be covered by a buffer sitting
+ * exactly at the floor.  At each node, pick a cell to branch on:
+ *
+ *   - if some valley (a run of sections at one floor m whose neighbours are
+ *     higher or finished) holds a tight section, the tight cell with the
+ *     fewest buffers that could cover it at m; branch on those buffers;
+ *   - otherwise the lowest cell: the leftmost section s with the lowest
+ *     floor m.  Branch A: a buffer sits at m over s; it starts at s (the
+ *     left side is higher) and ends inside the valley.  Branch B, last: the
+ *     cell stays empty; the floor of s rises to the lowest offset any buffer
+ *     live there can then take (its floor elsewhere, or m + the smallest
+ *     unplaced size it could rest on).
+ *
+ * Every layout can be pushed down until each buffer sits at 0 or on top of
+ * a buffer it conflicts with; such a layout lies on one path of this tree,
+ * so the search is complete: when it ends without hitting its node or time
+ * limit and finds nothing, no layout fits.  What prunes it:
+ *
+ *   - floor + total > capacity in some section;
+ *   - a tight section none of whose buffers could sit at its floor (each
+ *     meets a higher floor somewhere along its lifetime);
+ *   - a valley whose tight sections cannot be covered at its floor by
+ *     buffers inside it, end to end in time (a reachability pass);
+ *   - symmetry: twins (same lifetime and size) go in index order, and a
+ *     buffer never goes right on top of a same-lifetime buffer that comes
+ *     later in the preorder (the two could trade places);
+ *   - decomposition: when no unplaced buffer crosses a section boundary any
+ *     more, the sides are independent and solved separately, so a failure
+ *     on one side never re-opens choices on the other; and in a piece with
+ *     a flat floor, the buffers spanning all of it are stacked at the
+ *     bottom without branching (as lay_reduce does for the whole problem).
+ *
+ * Which buffer to try first matters a lot: several preorders, on the
+ * problem and on its mirror image in time (same layouts, different walk),
+ * are tried round robin with a node limit that doubles each round.
+ * MiniMalloc (Moffitt, ASPLOS 2023) restarts the same way and inspired the
+ * section bounds; its search branches on buffers in offset order instead.
+ *
+ * Before searching, the problem is reduced without loss by lay_reduce:
+ * sizes in units of their gcd, and buffers that conflict with every other
+ * one stacked at the bottom.
+ */
+#include "layout.h"
+#include "layout_internal.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SRCH_NONE UINT64_MAX /* offset of an unplaced buffer */
+
+typedef enum srch_rc {
+    SRCH_FOUND,      /* a layout fits: offsets are in s->solution */
+    SRCH_INFEASIBLE, /* proved: nothing fits */
+    SRCH_ABORT,      /* node or time limit */
+    SRCH_NOMEM
+} srch_rc;
+
+/* An undo record: slot *where had value old. */
+typedef struct srch_undo {
+    uint64_t *where;
+    uint64_t old;
+} srch_undo;
+
+/* The reduced problem and the search state. */
+typedef struct srch {
+    size_t n;            /* buffers in the search */
+    size_t *orig;        /* search buffer -> input buffer */
+    uint64_t *size;      /* in units */
+    int64_t *len;        /* lifetime length in steps */
+    size_t *sa, *sb;     /* sections spanned: [sa, sb) */
+    size_t nsec;
+    size_t *start_begin; /* buffers starting in section k, in the current */
+    size_t *start_buf;   /*   preorder: start_buf[start_begin[k] .. [k+1]) */
+    size_t *sec_begin;   /* buffers live in section k: */
+    size_t *sec_buf;     /*   sec_buf[sec_begin[k] .. [k+1]) */
+    uint64_t cap;        /* capacity in units */
+
+    uint64_t *off;       /* per buffer: offset, SRCH_NONE while unplaced */
+    uint64_t *solution;  /* per buffer: offsets of the layout found */
+    uint64_t *floor;     /* per section */
+    uint64_t *total;     /* per section: units of unplaced buffers */
+    uint64_t *cuts;      /* per boundary k|k+1: unplaced buffers crossing it */
+    unsigned char *reach;/* per section + 1: scratch of the valley check */
+    size_t *count;       /* per section + 1: scratch, options per cell */
+    uint64_t *maxf;      /* per buffer: scratch, highest floor along it */
+    size_t *twin;        /* per buffer: the previous one (by index) with the
+                            same sections and size, or SIZE_MAX */
+    uint64_t *owner;     /* per section: the buffer whose top is the floor,
+                            SRCH_NONE after a raise or at the start */
+    size_t *rank;        /* per buffer: position in the current preorder */
+    struct srch_pre *pre, *pre_tmp; /* preorder keys, and sort scratch */
+    size_t *next;        /* scratch of srch_preorder */
+
+    srch_undo *undo;     /* undo log, a stack */
+    size_t nundo, undo_cap;
+
+    long long nodes_left;
+#ifdef SRCH_DEBUG
+    size_t depth, max_depth;
+#endif
+    double deadline;
+    int timed_out;
+} srch;
+
+/* ------------------------------------------------------------------------ */
+/* Undo log                                                                  */
+
+static int srch_set(srch *s, uint64_t *where, uint64_t value)
+{
+    if (s->nundo == s->undo_cap) {
+        size_t cap = s->undo_cap ? 2 * s->undo_cap : 1024;
+        srch_undo *u = realloc(s->undo, cap * sizeof *u);
+        if (!u)
+            return -1;
+        s->undo = u;
+        s->undo_cap = cap;
+    }
+    s->undo[s->nundo++] = (srch_undo){where, *where};
+    *where = value;
+    return 0;
+}
+
+static void srch_rollback(srch *s, size_t mark)
+{
+    while (s->nundo > mark) {
+        s->nundo--;
+        *s->undo[s->nundo].where = s->undo[s->nundo].old;
+    }
+}
+
+/* Places b at offset o (through the undo log).  Returns 0, or -1 (memory). */
+static int srch_place(srch *s, size_t b, uint64_t o)
+{
+    if (srch_set(s, &s->off[b], o) != 0)
+        return -1;
+    for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
+        assert(s->floor[k] <= o);
+        if (srch_set(s, &s->floor[k], o + s->size[b]) != 0 || srch_set(s, &s->owner[k], b) != 0 ||
+            srch_set(s, &s->total[k], s->total[k] - s->size[b]) != 0)
+            return -1;
+        if (k + 1 < s->sb[b] && srch_set(s, &s->cuts[k], s->cuts[k] - 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int srch_active(const srch *s, size_t k)
+{
+    return s->total[k] > 0;
+}
+
+static int srch_tight(const srch *s, size_t k)
+{
+    return s->floor[k] + s->total[k] == s->cap;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Choosing the cell to branch on                                            */
+
+/* A cell: section k at its floor m, in the valley [a, z) of sections at m. */
+typedef struct srch_cell {
+    size_t k, a, z;
+    uint64_t m;
+    size_t options; /* buffers that could cover it at m */
+    int tight;      /* 1: it cannot stay empty */
+} srch_cell;
+
+/* Does unplaced buffer b fit at m inside the valley [a, z)? */
+static int srch_fits(const srch *s, size_t b, size_t a, size_t z, uint64_t m)
+{
+    return s->off[b] == SRCH_NONE && s->sa[b] >= a && s->sb[b] <= z && m + s->size[b] <= s->cap;
+}
+
+/* Checks the valley [a, z) at floor m, whose neighbours are higher or have
+ * nothing left, so that a buffer placed at m over any of its sections lies
+ * inside it.  A tight section there must be covered at m, by buffers that
+ * do not overlap in time; returns 0 when that is impossible:
+ *   - some tight section has no buffer that could cover it;
+ *   - no chain of such buffers reaches from a to z, stepping over sections
+ *     that are not tight.
+ * Otherwise offers its most constrained tight cell to *best (fewest
+ * options; ties: the leftmost found first). */
+static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
+{
+    int any_tight = 0;
+    for (size_t k = a; k < z && !any_tight; k++)
+        any_tight = srch_tight(s, k);
+    if (!any_tight)
+        return 1;
+    /* options per section: a difference array over the buffers that fit */
+    memset(s->count + a, 0, (z + 1 - a) * sizeof *s->count);
+    memset(s->reach + a, 0, z + 1 - a);
+    s->reach[a] = 1;
+    size_t running = 0;
+    for (size_t k = a; k < z; k++) {
+        for (size_t i = s->start_begin[k]; i < s->start_begin[k + 1]; i++) {
+            size_t b = s->start_buf[i];
+            if (!srch_fits(s, b, a, z, m))
+                continue;
+            running++;
+            s->count[s->sb[b]]++; /* ends before section sb */
+            if (s->reach[k])
+                s->reach[s->sb[b]] = 1;
+        }
+        running -= s->count[k];
+        if (s->reach[k] && !srch_tight(s, k))
+            s->reach[k + 1] = 1;
+        if (srch_tight(s, k)) {
+            if (running == 0)
+                return 0;
+            if (best->k == SIZE_MAX || running < best->options)
+                *best = (srch_cell){k, a, z, m, running, 1};
+        }
+    }
+    return s->reach[z];
+}
+
+/* Scans sections [lo, hi): returns 0 when the bound fails somewhere, else 1
+ * with *cell the cell to branch on (k == SIZE_MAX: nothing left): the most
+ * constrained tight cell, or else the lowest cell (leftmost on ties). */
+static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
+{
+    size_t low = SIZE_MAX;
+    for (size_t q = lo; q < hi; q++) {
+        if (!srch_active(s, q))
+            continue;
+        if (s->floor[q] + s->total[q] > s->cap)
+            return 0;
+        if (low == SIZE_MAX || s->floor[q] < s->floor[low])
+            low = q;
+    }
+    cell->k = SIZE_MAX;
+    if (low == SIZE_MAX)
+        return 1;
+    /* A tight section k must get a buffer at exactly its floor, and such a
+     * buffer finds no floor above that along its lifetime. */
+    for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
+        size_t b = s->start_buf[j];
+        if (s->off[b] != SRCH_NONE)
+            continue;
+        uint64_t f = 0;
+        for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+            if (s->floor[q] > f)
+                f = s->floor[q];
+        s->maxf[b] = f;
+    }
+    for (size_t q = lo; q < hi; q++) {
+        if (!srch_active(s, q) || !srch_tight(s, q))
+            continue;
+        int coverable = 0;
+        for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1] && !coverable; j++) {
+            size_t b = s->sec_buf[j];
+            coverable = s->off[b] == SRCH_NONE && s->maxf[b] == s->floor[q];
+        }
+        if (!coverable)
+            return 0;
+    }
+    /* valleys: maximal runs of active sections at one floor whose
+     * neighbours are higher or have nothing left */
+    for (size_t a = lo; a < hi;) {
+        if (!srch_active(s, a)) {
+            a++;
+            continue;
+        }
+        uint64_t m = s->floor[a];
+        size_t z = a + 1;
+        while (z < hi && srch_active(s, z) && s->floor[z] == m)
+            z++;
+        int left_ok = a == lo || !srch_active(s, a - 1) || s->floor[a - 1] > m;
+        int right_ok = z == hi || !srch_active(s, z) || s->floor[z] > m;
+        if (left_ok && right_ok && !srch_valley(s, a, z, m, cell))
+            return 0;
+        a = z;
+    }
+    if (cell->k == SIZE_MAX) {
+        /* no tight cell: the lowest one; its valley is a local minimum */
+        size_t z = low + 1;
+        while (z < hi && srch_active(s, z) && s->floor[z] == s->floor[low])
+            z++;
+        *cell = (srch_cell){low, low, z, s->floor[low], 0, 0};
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The search                                                                */
+
+static srch_rc srch_dfs(srch *s, size_t lo, size_t hi);
+static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi);
+
+/* Places b at m and searches on. */
+static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
+{
+    size_t mark = s->nundo;
+    srch_rc rc;
+#ifdef SRCH_DEBUG
+    if (++s->depth > s->max_depth)
+        s->max_depth = s->depth;
+#endif
+    if (srch_place(s, b, m) != 0) {
+        rc = SRCH_NOMEM;
+    } else {
+        /* Did b free a boundary inside its lifetime?  Then [lo, hi) falls
+         * apart into independent pieces. */
+        int split = 0;
+        for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++)
+            split = s->cuts[k] == 0;
+        rc = split ? srch_solve_range(s, lo, hi) : srch_dfs(s, lo, hi);
+        if (rc == SRCH_FOUND)
+            s->solution[b] = m;
+    }
+#ifdef SRCH_DEBUG
+    s->depth--;
+#endif
+    srch_rollback(s, mark);
+    return rc;
+}
+
+/* Branch B, the lowest cell (section k at floor m) stays empty: returns
+ * the floor k can be raised to, the lowest offset any buffer live there
+ * can then take. */
+static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, uint64_t m)
+{
+    /* The smallest unplaced size in the part: the least a buffer that does
+     * not go at m rises by when it rests on a buffer placed later. */
+    uint64_t min_size = SRCH_NONE;
+    for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
+        size_t c = s->start_buf[j];
+        if (s->off[c] == SRCH_NONE && s->size[c] < min_size)
+            min_size = s->size[c];
+    }
+    /* Each buffer live in k goes at least to its highest floor, or, when
+     * that is m too (nothing placed under it reaches above m), onto a buffer
+     * placed later: to m + min_size at least. */
+    uint64_t level = SRCH_NONE;
+    for (size_t j = s->sec_begin[k]; j < s->sec_begin[k + 1]; j++) {
+        size_t b = s->sec_buf[j];
+        if (s->off[b] != SRCH_NONE)
+            continue;
+        uint64_t highest = 0;
+        for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+            if (s->floor[q] > highest)
+                highest = s->floor[q];
+        uint64_t lb = highest > m ? highest : m + min_size;
+        if (lb < level)
+            level = lb;
+    }
+    assert(level != SRCH_NONE && level > m);
+    return level;
+}
+
+/* Candidates for a cell, in preorder. */
+typedef struct srch_cand {
+    size_t rank, b;
+} srch_cand;
+
+static int srch_cand_cmp(const void *pa, const void *pb)
+{
+    const srch_cand *x = pa, *y = pb;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Would placing b now only repeat a layout found from another branch?
+ *  - b has an unplaced twin (same lifetime and size) of lower index: twins
+ *    can trade places, so they are placed in index order;
+ *  - b would sit right on top of a buffer with the same lifetime that
+ *    comes after it in the preorder: two such buffers can trade places too
+ *    (the lower one moves up by the size of the other), so stacks of
+ *    same-lifetime buffers go in preorder from the bottom, the order in
+ *    which candidates are tried.  (Twins tie in every preorder key, so
+ *    their preorder is their index order too.) */
+static int srch_symmetric(const srch *s, size_t b)
+{
+    if (s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == SRCH_NONE)
+        return 1;
+    uint64_t below = s->owner[s->sa[b]];
+    return below != SRCH_NONE && s->rank[below] > s->rank[b] && s->sa[below] == s->sa[b] &&
+           s->sb[below] == s->sb[b] && s->off[below] + s->size[below] == s->floor[s->sa[b]];
+}
+
+/* Solves the unplaced buffers of sections [lo, hi) (none crosses lo or hi).
+ * Branch B (the cell stays empty) is the last alternative of a node, so it
+ * is a loop here rather than a recursion: raise the floor, look again. */
+static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
+{
+    size_t mark = s->nundo;
+    srch_rc rc = SRCH_INFEASIBLE;
+    for (;;) {
+        if (s->nodes_left-- <= 0) {
+            rc = SRCH_ABORT;
+            break;
+        }
+        if ((s->nodes_left & 63) == 0 && lay_now() > s->deadline) {
+            s->timed_out = 1;
+            rc = SRCH_ABORT;
+            break;
+        }
+        srch_cell c;
+        if (!srch_scan(s, lo, hi, &c)) {
+            rc = SRCH_INFEASIBLE;
+            break;
+        }
+        if (c.k == SIZE_MAX) {
+            rc = SRCH_FOUND; /* nothing left here */
+            break;
+        }
+        /* Branch A: the buffers that can cover the cell at m, inside the
+         * valley, over k.  For the lowest cell they all start at k (the
+         * left side is higher). */
+        size_t first = c.tight ? c.a : c.k;
+        size_t cap = s->start_begin[c.k + 1] - s->start_begin[first];
+        srch_cand *cand = malloc((cap ? cap : 1) * sizeof *cand);
+        if (!cand) {
+            rc = SRCH_NOMEM;
+            break;
+        }
+        size_t nc = 0;
+        for (size_t i = s->start_begin[first]; i < s->start_begin[c.k + 1]; i++) {
+            size_t b = s->start_buf[i];
+            if (s->sb[b] > c.k && srch_fits(s, b, c.a, c.z, c.m) && !srch_symmetric(s, b))
+                cand[nc++] = (srch_cand){s->rank[b], b};
+        }
+        qsort(cand, nc, sizeof *cand, srch_cand_cmp);
+        rc = SRCH_INFEASIBLE;
+        for (size_t i = 0; i < nc && rc == SRCH_INFEASIBLE; i++)
+            rc = srch_try(s, lo, hi, cand[i].b, c.m);
+        free(cand);
+        if (rc != SRCH_INFEASIBLE || srch_tight(s, c.k))
+            break; /* done, or no room to waste */
+        /* Branch B */
+        uint64_t level = srch_waste_level(s, lo, hi, c.k, c.m);
+        if (level + s->total[c.k] > s->cap)
+            break;
+        if (srch_set(s, &s->floor[c.k], level) != 0 || srch_set(s, &s->owner[c.k], SRCH_NONE) != 0) {
+            rc = SRCH_NOMEM;
+            break;
+        }
+    }
+    srch_rollback(s, mark);
+    return rc;
+}
+
+/* Solves the piece [a, z), which no unplaced buffer crosses.  When its
+ * floor is flat, the buffers that span all of it conflict with all others
+ * there, and no other buffer can use their addresses: in any layout their
+ * ranges can be cut out and moved to the bottom.  So they are stacked at
+ * the floor first, without branching. */
+static srch_rc srch_solve_piece(srch *s, size_t a, size_t z)
+{
+    size_t mark = s->nundo;
+    int flat = 1;
+    for (size_t k = a + 1; k < z && flat; k++)
+        flat = s->floor[k] == s->floor[a];
+    srch_rc rc = SRCH_INFEASIBLE;
+    for (size_t i = s->start_begin[a]; flat && i < s->start_begin[a + 1]; i++) {
+        size_t b = s->start_buf[i];
+        if (s->off[b] != SRCH_NONE || s->sb[b] != z)
+            continue;
+        uint64_t m = s->floor[a];
+        if (m + s->size[b] > s->cap)
+            goto out; /* rc: infeasible */
+        if (srch_place(s, b, m) != 0) {
+            rc = SRCH_NOMEM;
+            goto out;
+        }
+        s->solution[b] = m;
+    }
+    /* placing them freed no boundary: they cross none inside the piece */
+    rc = srch_dfs(s, a, z);
+out:
+    srch_rollback(s, mark);
+    return rc;
+}
+
+/* Solves sections [lo, hi), split at boundaries no unplaced buffer crosses. */
+static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi)
+{
+    srch_rc rc = SRCH_FOUND;
+    for (size_t a = lo; a < hi && rc == SRCH_FOUND;) {
+        size_t z = a + 1; /* the piece is [a, z) */
+        while (z < hi && s->cuts[z - 1] > 0)
+            z++;
+        rc = srch_solve_piece(s, a, z);
+        a = z;
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Preorders                                                                 */
+
+/* The keys of one buffer for the preorders. */
+typedef struct srch_pre { /* (the struct tag is used in srch) */
+    uint64_t total;  /* T: the largest section total along its lifetime */
+    uint64_t width;  /* W: sections spanned */
+    uint64_t size;   /* Z */
+    double area;     /* A: size x length in steps */
+    size_t b;
+} srch_pre;
+
+/* Is x tried before y under the keys (each descending; ties by index)? */
+static int srch_pre_before(const srch_pre *x, const srch_pre *y, const char *keys)
+{
+    for (const char *k = keys; *k; k++) {
+        if (*k == 'T' && x->total != y->total)
+            return x->total > y->total;
+        if (*k == 'W' && x->width != y->width)
+            return x->width > y->width;
+        if (*k == 'Z' && x->size != y->size)
+            return x->size > y->size;
+        if (*k == 'A' && x->area != y->area)
+            return x->area > y->area;
+    }
+    return x->b < y->b;
+}
+
+/* Merge sort (qsort has no context argument for the keys). */
+static void srch_pre_sort(srch_pre *v, srch_pre *tmp, size_t n, const char *keys)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2;
+    srch_pre_sort(v, tmp, h, keys);
+    srch_pre_sort(v + h, tmp, n - h, keys);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = srch_pre_before(&v[j], &v[i], keys) ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+/* Sorts pre (n records) by keys and fills the start lists in that order;
+ * tmp (n records) and next (nsec entries) are scratch. */
+static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, const char *keys)
+{
+    srch_pre_sort(pre, tmp, s->n, keys);
+    for (size_t k = 0; k < s->nsec; k++)
+        next[k] = s->start_begin[k];
+    for (size_t i = 0; i < s->n; i++) {
+        size_t b = pre[i].b;
+        s->rank[b] = i;
+        s->start_buf[next[s->sa[b]]++] = b;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Setting up                                                                */
+
+static uint64_t srch_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int srch_i64_cmp(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Index of t in the sorted distinct array v[0..n). */
+static size_t srch_find(const int64_t *v, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    assert(v[lo] == t);
+    return lo;
+}
+
+static void srch_free(srch *s)
+{
+    free(s->orig);
+    free(s->size);
+    free(s->len);
+    free(s->sa);
+    free(s->sb);
+    free(s->start_begin);
+    free(s->start_buf);
+    free(s->sec_begin);
+    free(s->sec_buf);
+    free(s->off);
+    free(s->solution);
+    free(s->floor);
+    free(s->total);
+    free(s->cuts);
+    free(s->reach);
+    free(s->count);
+    free(s->maxf);
+    free(s->twin);
+    free(s->owner);
+    free(s->rank);
+    free(s->pre);
+    free(s->pre_tmp);
+    free(s->next);
+    free(s->undo);
+}
+
+/* Builds sections and the two section -> buffer lists for the s->n buffers
+ * in s->orig.  Returns 0, or -1 when memory runs out. */
+static int srch_build(srch *s, const layout_buffer *bufs)
+{
+    size_t n = s->n;
+    int64_t *bp = malloc((2 * n + 1) * sizeof *bp);
+    s->sa = malloc(n * sizeof *s->sa);
+    s->sb = malloc(n * sizeof *s->sb);
+    s->len = malloc(n * sizeof *s->len);
+    if (!bp || !s->sa || !s->sb || !s->len) {
+        free(bp);
+        return -1;
+    }
+    /* sections lie between consecutive distinct values of start, end + 1 */
+    for (size_t b = 0; b < n; b++) {
+        bp[2 * b] = bufs[s->orig[b]].start;
+        bp[2 * b + 1] = (int64_t)bufs[s->orig[b]].end + 1;
+    }
+    qsort(bp, 2 * n, sizeof *bp, srch_i64_cmp);
+    size_t nbp = 0;
+    for (size_t i = 0; i < 2 * n; i++)
+        if (nbp == 0 || bp[nbp - 1] != bp[i])
+            bp[nbp++] = bp[i];
+    s->nsec = nbp - 1;
+    size_t spans = 0;
+    for (size_t b = 0; b < n; b++) {
+        const layout_buffer *x = &bufs[s->orig[b]];
+        s->sa[b] = srch_find(bp, nbp, x->start);
+        s->sb[b] = srch_find(bp, nbp, (int64_t)x->end + 1);
+        s->len[b] = (int64_t)x->end + 1 - x->start;
+        spans += s->sb[b] - s->sa[b];
+    }
+    free(bp);
+
+    size_t ns = s->nsec;
+    s->start_begin = calloc(ns + 1, sizeof *s->start_begin);
+    s->start_buf = malloc(n * sizeof *s->start_buf);
+    s->sec_begin = calloc(ns + 1, sizeof *s->sec_begin);
+    s->sec_buf = malloc(spans * sizeof *s->sec_buf);
+    size_t *fill = calloc(ns + 1, sizeof *fill);
+    if (!s->start_begin || !s->start_buf || !s->sec_begin || !s->sec_buf || !fill) {
+        free(fill);
+        return -1;
+    }
+    /* counts, then prefix sums, then fill (CSR) */
+    for (size_t b = 0; b < n; b++) {
+        s->start_begin[s->sa[b] + 1]++;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
+            s->sec_begin[k + 1]++;
+    }
+    for (size_t k = 0; k < ns; k++) {
+        s->start_begin[k + 1] += s->start_begin[k];
+        s->sec_begin[k + 1] += s->sec_begin[k];
+    }
+    for (size_t b = 0; b < n; b++)
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
+            s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
+    free(fill);
+
+    s->off = malloc(n * sizeof *s->off);
+    s->solution = malloc(n * sizeof *s->solution);
+    s->floor = malloc(ns * sizeof *s->floor);
+    s->total = malloc(ns * sizeof *s->total);
+    s->cuts = malloc(ns * sizeof *s->cuts);
+    s->reach = malloc(ns + 1);
+    s->count = malloc((ns + 1) * sizeof *s->count);
+    s->maxf = malloc(n * sizeof *s->maxf);
+    s->twin = malloc(n * sizeof *s->twin);
+    s->owner = malloc(ns * sizeof *s->owner);
+    s->rank = malloc(n * sizeof *s->rank);
+    if (!s->off || !s->solution || !s->floor || !s->total || !s->cuts || !s->reach || !s->count ||
+        !s->rank || !s->maxf || !s->twin || !s->owner)
+        return -1;
+    return 0;
+}
+
+/* Resets the state to "nothing placed". */
+static void srch_reset(srch *s)
+{
+    for (size_t b = 0; b < s->n; b++)
+        s->off[b] = SRCH_NONE;
+    for (size_t k = 0; k < s->nsec; k++) {
+        s->floor[k] = s->total[k] = s->cuts[k] = 0;
+        s->owner[k] = SRCH_NONE;
+    }
+    for (size_t b = 0; b < s->n; b++)
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
+            s->total[k] += s->size[b];
+            if (k + 1 < s->sb[b])
+                s->cuts[k]++;
+        }
+    s->nundo = 0;
+}
+
+int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r)
+{
+    assert(align >= 1);
+    memset(r, 0, sizeof *r);
+    r->orig = malloc((n ? n : 1) * sizeof *r->orig);
+    r->size = malloc((n ? n : 1) * sizeof *r->size);
+    r->offsets = calloc(n ? n : 1, sizeof *r->offsets);
+    if (!r->orig || !r->size || !r->offsets) {
+        lay_reduced_free(r);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size == 0)
+            continue;
+        r->unit = srch_gcd(r->unit, lay_round_up(bufs[i].size, align));
+        r->orig[r->n++] = i;
+    }
+    if (r->unit == 0)
+        r->unit = align;
+    /* One buffer conflicts with all others when it starts no later than the
+     * earliest end and ends no earlier than the latest start.  Taking those
+     * out can make more of them, so repeat. */
+    for (int changed = 1; changed && r->n > 0;) {
+        changed = 0;
+        int64_t min_end = INT64_MAX, max_start = INT64_MIN;
+        for (size_t b = 0; b < r->n; b++) {
+            const layout_buffer *x = &bufs[r->orig[b]];
+            if (x->end < min_end)
+                min_end = x->end;
+            if (x->start > max_start)
+                max_start = x->start;
+        }
+        size_t keep = 0;
+        for (size_t b = 0; b < r->n; b++) {
+            size_t i = r->orig[b];
+            if (bufs[i].start <= min_end && bufs[i].end >= max_start) {
+                r->offsets[i] = r->base;
+                r->base += lay_round_up(bufs[i].size, align);
+                changed = 1;
+            } else {
+                r->orig[keep++] = i;
+            }
+        }
+        r->n = keep;
+    }
+    for (size_t b = 0; b < r->n; b++)
+        r->size[b] = lay_round_up(bufs[r->orig[b]].size, align) / r->unit;
+    return 0;
+}
+
+void lay_reduced_free(lay_reduced *r)
+{
+    free(r->orig);
+    free(r->size);
+    free(r->offsets);
+    memset(r, 0, sizeof *r);
+}
+
+/* Sort record for finding twins. */
+typedef struct srch_shape {
+    size_t sa, sb;
+    uint64_t size;
+    size_t b;
+} srch_shape;
+
+static int srch_shape_cmp(const void *pa, const void *pb)
+{
+    const srch_shape *x = pa, *y = pb;
+    if (x->sa != y->sa)
+        return x->sa < y->sa ? -1 : 1;
+    if (x->sb != y->sb)
+        return x->sb < y->sb ? -1 : 1;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return (x->b > y->b) - (x->b < y->b);
+}
+
+/* Fills s->twin.  Returns 0 or -1. */
+static int srch_find_twins(srch *s)
+{
+    srch_shape *v = malloc(s->n * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t b = 0; b < s->n; b++)
+        v[b] = (srch_shape){s->sa[b], s->sb[b], s->size[b], b};
+    qsort(v, s->n, sizeof *v, srch_shape_cmp);
+    for (size_t i = 0; i < s->n; i++) {
+        int same = i > 0 && v[i - 1].sa == v[i].sa && v[i - 1].sb == v[i].sb && v[i - 1].size == v[i].size;
+        s->twin[v[i].b] = same ? v[i - 1].b : SIZE_MAX;
+    }
+    free(v);
+    return 0;
+}
+
+/* Sets up s for the reduced problem red of bufs (whose steps may be
+ * mirrored: only the lifetimes are read from bufs).  Returns 0 or -1. */
+static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red, uint64_t capacity)
+{
+    memset(s, 0, sizeof *s);
+    s->n = red->n;
+    s->cap = (capacity - red->base) / red->unit;
+    s->orig = malloc(s->n * sizeof *s->orig);
+    s->size = malloc(s->n * sizeof *s->size);
+    if (!s->orig || !s->size)
+        return -1;
+    memcpy(s->orig, red->orig, s->n * sizeof *s->orig);
+    memcpy(s->size, red->size, s->n * sizeof *s->size);
+    if (srch_build(s, bufs) != 0)
+        return -1;
+    if (srch_find_twins(s) != 0)
+        return -1;
+    s->pre = malloc(s->n * sizeof *s->pre);
+    s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
+    s->next = malloc((s->nsec + 1) * sizeof *s->next);
+    if (!s->pre || !s->pre_tmp || !s->next)
+        return -1;
+    srch_reset(s);
+    for (size_t b = 0; b < s->n; b++) {
+        uint64_t t = 0;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
+            if (s->total[k] > t)
+                t = s->total[k];
+        s->pre[b] = (srch_pre){t, s->sb[b] - s->sa[b], s->size[b],
+                               (double)s->size[b] * (double)s->len[b], b};
+    }
+    return 0;
+}
+
+int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                  double time_limit_s, size_t max_buffers, uint64_t *offsets)
+{
+    double deadline = lay_now() + time_limit_s;
+    srch dir[2]; /* the problem as given, and with time running backwards */
+    size_t ndir = 0;
+    layout_buffer *mirror = NULL;
+    lay_reduced red;
+    if (lay_reduce(bufs, n, align, &red) != 0)
+        return -2;
+    int result = -2;
+    if (red.base > capacity) {
+        result = 0; /* the buffers that conflict with all others alone */
+        goto done;
+    }
+    if (red.n == 0) {
+        memcpy(offsets, red.offsets, n * sizeof *offsets);
+        result = 1;
+        goto done;
+    }
+    if (red.n > max_buffers) {
+        result = -1;
+        goto done;
+    }
+    /* Time reversed is the same problem (same layouts) but the search walks
+     * it differently: a second chance for free. */
+    mirror = malloc(n * sizeof *mirror);
+    if (!mirror)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].start == INT32_MIN) { /* cannot negate: no mirror */
+            free(mirror);
+            mirror = NULL;
+            break;
+        }
+        mirror[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
+    }
+    for (; ndir < (mirror ? 2u : 1u); ndir++)
+        if (srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity) != 0) {
+            ndir++; /* free it too */
+            goto done;
+        }
+
+    /* Round robin over directions and preorders, doubling the node limit
+     * each round. */
+    static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ"};
+    const size_t norders = sizeof orders / sizeof orders[0];
+    result = -1;
+    int timed_out = 0;
+    for (long long limit = 4 * (long long)red.n; result == -1 && !timed_out; limit *= 2) {
+        for (size_t h = 0; h < norders * ndir && result == -1 && !timed_out; h++) {
+            srch *s = &dir[h % ndir];
+            srch_reset(s);
+            srch_preorder(s, s->pre, s->pre_tmp, s->next, orders[h / ndir]);
+            s->deadline = deadline;
+            s->nodes_left = limit;
+            srch_rc rc = srch_solve_range(s, 0, s->nsec);
+#ifdef SRCH_DEBUG
+            fprintf(stderr, "search: %s%s limit %lld rc %d nodes %lld depth %zu/%zu\n",
+                    orders[h / ndir], h % ndir ? " reversed" : "", limit, rc, limit - s->nodes_left,
+                    s->max_depth, s->n);
+            s->max_depth = 0;
+#endif
+            if (rc == SRCH_FOUND) {
+                result = 1;
+                for (size_t b = 0; b < s->n; b++)
+                    red.offsets[s->orig[b]] = red.base + s->solution[b] * red.unit;
+                memcpy(offsets, red.offsets, n * sizeof *offsets);
+            } else if (rc == SRCH_INFEASIBLE) {
+                result = 0;
+            } else if (rc == SRCH_NOMEM) {
+                result = -2;
+            } else if (s->timed_out || lay_now() > deadline) {
+                timed_out = 1;
+            }
+        }
+        if (limit > (1LL << 50))
+            break;
+    }
+done:
+    for (size_t d = 0; d < ndir; d++)
+        srch_free(&dir[d]);
+    free(mirror);
+    lay_reduced_free(&red);
+    return result;
+}

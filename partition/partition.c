@@ -1,0 +1,778 @@
+/* Memory-insensitive operators, segments, weight-update placement, blocks
+ * and the subgraph tree (see partition.h). */
+#include "partition.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static int partition_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static const char *const partition_placement_names[] = {"rule", "immediate", "program", "late", "reference"};
+static const char *const partition_floating_names[] = {"rule", "just-in-time", "early", "reference"};
+
+const char *partition_placement_name(partition_placement p) { return partition_placement_names[p]; }
+const char *partition_floating_name(partition_floating f) { return partition_floating_names[f]; }
+
+/* --------------------------------------------- memory-insensitive ops
+ *
+ * In a topological order, op v at position i is fixed in every order iff
+ *   (a) every op after v descends from v: each has a predecessor at a
+ *       position in [i, its own) (by induction that predecessor is v or
+ *       descends from v), i.e. the suffix minimum of "latest predecessor
+ *       position" over positions > i is >= i;
+ *   (b) symmetrically every op before v is an ancestor: the prefix maximum
+ *       of "earliest successor position" over positions < i is <= i.
+ * Both are prefix/suffix scans: linear, no n x n bitsets. */
+int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n, bool *mi) {
+    int *pos = malloc((g->n_ops ? g->n_ops : 1) * sizeof *pos);
+    int *latest_pred = malloc((n ? n : 1) * sizeof *latest_pred);
+    int *earliest_succ = malloc((n ? n : 1) * sizeof *earliest_succ);
+    if (!pos || !latest_pred || !earliest_succ) {
+        free(pos), free(latest_pred), free(earliest_succ);
+        return -1;
+    }
+    for (size_t i = 0; i < g->n_ops; i++) pos[i] = -1, mi[i] = false;
+    for (size_t i = 0; i < n; i++) pos[topo[i]] = (int)i;
+    for (size_t i = 0; i < n; i++) {
+        int v = topo[i], lp = -1, es = (int)n;
+        for (size_t k = g->pred_start[v]; k < g->pred_start[v + 1]; k++)
+            if ((!mask || mask[g->pred[k]]) && pos[g->pred[k]] > lp) lp = pos[g->pred[k]];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
+            if ((!mask || mask[g->succ[k]]) && pos[g->succ[k]] < es) es = pos[g->succ[k]];
+        assert(lp < (int)i && es > (int)i); /* topo is a valid order */
+        latest_pred[i] = lp, earliest_succ[i] = es;
+    }
+    /* suffix minimum of latest_pred over positions > i, prefix maximum of
+     * earliest_succ over positions < i */
+    int count = 0, prefix_max = -1;
+    int *suffix_min = pos; /* reuse: pos is no longer needed */
+    int run = (int)n;
+    for (size_t i = n; i-- > 0;) {
+        suffix_min[i] = run;
+        if (latest_pred[i] < run) run = latest_pred[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (suffix_min[i] >= (int)i && (i == 0 || prefix_max <= (int)i)) mi[topo[i]] = true, count++;
+        if (earliest_succ[i] > prefix_max) prefix_max = earliest_succ[i];
+    }
+    free(pos), free(latest_pred), free(earliest_succ);
+    return count;
+}
+
+/* -------------------------------------------------- update branches */
+
+/* An op writes persistent state in place: an optimizer step. */
+static bool partition_is_seed(const graph *g, int op) {
+    const fe_node *n = &g->model->nodes[op];
+    if (!n->inplace) return false;
+    for (size_t k = 0; k < n->n_outputs; k++) {
+        if (n->alias[k] < 0 || n->inputs[n->alias[k]] < 0) continue;
+        const graph_storage *st = &g->storages[g->storage_of[n->inputs[n->alias[k]]]];
+        if (st->persistent && st->has_input) return true;
+    }
+    return false;
+}
+
+/* Update ops.  Candidates: every successor is a candidate, and the op
+ * either writes persistent state in place or has successors.  But an op
+ * that reads an activation some other op also uses (the gradient's own
+ * matmul reads the layer's input and the incoming gradient) belongs to the
+ * backward pass: it is not an update op, and neither is anything it needs.
+ * Forward ops never are (without that rule, everything in a training graph
+ * leads only to updates).  Both passes go in reverse topological order. */
+static size_t partition_find_updates(const graph *g, const int *topo, const bool *forward, bool *update) {
+    size_t n = g->n_ops;
+    bool *cand = calloc(n ? n : 1, sizeof *cand);
+    int *outside = calloc(g->n_storages ? g->n_storages : 1, sizeof *outside); /* touchers not candidates */
+    if (!cand || !outside) {
+        free(cand), free(outside);
+        return 0; /* no update ops: a valid, if coarser, partition */
+    }
+    for (size_t i = n; i-- > 0;) {
+        int v = topo[i];
+        size_t ns = g->succ_start[v + 1] - g->succ_start[v];
+        bool all = true;
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && all; k++) all = cand[g->succ[k]];
+        cand[v] = !forward[v] && all && (ns > 0 || partition_is_seed(g, v));
+    }
+    for (size_t v = 0; v < n; v++)
+        if (!cand[v])
+            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) outside[g->touch[k]]++;
+    size_t count = 0;
+    for (size_t i = n; i-- > 0;) {
+        int v = topo[i];
+        bool ok = cand[v];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && ok; k++) ok = update[g->succ[k]];
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1] && ok; k++) {
+            const graph_storage *st = &g->storages[g->touch[k]];
+            if (!st->persistent && !st->has_input && outside[g->touch[k]]) ok = false;
+        }
+        update[v] = ok;
+        count += ok;
+    }
+    free(cand), free(outside);
+    return count;
+}
+
+/* ------------------------------------------------------------- build */
+
+void partition_free(partition *P) {
+    if (!P) return;
+    free(P->update), free(P->mi), free(P->forward), free(P->block);
+    for (size_t i = 0; P->nodes && i < P->n_nodes; i++) free(P->nodes[i].ops), free(P->nodes[i].boundary);
+    free(P->nodes);
+    memset(P, 0, sizeof *P);
+}
+
+/* Working state of one partition_build call. */
+typedef struct partition_work {
+    const graph *g;
+    const partition_options *opt;
+    partition *P;
+    int *topo;      /* all ops in program order */
+    int *main_topo; /* anchored ops (neither update nor floating), program order */
+    size_t n_main;
+    int *mi_list;   /* MI ops in order; k of them */
+    int k;
+    int *coarse;    /* per op: coarse block (segment i = 2i, MI op i = 2i+1) */
+    bool *floating; /* per op: left out of the MI analysis (see partition_find_floating) */
+    int *ref_mi_before; /* per op: MI ops before it in the reference order, or NULL */
+    size_t n_floating;
+    int n_coarse;   /* 2k + 1 */
+    int pivot;      /* number of forward MI ops */
+} partition_work;
+
+static double partition_alpha(const graph *g) {
+    const char *o = fe_meta(g->model, "roamc.optimizer");
+    if (!o) return 3.0; /* unknown: assume the common case, Adam */
+    if (strncmp(o, "sgd", 3) == 0 || strncmp(o, "SGD", 3) == 0) return 1.0;
+    return 3.0; /* adam, adamw and the like keep two moments */
+}
+
+/* Segment (0..k) or MI index of every main op, from its MI ancestors. */
+static void partition_segments(partition_work *w) {
+    partition *P = w->P;
+    int seen = 0;
+    for (size_t i = 0; i < w->n_main; i++) {
+        int v = w->main_topo[i];
+        if (P->mi[v]) {
+            w->mi_list[seen] = v;
+            w->coarse[v] = 2 * seen + 1;
+            seen++;
+        } else
+            w->coarse[v] = 2 * seen;
+    }
+    assert(seen == w->k);
+}
+
+/* Floating ops.  A main op that can run far from where it is used (the
+ * first op on the data, a view of a parameter, a copy of the labels that
+ * only the loss reads, the gradient of a tied weight that is only summed
+ * at the end) would make every op within its reach movable and leave no
+ * MI op there.  They are analysed without and placed afterwards, each in a
+ * segment between its anchored ancestors and descendants.
+ *
+ * Floating: no predecessor; or a view / in-place op (creates nothing) of
+ * floating ops only; or slack (ALAP level - ASAP level over the main DAG's
+ * longest paths) above PARTITION_SLACK.  Small slack (the short side of a
+ * residual block) stays: those ops are what leaves order. */
+#define PARTITION_SLACK 6
+
+static int partition_find_floating(partition_work *w) {
+    const graph *g = w->g;
+    const partition *P = w->P;
+    size_t n = g->n_ops;
+    int *asap = calloc(n ? n : 1, sizeof *asap), *alap = malloc((n ? n : 1) * sizeof *alap);
+    if (!asap || !alap) {
+        free(asap), free(alap);
+        return -1;
+    }
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = w->topo[i];
+        if (P->update[v]) continue;
+        for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++)
+            if (!P->update[g->pred[q]] && asap[g->pred[q]] + 1 > asap[v]) asap[v] = asap[g->pred[q]] + 1;
+        if (asap[v] > depth) depth = asap[v];
+    }
+    for (size_t i = n; i-- > 0;) {
+        int v = w->topo[i];
+        alap[v] = depth;
+        if (P->update[v]) continue;
+        for (size_t q = g->succ_start[v]; q < g->succ_start[v + 1]; q++)
+            if (!P->update[g->succ[q]] && alap[g->succ[q]] - 1 < alap[v]) alap[v] = alap[g->succ[q]] - 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int v = w->topo[i];
+        if (P->update[v]) continue;
+        bool source = g->pred_start[v + 1] == g->pred_start[v];
+        bool view_of_floating = g->make_start[v + 1] == g->make_start[v];
+        for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1] && view_of_floating; q++)
+            view_of_floating = w->floating[g->pred[q]];
+        w->floating[v] = source || view_of_floating || alap[v] - asap[v] > PARTITION_SLACK;
+        w->n_floating += w->floating[v];
+    }
+    free(asap), free(alap);
+    return 0;
+}
+
+/* Segment of each floating op: between base (after its anchored ancestors)
+ * and lim (before its anchored descendants), by the floating mode; then
+ * pushed after its floating predecessors, which keeps it within lim. */
+static int partition_place_floating(partition_work *w) {
+    const graph *g = w->g;
+    const partition *P = w->P;
+    size_t n = g->n_ops;
+    int *base = calloc(n ? n : 1, sizeof *base), *lim = malloc((n ? n : 1) * sizeof *lim);
+    if (!base || !lim) {
+        free(base), free(lim);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) { /* base: topological order */
+        int v = w->topo[i];
+        if (P->update[v] || !w->floating[v]) continue;
+        for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++) {
+            int p = g->pred[q];
+            if (P->update[p]) continue;
+            int seg = w->floating[p] ? base[p] : (w->coarse[p] & 1 ? w->coarse[p] / 2 + 1 : w->coarse[p] / 2);
+            if (seg > base[v]) base[v] = seg;
+        }
+    }
+    for (size_t i = n; i-- > 0;) { /* lim: reverse order */
+        int v = w->topo[i];
+        lim[v] = w->k;
+        if (P->update[v] || !w->floating[v]) continue;
+        for (size_t q = g->succ_start[v]; q < g->succ_start[v + 1]; q++) {
+            int s = g->succ[q];
+            if (P->update[s]) continue;
+            int seg = w->floating[s] ? lim[s] : w->coarse[s] / 2; /* MI i: segment i; segment j: j */
+            if (seg < lim[v]) lim[v] = seg;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int v = w->topo[i];
+        if (P->update[v] || !w->floating[v]) continue;
+        assert(base[v] <= lim[v]);
+        int seg = lim[v];
+        if (w->opt->floating == PARTITION_FLOAT_EARLY) seg = base[v];
+        else if (w->opt->floating == PARTITION_FLOAT_REFERENCE && w->ref_mi_before) {
+            seg = w->ref_mi_before[v];
+            if (seg < base[v]) seg = base[v];
+            if (seg > lim[v]) seg = lim[v];
+        }
+        else if (w->opt->floating == PARTITION_FLOAT_RULE) {
+            /* early when it reads more than it creates (it may free its
+             * inputs), else just in time */
+            uint64_t made = 0, read = 0;
+            for (size_t q = g->make_start[v]; q < g->make_start[v + 1]; q++) made += g->storages[g->make[q]].size;
+            for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
+                const graph_storage *st = &g->storages[g->touch[q]];
+                if (!st->persistent) read += st->size;
+            }
+            if (read > 2 * made) seg = base[v];
+        }
+        for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++) {
+            int p = g->pred[q];
+            if (!P->update[p] && w->floating[p] && w->coarse[p] / 2 > seg) seg = w->coarse[p] / 2;
+        }
+        assert(seg <= lim[v]);
+        w->coarse[v] = 2 * seg;
+    }
+    free(base), free(lim);
+    return 0;
+}
+
+/* MI ops before each op in the reference order: the segment that order
+ * runs the op in. */
+static int partition_reference(partition_work *w) {
+    const graph *g = w->g;
+    size_t n = g->n_ops;
+    int *ref = malloc((n ? n : 1) * sizeof *ref);
+    w->ref_mi_before = malloc((n ? n : 1) * sizeof *w->ref_mi_before);
+    if (!ref || !w->ref_mi_before) {
+        free(ref);
+        return -1;
+    }
+    for (size_t v = 0; v < n; v++) ref[w->opt->reference_pos[v]] = (int)v;
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = ref[i];
+        w->ref_mi_before[v] = seen;
+        if (w->P->mi[v]) seen++;
+    }
+    free(ref);
+    return 0;
+}
+
+/* Span of a storage over coarse blocks, from the ops with the given filter.
+ * first = block of its maker (-1 without one), last = last toucher. */
+static void partition_spans(const partition_work *w, bool main_only, int32_t *first, int32_t *last) {
+    const graph *g = w->g;
+    for (size_t s = 0; s < g->n_storages; s++) first[s] = -1, last[s] = -1;
+    for (size_t v = 0; v < g->n_ops; v++) {
+        if (main_only && w->P->update[v]) continue;
+        int b = w->coarse[v];
+        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) first[g->make[k]] = b;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+            if (last[g->touch[k]] < b) last[g->touch[k]] = b;
+    }
+}
+
+/* The loss, before anything else: from metadata roamc.loss, else the
+ * producer of the smallest graph output that is not persistent state (a
+ * scalar loss), ties to the earliest.  forward = the loss op and its
+ * ancestors. */
+static void partition_find_loss(const graph *g, partition *P) {
+    const fe_model *m = g->model;
+    P->loss_op = -1;
+    const char *name = fe_meta(m, "roamc.loss");
+    if (name) {
+        int v = fe_find_value(m, name);
+        if (v >= 0 && m->values[v].producer >= 0) P->loss_op = m->values[v].producer, P->loss_from_metadata = true;
+    }
+    if (P->loss_op < 0) {
+        uint64_t best = UINT64_MAX;
+        for (size_t i = 0; i < m->n_outputs; i++) {
+            int v = m->outputs[i];
+            if (v < 0 || m->values[v].producer < 0 || g->storages[g->storage_of[v]].has_input) continue;
+            if (m->values[v].bytes < best) best = m->values[v].bytes, P->loss_op = m->values[v].producer;
+        }
+    }
+    if (P->loss_op < 0) return;
+    int *stack = malloc(g->n_ops * sizeof *stack);
+    size_t top = 0;
+    if (!stack) return;
+    stack[top++] = P->loss_op;
+    P->forward[P->loss_op] = true;
+    while (top) {
+        int v = stack[--top];
+        for (size_t k = g->pred_start[v]; k < g->pred_start[v + 1]; k++)
+            if (!P->forward[g->pred[k]]) P->forward[g->pred[k]] = true, stack[top++] = g->pred[k];
+    }
+    free(stack);
+}
+
+/* Segment index of each update op (eqs. 4-6 or a fixed rule); coarse
+ * blocks of update ops are set from it. */
+static int partition_place_updates(partition_work *w, const int32_t *first, const int32_t *last) {
+    const graph *g = w->g;
+    partition *P = w->P;
+    int k = w->k;
+    /* mem_atvs per segment (eq. 5): main storages that may be alive in it */
+    int64_t *atvs = calloc((size_t)k + 2, sizeof *atvs);
+    int *mi_before = malloc(g->n_ops * sizeof *mi_before); /* MI ops before each op in program order */
+    if (!atvs || !mi_before) {
+        free(atvs), free(mi_before);
+        return -1;
+    }
+    uint64_t esti_pm = 0; /* eq. 4: activations, made in forward and read in backward */
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (st->persistent || st->has_input || first[s] < 0) continue;
+        int a = (first[s] + 1) / 2, b = last[s] / 2; /* segments it may be alive in */
+        atvs[a] += (int64_t)st->size;
+        atvs[b + 1] -= (int64_t)st->size;
+        int maker = g->model->values[st->root].producer;
+        if (maker >= 0 && P->forward[maker] && last[s] >= 0 && last[s] > 2 * w->pivot) esti_pm += st->size;
+    }
+    int64_t run = 0, max_atvs = 0;
+    for (int s = 0; s <= k; s++) {
+        run += atvs[s];
+        atvs[s] = run;
+        if (run > max_atvs) max_atvs = run;
+    }
+    if (esti_pm == 0) esti_pm = (uint64_t)max_atvs;
+    {
+        int seen = 0;
+        for (size_t i = 0; i < g->n_ops; i++) {
+            int v = w->topo[i];
+            if (!P->update[v] && P->mi[v]) seen++;
+            mi_before[v] = seen;
+        }
+    }
+    for (size_t i = 0; i < g->n_ops; i++) {
+        int u = w->topo[i];
+        if (!P->update[u]) continue;
+        /* earliest segment: after every predecessor */
+        int e = 0;
+        for (size_t q = g->pred_start[u]; q < g->pred_start[u + 1]; q++) {
+            int p = g->pred[q], c = w->coarse[p];
+            int seg = (c & 1) ? c / 2 + 1 : c / 2;
+            if (seg > e) e = seg;
+        }
+        assert(e <= k);
+        int chosen = e;
+        switch (w->opt->placement) {
+        case PARTITION_PLACE_IMMEDIATE: chosen = e; break;
+        case PARTITION_PLACE_LATE: chosen = k; break;
+        case PARTITION_PLACE_PROGRAM: chosen = mi_before[u] > e ? mi_before[u] : e; break;
+        case PARTITION_PLACE_REFERENCE:
+            chosen = w->ref_mi_before && w->ref_mi_before[u] > e ? w->ref_mi_before[u] : e;
+            break;
+        case PARTITION_PLACE_RULE: {
+            /* eq. 6: mem_used_t = mem_atvs_t + alpha * size_grad, with
+             * size_grad the bytes of non-persistent storages the op touches.
+             * Delay only when running now would exceed the estimated peak
+             * (eq. 4), by at most delay_radius segments, and charge a delay
+             * with what it costs: the op's inputs from the main graph stay
+             * live past their last main use until it runs. */
+            uint64_t grad = 0;
+            for (size_t q = g->touch_start[u]; q < g->touch_start[u + 1]; q++) {
+                const graph_storage *st = &g->storages[g->touch[q]];
+                if (!st->persistent && !st->has_input) grad += st->size;
+            }
+            double extra = P->alpha * (double)grad;
+            if ((double)atvs[e] + extra <= (double)esti_pm) break;
+            int hi = e + w->opt->delay_radius < k ? e + w->opt->delay_radius : k;
+            double best_cost = (double)atvs[e] + extra, held_max = 0;
+            for (int b = e + 1; b <= hi; b++) {
+                /* segment b-1 is now passed with the inputs held */
+                double held = (double)atvs[b - 1];
+                for (size_t q = g->touch_start[u]; q < g->touch_start[u + 1]; q++) {
+                    int sid = g->touch[q];
+                    const graph_storage *st = &g->storages[sid];
+                    if (st->persistent || st->has_input || first[sid] < 0) continue;
+                    if (last[sid] < 2 * (b - 1)) held += (double)st->size;
+                }
+                if (b - 1 > e && held > held_max) held_max = held;
+                if (b - 1 == e) held_max = held > held_max ? held : held_max;
+                double cost = (double)atvs[b] + extra;
+                if (held_max > cost) cost = held_max;
+                if (cost < best_cost) best_cost = cost, chosen = b;
+            }
+            break;
+        }
+        case PARTITION_PLACE_COUNT: assert(0); break;
+        }
+        w->coarse[u] = 2 * chosen;
+    }
+    free(atvs), free(mi_before);
+    return 0;
+}
+
+/* Splits coarse blocks larger than node_limit into windows of the better of
+ * their program and LESCEA orders; fills P->block. */
+static int partition_blocks(partition_work *w, const int *program_pos) {
+    const graph *g = w->g;
+    partition *P = w->P;
+    size_t limit = (size_t)w->opt->node_limit;
+    graph_blocks B;
+    if (graph_blocks_init(g, w->coarse, w->n_coarse, &B)) return -1;
+    int next = 0, rc = 0;
+    for (int c = 0; c < w->n_coarse && rc == 0; c++) {
+        size_t n = B.op_start[c + 1] - B.op_start[c];
+        if (n == 0) continue;
+        if (n <= limit) {
+            for (size_t i = B.op_start[c]; i < B.op_start[c + 1]; i++) P->block[B.ops[i]] = next;
+            next++;
+            continue;
+        }
+        graph_leaf L;
+        if (graph_leaf_init(g, &B, c, &L)) { rc = -1; break; }
+        int *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        bool along_reference = w->ref_mi_before && w->opt->placement == PARTITION_PLACE_REFERENCE;
+        if (!a || !b || graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a) ||
+            graph_leaf_lescea(&L, b))
+            rc = -1;
+        if (rc == 0) {
+            const int *best = !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
+            size_t parts = (n + limit - 1) / limit, chunk = (n + parts - 1) / parts;
+            for (size_t i = 0; i < n; i++) P->block[L.ops[best[i]]] = next + (int)(i / chunk);
+            next += (int)((n + chunk - 1) / chunk);
+        }
+        free(a), free(b);
+        graph_leaf_free(&L);
+    }
+    graph_blocks_free(&B);
+    P->n_blocks = next;
+    return rc;
+}
+
+/* Appends a tree node with the ops of final blocks [b0, b1] and of coarse
+ * ranges given by the caller through in_node marks. */
+static int partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops, size_t n,
+                              const int *boundary, size_t nb, size_t *cap) {
+    if (P->n_nodes == *cap) {
+        size_t c = *cap ? 2 * *cap : 16;
+        partition_node *p = realloc(P->nodes, c * sizeof *p);
+        if (!p) return -1;
+        P->nodes = p, *cap = c;
+    }
+    partition_node *nd = &P->nodes[P->n_nodes];
+    memset(nd, 0, sizeof *nd);
+    nd->kind = kind, nd->parent = parent;
+    nd->ops = malloc((n ? n : 1) * sizeof *nd->ops);
+    nd->boundary = malloc((nb ? nb : 1) * sizeof *nd->boundary);
+    if (!nd->ops || !nd->boundary) {
+        free(nd->ops), free(nd->boundary);
+        return -1;
+    }
+    memcpy(nd->ops, ops, n * sizeof *ops);
+    if (nb) memcpy(nd->boundary, boundary, nb * sizeof *boundary);
+    nd->n_ops = n, nd->n_boundary = nb;
+    if (parent >= 0) P->nodes[parent].n_children++;
+    P->n_nodes++;
+    return 0;
+}
+
+static int partition_int_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Dependent subgraphs of an independent one: its final blocks in order
+ * (the forward side, then the backward side), grouped greedily into runs of
+ * at most node_limit ops. */
+static int partition_split(partition *P, int ig, const int *ops_by_block, const size_t *block_start, const int *blist,
+                           size_t nbl, size_t limit, size_t *cap) {
+    int *buf = malloc((P->nodes[ig].n_ops ? P->nodes[ig].n_ops : 1) * sizeof *buf);
+    if (!buf) return -1;
+    size_t n = 0;
+    int rc = 0;
+    for (size_t i = 0; i <= nbl && rc == 0; i++) {
+        size_t sz = i < nbl ? block_start[blist[i] + 1] - block_start[blist[i]] : 0;
+        bool side_break = i < nbl && i > 0 && blist[i] != blist[i - 1] + 1;
+        if (n && (i == nbl || n + sz > limit || side_break)) {
+            qsort(buf, n, sizeof *buf, partition_int_cmp);
+            rc = partition_add_node(P, PARTITION_DEPENDENT, ig, buf, n, NULL, 0, cap);
+            n = 0;
+        }
+        if (i < nbl)
+            for (size_t j = block_start[blist[i]]; j < block_start[blist[i] + 1]; j++) buf[n++] = ops_by_block[j];
+    }
+    free(buf);
+    return rc;
+}
+
+/* Algorithm 1: widen from the loss outwards until no activation crosses
+ * the range [fo, bo] of coarse blocks (fo, bo: the outer MI boundaries),
+ * emit that independent subgraph, continue outside it. */
+static int partition_tree(partition_work *w) {
+    const graph *g = w->g;
+    partition *P = w->P;
+    size_t cap = 0, limit = (size_t)w->opt->node_limit;
+    {
+        int *all = malloc((g->n_ops ? g->n_ops : 1) * sizeof *all);
+        if (!all) return -1;
+        for (size_t i = 0; i < g->n_ops; i++) all[i] = (int)i;
+        int rc = partition_add_node(P, PARTITION_ROOT, -1, all, g->n_ops, NULL, 0, &cap);
+        free(all);
+        if (rc) return -1;
+    }
+    if (g->n_ops <= limit) {
+        P->largest_leaf = g->n_ops;
+        return 0;
+    }
+    /* ops by coarse block and by final block */
+    int nc = w->n_coarse, nb = P->n_blocks;
+    size_t *cstart = calloc((size_t)nc + 1, sizeof *cstart), *bstart = calloc((size_t)nb + 1, sizeof *bstart);
+    int *cops = malloc(g->n_ops * sizeof *cops), *bops = malloc(g->n_ops * sizeof *bops);
+    int *coarse_of_block = malloc(((size_t)nb + 1) * sizeof *coarse_of_block);
+    int32_t *first = malloc((g->n_storages + 1) * sizeof *first), *last = malloc((g->n_storages + 1) * sizeof *last);
+    int *members = malloc(g->n_ops * sizeof *members), *blist = malloc(((size_t)nb + 1) * sizeof *blist);
+    int rc = 0;
+    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members || !blist) rc = -1;
+    if (rc == 0) {
+        for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
+        for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
+        for (int b = 0; b < nb; b++) bstart[b + 1] += bstart[b];
+        size_t *cp = calloc((size_t)nc + 1, sizeof *cp), *bp = calloc((size_t)nb + 1, sizeof *bp);
+        if (!cp || !bp) rc = -1;
+        else {
+            memcpy(cp, cstart, (size_t)nc * sizeof *cp), memcpy(bp, bstart, (size_t)nb * sizeof *bp);
+            for (size_t v = 0; v < g->n_ops; v++) {
+                cops[cp[w->coarse[v]]++] = (int)v;
+                bops[bp[P->block[v]]++] = (int)v;
+                coarse_of_block[P->block[v]] = w->coarse[v];
+            }
+        }
+        free(cp), free(bp);
+        partition_spans(w, false, first, last);
+    }
+    int fo = 2 * (w->pivot - 1) + 1, bo = 2 * w->pivot + 1; /* outer MI blocks; -1 and nc: none */
+    if (fo < -1) fo = -1;
+    if (bo > nc) bo = nc;
+    int prev_lo = (fo + bo) / 2 + 1, prev_hi = prev_lo - 1; /* covered so far: empty */
+    while (rc == 0) {
+        /* widen until independent: no storage touched inside reaches out */
+        int lo_need = INT32_MAX, hi_need = -1, added_lo = prev_lo, added_hi = prev_hi;
+        for (;;) {
+            for (int c = added_lo - 1; c > fo; c--)
+                for (size_t j = cstart[c]; j < cstart[c + 1]; j++) {
+                    int v = cops[j];
+                    for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
+                        int s = g->touch[q];
+                        const graph_storage *st = &g->storages[s];
+                        if (st->persistent || st->has_input) continue;
+                        if (first[s] < lo_need) lo_need = first[s];
+                        if (last[s] > hi_need) hi_need = last[s];
+                    }
+                }
+            for (int c = added_hi + 1; c < bo; c++)
+                for (size_t j = cstart[c]; j < cstart[c + 1]; j++) {
+                    int v = cops[j];
+                    for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
+                        int s = g->touch[q];
+                        const graph_storage *st = &g->storages[s];
+                        if (st->persistent || st->has_input) continue;
+                        if (first[s] < lo_need) lo_need = first[s];
+                        if (last[s] > hi_need) hi_need = last[s];
+                    }
+                }
+            added_lo = fo + 1, added_hi = bo - 1;
+            bool grow_f = fo >= 0 && lo_need < fo, grow_b = bo < nc && hi_need > bo;
+            if (!grow_f && !grow_b) break;
+            if (grow_f) fo = fo - 2 < -1 ? -1 : fo - 2;
+            if (grow_b) bo = bo + 2 > nc ? nc : bo + 2;
+        }
+        /* members: coarse blocks (fo, prev_lo) and (prev_hi, bo) */
+        size_t n = 0, nbl = 0;
+        for (int b = 0; b < nb; b++) {
+            int c = coarse_of_block[b];
+            if ((c > fo && c < prev_lo) || (c > prev_hi && c < bo)) {
+                blist[nbl++] = b;
+                for (size_t j = bstart[b]; j < bstart[b + 1]; j++) members[n++] = bops[j];
+            }
+        }
+        if (n) {
+            int bnd[2];
+            size_t nbd = 0;
+            if (fo >= 0) bnd[nbd++] = w->mi_list[fo / 2];
+            if (bo < nc) bnd[nbd++] = w->mi_list[bo / 2];
+            qsort(members, n, sizeof *members, partition_int_cmp);
+            int ig = (int)P->n_nodes;
+            rc = partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, &cap);
+            if (rc == 0) P->n_independent++;
+            if (rc == 0 && n > limit) {
+                size_t before = P->n_nodes;
+                rc = partition_split(P, ig, bops, bstart, blist, nbl, limit, &cap);
+                P->n_dependent += P->n_nodes - before;
+                for (size_t i = before; i < P->n_nodes; i++)
+                    if (P->nodes[i].n_ops > P->largest_leaf) P->largest_leaf = P->nodes[i].n_ops;
+            } else if (n > P->largest_leaf)
+                P->largest_leaf = n;
+        }
+        if (fo < 0 && bo >= nc) break;
+        prev_lo = fo + 1, prev_hi = bo - 1;
+        fo = fo - 2 < -1 ? -1 : fo - 2;
+        bo = bo + 2 > nc ? nc : bo + 2;
+    }
+    free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first), free(last);
+    free(members), free(blist);
+    return rc;
+}
+
+int partition_build(const graph *g, const partition_options *opt, const int *program_pos, partition *P, char *err,
+                    size_t errlen) {
+    memset(P, 0, sizeof *P);
+    size_t n = g->n_ops, n1 = n ? n : 1;
+    P->n_ops = n;
+    P->update = calloc(n1, sizeof *P->update);
+    P->mi = calloc(n1, sizeof *P->mi);
+    P->forward = calloc(n1, sizeof *P->forward);
+    P->block = calloc(n1, sizeof *P->block);
+    P->alpha = partition_alpha(g);
+    partition_work w = {.g = g, .opt = opt, .P = P};
+    w.topo = malloc(n1 * sizeof *w.topo);
+    w.main_topo = malloc(n1 * sizeof *w.main_topo);
+    w.mi_list = malloc(n1 * sizeof *w.mi_list);
+    w.coarse = malloc(n1 * sizeof *w.coarse);
+    w.floating = calloc(n1, sizeof *w.floating);
+    bool *mask = calloc(n1, sizeof *mask);
+    int32_t *first = malloc((g->n_storages + 1) * sizeof *first), *last = malloc((g->n_storages + 1) * sizeof *last);
+    int rc = 0;
+    if (!P->update || !P->mi || !P->forward || !P->block || !w.topo || !w.main_topo || !w.mi_list || !w.coarse || !w.floating ||
+        !mask || !first || !last)
+        rc = -1;
+    if (rc == 0) {
+        for (size_t v = 0; v < n; v++) w.topo[program_pos[v]] = (int)v;
+        partition_find_loss(g, P);
+        P->n_update = partition_find_updates(g, w.topo, P->forward, P->update);
+        if (partition_find_floating(&w)) rc = -1;
+        P->n_floating = w.n_floating;
+        for (size_t i = 0; i < n; i++)
+            if (!P->update[w.topo[i]] && !w.floating[w.topo[i]]) w.main_topo[w.n_main++] = w.topo[i];
+        for (size_t v = 0; v < n; v++) mask[v] = !P->update[v] && !w.floating[v];
+        int k = rc ? -1 : partition_memory_insensitive(g, mask, w.main_topo, w.n_main, P->mi);
+        if (k < 0) rc = -1;
+        else {
+            w.k = k, w.n_coarse = 2 * k + 1;
+            P->n_mi = (size_t)k, P->n_segments = (size_t)k + 1;
+            partition_segments(&w);
+            if (opt->reference_pos && partition_reference(&w)) rc = -1;
+            if (partition_place_floating(&w)) rc = -1;
+            for (size_t v = 0; v < n; v++)
+                if (P->update[v]) w.coarse[v] = 0; /* placed below; spans use main ops only */
+            partition_spans(&w, true, first, last);
+            w.pivot = 0;
+            for (int i = 0; i < w.k; i++) w.pivot += P->forward[w.mi_list[i]];
+            if (rc == 0) rc = partition_place_updates(&w, first, last);
+        }
+    }
+    if (rc == 0) {
+        if (n <= (size_t)opt->node_limit) P->n_blocks = 1; /* the whole graph is one leaf: block 0 */
+        else rc = partition_blocks(&w, program_pos);
+    }
+    if (rc == 0) rc = partition_tree(&w);
+    free(w.topo), free(w.main_topo), free(w.mi_list), free(w.coarse), free(w.floating), free(w.ref_mi_before), free(mask), free(first), free(last);
+    if (rc) {
+        partition_free(P);
+        return partition_fail(err, errlen, "out of memory partitioning %zu ops", n);
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- dump */
+
+int partition_dump_tree(const partition *P, const graph *g, const char *path, char *err, size_t errlen) {
+    static const char *const kinds[] = {"root", "independent", "dependent"};
+    json_t *root = json_object(), *nodes = json_array();
+    for (size_t i = 0; i < P->n_nodes; i++) {
+        const partition_node *nd = &P->nodes[i];
+        json_t *o = json_object(), *ops = json_array(), *bnd = json_array();
+        for (size_t k = 0; k < nd->n_ops; k++) json_array_append_new(ops, json_integer(nd->ops[k]));
+        for (size_t k = 0; k < nd->n_boundary; k++) json_array_append_new(bnd, json_integer(nd->boundary[k]));
+        json_object_set_new(o, "id", json_integer((json_int_t)i));
+        json_object_set_new(o, "kind", json_string(kinds[nd->kind]));
+        json_object_set_new(o, "parent", json_integer(nd->parent));
+        json_object_set_new(o, "leaf", json_boolean(nd->n_children == 0));
+        json_object_set_new(o, "operators", ops);
+        /* the forward part of a pair (Fig. 8): the rest is its backward twin */
+        size_t n_fwd = 0;
+        for (size_t k = 0; k < nd->n_ops; k++) n_fwd += P->forward[nd->ops[k]];
+        json_object_set_new(o, "forward_operators", json_integer((json_int_t)n_fwd));
+        json_object_set_new(o, "boundary", bnd);
+        json_array_append_new(nodes, o);
+    }
+    json_t *mi = json_array(), *upd = json_array();
+    for (size_t v = 0; v < P->n_ops; v++) {
+        if (P->mi[v]) json_array_append_new(mi, json_integer((json_int_t)v));
+        if (P->update[v]) json_array_append_new(upd, json_integer((json_int_t)v));
+    }
+    json_object_set_new(root, "model", json_string(g->model->path ? g->model->path : ""));
+    json_object_set_new(root, "operators", json_integer((json_int_t)g->n_ops));
+    json_object_set_new(root, "loss_op", json_integer(P->loss_op));
+    json_object_set_new(root, "memory_insensitive", mi);
+    json_object_set_new(root, "update_ops", upd);
+    json_object_set_new(root, "blocks", json_integer(P->n_blocks));
+    json_object_set_new(root, "floating_ops", json_integer((json_int_t)P->n_floating));
+    json_object_set_new(root, "alpha", json_real(P->alpha));
+    json_object_set_new(root, "nodes", nodes);
+    int rc = json_dump_file(root, path, JSON_COMPACT);
+    json_decref(root);
+    if (rc) return partition_fail(err, errlen, "%s: cannot write the subgraph tree", path);
+    return 0;
+}

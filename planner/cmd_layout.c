@@ -1,0 +1,311 @@
+/* cmd_layout.c — `roamc layout`: the layout engine alone, on a buffer-list
+ * CSV (shared/DESIGN.md).  See cmd_layout.h for the interface. */
+#include "cmd_layout.h"
+
+#include "layout.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CL_EXIT_OK 0
+#define CL_EXIT_ERROR 1
+#define CL_EXIT_USAGE 2
+#define CL_EXIT_CAPACITY 3
+
+typedef struct cl_options {
+    const char *input;
+    const char *output;  /* NULL: report only */
+    uint64_t capacity;   /* 0: none */
+    int has_capacity;
+    double time_limit;   /* seconds, for the roam method */
+    uint64_t align;
+    const char *method;
+} cl_options;
+
+static void cl_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: roamc layout BUFFERS.csv [-o OUT.csv] [--capacity BYTES] [--time-limit SECONDS]\n"
+            "                    [--align BYTES] [--method roam|llfb|greedy|bestfit|pytorch]\n"
+            "  BUFFERS.csv: header id,lower,upper,size (or buffer,start,end,size), lifetimes [lower, upper)\n"
+            "  -o OUT.csv: the input columns plus offset (written only on success)\n"
+            "  --capacity: exit 3 unless the layout fits in BYTES\n"
+            "  --time-limit: seconds for the roam method (default 10)\n"
+            "  --align: offsets are multiples of BYTES, sizes are rounded up to it (default 1)\n"
+            "  --method: roam (default: best heuristic, then exact search and ILP), a heuristic,\n"
+            "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n");
+}
+
+static int cl_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cl_parse_seconds(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0) || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Takes the value of option argv[*i]: "--name=value" or "--name value". */
+static const char *cl_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t len = strlen(name);
+    if (argv[*i][len] == '=')
+        return argv[*i] + len + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+static int cl_is_option(const char *arg, const char *name)
+{
+    size_t len = strlen(name);
+    return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
+}
+
+/* Returns 0, or an exit status. */
+static int cl_parse(int argc, char **argv, cl_options *o)
+{
+    *o = (cl_options){NULL, NULL, 0, 0, 10.0, 1, "roam"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            cl_usage(stdout);
+            return -1; /* means: exit 0 */
+        } else if (cl_is_option(a, "-o") || cl_is_option(a, "--output")) {
+            v = cl_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output");
+            if (!v || !*v) {
+                fprintf(stderr, "roamc layout: %s needs a file name\n", a);
+                return CL_EXIT_USAGE;
+            }
+            o->output = v;
+        } else if (cl_is_option(a, "--capacity")) {
+            v = cl_value(argc, argv, &i, "--capacity");
+            if (cl_parse_u64(v, &o->capacity) != 0) {
+                fprintf(stderr, "roamc layout: --capacity needs a number of bytes, got '%s'\n", v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+            o->has_capacity = 1;
+        } else if (cl_is_option(a, "--time-limit")) {
+            v = cl_value(argc, argv, &i, "--time-limit");
+            if (cl_parse_seconds(v, &o->time_limit) != 0) {
+                fprintf(stderr, "roamc layout: --time-limit needs seconds >= 0, got '%s'\n", v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+        } else if (cl_is_option(a, "--align")) {
+            v = cl_value(argc, argv, &i, "--align");
+            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0) {
+                fprintf(stderr, "roamc layout: --align needs a number of bytes >= 1, got '%s'\n", v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+        } else if (cl_is_option(a, "--method")) {
+            v = cl_value(argc, argv, &i, "--method");
+            static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
+            o->method = NULL;
+            for (size_t k = 0; v && k < sizeof methods / sizeof methods[0]; k++)
+                if (strcmp(v, methods[k]) == 0)
+                    o->method = methods[k];
+            if (!o->method) {
+                fprintf(stderr, "roamc layout: unknown --method '%s' (roam, llfb, greedy, bestfit, pytorch)\n",
+                        v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "roamc layout: unknown option '%s'\n", a);
+            cl_usage(stderr);
+            return CL_EXIT_USAGE;
+        } else if (!o->input) {
+            o->input = a;
+        } else {
+            fprintf(stderr, "roamc layout: more than one input file ('%s', '%s')\n", o->input, a);
+            return CL_EXIT_USAGE;
+        }
+    }
+    if (!o->input) {
+        fprintf(stderr, "roamc layout: missing BUFFERS.csv\n");
+        cl_usage(stderr);
+        return CL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static double cl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Writes the CSV to path through a temporary file in the same directory and
+ * a rename, so that path is either the complete new file or untouched. */
+static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64_t *offsets)
+{
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 16);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "roamc layout: cannot create %s: %s\n", tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "w");
+    int rc = f ? layout_csv_write(f, csv, offsets) : -1;
+    if (f && fflush(f) != 0)
+        rc = -1;
+    if (f && fsync(fileno(f)) != 0)
+        rc = -1;
+    if (f ? fclose(f) != 0 : close(fd) != 0)
+        rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -1;
+    if (rc != 0) {
+        fprintf(stderr, "roamc layout: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+int cmd_layout(int argc, char **argv)
+{
+    cl_options o;
+    int rc = cl_parse(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? CL_EXIT_OK : rc;
+
+    layout_csv csv;
+    char err[512];
+    if (layout_csv_read(o.input, &csv, err, sizeof err) != 0) {
+        fprintf(stderr, "roamc layout: %s\n", err);
+        return CL_EXIT_USAGE;
+    }
+    size_t n = csv.n;
+    /* The engine works on sizes rounded up to align; the file keeps its own. */
+    layout_buffer *bufs = malloc((n ? n : 1) * sizeof *bufs);
+    uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
+    if (!bufs || !offsets) {
+        fprintf(stderr, "roamc layout: out of memory\n");
+        rc = CL_EXIT_ERROR;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = csv.bufs[i];
+        uint64_t s = bufs[i].size;
+        if (s % o.align != 0 && s > UINT64_MAX - o.align) {
+            fprintf(stderr, "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
+                    o.input, csv.ids[i], o.align);
+            rc = CL_EXIT_USAGE;
+            goto out;
+        }
+        bufs[i].size = (s + o.align - 1) / o.align * o.align;
+    }
+
+    uint64_t lb = layout_live_peak(bufs, n);
+    if (o.has_capacity && lb > o.capacity) {
+        fprintf(stderr,
+                "roamc layout: cannot fit: the live-size lower bound is %" PRIu64
+                " bytes, above the capacity of %" PRIu64 " bytes\n",
+                lb, o.capacity);
+        rc = CL_EXIT_CAPACITY;
+        goto out;
+    }
+
+    double t0 = cl_now();
+    uint64_t height;
+    const char *detail = "";
+    const char *winner = NULL; /* roam: the best heuristic and its height */
+    uint64_t h0 = UINT64_MAX;
+    int proven = 0;
+    layout_pytorch_stats pt;
+    if (strcmp(o.method, "llfb") == 0) {
+        height = layout_llfb(bufs, n, o.align, offsets);
+    } else if (strcmp(o.method, "greedy") == 0) {
+        height = layout_greedy(bufs, n, o.align, offsets);
+    } else if (strcmp(o.method, "bestfit") == 0) {
+        height = layout_bestfit(bufs, n, o.align, offsets);
+    } else if (strcmp(o.method, "pytorch") == 0) {
+        height = layout_pytorch(csv.bufs, n, offsets, &pt);
+    } else {
+        /* roam: best heuristic as the warm start, then the exact steps */
+        h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
+        height = h0;
+        if (h0 != UINT64_MAX) {
+            uint64_t goal = o.has_capacity ? o.capacity : 0;
+            height = layout_ilp_goal(bufs, n, o.align, offsets, o.time_limit, goal, offsets, &proven);
+            detail = height < h0 ? "improved on" : "no better than";
+        }
+    }
+    double secs = cl_now() - t0;
+    if (height == UINT64_MAX) {
+        fprintf(stderr, "roamc layout: out of memory\n");
+        rc = CL_EXIT_ERROR;
+        goto out;
+    }
+    /* Never report a layout that is not one (a bug, if it happens). */
+    size_t a, b;
+    uint64_t check_align = strcmp(o.method, "pytorch") == 0 ? 1 : o.align;
+    if (layout_validate(strcmp(o.method, "pytorch") == 0 ? csv.bufs : bufs, n, offsets, check_align, &a, &b) != 0) {
+        fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",
+                csv.ids[a], csv.ids[b]);
+        rc = CL_EXIT_ERROR;
+        goto out;
+    }
+
+    double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
+    printf("buffers: %zu\n", n);
+    printf("method: %s%s%s%s\n", o.method, *detail ? " (exact steps " : "", detail,
+           *detail ? " the heuristic)" : "");
+    if (winner)
+        printf("best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
+    printf("height: %" PRIu64 " bytes\n", height);
+    printf("lower bound: %" PRIu64 " bytes (live size)\n", lb);
+    printf("fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
+    if (strcmp(o.method, "pytorch") == 0)
+        printf("pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
+               pt.reserved_peak, pt.allocated_peak, pt.segments);
+    printf("time: %.3f s\n", secs);
+
+    if (o.has_capacity && height > o.capacity) {
+        fprintf(stderr,
+                "roamc layout: no layout within the capacity of %" PRIu64 " bytes found in %.1f s"
+                " (best height %" PRIu64 " bytes, lower bound %" PRIu64 "); no output written\n",
+                o.capacity, secs, height, lb);
+        rc = CL_EXIT_CAPACITY;
+        goto out;
+    }
+    if (o.output && cl_write_atomic(o.output, &csv, offsets) != 0) {
+        rc = CL_EXIT_ERROR;
+        goto out;
+    }
+    rc = CL_EXIT_OK;
+out:
+    free(bufs);
+    free(offsets);
+    layout_csv_free(&csv);
+    return rc;
+}

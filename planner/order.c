@@ -1,0 +1,440 @@
+/* The ordering driver: program, LESCEA, ROAM (subgraph tree + leaves
+ * solved in parallel) and the whole-graph ILP (see planner.h).
+ *
+ * ROAM here:
+ *   1. partition/ analyses the graph and builds a block assignment for
+ *      each candidate placement of the weight updates (the eqs. 4-6 rule,
+ *      immediately, as the program does, all at the end) and of the
+ *      floating ops (by rule, just in time, early), plus the placements
+ *      that program order and LESCEA make.  Each candidate is scored by
+ *      the peak of its blocks ordered by the cheap heuristics (program
+ *      order, LESCEA restricted to the block, LESCEA within the block); the
+ *      lowest wins, ties to the earlier candidate.  With the last two
+ *      candidates the score is at most the program / LESCEA peak, so the
+ *      tree starts no worse than either heuristic;
+ *   2. the target: a peak the winner's blocks reach whatever their orders
+ *      (order_target).  Blocks whose heuristic order stays at or below it
+ *      cannot lower the peak and keep that order;
+ *   3. every other block with two or more ops is a leaf, solved on a
+ *      thread pool: the exact DP over down-sets within a state budget; if
+ *      that runs out, a beam of the same search, then (small leaves) the
+ *      leaf ILP within a node budget, warm-started from the best order;
+ *   4. leaf orders are concatenated in block order (eq. 3); each leaf is
+ *      never worse than its heuristic order, and the leaf peaks are exact,
+ *      so the result is at most the winner's score;
+ *   5. as a last guard against bugs, a heuristic order of the whole graph
+ *      replaces a worse (or invalid) result, and the report says so.
+ *
+ * Determinism: every budget above counts work (states, beam width, nodes),
+ * so the order does not depend on --threads or machine load.  Only the
+ * time backstops (a leaf ILP running past time_limit/4, or leaves reached
+ * after 80% of the time limit) depend on timing; the report counts them
+ * as "stopped by time", and on the evaluation models none fires.
+ */
+#include "planner.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ilp.h"
+#include "partition.h"
+
+/* Work budgets of one leaf: deterministic, unlike time. */
+#define ORDER_DP_STATES 100000
+#define ORDER_ILP_NODES 20
+#define ORDER_ILP_MAX_OPS 40
+#define ORDER_ILP_MAX_VARS 200000
+#define ORDER_BEAM_WIDTH 1000
+/* graph_order_lower_bound's bitsets: 20k ops take 50 MB */
+#define ORDER_LB_MAX_OPS 20000
+
+static int order_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static double order_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* How a leaf was solved. */
+typedef enum order_how {
+    ORDER_TRIVIAL,   /* one op */
+    ORDER_HEUR_OPT,  /* a heuristic met the lower bound */
+    ORDER_SKIP,      /* a heuristic is below the peak other blocks reach anyway */
+    ORDER_DP,        /* exact DP */
+    ORDER_ILP_OPT,   /* ILP proved optimal */
+    ORDER_BUDGET,    /* best found within the budgets */
+    ORDER_TIME,      /* deadline passed: heuristic kept */
+} order_how;
+
+/* Orders block b: the better of the program and LESCEA orders of the leaf,
+ * improved when exact is set.  Writes global op ids into out. */
+static int order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos, bool exact,
+                       uint64_t target, double deadline, double time_limit, int *out, order_how *how) {
+    size_t n = B->op_start[b + 1] - B->op_start[b];
+    if (n == 1) {
+        out[0] = B->ops[B->op_start[b]];
+        *how = ORDER_TRIVIAL;
+        return 0;
+    }
+    graph_leaf L;
+    if (graph_leaf_init(g, B, b, &L)) return -1;
+    /* heuristic orders: program order and global LESCEA restricted to the
+     * leaf (a, d), LESCEA within the leaf (c); the best is the start */
+    int *a = malloc(n * sizeof *a), *c = malloc(n * sizeof *c), *d = malloc(n * sizeof *d);
+    int rc = (!a || !c || !d || graph_leaf_program(&L, ref_pos[0], a) || graph_leaf_lescea(&L, c) ||
+              graph_leaf_program(&L, ref_pos[1], d))
+                 ? -1
+                 : 0;
+    if (rc == 0) {
+        uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c), pd = graph_leaf_peak(&L, d);
+        if (pd < pa) memcpy(a, d, n * sizeof *a), pa = pd;
+        int *best = pc < pa ? c : a;
+        uint64_t peak = pc < pa ? pc : pa;
+        *how = ORDER_BUDGET;
+        if (peak <= graph_leaf_lower_bound(&L)) *how = ORDER_HEUR_OPT;
+        else if (peak <= target) *how = ORDER_SKIP;
+        else if (exact && n <= 512) {
+            uint64_t dp_peak;
+            int r = graph_leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak);
+            if (r < 0) rc = -1;
+            else if (r == 1) {
+                *how = ORDER_DP;
+                if (dp_peak < peak) best = d, peak = dp_peak;
+            } else {
+                /* too wide for the exact search: a beam of the same search */
+                int *e = malloc(n * sizeof *e);
+                uint64_t beam_peak;
+                int rb = e ? graph_leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) : -1;
+                if (rb < 0) rc = -1;
+                else if (rb == 1 && beam_peak < peak) {
+                    memcpy(d, e, n * sizeof *d);
+                    memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
+                    best = c, peak = beam_peak;
+                }
+                free(e);
+            }
+            if (rc == 0 && *how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
+                if (order_now() > deadline) *how = ORDER_TIME;
+                else {
+                    ilp_order_options io = {.node_budget = ORDER_ILP_NODES, .time_limit = time_limit,
+                                            .max_vars = ORDER_ILP_MAX_VARS, .goal = target};
+                    ilp_order_result ir;
+                    if (ilp_order_leaf(&L, best, &io, d, &ir)) rc = -1;
+                    else {
+                        best = d;
+                        *how = ir.status == ILP_OPTIMAL ? ORDER_ILP_OPT : ir.status == ILP_TIME ? ORDER_TIME : ORDER_BUDGET;
+                    }
+                }
+            }
+        }
+        for (size_t i = 0; i < n && rc == 0; i++) out[i] = L.ops[best[i]];
+    }
+    free(a), free(c), free(d);
+    graph_leaf_free(&L);
+    return rc;
+}
+
+/* ------------------------------------------------------- thread pool */
+
+typedef struct order_pool {
+    const graph *g;
+    const graph_blocks *B;
+    const int *const *ref_pos; /* program and LESCEA positions */
+    int *tasks; /* blocks with >= 2 ops, in block order */
+    size_t n_tasks, next, done;
+    int *out;   /* schedule: block b's ops go to out[op_start[b]..] */
+    order_how *how;
+    uint64_t target; /* a peak the blocks reach whatever their orders: see order_target */
+    double deadline, time_limit;
+    int failed, progress;
+    pthread_mutex_t lock;
+} order_pool;
+
+static void *order_worker(void *arg) {
+    order_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        if (p->next >= p->n_tasks || p->failed) {
+            pthread_mutex_unlock(&p->lock);
+            break;
+        }
+        int b = p->tasks[p->next++];
+        pthread_mutex_unlock(&p->lock);
+        order_how how;
+        int rc = order_block(p->g, p->B, b, p->ref_pos, true, p->target, p->deadline, p->time_limit,
+                             p->out + p->B->op_start[b], &how);
+        pthread_mutex_lock(&p->lock);
+        p->how[b] = how;
+        if (rc) p->failed = 1;
+        p->done++;
+        if (p->progress) fprintf(stderr, "\rroamc: ordering leaves %zu/%zu", p->done, p->n_tasks);
+        pthread_mutex_unlock(&p->lock);
+    }
+    ilp_thread_cleanup();
+    return NULL;
+}
+
+/* Quick order of a block assignment: heuristics only, single thread. */
+static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos, int *out) {
+    for (int b = 0; b < B->n_blocks; b++) {
+        order_how how;
+        if (B->op_start[b + 1] == B->op_start[b]) continue;
+        if (order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how)) return -1;
+    }
+    return 0;
+}
+
+/* A peak that any order with these blocks reaches: the largest lower
+ * bound of a multi-op block, and the exact live bytes at every single-op
+ * block (its step's live set does not depend on the other blocks' orders).
+ * A leaf whose heuristic order stays at or below it cannot lower the peak,
+ * so it is not worth solving: most leaves of a training graph are such. */
+static uint64_t order_target(const graph *g, const graph_blocks *B, const int *quick) {
+    size_t ns = g->n_storages, n = g->n_ops;
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
+    int64_t *delta = calloc(n + 1, sizeof *delta);
+    uint64_t target = 0;
+    if (!start || !end || !delta) {
+        free(start), free(end), free(delta);
+        return 0; /* solve everything */
+    }
+    graph_lifetimes(g, quick, start, end);
+    for (size_t s = 0; s < ns; s++) {
+        delta[start[s]] += (int64_t)g->storages[s].size;
+        delta[end[s] + 1] -= (int64_t)g->storages[s].size;
+    }
+    int64_t live = 0;
+    for (int b = 0, step = 0; b < B->n_blocks; b++) {
+        size_t len = B->op_start[b + 1] - B->op_start[b];
+        for (size_t i = 0; i < len; i++, step++) {
+            live += delta[step];
+            if (len == 1 && (uint64_t)live > target) target = (uint64_t)live;
+        }
+        if (len > 1) {
+            graph_leaf L;
+            if (graph_leaf_init(g, B, b, &L) == 0) {
+                uint64_t lb = graph_leaf_lower_bound(&L);
+                if (lb > target) target = lb;
+                graph_leaf_free(&L);
+            }
+        }
+    }
+    free(start), free(end), free(delta);
+    return target;
+}
+
+static int order_threads(const planner_options *opt) {
+    if (opt->threads > 0) return opt->threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos, int *order,
+                      planner_order_stats *st, char *err, size_t errlen) {
+    const int *program_pos = ref_pos[0];
+    double t0 = order_now();
+    partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
+    partition best_p = {0};
+    uint64_t best_peak = UINT64_MAX;
+    int *cand = malloc(g->n_ops * sizeof *cand);
+    if (!cand) return order_fail(err, errlen, "out of memory");
+    /* 1. candidates: every rule-based placement of update and floating
+     * ops, then the placements of program order and of LESCEA */
+    const int n_rules = PARTITION_PLACE_REFERENCE * PARTITION_FLOAT_REFERENCE;
+    for (int cand_i = 0; cand_i < n_rules + 2; cand_i++) {
+        int pl = cand_i < n_rules ? cand_i % PARTITION_PLACE_REFERENCE : PARTITION_PLACE_REFERENCE;
+        int fl = cand_i < n_rules ? cand_i / PARTITION_PLACE_REFERENCE : PARTITION_FLOAT_REFERENCE;
+        po.placement = (partition_placement)pl;
+        po.floating = (partition_floating)fl;
+        po.reference_pos = cand_i < n_rules ? NULL : ref_pos[cand_i - n_rules];
+        partition P;
+        if (partition_build(g, &po, program_pos, &P, err, errlen)) {
+            free(cand), partition_free(&best_p);
+            return -1;
+        }
+        graph_blocks B;
+        int rc = graph_blocks_init(g, P.block, P.n_blocks, &B);
+        if (rc == 0) rc = order_blocks_quick(g, &B, ref_pos, cand);
+        uint64_t peak = rc == 0 ? graph_peak(g, cand, NULL, NULL) : UINT64_MAX;
+        graph_blocks_free(&B);
+        if (rc) {
+            partition_free(&P), partition_free(&best_p), free(cand);
+            return order_fail(err, errlen, "out of memory ordering blocks");
+        }
+        if (peak < best_peak) {
+            partition_free(&best_p);
+            best_p = P, best_peak = peak;
+            st->placement = cand_i < n_rules ? partition_placement_name((partition_placement)pl)
+                                              : cand_i == n_rules ? "as program order" : "as LESCEA";
+            st->floating = partition_floating_name((partition_floating)fl);
+        } else
+            partition_free(&P);
+    }
+    free(cand);
+    partition *P = &best_p;
+    st->n_mi = P->n_mi, st->n_update = P->n_update, st->n_blocks = (size_t)P->n_blocks;
+    st->n_independent = P->n_independent, st->n_dependent = P->n_dependent, st->largest_leaf = P->largest_leaf;
+    if (opt->dump_tree && partition_dump_tree(P, g, opt->dump_tree, err, errlen)) {
+        partition_free(P);
+        return -1;
+    }
+    double t1 = order_now();
+    st->t_partition = t1 - t0;
+    /* 2-3. the target, then the leaves on a thread pool */
+    graph_blocks B;
+    if (graph_blocks_init(g, P->block, P->n_blocks, &B)) {
+        partition_free(P);
+        return order_fail(err, errlen, "out of memory");
+    }
+    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .progress = opt->progress};
+    {
+        /* the quick order of the winner gives the target */
+        int *quick = malloc(g->n_ops * sizeof *quick);
+        if (!quick || order_blocks_quick(g, &B, ref_pos, quick)) {
+            free(quick), graph_blocks_free(&B), partition_free(P);
+            return order_fail(err, errlen, "out of memory");
+        }
+        pool.target = order_target(g, &B, quick);
+        free(quick);
+    }
+    pool.tasks = malloc(((size_t)B.n_blocks + 1) * sizeof *pool.tasks);
+    pool.how = calloc((size_t)B.n_blocks + 1, sizeof *pool.how);
+    int rc = (pool.tasks && pool.how) ? 0 : -1;
+    if (rc == 0) {
+        for (int b = 0; b < B.n_blocks; b++) {
+            size_t n = B.op_start[b + 1] - B.op_start[b];
+            if (n == 1) order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
+            else if (n > 1) pool.tasks[pool.n_tasks++] = b;
+        }
+        /* The deadline leaves a fifth of the limit for layout and writing. */
+        double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
+        pool.deadline = t0 + 0.8 * limit;
+        pool.time_limit = limit / 4;
+        pthread_mutex_init(&pool.lock, NULL);
+        int nt = order_threads(opt);
+        if ((size_t)nt > pool.n_tasks) nt = pool.n_tasks ? (int)pool.n_tasks : 1;
+        st->threads = nt;
+        pthread_t *th = malloc((size_t)nt * sizeof *th);
+        int started = 0;
+        if (th)
+            for (; started < nt; started++)
+                if (pthread_create(&th[started], NULL, order_worker, &pool)) break;
+        if (started == 0) order_worker(&pool); /* no threads: do it here */
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        free(th);
+        pthread_mutex_destroy(&pool.lock);
+        if (opt->progress && pool.n_tasks) fputc('\n', stderr);
+        if (pool.failed) rc = -1;
+    }
+    if (rc == 0) {
+        for (int b = 0; b < B.n_blocks; b++) {
+            if (B.op_start[b + 1] == B.op_start[b]) continue;
+            st->leaves++;
+            switch (pool.how[b]) {
+            case ORDER_TRIVIAL: st->leaves_trivial++; break;
+            case ORDER_HEUR_OPT: st->leaves_heuristic_optimal++; break;
+            case ORDER_SKIP: st->leaves_not_critical++; break;
+            case ORDER_DP: st->leaves_dp++; break;
+            case ORDER_ILP_OPT: st->leaves_ilp_optimal++; break;
+            case ORDER_BUDGET: st->leaves_budget++; break;
+            case ORDER_TIME: st->time_stopped++; break;
+            }
+        }
+    }
+    free(pool.tasks), free(pool.how);
+    graph_blocks_free(&B);
+    partition_free(P);
+    st->t_solve = order_now() - t1;
+    return rc ? order_fail(err, errlen, "out of memory solving leaves") : 0;
+}
+
+static int order_whole_ilp(const graph *g, const planner_options *opt, const int *warm, int *order,
+                           planner_order_stats *st, char *err, size_t errlen) {
+    double t0 = order_now();
+    graph_leaf L;
+    if (graph_leaf_init_all(g, &L)) return order_fail(err, errlen, "out of memory");
+    double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
+    /* The whole-graph baseline runs until the time limit: no node budget. */
+    ilp_order_options io = {.node_budget = 1L << 40, .time_limit = limit, .max_vars = ORDER_ILP_MAX_VARS};
+    ilp_order_result ir;
+    int rc = ilp_order_leaf(&L, warm, &io, order, &ir);
+    ilp_thread_cleanup();
+    graph_leaf_free(&L);
+    st->ilp_too_large = ir.status == ILP_TOO_LARGE;
+    st->leaves = 1;
+    st->largest_leaf = g->n_ops;
+    st->leaves_ilp_optimal = ir.status == ILP_OPTIMAL;
+    st->time_stopped = ir.status == ILP_TIME;
+    st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
+    st->t_solve = order_now() - t0;
+    return rc ? order_fail(err, errlen, "out of memory in the ILP") : 0;
+}
+
+int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,
+                      size_t errlen) {
+    /* options left at zero (a caller that predates them) get the defaults */
+    planner_options fixed = *opt_in;
+    const planner_options *opt = &fixed;
+    if (fixed.node_limit <= 0) fixed.node_limit = PLANNER_DEFAULT_NODE_LIMIT;
+    if (fixed.delay_radius < 0) fixed.delay_radius = 0;
+    if (!(fixed.time_limit > 0)) fixed.time_limit = PLANNER_DEFAULT_TIME_LIMIT;
+    planner_order_stats local;
+    planner_order_stats *st = stp ? stp : &local;
+    memset(st, 0, sizeof *st);
+    size_t n = g->n_ops;
+    int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
+    int *les = malloc((n ? n : 1) * sizeof *les), *les_pos = malloc((n ? n : 1) * sizeof *les_pos);
+    if (!prog || !pos || !les || !les_pos || graph_program_order(g, prog) || graph_order_lescea(g, les)) {
+        free(prog), free(pos), free(les), free(les_pos);
+        return order_fail(err, errlen, "out of memory ordering %zu ops", n);
+    }
+    for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i, les_pos[les[i]] = (int)i;
+    const int *ref_pos[2] = {pos, les_pos};
+    st->peak_program = graph_peak(g, prog, NULL, NULL);
+    st->peak_lescea = graph_peak(g, les, NULL, NULL);
+    const int *best_heur = st->peak_lescea < st->peak_program ? les : prog;
+    uint64_t best_heur_peak = st->peak_lescea < st->peak_program ? st->peak_lescea : st->peak_program;
+    int rc = 0;
+    switch (opt->order) {
+    case PLANNER_ORDER_PROGRAM: memcpy(order, prog, n * sizeof *order), st->source = "program"; break;
+    case PLANNER_ORDER_LESCEA: memcpy(order, les, n * sizeof *order), st->source = "lescea"; break;
+    case PLANNER_ORDER_ROAM:
+        rc = order_roam(g, opt, ref_pos, order, st, err, errlen);
+        st->source = "roam";
+        break;
+    case PLANNER_ORDER_ILP:
+        rc = order_whole_ilp(g, opt, best_heur, order, st, err, errlen);
+        st->source = st->ilp_too_large ? (best_heur == les ? "lescea" : "program") : "ilp";
+        break;
+    }
+    if (rc == 0 && (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP)) {
+        /* Never worse than a heuristic: a bug in a leaf must not cost memory
+         * either, so an invalid order is also replaced (and asserted on). */
+        uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0 ? graph_peak(g, order, NULL, NULL) : UINT64_MAX;
+        if (peak == UINT64_MAX) fprintf(stderr, "roamc: internal error: the %s order is invalid; using a heuristic\n", st->source);
+        if (peak > best_heur_peak) {
+            memcpy(order, best_heur, n * sizeof *order);
+            st->heuristic_kept = 1;
+            st->source = best_heur == les ? "lescea" : "program";
+        }
+    }
+    st->peak_chosen = rc == 0 ? graph_peak(g, order, NULL, NULL) : 0;
+    st->lower_bound = graph_order_lower_bound(g, ORDER_LB_MAX_OPS);
+    if (st->lower_bound == UINT64_MAX) st->lower_bound = graph_lower_bound(g);
+    free(prog), free(pos), free(les), free(les_pos);
+    return rc;
+}

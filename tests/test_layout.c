@@ -1,0 +1,774 @@
+/* test_layout.c — unit tests of layout/ (cmocka).
+ *
+ * Every layout a test gets is checked by check_layout below, an O(n^2)
+ * checker written independently of layout_validate (which is itself tested
+ * against it).  Random instances come from a fixed xorshift generator, so
+ * runs are reproducible. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "layout_internal.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return r->s = x;
+}
+
+/* Uniform in [lo, hi]. */
+static uint64_t rng_in(rng *r, uint64_t lo, uint64_t hi)
+{
+    return lo + rng_next(r) % (hi - lo + 1);
+}
+
+static int lifetimes_meet(const layout_buffer *a, const layout_buffer *b)
+{
+    return a->start <= b->end && b->start <= a->end;
+}
+
+/* The independent checker: 1 when valid. */
+static int check_layout(const layout_buffer *bufs, size_t n, const uint64_t *off, uint64_t align)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (off[i] % align != 0)
+            return 0;
+        for (size_t j = i + 1; j < n; j++) {
+            if (bufs[i].size == 0 || bufs[j].size == 0 || !lifetimes_meet(&bufs[i], &bufs[j]))
+                continue;
+            if (off[i] < off[j] + bufs[j].size && off[j] < off[i] + bufs[i].size)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Live-size lower bound, the slow way: the busiest start step. */
+static uint64_t naive_live_peak(const layout_buffer *bufs, size_t n)
+{
+    uint64_t peak = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t live = 0;
+        for (size_t j = 0; j < n; j++)
+            if (bufs[j].start <= bufs[i].start && bufs[i].start <= bufs[j].end)
+                live += bufs[j].size;
+        if (live > peak)
+            peak = live;
+    }
+    return peak;
+}
+
+/* A "perfect" instance: a capacity x steps rectangle cut into n pieces by
+ * recursive guillotine cuts in time or address (as tests/bench/gen_perfect.c
+ * does), so that the optimum is the lower bound, capacity, with no slack. */
+static void make_perfect(rng *r, size_t n, int32_t steps, uint64_t capacity, layout_buffer *bufs)
+{
+    typedef struct {
+        int32_t t0, t1; /* [t0, t1) */
+        uint64_t a0, a1;
+    } piece;
+    piece *p = malloc(n * sizeof *p);
+    assert_non_null(p);
+    size_t np = 1;
+    p[0] = (piece){0, steps, 0, capacity};
+    while (np < n) {
+        piece *x = &p[rng_in(r, 0, np - 1)];
+        int can_t = x->t1 - x->t0 > 1, can_a = x->a1 - x->a0 > 1;
+        if (!can_t && !can_a)
+            continue;
+        piece y = *x;
+        if (can_t && (!can_a || rng_next(r) % 2)) {
+            x->t1 = y.t0 = (int32_t)rng_in(r, (uint64_t)x->t0 + 1, (uint64_t)x->t1 - 1);
+        } else {
+            x->a1 = y.a0 = rng_in(r, x->a0 + 1, x->a1 - 1);
+        }
+        p[np++] = y;
+    }
+    for (size_t i = 0; i < n; i++)
+        bufs[i] = (layout_buffer){p[i].a1 - p[i].a0, p[i].t0, p[i].t1 - 1};
+    free(p);
+}
+
+static char *write_temp(const char *content)
+{
+    char *path = strdup("/tmp/test_layout_XXXXXX");
+    assert_non_null(path);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(content);
+    assert_int_equal(write(fd, content, len), (ssize_t)len);
+    close(fd);
+    return path;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Measures and validation                                                   */
+
+static const layout_buffer five[] = {
+    {4, 0, 2}, {4, 3, 8}, {4, 0, 8}, {4, 9, 20}, {4, 0, 20},
+};
+
+static void test_measures(void **state)
+{
+    (void)state;
+    uint64_t off[5] = {0};
+    assert_int_equal(layout_live_peak(NULL, 0), 0);
+    assert_int_equal(layout_height(NULL, 0, off), 0);
+    assert_int_equal(layout_validate(NULL, 0, off, 1, NULL, NULL), 0);
+    assert_int_equal(layout_live_peak(five, 5), 12);
+
+    /* closed lifetimes: ending at 3 and starting at 3 conflict */
+    layout_buffer two[2] = {{4, 0, 3}, {4, 3, 5}};
+    size_t a = 9, b = 9;
+    assert_int_equal(layout_validate(two, 2, off, 1, &a, &b), -1);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 1);
+    two[1].start = 4;
+    assert_int_equal(layout_validate(two, 2, off, 1, &a, &b), 0);
+    assert_int_equal(layout_height(two, 2, off), 4);
+    assert_int_equal(layout_live_peak(two, 2), 4);
+
+    /* misaligned offset: a == b */
+    uint64_t mis[2] = {0, 4};
+    two[1].start = 0;
+    assert_int_equal(layout_validate(two, 2, mis, 8, &a, &b), -1);
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 1);
+    assert_int_equal(layout_validate(two, 2, mis, 4, &a, &b), 0);
+
+    /* empty buffers conflict with nothing */
+    layout_buffer z[2] = {{0, 0, 5}, {8, 0, 5}};
+    uint64_t zo[2] = {4, 0};
+    assert_int_equal(layout_validate(z, 2, zo, 1, NULL, NULL), 0);
+    assert_int_equal(layout_height(z, 2, zo), 8);
+}
+
+/* layout_validate agrees with the independent checker on random layouts,
+ * valid ones and ones with a buffer moved at random. */
+static void test_validate_random(void **state)
+{
+    (void)state;
+    rng r = {12345};
+    layout_buffer bufs[40];
+    uint64_t off[40];
+    for (int it = 0; it < 2000; it++) {
+        size_t n = rng_in(&r, 1, 40);
+        for (size_t i = 0; i < n; i++) {
+            int32_t s = (int32_t)rng_in(&r, 0, 30);
+            bufs[i] = (layout_buffer){rng_in(&r, 0, 20), s, s + (int32_t)rng_in(&r, 0, 10)};
+        }
+        assert_int_not_equal(layout_llfb(bufs, n, 1, off), UINT64_MAX);
+        if (it % 2)
+            off[rng_in(&r, 0, n - 1)] = rng_in(&r, 0, 60);
+        size_t a, b;
+        int ok = layout_validate(bufs, n, off, 1, &a, &b) == 0;
+        assert_int_equal(ok, check_layout(bufs, n, off, 1));
+        if (!ok) { /* the pair named really is a conflict */
+            assert_true(a < b);
+            assert_true(lifetimes_meet(&bufs[a], &bufs[b]));
+            assert_true(off[a] < off[b] + bufs[b].size && off[b] < off[a] + bufs[a].size);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heuristics                                                                */
+
+static void test_five_buffers(void **state)
+{
+    (void)state;
+    char *path = write_temp("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n");
+    layout_csv csv;
+    char err[256];
+    assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
+    assert_int_equal(csv.n, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(csv.bufs[i].size, five[i].size);
+        assert_int_equal(csv.bufs[i].start, five[i].start);
+        assert_int_equal(csv.bufs[i].end, five[i].end);
+    }
+    uint64_t warm[5], off[5];
+    int proven = 0;
+    uint64_t h0 = layout_best_heuristic(csv.bufs, 5, 1, warm, NULL);
+    assert_true(check_layout(csv.bufs, 5, warm, 1));
+    uint64_t h = layout_ilp(csv.bufs, 5, 1, warm, 5.0, off, &proven);
+    assert_int_equal(h, 12);
+    assert_true(h <= h0);
+    assert_int_equal(proven, 1);
+    assert_true(check_layout(csv.bufs, 5, off, 1));
+    assert_int_equal(layout_height(csv.bufs, 5, off), 12);
+    layout_csv_free(&csv);
+    unlink(path);
+    free(path);
+}
+
+static void test_heuristics_by_hand(void **state)
+{
+    (void)state;
+    /* greedy by size: lowest offset where it fits */
+    layout_buffer g[4] = {{8, 0, 9}, {4, 0, 4}, {4, 5, 9}, {2, 0, 9}};
+    uint64_t off[6];
+    assert_int_equal(layout_greedy(g, 4, 1, off), 14);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 8);
+    assert_int_equal(off[2], 8);
+    assert_int_equal(off[3], 12);
+
+    /* best fit in schedule order: X, Y, Z, W at step 0; X, Z end; then U
+     * (2 bytes) takes Z's 2-byte gap, not X's 8-byte one, and V takes X's. */
+    layout_buffer f[6] = {{8, 0, 0}, {4, 0, 5}, {2, 0, 0}, {4, 0, 5}, {2, 1, 5}, {8, 1, 5}};
+    assert_int_equal(layout_bestfit(f, 6, 1, off), 18);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 8);
+    assert_int_equal(off[2], 12);
+    assert_int_equal(off[3], 14);
+    assert_int_equal(off[4], 12);
+    assert_int_equal(off[5], 0);
+    assert_true(check_layout(f, 6, off, 1));
+
+    /* long-lived first: the long small buffer goes below the short big one */
+    layout_buffer l[2] = {{10, 0, 1}, {2, 0, 9}};
+    assert_int_equal(layout_llfb(l, 2, 1, off), 12);
+    assert_int_equal(off[1], 0);
+    assert_int_equal(off[0], 2);
+
+    /* alignment: offsets are multiples of align */
+    layout_buffer al[3] = {{512, 0, 3}, {1024, 1, 2}, {512, 2, 5}};
+    assert_int_equal(layout_llfb(al, 3, 512, off), 2048);
+    assert_true(check_layout(al, 3, off, 512));
+}
+
+typedef uint64_t (*heuristic_fn)(const layout_buffer *, size_t, uint64_t, uint64_t *);
+
+static void test_random_instances(void **state)
+{
+    (void)state;
+    static const heuristic_fn fns[] = {layout_llfb, layout_greedy, layout_bestfit};
+    static const uint64_t aligns[] = {1, 8, 512};
+    rng r = {777};
+    enum { N = 120 };
+    layout_buffer bufs[N];
+    uint64_t off[N], warm[N], again[N];
+    for (int it = 0; it < 300; it++) {
+        size_t n = rng_in(&r, 0, N);
+        uint64_t align = aligns[it % 3];
+        int32_t steps = (int32_t)rng_in(&r, 1, 60);
+        for (size_t i = 0; i < n; i++) {
+            int32_t s = (int32_t)rng_in(&r, 0, (uint64_t)steps - 1);
+            uint64_t size = rng_in(&r, 0, 9) == 0 ? 0 : rng_in(&r, 1, 4000);
+            bufs[i] = (layout_buffer){lay_round_up(size, align), s,
+                                      s + (int32_t)rng_in(&r, 0, (uint64_t)steps / 3)};
+        }
+        uint64_t lb = layout_live_peak(bufs, n);
+        assert_int_equal(lb, naive_live_peak(bufs, n));
+        for (size_t f = 0; f < 3; f++) {
+            uint64_t h = fns[f](bufs, n, align, off);
+            assert_true(check_layout(bufs, n, off, align));
+            assert_int_equal(h, layout_height(bufs, n, off));
+            assert_true(h >= lb);
+            /* deterministic */
+            assert_int_equal(fns[f](bufs, n, align, again), h);
+            assert_memory_equal(off, again, n * sizeof *off);
+        }
+        uint64_t hb = layout_best_heuristic(bufs, n, align, warm, NULL);
+        assert_true(check_layout(bufs, n, warm, align));
+        layout_pytorch_stats st;
+        uint64_t hp = layout_pytorch(bufs, n, off, &st);
+        assert_true(check_layout(bufs, n, off, 512));
+        assert_true(hp >= layout_height(bufs, n, off));
+        assert_int_equal(hp, st.reserved_peak);
+        assert_true(st.allocated_peak >= lb);
+        if (it % 10 == 0) {
+            int proven;
+            uint64_t h = layout_ilp(bufs, n, align, warm, 0.05, off, &proven);
+            assert_true(check_layout(bufs, n, off, align));
+            assert_true(h <= hb && h >= lb);
+            if (h == lb)
+                assert_int_equal(proven, 1);
+        }
+    }
+}
+
+/* The heuristics on a training-like problem of 50,000 buffers: parameters
+ * live throughout, activations freed in reverse order, short temporaries.
+ * An O(n^2) heuristic would not finish in the test's time. */
+static void test_large(void **state)
+{
+    (void)state;
+    enum { N = 50000, STEPS = 50000 };
+    rng r = {4242};
+    layout_buffer *bufs = malloc(N * sizeof *bufs);
+    uint64_t *off = malloc(N * sizeof *off);
+    assert_non_null(bufs);
+    assert_non_null(off);
+    for (size_t i = 0; i < N; i++) {
+        uint64_t size = 512 * rng_in(&r, 1, 256);
+        if (i < N / 25) {
+            bufs[i] = (layout_buffer){size * 8, 0, STEPS - 1};
+        } else if (i < N / 3) {
+            int32_t t = (int32_t)rng_in(&r, 0, STEPS / 2 - 2);
+            bufs[i] = (layout_buffer){size, t, STEPS - 1 - t - (int32_t)rng_in(&r, 0, 3)};
+        } else {
+            int32_t t = (int32_t)rng_in(&r, 0, STEPS - 8);
+            bufs[i] = (layout_buffer){size, t, t + (int32_t)rng_in(&r, 0, 6)};
+        }
+    }
+    uint64_t lb = layout_live_peak(bufs, N);
+    uint64_t h = layout_llfb(bufs, N, 512, off);
+    assert_int_equal(layout_validate(bufs, N, off, 512, NULL, NULL), 0);
+    assert_true(h >= lb);
+    h = layout_bestfit(bufs, N, 512, off);
+    assert_int_equal(layout_validate(bufs, N, off, 512, NULL, NULL), 0);
+    assert_true(h >= lb);
+    layout_pytorch_stats st;
+    layout_pytorch(bufs, N, off, &st);
+    assert_int_equal(layout_validate(bufs, N, off, 512, NULL, NULL), 0);
+    free(bufs);
+    free(off);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Exact layouts                                                             */
+
+/* The smallest height by brute force: offsets of buffer i tried in order. */
+static int brute_fits(const layout_buffer *b, size_t n, uint64_t height, uint64_t *off, size_t i)
+{
+    if (i == n)
+        return 1;
+    for (uint64_t o = 0; o + b[i].size <= height; o++) {
+        int ok = 1;
+        for (size_t j = 0; j < i && ok; j++)
+            if (lifetimes_meet(&b[i], &b[j]) && off[j] < o + b[i].size && o < off[j] + b[j].size)
+                ok = 0;
+        off[i] = o;
+        if (ok && brute_fits(b, n, height, off, i + 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* A 7-buffer problem whose optimum (17) is above its lower bound (16). */
+static const layout_buffer gap7[7] = {
+    {6, 4, 9}, {5, 2, 6}, {7, 0, 1}, {8, 7, 12}, {5, 1, 2}, {6, 0, 0}, {4, 1, 5},
+};
+
+static void test_search_against_brute_force(void **state)
+{
+    (void)state;
+    rng r = {99};
+    layout_buffer b[6];
+    uint64_t off[7];
+    for (int it = 0; it < 150; it++) {
+        size_t n = rng_in(&r, 1, 6);
+        for (size_t i = 0; i < n; i++) {
+            int32_t s = (int32_t)rng_in(&r, 0, 6);
+            b[i] = (layout_buffer){rng_in(&r, 1, 5), s, s + (int32_t)rng_in(&r, 0, 4)};
+        }
+        uint64_t opt = layout_live_peak(b, n);
+        while (!brute_fits(b, n, opt, off, 0))
+            opt++;
+        assert_int_equal(layout_search(b, n, 1, opt, 5.0, 100, off), 1);
+        assert_true(check_layout(b, n, off, 1));
+        assert_true(layout_height(b, n, off) <= opt);
+        assert_int_equal(layout_search(b, n, 1, opt - 1, 5.0, 100, off), 0);
+    }
+    /* brute force agrees that gap7 needs 17 */
+    assert_int_equal(layout_live_peak(gap7, 7), 16);
+    assert_false(brute_fits(gap7, 7, 16, off, 0));
+    assert_true(brute_fits(gap7, 7, 17, off, 0));
+    assert_int_equal(layout_search(gap7, 7, 1, 16, 5.0, 100, off), 0);
+    assert_int_equal(layout_search(gap7, 7, 1, 17, 5.0, 100, off), 1);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* too many buffers for the limit: gives up */
+    assert_int_equal(layout_search(gap7, 7, 1, 17, 5.0, 3, off), -1);
+}
+
+static void test_ilp_optimum_above_bound(void **state)
+{
+    (void)state;
+    uint64_t warm[7], off[7];
+    int proven = 0;
+    /* a poor warm start: everything stacked */
+    uint64_t top = 0;
+    for (size_t i = 0; i < 7; i++) {
+        warm[i] = top;
+        top += gap7[i].size;
+    }
+    /* the GLPK model alone */
+    uint64_t h = lay_ilp_glpk_only(gap7, 7, 1, warm, 10.0, off, &proven);
+    assert_int_equal(h, 17);
+    assert_int_equal(proven, 1);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* the whole of layout_ilp, with and without a warm start */
+    proven = 0;
+    assert_int_equal(layout_ilp(gap7, 7, 1, warm, 10.0, off, &proven), 17);
+    assert_int_equal(proven, 1);
+    assert_true(check_layout(gap7, 7, off, 1));
+    assert_int_equal(layout_ilp(gap7, 7, 1, NULL, 10.0, off, &proven), 17);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* an invalid warm start is ignored */
+    uint64_t bad[7] = {0};
+    assert_int_equal(layout_ilp(gap7, 7, 1, bad, 10.0, off, &proven), 17);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* with a goal: stops as soon as the height is <= goal */
+    assert_true(layout_ilp_goal(gap7, 7, 1, warm, 10.0, 30, off, &proven) <= 30);
+    assert_true(check_layout(gap7, 7, off, 1));
+}
+
+/* GLPK alone on a small perfect instance: it improves on a poor warm start
+ * and returns a valid layout. */
+static void test_glpk_perfect_small(void **state)
+{
+    (void)state;
+    rng r = {5};
+    layout_buffer b[12];
+    uint64_t warm[12], off[12];
+    make_perfect(&r, 12, 20, 1000, b);
+    uint64_t h0 = layout_best_heuristic(b, 12, 1, warm, NULL);
+    int proven = 0;
+    uint64_t h = lay_ilp_glpk_only(b, 12, 1, warm, 5.0, off, &proven);
+    assert_true(check_layout(b, 12, off, 1));
+    assert_true(h <= h0);
+    assert_int_equal(h, 1000);
+}
+
+static void test_perfect_instances(void **state)
+{
+    (void)state;
+    rng r = {2024};
+    layout_buffer b[60];
+    uint64_t warm[60], off[60];
+    for (int it = 0; it < 12; it++) {
+        size_t n = 20 + (size_t)it * 40 / 11;
+        uint64_t cap = rng_in(&r, 1000, 1000000);
+        make_perfect(&r, n, (int32_t)(2 * n), cap, b);
+        assert_int_equal(layout_live_peak(b, n), cap);
+        layout_best_heuristic(b, n, 1, warm, NULL);
+        int proven = 0;
+        uint64_t h = layout_ilp(b, n, 1, warm, 5.0, off, &proven);
+        assert_true(check_layout(b, n, off, 1));
+        assert_int_equal(h, cap);
+        assert_int_equal(proven, 1);
+    }
+}
+
+/* With slack and tiny sizes, branch B raises floors in tiny steps: long
+ * chains that once overflowed the stack.  The search must give up or
+ * succeed within its time, and layout_ilp must stay valid. */
+static void test_search_slack_tiny_sizes(void **state)
+{
+    (void)state;
+    rng r = {77};
+    enum { N = 300 };
+    layout_buffer *b = malloc(N * sizeof *b);
+    uint64_t *off = malloc(N * sizeof *off);
+    assert_non_null(b);
+    assert_non_null(off);
+    make_perfect(&r, N, 4 * N, 1048576, b);
+    for (size_t i = 0; i < N; i += 7)
+        b[i].size = b[i].size / 2 + 1; /* leave slack and odd sizes */
+    uint64_t lb = layout_live_peak(b, N);
+    int rc = layout_search(b, N, 1, lb + lb / 100, 0.5, LAYOUT_SEARCH_MAX_BUFFERS, off);
+    assert_true(rc == 1 || rc == -1);
+    if (rc == 1) {
+        assert_true(check_layout(b, N, off, 1));
+        assert_true(layout_height(b, N, off) <= lb + lb / 100);
+    }
+    int proven;
+    uint64_t h = layout_ilp(b, N, 1, NULL, 1.0, off, &proven);
+    assert_true(check_layout(b, N, off, 1));
+    assert_true(h >= lb);
+    free(b);
+    free(off);
+}
+
+/* Several threads run layout_ilp (and so GLPK) at once. */
+typedef struct thread_job {
+    uint64_t seed;
+    int ok;
+} thread_job;
+
+static void *thread_main(void *arg)
+{
+    thread_job *job = arg;
+    rng r = {job->seed};
+    layout_buffer b[40];
+    uint64_t off[40];
+    make_perfect(&r, 40, 80, 100000, b);
+    int proven = 0;
+    uint64_t h = layout_ilp(b, 40, 1, NULL, 10.0, off, &proven);
+    int ok = h == 100000 && check_layout(b, 40, off, 1);
+    uint64_t warm[7], off7[7];
+    layout_llfb(gap7, 7, 1, warm);
+    ok = ok && lay_ilp_glpk_only(gap7, 7, 1, warm, 10.0, off7, &proven) == 17 && proven;
+    layout_ilp_thread_done();
+    job->ok = ok;
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    enum { T = 4 };
+    pthread_t th[T];
+    thread_job jobs[T];
+    for (int t = 0; t < T; t++) {
+        jobs[t] = (thread_job){(uint64_t)t + 31, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, thread_main, &jobs[t]), 0);
+    }
+    for (int t = 0; t < T; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        assert_int_equal(jobs[t].ok, 1);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* PyTorch caching allocator replay                                          */
+
+static layout_pytorch_stats replay(const layout_buffer *b, size_t n, uint64_t *off)
+{
+    layout_pytorch_stats st;
+    uint64_t h = layout_pytorch(b, n, off, &st);
+    assert_int_equal(h, st.reserved_peak);
+    assert_true(check_layout(b, n, off, 512));
+    return st;
+}
+
+static void test_pytorch_pools(void **state)
+{
+    (void)state;
+    uint64_t off[4];
+    /* 1000 B -> 1024 B from a 2 MiB small segment; 2 MiB from a 20 MiB
+     * large segment laid after it */
+    layout_buffer a[2] = {{1000, 0, 5}, {2 * MIB, 0, 5}};
+    layout_pytorch_stats st = replay(a, 2, off);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 2 * MIB);
+    assert_int_equal(st.segments, 2);
+    assert_int_equal(st.reserved_peak, 22 * MIB);
+    assert_int_equal(st.allocated_peak, 1024 + 2 * MIB);
+
+    /* exactly 1 MiB is small: two of them share one 2 MiB segment */
+    layout_buffer s[2] = {{MIB, 0, 1}, {MIB, 0, 1}};
+    st = replay(s, 2, off);
+    assert_int_equal(off[1], MIB);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.reserved_peak, 2 * MIB);
+
+    /* segment sizes: >= 10 MiB is rounded up to 2 MiB, below gets 20 MiB */
+    layout_buffer big[1] = {{15 * MIB, 0, 0}};
+    st = replay(big, 1, off);
+    assert_int_equal(st.reserved_peak, 16 * MIB);
+    layout_buffer mid[1] = {{10 * MIB - 512, 0, 0}};
+    st = replay(mid, 1, off);
+    assert_int_equal(st.reserved_peak, 20 * MIB);
+
+    /* empty buffers are skipped */
+    layout_buffer e[2] = {{0, 0, 3}, {512, 0, 3}};
+    st = replay(e, 2, off);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(st.segments, 1);
+}
+
+static void test_pytorch_split_rule(void **state)
+{
+    (void)state;
+    uint64_t off[3];
+    /* large pool: 9 MiB in a 20 MiB segment leaves 11 MiB (> 1 MiB: split);
+     * 10.5 MiB then takes that 11 MiB block whole (0.5 MiB left: no split) */
+    layout_buffer a[3] = {{9 * MIB, 0, 3}, {10 * MIB + MIB / 2, 0, 3}, {MIB / 2 + 512, 0, 3}};
+    layout_pytorch_stats st = replay(a, 2, off);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 9 * MIB);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.allocated_peak, 20 * MIB);
+    /* so the third (large, 0.5 MiB + 512 B is small: <= 1 MiB) goes to a
+     * small segment after the large one */
+    st = replay(a, 3, off);
+    assert_int_equal(off[2], 20 * MIB);
+    assert_int_equal(st.segments, 2);
+
+    /* small pool: 1 MiB leaves 1 MiB (split); 1 MiB - 512 B then leaves
+     * 512 B, which is split off too (>= 512 B) and serves the 100 B */
+    layout_buffer b[3] = {{MIB, 0, 3}, {MIB - 512, 0, 3}, {100, 0, 3}};
+    st = replay(b, 3, off);
+    assert_int_equal(off[1], MIB);
+    assert_int_equal(off[2], 2 * MIB - 512);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.allocated_peak, 2 * MIB);
+}
+
+static void test_pytorch_merge_and_reuse(void **state)
+{
+    (void)state;
+    uint64_t off[5];
+    /* A, B, C, D of 512 KiB fill one small segment; A, B and D end at step
+     * 0; at step 1, A and B have merged into one 1 MiB block, which E
+     * (1 MiB) reuses instead of reserving a new segment. */
+    layout_buffer m[5] = {
+        {512 * 1024, 0, 0}, {512 * 1024, 0, 0}, {512 * 1024, 0, 5}, {512 * 1024, 0, 0}, {MIB, 1, 2},
+    };
+    layout_pytorch_stats st = replay(m, 5, off);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 512 * 1024);
+    assert_int_equal(off[2], MIB);
+    assert_int_equal(off[3], MIB + 512 * 1024);
+    assert_int_equal(off[4], 0);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.allocated_peak, 2 * MIB);
+
+    /* a freed large block stays cached and is reused by a later request */
+    layout_buffer c[2] = {{3 * MIB, 0, 0}, {5 * MIB, 1, 1}};
+    st = replay(c, 2, off);
+    assert_int_equal(off[1], 0);
+    assert_int_equal(st.segments, 1);
+    assert_int_equal(st.reserved_peak, 20 * MIB);
+    assert_int_equal(st.allocated_peak, 5 * MIB);
+
+    /* best fit by (size, address): the smaller of two cached blocks */
+    layout_buffer d[5] = {
+        {4 * MIB, 0, 0}, {MIB + 512, 0, 5}, {2 * MIB, 0, 0}, {MIB + 512, 0, 5}, {2 * MIB, 1, 5},
+    };
+    st = replay(d, 5, off);
+    assert_int_equal(off[4], off[2]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* CSV                                                                       */
+
+static void test_csv_ok(void **state)
+{
+    (void)state;
+    char *path = write_temp("buffer , start,end ,size\r\n\r\n x , 0 , 2 , 10 \r\nlong-id,1,5,0\r\n  \n");
+    layout_csv csv;
+    char err[256];
+    assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
+    assert_int_equal(csv.header_kind, 1);
+    assert_int_equal(csv.n, 2);
+    assert_string_equal(csv.ids[0], "x");
+    assert_string_equal(csv.ids[1], "long-id");
+    assert_int_equal(csv.bufs[0].start, 0);
+    assert_int_equal(csv.bufs[0].end, 1);
+    assert_int_equal(csv.bufs[1].size, 0);
+    uint64_t off[2] = {0, 512};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(layout_csv_write(f, &csv, off), 0);
+    fclose(f);
+    assert_string_equal(text, "buffer,start,end,size,offset\nx,0,2,10,0\nlong-id,1,5,0,512\n");
+    free(text);
+    layout_csv_free(&csv);
+    unlink(path);
+    free(path);
+
+    /* the largest numbers allowed */
+    path = write_temp("id,lower,upper,size\nb,2147483646,2147483647,18446744073709551615\n");
+    assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
+    assert_int_equal(csv.bufs[0].end, 2147483646);
+    assert_true(csv.bufs[0].size == UINT64_MAX);
+    layout_csv_free(&csv);
+    unlink(path);
+    free(path);
+
+    /* header only: no buffers */
+    path = write_temp("id,lower,upper,size\n");
+    assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
+    assert_int_equal(csv.n, 0);
+    layout_csv_free(&csv);
+    unlink(path);
+    free(path);
+}
+
+static void test_csv_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *content;
+        const char *where;  /* ":line:" or ":line:column:" after the path */
+        const char *what;
+    } cases[] = {
+        {"", ":1:", "empty file"},
+        {"\n  \n", ":1:", "empty file"},
+        {"foo,bar\n", ":1:1:", "header must be"},
+        {"id,lower,upper\n", ":1:", "missing column 'size'"},
+        {"id,lower,end,size\n", ":1:10:", "expected 'upper'"},
+        {"id,lower,upper,size,extra\n", ":1:21:", "extra column"},
+        {"id,lower,upper,size\nb1,0,x,4\n", ":2:6:", "not a non-negative integer"},
+        {"id,lower,upper,size\nb1,0,3,4\nb2,-1,3,4\n", ":3:4:", "negative"},
+        {"id,lower,upper,size\nb1,0,3,18446744073709551616\n", ":2:8:", "too large"},
+        {"id,lower,upper,size\nb1,0,2147483648,4\n", ":2:6:", "too large"},
+        {"id,lower,upper,size\nb1,0,3,4\nb1,1,2,4\n", ":3:1:", "duplicate id 'b1' (first on line 2)"},
+        {"id,lower,upper,size\nb1,3,3,4\n", ":2:6:", "empty lifetime"},
+        {"id,lower,upper,size\nb1,4,3,4\n", ":2:6:", "empty lifetime"},
+        {"id,lower,upper,size\nb1,0,3\n", ":2:", "missing column 'size'"},
+        {"id,lower,upper,size\nb1,0,3,4,5\n", ":2:10:", "too many fields"},
+        {"id,lower,upper,size\n ,0,3,4\n", ":2:1:", "id: empty field"},
+        {"id,lower,upper,size\nb1,0,,4\n", ":2:6:", "upper: empty field"},
+        {"id,lower,upper,size\nb1,0,3,4x\n", ":2:8:", "size: not a non-negative integer"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *path = write_temp(cases[c].content);
+        layout_csv csv;
+        char err[512] = "";
+        assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), -1);
+        char expect[512];
+        snprintf(expect, sizeof expect, "%s%s", path, cases[c].where);
+        if (strncmp(err, expect, strlen(expect)) != 0 || !strstr(err, cases[c].what))
+            fail_msg("case %zu: got '%s', want '%s...%s'", c, err, expect, cases[c].what);
+        unlink(path);
+        free(path);
+    }
+    layout_csv csv;
+    char err[256];
+    assert_int_equal(layout_csv_read("/nonexistent/dir/x.csv", &csv, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/dir/x.csv"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_measures),
+        cmocka_unit_test(test_validate_random),
+        cmocka_unit_test(test_five_buffers),
+        cmocka_unit_test(test_heuristics_by_hand),
+        cmocka_unit_test(test_random_instances),
+        cmocka_unit_test(test_large),
+        cmocka_unit_test(test_search_against_brute_force),
+        cmocka_unit_test(test_ilp_optimum_above_bound),
+        cmocka_unit_test(test_glpk_perfect_small),
+        cmocka_unit_test(test_perfect_instances),
+        cmocka_unit_test(test_search_slack_tiny_sizes),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_pytorch_pools),
+        cmocka_unit_test(test_pytorch_split_rule),
+        cmocka_unit_test(test_pytorch_merge_and_reuse),
+        cmocka_unit_test(test_csv_ok),
+        cmocka_unit_test(test_csv_errors),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    layout_ilp_thread_done();
+    return rc;
+}
