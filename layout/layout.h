@@ -134,6 +134,15 @@ void layout_ilp_thread_done(void);
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                   double time_limit_s, size_t max_buffers, uint64_t *offsets);
 
+/* The GLPK layout model alone (the MODeL-like whole-graph baseline),
+ * warm-started from LLFB and bounded by time_limit_s seconds.  Writes the
+ * better of LLFB and GLPK's answer; *proven_optimal as for layout_ilp;
+ * *too_large = 1 (and LLFB is kept) when the model would have more than
+ * LAYOUT_ILP_MAX_PAIRS conflicting pairs.  Returns the height, UINT64_MAX
+ * when memory runs out. */
+uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
+                     uint64_t *offsets, int *proven_optimal, int *too_large);
+
 /* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
  * `buffer,start,end,size`, one buffer a line, half-open lifetime
  * [lower, upper).  On success returns 0 and fills *out (n entries, closed

@@ -377,30 +377,42 @@ uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
     return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
 }
 
-uint64_t lay_ilp_glpk_only(const layout_buffer *bufs, size_t n, uint64_t align, const uint64_t *warm,
-                           double seconds, uint64_t *offsets, int *proven)
+uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
+                     uint64_t *offsets, int *proven_optimal, int *too_large)
 {
     ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
+    uint64_t *warm = malloc((n ? n : 1) * sizeof *warm);
     lay_reduced red;
-    *proven = 0;
-    if (!best.offsets || lay_reduce(bufs, n, align, &red) != 0) {
+    int proven = 0;
+    *too_large = 0;
+    if (!best.offsets || !warm || layout_llfb(bufs, n, align, warm) == UINT64_MAX ||
+        lay_reduce(bufs, n, align, &red) != 0) {
         free(best.offsets);
+        free(warm);
         return UINT64_MAX;
     }
     ilp_offer(&best, bufs, n, align, warm);
-    assert(best.height != UINT64_MAX); /* warm must be valid */
+    assert(best.height != UINT64_MAX); /* LLFB is valid */
+    uint64_t lb = layout_live_peak(bufs, n);
     size_t np = 0;
-    ilp_pair *pairs = ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np);
+    ilp_pair *pairs = best.height > lb ? ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np) : NULL;
     if (pairs) {
-        uint64_t lb = layout_live_peak(bufs, n);
         uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
-        *proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, seconds, &best);
+        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, time_limit_s, &best);
         free(pairs);
+    } else if (np == SIZE_MAX) {
+        *too_large = 1;
     }
+    if (best.height <= lb)
+        proven = 1;
+    if (proven_optimal)
+        *proven_optimal = proven;
     memcpy(offsets, best.offsets, n * sizeof *offsets);
+    uint64_t h = best.height;
     free(best.offsets);
+    free(warm);
     lay_reduced_free(&red);
-    return layout_height(bufs, n, offsets);
+    return h;
 }
 
 void layout_ilp_thread_done(void)

@@ -71,14 +71,6 @@ typedef struct lay_reduced {
 int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
 void lay_reduced_free(lay_reduced *r);
 
-/* The GLPK model of layout_ilp alone (no search), seeded with warm (a valid
- * layout), so that tests can exercise it.  Writes the better of warm and
- * GLPK's answer to offsets and returns its height (UINT64_MAX: memory);
- * *proven = 1 when GLPK proved optimality.  Above LAYOUT_ILP_MAX_PAIRS pairs
- * it returns warm. */
-uint64_t lay_ilp_glpk_only(const layout_buffer *bufs, size_t n, uint64_t align, const uint64_t *warm,
-                           double seconds, uint64_t *offsets, int *proven);
-
 /* Monotonic wall clock in seconds. */
 double lay_now(void);
 

@@ -51,7 +51,6 @@
 #include "layout_internal.h"
 
 #include <assert.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,9 +103,6 @@ typedef struct srch {
     size_t nundo, undo_cap;
 
     long long nodes_left;
-#ifdef SRCH_DEBUG
-    size_t depth, max_depth;
-#endif
     double deadline;
     int timed_out;
 } srch;
@@ -302,10 +298,6 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
 {
     size_t mark = s->nundo;
     srch_rc rc;
-#ifdef SRCH_DEBUG
-    if (++s->depth > s->max_depth)
-        s->max_depth = s->depth;
-#endif
     if (srch_place(s, b, m) != 0) {
         rc = SRCH_NOMEM;
     } else {
@@ -318,9 +310,6 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
         if (rc == SRCH_FOUND)
             s->solution[b] = m;
     }
-#ifdef SRCH_DEBUG
-    s->depth--;
-#endif
     srch_rollback(s, mark);
     return rc;
 }
@@ -896,12 +885,6 @@ int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
             s->deadline = deadline;
             s->nodes_left = limit;
             srch_rc rc = srch_solve_range(s, 0, s->nsec);
-#ifdef SRCH_DEBUG
-            fprintf(stderr, "search: %s%s limit %lld rc %d nodes %lld depth %zu/%zu\n",
-                    orders[h / ndir], h % ndir ? " reversed" : "", limit, rc, limit - s->nodes_left,
-                    s->max_depth, s->n);
-            s->max_depth = 0;
-#endif
             if (rc == SRCH_FOUND) {
                 result = 1;
                 for (size_t b = 0; b < s->n; b++)

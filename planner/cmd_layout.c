@@ -225,6 +225,17 @@ int cmd_layout(int argc, char **argv)
         bufs[i].size = (s + o.align - 1) / o.align * o.align;
     }
 
+    /* All offsets and heights stay below the sum of the sizes: it must fit. */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size > UINT64_MAX - sum) {
+            fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n", o.input);
+            rc = CL_EXIT_USAGE;
+            goto out;
+        }
+        sum += bufs[i].size;
+    }
+
     uint64_t lb = layout_live_peak(bufs, n);
     if (o.has_capacity && lb > o.capacity) {
         fprintf(stderr,

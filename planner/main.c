@@ -38,7 +38,9 @@ static const char usage_text[] =
     "      --time-limit S    seconds for ordering (default: 240); roam leaves solved after\n"
     "                        80% of it keep their heuristic order, ilp stops at it\n"
     "      --dump-tree FILE  roam: write the subgraph tree as JSON to FILE\n"
-    "      --layout NAME     layout: bestfit, llfb, greedy, pytorch (default: bestfit)\n"
+    "      --layout NAME     layout: roam, llfb, greedy, bestfit, pytorch, ilp (default: roam)\n"
+    "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
+    "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
     "      --align B         round sizes and offsets to B bytes (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
     "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
@@ -75,21 +77,21 @@ static int main_parse_u64(const char *s, uint64_t *out) {
 
 static int main_plan(int argc, char **argv) {
     enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
-           OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE };
+           OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
         {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
         {"report", required_argument, NULL, OPT_REPORT}, {"svg", required_argument, NULL, OPT_SVG}, {"quiet", no_argument, NULL, 'q'},
         {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
         {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE},
+        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"compare", no_argument, NULL, OPT_COMPARE},
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
-    planner_options opt = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_BESTFIT,
+    planner_options opt = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_ROAM,
                            .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
     uint64_t num;
     const char *out_path = NULL, *svg_path = NULL;
-    int json_report = 0, quiet = 0, c;
+    int json_report = 0, quiet = 0, compare = 0, c;
     while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
@@ -129,6 +131,7 @@ static int main_plan(int argc, char **argv) {
             break;
         }
         case OPT_DUMP_TREE: opt.dump_tree = optarg; break;
+        case OPT_COMPARE: compare = 1; break;
         case OPT_REPORT:
             if (strcmp(optarg, "json") == 0) json_report = 1;
             else if (strcmp(optarg, "text") == 0) json_report = 0;
@@ -158,7 +161,12 @@ static int main_plan(int argc, char **argv) {
     double t1 = main_now();
     plan p;
     int rc = 0;
-    if (plan_build(&g, &opt, &p, err, sizeof err)) {
+    if (compare) {
+        if (plan_compare(&g, &opt, model_path, out_path, svg_path, json_report, quiet ? NULL : stdout, err, sizeof err)) {
+            fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+            rc = 1;
+        }
+    } else if (plan_build(&g, &opt, &p, err, sizeof err)) {
         fprintf(stderr, "roamc: %s: %s\n", model_path, err);
         rc = 1;
     } else {

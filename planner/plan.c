@@ -9,7 +9,7 @@
 #include "layout.h"
 
 static const char *const planner_order_names[] = {"program", "lescea", "roam", "ilp"};
-static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch"};
+static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch", "roam", "ilp"};
 
 #define PLANNER_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -64,7 +64,8 @@ static layout_buffer *plan_buffers(const plan *p) {
     return b;
 }
 
-static int plan_layout(plan *p, char *err, size_t errlen) {
+/* budget: seconds for the exact layouts (roam, ilp). */
+static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
     layout_buffer *b = plan_buffers(p);
     if (!b) return planner_fail(err, errlen, "out of memory for %zu buffers", g->n_storages);
@@ -89,9 +90,24 @@ static int plan_layout(plan *p, char *err, size_t errlen) {
         }
         break;
     }
+    case PLANNER_LAYOUT_ROAM:
+        h = layout_ilp(b, g->n_storages, p->opt.align, NULL, budget, p->offsets, &p->layout_optimal);
+        break;
+    case PLANNER_LAYOUT_ILP: {
+        /* The GLPK model alone, warm-started from LLFB as MODeL would be
+         * from its heuristic; too many conflicting pairs keep LLFB. */
+        int too_large = 0;
+        h = layout_glpk(b, g->n_storages, p->opt.align, budget, p->offsets, &p->layout_optimal, &too_large);
+        if (too_large) snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
+        break;
+    }
     }
     free(b);
     if (h == UINT64_MAX) return planner_fail(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
+    if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) && !p->layout_optimal &&
+        !p->layout_note[0])
+        snprintf(p->layout_note, sizeof p->layout_note, "layout %.4f%% above the live-size bound, not proven minimal",
+                 p->theoretical ? 100.0 * ((double)h - (double)p->theoretical) / (double)p->theoretical : 0.0);
     p->actual = h;
     return 0;
 }
@@ -126,7 +142,13 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (p->ostats && p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
-    if (plan_layout(p, err, errlen)) {
+    /* The exact layouts get what the ordering left of --time-limit, at most
+     * PLANNER_LAYOUT_SECONDS. */
+    double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
+    double budget = limit - (t1 - t0);
+    if (budget > PLANNER_LAYOUT_SECONDS) budget = PLANNER_LAYOUT_SECONDS;
+    if (budget < 0.1) budget = 0.1;
+    if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);
         return -1;
     }

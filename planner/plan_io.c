@@ -209,6 +209,8 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
     if (p->ostats) plan_report_order_text(f, p->ostats);
     fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n", plan_human(p->actual, a, sizeof a),
             (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
+    if (p->layout_optimal) fprintf(f, "  layout        proven minimal for this order\n");
+    else if (p->layout_note[0]) fprintf(f, "  layout        %s\n", p->layout_note);
     if (p->pytorch_reserved)
         fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
                 plan_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
@@ -237,6 +239,8 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     if (p->ostats) json_object_set_new(r, "ordering", plan_order_json(p->ostats));
     json_object_set_new(r, "actual_peak", json_integer((json_int_t)p->actual));
     json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
+    json_object_set_new(r, "layout_optimal", json_boolean(p->layout_optimal));
+    json_object_set_new(r, "layout_note", json_string(p->layout_note));
     if (p->pytorch_reserved) json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));
     json_t *t = json_object();
     json_object_set_new(t, "load", json_real(p->times.load));

@@ -26,6 +26,8 @@ typedef enum planner_layout {
     PLANNER_LAYOUT_LLFB,
     PLANNER_LAYOUT_GREEDY,
     PLANNER_LAYOUT_PYTORCH,
+    PLANNER_LAYOUT_ROAM, /* best heuristic, then exact search and the layout ILP */
+    PLANNER_LAYOUT_ILP,  /* one GLPK model for all storages (the MODeL-like baseline) */
 } planner_layout;
 
 const char *planner_order_name(planner_order o);
@@ -64,6 +66,8 @@ typedef struct plan {
     uint64_t lower_bound; /* graph_lower_bound */
     uint64_t persistent;  /* bytes of persistent storages */
     uint64_t pytorch_reserved; /* layout pytorch: bytes of reserved segments, else 0 */
+    int layout_optimal;        /* the layout's height is proven minimal for this order */
+    char layout_note[160];     /* a fallback or time limit the layout ran into, else "" */
     planner_times times;
     struct planner_order_stats *ostats; /* order roam/ilp: how the order was found, else NULL */
 } plan;
@@ -103,6 +107,14 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
 int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
                    size_t errlen);
 
+/* `roamc MODEL --compare`: plans g as PyTorch (program order, allocator
+ * replay), Heuristics (LESCEA, LLFB), ILP (whole-graph order and layout
+ * ILPs) and ROAM, and prints one table (or JSON when json != 0) to out.
+ * Writes the ROAM plan to out_path and the PyTorch and ROAM layouts to
+ * svg_path when they are not NULL.  Returns 0, or -1 with a message. */
+int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
+                 const char *svg_path, int json, FILE *out, char *err, size_t errlen);
+
 /* `roamc check MODEL PLAN`: the checks of shared/tools/check_plan.py.
  * Prints "VALID ..." or up to 20 "INVALID: ..." lines to out and returns
  * 0 (valid), 1 (invalid) or 2 (unreadable model or plan; message to err). */
@@ -126,6 +138,8 @@ int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FI
 #define PLANNER_DEFAULT_NODE_LIMIT 48
 #define PLANNER_DEFAULT_DELAY_RADIUS 4
 #define PLANNER_DEFAULT_TIME_LIMIT 240.0
+/* Most seconds the exact layouts (roam, ilp) may take. */
+#define PLANNER_LAYOUT_SECONDS 20.0
 
 typedef struct planner_order_stats {
     uint64_t peak_program, peak_lescea, peak_chosen; /* theoretical peaks */

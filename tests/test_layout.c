@@ -408,19 +408,19 @@ static void test_ilp_optimum_above_bound(void **state)
 {
     (void)state;
     uint64_t warm[7], off[7];
-    int proven = 0;
-    /* a poor warm start: everything stacked */
+    int proven = 0, too_large = 1;
+    /* the GLPK model alone, from LLFB: proves 17 optimal */
+    uint64_t h = layout_glpk(gap7, 7, 1, 10.0, off, &proven, &too_large);
+    assert_int_equal(h, 17);
+    assert_int_equal(proven, 1);
+    assert_int_equal(too_large, 0);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* the whole of layout_ilp, from a poor warm start (all stacked) */
     uint64_t top = 0;
     for (size_t i = 0; i < 7; i++) {
         warm[i] = top;
         top += gap7[i].size;
     }
-    /* the GLPK model alone */
-    uint64_t h = lay_ilp_glpk_only(gap7, 7, 1, warm, 10.0, off, &proven);
-    assert_int_equal(h, 17);
-    assert_int_equal(proven, 1);
-    assert_true(check_layout(gap7, 7, off, 1));
-    /* the whole of layout_ilp, with and without a warm start */
     proven = 0;
     assert_int_equal(layout_ilp(gap7, 7, 1, warm, 10.0, off, &proven), 17);
     assert_int_equal(proven, 1);
@@ -436,21 +436,40 @@ static void test_ilp_optimum_above_bound(void **state)
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
-/* GLPK alone on a small perfect instance: it improves on a poor warm start
- * and returns a valid layout. */
-static void test_glpk_perfect_small(void **state)
+/* GLPK alone on a small perfect instance: it improves on LLFB, returns a
+ * valid layout; and a problem with too many pairs keeps LLFB. */
+static void test_glpk_alone(void **state)
 {
     (void)state;
     rng r = {5};
     layout_buffer b[12];
-    uint64_t warm[12], off[12];
+    uint64_t llfb[12], off[12];
     make_perfect(&r, 12, 20, 1000, b);
-    uint64_t h0 = layout_best_heuristic(b, 12, 1, warm, NULL);
-    int proven = 0;
-    uint64_t h = lay_ilp_glpk_only(b, 12, 1, warm, 5.0, off, &proven);
+    uint64_t h0 = layout_llfb(b, 12, 1, llfb);
+    int proven = 0, too_large = 1;
+    uint64_t h = layout_glpk(b, 12, 1, 5.0, off, &proven, &too_large);
     assert_true(check_layout(b, 12, off, 1));
+    assert_int_equal(too_large, 0);
     assert_true(h <= h0);
     assert_int_equal(h, 1000);
+    assert_int_equal(proven, 1);
+
+    enum { N = 400 }; /* windows of 60 steps: about 24000 pairs */
+    layout_buffer *big = malloc(N * sizeof *big);
+    uint64_t *o = malloc(N * sizeof *o), *o2 = malloc(N * sizeof *o2);
+    assert_non_null(big);
+    assert_non_null(o);
+    assert_non_null(o2);
+    for (size_t i = 0; i < N; i++)
+        big[i] = (layout_buffer){rng_in(&r, 1, 100), (int32_t)i, (int32_t)i + 60};
+    h = layout_glpk(big, N, 1, 5.0, o, &proven, &too_large);
+    assert_true(h > layout_live_peak(big, N)); /* LLFB is not optimal here */
+    assert_int_equal(too_large, 1);
+    assert_int_equal(h, layout_llfb(big, N, 1, o2));
+    assert_memory_equal(o, o2, N * sizeof *o);
+    free(big);
+    free(o);
+    free(o2);
 }
 
 static void test_perfect_instances(void **state)
@@ -519,9 +538,9 @@ static void *thread_main(void *arg)
     int proven = 0;
     uint64_t h = layout_ilp(b, 40, 1, NULL, 10.0, off, &proven);
     int ok = h == 100000 && check_layout(b, 40, off, 1);
-    uint64_t warm[7], off7[7];
-    layout_llfb(gap7, 7, 1, warm);
-    ok = ok && lay_ilp_glpk_only(gap7, 7, 1, warm, 10.0, off7, &proven) == 17 && proven;
+    uint64_t off7[7];
+    int too_large;
+    ok = ok && layout_glpk(gap7, 7, 1, 10.0, off7, &proven, &too_large) == 17 && proven;
     layout_ilp_thread_done();
     job->ok = ok;
     return NULL;
@@ -758,7 +777,7 @@ int main(void)
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_search_against_brute_force),
         cmocka_unit_test(test_ilp_optimum_above_bound),
-        cmocka_unit_test(test_glpk_perfect_small),
+        cmocka_unit_test(test_glpk_alone),
         cmocka_unit_test(test_perfect_instances),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_threads),

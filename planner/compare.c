@@ -1,0 +1,147 @@
+/* `roamc MODEL --compare`: the same graph planned four ways, side by side.
+ *
+ *   PyTorch     program order, caching-allocator replay (its actual peak is
+ *               the memory the allocator reserves)
+ *   Heuristics  LESCEA order, LLFB layout
+ *   ILP         whole-graph order ILP, whole-graph layout ILP (time-limited;
+ *               each falls back to its best heuristic when too large)
+ *   ROAM        roam order, roam layout
+ */
+#include "planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+typedef struct compare_row {
+    const char *name;
+    planner_order order;
+    planner_layout layout;
+    plan p;
+    int ok;
+    double seconds;
+    uint64_t actual; /* what this method needs: reserved memory for PyTorch */
+    char note[256];
+} compare_row;
+
+static double compare_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *compare_human(uint64_t b, char *buf, size_t len) {
+    if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (1024.0 * 1024 * 1024));
+    else snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+    return buf;
+}
+
+static double compare_pct(double num, double den) { return den > 0 ? 100.0 * (num - den) / den : 0.0; }
+
+/* Fills the note of a row: what fell back, what ran out of time. */
+static void compare_note(compare_row *r) {
+    const planner_order_stats *st = r->p.ostats;
+    r->note[0] = 0;
+    if (st && st->ilp_too_large) snprintf(r->note, sizeof r->note, "order ILP too large, kept %s", st->source);
+    else if (st && st->heuristic_kept && r->order == PLANNER_ORDER_ILP)
+        snprintf(r->note, sizeof r->note, "order ILP found nothing better than %s", st->source);
+    if (r->p.layout_note[0]) {
+        size_t k = strlen(r->note);
+        snprintf(r->note + k, sizeof r->note - k, "%s%s", k ? "; " : "", r->p.layout_note);
+    }
+}
+
+int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
+                 const char *svg_path, int json, FILE *out, char *err, size_t errlen) {
+    compare_row rows[] = {
+        {"PyTorch", PLANNER_ORDER_PROGRAM, PLANNER_LAYOUT_PYTORCH, {0}, 0, 0, 0, ""},
+        {"Heuristics", PLANNER_ORDER_LESCEA, PLANNER_LAYOUT_LLFB, {0}, 0, 0, 0, ""},
+        {"ILP", PLANNER_ORDER_ILP, PLANNER_LAYOUT_ILP, {0}, 0, 0, 0, ""},
+        {"ROAM", PLANNER_ORDER_ROAM, PLANNER_LAYOUT_ROAM, {0}, 0, 0, 0, ""},
+    };
+    const size_t nrows = sizeof rows / sizeof rows[0];
+    int rc = 0;
+    for (size_t i = 0; i < nrows && rc == 0; i++) {
+        planner_options opt = *base;
+        opt.order = rows[i].order;
+        opt.layout = rows[i].layout;
+        opt.dump_tree = rows[i].order == PLANNER_ORDER_ROAM ? base->dump_tree : NULL;
+        double t0 = compare_now();
+        if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
+            rc = -1;
+            break;
+        }
+        rows[i].seconds = compare_now() - t0;
+        rows[i].ok = 1;
+        rows[i].actual = rows[i].p.pytorch_reserved ? rows[i].p.pytorch_reserved : rows[i].p.actual;
+        compare_note(&rows[i]);
+    }
+    const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
+    if (rc == 0 && out_path && plan_write(&roam->p, model_path, out_path, err, errlen)) rc = -1;
+    if (rc == 0 && svg_path) {
+        const plan *plans[2] = {&torch->p, &roam->p};
+        const char *base_name = strrchr(model_path, '/');
+        base_name = base_name ? base_name + 1 : model_path;
+        char t1[256], t2[256];
+        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %.1f MiB)", base_name,
+                 (double)torch->actual / (1024.0 * 1024));
+        snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
+        const char *titles[2] = {t1, t2};
+        if (plan_write_svg(plans, titles, 2, svg_path, err, errlen)) rc = -1;
+    }
+    if (rc == 0 && !out) {
+        /* quiet: nothing to print */
+    } else if (rc == 0 && json) {
+        json_t *r = json_object();
+        json_object_set_new(r, "model", json_string(model_path));
+        json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
+        json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
+        json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));
+        json_object_set_new(r, "lower_bound", json_integer((json_int_t)roam->p.lower_bound));
+        json_t *arr = json_array();
+        for (size_t i = 0; i < nrows; i++) {
+            const compare_row *w = &rows[i];
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(w->name));
+            json_object_set_new(o, "order", json_string(planner_order_name(w->order)));
+            json_object_set_new(o, "layout", json_string(planner_layout_name(w->layout)));
+            json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
+            json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
+            json_object_set_new(o, "fragmentation_percent", json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
+            json_object_set_new(o, "reduction_vs_pytorch_percent",
+                                json_real(i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual)));
+            json_object_set_new(o, "seconds", json_real(w->seconds));
+            json_object_set_new(o, "note", json_string(w->note));
+            json_array_append_new(arr, o);
+        }
+        json_object_set_new(r, "rows", arr);
+        json_dumpf(r, out, JSON_INDENT(2));
+        fputc('\n', out);
+        json_decref(r);
+    } else if (rc == 0) {
+        char a[32], b[32];
+        fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n", ROAMC_VERSION, model_path,
+                g->n_ops, g->n_tensors, g->n_storages);
+        fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout", "theoretical",
+                "actual", "frag", "vs PyTorch", "time");
+        for (size_t i = 0; i < nrows; i++) {
+            const compare_row *w = &rows[i];
+            fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->name,
+                    planner_order_name(w->order), planner_layout_name(w->layout),
+                    compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
+                    compare_pct((double)w->actual, (double)w->p.theoretical),
+                    i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
+        }
+        fprintf(out, "  lower bound of the theoretical peak: %s\n", compare_human(roam->p.lower_bound, a, sizeof a));
+        fprintf(out, "  PyTorch's actual peak is the memory its caching allocator reserves; vs PyTorch = saving in "
+                     "actual peak.\n");
+        for (size_t i = 0; i < nrows; i++)
+            if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].name, rows[i].note);
+        if (out_path) fprintf(out, "  ROAM plan written  %s\n", out_path);
+        if (svg_path) fprintf(out, "  picture written    %s\n", svg_path);
+    }
+    for (size_t i = 0; i < nrows; i++) plan_free(&rows[i].p);
+    return rc;
+}
