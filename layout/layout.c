@@ -686,3 +686,99 @@ uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t ali
     free(tmp);
     return best;
 }
+
+/* ------------------------------------------------------------------------ */
+/* An incremental placer (layout_internal.h): the index of the heuristics,   */
+/* open to callers that place buffers one at a time, at an offset of their  */
+/* choice or in the lowest / tightest gap.                                   */
+
+struct lay_placer {
+    const layout_buffer *bufs;
+    size_t n;
+    uint64_t align;
+    lay_index ix;
+    lay_lists lists;
+    lay_cursor *heap;
+};
+
+lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align)
+{
+    assert(align >= 1);
+    lay_placer *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return NULL;
+    pl->bufs = bufs;
+    pl->n = n;
+    pl->align = align;
+    if (lay_index_init(&pl->ix, bufs, n) != 0) {
+        free(pl);
+        return NULL;
+    }
+    size_t levels = 1;
+    for (size_t c = pl->ix.cap; c > 1; c /= 2)
+        levels++;
+    pl->lists = (lay_lists){malloc(4 * levels * sizeof *pl->lists.v), 0, 4 * levels};
+    pl->heap = malloc(4 * levels * sizeof *pl->heap);
+    if (!pl->lists.v || !pl->heap) {
+        lay_placer_free(pl);
+        return NULL;
+    }
+    return pl;
+}
+
+void lay_placer_free(lay_placer *pl)
+{
+    if (!pl)
+        return;
+    free(pl->lists.v);
+    free(pl->heap);
+    lay_index_free(&pl->ix);
+    free(pl);
+}
+
+/* 1 when [lo, hi) meets none of the ranges in the lists (each sorted and
+ * disjoint, so one binary search per list). */
+static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < lists->n; i++) {
+        const lay_spans *b = lists->v[i];
+        size_t a = 0, r = b->n; /* first block that ends after lo */
+        while (a < r) {
+            size_t mid = a + (r - a) / 2;
+            if (b->v[mid].hi <= lo)
+                a = mid + 1;
+            else
+                r = mid;
+        }
+        if (a < b->n && b->v[a].lo < hi)
+            return 0;
+    }
+    return 1;
+}
+
+int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset)
+{
+    assert(i < pl->n && offset % pl->align == 0);
+    const layout_buffer *b = &pl->bufs[i];
+    if (b->size == 0)
+        return 1;
+    uint64_t sz = lay_round_up(b->size, pl->align);
+    lay_index_query(&pl->ix, b->start, b->end, &pl->lists);
+    if (!lay_range_free(&pl->lists, offset, offset + sz))
+        return 0;
+    return lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz) != 0 ? -1 : 1;
+}
+
+int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset)
+{
+    assert(i < pl->n);
+    const layout_buffer *b = &pl->bufs[i];
+    *offset = 0;
+    if (b->size == 0)
+        return 0;
+    uint64_t sz = lay_round_up(b->size, pl->align);
+    lay_index_query(&pl->ix, b->start, b->end, &pl->lists);
+    *offset = lay_choose_gap(&pl->lists, pl->heap, sz, best_fit ? LAY_BEST_FIT : LAY_FIRST_FIT);
+    assert(*offset % pl->align == 0);
+    return lay_index_place(&pl->ix, b->start, b->end, *offset, *offset + sz) != 0 ? -1 : 0;
+}

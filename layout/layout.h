@@ -109,9 +109,57 @@ uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
  * bisection on the height with layout_search.  Problems with more than
  * LAYOUT_SEARCH_MAX_BUFFERS buffers (after those conflicting with all are
  * stacked) keep the incumbent.  Proofs assume sizes are multiples of align. */
+/* (layout_ilp and layout_ilp_goal are layout_exact with the default work
+ * budget and time_limit_s as the backstop.) */
 uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
                          const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
                          uint64_t *offsets, int *proven_optimal);
+
+/* Deterministic exact layout.  The time-limited entry points above depend on
+ * machine speed and load when they run out of time; layout_exact and
+ * layout_glpk_exact stop on a work budget instead, so the same input and
+ * effort give the same layout on every machine and every run, unless the
+ * time backstop fires first, which res->stopped_by_time reports.
+ *
+ * Work units: a layout_search node costs 1 + the sections (time intervals
+ * between lifetime boundaries) it scans; a GLPK branch-and-bound node costs
+ * LAYOUT_GLPK_NODE_WORK per row of the model (about what re-solving its LP
+ * takes).  On a 2-core 2020s machine 10^8 units are roughly 5 to 10 s.
+ * The budget is split in a fixed way between the steps of layout_ilp_goal:
+ * 40% for the search at the bound, half of what is left for GLPK, the rest
+ * for the bisection (each probe a third of what is left); a step that
+ * finishes early leaves its unspent work to the next ones. */
+#define LAYOUT_DEFAULT_WORK 100000000ull
+#define LAYOUT_GLPK_NODE_WORK 4
+
+typedef struct layout_effort {
+    uint64_t work;        /* work budget; 0 means LAYOUT_DEFAULT_WORK */
+    double time_limit_s;  /* backstop in seconds; <= 0 means none */
+    uint64_t goal;        /* also stop once the height is <= goal (0: only the
+                             live-size lower bound stops early) */
+} layout_effort;
+
+typedef struct layout_result {
+    uint64_t height;      /* of the layout written (UINT64_MAX: out of memory) */
+    int proven_optimal;   /* the height is the lower bound or proved minimal */
+    int stopped_by_time;  /* 1: the time backstop cut a step, so another run
+                             may give a different layout */
+    uint64_t work_spent;  /* work units used, <= the budget */
+} layout_result;
+
+/* layout_ilp_goal on a work budget: same steps, same guarantees (always a
+ * valid layout in offsets, never worse than warm_offsets, which may be NULL),
+ * and deterministic unless res->stopped_by_time.  effort NULL means the
+ * defaults with no backstop.  Returns res->height. */
+uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
+                      const uint64_t *warm_offsets, const layout_effort *effort,
+                      uint64_t *offsets, layout_result *res);
+
+/* layout_glpk on a work budget (all of it for GLPK), deterministic unless
+ * res->stopped_by_time; *too_large as for layout_glpk. */
+uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
+                           const layout_effort *effort, uint64_t *offsets, layout_result *res,
+                           int *too_large);
 
 /* GLPK keeps an environment per thread.  A thread that called layout_ilp and
  * is about to exit should call this to free it (or leak a few kB); it must
@@ -160,5 +208,55 @@ int layout_csv_read(const char *path, layout_csv *out, char *err, size_t errlen)
 /* Writes the input columns plus `offset` to f. Returns 0, or -1 on I/O error. */
 int layout_csv_write(FILE *f, const layout_csv *csv, const uint64_t *offsets);
 void layout_csv_free(layout_csv *csv);
+
+/* ROAM's layout by concatenation (the paper's section IV-B, eqs. 7-9).
+ * The caller splits the buffers into groups (for plans: the leaf subgraphs
+ * of the subgraph tree, planner/plan.c) and marks the long-lived buffers of
+ * each group (activations that outlive the group's window).  Then:
+ *   1. each group is laid out on its own with layout_exact, its long-lived
+ *      buffers first at its lowest offsets, its other buffers above them
+ *      (no interleaving of activations and temporaries, Fig. 5b);
+ *   2. groups are stacked: LAYOUT_ROAM_BOTTOM groups first, then by
+ *      decreasing window (first start to last end of its buffers), so the
+ *      shorter-lived layout sits on top; the base of a group is the sum of
+ *      the long-lived heights of the groups below (eq. 9), so layouts of
+ *      groups that are not live at the same time share addresses;
+ *   3. buffers that conflict after stacking are re-placed: long-lived ones
+ *      and then larger, longer-lived ones keep their offsets, the others
+ *      (smaller, shorter-lived) go to the lowest offset where they fit;
+ *   4. leftovers (group -1) last, longest first, best fit.
+ * The result is checked with layout_validate; should it fail (a bug), the
+ * answer is layout_best_heuristic's.  Deterministic (work budgets) unless a
+ * group's exact layout hits the time backstop.  Returns the height (UINT64_MAX: out of memory)
+ * and fills *st when not NULL. */
+#define LAYOUT_ROAM_BOTTOM 1u /* group flag: stacked first (persistent buffers) */
+
+typedef struct layout_roam_input {
+    const int *group;            /* per buffer: 0..n_groups-1, or -1: a leftover */
+    const unsigned char *low;    /* per buffer, may be NULL: long-lived in its group.
+                                    NULL: those live across the longest stretch of
+                                    steps where none of the group's buffers starts
+                                    or ends (the gap between a forward range and
+                                    its backward twin) */
+    size_t n_groups;
+    const unsigned *group_flags; /* per group, may be NULL: LAYOUT_ROAM_BOTTOM */
+    uint64_t work;               /* work budget (layout_effort units) of the exact
+                                    layouts of all groups together; 0: LAYOUT_DEFAULT_WORK */
+    double time_limit_s;         /* their time backstop; <= 0: none */
+} layout_roam_input;
+
+typedef struct layout_roam_stats {
+    size_t groups;            /* non-empty groups laid out */
+    size_t groups_proven;     /* of them, both parts proven minimal by layout_exact */
+    size_t grouped, leftovers; /* buffers in a group, in none */
+    size_t low;               /* long-lived buffers */
+    size_t repaired;          /* grouped buffers re-placed after stacking */
+    uint64_t stacked;         /* height of the stacked groups before the repair */
+    int fallback;             /* 1: invalid result, layout_best_heuristic returned */
+    int stopped_by_time;      /* 1: a group's exact layout hit the time backstop */
+} layout_roam_stats;
+
+uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const layout_roam_input *in,
+                     uint64_t *offsets, layout_roam_stats *st);
 
 #endif

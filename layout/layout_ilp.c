@@ -1,6 +1,7 @@
 /* layout_ilp.c — the exact layout step of ROAM (paper section IV-B/D).
  *
- * layout_ilp_goal runs, within one time limit:
+ * layout_exact (and layout_ilp_goal, layout_ilp on top of it) runs, within
+ * one work budget:
  *   1. the warm start and the heuristics; the best is the incumbent;
  *      done if it meets the live-size lower bound (or the goal);
  *   2. layout_search for a layout at the lower bound (a complete
@@ -9,8 +10,15 @@
  *      (LAYOUT_ILP_MAX_PAIRS conflicting pairs): an offset per buffer, a
  *      binary per conflicting pair (big-M disjunction), minimize the height,
  *      seeded with the incumbent and stopped as soon as it meets the bound;
- *   4. with the time left, a bisection on the height between what is proved
+ *   4. with the work left, a bisection on the height between what is proved
  *      impossible and the incumbent, each probe a layout_search.
+ *
+ * Why work and not time: a plan must be the same on every run and machine.
+ * Every step counts what it does (search nodes, GLPK branch-and-bound
+ * nodes) against a budget split between the steps in fixed integer shares,
+ * so where each step stops does not depend on the clock.  The time limit
+ * is kept as a backstop for pathological inputs; when it fires the result
+ * says so (layout_result.stopped_by_time).
  * Every answer is checked with layout_validate before it replaces the
  * incumbent, so the result is always a valid layout.
  *
@@ -31,9 +39,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Shares of the time limit for steps 2 and 3; step 4 gets what is left. */
-#define ILP_SEARCH_SHARE 0.4
-#define ILP_GLPK_SHARE 0.5
+/* Shares of the work budget for steps 2 and 3, as fractions num/den of
+ * what is left; step 4 gets the rest, a third of what is left per probe.
+ * Integers, so the split is the same everywhere. */
+#define ILP_SEARCH_SHARE_NUM 2
+#define ILP_SEARCH_SHARE_DEN 5
+#define ILP_GLPK_SHARE_NUM 1
+#define ILP_GLPK_SHARE_DEN 2
+#define ILP_PROBE_SHARE_DEN 3
+/* Probes below this much work are not worth starting. */
+#define ILP_MIN_PROBE_WORK 1000
+
+/* How a step is bounded: the work it may spend and the time backstop. */
+typedef struct ilp_budget {
+    uint64_t work;     /* work left */
+    double deadline;   /* lay_now() seconds; INFINITY: none */
+    int timed_out;     /* some step was cut by the deadline */
+} ilp_budget;
+
+/* Takes num/den of the work left out of bud for a step; the step hands back
+ * what it did not spend with ilp_refund. */
+static uint64_t ilp_take(ilp_budget *bud, uint64_t num, uint64_t den)
+{
+    uint64_t w = bud->work / den * num + bud->work % den * num / den;
+    bud->work -= w;
+    return w;
+}
+
+static void ilp_refund(ilp_budget *bud, uint64_t unspent)
+{
+    bud->work += unspent;
+}
 
 /* The incumbent: the best valid layout so far. */
 typedef struct ilp_best {
@@ -124,6 +160,9 @@ typedef struct ilp_cb {
     double *warm;   /* column values of the incumbent, [1..ncols] */
     int warm_given;
     double target;  /* stop when the incumbent objective reaches this */
+    uint64_t work;  /* work left */
+    uint64_t node_cost;
+    int out_of_work;
 } ilp_cb;
 
 static void ilp_callback(glp_tree *tree, void *info)
@@ -137,6 +176,16 @@ static void ilp_callback(glp_tree *tree, void *info)
             glp_ios_heur_sol(tree, cb->warm);
         }
         break;
+    case GLP_ISELECT:
+        /* A subproblem is about to be solved: charge it, or stop, at the
+         * same node on every machine (unlike tm_lim). */
+        if (cb->work < cb->node_cost) {
+            cb->out_of_work = 1;
+            glp_ios_terminate(tree);
+        } else {
+            cb->work -= cb->node_cost;
+        }
+        break;
     case GLP_IBINGO:
         /* A new incumbent: stop when it meets the lower bound. */
         if (glp_mip_obj_val(glp_ios_get_prob(tree)) <= cb->target + 0.5)
@@ -147,15 +196,25 @@ static void ilp_callback(glp_tree *tree, void *info)
     }
 }
 
-/* Solves the reduced problem with GLPK.  best is the incumbent (its offsets
+/* Solves the reduced problem with GLPK, spending at most *work (decreased
+ * by what it spends) before deadline.  best is the incumbent (its offsets
  * seed the model).  Offers GLPK's answer to best; returns 1 when GLPK proved
- * optimality, else 0. */
+ * optimality, else 0.  *timed_out is set to 1 when tm_lim stopped GLPK. */
 static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
-                    const ilp_pair *pairs, size_t np, uint64_t lb_units, double seconds,
-                    ilp_best *best)
+                    const ilp_pair *pairs, size_t np, uint64_t lb_units, uint64_t *work,
+                    double deadline, int *timed_out, ilp_best *best)
 {
-    if (seconds < 0.05 || r->n == 0)
+    double seconds = deadline - lay_now();
+    size_t nrows_all = r->n + 2 * np;
+    uint64_t node_cost = (uint64_t)LAYOUT_GLPK_NODE_WORK * (nrows_all ? nrows_all : 1);
+    if (r->n == 0 || *work < node_cost)
         return 0;
+    if (seconds < 0.05) {
+        *timed_out = 1;
+        return 0;
+    }
+    /* The root LP is charged as one node. */
+    *work -= node_cost;
     /* Upper bound of the reduced height in units: the incumbent's. */
     uint64_t ub = 0;
     for (size_t a = 0; a < r->n; a++) {
@@ -215,7 +274,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     }
 
     /* The incumbent as column values, for glp_ios_heur_sol. */
-    ilp_cb cb = {malloc((ncols + 1) * sizeof(double)), 0, (double)lb_units};
+    ilp_cb cb = {malloc((ncols + 1) * sizeof(double)), 0, (double)lb_units, *work, node_cost, 0};
     if (cb.warm) {
         cb.warm[hcol] = (double)ub;
         for (size_t a = 0; a < r->n; a++)
@@ -225,24 +284,29 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     }
 
     int proven = 0;
-    double t0 = lay_now();
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = (int)(seconds * 1000.0);
-    if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
-        double left = seconds - (lay_now() - t0);
+    sm.tm_lim = seconds < 2e6 ? (int)(seconds * 1000.0) : INT32_MAX;
+    int sret = glp_simplex(lp, &sm);
+    if (sret == GLP_ETMLIM)
+        *timed_out = 1;
+    if (sret == 0 && glp_get_status(lp) == GLP_OPT) {
+        double left = deadline - lay_now();
         glp_iocp io;
         glp_init_iocp(&io);
         io.msg_lev = GLP_MSG_OFF;
         io.presolve = GLP_OFF; /* the callback speaks of the original columns */
         io.cb_func = ilp_callback;
         io.cb_info = &cb;
-        io.tm_lim = left > 0.01 ? (int)(left * 1000.0) : 10;
+        io.tm_lim = left > 2e6 ? INT32_MAX : left > 0.01 ? (int)(left * 1000.0) : 10;
         io.mip_gap = 0.0;
         io.br_tech = GLP_BR_DTH;
         io.bt_tech = GLP_BT_BLB;
         int ret = glp_intopt(lp, &io);
+        if (ret == GLP_ETMLIM)
+            *timed_out = 1;
+        *work = cb.work;
         int st = glp_mip_status(lp);
         if (st == GLP_OPT || st == GLP_FEAS) {
             uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
@@ -265,13 +329,27 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 
 /* ------------------------------------------------------------------------ */
 
-uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                         uint64_t *offsets, int *proven_optimal)
+/* The time backstop of an effort, as a lay_now() deadline. */
+static double ilp_deadline(const layout_effort *effort)
+{
+    if (!effort || !(effort->time_limit_s > 0))
+        return INFINITY;
+    return lay_now() + effort->time_limit_s;
+}
+
+static uint64_t ilp_work(const layout_effort *effort)
+{
+    return effort && effort->work ? effort->work : LAYOUT_DEFAULT_WORK;
+}
+
+uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
+                      const uint64_t *warm_offsets, const layout_effort *effort,
+                      uint64_t *offsets, layout_result *res)
 {
     assert(align >= 1);
-    double start = lay_now();
-    double deadline = start + (time_limit_s > 0 ? time_limit_s : 0);
+    ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
+    const uint64_t work0 = bud.work;
+    const uint64_t goal = effort ? effort->goal : 0;
     int proven = 0;
     ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
     uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
@@ -279,6 +357,8 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
     if (!best.offsets || !cand) {
         free(best.offsets);
         free(cand);
+        if (res)
+            *res = (layout_result){UINT64_MAX, 0, 0, 0};
         return UINT64_MAX;
     }
 
@@ -307,8 +387,12 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
     uint64_t known_bad = 0; /* heights below this are proved impossible */
     int all_proofs = 1;     /* every failed probe was a proof */
     if (target < best.height) {
-        double t = (deadline - lay_now()) * ILP_SEARCH_SHARE;
-        int rc = layout_search(bufs, n, align, target, t, LAYOUT_SEARCH_MAX_BUFFERS, cand);
+        uint64_t w = ilp_take(&bud, ILP_SEARCH_SHARE_NUM, ILP_SEARCH_SHARE_DEN);
+        int cut = 0;
+        int rc = lay_search(bufs, n, align, target, &w, bud.deadline, LAYOUT_SEARCH_MAX_BUFFERS,
+                            cand, &cut);
+        ilp_refund(&bud, w);
+        bud.timed_out |= cut;
         if (rc == 1)
             ilp_offer(&best, bufs, n, align, cand);
         else if (rc == 0)
@@ -324,25 +408,36 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
     ilp_pair *pairs = ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np);
     if (pairs) {
         uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
-        double t = (deadline - lay_now()) * ILP_GLPK_SHARE;
-        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, t, &best))
+        uint64_t w = ilp_take(&bud, ILP_GLPK_SHARE_NUM, ILP_GLPK_SHARE_DEN);
+        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, &w, bud.deadline, &bud.timed_out,
+                     &best))
             proven = 1;
+        ilp_refund(&bud, w);
         free(pairs);
     }
     if (proven || best.height <= lb || best.height <= goal)
         goto done;
 
-    /* 4. Bisection on the height with the search, in steps of align. */
+    /* 4. Bisection on the height with the search, in steps of align, while
+     * the work lasts (the deadline is the backstop). */
     uint64_t lo = known_bad > target ? known_bad : target;
-    while (lay_now() < deadline && lo < best.height) {
+    while (lo < best.height && bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
+        if (lay_now() > bud.deadline) {
+            bud.timed_out = 1;
+            break;
+        }
         uint64_t hi = best.height - 1; /* try to beat the incumbent */
         uint64_t mid = lay_round_up(lo + (hi - lo) / 2, align);
         if (mid > hi)
             mid = hi / align * align;
         if (mid < lo)
             break;
-        double t = (deadline - lay_now()) / 3.0;
-        int rc = layout_search(bufs, n, align, mid, t, LAYOUT_SEARCH_MAX_BUFFERS, cand);
+        uint64_t w = ilp_take(&bud, 1, ILP_PROBE_SHARE_DEN);
+        int cut = 0;
+        int rc = lay_search(bufs, n, align, mid, &w, bud.deadline, LAYOUT_SEARCH_MAX_BUFFERS, cand,
+                            &cut);
+        ilp_refund(&bud, w);
+        bud.timed_out |= cut;
         if (rc == 1) {
             ilp_offer(&best, bufs, n, align, cand);
         } else {
@@ -361,12 +456,25 @@ done:
         proven = 1;
     memcpy(offsets, best.offsets, n * sizeof *offsets);
 out:
-    if (proven_optimal)
-        *proven_optimal = proven;
+    if (res)
+        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
     lay_reduced_free(&red);
     free(cand);
     uint64_t h = best.height;
     free(best.offsets);
+    return h;
+}
+
+uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                         uint64_t *offsets, int *proven_optimal)
+{
+    /* A non-positive limit used to mean "no time": keep it tiny, not none. */
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
+    layout_result res;
+    uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
+    if (proven_optimal)
+        *proven_optimal = res.proven_optimal;
     return h;
 }
 
@@ -377,18 +485,23 @@ uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
     return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
 }
 
-uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
-                     uint64_t *offsets, int *proven_optimal, int *too_large)
+uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
+                           const layout_effort *effort, uint64_t *offsets, layout_result *res,
+                           int *too_large)
 {
     ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
     uint64_t *warm = malloc((n ? n : 1) * sizeof *warm);
     lay_reduced red;
     int proven = 0;
+    ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
+    const uint64_t work0 = bud.work;
     *too_large = 0;
     if (!best.offsets || !warm || layout_llfb(bufs, n, align, warm) == UINT64_MAX ||
         lay_reduce(bufs, n, align, &red) != 0) {
         free(best.offsets);
         free(warm);
+        if (res)
+            *res = (layout_result){UINT64_MAX, 0, 0, 0};
         return UINT64_MAX;
     }
     ilp_offer(&best, bufs, n, align, warm);
@@ -398,20 +511,32 @@ uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double
     ilp_pair *pairs = best.height > lb ? ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np) : NULL;
     if (pairs) {
         uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
-        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, time_limit_s, &best);
+        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, &bud.work, bud.deadline,
+                          &bud.timed_out, &best);
         free(pairs);
     } else if (np == SIZE_MAX) {
         *too_large = 1;
     }
     if (best.height <= lb)
         proven = 1;
-    if (proven_optimal)
-        *proven_optimal = proven;
+    if (res)
+        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
     memcpy(offsets, best.offsets, n * sizeof *offsets);
     uint64_t h = best.height;
     free(best.offsets);
     free(warm);
     lay_reduced_free(&red);
+    return h;
+}
+
+uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
+                     uint64_t *offsets, int *proven_optimal, int *too_large)
+{
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
+    layout_result res;
+    uint64_t h = layout_glpk_exact(bufs, n, align, &e, offsets, &res, too_large);
+    if (proven_optimal)
+        *proven_optimal = h != UINT64_MAX && res.proven_optimal;
     return h;
 }
 

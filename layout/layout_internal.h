@@ -71,7 +71,33 @@ typedef struct lay_reduced {
 int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
 void lay_reduced_free(lay_reduced *r);
 
+/* layout_search on a work budget: *work is the work left, in the units of
+ * layout_effort.work (a search node costs 1 + the sections it scans), and
+ * is decreased by what the search spends; when it runs out the search
+ * gives up (-1), at the same point on every machine.  deadline (lay_now()
+ * seconds) is only a backstop: when it cuts the search, *timed_out (may be
+ * NULL) is set to 1, else 0. */
+int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+               uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+               int *timed_out);
+
 /* Monotonic wall clock in seconds. */
 double lay_now(void);
+
+/* An incremental placer over a fixed buffer list (layout.c): buffers are
+ * placed one at a time, each either at a given offset when that range is
+ * free among the buffers already placed that it conflicts with, or in the
+ * lowest (first fit) or tightest (best fit) gap.  Sizes are rounded up to
+ * align; empty buffers never conflict.  O(log n + k log k) a call, k the
+ * placed buffers it conflicts with.  lay_placer_new returns NULL when
+ * memory runs out. */
+typedef struct lay_placer lay_placer;
+lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align);
+void lay_placer_free(lay_placer *pl);
+/* Places buffer i at offset (a multiple of align) if it fits there: 1, else
+ * 0 (nothing placed); -1 when memory runs out. */
+int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset);
+/* Places buffer i in a gap and writes its offset: 0, or -1 on out of memory. */
+int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset);
 
 #endif

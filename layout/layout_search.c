@@ -20,8 +20,9 @@
  *
  * Every layout can be pushed down until each buffer sits at 0 or on top of
  * a buffer it conflicts with; such a layout lies on one path of this tree,
- * so the search is complete: when it ends without hitting its node or time
- * limit and finds nothing, no layout fits.  What prunes it:
+ * so the search is complete: when it ends without hitting its node limit,
+ * work budget or time backstop and finds nothing, no layout fits.  What
+ * prunes it:
  *
  *   - floor + total > capacity in some section;
  *   - a tight section none of whose buffers could sit at its floor (each
@@ -59,7 +60,7 @@
 typedef enum srch_rc {
     SRCH_FOUND,      /* a layout fits: offsets are in s->solution */
     SRCH_INFEASIBLE, /* proved: nothing fits */
-    SRCH_ABORT,      /* node or time limit */
+    SRCH_ABORT,      /* node limit, work budget or time backstop */
     SRCH_NOMEM
 } srch_rc;
 
@@ -103,7 +104,10 @@ typedef struct srch {
     size_t nundo, undo_cap;
 
     long long nodes_left;
-    double deadline;
+    uint64_t *work;      /* work left (shared by both directions): a node
+                            costs the sections it scans, 1 + hi - lo */
+    int out_of_work;
+    double deadline;     /* the time backstop */
     int timed_out;
 } srch;
 
@@ -388,6 +392,15 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
             rc = SRCH_ABORT;
             break;
         }
+        /* The work budget, not the clock, is what normally stops the
+         * search, so that the answer does not depend on machine speed. */
+        uint64_t cost = 1 + (uint64_t)(hi - lo);
+        if (*s->work < cost) {
+            s->out_of_work = 1;
+            rc = SRCH_ABORT;
+            break;
+        }
+        *s->work -= cost;
         if ((s->nodes_left & 63) == 0 && lay_now() > s->deadline) {
             s->timed_out = 1;
             rc = SRCH_ABORT;
@@ -831,11 +844,23 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                   double time_limit_s, size_t max_buffers, uint64_t *offsets)
 {
-    double deadline = lay_now() + time_limit_s;
+    uint64_t work = UINT64_MAX;
+    return lay_search(bufs, n, align, capacity, &work, lay_now() + time_limit_s, max_buffers,
+                      offsets, NULL);
+}
+
+int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+               uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+               int *timed_out_out)
+{
+    assert(work != NULL);
+    if (timed_out_out)
+        *timed_out_out = 0;
     srch dir[2]; /* the problem as given, and with time running backwards */
     size_t ndir = 0;
     layout_buffer *mirror = NULL;
     lay_reduced red;
+    int timed_out = 0, out_of_work = 0;
     if (lay_reduce(bufs, n, align, &red) != 0)
         return -2;
     int result = -2;
@@ -876,14 +901,17 @@ int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ"};
     const size_t norders = sizeof orders / sizeof orders[0];
     result = -1;
-    int timed_out = 0;
-    for (long long limit = 4 * (long long)red.n; result == -1 && !timed_out; limit *= 2) {
-        for (size_t h = 0; h < norders * ndir && result == -1 && !timed_out; h++) {
+    for (long long limit = 4 * (long long)red.n; result == -1 && !timed_out && !out_of_work;
+         limit *= 2) {
+        for (size_t h = 0; h < norders * ndir && result == -1 && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
             srch_reset(s);
             srch_preorder(s, s->pre, s->pre_tmp, s->next, orders[h / ndir]);
             s->deadline = deadline;
             s->nodes_left = limit;
+            s->work = work;
+            s->out_of_work = 0;
+            s->timed_out = 0;
             srch_rc rc = srch_solve_range(s, 0, s->nsec);
             if (rc == SRCH_FOUND) {
                 result = 1;
@@ -894,6 +922,8 @@ int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
                 result = 0;
             } else if (rc == SRCH_NOMEM) {
                 result = -2;
+            } else if (s->out_of_work) {
+                out_of_work = 1;
             } else if (s->timed_out || lay_now() > deadline) {
                 timed_out = 1;
             }
@@ -902,6 +932,8 @@ int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
             break;
     }
 done:
+    if (timed_out_out)
+        *timed_out_out = result == -1 && timed_out;
     for (size_t d = 0; d < ndir; d++)
         srch_free(&dir[d]);
     free(mirror);

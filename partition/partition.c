@@ -735,6 +735,54 @@ int partition_build(const graph *g, const partition_options *opt, const int *pro
     return 0;
 }
 
+/* ------------------------------------------------------- layout groups */
+
+/* Leaf index of every op (-1: in no leaf).  Leaves are numbered in node
+ * order; returns how many there are. */
+static int partition_leaf_of(const partition *P, int *leaf_of) {
+    for (size_t v = 0; v < P->n_ops; v++) leaf_of[v] = -1;
+    int n_leaves = 0;
+    for (size_t i = 0; i < P->n_nodes; i++) {
+        const partition_node *nd = &P->nodes[i];
+        /* the root is a leaf only when the graph was not split */
+        if (nd->n_children != 0 || (i == 0 && P->n_nodes > 1)) continue;
+        for (size_t k = 0; k < nd->n_ops; k++) {
+            assert(nd->ops[k] >= 0 && (size_t)nd->ops[k] < P->n_ops);
+            assert(leaf_of[nd->ops[k]] == -1); /* leaves are disjoint */
+            leaf_of[nd->ops[k]] = n_leaves;
+        }
+        n_leaves++;
+    }
+    return n_leaves;
+}
+
+int partition_layout_groups(const graph *g, const partition *P, const int *order, const int32_t *start,
+                            const int32_t *end, int *group, bool *activation) {
+    assert(g->n_ops == P->n_ops);
+    int *leaf_of = malloc((g->n_ops ? g->n_ops : 1) * sizeof *leaf_of);
+    if (!leaf_of) return -1;
+    int n_leaves = partition_leaf_of(P, leaf_of);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        bool act = false;
+        if (g->storages[s].persistent) {
+            group[s] = n_leaves, act = true;
+        } else {
+            assert(start[s] >= 0 && start[s] <= end[s] && (size_t)end[s] < g->n_ops);
+            int c = order[start[s]], f = order[end[s]];
+            int lc = leaf_of[c], lf = leaf_of[f];
+            bool fwd_c = P->forward[c], fwd_f = P->forward[f];
+            act = fwd_c && !fwd_f;
+            if (lc == lf) group[s] = lc;         /* its whole life in one subgraph */
+            else if (!fwd_c) group[s] = lc;      /* CIFO: temporaries of the backward pass */
+            else if (!fwd_f) group[s] = lf;      /* COFI: activations, where the backward frees them */
+            else group[s] = -1;                  /* forward to forward across subgraphs: a leftover */
+        }
+        if (activation) activation[s] = act;
+    }
+    free(leaf_of);
+    return n_leaves + 1;
+}
+
 /* --------------------------------------------------------------- dump */
 
 int partition_dump_tree(const partition *P, const graph *g, const char *path, char *err, size_t errlen) {

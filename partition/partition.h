@@ -110,6 +110,30 @@ int partition_build(const graph *g, const partition_options *opt, const int *pro
                     size_t errlen);
 void partition_free(partition *P);
 
+/* Layout groups of the subgraph tree (the paper's section IV-B, Fig. 8):
+ * which leaf subgraph's layout each storage belongs to, for a final
+ * schedule order (n_ops ops, any valid schedule, not necessarily one built
+ * from P) and the storages' closed lifetimes start/end under it
+ * (graph_lifetimes).  A storage is created by the op at step start[s] and
+ * freed after the op at step end[s]; with leaf(op) the leaf node holding op:
+ *   - both ops in one leaf: that leaf;
+ *   - created in forward, freed in backward or elsewhere (COFI): the leaf
+ *     where it is freed;
+ *   - created in backward (CIFO): the leaf where it is created;
+ *   - created and freed in forward in different leaves (COFO for the
+ *     leaves between), or an op outside every leaf: no group (-1), laid out
+ *     afterwards with the other leftovers.
+ * Leaves are the tree nodes without children (the root alone when the graph
+ * is one leaf), numbered 0.. in node order; persistent storages go to one
+ * more group, numbered after the leaves, meant for the bottom of the arena.
+ * Writes group[s] (n_storages entries) and, when activation is not NULL,
+ * activation[s]: a non-persistent storage created in forward and freed in
+ * backward (an activation, long-lived in its group), or a persistent one.
+ * Returns the number of groups (leaves + 1: the last is the persistent
+ * group, possibly empty), or -1 on out of memory. */
+int partition_layout_groups(const graph *g, const partition *P, const int *order, const int32_t *start,
+                            const int32_t *end, int *group, bool *activation);
+
 /* Writes the tree as JSON to path: {"nodes": [{"id", "kind", "parent",
  * "operators": [...], "boundary": [...]}, ...], plus the counts}.  Returns 0,
  * or -1 with a message in err. */

@@ -252,6 +252,7 @@ int cmd_layout(int argc, char **argv)
     const char *winner = NULL; /* roam: the best heuristic and its height */
     uint64_t h0 = UINT64_MAX;
     int proven = 0;
+    int timed_out = 0; /* the time backstop cut the exact steps */
     layout_pytorch_stats pt;
     if (strcmp(o.method, "llfb") == 0) {
         height = layout_llfb(bufs, n, o.align, offsets);
@@ -267,7 +268,13 @@ int cmd_layout(int argc, char **argv)
         height = h0;
         if (h0 != UINT64_MAX) {
             uint64_t goal = o.has_capacity ? o.capacity : 0;
-            height = layout_ilp_goal(bufs, n, o.align, offsets, o.time_limit, goal, offsets, &proven);
+            /* A work budget keeps the answer the same from run to run;
+             * --time-limit is the backstop. */
+            layout_effort e = {LAYOUT_DEFAULT_WORK, o.time_limit > 0 ? o.time_limit : 1e-9, goal};
+            layout_result lr;
+            height = layout_exact(bufs, n, o.align, offsets, &e, offsets, &lr);
+            proven = lr.proven_optimal;
+            timed_out = lr.stopped_by_time;
             detail = height < h0 ? "improved on" : "no better than";
         }
     }
@@ -300,6 +307,8 @@ int cmd_layout(int argc, char **argv)
         printf("pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
                pt.reserved_peak, pt.allocated_peak, pt.segments);
     printf("time: %.3f s\n", secs);
+    if (timed_out)
+        printf("note: stopped by --time-limit before the work budget: another run may differ\n");
 
     if (o.has_capacity && height > o.capacity) {
         fprintf(stderr,

@@ -16,7 +16,8 @@
 #include <jansson.h>
 
 typedef struct compare_row {
-    const char *name;
+    const char *name; /* as printed */
+    const char *key;  /* in JSON */
     planner_order order;
     planner_layout layout;
     plan p;
@@ -56,10 +57,10 @@ static void compare_note(compare_row *r) {
 int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
                  const char *svg_path, int json, FILE *out, char *err, size_t errlen) {
     compare_row rows[] = {
-        {"PyTorch", PLANNER_ORDER_PROGRAM, PLANNER_LAYOUT_PYTORCH, {0}, 0, 0, 0, ""},
-        {"Heuristics", PLANNER_ORDER_LESCEA, PLANNER_LAYOUT_LLFB, {0}, 0, 0, 0, ""},
-        {"ILP", PLANNER_ORDER_ILP, PLANNER_LAYOUT_ILP, {0}, 0, 0, 0, ""},
-        {"ROAM", PLANNER_ORDER_ROAM, PLANNER_LAYOUT_ROAM, {0}, 0, 0, 0, ""},
+        {"PyTorch", "pytorch", PLANNER_ORDER_PROGRAM, PLANNER_LAYOUT_PYTORCH, {0}, 0, 0, 0, ""},
+        {"Heuristics", "heuristics", PLANNER_ORDER_LESCEA, PLANNER_LAYOUT_LLFB, {0}, 0, 0, 0, ""},
+        {"ILP", "ilp", PLANNER_ORDER_ILP, PLANNER_LAYOUT_ILP, {0}, 0, 0, 0, ""},
+        {"ROAM", "roam", PLANNER_ORDER_ROAM, PLANNER_LAYOUT_ROAM, {0}, 0, 0, 0, ""},
     };
     const size_t nrows = sizeof rows / sizeof rows[0];
     int rc = 0;
@@ -104,7 +105,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         for (size_t i = 0; i < nrows; i++) {
             const compare_row *w = &rows[i];
             json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(w->name));
+            json_object_set_new(o, "name", json_string(w->key));
             json_object_set_new(o, "order", json_string(planner_order_name(w->order)));
             json_object_set_new(o, "layout", json_string(planner_layout_name(w->layout)));
             json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));

@@ -281,6 +281,8 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
             st->placement = cand_i < n_rules ? partition_placement_name((partition_placement)pl)
                                               : cand_i == n_rules ? "as program order" : "as LESCEA";
             st->floating = partition_floating_name((partition_floating)fl);
+            st->part_placement = pl, st->part_floating = fl, st->part_reference = cand_i < n_rules ? -1 : cand_i - n_rules;
+            st->has_partition = 1;
         } else
             partition_free(&P);
     }
@@ -382,6 +384,34 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, const int
     st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
     st->t_solve = order_now() - t0;
     return rc ? order_fail(err, errlen, "out of memory in the ILP") : 0;
+}
+
+int planner_order_partition(const graph *g, const planner_options *opt, const planner_order_stats *st,
+                            struct partition *P, char *err, size_t errlen) {
+    if (!st->has_partition) return order_fail(err, errlen, "no subgraph tree: the order did not come from roam");
+    size_t n = g->n_ops;
+    int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
+    int *ref = NULL, *ref_pos = NULL, rc = 0;
+    if (!prog || !pos || graph_program_order(g, prog)) rc = -1;
+    for (size_t i = 0; i < n && rc == 0; i++) pos[prog[i]] = (int)i;
+    if (rc == 0 && st->part_reference >= 0) {
+        /* the reference order of the winning candidate, as order_roam had it */
+        ref = malloc((n ? n : 1) * sizeof *ref), ref_pos = malloc((n ? n : 1) * sizeof *ref_pos);
+        if (!ref || !ref_pos) rc = -1;
+        else if (st->part_reference == 0) memcpy(ref, prog, n * sizeof *ref);
+        else if (graph_order_lescea(g, ref)) rc = -1;
+        for (size_t i = 0; i < n && rc == 0; i++) ref_pos[ref[i]] = (int)i;
+    }
+    /* the defaults planner_order_run applied */
+    partition_options po = {.node_limit = opt->node_limit > 0 ? opt->node_limit : PLANNER_DEFAULT_NODE_LIMIT,
+                            .delay_radius = opt->delay_radius < 0 ? 0 : opt->delay_radius,
+                            .placement = (partition_placement)st->part_placement,
+                            .floating = (partition_floating)st->part_floating,
+                            .reference_pos = ref_pos};
+    if (rc == 0) rc = partition_build(g, &po, pos, P, err, errlen);
+    else order_fail(err, errlen, "out of memory rebuilding the subgraph tree");
+    free(prog), free(pos), free(ref), free(ref_pos);
+    return rc;
 }
 
 int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "layout.h"
+#include "partition.h"
 
 static const char *const planner_order_names[] = {"program", "lescea", "roam", "ilp"};
 static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch", "roam", "ilp"};
@@ -64,7 +65,39 @@ static layout_buffer *plan_buffers(const plan *p) {
     return b;
 }
 
-/* budget: seconds for the exact layouts (roam, ilp). */
+/* ROAM's tree-based layout (paper IV-B): each storage in the group of the
+ * leaf subgraph partition_layout_groups gives it, persistent ones at the
+ * bottom, laid out by layout_roam within work (seconds: backstop).  Writes
+ * offsets and returns the height, UINT64_MAX when it could not run. */
+static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work, double seconds, uint64_t *offsets) {
+    const graph *g = p->g;
+    size_t ns = g->n_storages ? g->n_storages : 1;
+    partition P;
+    char err[256];
+    if (planner_order_partition(g, &p->opt, p->ostats, &P, err, sizeof err)) return UINT64_MAX;
+    int *group = malloc(ns * sizeof *group);
+    bool *act = malloc(ns * sizeof *act);
+    unsigned char *low = malloc(ns);
+    uint64_t h = UINT64_MAX;
+    int ng = group && act && low ? partition_layout_groups(g, &P, p->order, p->start, p->end, group, act) : -1;
+    unsigned *flags = ng > 0 ? calloc((size_t)ng, sizeof *flags) : NULL;
+    if (flags) {
+        flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
+        for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
+        layout_roam_input in = {.group = group, .low = low, .n_groups = (size_t)ng, .group_flags = flags,
+                                .work = work, .time_limit_s = seconds};
+        layout_roam_stats st;
+        h = layout_roam(b, g->n_storages, p->opt.align, &in, offsets, &st);
+        p->tree_layout.groups = st.groups, p->tree_layout.groups_proven = st.groups_proven;
+        p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
+    }
+    free(group), free(act), free(low), free(flags);
+    partition_free(&P);
+    return h;
+}
+
+/* budget: seconds for the exact layouts (roam, ilp), a backstop only: they
+ * stop on work budgets (LAYOUT_DEFAULT_WORK) first. */
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
     layout_buffer *b = plan_buffers(p);
@@ -90,15 +123,52 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         }
         break;
     }
-    case PLANNER_LAYOUT_ROAM:
-        h = layout_ilp(b, g->n_storages, p->opt.align, NULL, budget, p->offsets, &p->layout_optimal);
+    case PLANNER_LAYOUT_ROAM: {
+        /* A work budget, so that the plan does not depend on machine speed;
+         * budget seconds are only the backstop. */
+        layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+        layout_result lr;
+        /* After order roam, ROAM's tree-based layout first (half the time
+         * backstop; its work budget apart), then the global engine
+         * warm-started from it, which never returns anything higher. */
+        uint64_t *tree = NULL, th = UINT64_MAX;
+        if (p->opt.order == PLANNER_ORDER_ROAM && p->ostats && p->ostats->has_partition &&
+            (tree = malloc((g->n_storages ? g->n_storages : 1) * sizeof *tree))) {
+            double t0 = planner_now();
+            th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
+            p->tree_layout.seconds = planner_now() - t0;
+            e.time_limit_s = budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
+        }
+        h = layout_exact(b, g->n_storages, p->opt.align, th != UINT64_MAX ? tree : NULL, &e, p->offsets, &lr);
+        p->layout_optimal = lr.proven_optimal;
+        if (th != UINT64_MAX) {
+            p->tree_layout.used = 1;
+            p->tree_layout.tree_height = th;
+            p->tree_layout.global_height = h;
+            if (h > th) { /* not expected: layout_exact keeps its warm start */
+                memcpy(p->offsets, tree, g->n_storages * sizeof *tree);
+                h = th;
+            }
+            p->tree_layout.winner = h < th ? "global" : "tree";
+        }
+        free(tree);
+        if (lr.stopped_by_time)
+            snprintf(p->layout_note, sizeof p->layout_note,
+                     "layout stopped by the time limit, not by its work budget: another run may differ");
         break;
+    }
     case PLANNER_LAYOUT_ILP: {
         /* The GLPK model alone, warm-started from LLFB as MODeL would be
          * from its heuristic; too many conflicting pairs keep LLFB. */
         int too_large = 0;
-        h = layout_glpk(b, g->n_storages, p->opt.align, budget, p->offsets, &p->layout_optimal, &too_large);
+        layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+        layout_result lr;
+        h = layout_glpk_exact(b, g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
+        p->layout_optimal = lr.proven_optimal;
         if (too_large) snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
+        else if (lr.stopped_by_time)
+            snprintf(p->layout_note, sizeof p->layout_note,
+                     "layout ILP stopped by the time limit, not by its work budget: another run may differ");
         break;
     }
     }
@@ -142,11 +212,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (p->ostats && p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
-    /* The exact layouts get what the ordering left of --time-limit, at most
-     * PLANNER_LAYOUT_SECONDS. */
+    /* The exact layouts stop on work budgets; their time backstop is what
+     * the ordering left of --time-limit. */
     double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
     double budget = limit - (t1 - t0);
-    if (budget > PLANNER_LAYOUT_SECONDS) budget = PLANNER_LAYOUT_SECONDS;
     if (budget < 0.1) budget = 0.1;
     if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);

@@ -211,6 +211,12 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
             (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
     if (p->layout_optimal) fprintf(f, "  layout        proven minimal for this order\n");
     else if (p->layout_note[0]) fprintf(f, "  layout        %s\n", p->layout_note);
+    if (p->tree_layout.used)
+        fprintf(f, "  tree layout   %s (%zu groups, %zu proven, %zu repaired, %zu leftovers, %.3f s); "
+                   "global from it %s; kept: %s\n",
+                plan_human(p->tree_layout.tree_height, a, sizeof a), p->tree_layout.groups,
+                p->tree_layout.groups_proven, p->tree_layout.repaired, p->tree_layout.leftovers,
+                p->tree_layout.seconds, plan_human(p->tree_layout.global_height, b, sizeof b), p->tree_layout.winner);
     if (p->pytorch_reserved)
         fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
                 plan_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
@@ -241,6 +247,19 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
     json_object_set_new(r, "layout_optimal", json_boolean(p->layout_optimal));
     json_object_set_new(r, "layout_note", json_string(p->layout_note));
+    if (p->tree_layout.used) {
+        const planner_tree_layout *tl = &p->tree_layout;
+        json_t *t = json_object();
+        json_object_set_new(t, "tree_height", json_integer((json_int_t)tl->tree_height));
+        json_object_set_new(t, "global_height", json_integer((json_int_t)tl->global_height));
+        json_object_set_new(t, "winner", json_string(tl->winner));
+        json_object_set_new(t, "groups", json_integer((json_int_t)tl->groups));
+        json_object_set_new(t, "groups_proven", json_integer((json_int_t)tl->groups_proven));
+        json_object_set_new(t, "repaired", json_integer((json_int_t)tl->repaired));
+        json_object_set_new(t, "leftovers", json_integer((json_int_t)tl->leftovers));
+        json_object_set_new(t, "seconds", json_real(tl->seconds));
+        json_object_set_new(r, "tree_layout", t);
+    }
     if (p->pytorch_reserved) json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));
     json_t *t = json_object();
     json_object_set_new(t, "load", json_real(p->times.load));

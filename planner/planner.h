@@ -54,6 +54,18 @@ typedef struct planner_times {
     double load, order, layout, total;
 } planner_times;
 
+/* Layout roam after order roam (plan.c): ROAM's tree-based layout (the
+ * storages grouped by the leaf subgraphs of the order's tree, layout_roam),
+ * then the global exact layout warm-started from it; the lower one is kept. */
+typedef struct planner_tree_layout {
+    int used;                 /* 1 when the tree-based layout ran */
+    uint64_t tree_height;     /* height of the tree-based layout */
+    uint64_t global_height;   /* height of the global exact layout warm-started from it */
+    const char *winner;       /* "tree" (the global layout found nothing lower) or "global" */
+    size_t groups, groups_proven, repaired, leftovers;
+    double seconds;           /* time of the tree-based layout */
+} planner_tree_layout;
+
 typedef struct plan {
     const graph *g;
     planner_options opt;
@@ -68,6 +80,7 @@ typedef struct plan {
     uint64_t pytorch_reserved; /* layout pytorch: bytes of reserved segments, else 0 */
     int layout_optimal;        /* the layout's height is proven minimal for this order */
     char layout_note[160];     /* a fallback or time limit the layout ran into, else "" */
+    planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
     struct planner_order_stats *ostats; /* order roam/ilp: how the order was found, else NULL */
 } plan;
@@ -154,6 +167,10 @@ typedef struct planner_order_stats {
     size_t leaves_budget, time_stopped;
     int threads;
     double t_partition, t_solve; /* seconds */
+    /* order roam: the winning candidate partition, for planner_order_partition */
+    int has_partition;
+    int part_placement, part_floating; /* partition_placement, partition_floating */
+    int part_reference;                /* its reference order: -1 none, 0 program, 1 LESCEA */
 } planner_order_stats;
 
 /* Orders g by opt->order (PROGRAM, LESCEA, ROAM or ILP) into order (n_ops
@@ -162,5 +179,14 @@ typedef struct planner_order_stats {
  * message in err. */
 int planner_order_run(const graph *g, const planner_options *opt, int *order, planner_order_stats *st, char *err,
                       size_t errlen);
+
+/* The partition (subgraph tree) that order roam chose, rebuilt from st (a
+ * planner_order_run result with st->has_partition) with the same options:
+ * the same tree, deterministically.  The caller frees it with
+ * partition_free (partition/partition.h).  Returns 0, or -1 with a message
+ * in err. */
+struct partition;
+int planner_order_partition(const graph *g, const planner_options *opt, const planner_order_stats *st,
+                            struct partition *P, char *err, size_t errlen);
 
 #endif

@@ -93,7 +93,7 @@ static int roamc_check(const char *tag, const char *model, const char *plan) {
 /* Plans every valid model with every layout; each plan passes both checkers. */
 static void test_valid_models_all_layouts(void **state) {
     (void)state;
-    const char *layouts[] = {"bestfit", "llfb", "greedy", "pytorch"};
+    const char *layouts[] = {"bestfit", "llfb", "greedy", "pytorch", "roam"};
     for (const test_model *m = test_models_valid; m->name; m++) {
         char model[1024];
         snprintf(model, sizeof model, "%s/%s.onnx", workdir, m->name);

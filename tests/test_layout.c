@@ -522,6 +522,61 @@ static void test_search_slack_tiny_sizes(void **state)
     free(off);
 }
 
+/* layout_exact stops on its work budget, not the clock: the same effort
+ * gives the same layout and the same work, a tiny budget still gives a
+ * valid layout, and a generous one is proved optimal. */
+static void test_exact_work_budget(void **state)
+{
+    (void)state;
+    rng r = {77};
+    enum { N = 300 };
+    layout_buffer *b = malloc(N * sizeof *b);
+    uint64_t *o1 = malloc(N * sizeof *o1), *o2 = malloc(N * sizeof *o2);
+    assert_non_null(b);
+    assert_non_null(o1);
+    assert_non_null(o2);
+    make_perfect(&r, N, 4 * N, 1048576, b);
+    for (size_t i = 0; i < N; i += 7)
+        b[i].size = b[i].size / 2 + 1; /* slack: the bound is not reached */
+    uint64_t lb = layout_live_peak(b, N);
+    static const uint64_t works[] = {1, 5000, 200000};
+    for (size_t w = 0; w < sizeof works / sizeof works[0]; w++) {
+        layout_effort e = {works[w], 0.0, 0}; /* no backstop */
+        layout_result r1, r2;
+        uint64_t h1 = layout_exact(b, N, 1, NULL, &e, o1, &r1);
+        uint64_t h2 = layout_exact(b, N, 1, NULL, &e, o2, &r2);
+        assert_true(check_layout(b, N, o1, 1));
+        assert_true(h1 >= lb);
+        assert_int_equal(h1, r1.height);
+        assert_int_equal(h1, h2);
+        assert_memory_equal(o1, o2, N * sizeof *o1);
+        assert_int_equal(r1.work_spent, r2.work_spent);
+        assert_true(r1.work_spent <= works[w]);
+        assert_int_equal(r1.stopped_by_time, 0);
+    }
+    /* gap7: optimum 17 above the bound 16, proved within a small budget;
+     * GLPK alone likewise */
+    uint64_t off[7];
+    layout_effort e = {1000000, 0.0, 0};
+    layout_result res;
+    assert_int_equal(layout_exact(gap7, 7, 1, NULL, &e, off, &res), 17);
+    assert_int_equal(res.proven_optimal, 1);
+    assert_int_equal(res.stopped_by_time, 0);
+    int too_large = 1;
+    assert_int_equal(layout_glpk_exact(gap7, 7, 1, &e, off, &res, &too_large), 17);
+    assert_int_equal(too_large, 0);
+    assert_int_equal(res.proven_optimal, 1);
+    assert_true(check_layout(gap7, 7, off, 1));
+    /* a backstop that has already passed is reported */
+    layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0};
+    layout_exact(b, N, 1, NULL, &late, o1, &res);
+    assert_true(check_layout(b, N, o1, 1));
+    assert_int_equal(res.stopped_by_time, 1);
+    free(b);
+    free(o1);
+    free(o2);
+}
+
 /* Several threads run layout_ilp (and so GLPK) at once. */
 typedef struct thread_job {
     uint64_t seed;
@@ -780,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_glpk_alone),
         cmocka_unit_test(test_perfect_instances),
         cmocka_unit_test(test_search_slack_tiny_sizes),
+        cmocka_unit_test(test_exact_work_budget),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_pytorch_pools),
         cmocka_unit_test(test_pytorch_split_rule),
