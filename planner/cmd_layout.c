@@ -1,6 +1,6 @@
 /* cmd_layout.c — `roamc layout`: the layout engine alone, on a buffer-list
  * CSV (shared/DESIGN.md).  See cmd_layout.h for the interface. */
-#include "cmd_layout.h"
+#include "planner.h"
 
 #include "layout.h"
 

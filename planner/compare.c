@@ -27,12 +27,6 @@ typedef struct compare_row {
     char note[256];
 } compare_row;
 
-static double compare_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static const char *compare_human(uint64_t b, char *buf, size_t len) {
     if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (1024.0 * 1024 * 1024));
     else snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
@@ -69,12 +63,12 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         opt.order = rows[i].order;
         opt.layout = rows[i].layout;
         opt.dump_tree = rows[i].order == PLANNER_ORDER_ROAM ? base->dump_tree : NULL;
-        double t0 = compare_now();
+        double t0 = planner_now();
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;
             break;
         }
-        rows[i].seconds = compare_now() - t0;
+        rows[i].seconds = planner_now() - t0;
         rows[i].ok = 1;
         rows[i].actual = rows[i].p.pytorch_reserved ? rows[i].p.pytorch_reserved : rows[i].p.actual;
         compare_note(&rows[i]);

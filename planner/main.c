@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd_layout.h"
 #include "frontend.h"
 #include "graph.h"
 #include "planner.h"
@@ -51,12 +50,6 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 ok, 1 roamc failed, 2 bad input or usage;\n"
     "`check`: 0 valid, 1 invalid, 2 unreadable input.\n";
-
-static double main_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int main_usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "roamc: ");
@@ -146,7 +139,7 @@ static int main_plan(int argc, char **argv) {
     opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
 
-    double t0 = main_now();
+    double t0 = planner_now();
     char err[2048];
     fe_model m;
     if (fe_load(model_path, &m, err, sizeof err)) {
@@ -159,7 +152,7 @@ static int main_plan(int argc, char **argv) {
         fe_free(&m);
         return 2;
     }
-    double t1 = main_now();
+    double t1 = planner_now();
     plan p;
     int rc = 0;
     if (compare) {
@@ -188,7 +181,7 @@ static int main_plan(int argc, char **argv) {
                 rc = 1;
             }
         }
-        p.times.total = main_now() - t0;
+        p.times.total = planner_now() - t0;
         if (rc == 0 && !quiet) {
             if (json_report) plan_report_json(stdout, &p, model_path, out_path);
             else plan_report_text(stdout, &p, model_path, out_path);

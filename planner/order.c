@@ -53,22 +53,6 @@
 /* graph_order_lower_bound's bitsets: 20k ops take 50 MB */
 #define ORDER_LB_MAX_OPS 20000
 
-static int order_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-static double order_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* How a leaf was solved. */
 typedef enum order_how {
     ORDER_TRIVIAL,   /* one op */
@@ -128,7 +112,7 @@ static int order_block(const graph *g, const graph_blocks *B, int b, const int *
                 free(e);
             }
             if (rc == 0 && *how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
-                if (order_now() > deadline) *how = ORDER_TIME;
+                if (planner_now() > deadline) *how = ORDER_TIME;
                 else {
                     ilp_order_options io = {.node_budget = ORDER_ILP_NODES, .time_limit = time_limit,
                                             .max_vars = ORDER_ILP_MAX_VARS, .goal = target};
@@ -246,12 +230,12 @@ static int order_threads(const planner_options *opt) {
 static int order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos, int *order,
                       planner_order_stats *st, char *err, size_t errlen) {
     const int *program_pos = ref_pos[0];
-    double t0 = order_now();
+    double t0 = planner_now();
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
     partition best_p = {0};
     uint64_t best_peak = UINT64_MAX;
     int *cand = malloc(g->n_ops * sizeof *cand);
-    if (!cand) return order_fail(err, errlen, "out of memory");
+    if (!cand) return planner_errorf(err, errlen, "out of memory");
     /* 1. candidates: every rule-based placement of update and floating
      * ops, then the placements of program order and of LESCEA */
     const int n_rules = PARTITION_PLACE_REFERENCE * PARTITION_FLOAT_REFERENCE;
@@ -273,7 +257,7 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         graph_blocks_free(&B);
         if (rc) {
             partition_free(&P), partition_free(&best_p), free(cand);
-            return order_fail(err, errlen, "out of memory ordering blocks");
+            return planner_errorf(err, errlen, "out of memory ordering blocks");
         }
         if (peak < best_peak) {
             partition_free(&best_p);
@@ -294,13 +278,13 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         partition_free(P);
         return -1;
     }
-    double t1 = order_now();
+    double t1 = planner_now();
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */
     graph_blocks B;
     if (graph_blocks_init(g, P->block, P->n_blocks, &B)) {
         partition_free(P);
-        return order_fail(err, errlen, "out of memory");
+        return planner_errorf(err, errlen, "out of memory");
     }
     order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .progress = opt->progress};
     {
@@ -308,7 +292,7 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         int *quick = malloc(g->n_ops * sizeof *quick);
         if (!quick || order_blocks_quick(g, &B, ref_pos, quick)) {
             free(quick), graph_blocks_free(&B), partition_free(P);
-            return order_fail(err, errlen, "out of memory");
+            return planner_errorf(err, errlen, "out of memory");
         }
         pool.target = order_target(g, &B, quick);
         free(quick);
@@ -360,15 +344,15 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     free(pool.tasks), free(pool.how);
     graph_blocks_free(&B);
     partition_free(P);
-    st->t_solve = order_now() - t1;
-    return rc ? order_fail(err, errlen, "out of memory solving leaves") : 0;
+    st->t_solve = planner_now() - t1;
+    return rc ? planner_errorf(err, errlen, "out of memory solving leaves") : 0;
 }
 
 static int order_whole_ilp(const graph *g, const planner_options *opt, const int *warm, int *order,
                            planner_order_stats *st, char *err, size_t errlen) {
-    double t0 = order_now();
+    double t0 = planner_now();
     graph_leaf L;
-    if (graph_leaf_init_all(g, &L)) return order_fail(err, errlen, "out of memory");
+    if (graph_leaf_init_all(g, &L)) return planner_errorf(err, errlen, "out of memory");
     double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
     /* The whole-graph baseline runs until the time limit: no node budget. */
     ilp_order_options io = {.node_budget = 1L << 40, .time_limit = limit, .max_vars = ORDER_ILP_MAX_VARS};
@@ -382,13 +366,13 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, const int
     st->leaves_ilp_optimal = ir.status == ILP_OPTIMAL;
     st->time_stopped = ir.status == ILP_TIME;
     st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
-    st->t_solve = order_now() - t0;
-    return rc ? order_fail(err, errlen, "out of memory in the ILP") : 0;
+    st->t_solve = planner_now() - t0;
+    return rc ? planner_errorf(err, errlen, "out of memory in the ILP") : 0;
 }
 
 int planner_order_partition(const graph *g, const planner_options *opt, const planner_order_stats *st,
                             struct partition *P, char *err, size_t errlen) {
-    if (!st->has_partition) return order_fail(err, errlen, "no subgraph tree: the order did not come from roam");
+    if (!st->has_partition) return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
     size_t n = g->n_ops;
     int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
     int *ref = NULL, *ref_pos = NULL, rc = 0;
@@ -409,7 +393,7 @@ int planner_order_partition(const graph *g, const planner_options *opt, const pl
                             .floating = (partition_floating)st->part_floating,
                             .reference_pos = ref_pos};
     if (rc == 0) rc = partition_build(g, &po, pos, P, err, errlen);
-    else order_fail(err, errlen, "out of memory rebuilding the subgraph tree");
+    else planner_errorf(err, errlen, "out of memory rebuilding the subgraph tree");
     free(prog), free(pos), free(ref), free(ref_pos);
     return rc;
 }
@@ -430,7 +414,7 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
     int *les = malloc((n ? n : 1) * sizeof *les), *les_pos = malloc((n ? n : 1) * sizeof *les_pos);
     if (!prog || !pos || !les || !les_pos || graph_program_order(g, prog) || graph_order_lescea(g, les)) {
         free(prog), free(pos), free(les), free(les_pos);
-        return order_fail(err, errlen, "out of memory ordering %zu ops", n);
+        return planner_errorf(err, errlen, "out of memory ordering %zu ops", n);
     }
     for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i, les_pos[les[i]] = (int)i;
     const int *ref_pos[2] = {pos, les_pos};

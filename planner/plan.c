@@ -29,13 +29,13 @@ int planner_layout_parse(const char *s, planner_layout *out) {
     return -1;
 }
 
-static double planner_now(void) {
+double planner_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int planner_fail(char *err, size_t errlen, const char *fmt, ...) {
+int planner_errorf(char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -101,7 +101,7 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
     layout_buffer *b = plan_buffers(p);
-    if (!b) return planner_fail(err, errlen, "out of memory for %zu buffers", g->n_storages);
+    if (!b) return planner_errorf(err, errlen, "out of memory for %zu buffers", g->n_storages);
     uint64_t h = UINT64_MAX;
     switch (p->opt.layout) {
     case PLANNER_LAYOUT_BESTFIT: h = layout_bestfit(b, g->n_storages, p->opt.align, p->offsets); break;
@@ -114,7 +114,7 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
          * memory PyTorch would reserve (whole segments) is reported apart. */
         if (512 % p->opt.align) {
             free(b);
-            return planner_fail(err, errlen, "layout pytorch places blocks at multiples of 512 B; use an --align that divides 512");
+            return planner_errorf(err, errlen, "layout pytorch places blocks at multiples of 512 B; use an --align that divides 512");
         }
         layout_pytorch_stats st;
         if (layout_pytorch(b, g->n_storages, p->offsets, &st) != UINT64_MAX) {
@@ -173,7 +173,7 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     }
     }
     free(b);
-    if (h == UINT64_MAX) return planner_fail(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
+    if (h == UINT64_MAX) return planner_errorf(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
     if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) && !p->layout_optimal &&
         !p->layout_note[0])
         snprintf(p->layout_note, sizeof p->layout_note, "layout %.4f%% above the live-size bound, not proven minimal",
@@ -194,13 +194,13 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     p->offsets = malloc(ns * sizeof *p->offsets);
     if (!p->order || !p->start || !p->end || !p->offsets) {
         plan_free(p);
-        return planner_fail(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
+        return planner_errorf(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
     }
     int rc = 0;
     /* Every order goes through the ordering driver (planner/order.c), which
      * also measures program order and LESCEA for the report. */
     p->ostats = calloc(1, sizeof *p->ostats);
-    if (!p->ostats) rc = planner_fail(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+    if (!p->ostats) rc = planner_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
     else rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
     if (rc) {
         plan_free(p);
@@ -229,7 +229,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         char why[512];
         snprintf(why, sizeof why, "%s", err);
         plan_free(p);
-        return planner_fail(err, errlen, "internal error, refusing to write an invalid plan: %s", why);
+        return planner_errorf(err, errlen, "internal error, refusing to write an invalid plan: %s", why);
     }
     return 0;
 }
@@ -242,21 +242,21 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     int32_t *start = malloc(ns * sizeof *start), *end = malloc(ns * sizeof *end);
     layout_buffer *b = plan_buffers(p);
     int rc = 0;
-    if (!start || !end || !b) rc = planner_fail(err, errlen, "out of memory");
+    if (!start || !end || !b) rc = planner_errorf(err, errlen, "out of memory");
     if (rc == 0) {
         graph_lifetimes(g, p->order, start, end);
         for (size_t s = 0; s < g->n_storages && rc == 0; s++)
             if (start[s] != p->start[s] || end[s] != p->end[s])
-                rc = planner_fail(err, errlen, "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
+                rc = planner_errorf(err, errlen, "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
                                   p->start[s], p->end[s], start[s], end[s]);
     }
     size_t x = 0, y = 0;
     if (rc == 0 && layout_validate(b, g->n_storages, p->offsets, p->opt.align, &x, &y)) {
         if (x == y)
-            rc = planner_fail(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
+            rc = planner_errorf(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
                               (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
         else
-            rc = planner_fail(err, errlen,
+            rc = planner_errorf(err, errlen,
                               "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) steps [%d,%d] overlap", x,
                               (unsigned long long)p->offsets[x], (unsigned long long)b[x].size, b[x].start, b[x].end, y,
                               (unsigned long long)p->offsets[y], (unsigned long long)b[y].size, b[y].start, b[y].end);
@@ -264,7 +264,7 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     if (rc == 0) {
         uint64_t live = layout_live_peak(b, g->n_storages), h = layout_height(b, g->n_storages, p->offsets);
         if (live != p->theoretical || h != p->actual)
-            rc = planner_fail(err, errlen, "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
+            rc = planner_errorf(err, errlen, "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
                               (unsigned long long)p->theoretical, (unsigned long long)live,
                               (unsigned long long)p->actual, (unsigned long long)h);
     }

@@ -10,16 +10,6 @@
 
 #include <jansson.h>
 
-static int plan_io_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Everything in the file is a function of the model, the options and the
  * plan: no times, dates or thread counts, so that the same input gives the
  * same bytes. */
@@ -101,19 +91,19 @@ int planner_atomic_close(FILE *f, char *tmp_path, const char *path, int ok) {
 
 int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
     json_t *root = plan_to_json(p, model_path);
-    if (!root) return plan_io_fail(err, errlen, "%s: out of memory building the plan", path);
+    if (!root) return planner_errorf(err, errlen, "%s: out of memory building the plan", path);
     char *tmp;
     FILE *f = planner_atomic_open(path, &tmp);
     if (!f) {
         int e = errno;
         json_decref(root);
-        return plan_io_fail(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+        return planner_errorf(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
     }
     int ok = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF;
     json_decref(root);
     if (planner_atomic_close(f, tmp, path, ok)) {
         int e = errno;
-        return plan_io_fail(err, errlen, "%s: cannot write the plan: %s", path, e ? strerror(e) : "I/O error");
+        return planner_errorf(err, errlen, "%s: cannot write the plan: %s", path, e ? strerror(e) : "I/O error");
     }
     return 0;
 }

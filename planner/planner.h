@@ -30,6 +30,12 @@ typedef enum planner_layout {
     PLANNER_LAYOUT_ILP,  /* one GLPK model for all storages (the MODeL-like baseline) */
 } planner_layout;
 
+/* Writes a printf-style message into err (errlen bytes; err may be NULL) and
+ * returns -1, so that a failing function can `return planner_errorf(...)`. */
+int planner_errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Monotonic wall-clock seconds, for the report's timings. */
+double planner_now(void);
+
 const char *planner_order_name(planner_order o);
 const char *planner_layout_name(planner_layout l);
 /* Parses a name; returns 0 and sets *out, or -1 for an unknown name. */
@@ -127,6 +133,16 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
  * svg_path when they are not NULL.  Returns 0, or -1 with a message. */
 int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
                  const char *svg_path, int json, FILE *out, char *err, size_t errlen);
+
+/* `roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]
+ * [--align B] [--method roam|llfb|greedy|bestfit|pytorch]` (cmd_layout.c):
+ * the layout engine alone on a buffer-list CSV.  argv[0] is "layout".
+ * Prints the height, the live-size lower bound, the fragmentation and the
+ * time.  Returns the exit status: 0 success; 1 I/O or memory error; 2 bad
+ * usage or bad input (message on stderr, no output file); 3 --capacity given
+ * and no layout fits it (proved by the lower bound, or none found in time;
+ * no output file). */
+int cmd_layout(int argc, char **argv);
 
 /* `roamc check MODEL PLAN`: the checks of shared/tools/check_plan.py.
  * Prints "VALID ..." or up to 20 "INVALID: ..." lines to out and returns

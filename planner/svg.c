@@ -24,16 +24,6 @@ static int svg_curve_h(size_t n) { return n > 1 ? 60 : 120; }
 #define SVG_CELL 2     /* raster cell, px */
 #define SVG_MIN_PX 3.0 /* storages narrower or lower than this go to the raster */
 
-static int svg_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static void svg_escape(FILE *f, const char *s) {
     for (; *s; s++) {
         switch (*s) {
@@ -184,7 +174,7 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
     }
     char *tmp;
     FILE *f = planner_atomic_open(path, &tmp);
-    if (!f) return svg_fail(err, errlen, "%s: cannot create the picture", path);
+    if (!f) return planner_errorf(err, errlen, "%s: cannot create the picture", path);
     double panel_h = svg_layout_h(n) + 22 + svg_curve_h(n) + 24;
     double total_h = 40 + (double)n * (panel_h + SVG_GAP) - SVG_GAP / 2;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -209,5 +199,5 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
             SVG_MARGIN);
     fputs("</svg>\n", f);
     if (planner_atomic_close(f, tmp, path, rc == 0)) rc = -1;
-    return rc ? svg_fail(err, errlen, "%s: cannot write the picture", path) : 0;
+    return rc ? planner_errorf(err, errlen, "%s: cannot write the picture", path) : 0;
 }
