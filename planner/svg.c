@@ -8,7 +8,6 @@
  */
 #include "planner.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
