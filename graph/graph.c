@@ -47,20 +47,36 @@ static int graph_uf_find(int *parent, int x) {
     return x;
 }
 
-/* Comma-separated list lookup, for the metadata lists of input names. */
-static bool graph_in_csv(const char *list, const char *name) {
-    if (!list) return false;
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
+/* Value indices by name, sorted, to look up the metadata's name lists in
+ * O((values + list) log values) rather than comparing every pair. */
+typedef struct graph_name {
+    const char *name;
+    int value;
+} graph_name;
+
+static int graph_name_cmp(const void *a, const void *b) {
+    return strcmp(((const graph_name *)a)->name, ((const graph_name *)b)->name);
+}
+
+/* Sets mark[v] for every value v named in the comma-separated list (names
+ * not in the model are ignored: metadata is advice). */
+static void graph_mark_listed(const graph_name *sorted, size_t n, const char *list, bool *mark) {
+    char name[1024];
+    for (const char *p = list; p && *p;) {
         const char *q = strchr(p, ',');
         size_t len = q ? (size_t)(q - p) : strlen(p);
         while (len && *p == ' ') p++, len--;
         while (len && p[len - 1] == ' ') len--;
-        if (len == n && strncmp(p, name, n) == 0) return true;
+        if (len && len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = 0;
+            graph_name key = {name, -1};
+            const graph_name *hit = bsearch(&key, sorted, n, sizeof *sorted, graph_name_cmp);
+            if (hit) mark[hit->value] = true;
+        }
         if (!q) break;
         p = q + 1;
     }
-    return false;
 }
 
 static int graph_build_storages(graph *g) {
@@ -106,8 +122,17 @@ static int graph_build_storages(graph *g) {
         g->storages[s].tensors = malloc(g->storages[s].n_tensors * sizeof(int));
         if (!g->storages[s].tensors) rc = -1;
     }
-    const char *params = fe_meta(m, "roamc.parameters");
-    const char *state = fe_meta(m, "roamc.optimizer_state");
+    /* metadata: parameters and optimizer state persist; gradients are marked */
+    graph_name *names = malloc((nt ? nt : 1) * sizeof *names);
+    bool *state = calloc(nt ? nt : 1, sizeof *state), *grad = calloc(nt ? nt : 1, sizeof *grad);
+    if (!names || !state || !grad) rc = -1;
+    for (size_t t = 0; rc == 0 && t < nt; t++) names[t] = (graph_name){m->values[t].name, (int)t};
+    if (rc == 0) {
+        qsort(names, nt, sizeof *names, graph_name_cmp);
+        graph_mark_listed(names, nt, fe_meta(m, "roamc.parameters"), state);
+        graph_mark_listed(names, nt, fe_meta(m, "roamc.optimizer_state"), state);
+        graph_mark_listed(names, nt, fe_meta(m, "roamc.gradients"), grad);
+    }
     for (size_t t = 0; rc == 0 && t < nt; t++) {
         graph_storage *st = &g->storages[g->storage_of[t]];
         const fe_value *v = &m->values[t];
@@ -117,10 +142,12 @@ static int graph_build_storages(graph *g) {
         if (sz > st->size) st->size = sz;
         if (v->kind & (FE_GRAPH_INPUT | FE_INITIALIZER)) st->has_input = true;
         if (v->kind & FE_GRAPH_OUTPUT) st->has_output = true;
-        if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || graph_in_csv(params, v->name) ||
-            graph_in_csv(state, v->name))
-            st->persistent = true;
+        if (grad[t]) st->gradient = true;
+        if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || state[t]) st->persistent = true;
     }
+    free(names);
+    free(state);
+    free(grad);
     /* An input written in place is state the step updates: it persists. */
     for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
@@ -601,7 +628,7 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
     }
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
-        if (st->persistent || st->has_output) end[s] = last;
+        if (st->persistent || st->has_output || (g->retain_gradients && st->gradient)) end[s] = last;
         if (end[s] < start[s]) end[s] = start[s]; /* an input nothing reads: live at step 0 only */
         assert(start[s] != INT32_MAX);
     }

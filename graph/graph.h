@@ -28,6 +28,7 @@ typedef struct graph_storage {
     bool has_input;   /* holds a graph input or initializer: live from step 0 */
     bool has_output;  /* holds a graph output: live to the last step */
     bool persistent;  /* lives for the whole step (see graph_build) */
+    bool gradient;    /* holds a parameter's gradient (metadata roamc.gradients) */
 } graph_storage;
 
 typedef struct graph {
@@ -48,6 +49,10 @@ typedef struct graph {
      * make[make_start[i] .. make_start[i+1]). */
     size_t *make_start;
     int *make;
+    /* When true, gradient storages live to the last step, as eager PyTorch
+     * keeps each .grad until the next zero_grad (graph_build sets false;
+     * set it before planning to model what PyTorch really holds). */
+    bool retain_gradients;
 } graph;
 
 /* Builds the IR.  align >= 1 rounds storage sizes.  Persistent storages: a
@@ -73,7 +78,8 @@ int graph_program_order(const graph *g, int *order);
 int graph_check_schedule(const graph *g, const int *order, char *err, size_t errlen);
 
 /* Lifetimes of all storages under a schedule (shared/DESIGN.md "Lifetime"):
- * start[s], end[s] in steps, closed.  order must be a valid schedule. */
+ * start[s], end[s] in steps, closed.  order must be a valid schedule.  With
+ * g->retain_gradients, gradient storages end at the last step. */
 void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *end);
 
 /* Theoretical peak of a schedule: max over steps of the bytes of live

@@ -122,15 +122,19 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
  * time backstop fires first, which res->stopped_by_time reports.
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
- * between lifetime boundaries) it scans; a GLPK branch-and-bound node costs
- * LAYOUT_GLPK_NODE_WORK per row of the model (about what re-solving its LP
- * takes).  On a 2-core 2020s machine 10^8 units are roughly 5 to 10 s.
+ * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
+ * root LP counts as one) costs rows^2.5 / LAYOUT_GLPK_NODE_DIV for a model
+ * of that many rows, which is how the time of its LP re-solves grows
+ * (measured from 900 to 5000 rows).  Both are calibrated so that 10^7
+ * units take about a second on one core of a 2020s x86 machine.
  * The budget is split in a fixed way between the steps of layout_ilp_goal:
- * 40% for the search at the bound, half of what is left for GLPK, the rest
- * for the bisection (each probe a third of what is left); a step that
- * finishes early leaves its unspent work to the next ones. */
+ * 40% for the search at the bound, half of what is left for GLPK, half of
+ * the rest for a local search over first-fit placement orders (a placement
+ * costs 16 units a buffer), the rest for the bisection (each probe a third
+ * of what is left); a step that finishes early leaves its unspent work to
+ * the next ones. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
-#define LAYOUT_GLPK_NODE_WORK 4
+#define LAYOUT_GLPK_NODE_DIV 600
 
 typedef struct layout_effort {
     uint64_t work;        /* work budget; 0 means LAYOUT_DEFAULT_WORK */
@@ -220,11 +224,15 @@ void layout_csv_free(layout_csv *csv);
  *      decreasing window (first start to last end of its buffers), so the
  *      shorter-lived layout sits on top; the base of a group is the sum of
  *      the long-lived heights of the groups below (eq. 9), so layouts of
- *      groups that are not live at the same time share addresses;
+ *      groups that are not live at the same time share addresses.  Windows
+ *      that do not nest collide less in other orders: by first step, and
+ *      by last step (descending) are tried too, through steps 3-4;
  *   3. buffers that conflict after stacking are re-placed: long-lived ones
  *      and then larger, longer-lived ones keep their offsets, the others
  *      (smaller, shorter-lived) go to the lowest offset where they fit;
- *   4. leftovers (group -1) last, longest first, best fit.
+ *   4. leftovers (group -1) last, longest first, best fit;
+ *   the lowest result over the stacking orders and the two orders of the
+ *   re-placed buffers (smallest first, the paper's; largest first) wins.
  * The result is checked with layout_validate; should it fail (a bug), the
  * answer is layout_best_heuristic's.  Deterministic (work budgets) unless a
  * group's exact layout hits the time backstop.  Returns the height (UINT64_MAX: out of memory)
@@ -243,6 +251,10 @@ typedef struct layout_roam_input {
     uint64_t work;               /* work budget (layout_effort units) of the exact
                                     layouts of all groups together; 0: LAYOUT_DEFAULT_WORK */
     double time_limit_s;         /* their time backstop; <= 0: none */
+    int fill;                    /* 1: a group's other buffers may also go below the
+                                    top of its long-lived part where that is free
+                                    (placed around it, best fit), when that makes
+                                    the group lower than stacking them above it */
 } layout_roam_input;
 
 typedef struct layout_roam_stats {
@@ -252,6 +264,8 @@ typedef struct layout_roam_stats {
     size_t low;               /* long-lived buffers */
     size_t repaired;          /* grouped buffers re-placed after stacking */
     uint64_t stacked;         /* height of the stacked groups before the repair */
+    int stacking;             /* the stacking order that won: 0 by window (the
+                                 paper's), 1 by first step, 2 by last step */
     int fallback;             /* 1: invalid result, layout_best_heuristic returned */
     int stopped_by_time;      /* 1: a group's exact layout hit the time backstop */
 } layout_roam_stats;

@@ -54,8 +54,8 @@ typedef struct roam_group {
     size_t n;
     int32_t lo, hi; /* first start, last end */
     unsigned flags;
-    uint64_t base;      /* eq. 9 */
-    uint64_t low_height; /* height of its long-lived part */
+    uint64_t low_height; /* height of its long-lived part: what it adds to the base above (eq. 9) */
+    uint64_t height;     /* height of its whole layout */
 } roam_group;
 
 static int roam_i32_cmp(const void *pa, const void *pb)
@@ -123,10 +123,60 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
     return h;
 }
 
-/* Lays out every group (steps 1-2 of layout_roam): proposed offsets of all
- * grouped buffers.  Returns 0, or -1 on out of memory. */
+/* The other reading of "activations at the lowest offsets" (Fig. 8:
+ * temporaries of the backward pass reuse the space of activations already
+ * freed): the long-lived part stays where roam_exact put it, and the group's
+ * other buffers (idx[nl..n)) are placed around it, longest first, best fit.
+ * When the group is then lower than hl + hs, their offsets in rel (relative
+ * to base) are replaced.  Returns the group's height either way (UINT64_MAX: out of
+ * memory). */
+static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t nl, size_t n, uint64_t align,
+                          uint64_t base, uint64_t stacked_height, uint64_t *rel)
+{
+    layout_buffer *sub = calloc(n ? n : 1, sizeof *sub);
+    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
+    roam_key *ord = malloc((n ? n : 1) * sizeof *ord);
+    lay_placer *pl = NULL;
+    uint64_t h = UINT64_MAX;
+    int rc = sub && off && ord ? 0 : -1;
+    for (size_t k = 0; k < n && rc == 0; k++)
+        sub[k] = bufs[idx[k]];
+    if (rc == 0 && !(pl = lay_placer_new(sub, n, align)))
+        rc = -1;
+    for (size_t k = 0; k < nl && rc == 0; k++) {
+        off[k] = rel[idx[k]] - base;
+        int r = lay_placer_try(pl, k, off[k]);
+        assert(r != 0); /* an exact layout of the long-lived part is valid */
+        if (r < 0)
+            rc = -1;
+    }
+    for (size_t k = nl; k < n; k++)
+        ord[k - nl] = (roam_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
+    if (rc == 0)
+        qsort(ord, n - nl, sizeof *ord, roam_key_cmp);
+    for (size_t k = 0; k < n - nl && rc == 0; k++)
+        rc = lay_placer_fit(pl, ord[k].idx, 1, &off[ord[k].idx]);
+    if (rc == 0) {
+        h = layout_height(sub, n, off);
+        if (h < stacked_height)
+            for (size_t k = nl; k < n; k++)
+                rel[idx[k]] = base + off[k];
+        else
+            h = stacked_height;
+    }
+    lay_placer_free(pl);
+    free(sub);
+    free(off);
+    free(ord);
+    return h;
+}
+
+/* Lays out every group on its own (step 1 of layout_roam): rel gets the
+ * offsets of all grouped buffers within their group's layout.  Groups are
+ * solved in the paper's stacking order, which only decides how the work
+ * budget is shared.  Returns 0, or -1 on out of memory. */
 static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in, roam_group *grs,
-                       const unsigned char *low, uint64_t *proposed, layout_roam_stats *st)
+                       const unsigned char *low, uint64_t *rel, layout_roam_stats *st)
 {
     size_t ng = in->n_groups;
     roam_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
@@ -143,7 +193,7 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
     qsort(ord, ng, sizeof *ord, roam_key_cmp);
     double deadline = in->time_limit_s > 0 ? lay_now() + in->time_limit_s : 1e300;
     uint64_t work = in->work ? in->work : LAYOUT_DEFAULT_WORK;
-    uint64_t base = 0;
+    const uint64_t base = 0;
     int rc = 0;
     size_t left = nonempty;
     for (size_t r = 0; r < ng && rc == 0; r++) {
@@ -159,7 +209,7 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
                 break;
             }
         }
-        /* long-lived part first, then the rest above it */
+        /* long-lived part first, then the rest above it (or around it: fill) */
         size_t nl = 0, ns = 0;
         for (size_t k = 0; k < gr->n; k++)
             if (low[gr->idx[k]])
@@ -172,30 +222,80 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
         uint64_t share = work / left--;
         int pl = 1, ps = 1;
         uint64_t sl = (uint64_t)((double)share * (double)nl / (double)gr->n);
-        uint64_t hl = roam_exact(bufs, tmp, nl, align, &work, sl, deadline, base, proposed, &pl,
+        uint64_t hl = roam_exact(bufs, tmp, nl, align, &work, sl, deadline, base, rel, &pl,
                                  &st->stopped_by_time);
         if (hl != UINT64_MAX)
             hl = lay_round_up(hl, align); /* keeps every base aligned */
         uint64_t ss = share - (sl < share ? sl : share);
         uint64_t hs = hl == UINT64_MAX ? UINT64_MAX
                                        : roam_exact(bufs, tmp + nl, ns, align, &work, ss, deadline, base + hl,
-                                                    proposed, &ps, &st->stopped_by_time);
-        if (hs == UINT64_MAX) {
+                                                    rel, &ps, &st->stopped_by_time);
+        uint64_t hg = hs == UINT64_MAX || !in->fill ? hl + hs
+                                                    : roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel);
+        if (hs == UINT64_MAX || hg == UINT64_MAX) {
             rc = -1;
             break;
         }
-        gr->base = base;
         gr->low_height = hl;
+        gr->height = hg; /* may be below hl when filling uses the rounding slack */
         st->groups++;
         st->groups_proven += pl && ps;
         st->low += nl;
-        if (base + hl + hs > st->stacked)
-            st->stacked = base + hl + hs;
-        base += hl; /* eq. 9: the next group starts on top of the long-lived part */
     }
     free(tmp);
     free(ord);
     return rc;
+}
+
+/* The stacking orders tried (step 2 of layout_roam).  The paper's puts the
+ * shorter-lived layout on top, which is exact when windows nest; the
+ * subgraphs of a split independent subgraph do not nest, and there the
+ * order by first or by last step often collides less. */
+typedef enum roam_stacking {
+    ROAM_STACK_WINDOW, /* longest window first (the paper) */
+    ROAM_STACK_START,  /* earliest first step first */
+    ROAM_STACK_END,    /* latest last step first */
+    ROAM_STACK_COUNT
+} roam_stacking;
+
+/* Stacks the groups in one order (eq. 9): proposed[i] = base of i's group
+ * + rel[i] for every grouped buffer.  Returns the stacked height (before
+ * any repair), UINT64_MAX on out of memory. */
+static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, const int *group, size_t n,
+                           const uint64_t *rel, uint64_t *proposed)
+{
+    roam_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
+    uint64_t *base = malloc((ng ? ng : 1) * sizeof *base);
+    if (!ord || !base) {
+        free(ord);
+        free(base);
+        return UINT64_MAX;
+    }
+    for (size_t g = 0; g < ng; g++) {
+        const roam_group *gr = &grs[g];
+        uint64_t bottom = (gr->flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1; /* bottom groups first in every order */
+        uint64_t w = gr->n ? (uint64_t)((int64_t)gr->hi - gr->lo) + 1 : 0;
+        switch (how) {
+        case ROAM_STACK_WINDOW: ord[g] = (roam_key){bottom, ~w, roam_step_key(gr->lo), g}; break;
+        case ROAM_STACK_START: ord[g] = (roam_key){bottom, roam_step_key(gr->lo), ~w, g}; break;
+        default: ord[g] = (roam_key){bottom, ~roam_step_key(gr->hi), ~w, g}; break;
+        }
+    }
+    qsort(ord, ng, sizeof *ord, roam_key_cmp);
+    uint64_t b = 0, top = 0;
+    for (size_t r = 0; r < ng; r++) {
+        const roam_group *gr = &grs[ord[r].idx];
+        base[ord[r].idx] = b;
+        if (gr->n && b + gr->height > top)
+            top = b + gr->height;
+        b += gr->low_height; /* eq. 9: the next group starts on top of the long-lived part */
+    }
+    for (size_t i = 0; i < n; i++)
+        if (group[i] >= 0)
+            proposed[i] = base[group[i]] + rel[i];
+    free(ord);
+    free(base);
+    return top;
 }
 
 /* Steps 3-4 with one order of the re-placed buffers (smallest first when
@@ -246,9 +346,10 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     size_t *pool = malloc(n1 * sizeof *pool);
     unsigned char *low = calloc(n1, 1);
     uint64_t *proposed = calloc(n1, sizeof *proposed), *alt = malloc(n1 * sizeof *alt);
+    uint64_t *rel = calloc(n1, sizeof *rel);
     roam_key *keep = malloc(n1 * sizeof *keep), *rest = malloc(n1 * sizeof *rest);
     uint64_t h = UINT64_MAX;
-    int rc = grs && count && pool && low && proposed && alt && keep && rest ? 0 : -1;
+    int rc = grs && count && pool && low && proposed && alt && rel && keep && rest ? 0 : -1;
     /* buffers by group (counting sort keeps index order within a group) */
     for (size_t i = 0; i < n && rc == 0; i++) {
         assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
@@ -281,7 +382,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
         if (grs[g].n && roam_default_low(bufs, &grs[g], low))
             rc = -1;
     if (rc == 0)
-        rc = roam_groups(bufs, align, in, grs, low, proposed, st);
+        rc = roam_groups(bufs, align, in, grs, low, rel, st);
     if (rc == 0) {
         /* keep order: long-lived first (they are the base of eq. 9), then
          * larger and longer-lived buffers, whose moving would cost most */
@@ -291,20 +392,26 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
         qsort(keep, nk, sizeof *keep, roam_key_cmp);
         qsort(rest, nr, sizeof *rest, roam_key_cmp);
         st->grouped = nk, st->leftovers = nr;
-        /* the paper re-places the smallest, shortest-lived first; largest
-         * first often packs tighter: both are cheap, keep the lower (ties:
-         * the paper's) */
-        size_t rep_a = 0, rep_b = 0;
-        h = roam_place(bufs, n, align, keep, nk, proposed, rest, nr, 1, offsets, &rep_a);
-        uint64_t hb = h == UINT64_MAX ? UINT64_MAX
-                                      : roam_place(bufs, n, align, keep, nk, proposed, rest, nr, 0, alt, &rep_b);
-        if (h != UINT64_MAX && hb < h) {
-            memcpy(offsets, alt, n * sizeof *offsets);
-            h = hb;
-            rep_a = rep_b;
+        /* every stacking order, each with the re-placed buffers smallest
+         * first (the paper) and largest first (often tighter): all cheap
+         * next to the group layouts; the lowest wins, ties to the first */
+        for (int how = 0; how < ROAM_STACK_COUNT && rc == 0; how++) {
+            uint64_t stacked = roam_stack(grs, ng, (roam_stacking)how, in->group, n, rel, proposed);
+            for (int small_first = 1; small_first >= 0 && rc == 0; small_first--) {
+                size_t rep = 0;
+                uint64_t hh = stacked == UINT64_MAX ? UINT64_MAX
+                                                    : roam_place(bufs, n, align, keep, nk, proposed, rest, nr,
+                                                                 small_first, alt, &rep);
+                if (hh == UINT64_MAX)
+                    rc = -1;
+                else if (hh < h) {
+                    h = hh;
+                    memcpy(offsets, alt, n * sizeof *offsets);
+                    st->repaired = rep, st->stacked = stacked, st->stacking = how;
+                }
+            }
         }
-        st->repaired = rep_a;
-        if (hb == UINT64_MAX)
+        if (rc)
             h = UINT64_MAX;
     }
     if (h != UINT64_MAX && layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
@@ -318,6 +425,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     free(low);
     free(proposed);
     free(alt);
+    free(rel);
     free(keep);
     free(rest);
     return h;

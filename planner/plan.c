@@ -85,11 +85,16 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
         flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
         for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
         layout_roam_input in = {.group = group, .low = low, .n_groups = (size_t)ng, .group_flags = flags,
-                                .work = work, .time_limit_s = seconds};
+                                .work = work, .time_limit_s = seconds, .fill = 1};
         layout_roam_stats st;
         h = layout_roam(b, g->n_storages, p->opt.align, &in, offsets, &st);
         p->tree_layout.groups = st.groups, p->tree_layout.groups_proven = st.groups_proven;
         p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
+        static const char *const stackings[] = {"window", "first step", "last step"};
+        p->tree_layout.stacking = st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
+        if (st.stopped_by_time)
+            snprintf(p->layout_note, sizeof p->layout_note,
+                     "tree layout stopped by the time limit, not by its work budget: another run may differ");
     }
     free(group), free(act), free(low), free(flags);
     partition_free(&P);

@@ -201,10 +201,10 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
     if (p->layout_optimal) fprintf(f, "  layout        proven minimal for this order\n");
     else if (p->layout_note[0]) fprintf(f, "  layout        %s\n", p->layout_note);
     if (p->tree_layout.used)
-        fprintf(f, "  tree layout   %s (%zu groups, %zu proven, %zu repaired, %zu leftovers, %.3f s); "
+        fprintf(f, "  tree layout   %s (%zu groups, %zu proven, stacked by %s, %zu repaired, %zu leftovers, %.3f s); "
                    "global from it %s; kept: %s\n",
                 plan_human(p->tree_layout.tree_height, a, sizeof a), p->tree_layout.groups,
-                p->tree_layout.groups_proven, p->tree_layout.repaired, p->tree_layout.leftovers,
+                p->tree_layout.groups_proven, p->tree_layout.stacking, p->tree_layout.repaired, p->tree_layout.leftovers,
                 p->tree_layout.seconds, plan_human(p->tree_layout.global_height, b, sizeof b), p->tree_layout.winner);
     if (p->pytorch_reserved)
         fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
@@ -244,6 +244,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
         json_object_set_new(t, "winner", json_string(tl->winner));
         json_object_set_new(t, "groups", json_integer((json_int_t)tl->groups));
         json_object_set_new(t, "groups_proven", json_integer((json_int_t)tl->groups_proven));
+        json_object_set_new(t, "stacking", json_string(tl->stacking));
         json_object_set_new(t, "repaired", json_integer((json_int_t)tl->repaired));
         json_object_set_new(t, "leftovers", json_integer((json_int_t)tl->leftovers));
         json_object_set_new(t, "seconds", json_real(tl->seconds));

@@ -69,6 +69,7 @@ typedef struct planner_tree_layout {
     uint64_t global_height;   /* height of the global exact layout warm-started from it */
     const char *winner;       /* "tree" (the global layout found nothing lower) or "global" */
     size_t groups, groups_proven, repaired, leftovers;
+    const char *stacking;     /* the stacking order that won (layout_roam_stats) */
     double seconds;           /* time of the tree-based layout */
 } planner_tree_layout;
 
@@ -167,8 +168,6 @@ int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FI
 #define PLANNER_DEFAULT_NODE_LIMIT 48
 #define PLANNER_DEFAULT_DELAY_RADIUS 4
 #define PLANNER_DEFAULT_TIME_LIMIT 240.0
-/* Most seconds the exact layouts (roam, ilp) may take. */
-#define PLANNER_LAYOUT_SECONDS 20.0
 
 typedef struct planner_order_stats {
     uint64_t peak_program, peak_lescea, peak_chosen; /* theoretical peaks */

@@ -140,6 +140,7 @@ static tg *m_training(void) {
     tg_meta(t, "roamc.optimizer_state", "m1,m2");
     tg_meta(t, "roamc.data_inputs", "x,y");
     tg_meta(t, "roamc.optimizer", "sgd");
+    tg_meta(t, "roamc.gradients", "gw1,gw2");
     /* forward */
     tg_node(t, "aten", "mm", "x,w1", "h");
     tg_node(t, "aten", "relu", "h", "a");

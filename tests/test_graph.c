@@ -135,6 +135,16 @@ static void test_training_persistent_and_view_order(void **state) {
     assert_int_equal(end[w1], (int)g.n_ops - 1);
     assert_int_equal(start[x], 0);
     assert_true(end[x] < (int)g.n_ops - 1); /* data inputs are freed after their last read */
+    /* gradients die after the optimizer reads them, unless retained as
+     * eager PyTorch retains .grad */
+    int gw1 = g.storage_of[fe_find_value(&m, "gw1")];
+    assert_true(g.storages[gw1].gradient);
+    assert_false(g.storages[g.storage_of[fe_find_value(&m, "ga")]].gradient);
+    assert_true(end[gw1] < (int)g.n_ops - 1);
+    g.retain_gradients = true;
+    graph_lifetimes(&g, order, start, end);
+    assert_int_equal(end[gw1], (int)g.n_ops - 1);
+    assert_true(graph_peak(&g, order, NULL, NULL) >= peak);
     graph_free(&g);
     fe_free(&m);
 }

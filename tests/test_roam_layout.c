@@ -86,6 +86,34 @@ static void test_nested_groups_share_addresses(void **state)
     assert_int_equal(layout_roam(b, 5, 1, &in, off2, &st), 220);
     assert_int_equal(st.low, 2);
     assert_memory_equal(off, off2, sizeof off);
+    /* filling around the activations cannot do better than the bound */
+    in.fill = 1;
+    assert_int_equal(layout_roam(b, 5, 1, &in, off2, &st), 220);
+    assert_int_equal(check_layout(b, 5, off2, 1), 220);
+}
+
+/* Fill: a backward temporary of a group reuses the space of an activation
+ * of the same group that is already freed, instead of sitting above all of
+ * them (Fig. 8). */
+static void test_fill_reuses_freed_activations(void **state)
+{
+    (void)state;
+    layout_buffer b[] = {
+        {100, 0, 10}, /* 0: activation, freed last */
+        {100, 1, 6},  /* 1: activation, freed at 6 */
+        {100, 7, 9},  /* 2: backward temporary, after 1 is freed */
+    };
+    int group[] = {0, 0, 0};
+    unsigned char low[] = {1, 1, 0};
+    layout_roam_input in = {.group = group, .low = low, .n_groups = 1};
+    uint64_t off[3];
+    layout_roam_stats st;
+    assert_int_equal(layout_roam(b, 3, 1, &in, off, &st), 300); /* strictly above the activations */
+    assert_int_equal(st.stacked, 300);
+    in.fill = 1;
+    assert_int_equal(layout_roam(b, 3, 1, &in, off, &st), 200);
+    assert_int_equal(check_layout(b, 3, off, 1), 200);
+    assert_int_equal(off[2], off[1]);
 }
 
 /* Windows that are not nested: after stacking, the inner group's layout
@@ -152,7 +180,8 @@ static void test_random_valid(void **state)
             low[i] = rnd(3) == 0;
         }
         flags[0] = rnd(2) ? LAYOUT_ROAM_BOTTOM : 0;
-        layout_roam_input in = {.group = group, .low = it % 4 ? low : NULL, .n_groups = ng, .group_flags = flags};
+        layout_roam_input in = {.group = group, .low = it % 4 ? low : NULL, .n_groups = ng, .group_flags = flags,
+                                .fill = it % 5 < 2};
         layout_roam_stats st;
         uint64_t h = layout_roam(b, n, align, &in, off, &st);
         assert_int_not_equal(h, UINT64_MAX);
@@ -243,6 +272,7 @@ int main(int argc, char **argv)
         models_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nested_groups_share_addresses),
+        cmocka_unit_test(test_fill_reuses_freed_activations),
         cmocka_unit_test(test_conflicts_repaired),
         cmocka_unit_test(test_random_valid),
         cmocka_unit_test(test_model_groups_and_plan),
