@@ -20,12 +20,7 @@
 /* Sorting by precomputed keys (qsort has no context argument, so the keys   */
 /* travel with the index).                                                   */
 
-typedef struct lay_key {
-    uint64_t k1, k2, k3; /* compared in this order, ascending */
-    size_t idx;          /* last key: makes every order total and deterministic */
-} lay_key;
-
-static int lay_key_cmp(const void *pa, const void *pb)
+int lay_key_cmp(const void *pa, const void *pb)
 {
     const lay_key *a = pa, *b = pb;
     if (a->k1 != b->k1)

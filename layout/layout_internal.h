@@ -44,6 +44,16 @@ size_t lay_set_ceil(const lay_set *set, uint64_t k1, uint64_t k2);
 /* Largest node with key <= (k1, k2), or LAY_NIL. */
 size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2);
 
+/* Sort record with precomputed keys (qsort has no context argument, so the
+ * keys travel with the index); lay_key_cmp orders by k1, k2, k3, then idx,
+ * so every order is total and deterministic. */
+typedef struct lay_key {
+    uint64_t k1, k2, k3;
+    size_t idx;
+} lay_key;
+
+int lay_key_cmp(const void *pa, const void *pb);
+
 /* x rounded up to a multiple of a (a >= 1). */
 static inline uint64_t lay_round_up(uint64_t x, uint64_t a)
 {

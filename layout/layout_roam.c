@@ -20,24 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sort keys with the index last, so every order is total. */
-typedef struct roam_key {
-    uint64_t k1, k2, k3;
-    size_t idx;
-} roam_key;
-
-static int roam_key_cmp(const void *pa, const void *pb)
-{
-    const roam_key *a = pa, *b = pb;
-    if (a->k1 != b->k1)
-        return a->k1 < b->k1 ? -1 : 1;
-    if (a->k2 != b->k2)
-        return a->k2 < b->k2 ? -1 : 1;
-    if (a->k3 != b->k3)
-        return a->k3 < b->k3 ? -1 : 1;
-    return (a->idx > b->idx) - (a->idx < b->idx);
-}
-
 static uint64_t roam_len(const layout_buffer *b)
 {
     return (uint64_t)((int64_t)b->end - b->start) + 1;
@@ -135,7 +117,7 @@ static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t n
 {
     layout_buffer *sub = calloc(n ? n : 1, sizeof *sub);
     uint64_t *off = malloc((n ? n : 1) * sizeof *off);
-    roam_key *ord = malloc((n ? n : 1) * sizeof *ord);
+    lay_key *ord = malloc((n ? n : 1) * sizeof *ord);
     lay_placer *pl = NULL;
     uint64_t h = UINT64_MAX;
     int rc = sub && off && ord ? 0 : -1;
@@ -151,9 +133,9 @@ static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t n
             rc = -1;
     }
     for (size_t k = nl; k < n; k++)
-        ord[k - nl] = (roam_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
+        ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
     if (rc == 0)
-        qsort(ord, n - nl, sizeof *ord, roam_key_cmp);
+        qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
     for (size_t k = 0; k < n - nl && rc == 0; k++)
         rc = lay_placer_fit(pl, ord[k].idx, 1, &off[ord[k].idx]);
     if (rc == 0) {
@@ -179,7 +161,7 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
                        const unsigned char *low, uint64_t *rel, layout_roam_stats *st)
 {
     size_t ng = in->n_groups;
-    roam_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
+    lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
     size_t *tmp = NULL, cap = 0;
     if (!ord)
         return -1;
@@ -187,10 +169,10 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
     for (size_t g = 0; g < ng; g++) {
         /* bottom groups first, then the longest windows */
         uint64_t w = grs[g].n ? (uint64_t)((int64_t)grs[g].hi - grs[g].lo) + 1 : 0;
-        ord[g] = (roam_key){(grs[g].flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1, ~w, roam_step_key(grs[g].lo), g};
+        ord[g] = (lay_key){(grs[g].flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1, ~w, roam_step_key(grs[g].lo), g};
         nonempty += grs[g].n > 0;
     }
-    qsort(ord, ng, sizeof *ord, roam_key_cmp);
+    qsort(ord, ng, sizeof *ord, lay_key_cmp);
     double deadline = in->time_limit_s > 0 ? lay_now() + in->time_limit_s : 1e300;
     uint64_t work = in->work ? in->work : LAYOUT_DEFAULT_WORK;
     const uint64_t base = 0;
@@ -264,7 +246,7 @@ typedef enum roam_stacking {
 static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, const int *group, size_t n,
                            const uint64_t *rel, uint64_t *proposed)
 {
-    roam_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
+    lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
     uint64_t *base = malloc((ng ? ng : 1) * sizeof *base);
     if (!ord || !base) {
         free(ord);
@@ -276,12 +258,12 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
         uint64_t bottom = (gr->flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1; /* bottom groups first in every order */
         uint64_t w = gr->n ? (uint64_t)((int64_t)gr->hi - gr->lo) + 1 : 0;
         switch (how) {
-        case ROAM_STACK_WINDOW: ord[g] = (roam_key){bottom, ~w, roam_step_key(gr->lo), g}; break;
-        case ROAM_STACK_START: ord[g] = (roam_key){bottom, roam_step_key(gr->lo), ~w, g}; break;
-        default: ord[g] = (roam_key){bottom, ~roam_step_key(gr->hi), ~w, g}; break;
+        case ROAM_STACK_WINDOW: ord[g] = (lay_key){bottom, ~w, roam_step_key(gr->lo), g}; break;
+        case ROAM_STACK_START: ord[g] = (lay_key){bottom, roam_step_key(gr->lo), ~w, g}; break;
+        default: ord[g] = (lay_key){bottom, ~roam_step_key(gr->hi), ~w, g}; break;
         }
     }
-    qsort(ord, ng, sizeof *ord, roam_key_cmp);
+    qsort(ord, ng, sizeof *ord, lay_key_cmp);
     uint64_t b = 0, top = 0;
     for (size_t r = 0; r < ng; r++) {
         const roam_group *gr = &grs[ord[r].idx];
@@ -301,12 +283,12 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
 /* Steps 3-4 with one order of the re-placed buffers (smallest first when
  * small_first, else largest first): writes offsets, returns the height,
  * UINT64_MAX on out of memory. */
-static uint64_t roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const roam_key *keep, size_t nk,
-                           const uint64_t *proposed, const roam_key *rest, size_t nr, int small_first,
+static uint64_t roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep, size_t nk,
+                           const uint64_t *proposed, const lay_key *rest, size_t nr, int small_first,
                            uint64_t *offsets, size_t *repaired)
 {
     lay_placer *pl = lay_placer_new(bufs, n, align);
-    roam_key *moved = malloc((nk ? nk : 1) * sizeof *moved);
+    lay_key *moved = malloc((nk ? nk : 1) * sizeof *moved);
     size_t nm = 0;
     int rc = pl && moved ? 0 : -1;
     for (size_t k = 0; k < nk && rc == 0; k++) {
@@ -318,11 +300,11 @@ static uint64_t roam_place(const layout_buffer *bufs, size_t n, uint64_t align, 
             offsets[i] = proposed[i];
         else {
             uint64_t sz = bufs[i].size, len = roam_len(&bufs[i]);
-            moved[nm++] = small_first ? (roam_key){sz, len, 0, i} : (roam_key){~sz, ~len, 0, i};
+            moved[nm++] = small_first ? (lay_key){sz, len, 0, i} : (lay_key){~sz, ~len, 0, i};
         }
     }
     if (rc == 0)
-        qsort(moved, nm, sizeof *moved, roam_key_cmp);
+        qsort(moved, nm, sizeof *moved, lay_key_cmp);
     for (size_t k = 0; k < nm && rc == 0; k++)
         rc = lay_placer_fit(pl, moved[k].idx, 0, &offsets[moved[k].idx]);
     for (size_t k = 0; k < nr && rc == 0; k++)
@@ -347,7 +329,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     unsigned char *low = calloc(n1, 1);
     uint64_t *proposed = calloc(n1, sizeof *proposed), *alt = malloc(n1 * sizeof *alt);
     uint64_t *rel = calloc(n1, sizeof *rel);
-    roam_key *keep = malloc(n1 * sizeof *keep), *rest = malloc(n1 * sizeof *rest);
+    lay_key *keep = malloc(n1 * sizeof *keep), *rest = malloc(n1 * sizeof *rest);
     uint64_t h = UINT64_MAX;
     int rc = grs && count && pool && low && proposed && alt && rel && keep && rest ? 0 : -1;
     /* buffers by group (counting sort keeps index order within a group) */
@@ -366,7 +348,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     for (size_t i = 0; i < n && rc == 0; i++) {
         int g = in->group[i];
         if (g < 0) {
-            rest[nr++] = (roam_key){~roam_len(&bufs[i]), ~bufs[i].size, 0, i};
+            rest[nr++] = (lay_key){~roam_len(&bufs[i]), ~bufs[i].size, 0, i};
             continue;
         }
         roam_group *gr = &grs[g];
@@ -388,9 +370,9 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
          * larger and longer-lived buffers, whose moving would cost most */
         for (size_t i = 0; i < n; i++)
             if (in->group[i] >= 0)
-                keep[nk++] = (roam_key){low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
-        qsort(keep, nk, sizeof *keep, roam_key_cmp);
-        qsort(rest, nr, sizeof *rest, roam_key_cmp);
+                keep[nk++] = (lay_key){low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
+        qsort(keep, nk, sizeof *keep, lay_key_cmp);
+        qsort(rest, nr, sizeof *rest, lay_key_cmp);
         st->grouped = nk, st->leftovers = nr;
         /* every stacking order, each with the re-placed buffers smallest
          * first (the paper) and largest first (often tighter): all cheap
