@@ -141,6 +141,7 @@ typedef struct order_pool {
     int *out;   /* schedule: block b's ops go to out[op_start[b]..] */
     order_how *how;
     uint64_t target; /* a peak the blocks reach whatever their orders: see order_target */
+    uint64_t best_peak; /* the best whole-graph peak known before the leaves, for progress */
     double deadline, time_limit;
     int failed, progress;
     pthread_mutex_t lock;
@@ -163,7 +164,9 @@ static void *order_worker(void *arg) {
         p->how[b] = how;
         if (rc) p->failed = 1;
         p->done++;
-        if (p->progress) fprintf(stderr, "\rroamc: ordering leaves %zu/%zu", p->done, p->n_tasks);
+        if (p->progress)
+            fprintf(stderr, "\rroamc: ordering leaves %zu/%zu, best peak so far %.1f MiB", p->done, p->n_tasks,
+                    (double)p->best_peak / (1024.0 * 1024.0));
         pthread_mutex_unlock(&p->lock);
     }
     ilp_thread_cleanup();
@@ -284,7 +287,8 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         partition_free(P);
         return planner_errorf(err, errlen, "out of memory");
     }
-    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .progress = opt->progress};
+    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .progress = opt->progress,
+                       .best_peak = best_peak};
     {
         /* the quick order of the winner gives the target */
         int *quick = malloc(g->n_ops * sizeof *quick);
