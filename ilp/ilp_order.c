@@ -7,6 +7,16 @@
 #include <string.h>
 
 #include <glpk.h>
+#include <time.h>
+
+/* Monotonic seconds, to share one time limit between the root LP and the
+ * branch and bound.  GLPK checks its limit between simplex iterations, so on
+ * a large model the root LP alone may overrun it by a second or two. */
+static double ilp_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large", "failed"};
 
@@ -333,6 +343,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     if (rc == 0) {
         ilp_order_to_cols(&m, warm, cols);
         int tm = o->time_limit > 0 && o->time_limit < 2e6 ? (int)(o->time_limit * 1000.0) : INT32_MAX;
+        double t_start = ilp_now();
         glp_smcp sp;
         glp_init_smcp(&sp);
         sp.msg_lev = GLP_MSG_OFF;
@@ -345,7 +356,9 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
             glp_iocp ip;
             glp_init_iocp(&ip);
             ip.msg_lev = GLP_MSG_OFF;
-            ip.tm_lim = tm;
+            /* one limit for the root LP and the search together */
+            double left_ms = tm == INT32_MAX ? (double)INT32_MAX : tm - 1000.0 * (ilp_now() - t_start);
+            ip.tm_lim = left_ms < 1.0 ? 1 : (int)left_ms;
             ip.cb_func = ilp_callback;
             ip.cb_info = &cb;
             ip.mip_gap = 0.0;
