@@ -38,6 +38,35 @@ static uint64_t lay_step_key(int64_t t)
     return (uint64_t)t ^ 0x8000000000000000ULL;
 }
 
+int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev)
+{
+    ev->allocs = malloc((n ? n : 1) * sizeof *ev->allocs);
+    ev->frees = malloc((n ? n : 1) * sizeof *ev->frees);
+    ev->m = 0;
+    if (!ev->allocs || !ev->frees) {
+        lay_events_free(ev);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size == 0)
+            continue; /* nothing to allocate */
+        ev->allocs[ev->m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
+        ev->frees[ev->m] = (lay_key){lay_step_key(bufs[i].end), 0, 0, i};
+        ev->m++;
+    }
+    qsort(ev->allocs, ev->m, sizeof *ev->allocs, lay_key_cmp);
+    qsort(ev->frees, ev->m, sizeof *ev->frees, lay_key_cmp);
+    return 0;
+}
+
+void lay_events_free(lay_events *ev)
+{
+    free(ev->allocs);
+    free(ev->frees);
+    ev->allocs = ev->frees = NULL;
+    ev->m = 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Live peak and height                                                      */
 
@@ -588,8 +617,8 @@ static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi)
 uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
 {
     assert(align >= 1);
-    lay_key *allocs = malloc((n ? n : 1) * sizeof *allocs);
-    lay_key *frees = malloc((n ? n : 1) * sizeof *frees);
+    lay_events ev;
+    int have_ev = lay_events_init(bufs, n, &ev) == 0;
     lay_free_list f = {0};
     f.lo = malloc((n + 1) * sizeof *f.lo);
     f.hi = malloc((n + 1) * sizeof *f.hi);
@@ -597,26 +626,17 @@ uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uin
     int sets = lay_set_init(&f.by_size, n + 1) == 0;
     sets += sets && lay_set_init(&f.by_addr, n + 1) == 0;
     uint64_t rc = UINT64_MAX;
-    if (allocs && frees && f.lo && f.hi && f.spare && sets == 2) {
+    if (have_ev && f.lo && f.hi && f.spare && sets == 2) {
         for (size_t id = 0; id <= n; id++)
             f.spare[f.nspare++] = n - id;
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
             offsets[i] = 0;
-            if (bufs[i].size == 0)
-                continue;
-            allocs[m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
-            frees[m] = (lay_key){lay_step_key(bufs[i].end), 0, 0, i};
-            m++;
-        }
-        qsort(allocs, m, sizeof *allocs, lay_key_cmp);
-        qsort(frees, m, sizeof *frees, lay_key_cmp);
         size_t j = 0;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = allocs[k].idx;
+        for (size_t k = 0; k < ev.m; k++) {
+            size_t i = ev.allocs[k].idx;
             /* free what ended before this start step */
-            while (j < m && frees[j].k1 < allocs[k].k1) {
-                size_t d = frees[j++].idx;
+            while (j < ev.m && ev.frees[j].k1 < ev.allocs[k].k1) {
+                size_t d = ev.frees[j++].idx;
                 lay_fl_free(&f, offsets[d], offsets[d] + lay_round_up(bufs[d].size, align));
             }
             offsets[i] = lay_fl_alloc(&f, lay_round_up(bufs[i].size, align));
@@ -630,8 +650,8 @@ uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uin
     free(f.lo);
     free(f.hi);
     free(f.spare);
-    free(allocs);
-    free(frees);
+    if (have_ev)
+        lay_events_free(&ev);
     return rc;
 }
 

@@ -54,6 +54,19 @@ typedef struct lay_key {
 
 int lay_key_cmp(const void *pa, const void *pb);
 
+/* A schedule replay's events: the non-empty buffers' allocations sorted by
+ * (start, index) and their frees by (end, index), keys as in lay_key with k1
+ * the step (order-preserving for negative steps).  A replay frees every
+ * buffer whose end is below the next allocation's start before placing it.
+ * Returns 0, or -1 when memory runs out. */
+typedef struct lay_events {
+    lay_key *allocs, *frees;
+    size_t m; /* entries in each */
+} lay_events;
+
+int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
+void lay_events_free(lay_events *ev);
+
 /* x rounded up to a multiple of a (a >= 1). */
 static inline uint64_t lay_round_up(uint64_t x, uint64_t a)
 {

@@ -132,21 +132,6 @@ static void pt_free(pt_allocator *a, size_t id)
     pt_pool_add(a, id);
 }
 
-/* Sort records for the event order: allocations by (start, index), frees
- * by (end, index). */
-typedef struct pt_event {
-    int64_t step;
-    size_t idx;
-} pt_event;
-
-static int pt_event_cmp(const void *pa, const void *pb)
-{
-    const pt_event *a = pa, *b = pb;
-    if (a->step != b->step)
-        return a->step < b->step ? -1 : 1;
-    return (a->idx > b->idx) - (a->idx < b->idx);
-}
-
 uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
                         layout_pytorch_stats *stats)
 {
@@ -154,32 +139,23 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
     memset(&a, 0, sizeof a);
     a.cap = 2 * n + 1;
     a.blocks = malloc(a.cap * sizeof *a.blocks);
-    pt_event *allocs = malloc((n ? n : 1) * sizeof *allocs);
-    pt_event *frees = malloc((n ? n : 1) * sizeof *frees);
+    lay_events ev;
+    int have_ev = lay_events_init(bufs, n, &ev) == 0;
     size_t *block_of = malloc((n ? n : 1) * sizeof *block_of);
-    int ok = a.blocks && allocs && frees && block_of;
+    int ok = a.blocks && have_ev && block_of;
     int sets = 0;
     for (; ok && sets < 2; sets++)
         ok = lay_set_init(&a.pool[sets], a.cap) == 0;
     uint64_t result = UINT64_MAX;
     if (ok) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-            offsets[i] = 0;
-            if (bufs[i].size == 0)
-                continue; /* nothing to allocate */
-            allocs[m] = (pt_event){bufs[i].start, i};
-            frees[m] = (pt_event){bufs[i].end, i};
-            m++;
-        }
-        qsort(allocs, m, sizeof *allocs, pt_event_cmp);
-        qsort(frees, m, sizeof *frees, pt_event_cmp);
+        for (size_t i = 0; i < n; i++)
+            offsets[i] = 0; /* empty buffers: nothing to allocate */
         size_t f = 0;
-        for (size_t k = 0; k < m; k++) {
-            size_t i = allocs[k].idx;
+        for (size_t k = 0; k < ev.m; k++) {
+            size_t i = ev.allocs[k].idx;
             /* free what ended before this step, before allocating at it */
-            while (f < m && frees[f].step < bufs[i].start)
-                pt_free(&a, block_of[frees[f++].idx]);
+            while (f < ev.m && ev.frees[f].k1 < ev.allocs[k].k1)
+                pt_free(&a, block_of[ev.frees[f++].idx]);
             uint64_t sz = lay_round_up(bufs[i].size, PT_ROUND);
             block_of[i] = pt_malloc(&a, sz);
             offsets[i] = a.blocks[block_of[i]].addr;
@@ -194,8 +170,8 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
     while (sets-- > 0)
         lay_set_free(&a.pool[sets]);
     free(a.blocks);
-    free(allocs);
-    free(frees);
+    if (have_ev)
+        lay_events_free(&ev);
     free(block_of);
     return result;
 }

@@ -128,6 +128,25 @@ def num(v):
     return v
 
 
+def run_bounded(cmd, timeout, stderr=subprocess.PIPE):
+    """Runs cmd in its own process group, so that a timeout (or ^C) ends it
+    and anything it started.  Returns (returncode, stdout, stderr), with
+    returncode None on a timeout; raises OSError when cmd cannot start."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout if timeout and timeout > 0 else None)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        p.communicate()
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return None, b"", b""
+    return p.returncode, out, err or b""
+
+
 def run_model(roamc, path, time_limit, timeout):
     """Plans one model; returns a result dict with status 'ok' or 'failed'."""
     name = os.path.splitext(os.path.basename(path))[0]
@@ -140,34 +159,19 @@ def run_model(roamc, path, time_limit, timeout):
         cmd += ["--time-limit", str(time_limit)]
     t0 = time.monotonic()
     try:
-        # Own process group, so that a timeout ends roamc and anything it started.
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             start_new_session=True)
+        rc, out, err = run_bounded(cmd, timeout)
     except OSError as e:
         res["error"] = "cannot run %s: %s" % (roamc, e)
         return res
-    try:
-        out, err = p.communicate(timeout=timeout if timeout and timeout > 0 else None)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        p.communicate()
+    if rc is None:
         res["wall"] = time.monotonic() - t0
         res["error"] = "timed out after %g s" % timeout
         return res
-    except KeyboardInterrupt:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        raise
     res["wall"] = time.monotonic() - t0
     stderr = err.decode("utf-8", "replace").strip()
-    if p.returncode != 0:
+    if rc != 0:
         last = stderr.splitlines()[-1] if stderr else ""
-        res["error"] = "exit status %d%s" % (p.returncode, (": " + last) if last else "")
+        res["error"] = "exit status %d%s" % (rc, (": " + last) if last else "")
         return res
     try:
         rep = parse_json_report(out.decode("utf-8", "replace"))
@@ -396,21 +400,11 @@ def machine():
 
 def roamc_version(roamc):
     try:
-        p = subprocess.Popen([roamc, "--version"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+        rc, out, _ = run_bounded([roamc, "--version"], 5, stderr=subprocess.STDOUT)
     except OSError:
         return "unknown"
-    try:
-        out, _ = p.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        p.communicate()
-        return "unknown"
     lines = out.decode("utf-8", "replace").strip().splitlines()
-    return lines[0] if lines and p.returncode == 0 else "unknown"
+    return lines[0] if lines and rc == 0 else "unknown"
 
 
 def git_head():
