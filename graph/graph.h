@@ -121,6 +121,16 @@ int graph_order_lescea(const graph *g, int *order);
  * UINT64_MAX on out of memory. */
 uint64_t graph_order_lower_bound(const graph *g, size_t max_ops);
 
+/* The least bytes live while an op runs, over every valid schedule: exact
+ * per op, by a minimum s-t cut over the down-sets that can have run before
+ * it (igraph's max-flow; the network is described in graph_cut.c).  Returns
+ * the largest of these minima over ops[0..n): a lower bound of the
+ * theoretical peak, usually tighter than graph_order_lower_bound where it is
+ * taken at the steps a schedule peaks.  O(ops + edges + touches) memory and
+ * one max-flow per given op.  Returns 0 when the bytes would not be exact
+ * in igraph's doubles (over 2^51), UINT64_MAX on out of memory. */
+uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
+
 /* Per-storage block span of a block assignment, computed once and shared by
  * every leaf of it.  first[s]: block that creates s (-1 for an input);
  * last[s]: last block that touches s (INT32_MAX when s must outlive the

@@ -50,6 +50,8 @@
 #define ORDER_BEAM_WIDTH 1000
 /* graph_order_lower_bound's bitsets: 20k ops take 50 MB */
 #define ORDER_LB_MAX_OPS 20000
+/* order_tighten_bound: max-flows at the highest steps of the chosen order */
+#define ORDER_CUT_OPS 8
 
 /* How a leaf was solved. */
 typedef enum order_how {
@@ -400,6 +402,40 @@ int planner_order_partition(const graph *g, const planner_options *opt, const pl
     return rc;
 }
 
+/* Raises st->lower_bound with the exact least live bytes (graph_min_live)
+ * at the steps where order is highest: a bound can only prove a schedule
+ * optimal at its own peak.  At most ORDER_CUT_OPS max-flows, chosen by live
+ * bytes then step, so the bound is deterministic. */
+static void order_tighten_bound(const graph *g, const int *order, planner_order_stats *st) {
+    size_t n = g->n_ops, ns = g->n_storages;
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
+    int64_t *live = calloc(n + 1, sizeof *live);
+    int picked[ORDER_CUT_OPS];
+    size_t n_picked = 0;
+    if (start && end && live) {
+        graph_lifetimes(g, order, start, end);
+        for (size_t s = 0; s < ns; s++) {
+            live[start[s]] += (int64_t)g->storages[s].size;
+            live[end[s] + 1] -= (int64_t)g->storages[s].size;
+        }
+        for (size_t i = 1; i < n; i++) live[i] += live[i - 1];
+        /* the ORDER_CUT_OPS highest steps above the bound, by selection:
+         * each pass takes the highest step not yet picked */
+        for (; n_picked < ORDER_CUT_OPS; n_picked++) {
+            size_t best = n;
+            for (size_t i = 0; i < n; i++)
+                if ((uint64_t)live[i] > st->lower_bound && (best == n || live[i] > live[best])) best = i;
+            if (best == n) break;
+            picked[n_picked] = order[best];
+            live[best] = 0; /* taken */
+        }
+    }
+    free(start), free(end), free(live);
+    if (n_picked == 0) return;
+    uint64_t cut = graph_min_live(g, picked, n_picked);
+    if (cut != UINT64_MAX && cut > st->lower_bound) st->lower_bound = cut;
+}
+
 int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,
                       size_t errlen) {
     /* options left at zero (a caller that predates them) get the defaults */
@@ -451,6 +487,7 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
     st->peak_chosen = rc == 0 ? graph_peak(g, order, NULL, NULL) : 0;
     st->lower_bound = graph_order_lower_bound(g, ORDER_LB_MAX_OPS);
     if (st->lower_bound == UINT64_MAX) st->lower_bound = graph_lower_bound(g);
+    if (rc == 0) order_tighten_bound(g, order, st);
     free(prog), free(pos), free(les), free(les_pos);
     return rc;
 }

@@ -107,6 +107,7 @@ typedef struct brute {
     uint64_t best;
     long count;
     unsigned pos_mask[16]; /* per op: the steps it takes in some order */
+    uint64_t min_live[16]; /* per op: the least bytes live at its step in any order */
     const int *block;      /* when set, only orders that run blocks one after another */
 } brute;
 
@@ -117,6 +118,15 @@ static void brute_rec(brute *b, size_t step) {
         uint64_t pk = graph_peak(g, b->order, NULL, NULL);
         if (pk < b->best) b->best = pk;
         for (size_t s = 0; s < g->n_ops; s++) b->pos_mask[b->order[s]] |= 1u << s;
+        int32_t start[64], end[64];
+        assert_true(g->n_storages <= 64);
+        graph_lifetimes(g, b->order, start, end);
+        for (size_t s = 0; s < g->n_ops; s++) {
+            uint64_t live = 0;
+            for (size_t j = 0; j < g->n_storages; j++)
+                if (start[j] <= (int32_t)s && (int32_t)s <= end[j]) live += g->storages[j].size;
+            if (live < b->min_live[b->order[s]]) b->min_live[b->order[s]] = live;
+        }
         return;
     }
     int min_block = INT32_MAX;
@@ -152,6 +162,7 @@ static void brute_init(brute *b, const graph *g) {
     memset(b, 0, sizeof *b);
     b->g = g;
     b->best = UINT64_MAX;
+    for (size_t v = 0; v < 16; v++) b->min_live[v] = UINT64_MAX;
     for (size_t v = 0; v < g->n_ops; v++) b->indeg[v] = (int)(g->pred_start[v + 1] - g->pred_start[v]);
 }
 
@@ -166,7 +177,7 @@ static planner_options roam_options(int node_limit, int threads) {
 
 static void test_random_dags_against_brute_force(void **state) {
     (void)state;
-    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0;
+    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0, cut_tight = 0;
     while (tested < 1200) {
         attempts++;
         assert_true(attempts < 20000);
@@ -215,6 +226,19 @@ static void test_random_dags_against_brute_force(void **state) {
         uint64_t lb = graph_order_lower_bound(&g, 100);
         assert_true(lb >= graph_lower_bound(&g) && lb <= b.best);
         lb_tight += lb == b.best;
+
+        /* the cut bound is the exact least live set at each op */
+        int all[16];
+        for (size_t v = 0; v < g.n_ops; v++) {
+            all[v] = (int)v;
+            uint64_t cut = graph_min_live(&g, all + v, 1);
+            if (cut != b.min_live[v])
+                fail_msg("graph %d: op %zu min live %llu, cut %llu", tested, v, (unsigned long long)b.min_live[v],
+                         (unsigned long long)cut);
+        }
+        uint64_t cut_all = graph_min_live(&g, all, g.n_ops);
+        assert_true(cut_all >= lb && cut_all <= b.best);
+        cut_tight += cut_all == b.best;
 
         /* LESCEA is a valid order, never below the optimum */
         int les[16];
@@ -298,6 +322,8 @@ static void test_random_dags_against_brute_force(void **state) {
     assert_true(with_fixed_inner > 100);
     assert_true(ilp_checked >= 100);
     assert_true(lb_tight > tested / 2);
+    assert_true(cut_tight >= lb_tight);
+    print_message("lower bounds at the optimum: per-op %d, cut %d of %d\n", lb_tight, cut_tight, tested);
 }
 
 /* Peak of the order that solves every block of P exactly. */
