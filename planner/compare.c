@@ -101,6 +101,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
         json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));
         json_object_set_new(r, "lower_bound", json_integer((json_int_t)roam->p.lower_bound));
+        json_object_set_new(r, "persistent_bytes", json_integer((json_int_t)roam->p.persistent));
         json_t *arr = json_array();
         for (size_t i = 0; i < nrows; i++) {
             const compare_row *w = &rows[i];
@@ -135,7 +136,13 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
                     compare_pct((double)w->actual, (double)w->p.theoretical),
                     i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
         }
-        fprintf(out, "  lower bound of the theoretical peak: %s\n", compare_human(roam->p.lower_bound, a, sizeof a));
+        /* The bound caps what any plan can save: tells a user whether a
+         * small saving is ROAM's limit or the model's. */
+        fprintf(out, "  lower bound of the theoretical peak: %s (no plan saves more than %.2f%% vs PyTorch); "
+                     "persistent %s\n",
+                compare_human(roam->p.lower_bound, a, sizeof a),
+                -compare_pct((double)roam->p.lower_bound, (double)torch->actual),
+                compare_human(roam->p.persistent, b, sizeof b));
         fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager PyTorch holds .grad,\n"
                      "  actual peak = what its caching allocator reserves; vs PyTorch = saving in actual peak.\n");
         for (size_t i = 0; i < nrows; i++)

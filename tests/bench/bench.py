@@ -9,8 +9,12 @@ time, so that the planning times are not disturbed by each other) and writes
 into the out dir:
 
     results.csv               one row per model x method, exact bytes
-    fig11_theoretical.md      theoretical peaks and ROAM's reductions (Fig. 11)
-    fig12_actual.md           actual peaks and ROAM's reductions (Fig. 12)
+    fig11_actual.md           actual peaks and ROAM's reductions (Fig. 11:
+                              order and layout together)
+    fig12_theoretical.md      theoretical peaks and ROAM's reductions (Fig. 12:
+                              operator order alone)
+    headroom.md               the most any plan could save (lower bound of the
+                              theoretical peak) next to what ROAM saves
     table1_fragmentation.md   fragmentation per model and method (Table I)
     time.md                   planning time and graph sizes
     summary.md                the headline numbers, the machine, the date
@@ -41,7 +45,8 @@ METHODS = ["pytorch", "heuristics", "ilp", "roam"]
 TITLES = {"pytorch": "PyTorch", "heuristics": "Heuristics", "ilp": "ILP", "roam": "ROAM"}
 ROW_FIELDS = ["name", "order", "layout", "theoretical_peak", "actual_peak",
               "fragmentation_percent", "reduction_vs_pytorch_percent", "seconds", "note"]
-CSV_FIELDS = ["model", "file", "status", "operators", "tensors", "storages", "method",
+CSV_FIELDS = ["model", "file", "status", "operators", "tensors", "storages", "lower_bound",
+              "persistent_bytes", "method",
               "order", "layout", "theoretical_peak", "actual_peak", "fragmentation_percent",
               "reduction_vs_pytorch_percent", "seconds", "note", "model_wall_seconds"]
 QUICK_COUNT = 5
@@ -153,7 +158,8 @@ def run_model(roamc, path, time_limit, timeout):
     shown = os.path.relpath(path, REPO) if os.path.abspath(path).startswith(REPO + os.sep) \
         else path
     res = {"model": name, "file": shown, "status": "failed", "error": "",
-           "operators": None, "tensors": None, "storages": None, "rows": {}, "wall": 0.0}
+           "operators": None, "tensors": None, "storages": None, "lower_bound": None,
+           "persistent_bytes": None, "rows": {}, "wall": 0.0}
     cmd = [roamc, path, "--compare", "--report", "json"]
     if time_limit is not None:
         cmd += ["--time-limit", str(time_limit)]
@@ -178,7 +184,7 @@ def run_model(roamc, path, time_limit, timeout):
     except ValueError as e:
         res["error"] = "bad report: %s" % e
         return res
-    for k in ("operators", "tensors", "storages"):
+    for k in ("operators", "tensors", "storages", "lower_bound", "persistent_bytes"):
         res[k] = num(rep.get(k))
     for row in rep["rows"]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
@@ -227,7 +233,8 @@ def write_csv(path, results, methods):
                 r = res["rows"].get(m, {})
                 line = {"model": res["model"], "file": res["file"], "status": res["status"],
                         "operators": res["operators"], "tensors": res["tensors"],
-                        "storages": res["storages"], "method": m,
+                        "storages": res["storages"], "lower_bound": res["lower_bound"],
+                        "persistent_bytes": res["persistent_bytes"], "method": m,
                         "model_wall_seconds": "%.3f" % res["wall"]}
                 for k in ROW_FIELDS[1:]:
                     v = r.get(k)
@@ -283,6 +290,51 @@ def peak_figure(results, methods, key, heading, intro):
              "needs less memory. The mean is the arithmetic mean over the models "
              "where both numbers exist.\n")
     return text + notes_section(results, methods)
+
+
+def headroom(res, base):
+    """(ceiling, saved, plannable) of ROAM against method `base` on one model:
+    the most any plan can save (its actual peak down to the lower bound of the
+    theoretical peak), what ROAM saves, and what ROAM saves of the part above
+    the persistent storages (the part an order and a layout can change); in
+    percent, None where a number is missing."""
+    other, roam = row_val(res, base, "actual_peak"), row_val(res, "roam", "actual_peak")
+    lb, pers = res["lower_bound"], res["persistent_bytes"]
+    plannable = None
+    if other is not None and roam is not None and pers is not None:
+        plannable = reduction(other - pers, roam - pers)
+    return reduction(other, lb), reduction(other, roam), plannable
+
+
+def headroom_table(results):
+    bases = ["pytorch", "heuristics"]
+    header = ["Model", "Persistent", "Lower bound", "ROAM actual"]
+    for b in bases:
+        header += ["best possible vs %s" % title(b), "ROAM vs %s" % title(b),
+                   "ROAM vs %s, non-persistent part" % title(b)]
+    rows, cols = [], [[] for _ in range(3 * len(bases))]
+    for res in results:
+        if res["status"] != "ok":
+            rows.append([res["model"]] + ["FAILED"] * (len(header) - 1))
+            continue
+        line = [res["model"], human(res["persistent_bytes"]), human(res["lower_bound"]),
+                human(row_val(res, "roam", "actual_peak"))]
+        for i, b in enumerate(bases):
+            for j, x in enumerate(headroom(res, b)):
+                cols[3 * i + j].append(x)
+                line.append(pct(x))
+        rows.append(line)
+    rows.append(["**mean**", "", "", ""] + ["**%s**" % pct(mean(c)) for c in cols])
+    text = ("# Headroom: the most any plan could save, and what ROAM saves\n\n"
+            "No single-stream plan of these graphs (without recomputation or "
+            "offloading) has a theoretical peak below roamc's lower bound, and no "
+            "layout has an actual peak below its theoretical peak. So "
+            "*best possible* = (other's actual peak - lower bound) / other's actual "
+            "peak caps every planner's saving. *Non-persistent part* = the same "
+            "saving measured on the memory above the persistent storages "
+            "(parameters, optimizer state, graph outputs), which no plan can "
+            "shrink: (other - ROAM) / (other - persistent).\n\n")
+    return text + md_table(header, rows)
 
 
 def fragmentation_table(results, methods):
@@ -427,6 +479,10 @@ def summary(results, methods, args, wall, started, plot_error):
                               row_val(r, "roam", "theoretical_peak")) for r in ok])
     vs_h_t = mean([reduction(row_val(r, "heuristics", "theoretical_peak"),
                              row_val(r, "roam", "theoretical_peak")) for r in ok])
+    cap_pt = mean([headroom(r, "pytorch")[0] for r in ok])
+    cap_h = mean([headroom(r, "heuristics")[0] for r in ok])
+    np_pt = mean([headroom(r, "pytorch")[2] for r in ok])
+    np_h = mean([headroom(r, "heuristics")[2] for r in ok])
     # Is ROAM's actual peak <= every other method's on every model?
     worse = []
     for r in ok:
@@ -462,6 +518,10 @@ def summary(results, methods, args, wall, started, plot_error):
             pct(vs_pt), pct(vs_pt_t)),
         "- Mean reduction of ROAM's actual peak vs Heuristics: **%s** (theoretical: %s)" % (
             pct(vs_h), pct(vs_h_t)),
+        "- The most any plan could save (down to the lower bound), mean: **%s** vs "
+        "PyTorch, **%s** vs Heuristics" % (pct(cap_pt), pct(cap_h)),
+        "- Mean reduction of the non-persistent part of the actual peak: %s vs "
+        "PyTorch, %s vs Heuristics" % (pct(np_pt), pct(np_h)),
         "- ROAM's actual peak <= every other method's on every model (where both "
         "exist): **%s**" % (
             "yes" if not worse and ok else "no"),
@@ -473,8 +533,8 @@ def summary(results, methods, args, wall, started, plot_error):
         lines += ["- %s: %s" % (r["model"], r["error"]) for r in failed]
     if plot_error:
         lines += ["", "Plot: %s" % plot_error]
-    lines += ["", "Details: fig11_theoretical.md, fig12_actual.md, table1_fragmentation.md, "
-              "time.md, results.csv, time_vs_operators.png.", ""]
+    lines += ["", "Details: fig11_actual.md, fig12_theoretical.md, headroom.md, "
+              "table1_fragmentation.md, time.md, results.csv, time_vs_operators.png.", ""]
     return "\n".join(lines)
 
 
@@ -538,15 +598,18 @@ def main():
 
     write_csv(os.path.join(args.out, "results.csv"), results, methods)
     docs = {
-        "fig11_theoretical.md": peak_figure(
-            results, methods, "theoretical_peak", "Fig. 11: theoretical peak memory",
+        "fig11_actual.md": peak_figure(
+            results, methods, "actual_peak",
+            "Fig. 11: actual peak memory (operator order and memory layout)",
+            "Actual peak = the arena size the layout needs (for PyTorch: what its caching "
+            "allocator would reserve), per model and method, then how much lower ROAM's is."),
+        "fig12_theoretical.md": peak_figure(
+            results, methods, "theoretical_peak",
+            "Fig. 12: theoretical peak memory (operator order alone)",
             "Theoretical peak = the largest sum of live storages at any step of the "
             "operator order (parameters and optimizer state included), per model and "
             "method, then how much lower ROAM's is."),
-        "fig12_actual.md": peak_figure(
-            results, methods, "actual_peak", "Fig. 12: actual peak memory",
-            "Actual peak = the arena size the layout needs (for PyTorch: what its caching "
-            "allocator would reserve), per model and method, then how much lower ROAM's is."),
+        "headroom.md": headroom_table(results),
         "table1_fragmentation.md": fragmentation_table(results, methods),
         "time.md": time_table(results, methods),
     }
