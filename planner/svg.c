@@ -193,8 +193,8 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
                "<rect width=\"12\" height=\"10\" class=\"a\"/><text x=\"16\" y=\"10\">activations and temporaries</text>"
                "<rect x=\"190\" width=\"12\" height=\"10\" class=\"p\"/><text x=\"206\" y=\"10\">persistent "
                "(parameters, optimizer state, outputs)</text>"
-               "<line x1=\"500\" y1=\"5\" x2=\"520\" y2=\"5\" class=\"peak\"/><text x=\"524\" y=\"10\">actual peak</text>"
-               "<text x=\"620\" y=\"10\">time (steps) across, address up</text></g>\n",
+               "<line x1=\"520\" y1=\"5\" x2=\"540\" y2=\"5\" class=\"peak\"/><text x=\"544\" y=\"10\">actual peak</text>"
+               "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
     if (planner_atomic_close(f, tmp, path, rc == 0)) rc = -1;
