@@ -120,6 +120,70 @@ static int fe_bytes_of(uint64_t elems, unsigned bits, uint64_t *bytes) {
     return 0;
 }
 
+/* ---------------------------------------------------------- nesting depth */
+
+/* protobuf-c unpacks a sub-message by recursion, with no depth limit: a file
+ * of 150 KB that nests TypeProto in TypeProto (or a graph in an attribute of
+ * a node of a graph ...) 20,000 deep overflows the stack.  So before
+ * unpacking, the wire format is walked with the same descriptors and nesting
+ * deeper than protobuf's own default limit (100, which the ONNX reference
+ * parser keeps) is refused.  The walk follows only length-delimited fields
+ * that the schema says are messages; anything malformed ends it quietly, as
+ * protobuf-c then rejects the bytes itself. */
+#define FE_MAX_NESTING 100
+
+static bool fe_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Returns 1 with *at (offset from base) when a message in [p, end) of type
+ * d nests deeper than FE_MAX_NESTING, else 0.  Recursion is bounded by the
+ * limit itself. */
+static int fe_too_deep(const uint8_t *base, const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
+                       int depth, size_t *at) {
+    if (depth > FE_MAX_NESTING) {
+        *at = (size_t)(p - base);
+        return 1;
+    }
+    while (p < end) {
+        uint64_t key, len;
+        if (!fe_varint(&p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return 0;
+        switch (key & 7) {
+        case 0: /* varint */
+            if (!fe_varint(&p, end, &len)) return 0;
+            break;
+        case 1: /* 64-bit */
+            if (end - p < 8) return 0;
+            p += 8;
+            break;
+        case 5: /* 32-bit */
+            if (end - p < 4) return 0;
+            p += 4;
+            break;
+        case 2: { /* length-delimited: bytes, string, packed numbers or a message */
+            if (!fe_varint(&p, end, &len) || len > (uint64_t)(end - p)) return 0;
+            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor &&
+                fe_too_deep(base, p, p + len, f->descriptor, depth + 1, at))
+                return 1;
+            p += len;
+            break;
+        }
+        default: return 0; /* groups and unknown wire types: protobuf-c refuses them */
+        }
+    }
+    return 0;
+}
+
 /* --------------------------------------------------------------- loading */
 
 /* State while building one model: the protobuf, the table, the error sink. */
@@ -530,6 +594,10 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
+    size_t deep_at;
+    if (fe_too_deep(bytes, bytes, bytes + len, &onnx__model_proto__descriptor, 0, &deep_at))
+        return fe_fail(&L.err, "not an ONNX model roamc can read: protobuf messages nested more than %d deep "
+                       "(at byte %zu)", FE_MAX_NESTING, deep_at);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
     if (!mp)
         return fe_fail(&L.err, "not an ONNX ModelProto: protobuf decoding failed (truncated or not protobuf, %zu bytes)", len);

@@ -64,8 +64,9 @@ typedef struct fe_model {
  * a ModelProto (truncated, random, another message), a graph without nodes,
  * a value read but produced by nothing, a value produced twice, a value
  * without a static shape or with a non-tensor type, element types with no
- * byte size (STRING), negative dims, dim products that overflow 64 bits, and
- * alias attributes that point outside the node's inputs. */
+ * byte size (STRING), negative dims, dim products that overflow 64 bits,
+ * alias attributes that point outside the node's inputs, and protobuf messages
+ * nested more than 100 deep (protobuf-c would recurse until the stack ends). */
 int fe_load(const char *path, fe_model *m, char *err, size_t errlen);
 
 /* Same as fe_load on bytes already in memory; path names them in messages. */

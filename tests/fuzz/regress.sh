@@ -1,0 +1,67 @@
+#!/bin/sh
+# Inputs that once crashed, hung or leaked in roamc (found by the fuzz
+# targets of this folder), run through the roamc binary.  Each line of
+# regress/cases names a command, the exit status it must give and an input:
+#
+#   plan   2 NAME.onnx          roamc NAME.onnx -o OUT
+#   layout 2 NAME.csv           roamc layout NAME.csv -o OUT
+#   check  1 NAME.json MODEL    roamc check tests/fuzz/models/MODEL.onnx NAME.json
+#
+# An input NAME.awk is a generator (for inputs too large to commit): the
+# input is what `awk -f NAME.awk` prints.  Every case must exit with its
+# status; a failure (status 2) must say on stderr what is wrong in which
+# file; `plan` and `layout` must leave no output file (not even a temporary
+# one) unless they succeed; and nothing may print a sanitizer report.
+#
+# usage: regress.sh ROAMC REGRESS_DIR WORKDIR
+set -u
+roamc=$1 dir=$2 work=$3
+models=$(dirname "$dir")/models
+rm -rf "$work" && mkdir -p "$work" || exit 1
+# The stack size decides where deep recursion crashes: the default one.
+ulimit -s 8192 2>/dev/null
+fails=0 n=0
+fail() { echo "FAIL $case: $*"; fails=$((fails + 1)); }
+
+while read -r cmd want input model; do
+    case "$cmd" in ''|'#'*) continue ;; esac
+    n=$((n + 1))
+    case=$input
+    src=$dir/$input
+    if [ "${input%.awk}" != "$input" ]; then
+        ext=$(sed -n 's/^# input: //p' "$src")
+        src=$work/${input%.awk}.$ext
+        LC_ALL=C awk -f "$dir/$input" > "$src" || { fail "generator failed"; continue; }
+    fi
+    out=$work/out.${input%.*}
+    rm -f "$out" "$out".tmp.*
+    case "$cmd" in
+    plan) timeout 300 "$roamc" "$src" -o "$out" --time-limit 30 > "$work/stdout" 2> "$work/stderr" ;;
+    layout) timeout 300 "$roamc" layout "$src" -o "$out" --time-limit 5 > "$work/stdout" 2> "$work/stderr" ;;
+    check) timeout 300 "$roamc" check "$models/$model.onnx" "$src" > "$work/stdout" 2> "$work/stderr" ;;
+    *) fail "unknown command '$cmd' in $dir/cases"; continue ;;
+    esac
+    got=$?
+    [ "$got" -eq "$want" ] || fail "exit status $got, expected $want ($(head -c 300 "$work/stderr"))"
+    if grep -q -e 'Sanitizer' -e 'runtime error:' "$work/stderr"; then
+        fail "sanitizer report:"; head -n 20 "$work/stderr"
+    fi
+    if [ "$want" -eq 2 ]; then
+        grep -q -F "$src" "$work/stderr" || fail "the message does not name the file: $(head -c 300 "$work/stderr")"
+    fi
+    if [ "$cmd" = check ] && [ "$want" -eq 1 ]; then
+        grep -q '^INVALID: ' "$work/stdout" || fail "no INVALID line on stdout"
+    fi
+    if [ "$cmd" != check ]; then
+        if [ "$want" -eq 0 ]; then
+            [ -s "$out" ] || fail "no output file"
+        else
+            [ -e "$out" ] && fail "output file left behind"
+        fi
+        for t in "$out".tmp.*; do [ -e "$t" ] && fail "temporary file left behind: $t"; done
+    fi
+    rm -f "$out"
+done < "$dir/cases"
+
+echo "$n cases, $fails failed"
+[ "$n" -gt 0 ] && [ "$fails" -eq 0 ]
