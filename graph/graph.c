@@ -32,9 +32,39 @@ const char *graph_op_label(const graph *g, int op, char *buf, size_t len) {
     return buf;
 }
 
+/* x rounded up to a multiple of align; UINT64_MAX when that overflows (then
+ * graph_check_sizes refuses the model). */
 static uint64_t graph_round_up(uint64_t x, uint64_t align) {
     uint64_t r = x % align;
+    if (r && x > UINT64_MAX - (align - r)) return UINT64_MAX;
     return r ? x + (align - r) : x;
+}
+
+/* Sizes, their sums and their differences are 64-bit integers all through
+ * the planner (signed where they are live-byte deltas, as in graph_peak), so
+ * the storages of one model may add up to at most 2^62 bytes: every such sum
+ * then fits, with room for the allocator's rounding.  (4 EiB: no step of a
+ * real model comes near; a model that claims more is refused, not planned
+ * with wrapped numbers.) */
+#define GRAPH_MAX_TOTAL_BYTES ((uint64_t)1 << 62)
+
+static int graph_check_sizes(const graph *g, char *err, size_t errlen) {
+    uint64_t total = 0;
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (st->size <= GRAPH_MAX_TOTAL_BYTES - total) {
+            total += st->size;
+            continue;
+        }
+        /* name the largest tensor of the storage that crosses the limit */
+        int big = st->root;
+        for (size_t k = 0; k < st->n_tensors; k++)
+            if (g->model->values[st->tensors[k]].bytes > g->model->values[big].bytes) big = st->tensors[k];
+        return graph_fail(g, err, errlen,
+                          "value '%s' (%llu bytes): the storages add up to more than 2^62 bytes, too large to plan",
+                          g->model->values[big].name, (unsigned long long)g->model->values[big].bytes);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------- storages */
@@ -504,6 +534,10 @@ int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t e
     if (!g->storage_of || graph_build_storages(g)) {
         graph_free(g);
         return graph_fail(&(graph){.model = m}, err, errlen, "out of memory building storages");
+    }
+    if (graph_check_sizes(g, err, errlen)) {
+        graph_free(g);
+        return -1;
     }
     if (graph_build_edges(g, err, errlen)) {
         graph_free(g);

@@ -60,8 +60,9 @@ typedef struct graph {
  * and optimizer state), a storage named in the metadata keys roamc.parameters
  * or roamc.optimizer_state, an initializer, or a graph output.  Returns 0, or
  * -1 with "PATH: what (where)" in err for a cycle in the ordering edges (the
- * message names operators on it) or an in-place write whose other readers
- * cannot run before it. */
+ * message names operators on it), an in-place write whose other readers
+ * cannot run before it, or storages (rounded up to align) that add up to
+ * more than 2^62 bytes, so that every sum of sizes later fits in 64 bits. */
 int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t errlen);
 void graph_free(graph *g);
 
