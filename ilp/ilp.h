@@ -10,8 +10,17 @@
  *
  * Determinism: the search is bounded by a count of branch-and-bound nodes,
  * not by time, so a leaf gives the same answer on any machine load or
- * thread count.  The time limit is only a backstop for pathological LPs;
- * when it fires the result says so (ILP_TIME) and may depend on timing.
+ * thread count.  The time limit is only a backstop for pathological LPs
+ * (and the bound of the whole-graph baseline); when it fires the result
+ * says so (ILP_TIME) and may depend on timing.
+ *
+ * Time: the whole call keeps to time_limit, not only GLPK's solvers: the
+ * model is built under it (a whole-graph model of millions of nonzeros
+ * takes seconds), the root LP does not start when GLPK's set-up of it (not
+ * under GLPK's tm_lim) would not fit, and the branch and bound stops
+ * before a step (a node's LP, a branching) that is not expected to end in
+ * time.  On alexnet's whole-graph model (8.7M nonzeros) the call ended at
+ * most 0.03 s after its deadline in the runs measured.
  *
  * Thread safety: each call builds its own glp_prob and silences GLPK's
  * terminal output for the calling thread; a thread that called
@@ -37,7 +46,7 @@ const char *ilp_status_name(ilp_status s);
 
 typedef struct ilp_order_options {
     long node_budget;   /* branch-and-bound nodes to explore at most */
-    double time_limit;  /* seconds; backstop only */
+    double time_limit;  /* seconds from the call, for all of it; <= 0: none */
     size_t max_vars;    /* larger models are not built (ILP_TOO_LARGE) */
     uint64_t goal;      /* stop once an order's peak is at most this (0: the leaf's
                          * lower bound); the caller's own bound, e.g. a peak that

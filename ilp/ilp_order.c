@@ -7,15 +7,40 @@
 #include <string.h>
 
 #include <glpk.h>
+#include <math.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
-/* Monotonic seconds, to share one time limit between the root LP and the
- * branch and bound.  GLPK checks its limit between simplex iterations, so on
- * a large model the root LP alone may overrun it by a second or two. */
+/* Monotonic seconds (the clock of planner_now): one deadline for the whole
+ * call, model building, root LP and branch and bound together. */
 static double ilp_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Models with more nonzeros than this are deleted with ilp_delete. */
+#define ILP_BIG_NONZEROS 1000000
+
+/* Deletes P.  GLPK frees a model block by block, from the top of the heap
+ * down, and glibc gives memory back to the system at each such free (a brk
+ * call each): 0.65-0.9 s for the first 20k of the 69k rows of alexnet's
+ * whole-graph model, all of it after the deadline.  With trimming held off
+ * during the delete and done once after, 0.02-0.08 s.  Leaf models are far
+ * below ILP_BIG_NONZEROS and are deleted as they are. */
+static void ilp_delete(glp_prob *P) {
+#ifdef __GLIBC__
+    if (glp_get_num_nz(P) > ILP_BIG_NONZEROS) {
+        mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+        glp_delete_prob(P);
+        mallopt(M_TRIM_THRESHOLD, 128 * 1024); /* glibc's default */
+        malloc_trim(0);
+        return;
+    }
+#endif
+    glp_delete_prob(P);
 }
 
 static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large", "failed"};
@@ -23,6 +48,11 @@ static const char *const ilp_status_names[] = {"optimal", "node budget", "time l
 const char *ilp_status_name(ilp_status s) { return ilp_status_names[s]; }
 
 void ilp_thread_cleanup(void) { glp_free_env(); }
+
+/* glp_simplex's set-up (not under its tm_lim) against the time it took to
+ * build the model, both linear in the nonzeros: measured 0.83-1.22 on the
+ * whole-graph model of alexnet (62k columns, 69k rows, 8.7M nonzeros). */
+#define ILP_SETUP_PER_BUILD 1.5
 
 /* Leaves beyond this many ops are never modelled: the live variables alone
  * (storages x steps) would exceed any sensible max_vars. */
@@ -165,15 +195,19 @@ static int ilp_row_prefix(ilp_row *r, const ilp_model *m, int v, int upto, doubl
     return 0;
 }
 
-static void ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub) {
+/* Adds the row; returns 1 when the deadline has passed (checked every 64
+ * rows: a large model takes seconds to build), else 0. */
+static int ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub, double deadline) {
     int row = glp_add_rows(P, 1);
     glp_set_row_bnds(P, row, type, lb, ub);
     glp_set_mat_row(P, row, r->len, r->ind, r->val);
     r->len = 0;
+    return (row & 63) == 0 && ilp_now() > deadline ? 1 : 0;
 }
 
-/* Builds every row.  Returns 0, -1 on out of memory. */
-static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
+/* Builds every row.  Returns 0, -1 on out of memory, 1 when the deadline
+ * passed before the model was complete. */
+static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     const graph_leaf *L = m->L;
     int n = (int)m->n;
     ilp_row r = {0};
@@ -181,12 +215,12 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
     /* each op runs once, each step runs one op */
     for (int v = 0; v < n && rc == 0; v++) {
         rc = ilp_row_prefix(&r, m, v, n - 1, 1.0);
-        if (rc == 0) ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0);
+        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0, deadline);
     }
     for (int t = 0; t < n && rc == 0; t++) {
         for (int v = 0; v < n && rc == 0; v++)
             if (t >= m->asap[v] && t <= m->alap[v]) rc = ilp_row_put(&r, ilp_x(m, v, t), 1.0);
-        if (rc == 0) ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0);
+        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0, deadline);
     }
     /* edge u -> v: by step t, v has run only if u ran before t */
     for (int u = 0; u < n && rc == 0; u++)
@@ -195,7 +229,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
             for (int t = m->asap[v]; t <= m->alap[v] && t <= m->alap[u] && rc == 0; t++) {
                 rc = ilp_row_prefix(&r, m, v, t, 1.0);
                 if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, -1.0);
-                if (rc == 0) ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0);
+                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
             }
         }
     /* preserved: p[j,t] >= created(j,t) - done_before(u,t) for each toucher u */
@@ -213,7 +247,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
                     if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, 1.0);
                     if (rc == 0 && m->maker[j] >= 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
                 }
-                if (rc == 0) ilp_row_commit(P, &r, GLP_LO, m->maker[j] >= 0 ? 0.0 : 1.0, 0.0);
+                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, m->maker[j] >= 0 ? 0.0 : 1.0, 0.0, deadline);
             }
         }
     /* outputs of the leaf stay live from creation to its end */
@@ -222,7 +256,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
         for (int t = m->lo[j]; t <= m->hi[j] && rc == 0; t++) {
             rc = ilp_row_put(&r, ilp_p(m, (int)j, t), 1.0);
             if (rc == 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
-            if (rc == 0) ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0);
+            if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
         }
     }
     /* peak >= base + live bytes at every step */
@@ -230,7 +264,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m) {
         rc = ilp_row_put(&r, m->peak_col, 1.0);
         for (size_t j = 0; j < L->n_st && rc == 0; j++)
             if (t >= m->lo[j] && t <= m->hi[j]) rc = ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
-        if (rc == 0) ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0);
+        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0, deadline);
     }
     free(r.ind), free(r.val);
     return rc;
@@ -253,11 +287,51 @@ typedef struct ilp_cb {
     double goal;        /* the leaf's lower bound, scaled: stop when met */
     long nodes, budget;
     bool bound_met, budget_spent;
+    /* time: GLPK checks tm_lim once per node and does not count the
+     * set-up of each node's LP (seconds on a model of millions of
+     * nonzeros) nor the branching (the default Driebeck-Tomlin rule
+     * computes a tableau row per candidate), so the callback stops the
+     * search when the work that follows a call is not expected to end
+     * before the deadline: as long as the longest seen after a call of
+     * the same reason, or than the longest step seen at all */
+    double deadline;    /* ilp_now() seconds */
+    double guess;       /* the longest step seen (at first: an LP's set-up) */
+    double after[8];    /* per reason (GLP_IROWGEN..GLP_IPREPRO are 1..7):
+                         * the longest step seen after it, 0: none yet */
+    double last;        /* ilp_now() at the previous call, 0: none */
+    int last_reason;
+    double per_candidate; /* the first branching: seconds per fractional
+                           * variable (ILP_BRANCH_ROW_COST root LP iterations) */
+    bool time_out;
 } ilp_cb;
+
+/* Before the first branching has been seen, it is expected to cost this many
+ * root LP iterations per fractional variable (a tableau row each), as in
+ * layout/layout_ilp.c. */
+#define ILP_BRANCH_ROW_COST 8.0
 
 static void ilp_callback(glp_tree *T, void *info) {
     ilp_cb *cb = info;
-    switch (glp_ios_reason(T)) {
+    double now = ilp_now();
+    int reason = glp_ios_reason(T);
+    int slot = reason >= 1 && reason <= 7 ? reason : 0;
+    if (cb->last > 0) {
+        double step = now - cb->last;
+        if (step > cb->after[cb->last_reason]) cb->after[cb->last_reason] = step;
+        if (step > cb->guess) cb->guess = step;
+    }
+    cb->last = now, cb->last_reason = slot;
+    double next = cb->after[slot] > 0 ? cb->after[slot] : cb->guess;
+    if (reason == GLP_IBRANCH && !(cb->after[slot] > 0) && !cb->time_out) {
+        int nc = glp_get_num_cols(glp_ios_get_prob(T)), nf = 0;
+        for (int j = 1; j <= nc; j++) nf += glp_ios_can_branch(T, j);
+        if (nf * cb->per_candidate > next) next = nf * cb->per_candidate;
+    }
+    if (!cb->time_out && now + next > cb->deadline) {
+        cb->time_out = true;
+        glp_ios_terminate(T);
+    }
+    switch (reason) {
     case GLP_IHEUR:
         if (!cb->warm_given) {
             cb->warm_given = true;
@@ -317,6 +391,9 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
         r->status = ILP_OPTIMAL;
         return 0;
     }
+    /* one deadline for everything below, model building included */
+    const double t_call = ilp_now();
+    const double deadline = o->time_limit > 0 && o->time_limit < 2e6 ? t_call + o->time_limit : INFINITY;
     ilp_model m;
     if (ilp_model_init(L, &m)) return -1;
     r->n_vars = (size_t)m.n_cols;
@@ -339,26 +416,42 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     glp_set_obj_coef(P, m.peak_col, 1.0);
     double *cols = malloc((size_t)(m.n_cols + 1) * sizeof *cols);
     int *steps = malloc(n * sizeof *steps), *cand = malloc(n * sizeof *cand);
-    int rc = (cols && steps && cand) ? ilp_build_rows(P, &m) : -1;
-    if (rc == 0) {
+    int rc = (cols && steps && cand) ? ilp_build_rows(P, &m, deadline) : -1;
+    if (rc == 1) { /* the deadline passed while building: the warm start stands */
+        r->status = ILP_TIME;
+        rc = 0;
+    } else if (rc == 0) {
         ilp_order_to_cols(&m, warm, cols);
-        int tm = o->time_limit > 0 && o->time_limit < 2e6 ? (int)(o->time_limit * 1000.0) : INT32_MAX;
-        double t_start = ilp_now();
+        /* glp_simplex counts tm_lim from the end of its set-up, which
+         * copies the whole matrix: on a model of millions of nonzeros as
+         * long as building it took.  So it gets the time left less that,
+         * and does not start when not even the set-up would fit. */
+        double t_built = ilp_now();
+        double setup = ILP_SETUP_PER_BUILD * (t_built - t_call);
+        double left = deadline - t_built;
         glp_smcp sp;
         glp_init_smcp(&sp);
         sp.msg_lev = GLP_MSG_OFF;
-        sp.tm_lim = tm;
-        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget};
-        int lp = glp_simplex(P, &sp);
+        sp.tm_lim = left > 2e6 ? INT32_MAX : left - setup >= 0.001 ? (int)(1000.0 * (left - setup)) : 1;
+        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget, .deadline = deadline};
+        int lp = left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
+        double t_root = ilp_now();
         if (lp != 0 || glp_get_status(P) != GLP_OPT) {
             r->status = lp == GLP_ETMLIM ? ILP_TIME : ILP_FAILED;
         } else {
             glp_iocp ip;
             glp_init_iocp(&ip);
             ip.msg_lev = GLP_MSG_OFF;
-            /* one limit for the root LP and the search together */
-            double left_ms = tm == INT32_MAX ? (double)INT32_MAX : tm - 1000.0 * (ilp_now() - t_start);
-            ip.tm_lim = left_ms < 1.0 ? 1 : (int)left_ms;
+            /* GLPK's own presolver would solve the root LP again, under no
+             * limit at all; the root LP is solved above */
+            ip.presolve = GLP_OFF;
+            left = deadline - t_root;
+            ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
+            /* the first node LP re-solves the root from its optimal basis:
+             * at most the set-up, and not longer than the root LP took */
+            cb.guess = t_root - t_built < setup ? t_root - t_built : setup;
+            int iters = glp_get_it_cnt(P);
+            cb.per_candidate = ILP_BRANCH_ROW_COST * (t_root - t_built) / (iters > 0 ? iters : 1);
             ip.cb_func = ilp_callback;
             ip.cb_info = &cb;
             ip.mip_gap = 0.0;
@@ -391,12 +484,12 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                 }
             }
             if (ms == GLP_OPT || cb.bound_met) r->status = ILP_OPTIMAL;
-            else if (ret == GLP_ETMLIM) r->status = ILP_TIME;
+            else if (ret == GLP_ETMLIM || cb.time_out) r->status = ILP_TIME;
             else if (cb.budget_spent) r->status = ILP_BUDGET;
             else r->status = ILP_FAILED;
         }
     }
-    glp_delete_prob(P);
+    ilp_delete(P);
     free(cols), free(steps), free(cand);
     ilp_model_free(&m);
     return rc;
