@@ -47,6 +47,9 @@
 #define ORDER_ILP_NODES 20
 #define ORDER_ILP_MAX_OPS 40
 #define ORDER_ILP_MAX_VARS 200000
+/* --order ilp: the share of --time-limit the whole-graph ILP may use (the
+ * leaves of roam stop at the same share, order_roam) */
+#define ORDER_ILP_SHARE 0.8
 #define ORDER_BEAM_WIDTH 1000
 /* graph_order_lower_bound's bitsets: 20k ops take 50 MB */
 #define ORDER_LB_MAX_OPS 20000
@@ -352,14 +355,20 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     return rc ? planner_errorf(err, errlen, "out of memory solving leaves") : 0;
 }
 
-static int order_whole_ilp(const graph *g, const planner_options *opt, const int *warm, int *order,
+/* t_run: when planner_order_run started, the start of the time limit. */
+static int order_whole_ilp(const graph *g, const planner_options *opt, double t_run, const int *warm, int *order,
                            planner_order_stats *st, char *err, size_t errlen) {
     double t0 = planner_now();
     graph_leaf L;
     if (graph_leaf_init_all(g, &L)) return planner_errorf(err, errlen, "out of memory");
     double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
-    /* The whole-graph baseline runs until the time limit: no node budget. */
-    ilp_order_options io = {.node_budget = 1L << 40, .time_limit = limit, .max_vars = ORDER_ILP_MAX_VARS};
+    /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time limit
+     * (no node budget), counted from the start of the run: the rest is for
+     * the bounds, the layout (the layout ILP too) and writing.  The ILP
+     * keeps to its deadline, model building included (ilp.h). */
+    double left = t_run + ORDER_ILP_SHARE * limit - planner_now();
+    ilp_order_options io = {.node_budget = 1L << 40, .time_limit = left > 1e-6 ? left : 1e-6,
+                            .max_vars = ORDER_ILP_MAX_VARS};
     ilp_order_result ir;
     int rc = ilp_order_leaf(&L, warm, &io, order, &ir);
     ilp_thread_cleanup();
@@ -439,6 +448,7 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
 int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,
                       size_t errlen) {
     /* options left at zero (a caller that predates them) get the defaults */
+    double t_run = planner_now(); /* the time limit counts from here */
     planner_options fixed = *opt_in;
     const planner_options *opt = &fixed;
     if (fixed.node_limit <= 0) fixed.node_limit = PLANNER_DEFAULT_NODE_LIMIT;
@@ -469,7 +479,7 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
         st->source = "roam";
         break;
     case PLANNER_ORDER_ILP:
-        rc = order_whole_ilp(g, opt, best_heur, order, st, err, errlen);
+        rc = order_whole_ilp(g, opt, t_run, best_heur, order, st, err, errlen);
         st->source = st->ilp_too_large ? (best_heur == les ? "lescea" : "program") : "ilp";
         break;
     }
