@@ -328,19 +328,24 @@ static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges
     size_t ns = g->n_storages;
     int *last_writer = malloc((ns ? ns : 1) * sizeof *last_writer);
     bool *written = calloc(ns ? ns : 1, sizeof *written);
-    /* readers since the last write, per storage: a linked list through ops */
+    /* readers since the last write, per storage: a linked list through ops,
+     * and its length */
     int *head = malloc((ns ? ns : 1) * sizeof *head);
+    size_t *n_readers = calloc(ns ? ns : 1, sizeof *n_readers);
+    /* writer[s] == i: op i writes s in place (set per op, so that an op with
+     * many inputs and outputs costs inputs + outputs, not their product) */
+    int *writer = malloc((ns ? ns : 1) * sizeof *writer);
     size_t cap_links = 16, n_links = 0;
     int (*links)[2] = malloc(cap_links * sizeof *links); /* {op, next} */
     size_t cap = *n_edges + 16;
     graph_edge *e = realloc(*edges, cap * sizeof *e);
-    if (!last_writer || !written || !head || !links || !e) {
+    if (!last_writer || !written || !head || !n_readers || !writer || !links || !e) {
         if (e) *edges = e;
-        free(last_writer), free(written), free(head), free(links);
+        free(last_writer), free(written), free(head), free(n_readers), free(writer), free(links);
         return -1;
     }
     *edges = e;
-    for (size_t s = 0; s < ns; s++) last_writer[s] = -1, head[s] = -1;
+    for (size_t s = 0; s < ns; s++) last_writer[s] = -1, head[s] = -1, writer[s] = -1;
     for (size_t i = 0; i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
         if (!n->inplace) continue;
@@ -350,18 +355,17 @@ static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges
     int rc = 0;
     for (size_t i = 0; i < m->n_nodes && rc == 0; i++) {
         const fe_node *n = &m->nodes[i];
+        for (size_t o = 0; n->inplace && o < n->n_outputs; o++)
+            if (n->alias[o] >= 0 && n->inputs[n->alias[o]] >= 0) writer[g->storage_of[n->inputs[n->alias[o]]]] = (int)i;
         for (size_t k = 0; k < n->n_inputs && rc == 0; k++) {
             if (n->inputs[k] < 0) continue;
             int s = g->storage_of[n->inputs[k]];
             if (!written[s]) continue;
-            bool writes = false;
-            for (size_t o = 0; o < n->n_outputs; o++)
-                writes |= n->inplace && n->alias[o] >= 0 && n->inputs[n->alias[o]] >= 0 &&
-                          g->storage_of[n->inputs[n->alias[o]]] == s;
+            bool writes = writer[s] == (int)i;
             if (last_writer[s] == (int)i) continue; /* this op already handled s */
+            if (!writes && head[s] >= 0 && links[head[s]][0] == (int)i) continue; /* already read s */
             /* room for the edges this access may add */
-            size_t need = *n_edges + 1;
-            for (int r = head[s]; r >= 0; r = links[r][1]) need++;
+            size_t need = *n_edges + 1 + n_readers[s];
             if (need > cap) {
                 while (need > cap) cap *= 2;
                 graph_edge *p = realloc(e, cap * sizeof *e);
@@ -373,6 +377,7 @@ static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges
                 for (int r = head[s]; r >= 0; r = links[r][1])
                     if (links[r][0] != (int)i) e[(*n_edges)++] = (graph_edge){links[r][0], (int)i};
                 head[s] = -1;
+                n_readers[s] = 0;
                 last_writer[s] = (int)i;
             } else {
                 if (n_links == cap_links) {
@@ -384,10 +389,11 @@ static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges
                 links[n_links][0] = (int)i;
                 links[n_links][1] = head[s];
                 head[s] = (int)n_links++;
+                n_readers[s]++;
             }
         }
     }
-    free(last_writer), free(written), free(head), free(links);
+    free(last_writer), free(written), free(head), free(n_readers), free(writer), free(links);
     return rc;
 }
 
@@ -492,21 +498,27 @@ static int graph_build_touches(graph *g) {
     g->touch = malloc((total ? total : 1) * sizeof *g->touch);
     g->make_start = calloc(no + 1, sizeof *g->make_start);
     g->make = malloc((g->n_storages ? g->n_storages : 1) * sizeof *g->make);
-    if (!g->touch_start || !g->touch || !g->make_start || !g->make) return -1;
+    /* seen[s] == i: op i already touches s (linear in the touches even for an
+     * op with thousands of inputs) */
+    int *seen = malloc((g->n_storages ? g->n_storages : 1) * sizeof *seen);
+    if (!g->touch_start || !g->touch || !g->make_start || !g->make || !seen) {
+        free(seen);
+        return -1;
+    }
+    for (size_t s = 0; s < g->n_storages; s++) seen[s] = -1;
     size_t n = 0;
     for (size_t i = 0; i < no; i++) {
         const fe_node *nd = &m->nodes[i];
-        size_t first = n;
         for (size_t k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
             int v = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
             if (v < 0) continue;
             int s = g->storage_of[v];
-            bool dup = false;
-            for (size_t j = first; j < n && !dup; j++) dup = g->touch[j] == s;
-            if (!dup) g->touch[n++] = s;
+            if (seen[s] != (int)i) g->touch[n++] = s;
+            seen[s] = (int)i;
         }
         g->touch_start[i + 1] = n;
     }
+    free(seen);
     /* make: storages without an input, created by the producer of the root */
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];

@@ -6,6 +6,9 @@
 #   plan   2 NAME.onnx          roamc NAME.onnx -o OUT
 #   layout 2 NAME.csv           roamc layout NAME.csv -o OUT
 #   check  1 NAME.json MODEL    roamc check tests/fuzz/models/MODEL.onnx NAME.json
+#   load   2 NAME.onnx          roamc check NAME.onnx EMPTY.json, in at most 15 s:
+#                               the model loads and builds (inputs that once hung
+#                               there), then the empty plan is refused
 #
 # An input NAME.awk is a generator (for inputs too large to commit): the
 # input is what `awk -f NAME.awk` prints.  Every case must exit with its
@@ -39,6 +42,9 @@ while read -r cmd want input model; do
     plan) timeout 300 "$roamc" "$src" -o "$out" --time-limit 30 > "$work/stdout" 2> "$work/stderr" ;;
     layout) timeout 300 "$roamc" layout "$src" -o "$out" --time-limit 5 > "$work/stdout" 2> "$work/stderr" ;;
     check) timeout 300 "$roamc" check "$models/$model.onnx" "$src" > "$work/stdout" 2> "$work/stderr" ;;
+    load)
+        : > "$work/empty.json"
+        timeout 15 "$roamc" check "$src" "$work/empty.json" > "$work/stdout" 2> "$work/stderr" ;;
     *) fail "unknown command '$cmd' in $dir/cases"; continue ;;
     esac
     got=$?
@@ -46,13 +52,16 @@ while read -r cmd want input model; do
     if grep -q -e 'Sanitizer' -e 'runtime error:' "$work/stderr"; then
         fail "sanitizer report:"; head -n 20 "$work/stderr"
     fi
-    if [ "$want" -eq 2 ]; then
+    if [ "$cmd" = load ]; then
+        grep -q -F "$work/empty.json: not a readable JSON plan" "$work/stderr" ||
+            fail "the model did not load: $(head -c 300 "$work/stderr")"
+    elif [ "$want" -eq 2 ]; then
         grep -q -F "$src" "$work/stderr" || fail "the message does not name the file: $(head -c 300 "$work/stderr")"
     fi
     if [ "$cmd" = check ] && [ "$want" -eq 1 ]; then
         grep -q '^INVALID: ' "$work/stdout" || fail "no INVALID line on stdout"
     fi
-    if [ "$cmd" != check ]; then
+    if [ "$cmd" = plan ] || [ "$cmd" = layout ]; then
         if [ "$want" -eq 0 ]; then
             [ -s "$out" ] || fail "no output file"
         else
