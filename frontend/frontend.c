@@ -361,28 +361,47 @@ static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
  * everything read inside that is not defined inside.  They become extra
  * inputs of the node so that the values stay live while it runs. */
 typedef struct fe_strset {
-    const char **s;
-    size_t n, cap;
+    const char **s; /* in the order added */
+    size_t n, cap;  /* cap: 0 or a power of two */
+    size_t *slots;  /* 2 * cap slots, open addressing: index into s + 1, 0 = empty */
 } fe_strset;
 
-static int fe_strset_add(fe_strset *set, const char *s) {
-    for (size_t i = 0; i < set->n; i++)
-        if (strcmp(set->s[i], s) == 0) return 0;
+/* The slot where name is or would go (the set has room: cap > 0). */
+static size_t fe_strset_slot(const fe_strset *set, const char *name) {
+    size_t mask = 2 * set->cap - 1, i = (size_t)fe_hash(name) & mask;
+    while (set->slots[i] && strcmp(set->s[set->slots[i] - 1], name) != 0) i = (i + 1) & mask;
+    return i;
+}
+
+static bool fe_strset_has(const fe_strset *set, const char *name) {
+    return set->cap && set->slots[fe_strset_slot(set, name)];
+}
+
+/* Hashed, so that a subgraph with 100,000 names costs 100,000 steps, not
+ * their square. */
+static int fe_strset_add(fe_strset *set, const char *name) {
+    if (fe_strset_has(set, name)) return 0;
     if (set->n == set->cap) {
         size_t cap = set->cap ? 2 * set->cap : 8;
         const char **p = realloc(set->s, cap * sizeof *p);
         if (!p) return -1;
         set->s = p;
+        size_t *slots = calloc(2 * cap, sizeof *slots);
+        if (!slots) return -1;
+        free(set->slots);
+        set->slots = slots;
         set->cap = cap;
+        for (size_t k = 0; k < set->n; k++) set->slots[fe_strset_slot(set, set->s[k])] = k + 1;
     }
-    set->s[set->n++] = s;
+    set->slots[fe_strset_slot(set, name)] = set->n + 1;
+    set->s[set->n++] = name;
     return 0;
 }
 
-static bool fe_strset_has(const fe_strset *set, const char *s) {
-    for (size_t i = 0; i < set->n; i++)
-        if (strcmp(set->s[i], s) == 0) return true;
-    return false;
+static void fe_strset_free(fe_strset *set) {
+    free(set->s);
+    free(set->slots);
+    memset(set, 0, sizeof *set);
 }
 
 static int fe_collect_graph(const Onnx__GraphProto *g, fe_strset *defined, fe_strset *used, int depth);
@@ -425,8 +444,8 @@ static int fe_outer_reads(const Onnx__NodeProto *n, fe_strset *outer) {
     int rc = fe_collect_node_subgraphs(n, &defined, &used, 0);
     for (size_t i = 0; rc == 0 && i < used.n; i++)
         if (!fe_strset_has(&defined, used.s[i])) rc = fe_strset_add(outer, used.s[i]);
-    free(defined.s);
-    free(used.s);
+    fe_strset_free(&defined);
+    fe_strset_free(&used);
     return rc;
 }
 
@@ -502,7 +521,7 @@ static int fe_build(fe_loader *L) {
         if (!fn->op_type[0]) return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
         fe_strset outer = {0};
         if (fe_outer_reads(n, &outer)) {
-            free(outer.s);
+            fe_strset_free(&outer);
             return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep or out of memory",
                            fe_node_label(n), i);
         }
@@ -513,7 +532,7 @@ static int fe_build(fe_loader *L) {
         fn->outputs = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->outputs);
         fn->alias = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->alias);
         if (!fn->inputs || !fn->outputs || !fn->alias) {
-            free(outer.s);
+            fe_strset_free(&outer);
             return fe_fail(&L->err, "out of memory");
         }
         for (size_t k = 0; k < fn->n_inputs; k++) {
@@ -526,12 +545,12 @@ static int fe_build(fe_loader *L) {
             if (idx < 0) {
                 int rc = fe_fail(&L->err, "node '%s' (#%zu) reads '%s'%s, which no node, graph input or initializer produces",
                                  fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
-                free(outer.s);
+                fe_strset_free(&outer);
                 return rc;
             }
             fn->inputs[k] = idx;
         }
-        free(outer.s);
+        fe_strset_free(&outer);
         for (size_t k = 0; k < fn->n_outputs; k++)
             fn->outputs[k] = (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
         if (fe_node_alias(L, i, fn)) return -1;
