@@ -40,9 +40,14 @@ static double compare_pct(double num, double den) { return den > 0 ? 100.0 * (nu
 static void compare_note(compare_row *r) {
     const planner_order_stats *st = r->p.ostats;
     r->note[0] = 0;
-    if (st && st->ilp_too_large) snprintf(r->note, sizeof r->note, "order ILP too large, kept %s", st->source);
-    else if (st && st->heuristic_kept && r->order == PLANNER_ORDER_ILP)
-        snprintf(r->note, sizeof r->note, "order ILP found nothing better than %s", st->source);
+    if (st && r->order == PLANNER_ORDER_ILP) {
+        const char *stop = st->time_stopped ? "stopped by the time limit" : "";
+        if (st->ilp_too_large) snprintf(r->note, sizeof r->note, "order ILP too large, kept %s", st->source);
+        else if (st->heuristic_kept)
+            snprintf(r->note, sizeof r->note, "order ILP %s%sfound nothing better than %s", stop, *stop ? ", " : "",
+                     st->source);
+        else if (*stop) snprintf(r->note, sizeof r->note, "order ILP %s", stop);
+    }
     if (r->p.layout_note[0]) {
         size_t k = strlen(r->note);
         snprintf(r->note + k, sizeof r->note - k, "%s%s", k ? "; " : "", r->p.layout_note);

@@ -480,7 +480,12 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
         break;
     case PLANNER_ORDER_ILP:
         rc = order_whole_ilp(g, opt, t_run, best_heur, order, st, err, errlen);
-        st->source = st->ilp_too_large ? (best_heur == les ? "lescea" : "program") : "ilp";
+        /* The ILP hands back its warm start when it finds nothing better
+         * (too large, failed, stopped by budget or time): name that order. */
+        if (rc == 0 && memcmp(order, best_heur, n * sizeof *order) == 0) {
+            st->source = best_heur == les ? "lescea" : "program";
+            st->heuristic_kept = !st->ilp_too_large;
+        } else st->source = "ilp";
         break;
     }
     if (rc == 0 && (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP)) {

@@ -377,6 +377,9 @@ static void test_time_limit_whole_run(void **state) {
     if (wall > limit + margin) fail_msg("--time-limit %.0f: the run took %.2f s", limit, wall);
     char *rep = output_of("time_limit", "stdout");
     if (!strstr(rep, "1 stopped by time")) fail_msg("the order ILP's time backstop is not reported:\n%s", rep);
+    /* stopped long before its root LP ends, the ILP hands back LESCEA's
+     * order, and the report must name that order, not "ilp" */
+    if (!strstr(rep, "chosen: lescea")) fail_msg("the order kept is not named:\n%s", rep);
     free(rep);
     rc = roamc_check("time_limit_check", model, plan);
     if (rc != 0) fail_msg("roamc check exited %d: %s", rc, output_of("time_limit_check", "stdout"));
