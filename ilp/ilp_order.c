@@ -51,7 +51,8 @@ void ilp_thread_cleanup(void) { glp_free_env(); }
 
 /* glp_simplex's set-up (not under its tm_lim) against the time it took to
  * build the model, both linear in the nonzeros: measured 0.83-1.22 on the
- * whole-graph model of alexnet (62k columns, 69k rows, 8.7M nonzeros). */
+ * whole-graph model of alexnet in a former formulation that wrote prefix
+ * sums out (62k columns, 69k rows, 8.7M nonzeros). */
 #define ILP_SETUP_PER_BUILD 1.5
 
 /* Leaves beyond this many ops are never modelled: the live variables alone
@@ -65,13 +66,13 @@ typedef struct ilp_model {
     int *asap, *alap;   /* per op: window of steps */
     int *maker;         /* per storage: local op that creates it, -1 when live_in */
     int *lo, *hi;       /* per storage: steps where it may be live */
-    int *xcol, *pcol;   /* first column of op v's x / storage j's p (1-based) */
+    int *dcol, *pcol;   /* first column of op v's D / storage j's p (1-based) */
     int peak_col, n_cols;
     double scale;       /* bytes per objective unit */
 } ilp_model;
 
 static void ilp_model_free(ilp_model *m) {
-    free(m->asap), free(m->alap), free(m->maker), free(m->lo), free(m->hi), free(m->xcol), free(m->pcol);
+    free(m->asap), free(m->alap), free(m->maker), free(m->lo), free(m->hi), free(m->dcol), free(m->pcol);
 }
 
 static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
@@ -89,12 +90,12 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     size_t n = L->n_ops, ns = L->n_st, w = (n + 63) / 64;
     m->L = L, m->n = n;
     m->asap = calloc(n, sizeof(int)), m->alap = calloc(n, sizeof(int));
-    m->xcol = calloc(n, sizeof(int)), m->pcol = calloc(ns ? ns : 1, sizeof(int));
+    m->dcol = calloc(n, sizeof(int)), m->pcol = calloc(ns ? ns : 1, sizeof(int));
     m->maker = malloc((ns ? ns : 1) * sizeof(int));
     m->lo = calloc(ns ? ns : 1, sizeof(int)), m->hi = calloc(ns ? ns : 1, sizeof(int));
     uint64_t *bits = calloc(n * w, sizeof *bits);
     int *topo = malloc(n * sizeof *topo), *indeg = malloc(n * sizeof *indeg);
-    if (!m->asap || !m->alap || !m->xcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits || !topo || !indeg) {
+    if (!m->asap || !m->alap || !m->dcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits || !topo || !indeg) {
         free(bits), free(topo), free(indeg);
         ilp_model_free(m);
         return -1;
@@ -135,7 +136,8 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     }
     free(bits), free(topo), free(indeg);
     int col = 1;
-    for (size_t v = 0; v < n; v++) m->xcol[v] = col, col += m->alap[v] - m->asap[v] + 1;
+    /* D[v,t] for t in asap..alap-1: at alap, v has run (D = 1) */
+    for (size_t v = 0; v < n; v++) m->dcol[v] = col, col += m->alap[v] - m->asap[v];
     for (size_t j = 0; j < ns; j++) m->maker[j] = -1, m->hi[j] = 0;
     for (size_t v = 0; v < n; v++)
         for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) m->maker[L->make[k]] = (int)v;
@@ -155,9 +157,12 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     return 0;
 }
 
-static int ilp_x(const ilp_model *m, int v, int t) {
-    assert(t >= m->asap[v] && t <= m->alap[v]);
-    return m->xcol[v] + t - m->asap[v];
+/* Column of D[v,t]: 0 where D is the constant 0 (t < asap), -1 where it is
+ * the constant 1 (t >= alap). */
+static int ilp_d(const ilp_model *m, int v, int t) {
+    if (t < m->asap[v]) return 0;
+    if (t >= m->alap[v]) return -1;
+    return m->dcol[v] + t - m->asap[v];
 }
 
 static int ilp_p(const ilp_model *m, int j, int t) {
@@ -165,11 +170,13 @@ static int ilp_p(const ilp_model *m, int j, int t) {
     return m->pcol[j] + t - m->lo[j];
 }
 
-/* Row buffer: 1-based ind/val as GLPK wants them. */
+/* Row buffer: 1-based ind/val as GLPK wants them, and the constant part
+ * (moved to the bounds on commit). */
 typedef struct ilp_row {
     int *ind;
     double *val;
     int len, cap;
+    double cst;
 } ilp_row;
 
 static int ilp_row_put(ilp_row *r, int col, double v) {
@@ -187,22 +194,35 @@ static int ilp_row_put(ilp_row *r, int col, double v) {
     return 0;
 }
 
-/* Adds sum_{t' in window(v), t' <= upto} coef * x[v,t'] to r. */
-static int ilp_row_prefix(ilp_row *r, const ilp_model *m, int v, int upto, double coef) {
-    int hi = upto < m->alap[v] ? upto : m->alap[v];
-    for (int t = m->asap[v]; t <= hi; t++)
-        if (ilp_row_put(r, ilp_x(m, v, t), coef)) return -1;
+/* Adds coef * D[v,t] to r ("v has run by step t"; a constant outside v's
+ * window). */
+static int ilp_row_d(ilp_row *r, const ilp_model *m, int v, int t, double coef) {
+    int c = ilp_d(m, v, t);
+    if (c > 0) return ilp_row_put(r, c, coef);
+    if (c < 0) r->cst += coef;
     return 0;
 }
 
-/* Adds the row; returns 1 when the deadline has passed (checked every 64
- * rows: a large model takes seconds to build), else 0. */
+/* Adds the row (its constant moved to the bounds); returns 1 when the
+ * deadline has passed (checked every 64 rows: a large model takes seconds
+ * to build), else 0. */
 static int ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub, double deadline) {
     int row = glp_add_rows(P, 1);
-    glp_set_row_bnds(P, row, type, lb, ub);
+    glp_set_row_bnds(P, row, type, lb - r->cst, ub - r->cst);
     glp_set_mat_row(P, row, r->len, r->ind, r->val);
-    r->len = 0;
+    r->len = 0, r->cst = 0.0;
     return (row & 63) == 0 && ilp_now() > deadline ? 1 : 0;
+}
+
+/* Where the rows of ilp_build_rows end (ilp_count_rows counts the same).
+ * Every row has at most 3 nonzeros except the step and peak rows. */
+static int ilp_prec_hi(const ilp_model *m, int u, int w) { /* last step of u -> w's rows */
+    int hi = m->alap[w] - 1;
+    return hi < m->alap[u] ? hi : m->alap[u];
+}
+
+static int ilp_keep_hi(const ilp_model *m, int j, int u) { /* last step of j's rows for toucher u */
+    return m->hi[j] < m->alap[u] ? m->hi[j] : m->alap[u];
 }
 
 /* Builds every row.  Returns 0, -1 on out of memory, 1 when the deadline
@@ -212,42 +232,44 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     int n = (int)m->n;
     ilp_row r = {0};
     int rc = 0;
-    /* each op runs once, each step runs one op */
-    for (int v = 0; v < n && rc == 0; v++) {
-        rc = ilp_row_prefix(&r, m, v, n - 1, 1.0);
-        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0, deadline);
+    /* by step t, t + 1 ops have run (one op per step, each once: D[v,.] goes
+     * from 0 before asap to 1 at alap) */
+    for (int t = 0; t + 1 < n && rc == 0; t++) {
+        for (int v = 0; v < n && rc == 0; v++) rc = ilp_row_d(&r, m, v, t, 1.0);
+        if (rc == 0 && r.len == 0) r.cst = 0.0; /* every op fixed at t: nothing to say */
+        else if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, t + 1.0, t + 1.0, deadline);
     }
-    for (int t = 0; t < n && rc == 0; t++) {
-        for (int v = 0; v < n && rc == 0; v++)
-            if (t >= m->asap[v] && t <= m->alap[v]) rc = ilp_row_put(&r, ilp_x(m, v, t), 1.0);
-        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, 1.0, 1.0, deadline);
-    }
-    /* edge u -> v: by step t, v has run only if u ran before t */
+    /* D is monotone: D[v,t-1] <= D[v,t] */
+    for (int v = 0; v < n && rc == 0; v++)
+        for (int t = m->asap[v] + 1; t < m->alap[v] && rc == 0; t++) {
+            rc = ilp_row_put(&r, ilp_d(m, v, t - 1), 1.0);
+            if (rc == 0) rc = ilp_row_put(&r, ilp_d(m, v, t), -1.0);
+            if (rc == 0) rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
+        }
+    /* edge u -> w: by step t, w has run only if u ran before t */
     for (int u = 0; u < n && rc == 0; u++)
         for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1] && rc == 0; k++) {
-            int v = L->succ[k];
-            for (int t = m->asap[v]; t <= m->alap[v] && t <= m->alap[u] && rc == 0; t++) {
-                rc = ilp_row_prefix(&r, m, v, t, 1.0);
-                if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, -1.0);
+            int w = L->succ[k], hi = ilp_prec_hi(m, u, w);
+            for (int t = m->asap[w]; t <= hi && rc == 0; t++) {
+                rc = ilp_row_d(&r, m, w, t, 1.0);
+                if (rc == 0) rc = ilp_row_d(&r, m, u, t - 1, -1.0);
                 if (rc == 0) rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
             }
         }
-    /* preserved: p[j,t] >= created(j,t) - done_before(u,t) for each toucher u */
+    /* preserved: p[j,t] >= D[maker,t] - D[u,t-1] for each toucher u (1 for
+     * the maker of a live_in storage) */
     for (int u = 0; u < n && rc == 0; u++)
         for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1] && rc == 0; k++) {
-            int j = L->touch[k];
+            int j = L->touch[k], hi = ilp_keep_hi(m, j, u);
             if (L->live_in[j] && L->live_out[j]) continue; /* fixed to 1 */
-            for (int t = m->lo[j]; t <= m->hi[j] && t <= m->alap[u] && rc == 0; t++) {
+            for (int t = m->lo[j]; t <= hi && rc == 0; t++) {
                 rc = ilp_row_put(&r, ilp_p(m, j, t), 1.0);
-                if (m->maker[j] == u) {
-                    /* the maker itself: done_before - created = -x[u,t] */
-                    if (t < m->asap[u]) { r.len = 0; continue; }
-                    if (rc == 0) rc = ilp_row_put(&r, ilp_x(m, u, t), -1.0);
-                } else {
-                    if (rc == 0) rc = ilp_row_prefix(&r, m, u, t - 1, 1.0);
-                    if (rc == 0 && m->maker[j] >= 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
+                if (rc == 0) rc = ilp_row_d(&r, m, u, t - 1, 1.0);
+                if (rc == 0) {
+                    if (m->maker[j] >= 0) rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
+                    else r.cst -= 1.0;
                 }
-                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, m->maker[j] >= 0 ? 0.0 : 1.0, 0.0, deadline);
+                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
             }
         }
     /* outputs of the leaf stay live from creation to its end */
@@ -255,7 +277,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
         if (!L->live_out[j] || m->maker[j] < 0) continue;
         for (int t = m->lo[j]; t <= m->hi[j] && rc == 0; t++) {
             rc = ilp_row_put(&r, ilp_p(m, (int)j, t), 1.0);
-            if (rc == 0) rc = ilp_row_prefix(&r, m, m->maker[j], t, -1.0);
+            if (rc == 0) rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
             if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
         }
     }
@@ -270,14 +292,29 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     return rc;
 }
 
-/* Counts rows without building them, to refuse models that are too big. */
+/* Counts the rows ilp_build_rows adds, without building them, to refuse
+ * models that are too big. */
 static size_t ilp_count_rows(const ilp_model *m) {
     const graph_leaf *L = m->L;
-    size_t rows = 3 * m->n;
-    for (size_t u = 0; u < m->n; u++) {
-        for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1]; k++) rows += m->n;
-        for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1]; k++) rows += (size_t)(m->hi[L->touch[k]] - m->lo[L->touch[k]] + 1);
+    size_t rows = m->n, n = m->n;
+    for (size_t t = 0; t + 1 < n; t++) { /* step rows: some op not fixed at t */
+        size_t free_at = 0;
+        for (size_t v = 0; v < n && !free_at; v++) free_at = (int)t >= m->asap[v] && (int)t < m->alap[v];
+        rows += free_at;
     }
+    for (size_t u = 0; u < n; u++) {
+        if (m->alap[u] - m->asap[u] > 1) rows += (size_t)(m->alap[u] - m->asap[u] - 1);
+        for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1]; k++) {
+            int w = L->succ[k], hi = ilp_prec_hi(m, (int)u, w);
+            if (hi >= m->asap[w]) rows += (size_t)(hi - m->asap[w] + 1);
+        }
+        for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1]; k++) {
+            int j = L->touch[k], hi = ilp_keep_hi(m, j, (int)u);
+            if (!(L->live_in[j] && L->live_out[j]) && hi >= m->lo[j]) rows += (size_t)(hi - m->lo[j] + 1);
+        }
+    }
+    for (size_t j = 0; j < L->n_st; j++)
+        if (L->live_out[j] && m->maker[j] >= 0) rows += (size_t)(m->hi[j] - m->lo[j] + 1);
     return rows;
 }
 
@@ -353,7 +390,7 @@ static void ilp_callback(glp_tree *T, void *info) {
     }
 }
 
-/* Column values of an order: x, p (live under the order) and the peak. */
+/* Column values of an order: D, p (live under the order) and the peak. */
 static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols) {
     const graph_leaf *L = m->L;
     size_t n = m->n;
@@ -366,7 +403,7 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
     for (size_t j = 0; j < L->n_st; j++) start[j] = 0, end[j] = 0;
     for (size_t s = 0; s < n; s++) {
         int v = order[s];
-        cols[ilp_x(m, v, (int)s)] = 1.0;
+        for (int t = (int)s; t < m->alap[v]; t++) cols[ilp_d(m, v, t)] = 1.0;
         for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) start[L->make[k]] = (int)s;
         for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) end[L->touch[k]] = (int)s;
     }
@@ -408,7 +445,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     glp_add_cols(P, m.n_cols);
     for (int c = 1; c < m.peak_col; c++) glp_set_col_bnds(P, c, GLP_DB, 0.0, 1.0);
     for (size_t v = 0; v < n; v++)
-        for (int t = m.asap[v]; t <= m.alap[v]; t++) glp_set_col_kind(P, ilp_x(&m, (int)v, t), GLP_BV);
+        for (int t = m.asap[v]; t < m.alap[v]; t++) glp_set_col_kind(P, ilp_d(&m, (int)v, t), GLP_BV);
     for (size_t j = 0; j < L->n_st; j++)
         if (L->live_in[j] && L->live_out[j])
             for (int t = m.lo[j]; t <= m.hi[j]; t++) glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
@@ -459,15 +496,11 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
             r->nodes = cb.nodes;
             int ms = glp_mip_status(P);
             if (ms == GLP_OPT || ms == GLP_FEAS) {
-                /* decode: each op's step is its x = 1 column */
+                /* decode: each op's step is the first where D = 1 */
                 for (size_t v = 0; v < n; v++) {
-                    int best = m.asap[v];
-                    double bv = -1.0;
-                    for (int t = m.asap[v]; t <= m.alap[v]; t++) {
-                        double x = glp_mip_col_val(P, ilp_x(&m, (int)v, t));
-                        if (x > bv + 1e-9) bv = x, best = t;
-                    }
-                    steps[v] = best;
+                    int t = m.asap[v];
+                    while (t < m.alap[v] && glp_mip_col_val(P, ilp_d(&m, (int)v, t)) < 0.5) t++;
+                    steps[v] = t;
                 }
                 for (size_t s = 0; s < n; s++) cand[s] = -1;
                 bool perm = true;

@@ -323,7 +323,7 @@ static void test_random_dags_against_brute_force(void **state) {
     assert_true(ilp_checked >= 100);
     assert_true(lb_tight > tested / 2);
     assert_true(cut_tight >= lb_tight);
-    print_message("lower bounds at the optimum: per-op %d, cut %d of %d\n", lb_tight, cut_tight, tested);
+    print_message("lower bounds at the optimum: per-op %d, cut %d of %d; ilp_checked %d\n", lb_tight, cut_tight, tested, ilp_checked);
 }
 
 /* Peak of the order that solves every block of P exactly. */
