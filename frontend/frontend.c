@@ -667,11 +667,12 @@ int fe_load(const char *path, fe_model *m, char *err, size_t errlen) {
         len += got;
         if (got == 0) break;
     }
-    int rd_err = ferror(f);
+    /* errno names the cause: a directory opens fine and fails here with EISDIR */
+    int rd_errno = ferror(f) ? errno : 0;
     fclose(f);
-    if (rd_err) {
+    if (rd_errno) {
         free(buf);
-        return fe_fail(&e, "read error");
+        return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
     }
     int rc = fe_load_bytes(path, buf, len, m, err, errlen);
     free(buf);

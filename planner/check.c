@@ -304,7 +304,10 @@ int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FI
     json_error_t jerr;
     json_t *plan = json_load_file(plan_path, 0, &jerr);
     int rc;
-    if (!plan) {
+    if (!plan && jerr.line < 0) { /* jansson gives no position when the file itself cannot be read */
+        fprintf(err, "roamc: %s: not a readable JSON plan: %s\n", plan_path, jerr.text);
+        rc = 2;
+    } else if (!plan) {
         fprintf(err, "roamc: %s: not a readable JSON plan: %s (line %d, column %d)\n", plan_path, jerr.text, jerr.line,
                 jerr.column);
         rc = 2;

@@ -205,6 +205,11 @@ static void test_bad_inputs(void **state) {
     write_bytes(p, "{\"not\": \"onnx\"}\n", 16);
     expect_rejected(p, "not an ONNX");
     expect_rejected(path_in_work("missing.onnx"), "cannot open");
+    /* a directory opens but cannot be read: the message says why */
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/adir.onnx", workdir);
+    mkdir(dir, 0700);
+    expect_rejected(dir, "Is a directory");
     /* usage errors */
     char *a1[] = {(char *)roamc_bin, NULL};
     assert_int_equal(run("usage", a1), 2);
@@ -342,6 +347,11 @@ static void test_check_rejects_broken_plans(void **state) {
     write_bytes(path_in_work("garbage.json"), "{not json", 9);
     assert_int_equal(roamc_check("g", train, path_in_work("garbage.json")), 2);
     assert_int_equal(roamc_check("g", path_in_work("empty.onnx"), tp), 2);
+    /* a missing plan: the reason, and no made-up position */
+    assert_int_equal(roamc_check("g", train, path_in_work("no_such_plan.json")), 2);
+    char *err = output_of("g", "stderr");
+    if (!strstr(err, "no_such_plan.json") || strstr(err, "line -1")) fail_msg("missing plan: %s", err);
+    free(err);
 }
 
 static double now_s(void) {
