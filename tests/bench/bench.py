@@ -460,10 +460,19 @@ def roamc_version(roamc):
 
 
 def git_head():
+    """The commit built, with -dirty when the sources differ from it; the
+    bench's own results directory does not count (it is what a run writes)."""
+    def git(*a):
+        p = subprocess.run(["git", "-C", REPO] + list(a), stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, timeout=10)
+        return p.returncode, p.stdout.decode().strip()
     try:
-        p = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10)
-        return p.stdout.decode().strip() or "unknown"
+        rc, head = git("rev-parse", "--short", "HEAD")
+        if rc != 0 or not head:
+            return "unknown"
+        rc, changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                          ":(exclude)tests/bench/results")
+        return head + ("-dirty" if rc != 0 or changed else "")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
 
