@@ -37,8 +37,14 @@ static int fe_fail(const fe_err *e, const char *fmt, ...) {
             vsnprintf(e->buf + k, e->len - (size_t)k, fmt, ap);
             va_end(ap);
         }
+        fe_make_printable(e->buf);
     }
     return -1;
+}
+
+void fe_make_printable(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
 }
 
 static char *fe_strdup(const char *s) {

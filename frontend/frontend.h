@@ -75,6 +75,12 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *
 
 void fe_free(fe_model *m);
 
+/* Replaces each control byte of s (below 0x20, and 0x7f) by '?', in place.
+ * Names in a model are arbitrary bytes; a message that quotes them goes
+ * through this before it reaches a terminal, so a name cannot move the
+ * cursor, clear the screen or hide the rest of the message. */
+void fe_make_printable(char *s);
+
 /* The metadata value for key, or NULL. */
 const char *fe_meta(const fe_model *m, const char *key);
 

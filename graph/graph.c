@@ -19,6 +19,7 @@ static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt,
             vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
             va_end(ap);
         }
+        fe_make_printable(err); /* messages quote the model's names */
     }
     return -1;
 }

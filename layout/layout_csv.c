@@ -51,6 +51,10 @@ static int csv_error(const csv_reader *r, size_t column, const char *fmt, ...)
             vsnprintf(r->err + k, r->errlen - (size_t)k, fmt, ap);
             va_end(ap);
         }
+        /* messages quote the file's fields: no control byte reaches the terminal */
+        for (char *c = r->err; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
     }
     return -1;
 }

@@ -207,6 +207,15 @@ static tg *b_unproduced(void) {
     return t;
 }
 
+/* a name that would clear the terminal if printed as is */
+static tg *b_control_name(void) {
+    tg *t = tg_new();
+    tg_input(t, "x", "4");
+    tg_node(t, "", "Add", "x,gh\x1b[2Jost", "y");
+    tg_output(t, "y", "4");
+    return t;
+}
+
 static tg *b_twice(void) {
     tg *t = tg_new();
     tg_input(t, "x", "4");
@@ -306,6 +315,7 @@ static tg *b_untyped(void) {
 const test_bad_model test_models_bad[] = {
     {"cycle", b_cycle, "cycle"},
     {"unproduced", b_unproduced, "'ghost'"},
+    {"control_name", b_control_name, "'gh?[2Jost'"},
     {"produced_twice", b_twice, "'y' is produced twice"},
     {"no_shape", b_no_shape, "'hidden_value'"},
     {"symbolic_dim", b_symbolic, "'batch_x'"},

@@ -802,6 +802,9 @@ static void test_csv_errors(void **state)
         {"id,lower,upper,size\n ,0,3,4\n", ":2:1:", "id: empty field"},
         {"id,lower,upper,size\nb1,0,,4\n", ":2:6:", "upper: empty field"},
         {"id,lower,upper,size\nb1,0,3,4x\n", ":2:8:", "size: not a non-negative integer"},
+        /* control bytes in a quoted field reach the message as '?' */
+        {"id,lower,upper,size\rbuf\n", ":1:16:", "column 4 is 'size?buf', expected 'size'"},
+        {"id,lower,upper,size\nb1,0,3,4\x1b[2J\n", ":2:8:", "'4?[2J'"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char *path = write_temp(cases[c].content);
