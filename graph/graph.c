@@ -1,5 +1,6 @@
 /* Graph IR: storages, ordering edges, liveness and peaks (see graph.h). */
 #include "graph.h"
+#include "graph_internal.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -675,9 +676,21 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
     }
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
-        if (st->persistent || st->has_output || (g->retain_gradients && st->gradient)) end[s] = last;
+        if (graph_storage_outlives(g, st)) end[s] = last;
         if (end[s] < start[s]) end[s] = start[s]; /* an input nothing reads: live at step 0 only */
         assert(start[s] != INT32_MAX);
+    }
+}
+
+/* Adds each storage's size to delta[start] and takes it off at delta[end+1]
+ * (persistent ones too unless skip_persistent): the running sum of delta is
+ * the live bytes per step. */
+static void graph_live_deltas(const graph *g, const int32_t *start, const int32_t *end, bool skip_persistent,
+                              int64_t *delta) {
+    for (size_t s = 0; s < g->n_storages; s++) {
+        if (skip_persistent && g->storages[s].persistent) continue;
+        delta[start[s]] += (int64_t)g->storages[s].size;
+        delta[end[s] + 1] -= (int64_t)g->storages[s].size;
     }
 }
 
@@ -690,15 +703,8 @@ uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persiste
     uint64_t peak = UINT64_MAX;
     if (start && end && delta && delta_np) {
         graph_lifetimes(g, order, start, end);
-        for (size_t s = 0; s < ns; s++) {
-            int64_t sz = (int64_t)g->storages[s].size;
-            delta[start[s]] += sz;
-            delta[end[s] + 1] -= sz;
-            if (!g->storages[s].persistent) {
-                delta_np[start[s]] += sz;
-                delta_np[end[s] + 1] -= sz;
-            }
-        }
+        graph_live_deltas(g, start, end, false, delta);
+        graph_live_deltas(g, start, end, true, delta_np);
         int64_t live = 0, live_np = 0;
         uint64_t best_np = 0;
         int best_step = 0;
@@ -717,6 +723,25 @@ uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persiste
     free(delta);
     free(delta_np);
     return peak;
+}
+
+int graph_live_bytes(const graph *g, const int *order, uint64_t *live) {
+    size_t ns = g->n_storages, n = g->n_ops;
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start);
+    int32_t *end = malloc((ns ? ns : 1) * sizeof *end);
+    int64_t *delta = calloc(n + 1, sizeof *delta);
+    int rc = -1;
+    if (start && end && delta) {
+        graph_lifetimes(g, order, start, end);
+        graph_live_deltas(g, start, end, false, delta);
+        int64_t sum = 0;
+        for (size_t t = 0; t < n; t++) live[t] = (uint64_t)(sum += delta[t]);
+        rc = 0;
+    }
+    free(start);
+    free(end);
+    free(delta);
+    return rc;
 }
 
 uint64_t graph_persistent_bytes(const graph *g) {

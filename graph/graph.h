@@ -89,6 +89,11 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
  * reaches the peak.  O(ops + touches).  Returns UINT64_MAX on out of memory. */
 uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent, int *peak_step);
 
+/* The bytes of live storages at each step of a schedule: live[0..n_ops),
+ * whose maximum is graph_peak's.  O(ops + storages).  Returns 0, or -1 on
+ * out of memory. */
+int graph_live_bytes(const graph *g, const int *order, uint64_t *live);
+
 /* Bytes of the persistent storages. */
 uint64_t graph_persistent_bytes(const graph *g);
 

@@ -21,6 +21,7 @@
  * reads is live at step 0 only and is left out, which keeps the value a
  * lower bound. */
 #include "graph.h"
+#include "graph_internal.h"
 
 #include <igraph.h>
 #include <stdlib.h>
@@ -39,15 +40,9 @@ static int cut_add(cut_net *c, igraph_integer_t from, igraph_integer_t to, doubl
     return 0;
 }
 
-static bool cut_outlives(const graph *g, const graph_storage *st) {
-    return st->persistent || st->has_output || (g->retain_gradients && st->gradient);
-}
-
-/* The minimum over schedules of the bytes live at op v; toucher CSR of the
- * storages in tstart/tops, makers in maker, mark a scratch array of n_storages
- * zeros (left zeroed).  Returns UINT64_MAX on failure. */
-static uint64_t cut_min_live(const graph *g, int v, const int *maker, const size_t *tstart, const int *tops,
-                             double inf, unsigned char *mark) {
+/* The minimum over schedules of the bytes live at op v; mark a scratch
+ * array of n_storages zeros (left zeroed).  Returns UINT64_MAX on failure. */
+static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark) {
     size_t n = g->n_ops, ns = g->n_storages;
     igraph_integer_t src = (igraph_integer_t)(n + ns), sink = src + 1;
     uint64_t fixed = 0;
@@ -74,17 +69,17 @@ static uint64_t cut_min_live(const graph *g, int v, const int *maker, const size
     for (size_t s = 0; s < ns && !bad; s++) {
         const graph_storage *st = &g->storages[s];
         if (mark[s]) continue;
-        igraph_integer_t from = st->has_input ? src : maker[s];
+        igraph_integer_t from = st->has_input ? src : T->maker[s];
         if (from < 0) continue; /* neither made nor an input: never live */
-        if (cut_outlives(g, st)) {
+        if (graph_storage_outlives(g, st)) {
             if (st->has_input) fixed += st->size;
             else bad = cut_add(&c, from, sink, (double)st->size);
             continue;
         }
         igraph_integer_t aux = (igraph_integer_t)(n + s);
         bad = cut_add(&c, from, aux, (double)st->size);
-        for (size_t k = tstart[s]; k < tstart[s + 1] && !bad; k++)
-            if (tops[k] != from) bad = cut_add(&c, aux, tops[k], inf);
+        for (size_t k = T->start[s]; k < T->start[s + 1] && !bad; k++)
+            if (T->ops[k] != from) bad = cut_add(&c, aux, T->ops[k], inf);
     }
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
 
@@ -102,36 +97,25 @@ static uint64_t cut_min_live(const graph *g, int v, const int *maker, const size
 }
 
 uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
-    size_t n = g->n_ops, ns = g->n_storages;
+    size_t ns = g->n_storages;
     /* Capacities are doubles in igraph: every sum must stay an exact integer. */
     double total = 0;
     for (size_t s = 0; s < ns; s++) total += (double)g->storages[s].size;
     if (total >= 9007199254740992.0 / 4) return 0;
     double inf = 2 * total + 1;
 
-    int *maker = malloc((ns ? ns : 1) * sizeof *maker);
-    size_t *tstart = calloc(ns + 1, sizeof *tstart);
-    int *tops = malloc((g->touch_start[n] ? g->touch_start[n] : 1) * sizeof *tops);
-    size_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
+    graph_touchers T = {0};
     unsigned char *mark = calloc(ns ? ns : 1, 1);
     uint64_t best = 0;
-    if (!maker || !tstart || !tops || !fill || !mark) best = UINT64_MAX;
+    if (!mark || graph_touchers_build(g, &T)) best = UINT64_MAX;
     else {
         igraph_set_error_handler(igraph_error_handler_ignore);
-        for (size_t s = 0; s < ns; s++) maker[s] = -1;
-        for (size_t w = 0; w < n; w++) {
-            for (size_t k = g->make_start[w]; k < g->make_start[w + 1]; k++) maker[g->make[k]] = (int)w;
-            for (size_t k = g->touch_start[w]; k < g->touch_start[w + 1]; k++) tstart[g->touch[k] + 1]++;
-        }
-        for (size_t s = 0; s < ns; s++) tstart[s + 1] += tstart[s];
-        for (size_t s = 0; s < ns; s++) fill[s] = tstart[s];
-        for (size_t w = 0; w < n; w++)
-            for (size_t k = g->touch_start[w]; k < g->touch_start[w + 1]; k++) tops[fill[g->touch[k]]++] = (int)w;
         for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
-            uint64_t live = cut_min_live(g, ops[i], maker, tstart, tops, inf, mark);
+            uint64_t live = cut_min_live(g, ops[i], &T, inf, mark);
             if (live == UINT64_MAX || live > best) best = live;
         }
     }
-    free(maker), free(tstart), free(tops), free(fill), free(mark);
+    graph_touchers_free(&T);
+    free(mark);
     return best;
 }

@@ -1,6 +1,7 @@
 /* Operator orders: LESCEA, block assignments, leaves and their exact
  * solution by dynamic programming over down-sets (see graph.h). */
 #include "graph.h"
+#include "graph_internal.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -8,17 +9,44 @@
 
 /* ------------------------------------------------------ lower bound */
 
+int graph_touchers_build(const graph *g, graph_touchers *t) {
+    size_t n = g->n_ops, ns = g->n_storages;
+    t->maker = malloc((ns ? ns : 1) * sizeof *t->maker);
+    t->start = calloc(ns + 1, sizeof *t->start);
+    t->ops = malloc((g->touch_start[n] ? g->touch_start[n] : 1) * sizeof *t->ops);
+    size_t *pos = malloc((ns ? ns : 1) * sizeof *pos);
+    if (!t->maker || !t->start || !t->ops || !pos) {
+        free(pos);
+        graph_touchers_free(t);
+        return -1;
+    }
+    for (size_t s = 0; s < ns; s++) t->maker[s] = -1;
+    for (size_t v = 0; v < n; v++) {
+        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) t->maker[g->make[k]] = (int)v;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) t->start[g->touch[k] + 1]++;
+    }
+    for (size_t s = 0; s < ns; s++) t->start[s + 1] += t->start[s];
+    memcpy(pos, t->start, ns * sizeof *pos);
+    for (size_t v = 0; v < n; v++)
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) t->ops[pos[g->touch[k]]++] = (int)v;
+    free(pos);
+    return 0;
+}
+
+void graph_touchers_free(graph_touchers *t) {
+    free(t->maker), free(t->start), free(t->ops);
+    memset(t, 0, sizeof *t);
+}
+
 uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
     uint64_t weak = graph_lower_bound(g);
     size_t n = g->n_ops, ns = g->n_storages, w = (n + 63) / 64;
     if (n == 0 || n > max_ops) return weak;
     int *topo = malloc(n * sizeof *topo);
     uint64_t *desc = calloc(n * w, sizeof *desc); /* desc[v]: v's descendants */
-    int *maker = malloc((ns ? ns : 1) * sizeof *maker);
-    size_t *tstart = calloc(ns + 1, sizeof *tstart); /* touchers of each storage, CSR */
-    int *tops = malloc((g->touch_start[n] ? g->touch_start[n] : 1) * sizeof *tops);
-    if (!topo || !desc || !maker || !tstart || !tops || graph_program_order(g, topo)) {
-        free(topo), free(desc), free(maker), free(tstart), free(tops);
+    graph_touchers T = {0};
+    if (!topo || !desc || graph_touchers_build(g, &T) || graph_program_order(g, topo)) {
+        free(topo), free(desc), graph_touchers_free(&T);
         return UINT64_MAX;
     }
     for (size_t i = n; i-- > 0;) {
@@ -31,23 +59,6 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
             d[s / 64] |= 1ull << (s % 64);
         }
     }
-    for (size_t s = 0; s < ns; s++) maker[s] = -1;
-    for (size_t v = 0; v < n; v++) {
-        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) maker[g->make[k]] = (int)v;
-        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) tstart[g->touch[k] + 1]++;
-    }
-    for (size_t s = 0; s < ns; s++) tstart[s + 1] += tstart[s];
-    {
-        size_t *pos = malloc((ns ? ns : 1) * sizeof *pos);
-        if (!pos) {
-            free(topo), free(desc), free(maker), free(tstart), free(tops);
-            return UINT64_MAX;
-        }
-        memcpy(pos, tstart, ns * sizeof *pos);
-        for (size_t v = 0; v < n; v++)
-            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) tops[pos[g->touch[k]]++] = (int)v;
-        free(pos);
-    }
 #define GRAPH_BIT(set, i) ((set)[(size_t)(i) / 64] >> ((size_t)(i) % 64) & 1)
     uint64_t best = weak;
     for (size_t v = 0; v < n; v++) {
@@ -56,21 +67,21 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
         for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) live += g->storages[g->touch[k]].size;
         for (size_t s = 0; s < ns; s++) {
             const graph_storage *st = &g->storages[s];
-            int mk = maker[s];
+            int mk = T.maker[s];
             if (mk == (int)v) continue; /* touched by v: counted */
             bool before = st->has_input || (mk >= 0 && GRAPH_BIT(desc + (size_t)mk * w, v));
             if (!before) continue;
             bool touched_by_v = false, after = st->persistent || st->has_output;
-            for (size_t k = tstart[s]; k < tstart[s + 1]; k++) {
-                if (tops[k] == (int)v) touched_by_v = true;
-                else if (GRAPH_BIT(dv, tops[k])) after = true;
+            for (size_t k = T.start[s]; k < T.start[s + 1]; k++) {
+                if (T.ops[k] == (int)v) touched_by_v = true;
+                else if (GRAPH_BIT(dv, T.ops[k])) after = true;
             }
             if (!touched_by_v && after) live += st->size;
         }
         if (live > best) best = live;
     }
 #undef GRAPH_BIT
-    free(topo), free(desc), free(maker), free(tstart), free(tops);
+    free(topo), free(desc), graph_touchers_free(&T);
     return best;
 }
 

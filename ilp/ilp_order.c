@@ -1,5 +1,6 @@
 /* The leaf order ILP (see ilp.h for the model and its determinism). */
 #include "ilp.h"
+#include "glpk_backstop.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -324,51 +325,13 @@ typedef struct ilp_cb {
     double goal;        /* the leaf's lower bound, scaled: stop when met */
     long nodes, budget;
     bool bound_met, budget_spent;
-    /* time: GLPK checks tm_lim once per node and does not count the
-     * set-up of each node's LP (seconds on a model of millions of
-     * nonzeros) nor the branching (the default Driebeck-Tomlin rule
-     * computes a tableau row per candidate), so the callback stops the
-     * search when the work that follows a call is not expected to end
-     * before the deadline: as long as the longest seen after a call of
-     * the same reason, or than the longest step seen at all */
-    double deadline;    /* ilp_now() seconds */
-    double guess;       /* the longest step seen (at first: an LP's set-up) */
-    double after[8];    /* per reason (GLP_IROWGEN..GLP_IPREPRO are 1..7):
-                         * the longest step seen after it, 0: none yet */
-    double last;        /* ilp_now() at the previous call, 0: none */
-    int last_reason;
-    double per_candidate; /* the first branching: seconds per fractional
-                           * variable (ILP_BRANCH_ROW_COST root LP iterations) */
-    bool time_out;
+    glpk_backstop time; /* deadline in ilp_now() seconds */
 } ilp_cb;
-
-/* Before the first branching has been seen, it is expected to cost this many
- * root LP iterations per fractional variable (a tableau row each), as in
- * layout/layout_ilp.c. */
-#define ILP_BRANCH_ROW_COST 8.0
 
 static void ilp_callback(glp_tree *T, void *info) {
     ilp_cb *cb = info;
-    double now = ilp_now();
-    int reason = glp_ios_reason(T);
-    int slot = reason >= 1 && reason <= 7 ? reason : 0;
-    if (cb->last > 0) {
-        double step = now - cb->last;
-        if (step > cb->after[cb->last_reason]) cb->after[cb->last_reason] = step;
-        if (step > cb->guess) cb->guess = step;
-    }
-    cb->last = now, cb->last_reason = slot;
-    double next = cb->after[slot] > 0 ? cb->after[slot] : cb->guess;
-    if (reason == GLP_IBRANCH && !(cb->after[slot] > 0) && !cb->time_out) {
-        int nc = glp_get_num_cols(glp_ios_get_prob(T)), nf = 0;
-        for (int j = 1; j <= nc; j++) nf += glp_ios_can_branch(T, j);
-        if (nf * cb->per_candidate > next) next = nf * cb->per_candidate;
-    }
-    if (!cb->time_out && now + next > cb->deadline) {
-        cb->time_out = true;
-        glp_ios_terminate(T);
-    }
-    switch (reason) {
+    glpk_backstop_check(&cb->time, T, ilp_now());
+    switch (glp_ios_reason(T)) {
     case GLP_IHEUR:
         if (!cb->warm_given) {
             cb->warm_given = true;
@@ -470,7 +433,8 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
         glp_init_smcp(&sp);
         sp.msg_lev = GLP_MSG_OFF;
         sp.tm_lim = left > 2e6 ? INT32_MAX : left - setup >= 0.001 ? (int)(1000.0 * (left - setup)) : 1;
-        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget, .deadline = deadline};
+        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget,
+                     .time = {.deadline = deadline}};
         int lp = left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
         double t_root = ilp_now();
         if (lp != 0 || glp_get_status(P) != GLP_OPT) {
@@ -486,9 +450,8 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
             ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
             /* the first node LP re-solves the root from its optimal basis:
              * at most the set-up, and not longer than the root LP took */
-            cb.guess = t_root - t_built < setup ? t_root - t_built : setup;
-            int iters = glp_get_it_cnt(P);
-            cb.per_candidate = ILP_BRANCH_ROW_COST * (t_root - t_built) / (iters > 0 ? iters : 1);
+            glpk_backstop_calibrate(&cb.time, t_root - t_built < setup ? t_root - t_built : setup, t_root - t_built,
+                                    glp_get_it_cnt(P));
             ip.cb_func = ilp_callback;
             ip.cb_info = &cb;
             ip.mip_gap = 0.0;
@@ -517,7 +480,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                 }
             }
             if (ms == GLP_OPT || cb.bound_met) r->status = ILP_OPTIMAL;
-            else if (ret == GLP_ETMLIM || cb.time_out) r->status = ILP_TIME;
+            else if (ret == GLP_ETMLIM || cb.time.fired) r->status = ILP_TIME;
             else if (cb.budget_spent) r->status = ILP_BUDGET;
             else r->status = ILP_FAILED;
         }

@@ -34,6 +34,7 @@
  */
 #include "layout.h"
 #include "layout_internal.h"
+#include "glpk_backstop.h" /* header only, from ilp/ */
 
 #include <assert.h>
 #include <glpk.h>
@@ -167,57 +168,14 @@ typedef struct ilp_cb {
     uint64_t work;  /* work left */
     uint64_t node_cost;
     int out_of_work;
-    /* The time backstop.  GLPK checks tm_lim once per node, and neither a
-     * node's LP nor the branching (Driebeck-Tomlin: a tableau row per
-     * candidate) can be cut short, so the search stops at a call when the
-     * work that follows is not expected to end before the deadline: as
-     * long as the longest seen after a call of the same reason, else the
-     * longest step seen at all. */
-    double deadline;  /* lay_now() seconds */
-    double guess;     /* the longest step seen */
-    double after[8];  /* per reason (GLP_IROWGEN..GLP_IPREPRO are 1..7): the
-                       * longest step seen after it, 0: none yet */
-    double last;      /* lay_now() at the previous call, 0: none */
-    int last_reason;
-    double per_candidate; /* the first branching: seconds per fractional
-                           * variable (ILP_BRANCH_ROW_COST root LP iterations) */
-    int out_of_time;
+    glpk_backstop time; /* deadline in lay_now() seconds */
 } ilp_cb;
-
-/* Before the first branching has been seen, it is expected to cost this many
- * root LP iterations per fractional variable (a tableau row each): measured
- * 1.8 (release build) and 7 (ASan, whose malloc GLPK's calls go through) on
- * alexnet's layout model, 1032 candidates. */
-#define ILP_BRANCH_ROW_COST 8.0
 
 static void ilp_callback(glp_tree *tree, void *info)
 {
     ilp_cb *cb = info;
-    double now = lay_now();
-    int reason = glp_ios_reason(tree);
-    int slot = reason >= 1 && reason <= 7 ? reason : 0;
-    if (cb->last > 0) {
-        double step = now - cb->last;
-        if (step > cb->after[cb->last_reason])
-            cb->after[cb->last_reason] = step;
-        if (step > cb->guess)
-            cb->guess = step;
-    }
-    cb->last = now;
-    cb->last_reason = slot;
-    double next = cb->after[slot] > 0 ? cb->after[slot] : cb->guess;
-    if (reason == GLP_IBRANCH && !(cb->after[slot] > 0) && !cb->out_of_time) {
-        int nc = glp_get_num_cols(glp_ios_get_prob(tree)), nf = 0;
-        for (int j = 1; j <= nc; j++)
-            nf += glp_ios_can_branch(tree, j);
-        if (nf * cb->per_candidate > next)
-            next = nf * cb->per_candidate;
-    }
-    if (!cb->out_of_time && now + next > cb->deadline) {
-        cb->out_of_time = 1;
-        glp_ios_terminate(tree);
-    }
-    switch (reason) {
+    glpk_backstop_check(&cb->time, tree, lay_now());
+    switch (glp_ios_reason(tree)) {
     case GLP_IHEUR:
         /* Hand the incumbent to GLPK once, at the root. */
         if (!cb->warm_given && cb->warm) {
@@ -335,7 +293,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 
     /* The incumbent as column values, for glp_ios_heur_sol. */
     ilp_cb cb = {.warm = malloc((ncols + 1) * sizeof(double)), .target = (double)lb_units,
-                 .work = *work, .node_cost = node_cost, .deadline = deadline};
+                 .work = *work, .node_cost = node_cost, .time = {.deadline = deadline}};
     if (cb.warm) {
         cb.warm[hcol] = (double)ub;
         for (size_t a = 0; a < r->n; a++)
@@ -351,8 +309,9 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     sm.tm_lim = seconds < 2e6 ? (int)(seconds * 1000.0) : INT32_MAX;
     double t_lp = lay_now();
     int sret = glp_simplex(lp, &sm);
-    cb.guess = lay_now() - t_lp; /* a node's LP takes at most about as long */
-    cb.per_candidate = ILP_BRANCH_ROW_COST * cb.guess / (glp_get_it_cnt(lp) > 0 ? glp_get_it_cnt(lp) : 1);
+    /* a node's LP takes at most about as long as the root's */
+    double lp_seconds = lay_now() - t_lp;
+    glpk_backstop_calibrate(&cb.time, lp_seconds, lp_seconds, glp_get_it_cnt(lp));
     if (sret == GLP_ETMLIM)
         *timed_out = 1;
     if (sret == 0 && glp_get_status(lp) == GLP_OPT) {
@@ -368,7 +327,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
         io.br_tech = GLP_BR_DTH;
         io.bt_tech = GLP_BT_BLB;
         int ret = glp_intopt(lp, &io);
-        if (ret == GLP_ETMLIM || cb.out_of_time)
+        if (ret == GLP_ETMLIM || cb.time.fired)
             *timed_out = 1;
         *work = cb.work;
         int st = glp_mip_status(lp);

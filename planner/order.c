@@ -416,30 +416,23 @@ int planner_order_partition(const graph *g, const planner_options *opt, const pl
  * optimal at its own peak.  At most ORDER_CUT_OPS max-flows, chosen by live
  * bytes then step, so the bound is deterministic. */
 static void order_tighten_bound(const graph *g, const int *order, planner_order_stats *st) {
-    size_t n = g->n_ops, ns = g->n_storages;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
-    int64_t *live = calloc(n + 1, sizeof *live);
+    size_t n = g->n_ops;
+    uint64_t *live = malloc((n ? n : 1) * sizeof *live);
     int picked[ORDER_CUT_OPS];
     size_t n_picked = 0;
-    if (start && end && live) {
-        graph_lifetimes(g, order, start, end);
-        for (size_t s = 0; s < ns; s++) {
-            live[start[s]] += (int64_t)g->storages[s].size;
-            live[end[s] + 1] -= (int64_t)g->storages[s].size;
-        }
-        for (size_t i = 1; i < n; i++) live[i] += live[i - 1];
+    if (live && graph_live_bytes(g, order, live) == 0) {
         /* the ORDER_CUT_OPS highest steps above the bound, by selection:
          * each pass takes the highest step not yet picked */
         for (; n_picked < ORDER_CUT_OPS; n_picked++) {
             size_t best = n;
             for (size_t i = 0; i < n; i++)
-                if ((uint64_t)live[i] > st->lower_bound && (best == n || live[i] > live[best])) best = i;
+                if (live[i] > st->lower_bound && (best == n || live[i] > live[best])) best = i;
             if (best == n) break;
             picked[n_picked] = order[best];
             live[best] = 0; /* taken */
         }
     }
-    free(start), free(end), free(live);
+    free(live);
     if (n_picked == 0) return;
     uint64_t cut = graph_min_live(g, picked, n_picked);
     if (cut != UINT64_MAX && cut > st->lower_bound) st->lower_bound = cut;

@@ -199,22 +199,21 @@ static tg *b_cycle(void) {
     return t;
 }
 
-static tg *b_unproduced(void) {
+/* y = x + name, where nothing produces name */
+static tg *b_reads_unproduced(const char *name) {
+    char inputs[64];
+    snprintf(inputs, sizeof inputs, "x,%s", name);
     tg *t = tg_new();
     tg_input(t, "x", "4");
-    tg_node(t, "", "Add", "x,ghost", "y");
+    tg_node(t, "", "Add", inputs, "y");
     tg_output(t, "y", "4");
     return t;
 }
 
+static tg *b_unproduced(void) { return b_reads_unproduced("ghost"); }
+
 /* a name that would clear the terminal if printed as is */
-static tg *b_control_name(void) {
-    tg *t = tg_new();
-    tg_input(t, "x", "4");
-    tg_node(t, "", "Add", "x,gh\x1b[2Jost", "y");
-    tg_output(t, "y", "4");
-    return t;
-}
+static tg *b_control_name(void) { return b_reads_unproduced("gh\x1b[2Jost"); }
 
 static tg *b_twice(void) {
     tg *t = tg_new();

@@ -1,0 +1,28 @@
+/* graph_internal.h — helpers shared by the files of the graph part, not part
+ * of its interface (graph.h). */
+#ifndef ROAMC_GRAPH_INTERNAL_H
+#define ROAMC_GRAPH_INTERNAL_H
+
+#include "graph.h"
+
+/* The inverse of the graph's per-op lists, per storage: maker[s] is the op
+ * that creates s (-1 for an input), and the ops touching s are
+ * ops[start[s] .. start[s+1]), in op order.  Both lower bounds walk a
+ * storage's touchers; the graph itself only keeps them per op. */
+typedef struct graph_touchers {
+    int *maker;
+    size_t *start;
+    int *ops;
+} graph_touchers;
+
+/* Fills *t from g; returns 0, or -1 on out of memory with *t freed. */
+int graph_touchers_build(const graph *g, graph_touchers *t);
+void graph_touchers_free(graph_touchers *t);
+
+/* Whether s stays live to the end of the step once made (so its lifetime
+ * ends at the last op whatever the order), as graph_lifetimes has it. */
+static inline bool graph_storage_outlives(const graph *g, const graph_storage *st) {
+    return st->persistent || st->has_output || (g->retain_gradients && st->gradient);
+}
+
+#endif
