@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer.h"
 #include "onnx.pb-c.h"
 
 /* Files larger than this are rejected before reading: a training graph with
@@ -194,11 +195,11 @@ static int fe_too_deep(const uint8_t *base, const uint8_t *p, const uint8_t *end
 
 /* State while building one model: the protobuf, the table, the error sink. */
 typedef struct fe_loader {
+    const Onnx__ModelProto *mp;
     const Onnx__GraphProto *g;
     fe_model *m;
     fe_names names;
     size_t cap_values;
-    bool *sized; /* per value: bytes known */
     fe_err err;
 } fe_loader;
 
@@ -228,74 +229,6 @@ static int fe_describe_definer(fe_loader *L, int idx, char *buf, size_t len) {
     if (v->producer >= 0)
         return snprintf(buf, len, "node '%s' (#%d)", fe_node_label(L->g->node[v->producer]), v->producer);
     return snprintf(buf, len, "%s", (v->kind & FE_INITIALIZER) ? "an initializer" : "a graph input");
-}
-
-/* Sizes value idx from an ONNX type; returns 0 when sized, 1 when the type
- * gives no static shape (another list may still), -1 on a hard error. */
-static int fe_size_from_type(fe_loader *L, int idx, const Onnx__TypeProto *tp, const char *where) {
-    fe_value *v = &L->m->values[idx];
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return 1;
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (!tt->has_elem_type || !tt->shape) return 1;
-    unsigned bits = fe_elem_bits(tt->elem_type);
-    if (bits == 0)
-        return fe_fail(&L->err, "value '%s' (%s) has element type %d, which has no fixed byte size",
-                       v->name, where, (int)tt->elem_type);
-    uint64_t elems = 1;
-    for (size_t d = 0; d < tt->shape->n_dim; d++) {
-        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
-        if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-            return 1;
-        if (dim->dim_value < 0)
-            return fe_fail(&L->err, "value '%s' (%s) has negative dim %zu: %lld", v->name, where, d,
-                           (long long)dim->dim_value);
-        if (__builtin_mul_overflow(elems, (uint64_t)dim->dim_value, &elems))
-            return fe_fail(&L->err, "value '%s' (%s): the product of its dims overflows 64 bits",
-                           v->name, where);
-    }
-    uint64_t bytes;
-    if (fe_bytes_of(elems, bits, &bytes))
-        return fe_fail(&L->err, "value '%s' (%s): its size in bytes overflows 64 bits", v->name, where);
-    v->elem_type = tt->elem_type;
-    v->bytes = bytes;
-    L->sized[idx] = true;
-    return 0;
-}
-
-static int fe_size_from_initializer(fe_loader *L, int idx, const Onnx__TensorProto *t) {
-    fe_value *v = &L->m->values[idx];
-    unsigned bits = fe_elem_bits(t->data_type);
-    if (bits == 0)
-        return fe_fail(&L->err, "initializer '%s' has element type %d, which has no fixed byte size",
-                       v->name, (int)t->data_type);
-    uint64_t elems = 1;
-    for (size_t d = 0; d < t->n_dims; d++) {
-        if (t->dims[d] < 0)
-            return fe_fail(&L->err, "initializer '%s' has negative dim %zu: %lld", v->name, d,
-                           (long long)t->dims[d]);
-        if (__builtin_mul_overflow(elems, (uint64_t)t->dims[d], &elems))
-            return fe_fail(&L->err, "initializer '%s': the product of its dims overflows 64 bits", v->name);
-    }
-    uint64_t bytes;
-    if (fe_bytes_of(elems, bits, &bytes))
-        return fe_fail(&L->err, "initializer '%s': its size in bytes overflows 64 bits", v->name);
-    v->elem_type = t->data_type;
-    v->bytes = bytes;
-    L->sized[idx] = true;
-    return 0;
-}
-
-/* Applies a value_info-like list: sizes values not sized yet. Names not in
- * the graph are ignored (value_info may describe values that were removed). */
-static int fe_apply_value_infos(fe_loader *L, Onnx__ValueInfoProto *const *vis, size_t n, const char *list) {
-    for (size_t i = 0; i < n; i++) {
-        if (!vis[i] || !vis[i]->name) continue;
-        int idx = fe_names_get(&L->names, vis[i]->name);
-        if (idx < 0 || L->sized[idx]) continue;
-        if (fe_size_from_type(L, idx, vis[i]->type, list) < 0) return -1;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------- aliasing */
@@ -361,103 +294,220 @@ static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
     return 0;
 }
 
-/* --------------------------------------------------- subgraph outer reads */
+/* ------------------------------------------------------------------ shapes */
 
-/* Names a node's subgraphs (If/Loop/Scan bodies) read from the outer graph:
- * everything read inside that is not defined inside.  They become extra
- * inputs of the node so that the values stay live while it runs. */
-typedef struct fe_strset {
-    const char **s; /* in the order added */
-    size_t n, cap;  /* cap: 0 or a power of two */
-    size_t *slots;  /* 2 * cap slots, open addressing: index into s + 1, 0 = empty */
-} fe_strset;
-
-/* The slot where name is or would go (the set has room: cap > 0). */
-static size_t fe_strset_slot(const fe_strset *set, const char *name) {
-    size_t mask = 2 * set->cap - 1, i = (size_t)fe_hash(name) & mask;
-    while (set->slots[i] && strcmp(set->s[set->slots[i] - 1], name) != 0) i = (i + 1) & mask;
-    return i;
-}
-
-static bool fe_strset_has(const fe_strset *set, const char *name) {
-    return set->cap && set->slots[fe_strset_slot(set, name)];
-}
-
-/* Hashed, so that a subgraph with 100,000 names costs 100,000 steps, not
- * their square. */
-static int fe_strset_add(fe_strset *set, const char *name) {
-    if (fe_strset_has(set, name)) return 0;
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 8;
-        const char **p = realloc(set->s, cap * sizeof *p);
-        if (!p) return -1;
-        set->s = p;
-        size_t *slots = calloc(2 * cap, sizeof *slots);
-        if (!slots) return -1;
-        free(set->slots);
-        set->slots = slots;
-        set->cap = cap;
-        for (size_t k = 0; k < set->n; k++) set->slots[fe_strset_slot(set, set->s[k])] = k + 1;
+/* Describes why dim d of value v is unknown, and the flag that fixes it. */
+static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor *t, int d) {
+    char where[320];
+    if (v->producer >= 0) {
+        const Onnx__NodeProto *np = L->g->node[v->producer];
+        snprintf(where, sizeof where, "output of node '%s' #%d, %s", fe_node_label(np), v->producer, np->op_type);
+    } else {
+        snprintf(where, sizeof where, "%s", (v->kind & FE_INITIALIZER) ? "initializer" : "graph input");
     }
-    set->slots[fe_strset_slot(set, name)] = set->n + 1;
-    set->s[set->n++] = name;
-    return 0;
-}
-
-static void fe_strset_free(fe_strset *set) {
-    free(set->s);
-    free(set->slots);
-    memset(set, 0, sizeof *set);
-}
-
-static int fe_collect_graph(const Onnx__GraphProto *g, fe_strset *defined, fe_strset *used, int depth);
-
-static int fe_collect_node_subgraphs(const Onnx__NodeProto *n, fe_strset *defined, fe_strset *used, int depth) {
-    if (depth > 64) return -1; /* absurd nesting: refuse rather than recurse forever */
-    for (size_t i = 0; i < n->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->attribute[i];
-        if (!a) continue;
-        if (a->g && fe_collect_graph(a->g, defined, used, depth + 1)) return -1;
-        for (size_t k = 0; k < a->n_graphs; k++)
-            if (a->graphs[k] && fe_collect_graph(a->graphs[k], defined, used, depth + 1)) return -1;
+    const fe_model *m = L->m;
+    int32_t sym = t && d >= 0 ? t->dims[d].sym : fi_blame(t);
+    if (sym >= 0 && (size_t)sym < m->n_symbols) {
+        const fe_symbol *s = &m->symbols[sym];
+        if (s->kind == FE_SYMBOL_DATA)
+            return fe_fail(&L->err, "value '%s' (%s): dim %d depends on data (symbol '%s') and no upper bound is "
+                           "known; set one with --dim '%s'=N", v->name, where, d, s->name, s->name);
+        if (v->producer < 0 && t && d >= 0 && t->dims[d].exact)
+            return fe_fail(&L->err, "graph input '%s' dim %d is the symbol '%s', which nothing binds; bind it with "
+                           "--dim %s=N (or --input-shape %s=D1,D2,...)", v->name, d, s->name, s->name, v->name);
+        return fe_fail(&L->err, "value '%s' (%s): dim %d %s the symbol '%s', which nothing binds; bind it with "
+                       "--dim %s=N (or the input's shape with --input-shape NAME=D1,D2,...)", v->name, where, d,
+                       t && d >= 0 && t->dims[d].exact ? "is" : "depends on", s->name, s->name);
     }
-    return 0;
+    if (v->producer < 0)
+        return fe_fail(&L->err, "graph input '%s' has no %s in the file; give it with --input-shape %s=D1,D2,...",
+                       v->name, t && t->elem ? "static shape" : "tensor type", v->name);
+    const Onnx__NodeProto *np = L->g->node[v->producer];
+    bool std = !np->domain || !np->domain[0] || strcmp(np->domain, "ai.onnx") == 0;
+    return fe_fail(&L->err, "value '%s' (%s) has no static %s: %s", v->name, where,
+                   t && t->elem ? "shape" : "type",
+                   std ? "roamc's shape inference could not determine it from the node's inputs"
+                       : "roamc has no shape inference for this domain and the file gives no value_info for it");
 }
 
-static int fe_collect_graph(const Onnx__GraphProto *g, fe_strset *defined, fe_strset *used, int depth) {
-    for (size_t i = 0; i < g->n_input; i++)
-        if (g->input[i] && g->input[i]->name && fe_strset_add(defined, g->input[i]->name)) return -1;
-    for (size_t i = 0; i < g->n_initializer; i++)
-        if (g->initializer[i] && g->initializer[i]->name && fe_strset_add(defined, g->initializer[i]->name))
-            return -1;
-    for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = g->node[i];
-        if (!n) continue;
-        for (size_t k = 0; k < n->n_output; k++)
-            if (n->output[k] && n->output[k][0] && fe_strset_add(defined, n->output[k])) return -1;
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && n->input[k][0] && fe_strset_add(used, n->input[k])) return -1;
-        if (fe_collect_node_subgraphs(n, defined, used, depth)) return -1;
+/* Gives every value its type, shape and bytes from inference (which has
+ * merged in what the file declares). */
+static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
+    fe_model *m = L->m;
+    char msg[1024];
+    fi_ctx *cx;
+    if (fi_infer_model(L->mp, opt, &cx, msg, sizeof msg)) return fe_fail(&L->err, "%s", msg);
+    int rc = 0;
+    m->n_symbols = fi_symbol_count(cx);
+    m->symbols = calloc(m->n_symbols ? m->n_symbols : 1, sizeof *m->symbols);
+    if (!m->symbols) rc = fe_fail(&L->err, "out of memory");
+    for (size_t i = 0; rc == 0 && i < m->n_symbols; i++) {
+        const char *name;
+        fe_symbol *s = &m->symbols[i];
+        fi_symbol_get(cx, i, &name, &s->value, &s->kind, &s->node);
+        if (!(s->name = fe_strdup(name))) rc = fe_fail(&L->err, "out of memory");
     }
-    for (size_t i = 0; i < g->n_output; i++)
-        if (g->output[i] && g->output[i]->name && fe_strset_add(used, g->output[i]->name)) return -1;
-    return 0;
-}
-
-/* Fills *outer with the names n's subgraphs read from outside themselves. */
-static int fe_outer_reads(const Onnx__NodeProto *n, fe_strset *outer) {
-    fe_strset defined = {0}, used = {0};
-    int rc = fe_collect_node_subgraphs(n, &defined, &used, 0);
-    for (size_t i = 0; rc == 0 && i < used.n; i++)
-        if (!fe_strset_has(&defined, used.s[i])) rc = fe_strset_add(outer, used.s[i]);
-    fe_strset_free(&defined);
-    fe_strset_free(&used);
+    const char *first;
+    m->n_conflicts = fi_conflicts(cx, &first);
+    if (rc == 0 && m->n_conflicts && !(m->first_conflict = fe_strdup(first))) rc = fe_fail(&L->err, "out of memory");
+    bool allow = opt && opt->allow_unresolved;
+    for (size_t i = 0; rc == 0 && i < m->n_values; i++) {
+        fe_value *v = &m->values[i];
+        const fi_tensor *t = fi_lookup(cx, v->name);
+        v->rank = t ? t->rank : -1;
+        v->elem_type = t ? t->elem : 0;
+        v->upper_bound = t && t->bound;
+        v->inferred = t && !t->declared;
+        if (v->inferred) m->n_inferred++;
+        if (v->upper_bound) m->has_upper_bounds = true;
+        if (v->rank >= 0) {
+            v->dims = malloc(((size_t)v->rank + 1) * sizeof *v->dims);
+            if (!v->dims) {
+                rc = fe_fail(&L->err, "out of memory");
+                break;
+            }
+            for (int d = 0; d < v->rank; d++) v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
+        }
+        int unknown = v->rank < 0 || !v->elem_type ? -1 : -2;
+        for (int d = 0; unknown == -2 && d < v->rank; d++)
+            if (t->dims[d].v < 0) unknown = d;
+        if (unknown != -2) {
+            if (!allow) rc = fe_unknown_dim_fail(L, v, t, unknown);
+            continue;
+        }
+        unsigned bits = fe_elem_bits(v->elem_type);
+        if (bits == 0) {
+            if (!allow)
+                rc = fe_fail(&L->err, "value '%s' has element type %d, which has no fixed byte size", v->name,
+                             (int)v->elem_type);
+            continue;
+        }
+        uint64_t elems = 1;
+        for (int d = 0; d < v->rank; d++)
+            if (__builtin_mul_overflow(elems, (uint64_t)t->dims[d].v, &elems))
+                rc = fe_fail(&L->err, "value '%s': the product of its dims overflows 64 bits", v->name);
+        if (rc == 0 && fe_bytes_of(elems, bits, &v->bytes))
+            rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
+    }
+    fi_free(cx);
     return rc;
+}
+
+const char *fe_elem_name(int32_t e, char *buf, size_t len) {
+    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32",
+                                        "int64", "string", "bool", "float16", "float64", "uint32", "uint64",
+                                        "complex64", "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
+                                        "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0"};
+    if (e >= 0 && (size_t)e < sizeof names / sizeof *names) return names[e];
+    snprintf(buf, len, "type%d", (int)e);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- options */
+
+/* Parses a dim: a decimal integer from 0 to 2^62. */
+static int fe_parse_dim(const char *s, size_t len, int64_t *out) {
+    if (len == 0 || len > 19) return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > ((int64_t)1 << 62)) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Splits NAME=REST at the last '=', else at the last ':'. */
+static const char *fe_split_binding(const char *spec) {
+    const char *eq = strrchr(spec, '=');
+    return eq ? eq : strrchr(spec, ':');
+}
+
+int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *err, size_t errlen) {
+    const char *sep = fe_split_binding(spec);
+    bool dim = strcmp(flag, "--dim") == 0;
+    if (!sep || sep == spec || !sep[1]) {
+        snprintf(err, errlen, "%s wants %s, not '%s'", flag, dim ? "SYMBOL=VALUE" : "NAME=D1,D2,...", spec);
+        return -1;
+    }
+    size_t name_len = (size_t)(sep - spec);
+    char *name = malloc(name_len + 1);
+    if (!name) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(name, spec, name_len);
+    name[name_len] = '\0';
+    if (dim) {
+        int64_t v;
+        for (size_t i = 0; i < o->n_dims; i++)
+            if (strcmp(o->dims[i].symbol, name) == 0) {
+                snprintf(err, errlen, "--dim %s is given twice", name);
+                free(name);
+                return -1;
+            }
+        fe_dim_binding *p = fe_parse_dim(sep + 1, strlen(sep + 1), &v) ? NULL
+                            : realloc(o->dims, (o->n_dims + 1) * sizeof *p);
+        if (!p) {
+            snprintf(err, errlen, "--dim %s wants an integer from 0 to 2^62, not '%s'", name, sep + 1);
+            free(name);
+            return -1;
+        }
+        o->dims = p;
+        o->dims[o->n_dims++] = (fe_dim_binding){name, v};
+        return 0;
+    }
+    for (size_t i = 0; i < o->n_shapes; i++)
+        if (strcmp(o->shapes[i].name, name) == 0) {
+            snprintf(err, errlen, "--input-shape %s is given twice", name);
+            free(name);
+            return -1;
+        }
+    /* dims separated by ',' (onnxruntime) or 'x' (TensorRT); an empty
+     * list is a scalar */
+    const char *p = sep + 1;
+    size_t cap = 1;
+    for (const char *q = p; *q; q++) cap += (*q == ',' || *q == 'x');
+    int64_t *dims = malloc(cap * sizeof *dims);
+    size_t rank = 0;
+    int bad = !dims;
+    if (!bad && strcmp(p, "scalar") != 0) {
+        while (!bad) {
+            size_t len = strcspn(p, ",x");
+            bad = fe_parse_dim(p, len, &dims[rank]);
+            if (!bad) rank++;
+            if (!p[len]) break;
+            p += len + 1;
+        }
+    }
+    fe_input_shape *s = bad ? NULL : realloc(o->shapes, (o->n_shapes + 1) * sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "--input-shape %s wants dims from 0 to 2^62 separated by ',' (or 'x'), not '%s'", name,
+                 sep + 1);
+        free(name);
+        free(dims);
+        return -1;
+    }
+    o->shapes = s;
+    o->shapes[o->n_shapes++] = (fe_input_shape){name, dims, rank};
+    return 0;
+}
+
+void fe_options_free(fe_options *o) {
+    for (size_t i = 0; i < o->n_shapes; i++) {
+        free(o->shapes[i].name);
+        free(o->shapes[i].dims);
+    }
+    for (size_t i = 0; i < o->n_dims; i++) free(o->dims[i].symbol);
+    free(o->shapes);
+    free(o->dims);
+    memset(o, 0, sizeof *o);
 }
 
 /* ---------------------------------------------------------------- main */
 
-static int fe_build(fe_loader *L) {
+static int fe_build(fe_loader *L, const fe_options *opt) {
     const Onnx__GraphProto *g = L->g;
     fe_model *m = L->m;
 
@@ -469,9 +519,8 @@ static int fe_build(fe_loader *L) {
     }
     L->cap_values = cap;
     m->values = calloc(cap ? cap : 1, sizeof *m->values);
-    L->sized = calloc(cap ? cap : 1, sizeof *L->sized);
     m->inputs = calloc(cap ? cap : 1, sizeof *m->inputs);
-    if (!m->values || !L->sized || !m->inputs || fe_names_init(&L->names, cap))
+    if (!m->values || !m->inputs || fe_names_init(&L->names, cap))
         return fe_fail(&L->err, "out of memory for %zu values", cap);
     L->names.values = m->values;
     char who[256];
@@ -496,7 +545,6 @@ static int fe_build(fe_loader *L) {
             m->inputs[m->n_inputs++] = idx;
         }
         m->values[idx].kind |= FE_INITIALIZER;
-        if (fe_size_from_initializer(L, idx, t)) return -1;
     }
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
@@ -525,24 +573,23 @@ static int fe_build(fe_loader *L) {
         fn->domain = fe_strdup(n->domain);
         if (!fn->name || !fn->op_type || !fn->domain) return fe_fail(&L->err, "out of memory");
         if (!fn->op_type[0]) return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
-        fe_strset outer = {0};
-        if (fe_outer_reads(n, &outer)) {
-            fe_strset_free(&outer);
+        const char **outer = NULL;
+        size_t n_outer = 0;
+        if (fi_outer_reads(n, &outer, &n_outer))
             return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep or out of memory",
                            fe_node_label(n), i);
-        }
         fn->n_explicit_inputs = n->n_input;
-        fn->n_inputs = n->n_input + outer.n;
+        fn->n_inputs = n->n_input + n_outer;
         fn->inputs = malloc((fn->n_inputs ? fn->n_inputs : 1) * sizeof *fn->inputs);
         fn->n_outputs = n->n_output;
         fn->outputs = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->outputs);
         fn->alias = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->alias);
         if (!fn->inputs || !fn->outputs || !fn->alias) {
-            fe_strset_free(&outer);
+            free(outer);
             return fe_fail(&L->err, "out of memory");
         }
         for (size_t k = 0; k < fn->n_inputs; k++) {
-            const char *name = k < n->n_input ? n->input[k] : outer.s[k - n->n_input];
+            const char *name = k < n->n_input ? n->input[k] : outer[k - n->n_input];
             if (!name || !name[0]) {
                 fn->inputs[k] = -1;
                 continue;
@@ -551,12 +598,12 @@ static int fe_build(fe_loader *L) {
             if (idx < 0) {
                 int rc = fe_fail(&L->err, "node '%s' (#%zu) reads '%s'%s, which no node, graph input or initializer produces",
                                  fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
-                fe_strset_free(&outer);
+                free(outer);
                 return rc;
             }
             fn->inputs[k] = idx;
         }
-        fe_strset_free(&outer);
+        free(outer);
         for (size_t k = 0; k < fn->n_outputs; k++)
             fn->outputs[k] = (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
         if (fe_node_alias(L, i, fn)) return -1;
@@ -575,21 +622,7 @@ static int fe_build(fe_loader *L) {
         m->outputs[m->n_outputs++] = idx;
     }
 
-    /* Shapes: graph inputs, outputs, then value_info. */
-    if (fe_apply_value_infos(L, g->input, g->n_input, "graph input") ||
-        fe_apply_value_infos(L, g->output, g->n_output, "graph output") ||
-        fe_apply_value_infos(L, g->value_info, g->n_value_info, "value_info"))
-        return -1;
-    for (size_t i = 0; i < m->n_values; i++) {
-        if (L->sized[i]) continue;
-        const fe_value *v = &m->values[i];
-        if (v->producer >= 0)
-            return fe_fail(&L->err, "value '%s' (output of node '%s' #%d) has no static shape and element type "
-                           "in graph.value_info; roamc needs one for every value (it has no shape inference yet)",
-                           v->name, fe_node_label(g->node[v->producer]), v->producer);
-        return fe_fail(&L->err, "graph input '%s' has no static shape and element type", v->name);
-    }
-    return 0;
+    return fe_apply_shapes(L, opt);
 }
 
 static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
@@ -615,7 +648,8 @@ static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
     return 0;
 }
 
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *m, char *err, size_t errlen) {
+int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt, fe_model *m, char *err,
+                  size_t errlen) {
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
@@ -635,18 +669,18 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *
         rc = fe_fail(&L.err, "the graph has no nodes: nothing to plan");
     if (rc == 0) {
         L.g = mp->graph;
+        L.mp = mp;
         m->path = fe_strdup(path);
         rc = (!m->path) ? fe_fail(&L.err, "out of memory") : fe_copy_header(&L, mp);
-        if (rc == 0) rc = fe_build(&L);
+        if (rc == 0) rc = fe_build(&L, opt);
     }
-    free(L.sized);
     free(L.names.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (rc) fe_free(m);
     return rc;
 }
 
-int fe_load(const char *path, fe_model *m, char *err, size_t errlen) {
+int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     fe_err e = {path, err, errlen};
     FILE *f = fopen(path, "rb");
@@ -680,14 +714,20 @@ int fe_load(const char *path, fe_model *m, char *err, size_t errlen) {
         free(buf);
         return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
     }
-    int rc = fe_load_bytes(path, buf, len, m, err, errlen);
+    int rc = fe_load_bytes(path, buf, len, opt, m, err, errlen);
     free(buf);
     return rc;
 }
 
 void fe_free(fe_model *m) {
     if (!m) return;
-    for (size_t i = 0; i < m->n_values; i++) free(m->values[i].name);
+    for (size_t i = 0; i < m->n_values; i++) {
+        free(m->values[i].name);
+        free(m->values[i].dims);
+    }
+    for (size_t i = 0; i < m->n_symbols; i++) free(m->symbols[i].name);
+    free(m->symbols);
+    free(m->first_conflict);
     for (size_t i = 0; i < m->n_nodes; i++) {
         fe_node *n = &m->nodes[i];
         free(n->name);

@@ -1,11 +1,14 @@
 /* frontend/ — ONNX bytes in, a resolved model description out.
  *
  * fe_load parses an ONNX ModelProto (protobuf-c types generated at build time
- * from Debian's onnx.proto), names every value once, sizes it from its static
- * shape and element type, resolves every node input and output to a value
- * index, and decides which outputs share storage with an input (the `alias`
- * and `inplace` attributes, else the default view and in-place ops).  It
- * knows nothing of schedules or memory: graph/ builds the IR from this.
+ * from Debian's onnx.proto), names every value once, gives it an element
+ * type and a static shape (from roamc's own shape inference, infer.c, with
+ * the input shapes and symbols the caller binds; the file's own value_info
+ * fills in what inference cannot know, e.g. operators of other domains),
+ * resolves every node input and output to a value index, and decides which
+ * outputs share storage with an input (the `alias` and `inplace`
+ * attributes, else the default view and in-place ops).  It knows nothing of
+ * schedules or memory: graph/ builds the IR from this.
  *
  * Untrusted input: every failure returns an error message that names the
  * file and the value or node at fault; nothing here aborts on bad bytes.
@@ -13,6 +16,7 @@
 #ifndef ROAMC_FRONTEND_H
 #define ROAMC_FRONTEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,13 +26,72 @@ enum fe_value_kind {
     FE_GRAPH_OUTPUT = 1u << 2, /* listed in graph.output */
 };
 
+/* One dim of a value.  value >= 0, except with fe_options.allow_unresolved,
+ * where -1 means unknown; symbol is then the symbol it is (exact) or
+ * depends on, or -1. */
+typedef struct fe_dim {
+    int64_t value;
+    int32_t symbol; /* index into fe_model.symbols, or -1 */
+    bool exact;     /* unknown and equal to the symbol itself (not a function of it) */
+} fe_dim;
+
 typedef struct fe_value {
     char *name;
-    int32_t elem_type; /* onnx.TensorProto.DataType */
-    uint64_t bytes;    /* product of dims x element size (packed for 4-bit types) */
+    int32_t elem_type; /* onnx.TensorProto.DataType; 0 when unknown (allow_unresolved) */
+    uint64_t bytes;    /* product of dims x element size (packed for 4-bit types); 0 when unresolved */
     int producer;      /* index of the producing node, -1 for inputs/initializers */
     unsigned kind;     /* fe_value_kind bits */
+    int rank;          /* -1 when unknown (allow_unresolved only) */
+    fe_dim *dims;      /* rank entries */
+    bool upper_bound;  /* the size depends on data: bytes is an upper bound */
+    bool inferred;     /* the shape comes from roamc's inference, not from the file */
 } fe_value;
+
+enum fe_symbol_kind {
+    FE_SYMBOL_INPUT = 1, /* a dim_param of the file (or a --dim name) */
+    FE_SYMBOL_DATA = 2,  /* a size that depends on data, planned at an upper bound */
+};
+
+typedef struct fe_symbol {
+    char *name;   /* "batch"; data symbols: "NODE:what", e.g. "NonZero#12:count" */
+    int64_t value; /* bound value (data symbols: the upper bound), -1 when unbound */
+    int kind;     /* fe_symbol_kind */
+    int node;     /* data symbols: the node of the main graph that made it, or -1 */
+} fe_symbol;
+
+/* --input-shape NAME=D1,D2,... */
+typedef struct fe_input_shape {
+    char *name;
+    int64_t *dims;
+    size_t rank;
+} fe_input_shape;
+
+/* --dim SYMBOL=V */
+typedef struct fe_dim_binding {
+    char *symbol;
+    int64_t value;
+} fe_dim_binding;
+
+/* What the caller binds before inference.  Zero-initialize; fill with
+ * fe_options_parse; free with fe_options_free. */
+typedef struct fe_options {
+    fe_input_shape *shapes;
+    size_t n_shapes;
+    fe_dim_binding *dims;
+    size_t n_dims;
+    /* Keep values whose shape stays unknown (roamc shapes) instead of
+     * failing the load; such a model must not be planned. */
+    bool allow_unresolved;
+} fe_options;
+
+/* Adds one binding from the command line: flag is "--input-shape" (spec
+ * NAME=D1,D2,... or NAME:D1xD2x..., the last '=' or else the last ':'
+ * ending the name, as onnxruntime's and TensorRT's tools spell it) or
+ * "--dim" (SYMBOL=V or SYMBOL:V).  Dims are integers from 0 to 2^62.
+ * Returns 0, or -1 with a message in err (a name bound twice, bad
+ * numbers, out of memory). */
+int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *err, size_t errlen);
+void fe_options_free(fe_options *o);
 
 typedef struct fe_node {
     char *name; /* "" when the file gives none */
@@ -57,20 +120,30 @@ typedef struct fe_model {
     size_t n_meta;
     int64_t ir_version;
     int64_t opset; /* version of the default domain, 0 when not imported */
+    fe_symbol *symbols; /* dims bound or still unbound, and data-dependent sizes */
+    size_t n_symbols;
+    size_t n_inferred;       /* values sized by inference rather than by the file */
+    size_t n_conflicts;      /* static shapes of the file that inference contradicted */
+    char *first_conflict;    /* the first such, described; NULL when none */
+    bool has_upper_bounds;   /* some value is sized at an upper bound */
 } fe_model;
 
-/* Loads path.  Returns 0 and fills *m, or -1 with *m zeroed and a message
- * "PATH: what (where)" in err.  Rejects: unreadable files, bytes that are not
- * a ModelProto (truncated, random, another message), a graph without nodes,
- * a value read but produced by nothing, a value produced twice, a value
- * without a static shape or with a non-tensor type, element types with no
- * byte size (STRING), negative dims, dim products that overflow 64 bits,
- * alias attributes that point outside the node's inputs, and protobuf messages
- * nested more than 100 deep (protobuf-c would recurse until the stack ends). */
-int fe_load(const char *path, fe_model *m, char *err, size_t errlen);
+/* Loads path with the bindings of opt (NULL: none).  Returns 0 and fills
+ * *m, or -1 with *m zeroed and a message "PATH: what (where)" in err.
+ * Rejects: unreadable files, bytes that are not a ModelProto (truncated,
+ * random, another message), a graph without nodes, a value read but
+ * produced by nothing, a value produced twice, a value whose shape neither
+ * inference nor the file gives (the message names the value, its node, the
+ * symbol that is unbound and the flag that binds it), element types with no
+ * byte size (STRING), negative dims, dims or products beyond 2^62, shape
+ * computations that fail (the node named), alias attributes that point
+ * outside the node's inputs, and protobuf messages nested more than 100 deep
+ * (protobuf-c would recurse until the stack ends).  Weight data (inline or
+ * external) is never copied or read: only shapes are needed. */
+int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen);
 
 /* Same as fe_load on bytes already in memory; path names them in messages. */
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, fe_model *m,
+int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt, fe_model *m,
                   char *err, size_t errlen);
 
 void fe_free(fe_model *m);
@@ -86,6 +159,10 @@ const char *fe_meta(const fe_model *m, const char *key);
 
 /* Index of the value named name, or -1.  O(n) — for tools, not hot paths. */
 int fe_find_value(const fe_model *m, const char *name);
+
+/* The name of an element type as numpy spells it ("float32", "int64"), or
+ * "type<N>" for unknown numbers (written into buf). */
+const char *fe_elem_name(int32_t elem_type, char *buf, size_t len);
 
 /* Bytes of one element of an ONNX element type, in bits (4 for INT4/UINT4/
  * FLOAT4E2M1), or 0 for STRING and unknown types. */

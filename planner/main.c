@@ -141,7 +141,7 @@ static int main_plan(int argc, char **argv) {
     double t0 = planner_now();
     char err[2048];
     fe_model m;
-    if (fe_load(model_path, &m, err, sizeof err)) {
+    if (fe_load(model_path, NULL, &m, err, sizeof err)) {
         fprintf(stderr, "roamc: %s\n", err);
         return 2;
     }

@@ -209,7 +209,7 @@ static void test_model_groups_and_plan(void **state)
     snprintf(path, sizeof path, "%s/mobilenet_v2_b1.onnx", models_dir);
     fe_model m;
     graph g;
-    if (fe_load(path, &m, err, sizeof err))
+    if (fe_load(path, NULL, &m, err, sizeof err))
         fail_msg("%s", err);
     if (graph_build(&m, 512, &g, err, sizeof err))
         fail_msg("%s", err);

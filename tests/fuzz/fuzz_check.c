@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             char path[1024], err[1024];
             fe_model m;
             snprintf(path, sizeof path, "%s/%s", ROAMC_FUZZ_MODELS, models[i]);
-            if (fe_load(path, &m, err, sizeof err)) {
+            if (fe_load(path, NULL, &m, err, sizeof err)) {
                 fprintf(stderr, "fuzz_check: %s\n", err);
                 abort();
             }
