@@ -440,9 +440,10 @@ static void fi_merge_declared(fi_ctx *cx, fi_tensor *t, const fi_tensor *decl, c
     if (!decl) return;
     if (!t->elem) t->elem = decl->elem;
     if (decl->rank < 0) return;
-    if (t->rank < 0) {
+    if (t->rank < 0) { /* no rule, or one that could not tell: the file's shape */
         t->rank = decl->rank;
         t->dims = decl->dims;
+        t->declared = decl->declared;
         return;
     }
     if (t->rank != decl->rank) {

@@ -288,10 +288,10 @@ done:
     return rc;
 }
 
-int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FILE *err) {
+int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path, FILE *out, FILE *err) {
     char msg[1024];
     fe_model m;
-    if (fe_load(model_path, NULL, &m, msg, sizeof msg)) {
+    if (fe_load(model_path, fopt, &m, msg, sizeof msg)) {
         fprintf(err, "roamc: %s\n", msg);
         return 2;
     }

@@ -1,6 +1,7 @@
-/* roamc: command line.  Parses options, runs one of the three commands:
- *   roamc MODEL.onnx [-o PLAN.json] [options]   plan a training step
+/* roamc: command line.  Parses options, runs one of the four commands:
+ *   roamc MODEL.onnx [-o PLAN.json] [options]   plan a training step or an inference pass
  *   roamc check MODEL.onnx PLAN.json            validate a plan
+ *   roamc shapes MODEL.onnx                     print the inferred types and shapes
  *   roamc layout BUFFERS.csv -o OUT.csv         lay out a buffer list
  * Exit codes: 0 success, 1 failure inside roamc (I/O, internal error),
  * 2 bad input or usage; `check` returns 1 for an invalid plan and `layout`
@@ -8,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +21,21 @@
 
 static const char usage_text[] =
     "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
-    "       roamc check MODEL.onnx PLAN.json\n"
+    "       roamc check MODEL.onnx PLAN.json [--input-shape ...] [--dim ...]\n"
+    "       roamc shapes MODEL.onnx [--input-shape ...] [--dim ...] [--report json]\n"
     "       roamc layout BUFFERS.csv -o OUT.csv [--capacity B] [--time-limit S]\n"
     "\n"
-    "Plans one training step of MODEL.onnx: an operator order and an offset for\n"
-    "every storage in one arena, written as a roam-plan v1 file (see\n"
-    "planner/PLAN_FORMAT.md), with a report on stdout.\n"
+    "Plans one training step (or, for a graph that updates nothing, one\n"
+    "inference pass) of MODEL.onnx: an operator order and an offset for every\n"
+    "storage in one arena, written as a roam-plan v1 file, with a report on\n"
+    "stdout.  Shapes come from roamc's own inference; bind the model's\n"
+    "symbolic dims with --input-shape or --dim.\n"
     "\n"
     "options:\n"
+    "      --input-shape NAME=D1,D2,...  shape of graph input NAME (repeatable; also\n"
+    "                        NAME:D1xD2 as TensorRT spells it)\n"
+    "      --dim SYMBOL=V    bind the symbolic dim SYMBOL (e.g. batch) everywhere, or\n"
+    "                        set the upper bound of a data-dependent size the report names\n"
     "  -o, --output FILE     write the plan to FILE (atomically; nothing on error)\n"
     "      --order NAME      operator order: roam, program, lescea, ilp (default: roam)\n"
     "      --node-limit N    roam: most operators in a leaf of the subgraph tree (default: 48)\n"
@@ -50,6 +59,19 @@ static const char usage_text[] =
     "exit status: 0 ok, 1 roamc failed, 2 bad input or usage;\n"
     "`check`: 0 valid, 1 invalid, 2 unreadable input.\n";
 
+/* The options every command that reads a model takes. */
+enum { OPT_INPUT_SHAPE = 512, OPT_DIM };
+#define MAIN_BINDING_OPTIONS \
+    {"input-shape", required_argument, NULL, OPT_INPUT_SHAPE}, {"dim", required_argument, NULL, OPT_DIM}
+
+/* Adds one --input-shape or --dim; returns 0, or 2 after a usage message. */
+static int main_binding(fe_options *fopt, int c, const char *arg) {
+    char err[512];
+    if (fe_options_parse(fopt, c == OPT_DIM ? "--dim" : "--input-shape", arg, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "roamc: %s\nTry 'roamc --help'.\n", err);
+    return 2;
+}
+
 static int main_usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "roamc: ");
     fprintf(stderr, fmt, arg);
@@ -68,9 +90,12 @@ static int main_parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
+static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt);
+
+enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
+       OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE };
+
 static int main_plan(int argc, char **argv) {
-    enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
-           OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
         {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
@@ -78,7 +103,15 @@ static int main_plan(int argc, char **argv) {
         {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
         {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
         {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"compare", no_argument, NULL, OPT_COMPARE},
+        MAIN_BINDING_OPTIONS,
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+    fe_options fopt = {0};
+    int rc = main_plan_run(argc, argv, longopts, &fopt);
+    fe_options_free(&fopt);
+    return rc;
+}
+
+static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt) {
     planner_options opt = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_ROAM,
                            .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
@@ -125,6 +158,10 @@ static int main_plan(int argc, char **argv) {
         }
         case OPT_DUMP_TREE: opt.dump_tree = optarg; break;
         case OPT_COMPARE: compare = 1; break;
+        case OPT_INPUT_SHAPE:
+        case OPT_DIM:
+            if (main_binding(fopt, c, optarg)) return 2;
+            break;
         case OPT_REPORT:
             if (strcmp(optarg, "json") == 0) json_report = 1;
             else if (strcmp(optarg, "text") == 0) json_report = 0;
@@ -141,7 +178,7 @@ static int main_plan(int argc, char **argv) {
     double t0 = planner_now();
     char err[2048];
     fe_model m;
-    if (fe_load(model_path, NULL, &m, err, sizeof err)) {
+    if (fe_load(model_path, fopt, &m, err, sizeof err)) {
         fprintf(stderr, "roamc: %s\n", err);
         return 2;
     }
@@ -192,11 +229,48 @@ static int main_plan(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        if (argc != 4) return main_usage_error("%s", "check wants MODEL.onnx PLAN.json");
-        return plan_check_file(argv[2], argv[3], stdout, stderr);
+/* `roamc check MODEL PLAN [bindings]` and `roamc shapes MODEL [bindings]
+ * [--report json]`: argv[0] is the command. */
+static int main_check_or_shapes(int argc, char **argv) {
+    static const struct option longopts[] = {MAIN_BINDING_OPTIONS, {"report", required_argument, NULL, OPT_REPORT},
+                                             {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool check = strcmp(argv[0], "check") == 0;
+    fe_options fopt = {.allow_unresolved = !check};
+    int json = 0, c, rc = 0;
+    optind = 1;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(usage_text, stdout); fe_options_free(&fopt); return 0;
+        case OPT_INPUT_SHAPE:
+        case OPT_DIM: rc = main_binding(&fopt, c, optarg); break;
+        case OPT_REPORT:
+            if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0)) json = optarg[0] == 'j';
+            else rc = main_usage_error("--report is text or json, not '%s'", optarg);
+            break;
+        default: rc = main_usage_error("%s", "bad option"); break;
+        }
     }
+    if (rc == 0 && argc - optind != (check ? 2 : 1))
+        rc = main_usage_error("%s", check ? "check wants MODEL.onnx PLAN.json" : "shapes wants one MODEL.onnx");
+    if (rc == 0 && check) rc = plan_check_file(argv[optind], &fopt, argv[optind + 1], stdout, stderr);
+    else if (rc == 0) {
+        char err[2048];
+        fe_model m;
+        if (fe_load(argv[optind], &fopt, &m, err, sizeof err)) {
+            fprintf(stderr, "roamc: %s\n", err);
+            rc = 2;
+        } else {
+            if (planner_shapes_print(stdout, &m, json)) rc = 1;
+            fe_free(&m);
+        }
+    }
+    fe_options_free(&fopt);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
+        return main_check_or_shapes(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "layout") == 0) return cmd_layout(argc - 1, argv + 1);
     return main_plan(argc, argv);
 }

@@ -21,6 +21,8 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_object_set_new(root, "format", json_string("roam-plan"));
     json_object_set_new(root, "version", json_integer(1));
     json_object_set_new(root, "model", json_string(model_path));
+    json_object_set_new(root, "graph", json_string(planner_graph_kind(m)));
+    json_object_set_new(root, "shapes", planner_shapes_summary_json(m));
     json_object_set_new(root, "align", json_integer((json_int_t)p->opt.align));
     json_object_set_new(root, "order", json_string(planner_order_name(p->opt.order)));
     json_object_set_new(root, "layout", json_string(planner_layout_name(p->opt.layout)));
@@ -188,6 +190,12 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
     fprintf(f, "roamc %s: %s\n", ROAMC_VERSION, model_path);
     fprintf(f, "  graph         %zu operators, %zu tensors, %zu storages (%zu persistent, %s)\n", g->n_ops,
             g->n_tensors, g->n_storages, plan_n_persistent(g), plan_human(p->persistent, a, sizeof a));
+    if (strcmp(planner_graph_kind(g->model), "training") == 0)
+        fprintf(f, "  kind          training step (nodes update parameters or state in place)\n");
+    else
+        fprintf(f, "  kind          inference pass (updates nothing: initializers and outputs persist, the rest lives "
+                   "as its readers need)\n");
+    if (g->model->n_inferred || g->model->n_symbols) planner_shapes_text_summary(f, g->model);
     fprintf(f, "  plan          order %s, layout %s, align %llu\n", planner_order_name(p->opt.order),
             planner_layout_name(p->opt.layout), (unsigned long long)p->opt.align);
     fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n", plan_human(p->theoretical, a, sizeof a),
@@ -219,6 +227,8 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     json_t *r = json_object();
     json_object_set_new(r, "model", json_string(model_path));
     json_object_set_new(r, "plan", out_path ? json_string(out_path) : json_null());
+    json_object_set_new(r, "graph", json_string(planner_graph_kind(g->model)));
+    json_object_set_new(r, "shapes", planner_shapes_summary_json(g->model));
     json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
     json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
     json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));

@@ -145,10 +145,29 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
  * no output file). */
 int cmd_layout(int argc, char **argv);
 
-/* `roamc check MODEL PLAN`: the checks of shared/tools/check_plan.py.
- * Prints "VALID ..." or up to 20 "INVALID: ..." lines to out and returns
- * 0 (valid), 1 (invalid) or 2 (unreadable model or plan; message to err). */
-int plan_check_file(const char *model_path, const char *plan_path, FILE *out, FILE *err);
+/* `roamc check MODEL PLAN [--input-shape ...] [--dim ...]`: the checks of
+ * shared/tools/check_plan.py, with the model sized under the bindings of
+ * fopt (NULL: none).  Prints "VALID ..." or up to 20 "INVALID: ..." lines to
+ * out and returns 0 (valid), 1 (invalid) or 2 (unreadable model or plan;
+ * message to err). */
+int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path, FILE *out, FILE *err);
+
+/* ------------------------------------------------ what was inferred (planner/shapes.c) */
+
+/* "training" when some node writes in place (a step that updates state),
+ * else "inference": a graph that updates nothing, planned as one pass. */
+const char *planner_graph_kind(const fe_model *m);
+/* `roamc shapes`: every value's element type and shape (unknown dims by
+ * their symbol) and the symbols, as text or (json != 0) one JSON object.
+ * Returns 0, -1 on a write error. */
+int planner_shapes_print(FILE *f, const fe_model *m, int json);
+/* The report's lines on shapes: values inferred, symbols bound, sizes
+ * planned at an upper bound. */
+void planner_shapes_text_summary(FILE *f, const fe_model *m);
+/* The same as a JSON object (graph kind, opset, symbols, counts) for the
+ * plan file and the JSON report; the caller owns the reference. */
+struct json_t;
+struct json_t *planner_shapes_summary_json(const fe_model *m);
 
 /* ------------------------------------------------ operator ordering (planner/order.c)
  *

@@ -1,0 +1,142 @@
+/* `roamc shapes MODEL`: what roamc inferred, value by value (see planner.h). */
+#include "planner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+const char *planner_graph_kind(const fe_model *m) {
+    for (size_t i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].inplace) return "training";
+    return "inference";
+}
+
+/* "batch" for an unknown dim that is a symbol, "?" for one that is not. */
+static const char *shapes_dim_text(const fe_model *m, const fe_dim *d, char *buf, size_t len) {
+    if (d->value >= 0) snprintf(buf, len, "%lld", (long long)d->value);
+    else if (d->symbol >= 0 && d->exact) snprintf(buf, len, "%s", m->symbols[d->symbol].name);
+    else if (d->symbol >= 0) snprintf(buf, len, "?(%s)", m->symbols[d->symbol].name);
+    else snprintf(buf, len, "?");
+    return buf;
+}
+
+static const char *shapes_symbol_kind(int kind) { return kind == FE_SYMBOL_DATA ? "data" : "input"; }
+
+static json_t *shapes_symbols_json(const fe_model *m) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_symbols; i++) {
+        const fe_symbol *s = &m->symbols[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(s->name));
+        json_object_set_new(o, "value", s->value >= 0 ? json_integer((json_int_t)s->value) : json_null());
+        json_object_set_new(o, "kind", json_string(shapes_symbol_kind(s->kind)));
+        json_object_set_new(o, "node", s->node >= 0 ? json_integer(s->node) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+json_t *planner_shapes_summary_json(const fe_model *m) {
+    json_t *o = json_object();
+    json_object_set_new(o, "opset", json_integer((json_int_t)m->opset));
+    json_object_set_new(o, "values_inferred", json_integer((json_int_t)m->n_inferred));
+    json_object_set_new(o, "declared_shapes_contradicted", json_integer((json_int_t)m->n_conflicts));
+    json_object_set_new(o, "symbols", shapes_symbols_json(m));
+    return o;
+}
+
+static void shapes_json(FILE *f, const fe_model *m) {
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string(m->path));
+    json_object_set_new(r, "opset", json_integer((json_int_t)m->opset));
+    json_object_set_new(r, "graph", json_string(planner_graph_kind(m)));
+    json_object_set_new(r, "symbols", shapes_symbols_json(m));
+    json_object_set_new(r, "values_inferred", json_integer((json_int_t)m->n_inferred));
+    json_object_set_new(r, "declared_shapes_contradicted", json_integer((json_int_t)m->n_conflicts));
+    if (m->first_conflict) json_object_set_new(r, "first_contradiction", json_string(m->first_conflict));
+    json_t *vals = json_array();
+    char type[32];
+    for (size_t i = 0; i < m->n_values; i++) {
+        const fe_value *v = &m->values[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(v->name));
+        json_object_set_new(o, "elem_type", json_integer(v->elem_type));
+        json_object_set_new(o, "type", json_string(fe_elem_name(v->elem_type, type, sizeof type)));
+        if (v->rank < 0) {
+            json_object_set_new(o, "shape", json_null());
+        } else {
+            json_t *s = json_array();
+            for (int d = 0; d < v->rank; d++) {
+                const fe_dim *dd = &v->dims[d];
+                if (dd->value >= 0) json_array_append_new(s, json_integer((json_int_t)dd->value));
+                else if (dd->symbol >= 0 && dd->exact) json_array_append_new(s, json_string(m->symbols[dd->symbol].name));
+                else json_array_append_new(s, json_null());
+            }
+            json_object_set_new(o, "shape", s);
+        }
+        json_object_set_new(o, "bytes", json_integer((json_int_t)v->bytes));
+        json_object_set_new(o, "producer", json_integer(v->producer));
+        json_object_set_new(o, "bound", json_boolean(v->upper_bound));
+        json_object_set_new(o, "inferred", json_boolean(v->inferred));
+        json_array_append_new(vals, o);
+    }
+    json_object_set_new(r, "values", vals);
+    json_dumpf(r, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fputc('\n', f);
+    json_decref(r);
+}
+
+void planner_shapes_text_summary(FILE *f, const fe_model *m) {
+    size_t n_data = 0, n_input = 0;
+    for (size_t i = 0; i < m->n_symbols; i++) *(m->symbols[i].kind == FE_SYMBOL_DATA ? &n_data : &n_input) += 1;
+    fprintf(f, "  shapes        %zu of %zu values inferred by roamc (the rest from the file)", m->n_inferred, m->n_values);
+    if (m->n_conflicts) fprintf(f, "; %zu shapes of the file contradicted (first: %s)", m->n_conflicts, m->first_conflict);
+    fputc('\n', f);
+    if (n_input) {
+        fprintf(f, "  symbols      ");
+        for (size_t i = 0; i < m->n_symbols; i++)
+            if (m->symbols[i].kind != FE_SYMBOL_DATA) {
+                if (m->symbols[i].value >= 0) fprintf(f, " %s=%lld", m->symbols[i].name, (long long)m->symbols[i].value);
+                else fprintf(f, " %s unbound", m->symbols[i].name);
+            }
+        fputc('\n', f);
+    }
+    if (n_data) {
+        fprintf(f, "  upper bounds  sizes that depend on data are planned at their bound (--dim NAME=V sets one):");
+        for (size_t i = 0; i < m->n_symbols; i++)
+            if (m->symbols[i].kind == FE_SYMBOL_DATA) {
+                if (m->symbols[i].value >= 0) fprintf(f, " %s<=%lld", m->symbols[i].name, (long long)m->symbols[i].value);
+                else fprintf(f, " %s unbounded", m->symbols[i].name);
+            }
+        fputc('\n', f);
+    }
+}
+
+static void shapes_text(FILE *f, const fe_model *m) {
+    fprintf(f, "roamc %s: %s (opset %lld, %s graph)\n", ROAMC_VERSION, m->path, (long long)m->opset, planner_graph_kind(m));
+    planner_shapes_text_summary(f, m);
+    char type[32], dim[160];
+    for (size_t i = 0; i < m->n_values; i++) {
+        const fe_value *v = &m->values[i];
+        fprintf(f, "  %s  %s", v->name, v->elem_type ? fe_elem_name(v->elem_type, type, sizeof type) : "?");
+        if (v->rank < 0) fputs("[?]", f);
+        else {
+            fputc('[', f);
+            for (int d = 0; d < v->rank; d++)
+                fprintf(f, "%s%s", d ? "," : "", shapes_dim_text(m, &v->dims[d], dim, sizeof dim));
+            fputc(']', f);
+        }
+        if (v->producer >= 0) fprintf(f, "  %s #%d", m->nodes[v->producer].op_type, v->producer);
+        else fprintf(f, "  %s", (v->kind & FE_INITIALIZER) ? "initializer" : "input");
+        if (v->upper_bound) fputs("  (upper bound)", f);
+        if (!v->inferred) fputs("  (from the file)", f);
+        fputc('\n', f);
+    }
+}
+
+int planner_shapes_print(FILE *f, const fe_model *m, int json) {
+    if (json) shapes_json(f, m);
+    else shapes_text(f, m);
+    return ferror(f) ? -1 : 0;
+}
