@@ -7,6 +7,10 @@
 #include "frontend.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -152,42 +156,95 @@ static bool fe_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
     return false;
 }
 
-/* Returns 1 with *at (offset from base) when a message in [p, end) of type
- * d nests deeper than FE_MAX_NESTING, else 0.  Recursion is bounded by the
- * limit itself. */
-static int fe_too_deep(const uint8_t *base, const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
-                       int depth, size_t *at) {
+/* Tensor payloads larger than this are dropped before unpacking: planning
+ * needs their dims, never their data, and protobuf-c would copy every byte
+ * of every weight.  Shape computations read only small constants. */
+#define FE_STRIP_BYTES ((uint64_t)64 << 10)
+
+/* The copy being made of the model's bytes (see fe_wire_copy). */
+typedef struct fe_wire {
+    const uint8_t *base;
+    uint8_t *out;
+    size_t n;
+    size_t deep_at; /* where nesting went past FE_MAX_NESTING */
+} fe_wire;
+
+/* TensorProto fields that hold data: float_data, int32_data, string_data,
+ * int64_data, raw_data, double_data, uint64_data. */
+static bool fe_is_tensor_data(unsigned field) {
+    return (field >= 4 && field <= 7) || field == 9 || field == 10 || field == 11;
+}
+
+/* Copies the message [p, end) of type d to w->out, without tensor payloads
+ * above FE_STRIP_BYTES (the lengths of the enclosing messages re-encoded).
+ * Anything malformed is copied as it is, for protobuf-c to refuse.
+ * Returns 1 when messages nest deeper than FE_MAX_NESTING, else 0.  The
+ * output grows by at most 10 bytes per nesting level beyond the input. */
+static int fe_wire_copy(fe_wire *w, const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
+                        int depth) {
     if (depth > FE_MAX_NESTING) {
-        *at = (size_t)(p - base);
+        w->deep_at = (size_t)(p - w->base);
         return 1;
     }
+    bool tensor = d == &onnx__tensor_proto__descriptor;
+    const uint8_t *field = p;
     while (p < end) {
+        field = p;
         uint64_t key, len;
-        if (!fe_varint(&p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) return 0;
+        if (!fe_varint(&p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) goto verbatim;
+        const uint8_t *after_key = p;
         switch (key & 7) {
         case 0: /* varint */
-            if (!fe_varint(&p, end, &len)) return 0;
+            if (!fe_varint(&p, end, &len)) goto verbatim;
             break;
         case 1: /* 64-bit */
-            if (end - p < 8) return 0;
+            if (end - p < 8) goto verbatim;
             p += 8;
             break;
         case 5: /* 32-bit */
-            if (end - p < 4) return 0;
+            if (end - p < 4) goto verbatim;
             p += 4;
             break;
         case 2: { /* length-delimited: bytes, string, packed numbers or a message */
-            if (!fe_varint(&p, end, &len) || len > (uint64_t)(end - p)) return 0;
-            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3));
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor &&
-                fe_too_deep(base, p, p + len, f->descriptor, depth + 1, at))
-                return 1;
+            if (!fe_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto verbatim;
+            unsigned num = (unsigned)(key >> 3);
+            if (tensor && len > FE_STRIP_BYTES && fe_is_tensor_data(num)) {
+                p += len; /* a weight: dropped */
+                continue;
+            }
+            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, num);
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor) {
+                size_t key_len = (size_t)(after_key - field);
+                memcpy(w->out + w->n, field, key_len);
+                size_t len_at = w->n + key_len, start = len_at + 10;
+                w->n = start;
+                if (fe_wire_copy(w, p, p + len, f->descriptor, depth + 1)) return 1;
+                uint64_t clen = w->n - start;
+                uint8_t v[10];
+                size_t vl = 0;
+                do {
+                    v[vl] = (uint8_t)(clen & 0x7f) | (clen >= 0x80 ? 0x80 : 0);
+                    clen >>= 7;
+                    vl++;
+                } while (clen);
+                memmove(w->out + len_at + vl, w->out + start, w->n - start);
+                memcpy(w->out + len_at, v, vl);
+                w->n = len_at + vl + (w->n - start);
+                p += len;
+                continue;
+            }
             p += len;
             break;
         }
-        default: return 0; /* groups and unknown wire types: protobuf-c refuses them */
+        default: goto verbatim; /* groups and unknown wire types: protobuf-c refuses them */
         }
+        memcpy(w->out + w->n, field, (size_t)(p - field));
+        w->n += (size_t)(p - field);
     }
+    return 0;
+verbatim:
+    memcpy(w->out + w->n, field, (size_t)(end - field));
+    w->n += (size_t)(end - field);
     return 0;
 }
 
@@ -653,11 +710,15 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
-    size_t deep_at;
-    if (fe_too_deep(bytes, bytes, bytes + len, &onnx__model_proto__descriptor, 0, &deep_at))
+    fe_wire w = {.base = bytes, .out = malloc(len + 10 * (FE_MAX_NESTING + 2))};
+    if (!w.out) return fe_fail(&L.err, "out of memory for %zu bytes", len);
+    if (fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0)) {
+        free(w.out);
         return fe_fail(&L.err, "not an ONNX model roamc can read: protobuf messages nested more than %d deep "
-                       "(at byte %zu)", FE_MAX_NESTING, deep_at);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
+                       "(at byte %zu)", FE_MAX_NESTING, w.deep_at);
+    }
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, w.n, w.out);
+    free(w.out);
     if (!mp)
         return fe_fail(&L.err, "not an ONNX ModelProto: protobuf decoding failed (truncated or not protobuf, %zu bytes)", len);
     int rc = 0;
@@ -683,8 +744,33 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
 int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     fe_err e = {path, err, errlen};
-    FILE *f = fopen(path, "rb");
-    if (!f) return fe_fail(&e, "cannot open: %s", strerror(errno));
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return fe_fail(&e, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        return fe_fail(&e, "cannot read: %s", strerror(EISDIR));
+    }
+    /* A regular file is mapped, not read: the pages of the weights, which
+     * the copy in fe_load_bytes skips, are then never touched. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        if ((uint64_t)st.st_size > FE_MAX_FILE_BYTES) {
+            close(fd);
+            return fe_fail(&e, "file of %lld bytes: an ONNX file holds at most 2 GiB (larger weights live in external data)",
+                           (long long)st.st_size);
+        }
+        void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (map == MAP_FAILED) return fe_fail(&e, "cannot read: %s", strerror(errno));
+        int rc = fe_load_bytes(path, map, (size_t)st.st_size, opt, m, err, errlen);
+        munmap(map, (size_t)st.st_size);
+        return rc;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fe_fail(&e, "cannot open: %s", strerror(errno));
+    }
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -692,7 +778,7 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
             if (cap >= FE_MAX_FILE_BYTES) {
                 free(buf);
                 fclose(f);
-                return fe_fail(&e, "file larger than %zu bytes; not a weight-free training graph", FE_MAX_FILE_BYTES);
+                return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB", FE_MAX_FILE_BYTES);
             }
             cap = cap ? 2 * cap : 1 << 16;
             uint8_t *p = realloc(buf, cap);
@@ -707,7 +793,6 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
         len += got;
         if (got == 0) break;
     }
-    /* errno names the cause: a directory opens fine and fails here with EISDIR */
     int rd_errno = ferror(f) ? errno : 0;
     fclose(f);
     if (rd_errno) {
