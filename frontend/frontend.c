@@ -380,11 +380,13 @@ static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor 
         return fe_fail(&L->err, "graph input '%s' has no %s in the file; give it with --input-shape %s=D1,D2,...",
                        v->name, t && t->elem ? "static shape" : "tensor type", v->name);
     const Onnx__NodeProto *np = L->g->node[v->producer];
-    bool std = !np->domain || !np->domain[0] || strcmp(np->domain, "ai.onnx") == 0;
-    return fe_fail(&L->err, "value '%s' (%s) has no static %s: %s", v->name, where,
-                   t && t->elem ? "shape" : "type",
-                   std ? "roamc's shape inference could not determine it from the node's inputs"
-                       : "roamc has no shape inference for this domain and the file gives no value_info for it");
+    if (!fi_rule_exists(np->domain, np->op_type))
+        return fe_fail(&L->err, "value '%s' (%s) has no static %s: roamc has no shape inference for operator %s%s%s "
+                       "and the file gives no shape for it (frontend/SHAPES.md lists what is covered)",
+                       v->name, where, t && t->elem ? "shape" : "type", np->domain && np->domain[0] ? np->domain : "",
+                       np->domain && np->domain[0] ? "::" : "", np->op_type);
+    return fe_fail(&L->err, "value '%s' (%s) has no static %s: shape inference could not determine it from the "
+                   "node's inputs", v->name, where, t && t->elem ? "shape" : "type");
 }
 
 /* Gives every value its type, shape and bytes from inference (which has

@@ -407,6 +407,14 @@ static const fi_rule *fi_rule_find(const fi_ctx *cx, const char *op) {
 
 static bool fi_std_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
+bool fi_rule_exists(const char *domain, const char *op_type) {
+    if (!fi_std_domain(domain)) return false;
+    for (size_t t = 0; t < sizeof fi_tables / sizeof *fi_tables; t++)
+        for (const fi_rule *r = fi_tables[t]; r->op_type; r++)
+            if (strcmp(r->op_type, op_type) == 0) return true;
+    return false;
+}
+
 /* The version a list of opset imports gives domain, or 0. */
 static int64_t fi_opset_of(Onnx__OperatorSetIdProto *const *ops, size_t n, const char *domain) {
     for (size_t i = 0; i < n; i++) {

@@ -97,6 +97,9 @@ extern const fi_rule fi_rules_control[]; /* infer_control.c: If, Loop, Scan, dat
 
 /* ---------------------------------------------------------------- driver */
 
+/* True when roamc has a rule for the operator (standard domain only). */
+bool fi_rule_exists(const char *domain, const char *op_type);
+
 /* Infers the main graph of mp.  opt may be NULL.  Returns 0 and an owned
  * context (free with fi_free), or -1 with a message "what (where)" in err
  * (no path prefix: the loader adds it). */
