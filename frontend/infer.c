@@ -291,7 +291,8 @@ static int fi_from_type(fi_ctx *cx, fi_tensor *t, const Onnx__TypeProto *tp, con
         const Onnx__TensorShapeProto__Dimension *pd = tt->shape->dim[d];
         if (pd && pd->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             (pd->dim_value < 0 || pd->dim_value > FI_MAX_DIM))
-            return fi_ctx_fail(cx, "value '%s' has dim %zu = %lld, out of range", name, d, (long long)pd->dim_value);
+            return fi_ctx_fail(cx, "value '%s' has %s dim %zu: %lld", name, pd->dim_value < 0 ? "negative" : "a too large",
+                               d, (long long)pd->dim_value);
         dims[d] = fi_dim_from_proto(cx, pd);
     }
     t->rank = (int)tt->shape->n_dim;
@@ -334,7 +335,8 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
     int64_t n = 1;
     for (size_t d = 0; d < tp->n_dims; d++) {
         if (tp->dims[d] < 0 || tp->dims[d] > FI_MAX_DIM)
-            return fi_ctx_fail(cx, "tensor '%s' has dim %zu = %lld, out of range", name, d, (long long)tp->dims[d]);
+            return fi_ctx_fail(cx, "tensor '%s' has %s dim %zu: %lld", name, tp->dims[d] < 0 ? "negative" : "a too large", d,
+                               (long long)tp->dims[d]);
         dims[d] = fi_known(tp->dims[d]);
         if (n >= 0 && __builtin_mul_overflow(n, tp->dims[d], &n)) n = -1;
     }
@@ -1071,7 +1073,7 @@ int fi_set_shape(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dim
         if (dims[i].v > FI_MAX_DIM) return fi_fail(n, "output %zu dim %d = %lld is out of range", k, i, (long long)dims[i].v);
         d[i] = dims[i];
         if (dims[i].v >= 0 && numel >= 0 && (__builtin_mul_overflow(numel, dims[i].v, &numel) || numel > FI_MAX_DIM))
-            return fi_fail(n, "output %zu would have more than 2^62 elements", k);
+            return fi_fail(n, "output %zu: the product of its dims overflows 2^62 elements", k);
     }
     t->rank = rank;
     t->dims = d;

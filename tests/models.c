@@ -227,7 +227,8 @@ static tg *b_twice(void) {
 static tg *b_no_shape(void) {
     tg *t = tg_new();
     tg_input(t, "x", "4");
-    tg_node(t, "", "Relu", "x", "hidden_value");
+    /* an operator of another domain: no inference, and no value_info */
+    tg_node(t, "com.example", "Mystery", "x", "hidden_value");
     tg_node(t, "", "Relu", "hidden_value", "y");
     tg_output(t, "y", "4");
     return t;
@@ -252,7 +253,7 @@ static tg *b_overflow(void) {
 static tg *b_bytes_overflow(void) {
     tg *t = tg_new();
     tg_input(t, "x", "4");
-    tg_node(t, "", "Relu", "x", "wide");
+    tg_node(t, "com.example", "Widen", "x", "wide"); /* sized by its value_info only */
     tg_value(t, "wide", "f64:4611686018427387904"); /* 2^62 elements x 8 bytes */
     tg_output(t, "wide", "f64:4611686018427387904");
     return t;
@@ -305,7 +306,7 @@ static tg *b_no_nodes(void) {
 static tg *b_untyped(void) {
     tg *t = tg_new();
     tg_input(t, "x", "4");
-    tg_node(t, "", "Relu", "x", "y");
+    tg_node(t, "com.example", "Mystery", "x", "y");
     tg_value(t, "y", "none");
     tg_output(t, "y", "none");
     return t;
