@@ -59,6 +59,7 @@ struct fi_ctx {
     size_t errlen;
     bool failed;
     size_t n_conflicts; /* declared shapes that inference contradicted */
+    size_t node_runs;   /* nodes inferred so far (FI_MAX_NODE_RUNS) */
     char conflict[512]; /* the first of them, for the report */
 };
 
@@ -224,6 +225,14 @@ static void fi_scope_put(fi_scope *s, const char *name, fi_tensor *t) {
 
 /* ----------------------------------------------------------------- tensors */
 
+fi_dim *fi_new_dims(fi_node *n, int rank) {
+    if (rank < 0 || rank > FI_MAX_RANK) {
+        fi_fail(n, "rank %d is out of range", rank);
+        return NULL;
+    }
+    return fi_alloc(n->cx, ((size_t)rank + 1) * sizeof(fi_dim));
+}
+
 fi_tensor *fi_new_tensor(fi_node *n) {
     fi_tensor *t = fi_alloc(n->cx, sizeof *t);
     if (!t) return NULL;
@@ -340,12 +349,14 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
         dims[d] = fi_known(tp->dims[d]);
         if (n >= 0 && __builtin_mul_overflow(n, tp->dims[d], &n)) n = -1;
     }
+    if (n < 0 || n > FI_MAX_DIM)
+        return fi_ctx_fail(cx, "tensor '%s': the product of its dims overflows 2^62 elements", name);
     t->elem = tp->data_type;
     t->rank = (int)tp->n_dims;
     t->dims = dims;
     t->declared = true;
     bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    if (external || n < 0 || n > FI_MAX_CONST_ELEMS) return 0;
+    if (external || n > FI_MAX_CONST_ELEMS) return 0;
     bool is_int = fi_is_int_type(t->elem), is_float = fi_is_float_type(t->elem);
     if (!is_int && !is_float) return 0;
     int64_t *ci = is_int ? fi_alloc(cx, (size_t)(n + 1) * sizeof *ci) : NULL;
@@ -462,7 +473,9 @@ static void fi_merge_declared(fi_ctx *cx, fi_tensor *t, const fi_tensor *decl, c
         return;
     }
     for (int d = 0; d < t->rank; d++) {
-        if (t->dims[d].v < 0 && decl->dims[d].v >= 0) t->dims[d] = decl->dims[d];
+        /* a size that depends on data is only a bound: the file's own
+         * static dim (what the exporter saw) is better */
+        if ((t->dims[d].v < 0 || t->bound) && decl->dims[d].v >= 0) t->dims[d] = decl->dims[d];
         else if (t->dims[d].v >= 0 && decl->dims[d].v >= 0 && t->dims[d].v != decl->dims[d].v &&
                  cx->n_conflicts++ == 0)
             snprintf(cx->conflict, sizeof cx->conflict, "'%s' dim %d: the file says %lld, inference %lld", name, d,
@@ -502,6 +515,9 @@ static int fi_run_function(fi_node *n, const Onnx__FunctionProto *f) {
  * for leaves its outputs as the file declares them. */
 static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np, Onnx__OperatorSetIdProto *const *ops,
                        size_t n_ops, const fi_node *caller, int index) {
+    if (++cx->node_runs > FI_MAX_NODE_RUNS)
+        return fi_ctx_fail(cx, "shape inference would infer more than %zu nodes (subgraph bodies run again for every "
+                           "enclosing Loop or Scan): refused", FI_MAX_NODE_RUNS);
     fi_tensor *in_buf[16], *out_buf[16];
     fi_tensor **in = np->n_input <= 16 ? in_buf : fi_alloc(cx, np->n_input * sizeof *in);
     fi_tensor **out = np->n_output <= 16 ? out_buf : fi_alloc(cx, np->n_output * sizeof *out);
@@ -638,7 +654,7 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     free(start);
     free(cons);
     if (rc) {
-        fi_ctx_fail(cx, "out of memory during shape inference");
+        fi_ctx_fail(cx, "subgraphs nested more than %d deep, or out of memory during shape inference", FI_MAX_DEPTH);
         return NULL;
     }
     if (tail < n_nodes) {
@@ -1233,11 +1249,13 @@ int fi_axis(fi_node *n, int64_t axis, int rank, int *out) {
 }
 
 fi_dim fi_data_dim(fi_node *n, const char *what, int64_t upper) {
+    /* Named after the first output, unique in its graph (node names need
+     * not be, and nodes in subgraphs have no index): two data sizes never
+     * share a symbol, so one never takes the other's bound. */
     char name[512];
-    if (n->index >= 0 && !(n->np->name && n->np->name[0]))
-        snprintf(name, sizeof name, "%s#%d:%s", n->np->op_type, n->index, what);
-    else
-        snprintf(name, sizeof name, "%s:%s", fi_label(n->np), what);
+    const char *out = n->np->n_output && n->np->output[0] && n->np->output[0][0] ? n->np->output[0] : NULL;
+    if (out) snprintf(name, sizeof name, "%s:%s", out, what);
+    else snprintf(name, sizeof name, "%s#%d:%s", n->np->op_type, n->index, what);
     int64_t flag = fi_flag_dim(n->cx, name);
     int64_t v = flag >= 0 ? flag : upper;
     int32_t s = fi_symbol_add(n->cx, name, v, FE_SYMBOL_DATA, n->index);

@@ -40,6 +40,9 @@
 #define FI_MAX_DIM ((int64_t)1 << 62)
 /* Subgraphs inside subgraphs, and functions calling functions. */
 #define FI_MAX_DEPTH 64
+/* Nodes inferred in all, subgraph bodies counted each time they run: Loops
+ * nested in Loops may run their bodies twice each, 2^depth in all. */
+#define FI_MAX_NODE_RUNS ((size_t)1 << 22)
 
 typedef struct fi_ctx fi_ctx;
 
@@ -195,8 +198,8 @@ int fi_broadcast(fi_node *n, fi_tensor *const *inputs, size_t count, int *rank, 
  * failing the node ("axis 5 out of range for rank 4"). */
 int fi_axis(fi_node *n, int64_t axis, int rank, int *out);
 
-/* A data-dependent dim: the symbol named "LABEL:what" (LABEL = node name or
- * op#index), bound to upper (or to --dim LABEL:what=V when given).  upper
+/* A data-dependent dim: the symbol named "OUT:what" (OUT = the node's first
+ * output, unique in its graph), bound to upper (or to --dim OUT:what=V).  upper
  * < 0: no bound is known, so the dim stays unknown until --dim sets it.
  * Marks every output of n as a bound. */
 fi_dim fi_data_dim(fi_node *n, const char *what, int64_t upper);
@@ -212,6 +215,9 @@ int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in,
 /* A tensor in the context arena (rank -1, unknown), for rules that build
  * subgraph inputs; NULL after failing the node. */
 fi_tensor *fi_new_tensor(fi_node *n);
+/* Room for rank dims in the context arena (freed with it); NULL after
+ * failing the node. */
+fi_dim *fi_new_dims(fi_node *n, int rank);
 
 /* Bytes of one element in bits (frontend.h), and ONNX type classes. */
 bool fi_is_float_type(int32_t elem);

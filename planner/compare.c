@@ -148,8 +148,12 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
                 compare_human(roam->p.lower_bound, a, sizeof a),
                 -compare_pct((double)roam->p.lower_bound, (double)torch->actual),
                 compare_human(roam->p.persistent, b, sizeof b));
-        fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager PyTorch holds .grad,\n"
-                     "  actual peak = what its caching allocator reserves; vs PyTorch = saving in actual peak.\n");
+        if (strcmp(planner_graph_kind(g->model), "training") == 0)
+            fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager PyTorch holds .grad,\n"
+                         "  actual peak = what its caching allocator reserves; vs PyTorch = saving in actual peak.\n");
+        else
+            fprintf(out, "  PyTorch: program order of this inference graph, actual peak = what its caching allocator\n"
+                         "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
         for (size_t i = 0; i < nrows; i++)
             if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].name, rows[i].note);
         if (out_path) fprintf(out, "  ROAM plan written  %s\n", out_path);

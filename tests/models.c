@@ -51,7 +51,7 @@ static tg *m_views(void) {
     tg_node(t, "aten", "mm", "rt,r3", "g");
     tg_node(t, "aten", "view", "g", "gv");
     tg_node(t, "", "Flatten", "x", "xf");
-    tg_node(t, "", "Sum", "gv,xf", "out");
+    tg_node(t, "com.example", "Sum", "gv,xf", "out"); /* sized by value_info only */
     tg_value(t, "r", "8x16x4");
     tg_value(t, "r2", "128x4");
     tg_value(t, "r3", "128x4");
@@ -91,7 +91,7 @@ static tg *m_multiout(void) {
     tg_node(t, "", "Split", "x,split", "p,q,r");
     tg_node(t, "", "TopK", "p,k", "vals,");
     tg_node(t, "aten", "native_batch_norm", "q", "bn,mean,invstd");
-    tg_node(t, "", "Concat", "vals,bn,r", "out");
+    tg_node(t, "com.example", "Concat", "vals,bn,r", "out"); /* sized by value_info only */
     tg_initializer(t, "k", "i64:1");
     tg_value(t, "p", "32x32");
     tg_value(t, "q", "32x32");
@@ -112,11 +112,12 @@ static tg *m_dtypes(void) {
     tg_input(t, "c", "u4:1001");
     tg_input(t, "d", "c128:10");
     tg_input(t, "s", "");
-    tg_node(t, "", "Cast", "a", "a32");
-    tg_node(t, "", "Cast", "b", "b8");
-    tg_node(t, "", "Cast", "c", "cb");
-    tg_node(t, "", "Cast", "d", "dbf");
-    tg_node(t, "", "Concat", "a32,b8,cb,dbf,s", "out");
+    /* operators of another domain: each value is sized by its value_info */
+    tg_node(t, "com.example", "Cast", "a", "a32");
+    tg_node(t, "com.example", "Cast", "b", "b8");
+    tg_node(t, "com.example", "Cast", "c", "cb");
+    tg_node(t, "com.example", "Cast", "d", "dbf");
+    tg_node(t, "com.example", "Concat", "a32,b8,cb,dbf,s", "out");
     tg_value(t, "a32", "1000");
     tg_value(t, "b8", "bool:1000");
     tg_value(t, "cb", "i8:1001");

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "models.h"
+#include "testgraph.h"
 
 static const char *roamc_bin, *check_py, *workdir;
 static int have_check_py; /* /usr/bin/python3 with onnx */
@@ -323,6 +324,99 @@ static void check_broken(const char *model, const char *plan_src, const char *na
     }
 }
 
+
+/* Symbolic dims: unbound, the plan is refused with the symbol and the flag
+ * that binds it; bound by --dim or --input-shape, the plan passes both
+ * checkers given the same binding; `roamc shapes` shows the symbol. */
+static void test_bindings(void **state) {
+    (void)state;
+    const char *model = path_in_work("symbolic.onnx"), *plan = path_in_work("symbolic.plan.json");
+    tg *t = tg_new();
+    tg_input(t, "x", "?x256"); /* dim 0 is the symbol N */
+    tg_node(t, "", "Relu", "x", "h");
+    tg_node(t, "", "Add", "h,x", "y");
+    tg_output(t, "y", "none");
+    assert_int_equal(tg_write(t, model), 0);
+    tg_free(t);
+
+    remove(plan);
+    char *unbound[] = {(char *)roamc_bin, (char *)model, "-q", "-o", (char *)plan, NULL};
+    assert_int_equal(run("unbound", unbound), 2);
+    char *err = output_of("unbound", "stderr");
+    assert_non_null(strstr(err, "'N'"));
+    assert_non_null(strstr(err, "--dim N="));
+    free(err);
+    assert_false(exists(plan));
+
+    char *bound[] = {(char *)roamc_bin, (char *)model, "--dim", "N=5", "-o", (char *)plan, NULL};
+    int rc = run("bound", bound);
+    if (rc) fail_msg("--dim N=5: exit %d: %s", rc, output_of("bound", "stderr"));
+    char *rep = output_of("bound", "stdout");
+    assert_non_null(strstr(rep, "inference pass"));
+    assert_non_null(strstr(rep, "N=5"));
+    free(rep);
+    char *p = slurp(plan);
+    assert_non_null(strstr(p, "\"graph\":\"inference\""));
+    free(p);
+    char *check_bound[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, "--dim", "N=5", NULL};
+    assert_int_equal(run("check_bound", check_bound), 0);
+    char *check_other[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, "--input-shape", "x=6,256", NULL};
+    assert_int_equal(run("check_other", check_other), 1); /* sized for another batch: buffers too small */
+    if (have_check_py) {
+        char *py[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, "--input-shape", "x=5,256", NULL};
+        rc = run("py_bound", py);
+        if (rc) fail_msg("check_plan.py: exit %d: %s", rc, output_of("py_bound", "stdout"));
+    }
+    /* --input-shape gives the same plan, byte for byte */
+    const char *plan2 = path_in_work("symbolic2.plan.json");
+    char *shaped[] = {(char *)roamc_bin, (char *)model, "--input-shape", "x:5x256", "-q", "-o", (char *)plan2, NULL};
+    assert_int_equal(run("shaped", shaped), 0);
+    char *a = slurp(plan), *b = slurp(plan2);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+
+    char *shapes[] = {(char *)roamc_bin, "shapes", (char *)model, NULL};
+    assert_int_equal(run("shapes", shapes), 0);
+    char *txt = output_of("shapes", "stdout");
+    assert_non_null(strstr(txt, "y  float32[N,256]"));
+    free(txt);
+    char *shapes_json[] = {(char *)roamc_bin, "shapes", (char *)model, "--dim", "N=3", "--report", "json", NULL};
+    assert_int_equal(run("shapes_json", shapes_json), 0);
+    char *js = output_of("shapes_json", "stdout");
+    json_error_t je;
+    json_t *r = json_loads(js, 0, &je);
+    assert_non_null(r);
+    json_t *vals = json_object_get(r, "values");
+    assert_int_equal(json_array_size(vals), 3);
+    json_t *y = json_array_get(vals, 2);
+    assert_string_equal(json_string_value(json_object_get(y, "name")), "y");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(y, "shape"), 0)), 3);
+    assert_int_equal(json_integer_value(json_object_get(y, "bytes")), 3 * 256 * 4);
+    json_decref(r);
+    free(js);
+
+    /* bad bindings: exit 2 with the flag named, no plan */
+    struct { const char *flag, *spec, *msg; } bad[] = {
+        {"--dim", "N=abc", "--dim N wants an integer"},
+        {"--dim", "N", "--dim wants SYMBOL=VALUE"},
+        {"--input-shape", "x=5,9", "dim 1 is 256 in the file"},
+        {"--input-shape", "x=5", "has 1 dims; the graph input has rank 2"},
+        {"--input-shape", "nosuch=1,2", "'nosuch', which is not a graph input"},
+        {"--input-shape", "x=5,-256", "dims from 0 to 2^62"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *bad_plan = path_in_work("bad_binding.json");
+        char *argv[] = {(char *)roamc_bin, (char *)model, (char *)bad[i].flag, (char *)bad[i].spec, "-q", "-o",
+                        (char *)bad_plan, NULL};
+        assert_int_equal(run("bad_binding", argv), 2);
+        char *e = output_of("bad_binding", "stderr");
+        if (!strstr(e, bad[i].msg)) fail_msg("%s %s: expected '%s' in: %s", bad[i].flag, bad[i].spec, bad[i].msg, e);
+        free(e);
+        assert_false(exists(bad_plan));
+    }
+}
+
 static void test_check_rejects_broken_plans(void **state) {
     (void)state;
     const char *train = path_in_work("training.onnx"), *inpl = path_in_work("inplace.onnx");
@@ -419,6 +513,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_valid_models_all_layouts),
         cmocka_unit_test(test_report_json_and_determinism),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_bindings),
         cmocka_unit_test(test_check_rejects_broken_plans),
         cmocka_unit_test(test_time_limit_whole_run),
     };
