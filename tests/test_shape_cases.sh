@@ -1,0 +1,29 @@
+#!/bin/sh
+# The hand-built shape-inference cases of tests/shape_cases (one script per
+# rule family of frontend/infer_*.c): each builds small ONNX models for
+# every operator in its opset forms, runs `roamc shapes`, and compares each
+# value's type and shape with the expectation, which was checked against
+# ONNX Runtime where ORT runs the model (rerun a script by hand with its ORT
+# flag to check again: math.py by default, nn.py/shape.py --oracle,
+# control.py --ort).  Malformed and hostile nodes must fail cleanly.
+#
+# usage: test_shape_cases.sh ROAMC        (exit 77 = skipped)
+set -u
+roamc=$1
+here=$(dirname "$0")
+if ! /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
+    echo "SKIP: needs /usr/bin/python3 with python3-onnx (Debian) to build the models"
+    exit 77
+fi
+fails=0
+for family in math nn shape control; do
+    case $family in math) extra=--no-ort ;; *) extra= ;; esac
+    /usr/bin/python3 "$here/shape_cases/$family.py" "$roamc" $extra > "$family.log" 2>&1
+    rc=$?
+    echo "$family: $(tail -n 1 "$family.log")"
+    if [ $rc -ne 0 ]; then
+        fails=$((fails + 1))
+        grep -A3 FAIL "$family.log" | head -n 40
+    fi
+done
+[ $fails -eq 0 ]
