@@ -310,6 +310,12 @@ static int fi_from_type(fi_ctx *cx, fi_tensor *t, const Onnx__TypeProto *tp, con
     return cx->failed ? -1 : 0;
 }
 
+/* A double as int64, saturating (NaN gives 0): values from the file or from
+ * float arithmetic can be anything. */
+static int64_t fi_double_to_int(double f) {
+    return isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
+}
+
 /* Reads little-endian element i of raw bytes of type elem into an int or a
  * double.  Types without a plain byte layout give 0. */
 static void fi_raw_elem(const uint8_t *p, int32_t elem, int64_t *iv, double *fv) {
@@ -376,7 +382,7 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
         else if (k < tp->n_float_data) fv = tp->float_data[k];
         else if (k < tp->n_double_data) fv = tp->double_data[k];
         else return 0; /* no data (or float16 bits in int32_data): value unknown */
-        if (ci) ci[i] = iv ? iv : (int64_t)fv;
+        if (ci) ci[i] = iv ? iv : fi_double_to_int(fv);
         if (cf) cf[i] = fv != 0 ? fv : (double)iv;
     }
     t->ci = ci;
@@ -1018,10 +1024,7 @@ bool fi_in_ints(const fi_node *n, size_t k, const int64_t **v, size_t *len) {
         /* a float value asked for as ints: truncate once, cache on the tensor */
         int64_t *ci = fi_alloc(n->cx, (size_t)(t->n_const + 1) * sizeof *ci);
         if (!ci) return false;
-        for (int64_t i = 0; i < t->n_const; i++) {
-            double f = t->cf[i];
-            ci[i] = isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
-        }
+        for (int64_t i = 0; i < t->n_const; i++) ci[i] = fi_double_to_int(t->cf[i]);
         ((fi_tensor *)t)->ci = ci;
     }
     *v = t->ci;
@@ -1115,7 +1118,7 @@ static int fi_set_value(fi_node *n, size_t k, int32_t elem, int rank, const fi_d
         int64_t *c = fi_alloc(n->cx, (size_t)(count + 1) * sizeof *c);
         if (!c) return -1;
         for (int64_t i = 0; i < count; i++)
-            c[i] = vi ? vi[i] : (isnan(vf[i]) ? 0 : vf[i] >= 9.2e18 ? INT64_MAX : vf[i] <= -9.2e18 ? INT64_MIN : (int64_t)vf[i]);
+            c[i] = vi ? vi[i] : fi_double_to_int(vf[i]);
         t->ci = c;
     } else {
         double *c = fi_alloc(n->cx, (size_t)(count + 1) * sizeof *c);

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t pick = data[0];
     for (size_t i = 0; i < 8; i++)
         if (pick & (1u << i)) {
-            snprintf(spec, sizeof spec, "%s=%u", symbols[i], 1u + i);
+            snprintf(spec, sizeof spec, "%s=%zu", symbols[i], i + 1);
             if (fe_options_parse(&opt, "--dim", spec, err, sizeof err)) break;
         }
     static FILE *devnull;
