@@ -1141,7 +1141,9 @@ int fi_set_value_floats(fi_node *n, size_t k, int32_t elem, int rank, const fi_d
 int fi_set_from_tensor_proto(fi_node *n, size_t k, const Onnx__TensorProto *tp) {
     if (n->cx->failed) return -1;
     if (k >= n->n_out || !n->out[k]) return 0;
-    return fi_from_tensor_proto(n->cx, n->out[k], tp, n->np->output[k]);
+    if (fi_from_tensor_proto(n->cx, n->out[k], tp, n->np->output[k])) return -1;
+    n->out[k]->declared = false; /* a node's output, inferred from its attribute */
+    return 0;
 }
 
 /* ------------------------------------------------------------------- dims */

@@ -884,6 +884,36 @@ static int fi_math_rule_dropout(fi_node *n) {
     return fi_set_shape(n, 1, mask, x->rank, x->dims);
 }
 
+/* ---------------------------------------------------------------- losses */
+
+/* SoftmaxCrossEntropyLoss (12): scores [N, C, D1...], labels [N, D1...],
+ * optional weights [C]; the loss is [N, D1...] with reduction "none", else
+ * a scalar; the optional log_prob has the scores' shape.
+ * NegativeLogLikelihoodLoss (12): input [N, C, D1...], target [N, D1...],
+ * the same reduction rule.  Both are what torch.onnx writes for
+ * cross_entropy and nll_loss. */
+static int fi_math_rule_loss(fi_node *n) {
+    if (fi_math_arity(n, 2, 3, 2)) return -1;
+    fi_tensor *x = n->in[0], *labels = n->in[1];
+    char buf[16];
+    const char *red = fi_attr_string(n, "reduction", "mean", buf, sizeof buf);
+    if (strcmp(red, "none") && strcmp(red, "mean") && strcmp(red, "sum"))
+        return fi_fail(n, "reduction '%s' is not none, mean or sum", red);
+    if (x->rank >= 0 && x->rank < 2) return fi_fail(n, "the scores need rank >= 2 ([N, C, ...]), have %d", x->rank);
+    if (x->rank >= 0 && labels->rank >= 0 && labels->rank != x->rank - 1)
+        return fi_fail(n, "the labels need rank %d (the scores' without C), have %d", x->rank - 1, labels->rank);
+    if (n->n_out > 1 && fi_set_like(n, 1, x)) return -1;
+    if (strcmp(red, "none") != 0) return fi_set_shape(n, 0, x->elem, 0, NULL);
+    if (x->rank < 0) return fi_set_type(n, 0, x->elem);
+    fi_dim dims[FI_MAX_RANK];
+    dims[0] = x->dims[0];
+    for (int d = 2; d < x->rank; d++) dims[d - 1] = x->dims[d];
+    for (int d = 0; labels->rank >= 0 && d < labels->rank; d++)
+        dims[d] = fi_dim_merge(n, dims[d], labels->dims[d], "dims of the scores and the labels");
+    if (fi_failed(n)) return -1;
+    return fi_set_shape(n, 0, x->elem, x->rank - 1, dims);
+}
+
 /* ------------------------------------------------------------------ table */
 
 const fi_rule fi_rules_math[] = {
@@ -929,5 +959,6 @@ const fi_rule fi_rules_math[] = {
     {"LayerNormalization", fi_math_rule_layernorm}, {"GroupNormalization", fi_math_rule_norm3},
     {"LpNormalization", fi_math_rule_norm1}, {"MeanVarianceNormalization", fi_math_rule_norm1},
     {"Dropout", fi_math_rule_dropout},
+    {"SoftmaxCrossEntropyLoss", fi_math_rule_loss}, {"NegativeLogLikelihoodLoss", fi_math_rule_loss},
     {NULL, NULL},
 };

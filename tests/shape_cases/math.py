@@ -340,6 +340,16 @@ def norm_cases():
     inits = [const("r", F, [], [0.25]), const("t", B, [], [False])]
     m = mk([H.make_node("Dropout", ["x", "r", "t"], ["y", "mask"])], [("x", F, ["batch", 3])], ["y", "mask"], 13, inits)
     out.append(case("Dropout-13 ratio, training_mode inputs", m, BIND, {"y": (F, [2, 3]), "mask": (B, [2, 3])}))
+    # the losses torch.onnx writes for cross_entropy / nll_loss (opset 12 on);
+    # (spec): ORT needs labels below C, which the runner's random ints are not
+    for red, shape in (("mean", []), ("none", [2, 5])):
+        m = mk([H.make_node("SoftmaxCrossEntropyLoss", ["s", "l"], ["loss", "logp"], reduction=red)],
+               [("s", F, ["batch", 7, "w"]), ("l", I64, ["batch", "w"])], ["loss", "logp"], 13)
+        out.append(case("SoftmaxCrossEntropyLoss-13 %s" % red, m, BIND,
+                        {"loss": (F, shape), "logp": (F, [2, 7, 5])}, ort=False))
+        m = mk([H.make_node("NegativeLogLikelihoodLoss", ["s", "l"], ["loss"], reduction=red)],
+               [("s", F, ["batch", 7, "w"]), ("l", I64, ["batch", "w"])], ["loss"], 13)
+        out.append(case("NegativeLogLikelihoodLoss-13 %s" % red, m, BIND, {"loss": (F, shape)}, ort=False))
     return out
 
 
@@ -500,6 +510,9 @@ def hostile_cases():
     bad("ArgMax of a scalar", [H.make_node("ArgMax", ["s"], ["y"])], [("s", F, [])], ["y"], 13, "out of range")
     bad("Softmax of a scalar", [H.make_node("Softmax", ["s"], ["y"])], [("s", F, [])], ["y"], 13, "scalar")
     bad("Softmax axis out of range", [H.make_node("Softmax", ["x"], ["y"], axis=-3)], x, ["y"], 13, "axis -3")
+    bad("SoftmaxCrossEntropyLoss labels of the wrong rank",
+        [H.make_node("SoftmaxCrossEntropyLoss", ["s", "l"], ["y"])], [("s", F, [2, 3]), ("l", I64, [2, 3])], ["y"], 13,
+        "rank 1")
     bad("Cast without to", [H.make_node("Cast", ["x"], ["y"])], x, ["y"], 13, "'to'")
     bad("Cast to=999", [H.make_node("Cast", ["x"], ["y"], to=999)], x, ["y"], 13, "not an element type")
     bad("Cast-1 to='FLOAT99'", [H.make_node("Cast", ["x"], ["y"], to="FLOAT99")], x, ["y"], 5, "FLOAT99")
