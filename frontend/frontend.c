@@ -363,7 +363,7 @@ static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor 
         snprintf(where, sizeof where, "%s", (v->kind & FE_INITIALIZER) ? "initializer" : "graph input");
     }
     const fe_model *m = L->m;
-    int32_t sym = t && d >= 0 ? t->dims[d].sym : fi_blame(t);
+    int32_t sym = t && d >= 0 ? t->dims[d].sym : t && t->seq && t->seq_len.v < 0 ? t->seq_len.sym : fi_blame(t);
     if (sym >= 0 && (size_t)sym < m->n_symbols) {
         const fe_symbol *s = &m->symbols[sym];
         if (s->kind == FE_SYMBOL_DATA)
@@ -427,6 +427,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
             }
             for (int d = 0; d < v->rank; d++) v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
         }
+        v->seq_len = !t || !t->seq ? -1 : t->seq_len.v >= 0 ? t->seq_len.v : -2;
         int unknown = v->rank < 0 || !v->elem_type ? -1 : -2;
         for (int d = 0; unknown == -2 && d < v->rank; d++)
             if (t->dims[d].v < 0) unknown = d;
@@ -445,6 +446,12 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         for (int d = 0; d < v->rank; d++)
             if (__builtin_mul_overflow(elems, (uint64_t)t->dims[d].v, &elems))
                 rc = fe_fail(&L->err, "value '%s': the product of its dims overflows 64 bits", v->name);
+        if (v->seq_len == -2) { /* a sequence whose length nothing tells */
+            if (!allow) rc = fe_unknown_dim_fail(L, v, t, -1);
+            continue;
+        }
+        if (rc == 0 && v->seq_len >= 0 && __builtin_mul_overflow(elems, (uint64_t)v->seq_len, &elems))
+            rc = fe_fail(&L->err, "value '%s': a sequence whose elements add up past 64 bits", v->name);
         if (rc == 0 && fe_bytes_of(elems, bits, &v->bytes))
             rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
     }

@@ -44,6 +44,9 @@ typedef struct fe_value {
     int rank;          /* -1 when unknown (allow_unresolved only) */
     fe_dim *dims;      /* rank entries */
     bool upper_bound;  /* the size depends on data: bytes is an upper bound */
+    int64_t seq_len;   /* a sequence of seq_len tensors of this type and shape (bytes
+                          counts them all); -1 for a tensor, -2 for a sequence of
+                          unknown length (allow_unresolved only) */
     bool inferred;     /* the shape comes from roamc's inference, not from the file */
 } fe_value;
 

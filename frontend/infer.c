@@ -288,6 +288,12 @@ static fi_dim fi_dim_from_proto(fi_ctx *cx, const Onnx__TensorShapeProto__Dimens
 /* Fills t from a TypeProto.  Non-tensor types (sequence, map, optional)
  * leave t unknown.  Returns -1 on a negative or too large dim. */
 static int fi_from_type(fi_ctx *cx, fi_tensor *t, const Onnx__TypeProto *tp, const char *name) {
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+        /* a sequence: its elements' type; its length is never declared */
+        t->seq = true;
+        t->seq_len = fi_unknown(-1);
+        tp = tp->sequence_type->elem_type;
+    }
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return 0;
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     if (tt->has_elem_type && tt->elem_type) t->elem = tt->elem_type;
@@ -393,8 +399,8 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
 
 /* ------------------------------------------------------------ rule lookup */
 
-extern const fi_rule fi_rules_math[], fi_rules_nn[], fi_rules_shape[], fi_rules_control[];
-static const fi_rule *const fi_tables[] = {fi_rules_math, fi_rules_nn, fi_rules_shape, fi_rules_control};
+static const fi_rule *const fi_tables[] = {fi_rules_math, fi_rules_nn, fi_rules_shape, fi_rules_control,
+                                           fi_rules_sequence};
 
 static int fi_rule_cmp(const void *a, const void *b) {
     return strcmp((*(const fi_rule *const *)a)->op_type, (*(const fi_rule *const *)b)->op_type);
@@ -1099,6 +1105,15 @@ int fi_set_shape(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dim
     t->n_const = -1;
     t->ci = NULL;
     t->cf = NULL;
+    return 0;
+}
+
+int fi_set_sequence(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, fi_dim len) {
+    if (fi_set_shape(n, k, elem, rank, dims)) return -1;
+    if (k < n->n_out && n->out[k]) {
+        n->out[k]->seq = true;
+        n->out[k]->seq_len = len;
+    }
     return 0;
 }
 

@@ -66,6 +66,11 @@ typedef struct fi_tensor {
     int64_t *ci;
     double *cf;
     int32_t blame;  /* when the value is unknown: the symbol that hides it, or -1 */
+    /* A sequence of tensors (SplitToSequence, SequenceConstruct, ...):
+     * elem, rank and dims describe its elements (the largest, when they
+     * differ, which marks it a bound) and seq_len counts them. */
+    bool seq;
+    fi_dim seq_len;
     bool bound;     /* the size is an upper bound (depends on data) */
     bool declared;  /* the shape came from the file (value_info / graph input) */
 } fi_tensor;
@@ -97,6 +102,7 @@ extern const fi_rule fi_rules_math[];    /* infer_math.c: elementwise, reduction
 extern const fi_rule fi_rules_nn[];      /* infer_nn.c: conv, pool, matmul, gemm, einsum, resize */
 extern const fi_rule fi_rules_shape[];   /* infer_shape.c: shape ops, gather/scatter, constants */
 extern const fi_rule fi_rules_control[]; /* infer_control.c: If, Loop, Scan, data-dependent ops */
+extern const fi_rule fi_rules_sequence[]; /* infer_sequence.c: sequences of tensors */
 
 /* ---------------------------------------------------------------- driver */
 
@@ -161,6 +167,9 @@ int64_t fi_numel(const fi_tensor *t);
  * out of range, out of memory).  Omitted outputs (NULL) are skipped. */
 int fi_set_type(fi_node *n, size_t k, int32_t elem);
 int fi_set_shape(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims);
+/* Output k is a sequence of len tensors of the element type and shape
+ * given (rank -1: unknown). */
+int fi_set_sequence(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, fi_dim len);
 /* Same type and shape as t (value not copied). */
 int fi_set_like(fi_node *n, size_t k, const fi_tensor *t);
 /* Known value of rank `rank`: ints (for integer/bool elem) or floats. */

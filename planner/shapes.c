@@ -75,6 +75,8 @@ static void shapes_json(FILE *f, const fe_model *m) {
             }
             json_object_set_new(o, "shape", s);
         }
+        if (v->seq_len != -1)
+            json_object_set_new(o, "sequence_length", v->seq_len >= 0 ? json_integer((json_int_t)v->seq_len) : json_null());
         json_object_set_new(o, "bytes", json_integer((json_int_t)v->bytes));
         json_object_set_new(o, "producer", json_integer(v->producer));
         json_object_set_new(o, "bound", json_boolean(v->upper_bound));
@@ -127,6 +129,8 @@ static void shapes_text(FILE *f, const fe_model *m) {
                 fprintf(f, "%s%s", d ? "," : "", shapes_dim_text(m, &v->dims[d], dim, sizeof dim));
             fputc(']', f);
         }
+        if (v->seq_len >= 0) fprintf(f, " x %lld (sequence)", (long long)v->seq_len);
+        else if (v->seq_len == -2) fputs(" x ? (sequence)", f);
         if (v->producer >= 0) fprintf(f, "  %s #%d", m->nodes[v->producer].op_type, v->producer);
         else fprintf(f, "  %s", (v->kind & FE_INITIALIZER) ? "initializer" : "input");
         if (v->upper_bound) fputs("  (upper bound)", f);
