@@ -39,10 +39,6 @@ typedef struct fi_scope {
     size_t cap, n; /* cap: power of two */
 } fi_scope;
 
-typedef struct fi_fn_entry {
-    const Onnx__FunctionProto *fn;
-} fi_fn_entry;
-
 struct fi_ctx {
     const Onnx__ModelProto *mp;
     const fe_options *opt;
@@ -568,9 +564,6 @@ static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np, O
         if (!out[k]) continue;
         fi_merge_declared(cx, out[k], decl[k], np->output[k]);
         if (bound) out[k]->bound = true;
-        if (!out[k]->elem && !cx->failed) {
-            /* no rule and no declaration: blame nothing, the loader names the op */
-        }
         fi_scope_put(scope, np->output[k], out[k]);
     }
     return 0;

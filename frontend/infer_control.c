@@ -65,6 +65,8 @@ static int fi_ctl_copy_out(fi_node *n, size_t k, const fi_tensor *src) {
     else
         rc = fi_set_shape(n, k, src->elem, src->rank, src->dims);
     if (rc) return -1;
+    n->out[k]->seq = src->seq; /* a branch's (or an optional's) sequence stays one */
+    n->out[k]->seq_len = src->seq_len;
     n->out[k]->bound = src->bound;
     n->out[k]->blame = src->blame;
     return 0;
@@ -553,7 +555,8 @@ static int fi_ctl_nms(fi_node *n) {
     } else {
         fi_dim batches = fi_dim_merge(n, boxes->dims[0], scores->dims[0], "batch dims of boxes and scores");
         fi_dim spatial = fi_dim_merge(n, boxes->dims[1], scores->dims[2], "box counts of boxes and scores");
-        if (known && (spatial.v < 0 || per < spatial.v)) spatial = fi_known(per);
+        /* exporters write INT64_MAX for "no limit": the box count bounds it */
+        if (known && per <= FI_MAX_DIM && (spatial.v < 0 || per < spatial.v)) spatial = fi_known(per);
         fi_dim upper = fi_dim_mul(n, fi_dim_mul(n, batches, scores->dims[1]), spatial);
         dims[0] = fi_ctl_bounded(n, "count", upper);
     }

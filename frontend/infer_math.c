@@ -173,7 +173,7 @@ typedef enum fi_math_op {
     FI_MATH_AND, FI_MATH_OR, FI_MATH_XOR,
     FI_MATH_WHERE,
     FI_MATH_IDENT, FI_MATH_NEG, FI_MATH_ABS, FI_MATH_FLOOR, FI_MATH_CEIL, FI_MATH_SQRT, FI_MATH_SIGN,
-    FI_MATH_NOT, FI_MATH_RELU,
+    FI_MATH_NOT, FI_MATH_RELU, FI_MATH_RECIP, FI_MATH_ROUND, FI_MATH_EXP, FI_MATH_LOG,
     FI_MATH_SUM, FI_MATH_PROD, /* reductions (ADD/MUL elementwise) */
 } fi_math_op;
 
@@ -261,6 +261,10 @@ static bool fi_math_float_kernel(fi_math_op op, double a, double b, double c, do
     case FI_MATH_FLOOR: *r = floor(a); return true;
     case FI_MATH_CEIL: *r = ceil(a); return true;
     case FI_MATH_SQRT: *r = sqrt(a); return true;
+    case FI_MATH_RECIP: *r = 1.0 / a; return true;
+    case FI_MATH_ROUND: *r = nearbyint(a); return true; /* half to even, the default rounding mode */
+    case FI_MATH_EXP: *r = exp(a); return true;
+    case FI_MATH_LOG: *r = log(a); return true;
     case FI_MATH_SIGN: *r = a > 0 ? 1.0 : a < 0 ? -1.0 : a; return true; /* 0 and NaN stay */
     case FI_MATH_RELU: *r = a > 0 ? a : (a < 0 ? 0.0 : a); return true;
     default: return false; /* Mod without fmod=1 on floats is invalid: the rule refuses it */
@@ -427,6 +431,9 @@ static const fi_math_spec fi_math_specs[] = {
     {"Ceil", FI_MATH_CEIL, FI_MATH_LIKE_IN}, {"Sqrt", FI_MATH_SQRT, FI_MATH_LIKE_IN},
     {"Sign", FI_MATH_SIGN, FI_MATH_LIKE_IN}, {"Not", FI_MATH_NOT, FI_MATH_BOOL_OUT},
     {"Relu", FI_MATH_RELU, FI_MATH_LIKE_IN}, {"IsNaN", FI_MATH_NONE, FI_MATH_BOOL_OUT},
+    /* torchvision's detection transform scales image sizes with these */
+    {"Reciprocal", FI_MATH_RECIP, FI_MATH_LIKE_IN}, {"Round", FI_MATH_ROUND, FI_MATH_LIKE_IN},
+    {"Exp", FI_MATH_EXP, FI_MATH_LIKE_IN}, {"Log", FI_MATH_LOG, FI_MATH_LIKE_IN},
     {"IsInf", FI_MATH_NONE, FI_MATH_BOOL_OUT},
 };
 

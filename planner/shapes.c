@@ -89,16 +89,27 @@ static void shapes_json(FILE *f, const fe_model *m) {
     json_decref(r);
 }
 
+/* An unbound symbol matters only when some dim still waits for it; the
+ * file's value_info often names symbols that inference made moot. */
+static bool shapes_symbol_used(const fe_model *m, size_t sym) {
+    if (m->symbols[sym].value >= 0) return true;
+    for (size_t i = 0; i < m->n_values; i++)
+        for (int d = 0; d < m->values[i].rank; d++)
+            if (m->values[i].dims[d].value < 0 && m->values[i].dims[d].symbol == (int32_t)sym) return true;
+    return false;
+}
+
 void planner_shapes_text_summary(FILE *f, const fe_model *m) {
     size_t n_data = 0, n_input = 0;
-    for (size_t i = 0; i < m->n_symbols; i++) *(m->symbols[i].kind == FE_SYMBOL_DATA ? &n_data : &n_input) += 1;
+    for (size_t i = 0; i < m->n_symbols; i++)
+        if (shapes_symbol_used(m, i)) *(m->symbols[i].kind == FE_SYMBOL_DATA ? &n_data : &n_input) += 1;
     fprintf(f, "  shapes        %zu of %zu values inferred by roamc (the rest from the file)", m->n_inferred, m->n_values);
     if (m->n_conflicts) fprintf(f, "; %zu shapes of the file contradicted (first: %s)", m->n_conflicts, m->first_conflict);
     fputc('\n', f);
     if (n_input) {
         fprintf(f, "  symbols      ");
         for (size_t i = 0; i < m->n_symbols; i++)
-            if (m->symbols[i].kind != FE_SYMBOL_DATA) {
+            if (m->symbols[i].kind != FE_SYMBOL_DATA && shapes_symbol_used(m, i)) {
                 if (m->symbols[i].value >= 0) fprintf(f, " %s=%lld", m->symbols[i].name, (long long)m->symbols[i].value);
                 else fprintf(f, " %s unbound", m->symbols[i].name);
             }
@@ -107,7 +118,7 @@ void planner_shapes_text_summary(FILE *f, const fe_model *m) {
     if (n_data) {
         fprintf(f, "  upper bounds  sizes that depend on data are planned at their bound (--dim NAME=V sets one):");
         for (size_t i = 0; i < m->n_symbols; i++)
-            if (m->symbols[i].kind == FE_SYMBOL_DATA) {
+            if (m->symbols[i].kind == FE_SYMBOL_DATA && shapes_symbol_used(m, i)) {
                 if (m->symbols[i].value >= 0) fprintf(f, " %s<=%lld", m->symbols[i].name, (long long)m->symbols[i].value);
                 else fprintf(f, " %s unbounded", m->symbols[i].name);
             }
