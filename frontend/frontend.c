@@ -493,7 +493,7 @@ static const char *fe_split_binding(const char *spec) {
 int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *err, size_t errlen) {
     const char *sep = fe_split_binding(spec);
     bool dim = strcmp(flag, "--dim") == 0;
-    if (!sep || sep == spec || !sep[1]) {
+    if (!sep || sep == spec || (dim && !sep[1])) {
         snprintf(err, errlen, "%s wants %s, not '%s'", flag, dim ? "SYMBOL=VALUE" : "NAME=D1,D2,...", spec);
         return -1;
     }
@@ -538,7 +538,7 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
     int64_t *dims = malloc(cap * sizeof *dims);
     size_t rank = 0;
     int bad = !dims;
-    if (!bad && strcmp(p, "scalar") != 0) {
+    if (!bad && *p) {
         while (!bad) {
             size_t len = strcspn(p, ",x");
             bad = fe_parse_dim(p, len, &dims[rank]);

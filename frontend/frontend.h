@@ -88,7 +88,7 @@ typedef struct fe_options {
 } fe_options;
 
 /* Adds one binding from the command line: flag is "--input-shape" (spec
- * NAME=D1,D2,... or NAME:D1xD2x..., the last '=' or else the last ':'
+ * NAME=D1,D2,... or NAME:D1xD2x..., NAME= for a scalar; the last '=' or else the last ':'
  * ending the name, as onnxruntime's and TensorRT's tools spell it) or
  * "--dim" (SYMBOL=V or SYMBOL:V).  Dims are integers from 0 to 2^62.
  * Returns 0, or -1 with a message in err (a name bound twice, bad

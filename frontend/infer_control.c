@@ -124,23 +124,36 @@ static bool fi_ctl_if_bound(const fi_tensor *a, const fi_tensor *b) {
  * larger (an upper bound: the buffer must hold either); a dim one branch
  * does not know depends on that branch's symbol; ranks that differ leave
  * the shape unknown. */
+/* One dim of two branches merged: equal dims stay, known ones that differ
+ * are the data dim `what` bounded by the larger, an unknown one stays
+ * unknown (depending on its symbol). */
+static fi_dim fi_ctl_merge_dim(fi_node *n, fi_dim x, fi_dim y, const char *what) {
+    if (x.v >= 0 && y.v >= 0) return x.v == y.v ? x : fi_data_dim(n, what, x.v > y.v ? x.v : y.v);
+    if (x.v < 0 && y.v < 0 && x.exact && y.exact && x.sym == y.sym) return x;
+    return fi_ctl_depends(x.v < 0 ? x : y);
+}
+
 static int fi_ctl_if_merge(fi_node *n, size_t k, const fi_tensor *a, const fi_tensor *b) {
     if (k >= n->n_out || !n->out[k]) return 0;
     if (a->elem && b->elem && a->elem != b->elem)
         return fi_fail(n, "output %zu has element type %d in then_branch and %d in else_branch", k, (int)a->elem,
                        (int)b->elem);
     int32_t elem = a->elem ? a->elem : b->elem;
-    if (a->rank < 0 || a->rank != b->rank) return fi_set_type(n, k, elem);
+    if (a->seq != b->seq) return fi_fail(n, "output %zu is a sequence in one branch and a tensor in the other", k);
+    char what[64];
+    fi_dim len = fi_unknown(-1);
+    if (a->seq) {
+        snprintf(what, sizeof what, "out%zu.length", k);
+        len = fi_ctl_merge_dim(n, a->seq_len, b->seq_len, what);
+    }
+    if (a->rank < 0 || a->rank != b->rank)
+        return a->seq ? fi_set_sequence(n, k, elem, -1, NULL, len) : fi_set_type(n, k, elem);
     fi_dim dims[FI_MAX_RANK];
     for (int d = 0; d < a->rank; d++) {
-        fi_dim x = a->dims[d], y = b->dims[d];
-        char what[64];
         snprintf(what, sizeof what, "out%zu.dim%d", k, d);
-        if (x.v >= 0 && y.v >= 0) dims[d] = x.v == y.v ? x : fi_data_dim(n, what, x.v > y.v ? x.v : y.v);
-        else if (x.v < 0 && y.v < 0 && x.exact && y.exact && x.sym == y.sym) dims[d] = x;
-        else dims[d] = fi_ctl_depends(x.v < 0 ? x : y);
+        dims[d] = fi_ctl_merge_dim(n, a->dims[d], b->dims[d], what);
     }
-    return fi_set_shape(n, k, elem, a->rank, dims);
+    return a->seq ? fi_set_sequence(n, k, elem, a->rank, dims, len) : fi_set_shape(n, k, elem, a->rank, dims);
 }
 
 /* If (1, 11, 13, 16, 19): a known cond runs only the taken branch and

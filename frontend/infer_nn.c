@@ -408,7 +408,7 @@ static int fi_nn_roi_out(fi_node *n, const fi_tensor *x, const fi_tensor *rois, 
 
 static int fi_nn_max_roi_pool(fi_node *n) {
     if (n->n_in < 2 || !fi_in(n, 0) || !fi_in(n, 1)) return fi_fail(n, "expects inputs X and rois");
-    int64_t ps[2];
+    int64_t ps[2] = {0, 0};
     if (!fi_attr(n, "pooled_shape")) return fi_fail(n, "attribute pooled_shape is required");
     if (fi_nn_ints(n, "pooled_shape", 2, 1, 1, ps) < 0) return -1;
     return fi_nn_roi_out(n, fi_in(n, 0), fi_in(n, 1), 5, ps[0], ps[1]);
@@ -972,10 +972,117 @@ static int fi_nn_dynamic_quantize_linear(fi_node *n) {
     return fi_set_shape(n, 2, FI_NN_UINT8, 0, NULL);
 }
 
+/* ------------------------------------------- Det, signal processing, text */
+
+/* A scalar input's value, or -1 (unknown, or not a non-negative integer). */
+static int64_t fi_nn_scalar_value(fi_node *n, size_t k) {
+    const int64_t *v;
+    size_t len;
+    if (!fi_in_ints(n, k, &v, &len) || len != 1 || v[0] < 0 || v[0] > FI_MAX_DIM) return -1;
+    return v[0];
+}
+
+/* A dim from a scalar input's value: known, or unknown blamed on it. */
+static fi_dim fi_nn_scalar_dim(fi_node *n, size_t k) {
+    int64_t v = fi_nn_scalar_value(n, k);
+    return v >= 0 ? fi_known(v) : fi_unknown(fi_blame(fi_in(n, k)));
+}
+
+/* Det (11): X [*, M, M] -> [*]. */
+static int fi_nn_det(fi_node *n) {
+    const fi_tensor *x = fi_in(n, 0);
+    if (!x) return fi_fail(n, "expects input X");
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
+    if (x->rank < 2) return fi_fail(n, "X needs rank >= 2 ([*, M, M]), has %d", x->rank);
+    fi_dim_merge(n, x->dims[x->rank - 2], x->dims[x->rank - 1], "the two last dims (a square matrix)");
+    if (fi_failed(n)) return -1;
+    return fi_set_shape(n, 0, x->elem, x->rank - 2, x->dims);
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow (17): [size] of
+ * output_datatype (float by default). */
+static int fi_nn_window(fi_node *n) {
+    if (!fi_in(n, 0)) return fi_fail(n, "expects input size");
+    fi_dim d = fi_nn_scalar_dim(n, 0);
+    return fi_set_shape(n, 0, (int32_t)fi_attr_int(n, "output_datatype", 1), 1, &d);
+}
+
+/* MelWeightMatrix (17): [floor(dft_length / 2) + 1, num_mel_bins]. */
+static int fi_nn_mel_weight_matrix(fi_node *n) {
+    if (n->n_in < 5) return fi_fail(n, "expects 5 inputs");
+    fi_dim d[2] = {fi_dim_add(n, fi_dim_div_floor(n, fi_nn_scalar_dim(n, 1), 2), fi_known(1)), fi_nn_scalar_dim(n, 0)};
+    return fi_set_shape(n, 0, (int32_t)fi_attr_int(n, "output_datatype", 1), 2, d);
+}
+
+/* DFT (17): input [batch, n1, ..., 1|2]; the output has 2 (complex) in the
+ * last dim and, on `axis`, dft_length (the input's own length when omitted)
+ * or floor(that / 2) + 1 when onesided. */
+static int fi_nn_dft(fi_node *n) {
+    const fi_tensor *x = fi_in(n, 0);
+    if (!x) return fi_fail(n, "expects input input");
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
+    if (x->rank < 3) return fi_fail(n, "input needs rank >= 3 ([batch, n, 1|2]), has %d", x->rank);
+    int axis;
+    if (fi_axis(n, fi_attr_int(n, "axis", 1), x->rank - 1, &axis)) return -1;
+    if (axis == 0) return fi_fail(n, "axis 0 is the batch axis");
+    fi_dim dims[FI_MAX_RANK];
+    memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
+    fi_dim len = fi_in(n, 1) ? fi_nn_scalar_dim(n, 1) : x->dims[axis];
+    dims[axis] = fi_attr_int(n, "onesided", 0) ? fi_dim_add(n, fi_dim_div_floor(n, len, 2), fi_known(1)) : len;
+    dims[x->rank - 1] = fi_known(2);
+    return fi_set_shape(n, 0, x->elem, x->rank, dims);
+}
+
+/* STFT (17): signal [batch, length, 1|2], frame_step, window?, frame_length?
+ * -> [batch, frames, bins, 2]: frames = (length - frame_length) /
+ * frame_step + 1, bins = frame_length / 2 + 1 when onesided (the default). */
+static int fi_nn_stft(fi_node *n) {
+    const fi_tensor *x = fi_in(n, 0), *win = fi_in(n, 2);
+    if (!x || !fi_in(n, 1)) return fi_fail(n, "expects inputs signal and frame_step");
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
+    if (x->rank != 3) return fi_fail(n, "signal needs rank 3 ([batch, length, 1|2]), has %d", x->rank);
+    fi_dim flen = fi_in(n, 3) ? fi_nn_scalar_dim(n, 3) : win && win->rank == 1 ? win->dims[0] : fi_unknown(-1);
+    int64_t step = fi_nn_scalar_value(n, 1);
+    if (step == 0) return fi_fail(n, "frame_step is 0");
+    fi_dim frames = step > 0 ? fi_dim_add(n, fi_dim_div_floor(n, fi_dim_sub(n, x->dims[1], flen), step), fi_known(1))
+                             : fi_unknown(fi_blame(fi_in(n, 1)));
+    fi_dim dims[4] = {x->dims[0], frames,
+                      fi_attr_int(n, "onesided", 1) ? fi_dim_add(n, fi_dim_div_floor(n, flen, 2), fi_known(1)) : flen,
+                      fi_known(2)};
+    return fi_set_shape(n, 0, x->elem, 4, dims);
+}
+
+/* TfIdfVectorizer (9): X [C] or [N, C] -> FLOAT [max(ngram_indexes) + 1]
+ * or [N, that]. */
+static int fi_nn_tfidf(fi_node *n) {
+    const fi_tensor *x = fi_in(n, 0);
+    if (!x) return fi_fail(n, "expects input X");
+    const int64_t *idx;
+    size_t len;
+    if (!fi_attr_ints(n, "ngram_indexes", &idx, &len) || len == 0) return fi_fail(n, "needs ngram_indexes");
+    int64_t big = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (idx[i] < 0 || idx[i] >= FI_MAX_DIM) return fi_fail(n, "ngram_indexes entry %lld out of range", (long long)idx[i]);
+        if (idx[i] > big) big = idx[i];
+    }
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, 1);
+    if (x->rank != 1 && x->rank != 2) return fi_fail(n, "X needs rank 1 or 2, has %d", x->rank);
+    fi_dim dims[2] = {x->dims[0], fi_known(big + 1)};
+    return x->rank == 1 ? fi_set_shape(n, 0, 1, 1, dims + 1) : fi_set_shape(n, 0, 1, 2, dims);
+}
+
 /* ----------------------------------------------------------- the table */
 
 const fi_rule fi_rules_nn[] = {
     {"AveragePool", fi_nn_average_pool},
+    {"BlackmanWindow", fi_nn_window},
+    {"Det", fi_nn_det},
+    {"DFT", fi_nn_dft},
+    {"HammingWindow", fi_nn_window},
+    {"HannWindow", fi_nn_window},
+    {"MelWeightMatrix", fi_nn_mel_weight_matrix},
+    {"STFT", fi_nn_stft},
+    {"TfIdfVectorizer", fi_nn_tfidf},
     {"Col2Im", fi_nn_col2im},
     {"Conv", fi_nn_conv},
     {"ConvInteger", fi_nn_conv_integer},

@@ -407,7 +407,8 @@ static int fi_shape_size(fi_node *n) {
 static int fi_shape_identity(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "needs an input");
-    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem); /* a sequence, or unknown */
+    if (x->seq) return fi_set_sequence(n, 0, x->elem, x->rank, x->dims, x->seq_len); /* 16+ */
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem); /* unknown */
     return fi_shape_emit_same(n, 0, x->elem, x->rank, x->dims, x);
 }
 
