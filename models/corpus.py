@@ -386,6 +386,7 @@ def plan(quick):
         return (classification_jobs(["resnet18"], [11, 17]) +
                 classification_jobs(["mobilenet_v3_small"], [13]) +
                 segmentation_jobs(["lraspp_mobilenet_v3_large"], [11]) +
+                detection_jobs(["fasterrcnn_mobilenet_v3_large_320_fpn"], [11]) +
                 transformer_jobs([("bert_tiny", "bert", TINY_BERT)], [13]) +
                 transformer_jobs([("gpt2_tiny", "gpt2", TINY_GPT2)], [17]) +
                 transformer_jobs([("bert_tiny_functions", "bert", TINY_BERT)], [15], functions=True) +
