@@ -69,12 +69,6 @@ typedef struct fe_names {
     const fe_value *values;
 } fe_names;
 
-static uint64_t fe_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int fe_names_init(fe_names *t, size_t expected) {
     t->cap = 16;
     while (t->cap < 2 * expected + 1) t->cap *= 2;
@@ -86,7 +80,7 @@ static int fe_names_init(fe_names *t, size_t expected) {
 
 /* Returns the slot where name is or would go. */
 static size_t fe_names_slot(const fe_names *t, const char *name) {
-    size_t i = (size_t)fe_hash(name) & (t->cap - 1);
+    size_t i = (size_t)fi_hash(name) & (t->cap - 1);
     while (t->slots[i] >= 0 && strcmp(t->values[t->slots[i]].name, name) != 0)
         i = (i + 1) & (t->cap - 1);
     return i;

@@ -103,32 +103,36 @@ static const char *fi_label(const Onnx__NodeProto *np) {
     return (np->name && np->name[0]) ? np->name : (np->op_type ? np->op_type : "?");
 }
 
+/* The one place a failure is recorded: the first one wins (later helpers
+ * are no-ops), written after a prefix already in cx->err. */
+static int fi_record(fi_ctx *cx, int prefix_len, const char *fmt, va_list ap) {
+    cx->failed = true;
+    size_t k = prefix_len > 0 ? (size_t)prefix_len : 0;
+    if (k < cx->errlen) vsnprintf(cx->err + k, cx->errlen - k, fmt, ap);
+    return -1;
+}
+
 int fi_fail(fi_node *n, const char *fmt, ...) {
     fi_ctx *cx = n->cx;
     if (cx->failed) return -1;
-    cx->failed = true;
     int k;
     if (n->index >= 0)
         k = snprintf(cx->err, cx->errlen, "node '%s' (#%d, %s): ", fi_label(n->np), n->index, n->np->op_type);
     else
         k = snprintf(cx->err, cx->errlen, "node '%s' (%s, in a subgraph): ", fi_label(n->np), n->np->op_type);
-    if (k < 0) k = 0;
-    if ((size_t)k < cx->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(cx->err + k, cx->errlen - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fi_record(cx, k, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
 static int fi_ctx_fail(fi_ctx *cx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fi_ctx_fail(fi_ctx *cx, const char *fmt, ...) {
     if (cx->failed) return -1;
-    cx->failed = true;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(cx->err, cx->errlen, fmt, ap);
+    fi_record(cx, 0, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -179,7 +183,7 @@ void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value
 
 /* ------------------------------------------------------------------ scopes */
 
-static uint64_t fi_hash(const char *s) {
+uint64_t fi_hash(const char *s) {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;

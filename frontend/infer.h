@@ -106,6 +106,10 @@ extern const fi_rule fi_rules_sequence[]; /* infer_sequence.c: sequences of tens
 
 /* ---------------------------------------------------------------- driver */
 
+/* FNV-1a of a NUL-terminated name: the hash of every name table of the
+ * frontend (the loader's and inference's scopes). */
+uint64_t fi_hash(const char *s);
+
 /* True when roamc has a rule for the operator (standard domain only). */
 bool fi_rule_exists(const char *domain, const char *op_type);
 
