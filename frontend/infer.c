@@ -1276,7 +1276,11 @@ fi_dim fi_data_dim(fi_node *n, const char *what, int64_t upper) {
     int64_t flag = fi_flag_dim(n->cx, name);
     int64_t v = flag >= 0 ? flag : upper;
     int32_t s = fi_symbol_add(n->cx, name, v, FE_SYMBOL_DATA, n->index);
-    if (s >= 0 && n->cx->syms[s].value < 0 && v >= 0) n->cx->syms[s].value = v;
+    if (s >= 0) { /* --dim made it first, as an input symbol: it is this node's */
+        n->cx->syms[s].kind = FE_SYMBOL_DATA;
+        n->cx->syms[s].node = n->index;
+        if (n->cx->syms[s].value < 0 && v >= 0) n->cx->syms[s].value = v;
+    }
     for (size_t k = 0; k < n->n_out; k++)
         if (n->out[k]) n->out[k]->bound = true;
     if (s >= 0 && n->cx->syms[s].value >= 0) return fi_known(n->cx->syms[s].value);
