@@ -242,6 +242,7 @@ typedef struct fi_ctl_body {
     fi_tensor **in, **out; /* g->n_input, g->n_output entries */
     size_t in0, out0, n_carried;
     const char *kind; /* "carried" or "state": names the data symbols */
+    fi_tensor **first; /* the carried values after the first iteration */
 } fi_ctl_body;
 
 /* Carried value i after any number of iterations, from what went in (a)
@@ -296,6 +297,8 @@ static fi_tensor *fi_ctl_settle(fi_node *n, fi_ctl_body *b, size_t i, bool *move
 static int fi_ctl_iterate(fi_node *n, fi_ctl_body *b, fi_tensor **fin) {
     for (int run = 0; run < 2; run++) {
         if (fi_run_subgraph(n, b->g, b->in, b->g->n_input, b->out)) return -1;
+        if (run == 0)
+            for (size_t i = 0; i < b->n_carried; i++) b->first[i] = b->out[b->out0 + i];
         bool moved = false;
         for (size_t i = 0; i < b->n_carried; i++)
             if (!(fin[i] = fi_ctl_settle(n, b, i, &moved))) return -1;
@@ -309,13 +312,49 @@ static int fi_ctl_body_alloc(fi_node *n, fi_ctl_body *b, fi_tensor ***fin) {
     b->in = calloc(b->g->n_input + 1, sizeof *b->in);
     b->out = calloc(b->g->n_output + 1, sizeof *b->out);
     *fin = calloc(b->n_carried + 1, sizeof **fin);
-    return b->in && b->out && *fin ? 0 : fi_fail(n, "out of memory");
+    b->first = calloc(b->n_carried + 1, sizeof *b->first);
+    return b->in && b->out && *fin && b->first ? 0 : fi_fail(n, "out of memory");
 }
 
 static void fi_ctl_body_free(fi_ctl_body *b, fi_tensor **fin) {
     free(b->in);
     free(b->out);
+    free(b->first);
     free(fin);
+}
+
+/* A carried dim that moved (a data dim with no bound, fi_ctl_settle) but
+ * grew by the same g in the first two iterations (a -> a + g, then the
+ * body run on a + g gives a + 2g: a list appended to, a Concat of one row
+ * per iteration) is planned at a + trips x g when the trip count is at
+ * most `trips`; the body then runs once more on those shapes, so the scan
+ * outputs see them.  Growth that is not constant stays unbounded, and
+ * so does growth in a Loop inside a subgraph (see fi_ctl_loop). */
+static int fi_ctl_grow_bound(fi_node *n, fi_ctl_body *b, fi_tensor **fin, fi_tensor *const *init, int64_t trips) {
+    if (trips < 0) return 0;
+    fi_tensor **probe = calloc(b->g->n_output + 1, sizeof *probe);
+    if (!probe) return fi_fail(n, "out of memory");
+    for (size_t i = 0; i < b->n_carried; i++) b->in[b->in0 + i] = b->first[i];
+    int rc = fi_run_subgraph(n, b->g, b->in, b->g->n_input, probe);
+    bool bounded = false;
+    for (size_t i = 0; rc == 0 && i < b->n_carried; i++) {
+        const fi_tensor *a = init[i], *c = b->first[i], *e = probe[b->out0 + i];
+        if (!fin[i] || fin[i]->rank < 0 || a->rank != fin[i]->rank || c->rank != a->rank || e->rank != a->rank) continue;
+        for (int d = 0; d < a->rank; d++) {
+            int64_t x = a->dims[d].v, y = c->dims[d].v, z = e->dims[d].v, g = y - x, grown;
+            if (fin[i]->dims[d].v >= 0 || x < 0 || y <= x || z != y + g) continue;
+            if (__builtin_mul_overflow(g, trips, &grown) || __builtin_add_overflow(grown, x, &grown) || grown > FI_MAX_DIM)
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "%s%zu.dim%d", b->kind, i, d);
+            fin[i]->dims[d] = fi_data_dim(n, what, grown);
+            bounded = true;
+        }
+    }
+    free(probe);
+    for (size_t i = 0; i < b->n_carried; i++) b->in[b->in0 + i] = fin[i];
+    if (rc || !bounded) return rc;
+    return fi_run_subgraph(n, b->g, b->in, b->g->n_input, b->out);
 }
 
 /* --------------------------------------------------------------- Loop */
@@ -399,6 +438,14 @@ static int fi_ctl_loop(fi_node *n) {
     fi_ctl_trips t = rc == 0 ? fi_ctl_loop_trips(n, m_known, m, cond, b.out[0]) : (fi_ctl_trips){0, 0, -1};
     if (rc == 0 && ns && t.exact > FI_MAX_DIM)
         rc = fi_fail(n, "runs %lld times; its scan outputs would exceed 2^62 elements", (long long)t.exact);
+    /* main-graph Loops only: two more body runs per nesting level would
+     * make nested loops cost 4^depth runs */
+    if (rc == 0 && t.exact != 0 && n->index >= 0) {
+        fi_tensor **init = calloc(nc + 1, sizeof *init);
+        for (size_t i = 0; init && i < nc; i++) init[i] = fi_in(n, 2 + i);
+        rc = init ? fi_ctl_grow_bound(n, &b, fin, init, t.exact >= 0 ? t.exact : t.upper) : fi_fail(n, "out of memory");
+        free(init);
+    }
     fi_dim trips = rc == 0 && ns ? fi_ctl_trips_dim(n, &t) : fi_known(0);
     /* no iteration: the carried values come out as they went in */
     for (size_t i = 0; rc == 0 && i < nc; i++)

@@ -288,6 +288,18 @@ def loop_cases():
     cs.append(case("loop_growing_dim_flag", m, {"xf": (F, [16]), "scan": (F, [3, 1])},
                    ["--dim", "xf:carried0.dim0=16"], bound={"xf": True},
                    ort=[spec("x", "float32", [2])]))
+    # A carried value that grows by the same row every iteration (a list
+    # appended to): a -> a + 1 -> a + 2 is constant growth, planned at
+    # a + M x 1 (ORT: [2 + 3] = [5]); a bound, since a cond could stop it.
+    body5 = loop_body([h.make_node("Identity", ["cin"], ["cout"]),
+                       h.make_node("Concat", ["v", "one"], ["vo"], axis=0),
+                       h.make_node("ReduceSum", ["vo"], ["sc"], keepdims=1)],
+                      [("vo", F)], [("sc", F)], extra_inputs=[("v", F)])
+    body5.initializer.append(numpy_helper.from_array(np.array([1.0], dtype=np.float32), "one"))
+    m = mk([h.make_node("Loop", ["M", "", "x"], ["xf", "scan"], body=body5, name="A")],
+           [vi("x", F, [2])], [vi("xf", F), vi("scan", F)], 11, [const("M", 3)])
+    cs.append(case("loop_appending", m, {"xf": (F, [5]), "scan": (F, [3, 1])}, bound={"xf": True},
+                   symbols={"xf:carried0.dim0": 5}, ort=[spec("x", "float32", [2])]))
     # M from a shape computation: Shape -> Gather gives M's value.
     m = mk([h.make_node("Shape", ["x"], ["sh"]),
             h.make_node("Gather", ["sh", "zero"], ["M"], axis=0),
