@@ -179,7 +179,7 @@ def check_model(roamc, corpus, rec, ort_only, verbose):
 
     copy, left_out = all_outputs_copy(model, onnx_types, roamc_values)
     for n, why in left_out.items():
-        if "no element type" in why:
+        if "no element type" in why and not ort_only:   # without roamc, a gap of the harness
             res["mismatches"].append((n, why))
         else:
             res["notes"].append("%s: %s, not compared" % (n, why))
