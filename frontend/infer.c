@@ -316,9 +316,7 @@ static int fi_from_type(fi_ctx *cx, fi_tensor *t, const Onnx__TypeProto *tp, con
     return cx->failed ? -1 : 0;
 }
 
-/* A double as int64, saturating (NaN gives 0): values from the file or from
- * float arithmetic can be anything. */
-static int64_t fi_double_to_int(double f) {
+int64_t fi_double_to_int(double f) {
     return isnan(f) ? 0 : f >= 9.2e18 ? INT64_MAX : f <= -9.2e18 ? INT64_MIN : (int64_t)f;
 }
 
@@ -1049,6 +1047,14 @@ bool fi_in_floats(const fi_node *n, size_t k, const double **v, size_t *len) {
     return true;
 }
 
+bool fi_in_scalar(const fi_node *n, size_t k, int64_t *v) {
+    const int64_t *p;
+    size_t len;
+    if (!fi_in_ints(n, k, &p, &len) || len != 1) return false;
+    *v = p[0];
+    return true;
+}
+
 bool fi_has_rank(const fi_tensor *t) { return t && t->rank >= 0; }
 
 bool fi_all_known(const fi_tensor *t) {
@@ -1163,9 +1169,10 @@ int fi_set_from_tensor_proto(fi_node *n, size_t k, const Onnx__TensorProto *tp) 
 fi_dim fi_known(int64_t v) { return (fi_dim){v, -1, false}; }
 fi_dim fi_unknown(int32_t sym) { return (fi_dim){-1, sym, sym >= 0}; }
 
+fi_dim fi_unknown_derived(int32_t sym) { return (fi_dim){-1, sym, false}; }
+
 static fi_dim fi_derived(fi_dim a, fi_dim b) {
-    int32_t s = a.v < 0 && a.sym >= 0 ? a.sym : b.v < 0 ? b.sym : -1;
-    return (fi_dim){-1, s, false};
+    return fi_unknown_derived(a.v < 0 && a.sym >= 0 ? a.sym : b.v < 0 ? b.sym : -1);
 }
 
 fi_dim fi_dim_add(fi_node *n, fi_dim a, fi_dim b) {

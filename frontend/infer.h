@@ -160,6 +160,11 @@ fi_tensor *fi_in(const fi_node *n, size_t k);
 bool fi_in_ints(const fi_node *n, size_t k, const int64_t **v, size_t *len);
 /* Input k's value as doubles (any numeric type), into a context buffer. */
 bool fi_in_floats(const fi_node *n, size_t k, const double **v, size_t *len);
+/* Input k's value as one integer (a scalar or a 1-element tensor): true
+ * with *v when known. */
+bool fi_in_scalar(const fi_node *n, size_t k, int64_t *v);
+/* A double as int64, saturating, NaN as 0 (values can be anything). */
+int64_t fi_double_to_int(double f);
 /* Shape known (rank and every dim; dims may still be unknown-with-symbol
  * when only_rank). */
 bool fi_has_rank(const fi_tensor *t);
@@ -187,6 +192,8 @@ int fi_set_from_tensor_proto(fi_node *n, size_t k, const Onnx__TensorProto *tp);
  * symbol; results above FI_MAX_DIM fail the node. */
 fi_dim fi_known(int64_t v);
 fi_dim fi_unknown(int32_t sym);
+/* An unknown dim that depends on sym (a function of it, not sym itself). */
+fi_dim fi_unknown_derived(int32_t sym);
 fi_dim fi_dim_add(fi_node *n, fi_dim a, fi_dim b);
 fi_dim fi_dim_sub(fi_node *n, fi_dim a, fi_dim b); /* fails the node when negative */
 fi_dim fi_dim_mul(fi_node *n, fi_dim a, fi_dim b);

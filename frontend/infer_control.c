@@ -23,9 +23,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* An unknown dim that depends on whatever u is or depends on. */
-static fi_dim fi_ctl_depends(fi_dim u) { return (fi_dim){-1, u.sym, false}; }
-
 static void fi_ctl_mark(fi_node *n, size_t k, bool bound) {
     if (k < n->n_out && n->out[k]) n->out[k]->bound = bound;
 }
@@ -39,7 +36,7 @@ static void fi_ctl_mark(fi_node *n, size_t k, bool bound) {
 static fi_dim fi_ctl_bounded(fi_node *n, const char *what, fi_dim upper) {
     if (upper.v == 0) return fi_known(0);
     if (upper.v > 0) return fi_data_dim(n, what, upper.v);
-    return fi_ctl_depends(upper);
+    return fi_unknown_derived(upper.sym);
 }
 
 /* The element count of t as a dim (1 for a scalar): any 0 dim makes it 0,
@@ -94,11 +91,7 @@ static int fi_ctl_scalar_in(fi_node *n, size_t k, const char *what, int64_t *v) 
     const fi_tensor *t = fi_in(n, k);
     int64_t count = fi_numel(t);
     if (count >= 0 && count != 1) return fi_fail(n, "%s has %lld elements, not 1", what, (long long)count);
-    const int64_t *p;
-    size_t len;
-    if (!fi_in_ints(n, k, &p, &len) || len != 1) return 0;
-    *v = p[0];
-    return 1;
+    return fi_in_scalar(n, k, v) ? 1 : 0;
 }
 
 static int fi_ctl_want_type(fi_node *n, size_t k, const char *what, int32_t elem) {
@@ -130,7 +123,7 @@ static bool fi_ctl_if_bound(const fi_tensor *a, const fi_tensor *b) {
 static fi_dim fi_ctl_merge_dim(fi_node *n, fi_dim x, fi_dim y, const char *what) {
     if (x.v >= 0 && y.v >= 0) return x.v == y.v ? x : fi_data_dim(n, what, x.v > y.v ? x.v : y.v);
     if (x.v < 0 && y.v < 0 && x.exact && y.exact && x.sym == y.sym) return x;
-    return fi_ctl_depends(x.v < 0 ? x : y);
+    return fi_unknown_derived(x.v < 0 ? x.sym : y.sym);
 }
 
 static int fi_ctl_if_merge(fi_node *n, size_t k, const fi_tensor *a, const fi_tensor *b) {
@@ -280,9 +273,9 @@ static fi_tensor *fi_ctl_settle(fi_node *n, fi_ctl_body *b, size_t i, bool *move
             t->bound = true;
             t->dims[d] = fi_data_dim(n, what, -1);
         } else if (x.v >= 0 || (y.v < 0 && x.exact && y.exact && x.sym == y.sym)) {
-            t->dims[d] = x.v >= 0 && y.v < 0 ? fi_ctl_depends(y) : x;
+            t->dims[d] = x.v >= 0 && y.v < 0 ? fi_unknown_derived(y.sym) : x;
         } else {
-            t->dims[d] = fi_ctl_depends(x);
+            t->dims[d] = fi_unknown_derived(x.sym);
         }
     }
     return t;
@@ -392,7 +385,7 @@ static fi_ctl_trips fi_ctl_loop_trips(fi_node *n, bool m_known, int64_t m, int c
 
 static fi_dim fi_ctl_trips_dim(fi_node *n, const fi_ctl_trips *t) {
     if (t->exact >= 0) return fi_known(t->exact);
-    if (t->blame >= 0) return fi_ctl_depends(fi_unknown(t->blame)); /* known once M is */
+    if (t->blame >= 0) return fi_unknown_derived(t->blame); /* known once M is */
     /* M = INT64_MAX with a cond is how exporters spell "while": no bound */
     return fi_data_dim(n, "trips", t->upper <= FI_MAX_DIM ? t->upper : -1);
 }
@@ -611,7 +604,7 @@ static int fi_ctl_nms(fi_node *n) {
     fi_dim dims[2] = {fi_known(0), fi_known(3)};
     if (known && per <= 0) return fi_set_shape(n, 0, FI_CTL_INT64, 2, dims);
     if (boxes->rank < 0 || scores->rank < 0) {
-        dims[0] = fi_ctl_depends(fi_unknown(fi_blame(boxes->rank < 0 ? boxes : scores)));
+        dims[0] = fi_unknown_derived(fi_blame(boxes->rank < 0 ? boxes : scores));
     } else {
         fi_dim batches = fi_dim_merge(n, boxes->dims[0], scores->dims[0], "batch dims of boxes and scores");
         fi_dim spatial = fi_dim_merge(n, boxes->dims[1], scores->dims[2], "box counts of boxes and scores");
@@ -655,7 +648,7 @@ static int fi_ctl_topk(fi_node *n) {
     memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
     int32_t hides = known ? -1 : fi_blame(fi_in(n, 1));
     /* a K that a symbol hides becomes known once the symbol is bound */
-    dims[a] = known ? fi_known(k) : hides >= 0 && len.v != 0 ? fi_ctl_depends(fi_unknown(hides)) : fi_ctl_bounded(n, "k", len);
+    dims[a] = known ? fi_known(k) : hides >= 0 && len.v != 0 ? fi_unknown_derived(hides) : fi_ctl_bounded(n, "k", len);
     if (fi_set_shape(n, 0, x->elem, x->rank, dims) || fi_set_shape(n, 1, FI_CTL_INT64, x->rank, dims)) return -1;
     fi_ctl_mark(n, 0, !known);
     fi_ctl_mark(n, 1, !known);

@@ -62,7 +62,7 @@ static void fi_math_blame(fi_node *n) {
  * which: 1 stays 1, anything else is unknown and depends on `sym`. */
 static fi_dim fi_math_dim_or_one(fi_dim d, int32_t sym) {
     if (d.v == 1) return d;
-    return (fi_dim){-1, sym >= 0 ? sym : (d.v < 0 ? d.sym : -1), false};
+    return fi_unknown_derived(sym >= 0 ? sym : (d.v < 0 ? d.sym : -1));
 }
 
 /* ---------------------------------------------- element types of values */

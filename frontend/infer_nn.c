@@ -976,10 +976,8 @@ static int fi_nn_dynamic_quantize_linear(fi_node *n) {
 
 /* A scalar input's value, or -1 (unknown, or not a non-negative integer). */
 static int64_t fi_nn_scalar_value(fi_node *n, size_t k) {
-    const int64_t *v;
-    size_t len;
-    if (!fi_in_ints(n, k, &v, &len) || len != 1 || v[0] < 0 || v[0] > FI_MAX_DIM) return -1;
-    return v[0];
+    int64_t v;
+    return fi_in_scalar(n, k, &v) && v >= 0 && v <= FI_MAX_DIM ? v : -1;
 }
 
 /* A dim from a scalar input's value: known, or unknown blamed on it. */

@@ -33,16 +33,6 @@
  * imports no standard opset (opset 0) gets the newest forms. */
 static bool fi_shape_since(const fi_node *n, int64_t version) { return n->opset == 0 || n->opset >= version; }
 
-/* An unknown dim that depends on sym without being it. */
-static fi_dim fi_shape_dep(int32_t sym) { return (fi_dim){-1, sym, false}; }
-
-/* A double as int64 without undefined behaviour (NaN -> 0, saturating). */
-static int64_t fi_shape_f2i(double f) {
-    if (isnan(f)) return 0;
-    if (f >= 9.2e18) return INT64_MAX;
-    if (f <= -9.2e18) return INT64_MIN;
-    return (int64_t)f;
-}
 
 /* When output k's value stays unknown, the symbol that hides the value of
  * `from` hides it too. */
@@ -51,14 +41,6 @@ static void fi_shape_blame(fi_node *n, size_t k, const fi_tensor *from) {
     n->out[k]->blame = fi_blame(from);
 }
 
-/* Input k's value as one integer (a scalar or a 1-element tensor). */
-static bool fi_shape_scalar(const fi_node *n, size_t k, int64_t *v) {
-    const int64_t *p;
-    size_t len;
-    if (!fi_in_ints(n, k, &p, &len) || len != 1) return false;
-    *v = p[0];
-    return true;
-}
 
 /* The length of a 1-D input whose value is unknown, or -1: the rank a
  * shape-like input gives even when its value is unknown. */
@@ -91,7 +73,7 @@ static bool fi_shape_buf_init(fi_shape_buf *b, int32_t elem, int64_t count) {
 
 /* Element si of src's value into position pos. */
 static void fi_shape_buf_put(fi_shape_buf *b, int64_t pos, const fi_tensor *src, int64_t si) {
-    if (b->ints) b->i[pos] = src->ci ? src->ci[si] : fi_shape_f2i(src->cf[si]);
+    if (b->ints) b->i[pos] = src->ci ? src->ci[si] : fi_double_to_int(src->cf[si]);
     else b->f[pos] = src->cf ? src->cf[si] : (double)src->ci[si];
 }
 
@@ -328,7 +310,7 @@ static int fi_shape_constant_of_shape(fi_node *n) {
         elem = a->t->data_type;
         have_fill = fi_shape_tp_first(a->t, &iv, &fv);
         if (fi_is_float_type(elem) && !fv && iv) fv = (double)iv;
-        if (fi_is_int_type(elem) && !iv && fv) iv = fi_shape_f2i(fv);
+        if (fi_is_int_type(elem) && !iv && fv) iv = fi_double_to_int(fv);
     }
     const fi_tensor *s = fi_in(n, 0);
     if (!s) return fi_fail(n, "needs a shape input");
@@ -339,7 +321,7 @@ static int fi_shape_constant_of_shape(fi_node *n) {
         if (r < 0) return fi_set_type(n, 0, elem);
         if (r > FI_MAX_RANK) return fi_fail(n, "shape of length %lld", (long long)r);
         fi_dim dims[FI_MAX_RANK];
-        for (int64_t d = 0; d < r; d++) dims[d] = fi_shape_dep(fi_blame(s));
+        for (int64_t d = 0; d < r; d++) dims[d] = fi_unknown_derived(fi_blame(s));
         return fi_set_shape(n, 0, elem, (int)r, dims);
     }
     if (len > FI_MAX_RANK) return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", len, FI_MAX_RANK);
@@ -431,7 +413,7 @@ static fi_dim fi_shape_reshape_infer(fi_node *n, const fi_tensor *x, const fi_di
         }
         if (__builtin_mul_overflow(in_rest, x->dims[d].v, &in_rest)) in_rest = -1;
     }
-    if (sym != -1 || in_rest < 0) return fi_shape_dep(sym >= 0 ? sym : -1);
+    if (sym != -1 || in_rest < 0) return fi_unknown_derived(sym >= 0 ? sym : -1);
     for (int d = 0; d < rank; d++)
         if (d != minus && !copied[d] && __builtin_mul_overflow(out_rest, od[d].v, &out_rest)) out_rest = -1;
     if (out_rest <= 0) {
@@ -458,7 +440,7 @@ static int fi_shape_reshape(fi_node *n) {
         if (s.len_known < 0) return fi_set_type(n, 0, x->elem);
         if (s.len_known > FI_MAX_RANK) return fi_fail(n, "shape of length %lld", (long long)s.len_known);
         fi_dim od[FI_MAX_RANK];
-        for (int64_t d = 0; d < s.len_known; d++) od[d] = fi_shape_dep(fi_blame(s.from));
+        for (int64_t d = 0; d < s.len_known; d++) od[d] = fi_unknown_derived(fi_blame(s.from));
         return fi_set_shape(n, 0, x->elem, (int)s.len_known, od);
     }
     if (s.len > FI_MAX_RANK) return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", s.len, FI_MAX_RANK);
@@ -486,7 +468,7 @@ static int fi_shape_reshape(fi_node *n) {
     }
     if (minus >= 0 && has_zero) return fi_fail(n, "the shape has both 0 (allowzero) and -1");
     if (minus >= 0) {
-        if (!fi_has_rank(x)) od[minus] = fi_shape_dep(fi_blame(x));
+        if (!fi_has_rank(x)) od[minus] = fi_unknown_derived(fi_blame(x));
         else od[minus] = fi_shape_reshape_infer(n, x, od, rank, minus, copied);
         if (fi_failed(n)) return -1;
     } else {
@@ -520,7 +502,7 @@ static int fi_shape_squeeze(fi_node *n) {
         /* the rank is known (each axis drops one dim), not which dims stay */
         if (l.len_known < 0 || l.len_known > x->rank) return fi_set_type(n, 0, x->elem);
         fi_dim od[FI_MAX_RANK];
-        for (int d = 0; d < x->rank - l.len_known; d++) od[d] = fi_shape_dep(fi_blame(l.from));
+        for (int d = 0; d < x->rank - l.len_known; d++) od[d] = fi_unknown_derived(fi_blame(l.from));
         return fi_set_shape(n, 0, x->elem, x->rank - (int)l.len_known, od);
     }
     if (l.present) {
@@ -556,7 +538,7 @@ static int fi_shape_unsqueeze(fi_node *n) {
         if (l.len_known < 0) return fi_set_type(n, 0, x->elem);
         if (x->rank + l.len_known > FI_MAX_RANK) return fi_fail(n, "output would have rank %lld", (long long)(x->rank + l.len_known));
         fi_dim od[FI_MAX_RANK];
-        for (int d = 0; d < x->rank + l.len_known; d++) od[d] = fi_shape_dep(fi_blame(l.from));
+        for (int d = 0; d < x->rank + l.len_known; d++) od[d] = fi_unknown_derived(fi_blame(l.from));
         return fi_set_shape(n, 0, x->elem, x->rank + (int)l.len_known, od);
     }
     if ((int64_t)l.len + x->rank > FI_MAX_RANK) return fi_fail(n, "output would have rank %zu", l.len + (size_t)x->rank);
@@ -617,7 +599,7 @@ static int fi_shape_concat(fi_node *n) {
     for (size_t i = 0; i < n->n_in; i++) {
         const fi_tensor *t = fi_in(n, i);
         if (!fi_has_rank(t)) {
-            od[axis] = fi_shape_dep(fi_blame(t));
+            od[axis] = fi_unknown_derived(fi_blame(t));
             continue;
         }
         if (t->rank != first->rank) return fi_fail(n, "input %zu has rank %d, input 0 rank %d", i, t->rank, first->rank);
@@ -681,7 +663,7 @@ static int fi_shape_split(fi_node *n) {
         return fi_fail(n, "split has %lld lengths for %zu outputs", (long long)l.len_known, parts);
     if (l.present && !l.known) {
         for (size_t k = 0; k < parts; k++) {
-            fi_dim len = fi_shape_dep(fi_blame(l.from));
+            fi_dim len = fi_unknown_derived(fi_blame(l.from));
             if (fi_shape_emit_part(n, k, x, axis, 0, len)) return -1;
         }
         return 0;
@@ -759,7 +741,7 @@ static int fi_shape_slice_unknown(fi_node *n, const fi_tensor *x, const fi_shape
     int64_t n_axes = st->len_known >= 0 ? st->len_known : en->len_known;
     for (int d = 0; d < x->rank; d++) {
         if (!ax->known) hit[d] = ax->present || n_axes < 0 || d < n_axes;
-        if (hit[d]) od[d] = fi_shape_dep(fi_blame(why));
+        if (hit[d]) od[d] = fi_unknown_derived(fi_blame(why));
     }
     if (fi_set_shape(n, 0, x->elem, x->rank, od)) return -1;
     fi_shape_blame(n, 0, why);
@@ -800,7 +782,7 @@ static int fi_shape_slice(fi_node *n) {
         if (x->dims[d].v < 0) {
             /* x[0:BIG] keeps an unknown dim whole; anything else depends on it */
             bool whole = step == 1 && s == 0 && e >= FI_MAX_DIM;
-            od[d] = whole ? x->dims[d] : fi_shape_dep(x->dims[d].sym);
+            od[d] = whole ? x->dims[d] : fi_unknown_derived(x->dims[d].sym);
             continue;
         }
         od[d] = fi_known(fi_shape_slice_axis(x->dims[d].v, &s, e, step));
@@ -838,7 +820,7 @@ static int fi_shape_expand(fi_node *n) {
     for (int d = 0; d < r; d++) {
         int xd = d - (r - x->rank), sd = d - (r - (int)slen);
         fi_dim a = xd >= 0 ? x->dims[xd] : fi_known(1);
-        fi_dim b = sd < 0 ? fi_known(1) : known ? fi_known(v[sd]) : fi_shape_dep(fi_blame(s));
+        fi_dim b = sd < 0 ? fi_known(1) : known ? fi_known(v[sd]) : fi_unknown_derived(fi_blame(s));
         if (known && sd >= 0 && (v[sd] < 0 || v[sd] > FI_MAX_DIM)) return fi_fail(n, "shape has %lld at %d", (long long)v[sd], sd);
         /* an unknown shape entry is 1 or equal to x's dim: a known x dim
          * other than 1 wins either way */
@@ -862,9 +844,9 @@ static int fi_shape_tile(fi_node *n) {
         int64_t tiles, axis;
         int a;
         if (!fi_in(n, 2)) return fi_fail(n, "needs an axis input");
-        if (!fi_shape_scalar(n, 2, &axis)) return fi_set_type(n, 0, x->elem);
+        if (!fi_in_scalar(n, 2, &axis)) return fi_set_type(n, 0, x->elem);
         if (fi_axis(n, axis, x->rank, &a)) return -1;
-        if (!fi_shape_scalar(n, 1, &tiles)) od[a] = fi_shape_dep(fi_blame(fi_in(n, 1)));
+        if (!fi_in_scalar(n, 1, &tiles)) od[a] = fi_unknown_derived(fi_blame(fi_in(n, 1)));
         else if (tiles < 0) return fi_fail(n, "negative tiles %lld", (long long)tiles);
         else od[a] = fi_dim_mul(n, od[a], fi_known(tiles));
         if (fi_failed(n)) return -1;
@@ -876,7 +858,7 @@ static int fi_shape_tile(fi_node *n) {
         int64_t rl = fi_shape_len(fi_in(n, 1));
         if (rl >= 0 && rl != x->rank) return fi_fail(n, "repeats has %lld entries for rank %d", (long long)rl, x->rank);
         for (int d = 0; d < x->rank; d++)
-            if (od[d].v != 0) od[d] = fi_shape_dep(fi_blame(fi_in(n, 1)));
+            if (od[d].v != 0) od[d] = fi_unknown_derived(fi_blame(fi_in(n, 1)));
         return fi_set_shape(n, 0, x->elem, x->rank, od);
     }
     if (len != (size_t)x->rank) return fi_fail(n, "repeats has %zu entries for rank %d", len, x->rank);
@@ -911,7 +893,7 @@ static int fi_shape_pad(fi_node *n) {
     }
     if (!p.known || (a.present && !a.known)) {
         const fi_tensor *why = !p.known ? p.from : a.from;
-        for (size_t i = 0; i < n_axes; i++) od[axes[i]] = fi_shape_dep(fi_blame(why));
+        for (size_t i = 0; i < n_axes; i++) od[axes[i]] = fi_unknown_derived(fi_blame(why));
         return fi_set_shape(n, 0, x->elem, x->rank, od);
     }
     if (p.len != 2 * n_axes) return fi_fail(n, "%zu pads for %zu axes", p.len, n_axes);
@@ -921,7 +903,7 @@ static int fi_shape_pad(fi_node *n) {
             return fi_fail(n, "pads %lld, %lld out of range", (long long)b, (long long)e);
         fi_dim d = od[axes[i]];
         if (d.v < 0) {
-            if (sum != 0) od[axes[i]] = fi_shape_dep(d.sym);
+            if (sum != 0) od[axes[i]] = fi_unknown_derived(d.sym);
             continue;
         }
         if (__builtin_add_overflow(d.v, sum, &r) || r > FI_MAX_DIM)
@@ -954,7 +936,7 @@ static int fi_shape_center_crop_pad(fi_node *n) {
     if (known && len != n_axes) return fi_fail(n, "shape has %zu entries for %zu axes", len, n_axes);
     for (size_t i = 0; i < n_axes; i++) {
         if (known && (v[i] < 0 || v[i] > FI_MAX_DIM)) return fi_fail(n, "shape has %lld", (long long)v[i]);
-        od[axes[i]] = known ? fi_known(v[i]) : fi_shape_dep(fi_blame(s));
+        od[axes[i]] = known ? fi_known(v[i]) : fi_unknown_derived(fi_blame(s));
     }
     return fi_set_shape(n, 0, x->elem, x->rank, od);
 }
@@ -1121,7 +1103,7 @@ static int fi_shape_range(fi_node *n) {
     if (!known) {
         int32_t why = fi_blame(s) >= 0 ? fi_blame(s) : fi_blame(l) >= 0 ? fi_blame(l) : fi_blame(d);
         /* bounds that come from data: a symbol the user can bind with --dim */
-        fi_dim c = why >= 0 ? fi_shape_dep(why) : fi_data_dim(n, "count", -1);
+        fi_dim c = why >= 0 ? fi_unknown_derived(why) : fi_data_dim(n, "count", -1);
         if (fi_failed(n)) return -1;
         if (fi_set_shape(n, 0, elem, 1, &c)) return -1;
         if (n->out[0] && why >= 0) n->out[0]->blame = why;
@@ -1130,9 +1112,9 @@ static int fi_shape_range(fi_node *n) {
     fi_shape_buf b;
     if (!fi_is_float_type(elem)) {
         int64_t is = 0, il = 0, id = 0;
-        fi_shape_scalar(n, 0, &is);
-        fi_shape_scalar(n, 1, &il);
-        fi_shape_scalar(n, 2, &id);
+        fi_in_scalar(n, 0, &is);
+        fi_in_scalar(n, 1, &il);
+        fi_in_scalar(n, 2, &id);
         if (id == 0) return fi_fail(n, "delta is 0");
         int64_t count = fi_shape_range_count_i(is, il, id);
         if (count > FI_MAX_DIM) return fi_fail(n, "would have %lld elements, more than 2^62", (long long)count);
@@ -1165,13 +1147,13 @@ static int fi_shape_one_hot(fi_node *n) {
     size_t len;
     fi_dim depth;
     if (fi_in_floats(n, 1, &dv, &len) && len == 1) {
-        int64_t d = fi_shape_f2i(dv[0]);
+        int64_t d = fi_double_to_int(dv[0]);
         if (d < 0 || d > FI_MAX_DIM) return fi_fail(n, "depth %lld", (long long)d);
         depth = fi_known(d);
     } else if (fi_has_rank(dep) && fi_numel(dep) >= 0 && fi_numel(dep) != 1) {
         return fi_fail(n, "depth is not a scalar");
     } else {
-        depth = fi_shape_dep(fi_blame(dep));
+        depth = fi_unknown_derived(fi_blame(dep));
     }
     fi_dim od[FI_MAX_RANK];
     for (int d = 0, k = 0; d < r; d++) od[d] = d == axis ? depth : ix->dims[k++];

@@ -47,13 +47,9 @@ json_t *planner_shapes_summary_json(const fe_model *m) {
 }
 
 static void shapes_json(FILE *f, const fe_model *m) {
-    json_t *r = json_object();
+    json_t *r = planner_shapes_summary_json(m);
     json_object_set_new(r, "model", json_string(m->path));
-    json_object_set_new(r, "opset", json_integer((json_int_t)m->opset));
     json_object_set_new(r, "graph", json_string(planner_graph_kind(m)));
-    json_object_set_new(r, "symbols", shapes_symbols_json(m));
-    json_object_set_new(r, "values_inferred", json_integer((json_int_t)m->n_inferred));
-    json_object_set_new(r, "declared_shapes_contradicted", json_integer((json_int_t)m->n_conflicts));
     if (m->first_conflict) json_object_set_new(r, "first_contradiction", json_string(m->first_conflict));
     json_t *vals = json_array();
     char type[32];
