@@ -317,70 +317,70 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
                       "(each op must run after the one to its right)", cyc);
 }
 
-/* Mutation order within a storage.  The DESIGN.md edges only order the
+/* Mutation order within a storage.  The value-level edges only order the
  * readers of the very tensor an in-place op overwrites; but a view of that
  * storage (say t(w), read by a backward matmul) sees the write too.  So for
  * each storage that is written in place, every access keeps its place
  * relative to the writes in file order: a reader between two writes runs
  * after the first and before the second.  Linear in the accesses: each
  * write is tied to the reads since the previous write, each read to the
- * previous write. */
-static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges) {
+ * previous write.  graph_build adds these pairs as edges; `roamc check`
+ * walks the same pairs to name the write, the reader and the view a
+ * schedule breaks (one definition of the rule for both). */
+int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
     const fe_model *m = g->model;
     size_t ns = g->n_storages;
     int *last_writer = malloc((ns ? ns : 1) * sizeof *last_writer);
+    int *last_written = malloc((ns ? ns : 1) * sizeof *last_written); /* the value it overwrote */
     bool *written = calloc(ns ? ns : 1, sizeof *written);
-    /* readers since the last write, per storage: a linked list through ops,
-     * and its length */
+    /* readers since the last write, per storage: a linked list through
+     * links, and its head */
     int *head = malloc((ns ? ns : 1) * sizeof *head);
-    size_t *n_readers = calloc(ns ? ns : 1, sizeof *n_readers);
     /* writer[s] == i: op i writes s in place (set per op, so that an op with
-     * many inputs and outputs costs inputs + outputs, not their product) */
+     * many inputs and outputs costs inputs + outputs, not their product);
+     * writer_value[s]: the value of s it overwrites */
     int *writer = malloc((ns ? ns : 1) * sizeof *writer);
+    int *writer_value = malloc((ns ? ns : 1) * sizeof *writer_value);
     size_t cap_links = 16, n_links = 0;
-    int (*links)[2] = malloc(cap_links * sizeof *links); /* {op, next} */
-    size_t cap = *n_edges + 16;
-    graph_edge *e = realloc(*edges, cap * sizeof *e);
-    if (!last_writer || !written || !head || !n_readers || !writer || !links || !e) {
-        if (e) *edges = e;
-        free(last_writer), free(written), free(head), free(n_readers), free(writer), free(links);
-        return -1;
-    }
-    *edges = e;
-    for (size_t s = 0; s < ns; s++) last_writer[s] = -1, head[s] = -1, writer[s] = -1;
-    for (size_t i = 0; i < m->n_nodes; i++) {
+    int (*links)[3] = malloc(cap_links * sizeof *links); /* {op, value read, next} */
+    int rc = 0;
+    if (!last_writer || !last_written || !written || !head || !writer || !writer_value || !links) rc = -1;
+    for (size_t s = 0; rc == 0 && s < ns; s++) last_writer[s] = -1, last_written[s] = -1, head[s] = -1, writer[s] = -1;
+    for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
         if (!n->inplace) continue;
         for (size_t k = 0; k < n->n_outputs; k++)
-            if (n->alias[k] >= 0) written[g->storage_of[n->inputs[n->alias[k]]]] = true;
+            if (n->alias[k] >= 0 && n->inputs[n->alias[k]] >= 0) written[g->storage_of[n->inputs[n->alias[k]]]] = true;
     }
-    int rc = 0;
     for (size_t i = 0; i < m->n_nodes && rc == 0; i++) {
         const fe_node *n = &m->nodes[i];
         for (size_t o = 0; n->inplace && o < n->n_outputs; o++)
-            if (n->alias[o] >= 0 && n->inputs[n->alias[o]] >= 0) writer[g->storage_of[n->inputs[n->alias[o]]]] = (int)i;
+            if (n->alias[o] >= 0 && n->inputs[n->alias[o]] >= 0) {
+                int s = g->storage_of[n->inputs[n->alias[o]]];
+                writer[s] = (int)i;
+                writer_value[s] = n->inputs[n->alias[o]];
+            }
         for (size_t k = 0; k < n->n_inputs && rc == 0; k++) {
-            if (n->inputs[k] < 0) continue;
-            int s = g->storage_of[n->inputs[k]];
+            int v = n->inputs[k];
+            if (v < 0) continue;
+            int s = g->storage_of[v];
             if (!written[s]) continue;
             bool writes = writer[s] == (int)i;
             if (last_writer[s] == (int)i) continue; /* this op already handled s */
             if (!writes && head[s] >= 0 && links[head[s]][0] == (int)i) continue; /* already read s */
-            /* room for the edges this access may add */
-            size_t need = *n_edges + 1 + n_readers[s];
-            if (need > cap) {
-                while (need > cap) cap *= 2;
-                graph_edge *p = realloc(e, cap * sizeof *e);
-                if (!p) { rc = -1; break; }
-                e = *edges = p;
+            if (last_writer[s] >= 0) {
+                graph_mutation e = {last_writer[s], (int)i, s, last_writer[s], last_written[s], v};
+                if ((rc = fn(ctx, &e))) break;
             }
-            if (last_writer[s] >= 0) e[(*n_edges)++] = (graph_edge){last_writer[s], (int)i};
             if (writes) {
-                for (int r = head[s]; r >= 0; r = links[r][1])
-                    if (links[r][0] != (int)i) e[(*n_edges)++] = (graph_edge){links[r][0], (int)i};
+                for (int r = head[s]; r >= 0 && rc == 0; r = links[r][2])
+                    if (links[r][0] != (int)i) {
+                        graph_mutation e = {links[r][0], (int)i, s, (int)i, writer_value[s], links[r][1]};
+                        rc = fn(ctx, &e);
+                    }
                 head[s] = -1;
-                n_readers[s] = 0;
                 last_writer[s] = (int)i;
+                last_written[s] = writer_value[s];
             } else {
                 if (n_links == cap_links) {
                     void *p = realloc(links, 2 * cap_links * sizeof *links);
@@ -389,13 +389,41 @@ static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges
                     cap_links *= 2;
                 }
                 links[n_links][0] = (int)i;
-                links[n_links][1] = head[s];
+                links[n_links][1] = v;
+                links[n_links][2] = head[s];
                 head[s] = (int)n_links++;
-                n_readers[s]++;
             }
         }
     }
-    free(last_writer), free(written), free(head), free(n_readers), free(writer), free(links);
+    free(last_writer), free(last_written), free(written), free(head), free(writer), free(writer_value), free(links);
+    return rc;
+}
+
+/* graph_mutation_order's pairs as ordering edges, appended to a growing
+ * array. */
+typedef struct graph_edge_sink {
+    graph_edge *e;
+    size_t n, cap;
+} graph_edge_sink;
+
+static int graph_sink_edge(void *ctx, const graph_mutation *mu) {
+    graph_edge_sink *k = ctx;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        graph_edge *p = realloc(k->e, cap * sizeof *p);
+        if (!p) return -1;
+        k->e = p;
+        k->cap = cap;
+    }
+    k->e[k->n++] = (graph_edge){mu->before, mu->after};
+    return 0;
+}
+
+static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges) {
+    graph_edge_sink k = {*edges, *n_edges, *n_edges};
+    int rc = graph_mutation_order(g, graph_sink_edge, &k);
+    *edges = k.e;
+    *n_edges = k.n;
     return rc;
 }
 

@@ -66,6 +66,33 @@ typedef struct graph {
 int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t errlen);
 void graph_free(graph *g);
 
+/* One pair of the mutation order of a storage written in place
+ * (shared/DESIGN.md "Ordering edges"): op `before` must run before op
+ * `after`.  One of the two is `writer`, which overwrites value `written`
+ * of the storage in place; the other accesses the storage through value
+ * `read` (the written value itself, or a view of the storage made before or
+ * after the write).  For two writes in a row, writer is the first and read
+ * is what the second reads. */
+typedef struct graph_mutation {
+    int before, after;
+    int storage;
+    int writer;
+    int written, read;
+} graph_mutation;
+
+/* Called once per pair; a non-zero return stops the walk and is returned. */
+typedef int (*graph_mutation_fn)(void *ctx, const graph_mutation *mu);
+
+/* Walks the mutation order of every storage written in place, taking the
+ * file's node order as the program's meaning: a node that reads a storage
+ * between two in-place writes of it gives the pairs (first write, node) and
+ * (node, second write); consecutive writes give (first, second).  The pairs
+ * come in file order of `after` and may repeat a (before, after) pair seen
+ * through another value.  graph_build makes these pairs ordering edges;
+ * `roamc check` tests a schedule against them.  O(ops + accesses).
+ * Returns 0, fn's non-zero value, or -1 on out of memory. */
+int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx);
+
 /* Display name of op i: its node name, else "op_type#i".  Never NULL. */
 const char *graph_op_label(const graph *g, int op, char *buf, size_t len);
 

@@ -80,6 +80,59 @@ static int check_lookup(const check_name *sorted, size_t n, const char *name) {
     return hit ? hit->value : -1;
 }
 
+typedef struct check_mutation_ctx {
+    check_ctx *c;
+    const graph *g;
+    const int *step_of;
+} check_mutation_ctx;
+
+/* "node 171 (addcdiv_)" */
+static const char *check_op(const graph *g, int op, char *buf, size_t len) {
+    snprintf(buf, len, "node %d (%s)", op, g->model->nodes[op].op_type);
+    return buf;
+}
+
+/* One pair of the mutation order: the schedule must run `before` first.
+ * The message names the write, the other access and the tensor (view)
+ * through which that access reaches the storage. */
+static int check_mutation(void *ctx, const graph_mutation *mu) {
+    check_mutation_ctx *mc = ctx;
+    if (mc->step_of[mu->before] < mc->step_of[mu->after]) return 0;
+    const fe_model *m = mc->g->model;
+    char w[160], r[160];
+    int other = mu->writer == mu->before ? mu->after : mu->before;
+    check_op(mc->g, mu->writer, w, sizeof w);
+    check_op(mc->g, other, r, sizeof r);
+    const char *written = m->values[mu->written].name, *read = m->values[mu->read].name;
+    bool other_writes = false; /* two writes in a row */
+    const fe_node *on = &m->nodes[other];
+    for (size_t k = 0; on->inplace && k < on->n_outputs; k++)
+        if (on->alias[k] >= 0 && on->inputs[on->alias[k]] >= 0 &&
+            mc->g->storage_of[on->inputs[on->alias[k]]] == mu->storage)
+            other_writes = true;
+    char via[320];
+    if (mu->read == mu->written)
+        snprintf(via, sizeof via, "'%s' itself", read);
+    else
+        snprintf(via, sizeof via, "the view '%s'", read);
+    if (other_writes)
+        check_problem(mc->c,
+                      "%s overwrites the storage of '%s' in place at step %d, before %s overwrites it at step %d; "
+                      "the file has %s's write first",
+                      r, written, mc->step_of[other], w, mc->step_of[mu->writer], w);
+    else if (mu->writer == mu->after)
+        check_problem(mc->c,
+                      "%s overwrites '%s' in place at step %d, before %s reads that storage through %s at step %d; "
+                      "the file reads it before the write",
+                      w, written, mc->step_of[mu->writer], r, via, mc->step_of[other]);
+    else
+        check_problem(mc->c,
+                      "%s reads the storage of '%s' through %s at step %d, before %s overwrites it in place at "
+                      "step %d; the file reads it after the write",
+                      r, written, via, mc->step_of[other], w, mc->step_of[mu->writer]);
+    return 0;
+}
+
 static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, FILE *out) {
     const fe_model *m = g->model;
     check_ctx c = {out, 0};
@@ -140,26 +193,15 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     }
     if ((rc = check_verdict(&c))) goto done;
 
-    /* in-place writes after every other reader of what they overwrite */
-    for (size_t i = 0; i < n; i++) {
-        const fe_node *nd = &m->nodes[i];
-        if (!nd->inplace) continue;
-        for (size_t k = 0; k < nd->n_outputs; k++) {
-            if (nd->alias[k] < 0) continue;
-            int x = nd->inputs[nd->alias[k]];
-            /* the graph's predecessors of i include every other reader of x */
-            for (size_t e = g->pred_start[i]; e < g->pred_start[i + 1]; e++) {
-                int r = g->pred[e];
-                if (step_of[r] <= step_of[i]) continue;
-                const fe_node *rd = &m->nodes[r];
-                for (size_t q = 0; q < rd->n_inputs; q++)
-                    if (rd->inputs[q] == x) {
-                        check_problem(&c, "node %zu overwrites '%s' in place before node %d reads it", i, m->values[x].name, r);
-                        break;
-                    }
-            }
-        }
+    /* the mutation order of every storage written in place (DESIGN.md
+     * "Ordering edges"), walked by the same rule graph_build makes its edges
+     * from, so that a reader through a view of the storage counts */
+    check_mutation_ctx mc = {&c, g, step_of};
+    if (graph_mutation_order(g, check_mutation, &mc) < 0) {
+        fprintf(out, "INVALID: out of memory\n");
+        goto done;
     }
+    if ((rc = check_verdict(&c))) goto done;
 
     /* buffers */
     json_t *jb = json_object_get(plan, "buffers");
