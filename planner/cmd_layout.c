@@ -151,44 +151,20 @@ static int cl_parse(int argc, char **argv, cl_options *o)
     return 0;
 }
 
-static double cl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Writes the CSV to path through a temporary file in the same directory and
- * a rename, so that path is either the complete new file or untouched. */
+/* Writes the CSV to path all or nothing (planner_output). */
 static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64_t *offsets)
 {
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        fprintf(stderr, "roamc layout: cannot create %s: %s\n", tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    FILE *f = fdopen(fd, "w");
-    int rc = f ? layout_csv_write(f, csv, offsets) : -1;
-    if (f && fflush(f) != 0)
-        rc = -1;
-    if (f && fsync(fileno(f)) != 0)
-        rc = -1;
-    if (f ? fclose(f) != 0 : close(fd) != 0)
-        rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -1;
-    if (rc != 0) {
+    planner_output out;
+    if (planner_output_open(&out, path) != 0) {
         fprintf(stderr, "roamc layout: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
+        return -1;
     }
-    free(tmp);
-    return rc;
+    int ok = layout_csv_write(out.f, csv, offsets) == 0;
+    if (planner_output_close(&out, ok) != 0) {
+        fprintf(stderr, "roamc layout: cannot write %s: %s\n", path, errno ? strerror(errno) : "I/O error");
+        return -1;
+    }
+    return 0;
 }
 
 int cmd_layout(int argc, char **argv)
@@ -246,7 +222,7 @@ int cmd_layout(int argc, char **argv)
         goto out;
     }
 
-    double t0 = cl_now();
+    double t0 = planner_now();
     uint64_t height;
     const char *detail = "";
     const char *winner = NULL; /* roam: the best heuristic and its height */
@@ -278,7 +254,7 @@ int cmd_layout(int argc, char **argv)
             detail = height < h0 ? "improved on" : "no better than";
         }
     }
-    double secs = cl_now() - t0;
+    double secs = planner_now() - t0;
     if (height == UINT64_MAX) {
         fprintf(stderr, "roamc layout: out of memory\n");
         rc = CL_EXIT_ERROR;

@@ -54,55 +54,18 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     return root;
 }
 
-FILE *planner_atomic_open(const char *path, char **tmp_path) {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp) return NULL;
-    /* mkstemp in the target's folder, so that rename is atomic */
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(tmp);
-        return NULL;
-    }
-    /* mkstemp makes the file 0600; a plan is an ordinary file: 0666 & ~umask */
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return NULL;
-    }
-    *tmp_path = tmp;
-    return f;
-}
-
-int planner_atomic_close(FILE *f, char *tmp_path, const char *path, int ok) {
-    int rc = ok ? 0 : -1;
-    if (ferror(f)) rc = -1;
-    if (fclose(f) != 0) rc = -1;
-    if (rc == 0 && rename(tmp_path, path) != 0) rc = -1;
-    if (rc != 0) unlink(tmp_path);
-    free(tmp_path);
-    return rc;
-}
-
 int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
     json_t *root = plan_to_json(p, model_path);
     if (!root) return planner_errorf(err, errlen, "%s: out of memory building the plan", path);
-    char *tmp;
-    FILE *f = planner_atomic_open(path, &tmp);
-    if (!f) {
+    planner_output out;
+    if (planner_output_open(&out, path)) {
         int e = errno;
         json_decref(root);
-        return planner_errorf(err, errlen, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+        return planner_errorf(err, errlen, "%s: cannot write the plan there: %s", path, strerror(e));
     }
-    int ok = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF;
+    int ok = json_dumpf(root, out.f, JSON_COMPACT) == 0 && fputc('\n', out.f) != EOF;
     json_decref(root);
-    if (planner_atomic_close(f, tmp, path, ok)) {
+    if (planner_output_close(&out, ok)) {
         int e = errno;
         return planner_errorf(err, errlen, "%s: cannot write the plan: %s", path, e ? strerror(e) : "I/O error");
     }

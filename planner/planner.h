@@ -106,14 +106,23 @@ int plan_validate(const plan *p, char *err, size_t errlen);
  * recorded as given.  Returns 0, or -1 with a message (no file is left). */
 int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen);
 
-/* Atomic output: planner_atomic_open creates a temporary file beside path
- * (mode 0666 & ~umask) and returns it open for writing, with its name in
- * *tmp_path; NULL and errno on failure.  planner_atomic_close closes it and,
- * when ok and every write succeeded, renames it over path; otherwise removes
- * it.  Either way tmp_path is freed.  Returns 0 when path now holds the
- * complete file. */
-FILE *planner_atomic_open(const char *path, char **tmp_path);
-int planner_atomic_close(FILE *f, char *tmp_path, const char *path, int ok);
+/* An output file written all or nothing (planner/output.c), the one way
+ * roamc writes a file: regular files through a temporary beside the target
+ * (mode 0666 & ~umask) renamed over it at the end; symlinks written through;
+ * "-" is stdout; devices and FIFOs are written directly. */
+typedef struct planner_output {
+    FILE *f;      /* write here */
+    char *tmp;    /* the temporary file, or NULL when written directly */
+    char *target; /* what the temporary is renamed over (symlinks resolved) */
+    int is_stdout;
+} planner_output;
+/* Opens path for writing.  Returns 0, or -1 with errno set. */
+int planner_output_open(planner_output *o, const char *path);
+/* Finishes the file: when ok and every write succeeded, the temporary is
+ * renamed over the target; otherwise it is removed and the target is left
+ * as it was.  Returns 0 when path now holds the complete file, else -1
+ * with errno set (0 for a write that failed earlier with ok == 0). */
+int planner_output_close(planner_output *o, int ok);
 
 /* The report: text for people, or one JSON object. */
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path);

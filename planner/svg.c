@@ -8,6 +8,7 @@
  */
 #include "planner.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,9 +172,10 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
         if (plans[i]->actual > top) top = plans[i]->actual;
         if (plans[i]->theoretical > top) top = plans[i]->theoretical;
     }
-    char *tmp;
-    FILE *f = planner_atomic_open(path, &tmp);
-    if (!f) return planner_errorf(err, errlen, "%s: cannot create the picture", path);
+    planner_output out;
+    if (planner_output_open(&out, path))
+        return planner_errorf(err, errlen, "%s: cannot write the picture there: %s", path, strerror(errno));
+    FILE *f = out.f;
     double panel_h = svg_layout_h(n) + 22 + svg_curve_h(n) + 24;
     double total_h = 40 + (double)n * (panel_h + SVG_GAP) - SVG_GAP / 2;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -197,6 +199,9 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
                "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
-    if (planner_atomic_close(f, tmp, path, rc == 0)) rc = -1;
-    return rc ? planner_errorf(err, errlen, "%s: cannot write the picture", path) : 0;
+    if (planner_output_close(&out, rc == 0)) {
+        int e = errno;
+        return planner_errorf(err, errlen, "%s: cannot write the picture: %s", path, e ? strerror(e) : "I/O error");
+    }
+    return 0;
 }
