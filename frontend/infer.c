@@ -271,12 +271,70 @@ bool fi_is_int_type(int32_t e) {
     }
 }
 
-/* A dim from the file: a number, a symbol (bound by --dim or not), or
- * nothing.  Negative numbers are refused by the caller. */
+/* A dim_param that is a sum of products of symbols and integers, as
+ * onnxruntime's symbolic shape inference and `export.py --symbolic-batch`
+ * write them: "batch*128", "2*batch+1", "batch_size*sequence_length".
+ * Returns false when text is not such an expression (then it is one plain
+ * symbol name, whatever characters it holds: "seq-len" stays a name).
+ * Otherwise registers every symbol it names and returns true with *dim
+ * known when --dim binds them all, else unknown by its first unbound
+ * symbol, which is the one the user has to bind. */
+static bool fi_dim_expression(fi_ctx *cx, const char *text, fi_dim *dim) {
+    if (!strpbrk(text, "*+")) return false;
+    /* check the grammar first: term ('+' term)*, term = factor ('*' factor)* */
+    for (const char *p = text;;) {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
+        bool ident = n > 0 && !(p[0] >= '0' && p[0] <= '9');
+        if (n == 0 || (!ident && strspn(p, "0123456789") != n)) return false;
+        p += n;
+        if (*p == 0) break;
+        if ((*p != '*' && *p != '+') || p[1] == 0) return false;
+        p++;
+    }
+    int64_t sum = 0, term = 1;
+    int32_t unbound = -1;
+    bool overflow = false;
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, "*+");
+        int64_t v;
+        if (p[0] >= '0' && p[0] <= '9') {
+            v = 0;
+            for (size_t i = 0; i < n; i++) overflow |= __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, p[i] - '0', &v);
+        } else {
+            char name[128];
+            if (n >= sizeof name) return false;
+            memcpy(name, p, n);
+            name[n] = 0;
+            v = fi_flag_dim(cx, name);
+            int32_t s = fi_symbol_add(cx, name, v, FE_SYMBOL_INPUT, -1);
+            if (v < 0 && unbound < 0) unbound = s;
+        }
+        if (v >= 0) overflow |= __builtin_mul_overflow(term, v, &term);
+        p += n;
+        if (*p != '*') {
+            overflow |= __builtin_add_overflow(sum, term, &sum);
+            term = 1;
+        }
+        if (*p == 0) break;
+        p++;
+    }
+    if (unbound >= 0 || cx->failed) *dim = fi_unknown(unbound);
+    else if (overflow || sum > FI_MAX_DIM) {
+        fi_ctx_fail(cx, "dim '%s' is larger than 2^62 under the bindings given", text);
+        *dim = fi_unknown(-1);
+    } else *dim = fi_known(sum);
+    return true;
+}
+
+/* A dim from the file: a number, a symbol (bound by --dim or not), an
+ * expression of symbols, or nothing.  Negative numbers are refused by the
+ * caller. */
 static fi_dim fi_dim_from_proto(fi_ctx *cx, const Onnx__TensorShapeProto__Dimension *d) {
     if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
         return fi_known(d->dim_value);
     if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && d->dim_param[0]) {
+        fi_dim e;
+        if (fi_dim_expression(cx, d->dim_param, &e)) return e;
         int64_t v = fi_flag_dim(cx, d->dim_param);
         int32_t s = fi_symbol_add(cx, d->dim_param, v, FE_SYMBOL_INPUT, -1);
         if (v >= 0) return fi_known(v);

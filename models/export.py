@@ -2,8 +2,8 @@
 """Export one whole PyTorch training step as a roamc training-graph ONNX file.
 
 usage:
-  models/export.py --model NAME [--batch N] [--image-size S] [--seq-len L]
-                   [--optimizer adam|adamw|sgd] [-o OUT.onnx]
+  models/export.py --model NAME [--batch N | --symbolic-batch] [--image-size S]
+                   [--seq-len L] [--optimizer adam|adamw|sgd] [-o OUT.onnx]
   models/export.py --all DIR          # the evaluation set (see models/README.md)
   models/export.py --list             # the model names this exporter knows
 
@@ -948,6 +948,63 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
     return onx, stats
 
 
+SYMBOLIC_BATCHES = (2, 3, 4)
+
+
+def symbolic_batch(models, symbol="batch"):
+    """One batch-symbolic training graph from the same step traced at the
+    batches SYMBOLIC_BATCHES (2, 3, 4): every dim that changes with the batch
+    is affine in it, and becomes a dim_param "batch", "K*batch" or
+    "K*batch+C" (the expressions roamc's frontend evaluates under --dim
+    batch=N); a dim that does not change stays a number.  The first two
+    traces give the line, the third checks it.  Node attributes (view sizes
+    and the like) keep the values of the first trace: the file is for
+    planning, not for running.  Raises ValueError when the operators or the
+    dims do not follow the batch that way."""
+    b = SYMBOLIC_BATCHES
+    ref = models[0]
+    for m, bb in zip(models[1:], b[1:]):
+        if len(m.graph.node) != len(ref.graph.node):
+            raise ValueError("the step has %d operators at batch %d but %d at batch %d"
+                             % (len(ref.graph.node), b[0], len(m.graph.node), bb))
+        for i, (x, y) in enumerate(zip(ref.graph.node, m.graph.node)):
+            if (x.op_type, list(x.input), list(x.output)) != (y.op_type, list(y.input), list(y.output)):
+                raise ValueError("operator %d is %s at batch %d but %s at batch %d"
+                                 % (i, x.op_type, b[0], y.op_type, bb))
+
+    def infos(m):
+        g = m.graph
+        return {vi.name: vi for vi in list(g.input) + list(g.output) + list(g.value_info)}
+
+    others = [infos(m) for m in models[1:]]
+    for t in ref.graph.initializer:
+        for m in models[1:]:
+            u = next(x for x in m.graph.initializer if x.name == t.name)
+            if list(u.dims) != list(t.dims):
+                raise ValueError("constant '%s' changes with the batch" % t.name)
+    for name, vi in infos(ref).items():
+        dims = [vi.type.tensor_type.shape.dim] + [o[name].type.tensor_type.shape.dim for o in others]
+        for k, d in enumerate(dims[0]):
+            d2, d3, d4 = d.dim_value, dims[1][k].dim_value, dims[2][k].dim_value
+            step = d3 - d2
+            base = d2 - b[0] * step
+            if d4 != base + b[2] * step or step < 0 or base < 0:
+                raise ValueError("value '%s' dim %d is %d, %d, %d at batches %s: not K*batch+C"
+                                 % (name, k, d2, d3, d4, ", ".join(map(str, b))))
+            if step == 0:
+                continue
+            expr = symbol if step == 1 else "%d*%s" % (step, symbol)
+            if base:
+                expr += "+%d" % base
+            d.Clear()
+            d.dim_param = expr
+    for e in ref.metadata_props:
+        if e.key == "roamc.batch":
+            e.value = symbol
+    ref.doc_string = ref.doc_string.replace("(batch %d," % b[0], "(batch symbolic '%s'," % symbol)
+    return ref
+
+
 def write(onx, path):
     data = onx.SerializeToString(deterministic=True) if _has_det() else onx.SerializeToString()
     d = os.path.dirname(os.path.abspath(path))
@@ -969,13 +1026,22 @@ def _has_det():
 
 
 def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False):
+    """Exports one step to out; batch None: batch-symbolic (symbolic_batch)."""
     t0 = time.time()
-    onx, st = export(name, batch, image_size, seq_len, optimizer)
+    if batch is None:
+        traces = [export(name, bb, image_size, seq_len, optimizer) for bb in SYMBOLIC_BATCHES]
+        try:
+            onx = symbolic_batch([t[0] for t in traces])
+        except ValueError as e:
+            die("%s: cannot write a batch-symbolic graph: %s; export fixed batches with --batch N" % (name, e))
+        st = traces[0][1]
+    else:
+        onx, st = export(name, batch, image_size, seq_len, optimizer)
     size = write(onx, out)
     total = time.time() - t0
     if not quiet:
-        msg = "%s: %s batch %d, %d operators, %d bytes, trace %.1fs, total %.1fs" % (
-            out, name, batch, st["nodes"], size, st["trace_s"], total)
+        msg = "%s: %s batch %s, %d operators, %d bytes, trace %.1fs, total %.1fs" % (
+            out, name, "symbolic" if batch is None else batch, st["nodes"], size, st["trace_s"], total)
         print(msg)
         for k, v in sorted(st["log"].items()):
             print("  note: no meta kernel, used %s for: %s" % (k, ", ".join(v)))
@@ -995,6 +1061,9 @@ def main(argv=None):
     ap.add_argument("--model", help="mlp3, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large, "
                                     "gpt2-xl, or any torchvision.models classifier (resnet50, ...)")
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--symbolic-batch", action="store_true",
+                    help="write the batch as the symbolic dim 'batch' (bind it with roamc --dim batch=N; "
+                         "roamc --max-batch searches it)")
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--seq-len", type=int, default=None,
                     help="sequence length (default 128 for BERT, 1024 for GPT-2)")
@@ -1020,6 +1089,10 @@ def main(argv=None):
         return 0
     if not a.model:
         die("give --model NAME (or --all DIR, --list)")
+    if a.symbolic_batch:
+        out = a.output or "%s_bsym.onnx" % a.model
+        run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
+        return 0
     out = a.output or "%s_b%d.onnx" % (a.model, a.batch)
     run_one(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
     return 0

@@ -132,6 +132,14 @@ def shapes_and_views():
               [("x", F, ["n", 3]), ("sc", F, [])], ["s", "y", "t", "ss", "zs"], 11)
     out.append(case("size_identity_11", m, {"s": (I64, []), "y": (F, [6]), "t": (I64, [1]), "ss": (I64, [0]),
                                             "zs": (I64, [])}, ["--input-shape", "x=2,3"]))
+    # dim_param expressions as ORT's symbolic shape inference and export.py
+    # --symbolic-batch write them; "seq-len" and "a*" stay plain names
+    m = model([N("Identity", ["x"], ["y"]), N("Identity", ["z"], ["w"])],
+              [("x", F, ["batch*128", "2*batch+1", "batch*heads"]), ("z", F, ["seq-len", "a*"])], ["y", "w"], 13)
+    out.append(case("dim_param_expression_13", m, {"y": (F, [384, 7, 12]), "w": (F, [5, 6])},
+                    ["--dim", "batch=3", "--dim", "heads=4", "--dim", "seq-len=5", "--dim", "a*=6"]))
+    out.append(case("dim_param_expression_unbound_13", m, {"y": (F, [384, 7, -1])},
+                    ["--dim", "batch=3", "--dim", "seq-len=5", "--dim", "a*=6"], ort_dims={"heads": 4}))
     # Reshape: attribute form (opset 1-4), 0 copies, allowzero, symbol cancelling
     m = model([N("Reshape", ["x"], ["y"], shape=[0, -1])], [("x", F, [2, 3, 4])], ["y"], 4)
     out.append(case("reshape_attr_4", m, {"y": (F, [2, 12])}))
