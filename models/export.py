@@ -3,7 +3,7 @@
 
 usage:
   models/export.py --model NAME [--batch N | --symbolic-batch] [--image-size S]
-                   [--seq-len L] [--optimizer adam|adamw|sgd] [-o OUT.onnx]
+                   [--seq-len L] [--optimizer adam|adamw|sgd] [--layers N] [-o OUT.onnx]
   models/export.py --all DIR          # the evaluation set (see models/README.md)
   models/export.py --list             # the model names this exporter knows
 
@@ -882,6 +882,9 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
     t0 = time.time()
     torch.manual_seed(0)
     model, data, desc = build(name, batch, image_size, seq_len)
+    for cfgs in (BERT_CONFIGS, GPT2_CONFIGS):  # --layers: the metadata names the depth traced
+        if cfgs.get(name, {}).get("layers_set"):
+            desc["layers"] = cfgs[name]["layers"]
     model.train()
     params = [p for _, p in model.named_parameters()]
     pnames = [n for n, _ in model.named_parameters()]
@@ -1068,6 +1071,9 @@ def main(argv=None):
     ap.add_argument("--seq-len", type=int, default=None,
                     help="sequence length (default 128 for BERT, 1024 for GPT-2)")
     ap.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd"])
+    ap.add_argument("--layers", type=int, default=None,
+                    help="BERT/GPT-2: this many transformer layers instead of the configuration's "
+                         "(bigger graphs of the same structure, for scale tests)")
     ap.add_argument("-o", "--output", help="output file (default MODEL_bBATCH.onnx)")
     ap.add_argument("--all", metavar="DIR", help="export the evaluation set into DIR")
     ap.add_argument("--only", help="with --all: comma-separated file stems to export")
@@ -1089,6 +1095,14 @@ def main(argv=None):
         return 0
     if not a.model:
         die("give --model NAME (or --all DIR, --list)")
+    if a.layers is not None:
+        cfgs = BERT_CONFIGS if a.model in BERT_CONFIGS else GPT2_CONFIGS if a.model in GPT2_CONFIGS else None
+        if cfgs is None:
+            die("--layers applies only to the BERT and GPT-2 configurations, not to %r" % a.model)
+        if a.layers < 1:
+            die("--layers must be >= 1")
+        # the module constructors read the depth from the configuration dict
+        cfgs[a.model] = dict(cfgs[a.model], layers=a.layers, layers_set=True)
     if a.symbolic_batch:
         out = a.output or "%s_bsym.onnx" % a.model
         run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
