@@ -741,6 +741,7 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     free(L.names.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
     if (rc) fe_free(m);
+    else fe_sha256(bytes, len, m->sha256);
     return rc;
 }
 

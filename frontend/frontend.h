@@ -129,6 +129,10 @@ typedef struct fe_model {
     size_t n_conflicts;      /* static shapes of the file that inference contradicted */
     char *first_conflict;    /* the first such, described; NULL when none */
     bool has_upper_bounds;   /* some value is sized at an upper bound */
+    /* SHA-256 of the bytes loaded: the file as `sha256sum` reads it
+     * (external data files are not part of it).  A plan names its model by
+     * it (planner/PLAN_FORMAT.md "model_sha256"). */
+    uint8_t sha256[32];
 } fe_model;
 
 /* Loads path with the bindings of opt (NULL: none).  Returns 0 and fills
@@ -156,6 +160,12 @@ void fe_free(fe_model *m);
  * through this before it reaches a terminal, so a name cannot move the
  * cursor, clear the screen or hide the rest of the message. */
 void fe_make_printable(char *s);
+
+/* SHA-256 (FIPS 180-4) of data[0..len) into out. */
+void fe_sha256(const void *data, size_t len, uint8_t out[32]);
+
+/* bytes[0..n) as 2n lowercase hex digits and a NUL into out (2n+1 bytes). */
+void fe_hex(const uint8_t *bytes, size_t n, char *out);
 
 /* The metadata value for key, or NULL. */
 const char *fe_meta(const fe_model *m, const char *key);

@@ -133,6 +133,65 @@ static int check_mutation(void *ctx, const graph_mutation *mu) {
     return 0;
 }
 
+/* The input symbols of m as "N=5, seq=128" (for messages), into buf. */
+static void check_symbols(const fe_model *m, char *buf, size_t len) {
+    size_t off = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < m->n_symbols && off < len; i++) {
+        if (m->symbols[i].kind != FE_SYMBOL_INPUT) continue;
+        int w = snprintf(buf + off, len - off, "%s%s=%lld", off ? ", " : "", m->symbols[i].name,
+                         (long long)m->symbols[i].value);
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+    if (!buf[0]) snprintf(buf, len, "none");
+}
+
+/* Which model the plan was made for (PLAN_FORMAT.md "model_sha256",
+ * "sizes_sha256"): another file's plan, or the same file's sized by other
+ * bindings, is refused before anything else, since every other check would
+ * then compare the sizes of two different graphs.  A plan that records no
+ * digest (written before roamc did, or by another tool) gets a note and the
+ * remaining checks.  Returns 1 when the plan is for another model, -1 on
+ * out of memory. */
+static int check_identity(const fe_model *m, json_t *plan, const char *plan_path, check_ctx *c) {
+    char model_hex[65], sizes_hex[65];
+    if (plan_model_digests(m, model_hex, sizes_hex)) {
+        check_problem(c, "out of memory");
+        return -1;
+    }
+    json_t *named = json_object_get(plan, "model");
+    const char *for_model = json_is_string(named) ? json_string_value(named) : "?";
+    const char *keys[2] = {"model_sha256", "sizes_sha256"};
+    const char *have[2] = {model_hex, sizes_hex};
+    for (int k = 0; k < 2; k++) {
+        json_t *dg = json_object_get(plan, keys[k]);
+        if (!dg) {
+            fprintf(c->out, "note: %s records no %s (written by an older roamc or another tool): not checked that "
+                    "it was made for %s%s\n", plan_path, keys[k], m->path, k ? " as sized now" : "");
+            continue;
+        }
+        const char *v = json_is_string(dg) ? json_string_value(dg) : "";
+        if (strlen(v) != 64 || strspn(v, "0123456789abcdef") != 64) {
+            check_problem(c, "%s must be 64 lowercase hex digits", keys[k]);
+            return 1;
+        }
+        if (strcmp(v, have[k]) == 0) continue;
+        if (k == 0) {
+            check_problem(c, "the plan was made for another model: it names '%s', SHA-256 %.16s..., "
+                          "but %s has SHA-256 %.16s...", for_model, v, m->path, have[k]);
+        } else {
+            char sym[512];
+            check_symbols(m, sym, sizeof sym);
+            check_problem(c, "the plan was made for %s sized otherwise (other --input-shape/--dim bindings): its "
+                          "sizes_sha256 is %.16s..., this check sizes the model to %.16s... (input symbols: %s)",
+                          m->path, v, have[k], sym);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, FILE *out) {
     const fe_model *m = g->model;
     check_ctx c = {out, 0};
@@ -142,6 +201,10 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
         json_integer_value(ver) != 1) {
         check_problem(&c, "plan must have format 'roam-plan' and version 1");
         return check_verdict(&c);
+    }
+    if (check_identity(m, plan, plan_path, &c)) {
+        check_verdict(&c);
+        return 1;
     }
     long long align = 1;
     json_t *al = json_object_get(plan, "align");

@@ -9,6 +9,47 @@
 
 #include <jansson.h>
 
+static int plan_value_name_cmp(const void *a, const void *b) {
+    return strcmp((*(const fe_value *const *)a)->name, (*(const fe_value *const *)b)->name);
+}
+
+int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]) {
+    fe_hex(m->sha256, sizeof m->sha256, model_hex);
+    /* one line per value, "<name length>:<name> <elem type> <dims> <seq> <bytes>\n";
+     * the length prefix keeps any bytes a name may hold unambiguous */
+    const fe_value **v = malloc((m->n_values ? m->n_values : 1) * sizeof *v);
+    size_t cap = 4096, n = 0;
+    char *text = malloc(cap);
+    if (!v || !text) {
+        free(v), free(text);
+        return -1;
+    }
+    for (size_t i = 0; i < m->n_values; i++) v[i] = &m->values[i];
+    qsort(v, m->n_values, sizeof *v, plan_value_name_cmp);
+    for (size_t i = 0; i < m->n_values; i++) {
+        size_t need = strlen(v[i]->name) + 128 + 21 * (size_t)(v[i]->rank > 0 ? v[i]->rank : 0);
+        if (n + need > cap) {
+            while (n + need > cap) cap *= 2;
+            char *p = realloc(text, cap);
+            if (!p) {
+                free(v), free(text);
+                return -1;
+            }
+            text = p;
+        }
+        n += (size_t)sprintf(text + n, "%zu:%s %d ", strlen(v[i]->name), v[i]->name, (int)v[i]->elem_type);
+        for (int d = 0; d < v[i]->rank; d++)
+            n += (size_t)sprintf(text + n, "%s%lld", d ? "," : "", (long long)v[i]->dims[d].value);
+        n += (size_t)sprintf(text + n, " %lld %llu\n", (long long)v[i]->seq_len, (unsigned long long)v[i]->bytes);
+    }
+    uint8_t d[32];
+    fe_sha256(text, n, d);
+    fe_hex(d, sizeof d, sizes_hex);
+    free(v);
+    free(text);
+    return 0;
+}
+
 /* Everything in the file is a function of the model, the options and the
  * plan: no times, dates or thread counts, so that the same input gives the
  * same bytes. */
@@ -21,6 +62,16 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_object_set_new(root, "format", json_string("roam-plan"));
     json_object_set_new(root, "version", json_integer(1));
     json_object_set_new(root, "model", json_string(model_path));
+    /* which model the plan is for: `roamc check` refuses it for any other */
+    char model_hex[65], sizes_hex[65];
+    if (plan_model_digests(m, model_hex, sizes_hex)) {
+        json_decref(root);
+        json_decref(sched);
+        json_decref(bufs);
+        return NULL;
+    }
+    json_object_set_new(root, "model_sha256", json_string(model_hex));
+    json_object_set_new(root, "sizes_sha256", json_string(sizes_hex));
     json_object_set_new(root, "graph", json_string(planner_graph_kind(m)));
     json_object_set_new(root, "shapes", planner_shapes_summary_json(m));
     json_object_set_new(root, "align", json_integer((json_int_t)p->opt.align));

@@ -101,6 +101,14 @@ void plan_free(plan *p);
  * check`.  Returns 0 when valid, else -1 with the first problem in err. */
 int plan_validate(const plan *p, char *err, size_t errlen);
 
+/* What a plan names its model by (PLAN_FORMAT.md): model_hex gets the
+ * SHA-256 of the model file's bytes, sizes_hex the SHA-256 of the sizes
+ * the model was loaded with (every value's name, element type, dims and
+ * bytes, sorted by name), which the --input-shape/--dim bindings decide;
+ * equal sizes give equal digests whichever flags spelled them.  Each is 64
+ * hex digits and a NUL.  Returns 0, -1 on out of memory. */
+int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]);
+
 /* Writes the roam-plan v1 file for p to path atomically: a temporary file in
  * the same folder, renamed over path only when complete.  model_path is
  * recorded as given.  Returns 0, or -1 with a message (no file is left). */

@@ -1,8 +1,9 @@
 /* `roamc check` on plans that only running them would otherwise show wrong
  * (issue 16): schedules that break the mutation order of a storage through
  * a view (made before the write, and after it), and plans made for another
- * model.  Each broken plan is also given to shared/tools/check_plan.py,
- * which must reject it too.
+ * model or for the same file sized by other bindings.  Each plan with a
+ * broken schedule is also given to shared/tools/check_plan.py, which must
+ * reject it too (it ignores the digests: plans with them must still pass).
  *
  * usage: test_check ROAMC CHECK_PLAN_PY WORKDIR
  */
@@ -20,6 +21,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "frontend.h"
 #include "testgraph.h"
 
 static const char *roamc_bin, *check_py, *workdir;
@@ -174,6 +176,145 @@ static void test_mutation_order_through_views(void **state) {
     expect_rejected("view_after", model, bad2, f2);
 }
 
+
+/* FIPS 180-4 / NIST example vectors, and the padding edges around 55/56/64 bytes. */
+static void test_sha256_vectors(void **state) {
+    (void)state;
+    struct { const char *msg; size_t repeat; const char *hex; } v[] = {
+        {"", 1, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrst"
+         "nopqrstu", 1, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+        {"a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
+        {"a", 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+        {"a", 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+        {"a", 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t len = strlen(v[i].msg) * v[i].repeat;
+        char *buf = malloc(len + 1);
+        for (size_t r = 0; r < v[i].repeat; r++) memcpy(buf + r * strlen(v[i].msg), v[i].msg, strlen(v[i].msg));
+        uint8_t d[32];
+        char hex[65];
+        fe_sha256(buf, len, d);
+        fe_hex(d, 32, hex);
+        if (strcmp(hex, v[i].hex) != 0) fail_msg("vector %zu: %s, want %s", i, hex, v[i].hex);
+        free(buf);
+    }
+}
+
+static const char *plan_string(const char *plan, const char *key, char *buf, size_t len) {
+    json_error_t je;
+    json_t *p = json_load_file(plan, 0, &je);
+    assert_non_null(p);
+    json_t *v = json_object_get(p, key);
+    snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+    json_decref(p);
+    return buf;
+}
+
+/* plan_src with `key` set to `value` (NULL: removed), written to out. */
+static void with_field(const char *plan_src, const char *key, const char *value, const char *out) {
+    json_error_t je;
+    json_t *plan = json_load_file(plan_src, 0, &je);
+    assert_non_null(plan);
+    if (value) json_object_set_new(plan, key, json_string(value));
+    else json_object_del(plan, key);
+    assert_int_equal(json_dump_file(plan, out, JSON_COMPACT), 0);
+    json_decref(plan);
+}
+
+/* A plan names its model: the SHA-256 of the file (what sha256sum prints)
+ * and of the sizes; check refuses it for another file, and for the same
+ * file sized by other bindings, but not for the same sizes spelled by
+ * other flags; a plan without the fields gets a note and the other checks. */
+static void test_plan_names_its_model(void **state) {
+    (void)state;
+    const char *model = path_in_work("mutation.onnx"), *plan = path_in_work("digest.json");
+    write_tg(m_mutation(), model);
+    char *mk[] = {(char *)roamc_bin, (char *)model, "-q", "-o", (char *)plan, NULL};
+    assert_int_equal(run("digest_plan", mk), 0);
+    /* model_sha256 is the file's SHA-256 */
+    FILE *f = fopen(model, "rb");
+    assert_non_null(f);
+    uint8_t bytes[1 << 16];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    uint8_t d[32];
+    char hex[65], got[128];
+    fe_sha256(bytes, n, d);
+    fe_hex(d, 32, hex);
+    assert_string_equal(plan_string(plan, "model_sha256", got, sizeof got), hex);
+    assert_int_equal(strlen(plan_string(plan, "sizes_sha256", got, sizeof got)), 64);
+
+    /* another model (the same graph with one more output) */
+    const char *other = path_in_work("mutation_other.onnx");
+    tg *t = m_mutation();
+    tg_output(t, "w3", "64x64");
+    write_tg(t, other);
+    char *ck[] = {(char *)roamc_bin, "check", (char *)other, (char *)plan, NULL};
+    assert_int_equal(run("digest_other", ck), 1);
+    expect_output("digest_other", "the plan was made for another model: it names '");
+    expect_output("digest_other", "mutation_other.onnx has SHA-256");
+
+    /* a malformed digest */
+    const char *bad = path_in_work("digest_bad.json");
+    with_field(plan, "model_sha256", "xyz", bad);
+    char *ckb[] = {(char *)roamc_bin, "check", (char *)model, (char *)bad, NULL};
+    assert_int_equal(run("digest_bad", ckb), 1);
+    expect_output("digest_bad", "model_sha256 must be 64 lowercase hex digits");
+
+    /* no digest: a note, then the other checks (here: valid) */
+    const char *old = path_in_work("digest_none.json"), *old2 = path_in_work("digest_none2.json");
+    with_field(plan, "model_sha256", NULL, old2);
+    with_field(old2, "sizes_sha256", NULL, old);
+    char *cko[] = {(char *)roamc_bin, "check", (char *)model, (char *)old, NULL};
+    assert_int_equal(run("digest_none", cko), 0);
+    expect_output("digest_none", "records no model_sha256 (written by an older roamc or another tool)");
+    expect_output("digest_none", "VALID");
+
+    /* check_plan.py ignores the new fields */
+    if (have_check_py) {
+        char *py[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, NULL};
+        if (run("digest_py", py) != 0) fail_msg("check_plan.py rejects a plan with digests");
+    }
+
+    /* sizes: a symbolic batch bound two ways gives one plan; another batch is refused */
+    const char *sym = path_in_work("digest_symbolic.onnx"), *p5 = path_in_work("digest_n5.json");
+    t = tg_new();
+    tg_input(t, "x", "?x256"); /* dim 0 is the symbol N */
+    tg_node(t, "", "Relu", "x", "h");
+    tg_output(t, "h", "none");
+    write_tg(t, sym);
+    char *b5[] = {(char *)roamc_bin, (char *)sym, "--dim", "N=5", "-q", "-o", (char *)p5, NULL};
+    assert_int_equal(run("digest_n5", b5), 0);
+    char *c5[] = {(char *)roamc_bin, "check", (char *)sym, (char *)p5, "--input-shape", "x=5,256", NULL};
+    assert_int_equal(run("digest_c5", c5), 0);
+    char *c6[] = {(char *)roamc_bin, "check", (char *)sym, (char *)p5, "--dim", "N=6", NULL};
+    assert_int_equal(run("digest_c6", c6), 1);
+    expect_output("digest_c6", "sized otherwise (other --input-shape/--dim bindings)");
+    expect_output("digest_c6", "(input symbols: N=6)");
+
+#ifdef ROAMC_MODELS_DIR
+    /* the issue's case: alexnet_b32's plan against alexnet_b1 */
+    const char *b32 = ROAMC_MODELS_DIR "/alexnet_b32.onnx", *b1 = ROAMC_MODELS_DIR "/alexnet_b1.onnx";
+    if (access(b32, R_OK) == 0 && access(b1, R_OK) == 0) {
+        const char *p32 = path_in_work("alexnet_b32.json");
+        char *m32[] = {(char *)roamc_bin, (char *)b32, "--order", "program", "--layout", "bestfit", "-q", "-o",
+                       (char *)p32, NULL};
+        assert_int_equal(run("alexnet_b32", m32), 0);
+        char *c1[] = {(char *)roamc_bin, "check", (char *)b1, (char *)p32, NULL};
+        assert_int_equal(run("alexnet_b32_vs_b1", c1), 1);
+        expect_output("alexnet_b32_vs_b1", "the plan was made for another model: it names '");
+        expect_output("alexnet_b32_vs_b1", "alexnet_b32.onnx'");
+    } else {
+        print_message("SKIP: alexnet_b1/b32 not in %s\n", ROAMC_MODELS_DIR);
+    }
+#endif
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_check ROAMC CHECK_PLAN_PY WORKDIR\n");
@@ -190,6 +331,8 @@ int main(int argc, char **argv) {
     if (!have_check_py) fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutation_order_through_views),
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_plan_names_its_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
