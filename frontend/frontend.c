@@ -19,6 +19,7 @@
 
 #include "infer.h"
 #include "onnx.pb-c.h"
+#include "proto.h"
 
 /* Files larger than this are rejected before reading: a training graph with
  * no weight data is a few MB; this only guards against reading a disk image. */
@@ -240,6 +241,16 @@ verbatim:
     memcpy(w->out + w->n, field, (size_t)(end - field));
     w->n += (size_t)(end - field);
     return 0;
+}
+
+Onnx__ModelProto *fe_unpack_model(const uint8_t *bytes, size_t len) {
+    fe_wire w = {.base = bytes, .out = malloc(len + 10 * (FE_MAX_NESTING + 2))};
+    if (!w.out) return NULL;
+    Onnx__ModelProto *mp = NULL;
+    if (!fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0))
+        mp = onnx__model_proto__unpack(NULL, w.n, w.out);
+    free(w.out);
+    return mp;
 }
 
 /* --------------------------------------------------------------- loading */

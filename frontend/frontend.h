@@ -181,4 +181,43 @@ const char *fe_elem_name(int32_t elem_type, char *buf, size_t len);
  * FLOAT4E2M1), or 0 for STRING and unknown types. */
 unsigned fe_elem_bits(int32_t elem_type);
 
+/* ------------------------------------------------------------ --train (train.c)
+ * Derives one training step from a forward-only graph, in DESIGN.md's
+ * training-graph convention (see frontend/TRAIN.md for the rules). */
+
+enum fe_loss { FE_LOSS_AUTO = 0, FE_LOSS_CROSS_ENTROPY, FE_LOSS_MSE, FE_LOSS_NONE };
+enum fe_optimizer { FE_OPT_ADAM = 0, FE_OPT_ADAMW, FE_OPT_SGD, FE_OPT_MOMENTUM, FE_OPT_NONE };
+
+typedef struct fe_train_options {
+    int loss;             /* enum fe_loss; AUTO: none for a scalar output, else cross-entropy */
+    int optimizer;        /* enum fe_optimizer */
+    const char **frozen;  /* fnmatch(3) patterns: float initializers they match stay fixed */
+    size_t n_frozen;
+    const char *emit_path; /* also write the derived graph here (atomically), or NULL */
+} fe_train_options;
+
+/* Parses --loss / --optimizer values; 0, or -1 for an unknown name. */
+int fe_train_loss_parse(const char *s, int *loss);
+int fe_train_optimizer_parse(const char *s, int *optimizer);
+
+/* Loads the forward graph at path with the bindings of opt, derives the
+ * training step and loads that into *m, exactly as fe_load would load the
+ * file --emit-train writes (which it writes when t->emit_path is set; the
+ * model is then named by that path, so a plan of it checks against the file).
+ * The step: the graph's first float output gets the loss (a label input is
+ * added for cross-entropy and mse), the float initializers that reach it
+ * through differentiable operators are the parameters (less those t->frozen
+ * matches), the backward pass keeps what PyTorch's autograd keeps, and the
+ * optimizer updates each parameter in place with torch.optim's op sequence.
+ * *summary gets a malloc'd text of a few report lines ("  train ...\n")
+ * naming the label input, the parameters, the frozen ones and the optimizer.
+ * Returns 0, or -1 with *m zeroed, *summary NULL, nothing written, and a
+ * message in err: the fe_load errors, and a graph with no float initializer,
+ * no float output, no parameter that reaches the loss, a loss that does not
+ * fit the output (cross-entropy on a scalar or an integer output, --loss none
+ * on a non-scalar), an operator on the gradient path with no gradient rule
+ * (the node named), an emit path that is the input file or a directory. */
+int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m, char **summary,
+             char *err, size_t errlen);
+
 #endif

@@ -37,6 +37,15 @@ static const char usage_text[] =
     "      --dim SYMBOL=V    bind the symbolic dim SYMBOL (e.g. batch) everywhere, or\n"
     "                        set the upper bound of a data-dependent size the report names\n"
     "  -o, --output FILE     write the plan to FILE (atomically; nothing on error)\n"
+    "      --train           MODEL is a forward-only graph: derive one training step\n"
+    "                        (loss, backward, optimizer; frontend/TRAIN.md) and plan it\n"
+    "      --loss NAME       --train: cross-entropy, mse or none (the output is the loss);\n"
+    "                        default: none for a scalar output, else cross-entropy\n"
+    "      --optimizer NAME  --train: adam (default), adamw, sgd, momentum, none\n"
+    "      --frozen PATTERN  --train: float initializers matching PATTERN (fnmatch, e.g.\n"
+    "                        'encoder.*') stay fixed (repeatable)\n"
+    "      --emit-train FILE --train: also write the derived training graph to FILE; the\n"
+    "                        plan and report then name FILE\n"
     "      --order NAME      operator order: roam, program, lescea, ilp (default: roam)\n"
     "      --node-limit N    roam: most operators in a leaf of the subgraph tree (default: 48)\n"
     "      --delay-radius R  roam: segments a weight update may be delayed (default: 4)\n"
@@ -90,6 +99,51 @@ static int main_parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* --train and its options (frontend/train.c derives the step). */
+enum { OPT_TRAIN = 400, OPT_LOSS, OPT_OPTIMIZER, OPT_FROZEN, OPT_EMIT_TRAIN };
+#define MAIN_TRAIN_OPTIONS                                                                                     \
+    {"train", no_argument, NULL, OPT_TRAIN}, {"loss", required_argument, NULL, OPT_LOSS},                      \
+        {"optimizer", required_argument, NULL, OPT_OPTIMIZER}, {"frozen", required_argument, NULL, OPT_FROZEN}, \
+        {"emit-train", required_argument, NULL, OPT_EMIT_TRAIN}
+#define MAIN_MAX_FROZEN 256
+typedef struct main_train {
+    bool on, other; /* --train given; some --train-only option given */
+    fe_train_options t;
+    const char *frozen[MAIN_MAX_FROZEN];
+} main_train;
+
+/* One --train option; returns 0, or 2 after a usage message. */
+static int main_train_option(main_train *tr, int c, const char *arg) {
+    if (c == OPT_TRAIN) tr->on = true;
+    else tr->other = true;
+    if (c == OPT_LOSS && fe_train_loss_parse(arg, &tr->t.loss))
+        return main_usage_error("--loss is cross-entropy, mse or none, not '%s'", arg);
+    if (c == OPT_OPTIMIZER && fe_train_optimizer_parse(arg, &tr->t.optimizer))
+        return main_usage_error("--optimizer is adam, adamw, sgd, momentum or none, not '%s'", arg);
+    if (c == OPT_FROZEN) {
+        if (tr->t.n_frozen == MAIN_MAX_FROZEN) return main_usage_error("%s", "at most 256 --frozen patterns");
+        tr->frozen[tr->t.n_frozen++] = arg;
+        tr->t.frozen = tr->frozen;
+    }
+    if (c == OPT_EMIT_TRAIN) tr->t.emit_path = arg;
+    return 0;
+}
+
+/* Loads the model, or with --train derives its training step (and prints
+ * what was derived to report, when not NULL).  0, or 2 after a message. */
+static int main_load(const char *path, const fe_options *fopt, const main_train *tr, fe_model *m, FILE *report) {
+    char err[2048];
+    char *summary = NULL;
+    int rc = tr->on ? fe_train(path, fopt, &tr->t, m, &summary, err, sizeof err) : fe_load(path, fopt, m, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "roamc: %s\n", err);
+        return 2;
+    }
+    if (summary && report) fprintf(report, "roamc --train: %s\n%s", path, summary);
+    free(summary);
+    return 0;
+}
+
 static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt);
 
 enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
@@ -103,7 +157,7 @@ static int main_plan(int argc, char **argv) {
         {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
         {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
         {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"compare", no_argument, NULL, OPT_COMPARE},
-        MAIN_BINDING_OPTIONS,
+        MAIN_BINDING_OPTIONS, MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     fe_options fopt = {0};
     int rc = main_plan_run(argc, argv, longopts, &fopt);
@@ -118,9 +172,17 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     uint64_t num;
     const char *out_path = NULL, *svg_path = NULL;
     int json_report = 0, quiet = 0, compare = 0, c;
+    main_train train = {0};
     while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
+        case OPT_TRAIN:
+        case OPT_LOSS:
+        case OPT_OPTIMIZER:
+        case OPT_FROZEN:
+        case OPT_EMIT_TRAIN:
+            if (main_train_option(&train, c, optarg)) return 2;
+            break;
         case 'q': quiet = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
@@ -172,16 +234,15 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     }
     if (optind != argc - 1)
         return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
+    if (train.other && !train.on) return main_usage_error("%s", "--loss, --optimizer, --frozen and --emit-train need --train");
     opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
 
     double t0 = planner_now();
     char err[2048];
     fe_model m;
-    if (fe_load(model_path, fopt, &m, err, sizeof err)) {
-        fprintf(stderr, "roamc: %s\n", err);
-        return 2;
-    }
+    if (main_load(model_path, fopt, &train, &m, quiet || json_report ? NULL : stdout)) return 2;
+    if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
     graph g;
     if (graph_build(&m, opt.align, &g, err, sizeof err)) {
         fprintf(stderr, "roamc: %s\n", err);
