@@ -1,0 +1,638 @@
+#!/usr/bin/python3
+"""Run a roamc plan on real tensors in one arena and compare it bit for bit
+with the same step run eagerly in program order.
+
+usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
+                          [--seed N] [--trust-plan] [--quiet]
+
+MODEL.onnx is a training step written by models/export.py (every node an ATen
+operator of the domain org.pytorch.aten, its overload and its non-tensor
+arguments recorded as attributes in schema order); PLAN.json a roam-plan v1
+file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
+share one reference run.
+
+Two runs of the step, from the same random parameters, optimizer state and
+data (fixed by --seed):
+
+  reference  every node in the file's order (what PyTorch ran), each output
+             an ordinary allocation, freed after its last reader;
+  plan       one byte arena of exactly the plan's `peak.actual` bytes; the
+             nodes in the plan's `schedule`; every tensor at its buffer's
+             `offset`.  An output that is not a view is computed and copied
+             into its slot (with the strides the operator gave it when they
+             fit, else contiguous); views and in-place writes land in the
+             arena by themselves, and the runner checks that they do.
+
+Random operators (dropout, bernoulli_, ...) are seeded per node (seed + node
+index) in both runs, so their masks do not depend on the order.  Memory that
+an `empty*` operator returns is filled with 0xFF bytes in both runs, and so
+is the whole arena at the start and every buffer's slot after its last step
+(float NaN), so a read of memory the plan does not hold the right bytes in
+shows in the result.
+
+Guards (off with --trust-plan, which leaves the verdict to the comparison
+alone): before each node, every tensor it reads lies inside its buffer's slot
+and the buffer is live at that step; every output lies in its slot, in a
+buffer live at that step; a buffer that starts overlaps no live buffer; the
+buffers fit in the arena.  A guard that fires stops the run: exit 1.
+
+The runs match when the loss, every graph output, and every parameter,
+optimizer-state tensor and module buffer after the step are equal bit for bit.
+
+Exit status: 0 every plan run matches the reference; 1 one does not (a
+guard fired, or values differ: the first differences are listed); 2 bad input (an
+unreadable or foreign model or plan, a plan made for another model, an
+operator the runner cannot replay).
+
+--device cuda runs both on the GPU (the arena one torch.cuda byte tensor)
+and prints torch.cuda.max_memory_allocated/max_memory_reserved of each run.
+It has NOT been run on a GPU yet (no GPU was lent when it was written):
+treat its numbers as untested until someone runs it on one.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+EXIT_MATCH, EXIT_MISMATCH, EXIT_BAD = 0, 1, 2
+ATEN = "org.pytorch.aten"
+POISON = 0xFF
+# operators that draw random numbers: seeded per node
+RANDOM_OPS = {"native_dropout", "dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn",
+              "randn_like", "randint", "randint_like", "normal", "normal_", "uniform_", "randperm",
+              "multinomial", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_",
+              "rrelu_with_noise", "fused_dropout", "_fused_dropout"}
+# operators whose output memory is uninitialised: filled with POISON in both runs
+EMPTY_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided"}
+
+
+class BadInput(Exception):
+    pass
+
+
+class PlanViolation(Exception):
+    pass
+
+
+try:
+    import onnx
+    import torch
+except ImportError as e:  # pragma: no cover
+    sys.stderr.write("run_plan.py: cannot import torch/onnx (%s); use Debian's /usr/bin/python3\n" % e)
+    sys.exit(EXIT_BAD)
+
+DTYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32,
+          7: torch.int64, 9: torch.bool, 10: torch.float16, 11: torch.float64, 16: torch.bfloat16,
+          14: torch.complex64, 15: torch.complex128}
+
+
+# --------------------------------------------------------------------------- the graph
+
+class Graph:
+    """The exporter's graph: nodes with their ATen overloads and decoded calls."""
+
+    def __init__(self, path):
+        try:
+            with open(path, "rb") as f:
+                self.bytes = f.read()
+            self.model = onnx.load_from_string(self.bytes)
+        except Exception as e:
+            raise BadInput("%s: not a readable ONNX model (%s)" % (path, e))
+        self.path = path
+        g = self.model.graph
+        self.nodes = list(g.node)
+        self.meta = {p.key: p.value for p in self.model.metadata_props}
+        self.info = {}
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            tt = vi.type.tensor_type
+            if tt.elem_type not in DTYPES or any(not d.HasField("dim_value") for d in tt.shape.dim):
+                raise BadInput("%s: value '%s' has no static shape or a type the runner does not know"
+                               % (path, vi.name))
+            self.info[vi.name] = (DTYPES[tt.elem_type], tuple(d.dim_value for d in tt.shape.dim))
+        if g.initializer:
+            raise BadInput("%s: initializers (%s, ...) hold no data in exporter graphs; the runner "
+                           "cannot give them values" % (path, g.initializer[0].name))
+        self.inputs = [vi.name for vi in g.input]
+        self.outputs = [vi.name for vi in g.output]
+        self.loss = self.meta.get("roamc.loss")
+        if self.loss is None:
+            raise BadInput("%s: no roamc.loss metadata: not a graph written by models/export.py" % path)
+        self.calls = [self._resolve(i, n) for i, n in enumerate(self.nodes)]
+
+    def _resolve(self, i, n):
+        where = "%s: node %d (%s)" % (self.path, i, n.op_type)
+        if n.domain != ATEN:
+            raise BadInput("%s: domain '%s'; the runner replays org.pytorch.aten nodes (models/export.py)"
+                           % (where, n.domain))
+        attrs = {a.name: a for a in n.attribute}
+        overload = attrs["overload"].s.decode() if "overload" in attrs else "default"
+        try:
+            fn = getattr(getattr(torch.ops.aten, n.op_type), overload or "default")
+        except (AttributeError, RuntimeError):
+            raise BadInput("%s: no ATen operator %s.%s in this torch %s"
+                           % (where, n.op_type, overload, torch.__version__))
+        alias = list(attrs["alias"].ints) if "alias" in attrs else [-1] * len(n.output)
+        return Call(fn, n, attrs, alias, where)
+
+
+def _attr_value(a, arg):
+    """The Python value of attribute a for schema argument arg."""
+    ty = str(arg.type)
+    t = a.type
+    if t == onnx.AttributeProto.INT:
+        return bool(a.i) if ty.startswith("bool") else a.i
+    if t == onnx.AttributeProto.FLOAT:
+        return a.f
+    if t == onnx.AttributeProto.STRING:
+        s = a.s.decode()
+        if ty not in ("str", "Optional[str]"):
+            # dtypes, memory formats and layouts are written by name ("float32"); the
+            # schema prints ScalarType as int, so the name decides
+            v = getattr(torch, s, None)
+            if isinstance(v, (torch.dtype, torch.memory_format, torch.layout)):
+                return v
+            if s in ("inf", "-inf", "nan"):
+                return float(s)  # infinite and NaN floats are written as strings
+        return s
+    if t == onnx.AttributeProto.INTS:
+        return [bool(x) for x in a.ints] if ty.startswith("bool") else list(a.ints)
+    if t == onnx.AttributeProto.FLOATS:
+        return list(a.floats)
+    raise BadInput("attribute '%s' of type %d" % (a.name, t))
+
+
+def _tensor_type(arg):
+    return "Tensor" in str(arg.type)
+
+
+def _list_type(arg):
+    return str(arg.type).endswith("[]") or "List[" in str(arg.type)
+
+
+class Call:
+    """One node as an ATen call: which inputs feed which argument."""
+
+    def __init__(self, fn, node, attrs, alias, where):
+        self.fn, self.node, self.alias, self.where = fn, node, alias, where
+        self.op = node.op_type
+        self.inplace = attrs["inplace"].i if "inplace" in attrs else 0
+        self.random = self.op in RANDOM_OPS
+        self.empty = self.op in EMPTY_OPS
+        schema = fn._schema
+        self.schema = schema
+        inputs = list(node.input)
+        args = schema.arguments
+
+        def attr_of(name):
+            return attrs.get(("arg_" + name) if name in ("alias", "inplace", "overload") else name)
+
+        # tensor arguments given as inputs (a Python number given for a Tensor is an attribute)
+        fed = [a for a in args if _tensor_type(a) and attr_of(a.name) is None]
+        singles = [a for a in fed if not _list_type(a)]
+        lists = [a for a in fed if _list_type(a)]
+        if len(lists) > 1:
+            raise BadInput("%s: more than one tensor-list argument" % where)
+        n_list = len(inputs) - len(singles) if lists else 0
+        if n_list < 0:
+            n_list = 0
+        self.plan = []  # per argument: ("in", [input positions] or pos) | ("const", value)
+        pos = 0
+        for a in args:
+            at = attr_of(a.name)
+            if _tensor_type(a) and at is None:
+                if _list_type(a):
+                    self.plan.append((a, "list", list(range(pos, pos + n_list))))
+                    pos += n_list
+                else:
+                    self.plan.append((a, "in", pos))
+                    pos += 1
+            elif at is not None:
+                self.plan.append((a, "const", _attr_value(at, a)))
+            elif a.has_default_value():
+                self.plan.append((a, "const", a.default_value))
+            else:
+                self.plan.append((a, "const", None))
+        if pos < len(inputs):
+            raise BadInput("%s: %d inputs, the schema %s takes %d" % (where, len(inputs), schema, pos))
+        self.inputs = inputs
+
+    def arguments(self, value_of, device):
+        pos, kw = [], {}
+        for a, kind, v in self.plan:
+            if kind == "in":
+                x = value_of(self.inputs[v]) if v < len(self.inputs) and self.inputs[v] else None
+            elif kind == "list":
+                x = [value_of(self.inputs[k]) if self.inputs[k] else None for k in v]
+            else:
+                x = v
+                if a.name == "device" and x is None and device.type != "cpu":
+                    x = device  # factory ops: the run's device
+            if a.kwarg_only:
+                kw[a.name] = x
+            else:
+                pos.append(x)
+        return pos, kw
+
+    def flat_outputs(self, out, value_of):
+        """The node's outputs in recorded order: returned tensors, then arguments
+        written in place but not returned (recorded with alias to their input)."""
+        rets = self.schema.returns
+        flat = []
+        if rets:
+            vals = out if len(rets) > 1 else (out,)
+            for r, v in zip(rets, vals):
+                if isinstance(v, (list, tuple)):
+                    flat.extend(v)
+                elif isinstance(v, torch.Tensor):
+                    flat.append(v)
+                elif v is None and "Tensor" in str(r.type):
+                    flat.append(None)
+        n = len(self.node.output)
+        for k in range(len(flat), n):
+            j = self.alias[k] if k < len(self.alias) else -1
+            if j < 0:
+                raise BadInput("%s: output %d is neither returned nor an input written in place"
+                               % (self.where, k))
+            flat.append(value_of(self.inputs[j]))
+        if len(flat) != n:
+            raise BadInput("%s: the operator gives %d outputs, the node has %d" % (self.where, len(flat), n))
+        return flat
+
+
+# --------------------------------------------------------------------------- inputs
+
+def make_inputs(g, seed):
+    """Random values for every graph input, the same for both runs."""
+    gen = torch.Generator().manual_seed(seed)
+    vals = {}
+    for name in g.inputs:
+        dt, shape = g.info[name]
+        if dt.is_floating_point:
+            v = torch.randn(shape, generator=gen, dtype=torch.float32).to(dt) * 0.1
+            if "exp_avg_sq" in name or "running_var" in name:
+                v = v.abs()  # second moments and variances are never negative
+        elif dt == torch.bool:
+            v = torch.rand(shape, generator=gen) < 0.5
+        else:
+            # class labels, token ids, counters: small non-negative values fit every
+            # class count and vocabulary of the bundled models
+            v = torch.randint(0, 10, shape, generator=gen, dtype=torch.int64).to(dt)
+        vals[name] = v
+    return vals
+
+
+def storage_ptr(t):
+    """Address of the storage t views (torch 1.13 has no untyped_storage())."""
+    return t.storage().data_ptr()
+
+
+def fill_poison(t):
+    """Uninitialised memory made deterministic: NaN, True or -1 everywhere."""
+    if t.numel() == 0:
+        return
+    if t.dtype.is_floating_point:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(-1)
+
+
+def seed_node(i, seed, device):
+    torch.manual_seed(seed * 1000003 + i)
+
+
+# --------------------------------------------------------------------------- reference
+
+def run_reference(g, init, seed, device):
+    """Program order, ordinary allocations: the results to match."""
+    env = {k: v.clone().to(device) for k, v in init.items()}
+    keep = set(g.inputs) | set(g.outputs)
+    last = {}
+    for i, n in enumerate(g.nodes):
+        for t in n.input:
+            if t:
+                last[t] = i
+    for i, c in enumerate(g.calls):
+        if c.random:
+            seed_node(i, seed, device)
+        a, kw = c.arguments(lambda x: env[x], device)
+        out = c.fn(*a, **kw)
+        for name, t in zip(c.node.output, c.flat_outputs(out, lambda x: env[x])):
+            if not name:
+                continue
+            if c.empty:
+                fill_poison(t)
+            env[name] = t
+        for t in set(c.node.input):
+            if t and last.get(t) == i and t not in keep:
+                del env[t]
+    return env
+
+
+# --------------------------------------------------------------------------- plan run
+
+def _extent(t):
+    """Byte range [lo, hi) a tensor can touch."""
+    if t.numel() == 0:
+        return t.data_ptr(), t.data_ptr()
+    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
+    return t.data_ptr(), t.data_ptr() + span * t.element_size()
+
+
+class Arena:
+    def __init__(self, g, plan, device, guards):
+        self.g, self.guards = g, guards
+        try:
+            self.sched = [int(x) for x in plan["schedule"]]
+            self.buffers = plan["buffers"]
+            self.actual = int(plan["peak"]["actual"])
+            for b in self.buffers:
+                for k in ("size", "offset", "start", "end"):
+                    b[k] = int(b[k])
+        except (KeyError, TypeError, ValueError) as e:
+            raise BadInput("the plan lacks a field or has a wrong type (%s)" % e)
+        if sorted(self.sched) != list(range(len(g.nodes))):
+            raise BadInput("the plan's schedule is not a permutation of the %d nodes" % len(g.nodes))
+        self.buf_of = {}
+        for bi, b in enumerate(self.buffers):
+            for t in b["tensors"]:
+                self.buf_of[t] = bi
+        for name in list(g.info):
+            if name not in self.buf_of:
+                raise BadInput("tensor '%s' is in no buffer of the plan" % name)
+        top = max([b["offset"] + b["size"] for b in self.buffers] + [0])
+        if top > self.actual:
+            msg = "buffers reach byte %d, beyond the plan's actual peak %d" % (top, self.actual)
+            if guards:
+                raise PlanViolation(msg)
+        # the arena: exactly the plan's actual bytes (more only when --trust-plan runs a plan
+        # whose buffers do not fit, so that the comparison can speak)
+        self.mem = torch.full((max(self.actual, top),), POISON, dtype=torch.uint8, device=device)
+        self.base = self.mem.data_ptr()
+        self.env = {}
+        self.step = -1
+
+    def slot_range(self, bi):
+        b = self.buffers[bi]
+        return self.base + b["offset"], self.base + b["offset"] + b["size"]
+
+    def check(self, name, t, what):
+        """Guard: t lies in its buffer's slot, and the buffer is live now."""
+        if not self.guards or t is None:
+            return
+        bi = self.buf_of[name]
+        b = self.buffers[bi]
+        if not (b["start"] <= self.step <= b["end"]):
+            raise PlanViolation("step %d (node %d, %s): %s '%s' outside its buffer %d's lifetime [%d,%d]"
+                                % (self.step, self.node, self.g.nodes[self.node].op_type, what, name, bi,
+                                   b["start"], b["end"]))
+        if t.numel() == 0:
+            return
+        if storage_ptr(t) != self.base:
+            raise PlanViolation("step %d (node %d, %s): %s '%s' is not in the arena"
+                                % (self.step, self.node, self.g.nodes[self.node].op_type, what, name))
+        lo, hi = _extent(t)
+        slo, shi = self.slot_range(bi)
+        if lo < slo or hi > shi:
+            raise PlanViolation("step %d (node %d, %s): %s '%s' touches bytes [%d,%d) of the arena, outside "
+                                "its buffer %d's slot [%d,%d)"
+                                % (self.step, self.node, self.g.nodes[self.node].op_type, what, name,
+                                   lo - self.base, hi - self.base, bi, slo - self.base, shi - self.base))
+
+    def place(self, name, r):
+        """A new tensor: r copied into its slot, with r's strides when they fit."""
+        bi = self.buf_of[name]
+        b = self.buffers[bi]
+        if self.guards and not (b["start"] <= self.step <= b["end"]):
+            raise PlanViolation("step %d (node %d, %s): '%s' is produced outside its buffer %d's lifetime "
+                                "[%d,%d]" % (self.step, self.node, self.g.nodes[self.node].op_type, name, bi,
+                                             b["start"], b["end"]))
+        n = r.numel()
+        span = 1 + sum((s - 1) * st for s, st in zip(r.shape, r.stride())) if n else 0
+        dense = n == 0 or (span == n and all(st >= 0 for st in r.stride()))
+        stride = r.stride() if dense else None
+        need = (span if dense else n) * r.element_size()
+        if need > b["size"]:
+            msg = ("step %d (node %d): '%s' needs %d bytes, its buffer %d has %d"
+                   % (self.step, self.node, name, need, bi, b["size"]))
+            if self.guards:
+                raise PlanViolation(msg)
+        off = b["offset"]
+        nbytes = max(need, 0)
+        raw = self.mem[off:off + nbytes]
+        if off % r.element_size():
+            raise PlanViolation("'%s' at offset %d is not aligned for %s" % (name, off, r.dtype))
+        flat = raw.view(r.dtype) if nbytes else torch.empty(0, dtype=r.dtype, device=self.mem.device)
+        if stride is None:
+            dst = flat[:n].view(r.shape)
+        else:
+            dst = flat.as_strided(r.shape, stride, flat.storage_offset())
+        dst.copy_(r)
+        return dst
+
+    def run(self, init, seed, device):
+        g = self.g
+        # graph inputs into their slots, at step 0
+        self.step, self.node = 0, self.sched[0]
+        self.live = []
+        started = set()
+        starts = {}
+        for bi, b in enumerate(self.buffers):
+            starts.setdefault(b["start"], []).append(bi)
+        ends = {}
+        for bi, b in enumerate(self.buffers):
+            ends.setdefault(b["end"], []).append(bi)
+        last_step = len(self.sched) - 1
+        self.open_buffers(starts.get(0, []), started)
+        for name in g.inputs:
+            self.env[name] = self.place(name, init[name].to(device))
+        for s, i in enumerate(self.sched):
+            self.step, self.node = s, i
+            if s:
+                self.open_buffers(starts.get(s, []), started)
+            c = g.calls[i]
+            for t in c.node.input:
+                if t:
+                    if t not in self.env:
+                        raise PlanViolation("step %d (node %d, %s) reads '%s' before anything produced it"
+                                            % (s, i, c.op, t))
+                    self.check(t, self.env[t], "reads")
+            if c.random:
+                seed_node(i, seed, device)
+            a, kw = c.arguments(lambda x: self.env[x], device)
+            out = c.fn(*a, **kw)
+            for k, (name, t) in enumerate(zip(c.node.output, c.flat_outputs(out, lambda x: self.env[x]))):
+                if not name:
+                    continue
+                if t is None:
+                    raise BadInput("%s: output '%s' is undefined" % (c.where, name))
+                j = c.alias[k] if k < len(c.alias) else -1
+                if j >= 0:
+                    # a view or an in-place write: already in the arena, in its input's slot
+                    if t.numel() and storage_ptr(t) != self.base:
+                        raise BadInput("%s: output '%s' is recorded as sharing the storage of '%s', but "
+                                       "the operator returned new memory" % (c.where, name, c.inputs[j]))
+                    if c.empty:
+                        fill_poison(t)
+                    self.env[name] = t
+                    self.check(name, t, "writes" if c.inplace else "views")
+                else:
+                    if c.empty:
+                        fill_poison(t)
+                    self.env[name] = self.place(name, t)
+            for bi in ends.get(s, []):
+                lo, hi = self.slot_range(bi)
+                if hi > lo and s < last_step:
+                    self.mem[lo - self.base:hi - self.base].fill_(POISON)  # freed: nothing may read it
+                self.live = [x for x in self.live if x != bi]
+        return self.env
+
+    def open_buffers(self, bis, started):
+        for bi in bis:
+            if self.guards:
+                lo, hi = self.slot_range(bi)
+                for o in self.live:
+                    olo, ohi = self.slot_range(o)
+                    if lo < ohi and olo < hi and hi > lo and ohi > olo:
+                        raise PlanViolation("step %d: buffer %d (%s) starts at bytes [%d,%d), overlapping "
+                                            "buffer %d (%s) at [%d,%d), which is still live"
+                                            % (self.step, bi, self.buffers[bi]["tensors"][0], lo - self.base,
+                                               hi - self.base, o, self.buffers[o]["tensors"][0],
+                                               olo - self.base, ohi - self.base))
+            self.live.append(bi)
+            started.add(bi)
+
+
+# --------------------------------------------------------------------------- compare
+
+def bits(t):
+    t = t.detach()
+    return t.reshape(-1).contiguous().view(torch.uint8).cpu() if t.numel() else torch.empty(0, dtype=torch.uint8)
+
+
+def compare(g, ref, got):
+    names = []
+    for key in ("roamc.parameters", "roamc.optimizer_state", "roamc.buffers"):
+        names += [x for x in g.meta.get(key, "").split(",") if x]
+    names = [g.loss] + [n for n in g.outputs if n != g.loss] + [n for n in names if n not in g.outputs]
+    diffs = []
+    for n in names:
+        a, b = ref[n], got[n]
+        if a.shape != b.shape or a.dtype != b.dtype:
+            diffs.append("%s: shape/dtype %s %s vs %s %s" % (n, tuple(a.shape), a.dtype, tuple(b.shape), b.dtype))
+        elif not torch.equal(bits(a), bits(b)):
+            d = (a.double().cpu() - b.double().cpu()).abs()
+            d = d[~torch.isnan(d)]
+            diffs.append("%s differs: %d of %d bytes; largest difference %s"
+                         % (n, int((bits(a) != bits(b)).sum()), a.numel() * a.element_size(),
+                            "%.3g" % float(d.max()) if d.numel() else "nan"))
+    return names, diffs
+
+
+# --------------------------------------------------------------------------- main
+
+def load_plan(path, g):
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BadInput("%s: not a readable JSON plan (%s)" % (path, e))
+    if not isinstance(plan, dict) or plan.get("format") != "roam-plan" or plan.get("version") != 1:
+        raise BadInput("%s: not a roam-plan v1 file" % path)
+    digest = hashlib.sha256(g.bytes).hexdigest()
+    if "model_sha256" in plan and plan["model_sha256"] != digest:
+        raise BadInput("%s was made for another model: it names '%s', SHA-256 %s..., but %s has %s..."
+                       % (path, plan.get("model"), str(plan["model_sha256"])[:16], g.path, digest[:16]))
+    return plan
+
+
+def cuda_peaks(device):
+    if device.type != "cuda":
+        return None
+    torch.cuda.synchronize()
+    r = (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved())
+    torch.cuda.reset_peak_memory_stats()
+    return r
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="run_plan.py", description=__doc__.split("\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("plans", nargs="+", metavar="PLAN",
+                    help="one or more plans of MODEL (the reference runs once for all)")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trust-plan", action="store_true",
+                    help="no guards: only the comparison decides")
+    ap.add_argument("--quiet", action="store_true")
+    try:
+        args = ap.parse_args(argv[1:])
+    except SystemExit as e:
+        return EXIT_BAD if e.code else 0
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("run_plan.py: --device cuda, but torch sees no CUDA device", file=sys.stderr)
+        return EXIT_BAD
+    if device.type == "cuda":
+        # atomics (embedding_dense_backward, index_add) and cuBLAS's split reductions
+        # would otherwise differ between two runs of the same step
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    where = args.model
+    try:
+        t0 = time.time()
+        g = Graph(args.model)
+        plans = [load_plan(p, g) for p in args.plans]
+        init = make_inputs(g, args.seed)
+        cuda_peaks(device)
+        t1 = time.time()
+        where = "%s (reference run)" % args.model
+        ref = run_reference(g, init, args.seed, device)
+        keep = set(g.inputs) | set(g.outputs)
+        ref = {k: v for k, v in ref.items() if k in keep}
+        t_ref = time.time() - t1
+        mem_ref = cuda_peaks(device)
+        if not args.quiet:
+            print("reference %s: %d nodes in program order, ordinary allocations, %.2f s (setup %.2f s)%s"
+                  % (args.model, len(g.nodes), t_ref, t1 - t0,
+                     "; cuda max allocated %d B, reserved %d B" % mem_ref if mem_ref else ""))
+        rc = EXIT_MATCH
+        for path, plan in zip(args.plans, plans):
+            where = "%s (plan %s)" % (args.model, path)
+            t2 = time.time()
+            arena = Arena(g, plan, device, not args.trust_plan)
+            try:
+                got = arena.run(init, args.seed, device)
+            except PlanViolation as e:
+                print("MISMATCH %s: the plan broke a guard: %s" % (path, e))
+                rc = EXIT_MISMATCH
+                continue
+            t_run = time.time() - t2
+            mem = cuda_peaks(device)
+            names, diffs = compare(g, ref, got)
+            info = "arena %d B, plan run %.2f s%s" % (
+                arena.mem.numel(), t_run, "; cuda max allocated %d B, reserved %d B" % mem if mem else "")
+            del got, arena
+            if diffs:
+                print("MISMATCH %s: %d of %d compared tensors differ (%s)" % (path, len(diffs), len(names), info))
+                for d in diffs[:20]:
+                    print("  " + d)
+                rc = EXIT_MISMATCH
+            elif not args.quiet:
+                print("MATCH %s: loss, graph outputs, parameters and optimizer state (%d tensors) bit for bit "
+                      "equal to the reference; %s" % (path, len(names), info))
+        return rc
+    except BadInput as e:
+        print("run_plan.py: %s" % e, file=sys.stderr)
+        return EXIT_BAD
+    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+        # an operator that refused its arguments: not a graph the runner can replay
+        print("run_plan.py: %s: %s" % (where, e), file=sys.stderr)
+        return EXIT_BAD
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
