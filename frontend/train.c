@@ -850,11 +850,13 @@ static int tr_analyse(tr *T) {
 static int tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem, int rank, const int64_t *dims) {
     const fe_node *n = &T->f->nodes[ni];
     tr_fwd *fw = &T->fwd[ni];
-    if (!fw->out) {
-        fw->n_out = n->n_outputs > k + 1 ? n->n_outputs : k + 1;
-        fw->out = malloc(fw->n_out * sizeof *fw->out);
-        if (!fw->out) return tr_oom(T);
-        for (size_t j = 0; j < fw->n_out; j++) fw->out[j] = j < n->n_outputs ? n->outputs[j] : -1;
+    if (!fw->out || k >= fw->n_out) {
+        size_t no = n->n_outputs > k + 1 ? n->n_outputs : k + 1;
+        int *out = realloc(fw->out, no * sizeof *out);
+        if (!out) return tr_oom(T);
+        for (size_t j = fw->out ? fw->n_out : 0; j < no; j++) out[j] = j < n->n_outputs ? n->outputs[j] : -1;
+        fw->out = out;
+        fw->n_out = no;
     }
     if (fw->out[k] >= 0) return 0;
     char name[512];

@@ -1,0 +1,127 @@
+#!/bin/bash
+# roamc --train end to end: forward-only graphs -> derived training step ->
+# plan -> both checkers; --emit-train round trip; bad inputs.
+#
+# usage: tests/test_train.sh ROAMC_BINARY CHECK_PLAN_PY OUTDIR
+#
+# The forward graphs come from tests/gen_train_models.py (onnx.helper only).
+# Every derived step is written with --emit-train, its plan must pass
+# `roamc check` and check_plan.py, and planning the written file again must
+# give a byte-identical plan (the plan names the written file in both runs).
+# Bad inputs must fail with exit 2, a message naming the problem, and leave
+# no plan and no derived file.
+# Exit 0 on pass, 1 on failure, 77 (skip) when /usr/bin/python3 lacks onnx.
+set -u
+if [ $# -ne 3 ]; then
+    echo "usage: $0 ROAMC_BINARY CHECK_PLAN_PY OUTDIR" >&2
+    exit 2
+fi
+ROAMC=$1
+CHECK=$2
+OUT=$3
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+if ! "$PY" -c "import onnx, numpy" >/dev/null 2>&1; then
+    echo "SKIP: $PY cannot import onnx and numpy (python3-onnx)"
+    exit 77
+fi
+rm -rf "$OUT" && mkdir -p "$OUT" || exit 1
+"$PY" "$HERE/gen_train_models.py" "$OUT" || { echo "FAIL: gen_train_models.py"; exit 1; }
+fail=0
+failed() { echo "FAIL: $*"; fail=1; }
+
+# name | model | expected text in the report | roamc options
+good() {
+    local name=$1 model=$2 expect=$3
+    shift 3
+    local d="$OUT/$name.derived.onnx" p="$OUT/$name.plan.json"
+    if ! "$ROAMC" "$OUT/$model" --train --emit-train "$d" -o "$p" "$@" >"$OUT/$name.out" 2>&1; then
+        failed "$name: roamc --train failed: $(cat "$OUT/$name.out")"
+        return
+    fi
+    grep -q -- "$expect" "$OUT/$name.out" || failed "$name: report lacks '$expect': $(cat "$OUT/$name.out")"
+    "$ROAMC" check "$d" "$p" >/dev/null 2>&1 || failed "$name: roamc check rejects the plan"
+    if [ -f "$CHECK" ]; then
+        "$PY" "$CHECK" "$d" "$p" >"$OUT/$name.check" 2>&1 || failed "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
+    fi
+    # the derived file read back: the same plan, byte for byte (same options less --train's)
+    local rest=() skip=0
+    for a in "$@"; do
+        if [ $skip = 1 ]; then skip=0; continue; fi
+        case "$a" in --loss|--optimizer|--frozen|--dim) skip=1 ;; *) rest+=("$a") ;; esac
+    done
+    "$ROAMC" "$d" -q -o "$p.again" "${rest[@]}" || failed "$name: roamc on the derived file failed"
+    cmp -s "$p" "$p.again" || failed "$name: reading the derived file back gives another plan"
+    echo "ok: $name ($(grep -m1 '^  train' "$OUT/$name.out" | sed 's/^ *//'))"
+}
+
+good cnn cnn.onnx "label input 'target' int64 \[4\]"
+good cnn_program cnn.onnx "adam: 21 state inputs" --order program
+good cnn_sgd cnn.onnx "sgd: 0 state inputs" --optimizer sgd
+good cnn_momentum cnn.onnx "momentum: 7 state inputs" --optimizer momentum --order lescea
+good cnn_adamw cnn.onnx "adamw: 21 state inputs" --optimizer adamw
+good cnn_none cnn.onnx "none: 0 state inputs" --optimizer none
+good cnn_frozen cnn.onnx "5 float initializers trained (.*), 2 frozen" --frozen 'c1.*'
+good transformer transformer.onnx "label input 'target' int64 \[2, 8\]"
+good mlp_mse mlp_dyn.onnx "loss mse on 'y' float32 \[7, 4\]; label input 'target' float32 \[7, 4\]" --loss mse --dim N=7
+good scalar scalar.onnx "the graph's own output 'loss'"
+
+# the rules named in the derived graph (what PyTorch's autograd runs)
+if "$PY" - "$OUT" <<'PYEOF'
+import sys, onnx
+d = sys.argv[1]
+ops = {n.op_type for n in onnx.load(d + "/cnn.derived.onnx").graph.node}
+need = {"convolution_backward", "native_batch_norm_backward", "threshold_backward", "max_pool2d_with_indices_backward",
+        "avg_pool2d_backward", "mm", "sum", "add", "addcdiv_", "nll_loss_backward"}
+t = {n.op_type for n in onnx.load(d + "/transformer.derived.onnx").graph.node}
+need_t = {"embedding_dense_backward", "native_layer_norm_backward", "bmm", "_softmax_backward_data",
+          "native_dropout_backward", "gelu_backward", "cat", "slice_backward", "permute_copy"}
+missing = (need - ops) | (need_t - t)
+if "Erf" in t and "erf" in t:
+    missing.add("(Erf-GELU not fused)")
+# parameters' gradients have the parameters' shapes; every value has a static shape
+for f in ("cnn", "transformer"):
+    m = onnx.load(d + "/%s.derived.onnx" % f)
+    meta = {p.key: p.value for p in m.metadata_props}
+    shp = {v.name: [x.dim_value for x in v.type.tensor_type.shape.dim]
+           for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output)}
+    for p, g in zip(meta["roamc.parameters"].split(","), meta["roamc.gradients"].split(",")):
+        if shp.get(p) != shp.get(g):
+            missing.add("%s: grad %s of %s has shape %s, not %s" % (f, g, p, shp.get(g), shp.get(p)))
+if missing:
+    print("missing:", sorted(missing))
+    sys.exit(1)
+PYEOF
+then echo "ok: derived ops and gradient shapes"; else failed "derived graphs lack rules"; fi
+
+# name | expected exit | expected message | roamc arguments
+bad() {
+    local name=$1 code=$2 expect=$3
+    shift 3
+    rm -f "$OUT/bad.plan.json" "$OUT/bad.derived.onnx"
+    "$ROAMC" "$@" -o "$OUT/bad.plan.json" >"$OUT/$name.out" 2>&1
+    local rc=$?
+    [ $rc = "$code" ] || failed "$name: exit $rc, want $code: $(cat "$OUT/$name.out")"
+    grep -q -- "$expect" "$OUT/$name.out" || failed "$name: message lacks '$expect': $(cat "$OUT/$name.out")"
+    [ ! -e "$OUT/bad.plan.json" ] || failed "$name: wrote a plan"
+    [ ! -e "$OUT/bad.derived.onnx" ] || failed "$name: wrote the derived graph"
+    echo "ok: $name"
+}
+E="--emit-train $OUT/bad.derived.onnx"
+bad no_float_initializer 2 "no float initializer" "$OUT/bad_noinit.onnx" --train $E
+bad int_output 2 "no float output to put a loss on (its first output 'cls' is int64)" "$OUT/bad_intout.onnx" --train $E
+bad unknown_op 2 "node 'my_custom_op' (#1, custom.domain::Frobnicate) is on the gradient path" "$OUT/bad_unknown.onnx" --train $E
+bad no_param 2 "no float initializer reaches the loss" "$OUT/bad_nograd.onnx" --train $E
+bad loss_none_not_scalar 2 "--loss none wants the graph's output to be the loss" "$OUT/cnn.onnx" --train --loss none $E
+bad ce_on_scalar 2 "cross-entropy wants logits" "$OUT/scalar.onnx" --train --loss cross-entropy $E
+bad unbound_dim 2 "N" "$OUT/mlp_dyn.onnx" --train $E
+bad loss_without_train 2 "need --train" "$OUT/cnn.onnx" --loss mse
+bad unknown_optimizer 2 "--optimizer is adam" "$OUT/cnn.onnx" --train --optimizer lion
+cp "$OUT/cnn.onnx" "$OUT/cnn.copy"
+bad emit_over_input 2 "is the input file" "$OUT/cnn.onnx" --train --emit-train "$OUT/cnn.onnx"
+cmp -s "$OUT/cnn.onnx" "$OUT/cnn.copy" || failed "emit_over_input: the input file changed"
+mkdir -p "$OUT/adir"
+bad emit_to_directory 2 "is a directory" "$OUT/cnn.onnx" --train --emit-train "$OUT/adir"
+
+[ $fail = 0 ] && echo "PASS" || echo "FAILED"
+exit $fail
