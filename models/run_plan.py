@@ -276,9 +276,9 @@ def make_inputs(g, seed):
         elif dt == torch.bool:
             v = torch.rand(shape, generator=gen) < 0.5
         else:
-            # class labels, token ids, counters: small non-negative values fit every
-            # class count and vocabulary of the bundled models
-            v = torch.randint(0, 10, shape, generator=gen, dtype=torch.int64).to(dt)
+            # class labels, token ids, token types (BERT has 2), positions, counters:
+            # 0 and 1 fit every class count and table of the bundled models
+            v = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64).to(dt)
         vals[name] = v
     return vals
 
@@ -463,6 +463,10 @@ class Arena:
             if c.random:
                 seed_node(i, seed, device)
             a, kw = c.arguments(lambda x: self.env[x], device)
+            if c.op in ("as_strided", "as_strided_") and len(a) > 3 and a[3] is not None:
+                # storage_offset counts from the start of the storage, which eager
+                # allocated on its own and the plan puts at its buffer's offset
+                a[3] += self.buffers[self.buf_of[c.inputs[0]]]["offset"] // a[0].element_size()
             out = c.fn(*a, **kw)
             for k, (name, t) in enumerate(zip(c.node.output, c.flat_outputs(out, lambda x: self.env[x]))):
                 if not name:
