@@ -71,14 +71,21 @@ uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t ali
  * lifetime ended at the previous step are freed, then the buffers starting at
  * this step are allocated in index order.  Offsets are block addresses with
  * the segments laid end to end in the order they were reserved, so the layout
- * is valid and its height is the reserved memory. */
+ * is valid; its height is the bytes of all segments ever reserved.
+ * limit > 0 is the device memory segments may take: when reserving one
+ * would pass it, the wholly free segments are given back and the
+ * reservation tried again, as PyTorch does before it reports out of memory.
+ * Returns the height, or UINT64_MAX when out of host memory or (stats->oom)
+ * when a request found no room under the limit. */
 typedef struct layout_pytorch_stats {
-    uint64_t reserved_peak;   /* bytes of segments reserved at the end (== height) */
+    uint64_t reserved_peak;   /* most bytes of segments held at once (without a limit: == height) */
     uint64_t allocated_peak;  /* max over time of bytes in allocated blocks */
     size_t segments;          /* segments reserved */
+    size_t released;          /* segments given back under the limit */
+    int oom;                  /* the replay ran out of device memory under the limit */
 } layout_pytorch_stats;
 
-uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
+uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uint64_t *offsets,
                         layout_pytorch_stats *stats);
 
 /* Exact layout with a GLPK integer program: an offset per buffer, one binary

@@ -11,9 +11,15 @@
  *     segment reserved (segments are never given back);
  *   - the block is split when what is left is >= 512 B (small pool) or
  *     > 1 MiB (large pool); otherwise the whole block is handed out;
- *   - a freed block merges with the free blocks next to it in its segment.
+ *   - a freed block merges with the free blocks next to it in its segment;
+ *   - with a device limit: when reserving a segment would pass it, every
+ *     segment that is wholly free is given back (release_cached_blocks; in
+ *     torch 1.13 release_available_cached_blocks does nothing unless
+ *     max_split_size_mb is set) and the reservation is tried once more; if it
+ *     still does not fit, the program runs out of memory.
  * Addresses are "segment base + offset in segment", with the segments laid
- * end to end in the order they were reserved, so the result is a layout.
+ * end to end in the order they were reserved (a segment given back keeps
+ * its addresses), so the result is a layout.
  */
 #include "layout.h"
 #include "layout_internal.h"
@@ -37,22 +43,26 @@ typedef struct pt_block {
     size_t prev, next; /* neighbours in the segment, LAY_NIL at its ends */
     int small;         /* which pool */
     int free;
+    int released;      /* a whole segment given back to the device */
 } pt_block;
 
 typedef struct pt_allocator {
     pt_block *blocks;  /* block ids are never reused: at most 2 per request */
     size_t nblocks, cap;
     lay_set pool[2];   /* free blocks keyed by (size, addr); [1] = small pool */
-    uint64_t reserved;
+    uint64_t reserved, reserved_peak; /* now, and the most at any time */
+    uint64_t top;      /* where the next segment's addresses start */
+    uint64_t limit;    /* device memory for segments; 0: no limit */
     uint64_t allocated, allocated_peak;
-    size_t segments;
+    size_t segments, released;
+    int oom;           /* a request found no room under the limit */
 } pt_allocator;
 
 static size_t pt_new_block(pt_allocator *a, uint64_t addr, uint64_t size, int small)
 {
     assert(a->nblocks < a->cap);
     size_t id = a->nblocks++;
-    a->blocks[id] = (pt_block){addr, size, LAY_NIL, LAY_NIL, small, 0};
+    a->blocks[id] = (pt_block){addr, size, LAY_NIL, LAY_NIL, small, 0, 0};
     return id;
 }
 
@@ -69,7 +79,23 @@ static void pt_pool_remove(pt_allocator *a, size_t id)
     lay_set_erase(&a->pool[a->blocks[id].small], id);
 }
 
-/* Returns the block id given out for a request of (rounded) size sz. */
+/* Gives every wholly free segment back to the device (emptying the cache,
+ * as the allocator does before it reports out of memory). */
+static void pt_release_cached(pt_allocator *a)
+{
+    for (size_t id = 0; id < a->nblocks; id++) {
+        pt_block *b = &a->blocks[id];
+        if (b->free && b->prev == LAY_NIL && b->next == LAY_NIL) {
+            pt_pool_remove(a, id);
+            b->released = 1;
+            a->reserved -= b->size;
+            a->released++;
+        }
+    }
+}
+
+/* Returns the block id given out for a request of (rounded) size sz, or
+ * LAY_NIL when the device limit leaves no room (a->oom). */
 static size_t pt_malloc(pt_allocator *a, uint64_t sz)
 {
     int small = sz <= PT_SMALL_SIZE;
@@ -80,8 +106,17 @@ static size_t pt_malloc(pt_allocator *a, uint64_t sz)
         uint64_t seg = small ? PT_SMALL_SEGMENT
                      : sz < PT_MIN_LARGE_ALLOC ? PT_LARGE_SEGMENT
                      : lay_round_up(sz, PT_ROUND_LARGE);
-        id = pt_new_block(a, a->reserved, seg, small);
+        if (a->limit && a->reserved + seg > a->limit)
+            pt_release_cached(a);
+        if (a->limit && a->reserved + seg > a->limit) {
+            a->oom = 1;
+            return LAY_NIL;
+        }
+        id = pt_new_block(a, a->top, seg, small);
+        a->top += seg;
         a->reserved += seg;
+        if (a->reserved > a->reserved_peak)
+            a->reserved_peak = a->reserved;
         a->segments++;
     }
     pt_block *b = &a->blocks[id];
@@ -132,11 +167,12 @@ static void pt_free(pt_allocator *a, size_t id)
     pt_pool_add(a, id);
 }
 
-uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
+uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uint64_t *offsets,
                         layout_pytorch_stats *stats)
 {
     pt_allocator a;
     memset(&a, 0, sizeof a);
+    a.limit = limit;
     a.cap = 2 * n + 1;
     a.blocks = malloc(a.cap * sizeof *a.blocks);
     lay_events ev;
@@ -158,13 +194,17 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t *offsets,
                 pt_free(&a, block_of[ev.frees[f++].idx]);
             uint64_t sz = lay_round_up(bufs[i].size, PT_ROUND);
             block_of[i] = pt_malloc(&a, sz);
+            if (block_of[i] == LAY_NIL)
+                break;
             offsets[i] = a.blocks[block_of[i]].addr;
         }
-        result = a.reserved;
+        result = a.oom ? UINT64_MAX : a.top;
         if (stats) {
-            stats->reserved_peak = a.reserved;
+            stats->reserved_peak = a.reserved_peak;
             stats->allocated_peak = a.allocated_peak;
             stats->segments = a.segments;
+            stats->released = a.released;
+            stats->oom = a.oom;
         }
     }
     while (sets-- > 0)

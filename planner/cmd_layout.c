@@ -237,7 +237,7 @@ int cmd_layout(int argc, char **argv)
     } else if (strcmp(o.method, "bestfit") == 0) {
         height = layout_bestfit(bufs, n, o.align, offsets);
     } else if (strcmp(o.method, "pytorch") == 0) {
-        height = layout_pytorch(csv.bufs, n, offsets, &pt);
+        height = layout_pytorch(csv.bufs, n, 0, offsets, &pt);
     } else {
         /* roam: best heuristic as the warm start, then the exact steps */
         h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);

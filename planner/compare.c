@@ -11,16 +11,14 @@
  */
 #include "planner.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
 typedef struct compare_row {
-    const char *name; /* as printed */
-    const char *key;  /* in JSON */
-    planner_order order;
-    planner_layout layout;
+    const planner_method *m;
     plan p;
     int ok;
     double seconds;
@@ -40,7 +38,7 @@ static double compare_pct(double num, double den) { return den > 0 ? 100.0 * (nu
 static void compare_note(compare_row *r) {
     const planner_order_stats *st = r->p.ostats;
     r->note[0] = 0;
-    if (st && r->order == PLANNER_ORDER_ILP) {
+    if (st && r->m->order == PLANNER_ORDER_ILP) {
         const char *stop = st->time_stopped ? "stopped by the time limit" : "";
         if (st->ilp_too_large) snprintf(r->note, sizeof r->note, "order ILP too large, kept %s", st->source);
         else if (st->heuristic_kept)
@@ -56,32 +54,24 @@ static void compare_note(compare_row *r) {
 
 int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
                  const char *svg_path, int json, FILE *out, char *err, size_t errlen) {
-    compare_row rows[] = {
-        {"PyTorch", "pytorch", PLANNER_ORDER_PROGRAM, PLANNER_LAYOUT_PYTORCH, {0}, 0, 0, 0, ""},
-        {"Heuristics", "heuristics", PLANNER_ORDER_LESCEA, PLANNER_LAYOUT_LLFB, {0}, 0, 0, 0, ""},
-        {"ILP", "ilp", PLANNER_ORDER_ILP, PLANNER_LAYOUT_ILP, {0}, 0, 0, 0, ""},
-        {"ROAM", "roam", PLANNER_ORDER_ROAM, PLANNER_LAYOUT_ROAM, {0}, 0, 0, 0, ""},
-    };
-    const size_t nrows = sizeof rows / sizeof rows[0];
-    /* PyTorch's row plans the same model with gradients retained. */
-    graph eager;
-    if (graph_build(g->model, g->align, &eager, err, errlen)) return -1;
-    eager.retain_gradients = true;
+    /* the rows in the order of planner_methods: PyTorch first, ROAM last */
+    compare_row rows[8] = {{0}};
+    const size_t nrows = planner_n_methods;
+    assert(nrows <= sizeof rows / sizeof rows[0]);
+    for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
     int rc = 0;
     for (size_t i = 0; i < nrows && rc == 0; i++) {
-        const graph *gi = i == 0 ? &eager : g;
         planner_options opt = *base;
-        opt.order = rows[i].order;
-        opt.layout = rows[i].layout;
-        opt.dump_tree = rows[i].order == PLANNER_ORDER_ROAM ? base->dump_tree : NULL;
+        planner_method_apply(rows[i].m, &opt);
+        opt.dump_tree = rows[i].m->order == PLANNER_ORDER_ROAM ? base->dump_tree : NULL;
         double t0 = planner_now();
-        if (plan_build(gi, &opt, &rows[i].p, err, errlen)) {
+        if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;
             break;
         }
         rows[i].seconds = planner_now() - t0;
         rows[i].ok = 1;
-        rows[i].actual = rows[i].p.pytorch_reserved ? rows[i].p.pytorch_reserved : rows[i].p.actual;
+        rows[i].actual = plan_device_bytes(&rows[i].p);
         compare_note(&rows[i]);
     }
     const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
@@ -111,9 +101,9 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         for (size_t i = 0; i < nrows; i++) {
             const compare_row *w = &rows[i];
             json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(w->key));
-            json_object_set_new(o, "order", json_string(planner_order_name(w->order)));
-            json_object_set_new(o, "layout", json_string(planner_layout_name(w->layout)));
+            json_object_set_new(o, "name", json_string(w->m->name));
+            json_object_set_new(o, "order", json_string(planner_order_name(w->m->order)));
+            json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
             json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
             json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
             json_object_set_new(o, "fragmentation_percent", json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
@@ -135,8 +125,8 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
                 "actual", "frag", "vs PyTorch", "time");
         for (size_t i = 0; i < nrows; i++) {
             const compare_row *w = &rows[i];
-            fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->name,
-                    planner_order_name(w->order), planner_layout_name(w->layout),
+            fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
+                    planner_order_name(w->m->order), planner_layout_name(w->m->layout),
                     compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
                     compare_pct((double)w->actual, (double)w->p.theoretical),
                     i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
@@ -155,11 +145,10 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
             fprintf(out, "  PyTorch: program order of this inference graph, actual peak = what its caching allocator\n"
                          "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
         for (size_t i = 0; i < nrows; i++)
-            if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].name, rows[i].note);
+            if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].m->title, rows[i].note);
         if (out_path) fprintf(out, "  ROAM plan written  %s\n", out_path);
         if (svg_path) fprintf(out, "  picture written    %s\n", svg_path);
     }
     for (size_t i = 0; i < nrows; i++) plan_free(&rows[i].p);
-    graph_free(&eager);
     return rc;
 }

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "frontend.h"
 #include "graph.h"
 #include "planner.h"
@@ -46,6 +48,9 @@ static const char usage_text[] =
     "                        'encoder.*') stay fixed (repeatable)\n"
     "      --emit-train FILE --train: also write the derived training graph to FILE; the\n"
     "                        plan and report then name FILE\n"
+    "      --method NAME     plan as one row of --compare: pytorch (what eager PyTorch\n"
+    "                        does: program order, gradients held to the end of the step,\n"
+    "                        caching-allocator replay), heuristics, ilp, roam (default)\n"
     "      --order NAME      operator order: roam, program, lescea, ilp (default: roam)\n"
     "      --node-limit N    roam: most operators in a leaf of the subgraph tree (default: 48)\n"
     "      --delay-radius R  roam: segments a weight update may be delayed (default: 4)\n"
@@ -58,6 +63,13 @@ static const char usage_text[] =
     "      --layout NAME     layout: roam, llfb, greedy, bestfit, pytorch, ilp (default: roam)\n"
     "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
     "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
+    "      --budget SIZE     device memory (16GiB, 80GB, 24000000000): say whether the\n"
+    "                        plan and PyTorch's (--method pytorch) fit, and by how much\n"
+    "      --reserve SIZE    memory the device spends outside the arena (CUDA context,\n"
+    "                        workspaces), taken off the budget (default: 0)\n"
+    "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
+    "                        this plan fit, searching the symbolic dim SYM (default: the\n"
+    "                        one left unbound); -o writes the plan at that batch\n"
     "      --align B         round sizes and offsets to B bytes (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
     "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
@@ -65,7 +77,8 @@ static const char usage_text[] =
     "  -h, --help            this text\n"
     "  -V, --version         the version\n"
     "\n"
-    "exit status: 0 ok, 1 roamc failed, 2 bad input or usage;\n"
+    "exit status: 0 ok, 1 roamc failed, 2 bad input or usage, 3 the plan does not fit\n"
+    "--budget (--max-batch: not even at batch 1);\n"
     "`check`: 0 valid, 1 invalid, 2 unreadable input.\n";
 
 /* The options every command that reads a model takes. */
@@ -147,7 +160,8 @@ static int main_load(const char *path, const fe_options *fopt, const main_train 
 static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt);
 
 enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
-       OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE };
+       OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE,
+       OPT_METHOD, OPT_BUDGET, OPT_RESERVE, OPT_MAX_BATCH };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -157,6 +171,8 @@ static int main_plan(int argc, char **argv) {
         {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
         {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
         {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"compare", no_argument, NULL, OPT_COMPARE},
+        {"method", required_argument, NULL, OPT_METHOD}, {"budget", required_argument, NULL, OPT_BUDGET},
+        {"reserve", required_argument, NULL, OPT_RESERVE}, {"max-batch", optional_argument, NULL, OPT_MAX_BATCH},
         MAIN_BINDING_OPTIONS, MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     fe_options fopt = {0};
@@ -170,8 +186,10 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                            .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
     uint64_t num;
-    const char *out_path = NULL, *svg_path = NULL;
-    int json_report = 0, quiet = 0, compare = 0, c;
+    const char *out_path = NULL, *svg_path = NULL, *method = NULL, *batch_symbol = NULL;
+    planner_budget budget = {0};
+    int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
+    char err[2048];
     main_train train = {0};
     while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
         switch (c) {
@@ -188,9 +206,33 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
         case OPT_ORDER:
             if (planner_order_parse(optarg, &opt.order)) return main_usage_error("unknown order '%s'", optarg);
+            order_or_layout = 1;
             break;
         case OPT_LAYOUT:
             if (planner_layout_parse(optarg, &opt.layout)) return main_usage_error("unknown layout '%s'", optarg);
+            order_or_layout = 1;
+            break;
+        case OPT_METHOD: {
+            const planner_method *m = planner_method_find(optarg);
+            if (!m) {
+                fprintf(stderr, "roamc: unknown method '%s' (choose from %s)\nTry 'roamc --help'.\n", optarg,
+                        planner_method_names());
+                return 2;
+            }
+            planner_method_apply(m, &opt);
+            method = optarg;
+            break;
+        }
+        case OPT_BUDGET:
+        case OPT_RESERVE:
+            if (c == OPT_RESERVE && strspn(optarg, "0") == strlen(optarg) && *optarg) budget.reserve = 0; /* "0" is the default */
+            else if (planner_size_parse(optarg, c == OPT_BUDGET ? &budget.budget : &budget.reserve, err, sizeof err))
+                return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
+            *(c == OPT_BUDGET ? &budget.budget_text : &budget.reserve_text) = optarg;
+            break;
+        case OPT_MAX_BATCH:
+            max_batch = 1;
+            batch_symbol = optarg;
             break;
         case OPT_ALIGN:
             if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30))
@@ -234,12 +276,32 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     }
     if (optind != argc - 1)
         return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
+    if (method && order_or_layout) return main_usage_error("%s", "--method sets the order and the layout: give one or the other");
+    if (method && compare) return main_usage_error("%s", "--compare plans every method: drop --method");
+    if (budget.reserve_text && !budget.budget_text) return main_usage_error("%s", "--reserve needs --budget");
+    if (max_batch && !budget.budget_text) return main_usage_error("%s", "--max-batch needs --budget SIZE");
+    if (budget.budget_text && compare) return main_usage_error("%s", "--budget works on one plan, not with --compare");
+    if (max_batch && opt.dump_tree) return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
+    if (budget.reserve >= budget.budget && budget.budget_text)
+        return main_usage_error("%s", "--reserve must be below --budget");
+    /* the allocator replay sees the device's limit, as PyTorch does */
+    if (budget.budget_text && opt.layout == PLANNER_LAYOUT_PYTORCH) opt.device_limit = budget.budget - budget.reserve;
+    if (batch_symbol && !*batch_symbol) return main_usage_error("%s", "--max-batch= needs a symbol name");
     if (train.other && !train.on) return main_usage_error("%s", "--loss, --optimizer, --frozen and --emit-train need --train");
+    if (train.t.emit_path && max_batch)
+        return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch (bind the batch with --dim)");
     opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
 
+    if (max_batch) {
+        planner_batch_query q = {.model_path = model_path, .bindings = fopt, .symbol = batch_symbol, .opt = opt,
+                                 .budget = &budget, .out_path = out_path, .svg_path = svg_path, .json = json_report,
+                                 .progress = opt.progress, .train = train.on ? &train.t : NULL};
+        int rc = planner_max_batch(&q, quiet ? NULL : stdout, err, sizeof err);
+        if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
+        return rc;
+    }
     double t0 = planner_now();
-    char err[2048];
     fe_model m;
     if (main_load(model_path, fopt, &train, &m, quiet || json_report ? NULL : stdout)) return 2;
     if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
@@ -278,11 +340,32 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                 rc = 1;
             }
         }
-        p.times.total = planner_now() - t0;
-        if (rc == 0 && !quiet) {
-            if (json_report) plan_report_json(stdout, &p, model_path, out_path);
-            else plan_report_text(stdout, &p, model_path, out_path);
+        /* --budget: PyTorch's plan of the same step beside this one */
+        plan torch = {0};
+        const plan *torch_p = &p;
+        if (rc == 0 && budget.budget_text && !(opt.retain_gradients && opt.layout == PLANNER_LAYOUT_PYTORCH &&
+                                                opt.order == PLANNER_ORDER_PROGRAM && opt.device_limit)) {
+            planner_options topt = opt;
+            planner_method_apply(planner_method_find("pytorch"), &topt);
+            topt.dump_tree = NULL;
+            topt.device_limit = budget.budget - budget.reserve;
+            if (plan_build(&g, &topt, &torch, err, sizeof err)) {
+                fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
+                rc = 1;
+            }
+            torch_p = &torch;
         }
+        p.times.total = planner_now() - t0;
+        json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
+        int fit = rc == 0 && budget.budget_text ? planner_fit_report(NULL, &budget, &p, torch_p, extra) : 0;
+        if (rc == 0 && !quiet) {
+            if (json_report) plan_report_json(stdout, &p, model_path, out_path, extra);
+            else plan_report_text(stdout, &p, model_path, out_path);
+            if (!json_report && budget.budget_text) planner_fit_report(stdout, &budget, &p, torch_p, NULL);
+        }
+        if (rc == 0) rc = fit;
+        json_decref(extra);
+        plan_free(&torch);
         plan_free(&p);
     }
     graph_free(&g);

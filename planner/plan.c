@@ -29,6 +29,30 @@ int planner_layout_parse(const char *s, planner_layout *out) {
     return -1;
 }
 
+const planner_method planner_methods[] = {
+    {"pytorch", "PyTorch", PLANNER_ORDER_PROGRAM, PLANNER_LAYOUT_PYTORCH, 1},
+    {"heuristics", "Heuristics", PLANNER_ORDER_LESCEA, PLANNER_LAYOUT_LLFB, 0},
+    {"ilp", "ILP", PLANNER_ORDER_ILP, PLANNER_LAYOUT_ILP, 0},
+    {"roam", "ROAM", PLANNER_ORDER_ROAM, PLANNER_LAYOUT_ROAM, 0},
+};
+const size_t planner_n_methods = PLANNER_COUNT(planner_methods);
+
+const planner_method *planner_method_find(const char *name) {
+    for (size_t i = 0; i < planner_n_methods; i++)
+        if (strcmp(name, planner_methods[i].name) == 0) return &planner_methods[i];
+    return NULL;
+}
+
+const char *planner_method_names(void) { return "pytorch, heuristics, ilp, roam"; }
+
+void planner_method_apply(const planner_method *m, planner_options *opt) {
+    opt->order = m->order;
+    opt->layout = m->layout;
+    opt->retain_gradients = m->retain_gradients;
+}
+
+uint64_t plan_device_bytes(const plan *p) { return p->pytorch_reserved ? p->pytorch_reserved : p->actual; }
+
 double planner_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -52,6 +76,8 @@ void plan_free(plan *p) {
     free(p->end);
     free(p->offsets);
     free(p->ostats);
+    if (p->own_graph) graph_free(p->own_graph);
+    free(p->own_graph);
     memset(p, 0, sizeof *p);
 }
 
@@ -122,8 +148,17 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
             return planner_errorf(err, errlen, "layout pytorch places blocks at multiples of 512 B; use an --align that divides 512");
         }
         layout_pytorch_stats st;
-        if (layout_pytorch(b, g->n_storages, p->offsets, &st) != UINT64_MAX) {
+        uint64_t r = layout_pytorch(b, g->n_storages, p->opt.device_limit, p->offsets, &st);
+        if (r == UINT64_MAX && st.oom) {
+            /* PyTorch would stop with out-of-memory: the plan still needs a
+             * layout, the replay without the limit, whose reserved bytes
+             * (above the limit) say by how much it does not fit */
+            p->pytorch_oom = 1;
+            r = layout_pytorch(b, g->n_storages, 0, p->offsets, &st);
+        }
+        if (r != UINT64_MAX) {
             p->pytorch_reserved = st.reserved_peak;
+            p->pytorch_released = st.released;
             h = layout_height(b, g->n_storages, p->offsets);
         }
         break;
@@ -189,6 +224,18 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
 
 int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
+    if (opt->retain_gradients && !g->retain_gradients) {
+        /* lifetimes are the graph's: plan a copy that keeps gradients */
+        if (!(p->own_graph = calloc(1, sizeof *p->own_graph)))
+            return planner_errorf(err, errlen, "out of memory for a graph of %zu ops", g->n_ops);
+        if (graph_build(g->model, g->align, p->own_graph, err, errlen)) {
+            free(p->own_graph);
+            p->own_graph = NULL;
+            return -1;
+        }
+        p->own_graph->retain_gradients = true;
+        g = p->own_graph;
+    }
     p->g = g;
     p->opt = *opt;
     double t0 = planner_now();

@@ -210,8 +210,9 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
         fprintf(f, "  kind          inference pass (updates nothing: initializers and outputs persist, the rest lives "
                    "as its readers need)\n");
     if (g->model->n_inferred || g->model->n_symbols) planner_shapes_text_summary(f, g->model);
-    fprintf(f, "  plan          order %s, layout %s, align %llu\n", planner_order_name(p->opt.order),
-            planner_layout_name(p->opt.layout), (unsigned long long)p->opt.align);
+    fprintf(f, "  plan          order %s, layout %s, align %llu%s\n", planner_order_name(p->opt.order),
+            planner_layout_name(p->opt.layout), (unsigned long long)p->opt.align,
+            p->opt.retain_gradients ? "; gradients held to the end of the step, as eager PyTorch holds .grad" : "");
     fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n", plan_human(p->theoretical, a, sizeof a),
             (unsigned long long)p->theoretical, plan_human(p->theoretical_np, b, sizeof b));
     fprintf(f, "  lower bound   %s (%llu B); the plan is at most %.2f%% above the best schedule\n",
@@ -236,7 +237,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
     if (out_path) fprintf(f, "  plan written  %s\n", out_path);
 }
 
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path) {
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path, json_t *extra) {
     const graph *g = p->g;
     json_t *r = json_object();
     json_object_set_new(r, "model", json_string(model_path));
@@ -251,6 +252,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     json_object_set_new(r, "order", json_string(planner_order_name(p->opt.order)));
     json_object_set_new(r, "layout", json_string(planner_layout_name(p->opt.layout)));
     json_object_set_new(r, "align", json_integer((json_int_t)p->opt.align));
+    json_object_set_new(r, "retain_gradients", json_boolean(p->opt.retain_gradients));
     json_object_set_new(r, "theoretical_peak", json_integer((json_int_t)p->theoretical));
     json_object_set_new(r, "theoretical_peak_without_persistent", json_integer((json_int_t)p->theoretical_np));
     json_object_set_new(r, "lower_bound", json_integer((json_int_t)p->lower_bound));
@@ -281,6 +283,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
     json_object_set_new(t, "layout", json_real(p->times.layout));
     json_object_set_new(t, "total", json_real(p->times.total));
     json_object_set_new(r, "seconds", t);
+    if (extra) json_object_update(r, extra);
     json_dumpf(r, f, JSON_INDENT(2));
     fputc('\n', f);
     json_decref(r);

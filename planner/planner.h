@@ -53,7 +53,33 @@ typedef struct planner_options {
     double time_limit;   /* seconds for the whole ordering; backstop of the ILPs */
     const char *dump_tree; /* write the subgraph tree as JSON here, or NULL */
     int progress;        /* a progress line on stderr (main sets it when a tty) */
+    /* gradients held to the end of the step, as eager PyTorch holds .grad
+     * until the next zero_grad (method pytorch); plan_build then plans a
+     * copy of the graph built that way */
+    int retain_gradients;
+    /* layout pytorch: device memory its segments may take (0: no limit);
+     * near it the allocator gives cached segments back before it fails */
+    uint64_t device_limit;
 } planner_options;
+
+/* The ways to plan a model that --compare sets side by side; each one is
+ * also a single plan with --method NAME, so a row of the table can be
+ * reproduced (and written, drawn, checked) on its own. */
+typedef struct planner_method {
+    const char *name;  /* "pytorch", "heuristics", "ilp", "roam" */
+    const char *title; /* "PyTorch", as the table prints it */
+    planner_order order;
+    planner_layout layout;
+    int retain_gradients;
+} planner_method;
+extern const planner_method planner_methods[];
+extern const size_t planner_n_methods;
+/* The method called name, or NULL. */
+const planner_method *planner_method_find(const char *name);
+/* "pytorch, heuristics, ilp, roam": for messages listing the choices. */
+const char *planner_method_names(void);
+/* Sets the order, layout and gradient handling of opt to those of m. */
+void planner_method_apply(const planner_method *m, planner_options *opt);
 
 /* Wall-clock seconds of each stage. */
 typedef struct planner_times {
@@ -84,16 +110,26 @@ typedef struct plan {
     uint64_t actual;      /* layout height */
     uint64_t lower_bound; /* graph_lower_bound */
     uint64_t persistent;  /* bytes of persistent storages */
-    uint64_t pytorch_reserved; /* layout pytorch: bytes of reserved segments, else 0 */
+    uint64_t pytorch_reserved; /* layout pytorch: most bytes of segments held at once, else 0 */
+    size_t pytorch_released;   /* layout pytorch: segments given back under opt.device_limit */
+    int pytorch_oom;           /* layout pytorch: out of memory under opt.device_limit (the
+                                  layout and pytorch_reserved are then the replay without it) */
     int layout_optimal;        /* the layout's height is proven minimal for this order */
     char layout_note[160];     /* a fallback or time limit the layout ran into, else "" */
     planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
     struct planner_order_stats *ostats; /* order roam/ilp: how the order was found, else NULL */
+    graph *own_graph; /* opt.retain_gradients: the graph built for it (g), freed with the plan */
 } plan;
 
-/* Plans g with the given options.  Returns 0 and a validated plan, or -1
- * with a message in err.  Free with plan_free. */
+/* Bytes of device memory the plan needs: the arena (actual peak), or for
+ * layout pytorch what the caching allocator reserves in segments. */
+uint64_t plan_device_bytes(const plan *p);
+
+/* Plans g with the given options (with opt->retain_gradients, a copy of g
+ * built from g->model with gradients retained).  g must outlive the plan.
+ * Returns 0 and a validated plan, or -1 with a message in err.  Free with
+ * plan_free. */
 int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen);
 void plan_free(plan *p);
 
@@ -132,9 +168,11 @@ int planner_output_open(planner_output *o, const char *path);
  * with errno set (0 for a write that failed earlier with ok == 0). */
 int planner_output_close(planner_output *o, int ok);
 
-/* The report: text for people, or one JSON object. */
+/* The report: text for people, or one JSON object (with the members of
+ * extra added, when not NULL; the caller keeps its reference). */
+struct json_t;
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path);
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path);
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path, struct json_t *extra);
 
 /* Draws n plans of the same graph one above the other on one scale (time
  * across, address up, one rectangle per storage, persistent storages shaded
@@ -169,6 +207,60 @@ int cmd_layout(int argc, char **argv);
  * message to err). */
 int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path, FILE *out, FILE *err);
 
+/* ------------------------------------------------ will it fit (planner/fit.c) */
+
+/* Exit status of a plan that does not fit its --budget (0: it fits). */
+#define PLANNER_EXIT_NO_FIT 3
+/* --max-batch stops doubling here: 2^20 samples. */
+#define PLANNER_MAX_BATCH ((int64_t)1 << 20)
+
+/* Parses a byte count as people write one: digits, an optional fraction
+ * and a unit, B, kB, MB, GB, TB, PB (powers of 1000) or KiB, MiB, GiB,
+ * TiB, PiB (powers of 1024), in any letter case: "24000000000", "80GB",
+ * "16GiB", "1.5TiB"; a fraction of a byte rounds down ("0.9GiB").  Refuses
+ * zero, signs, unknown or bare units ("16G") and values above 2^63 - 1
+ * (8 EiB; sizes stay JSON integers).  Returns 0, or -1 with a message
+ * quoting s. */
+int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen);
+
+/* A device memory budget: the step fits when what it needs plus reserve
+ * is at most budget.  reserve < budget. */
+typedef struct planner_budget {
+    uint64_t budget;         /* bytes of device memory */
+    uint64_t reserve;        /* spent outside the arena: CUDA context, workspaces */
+    const char *budget_text; /* as the user wrote them, echoed in reports */
+    const char *reserve_text; /* NULL when not given (0) */
+} planner_budget;
+
+/* The verdict of --budget on one plan next to PyTorch's plan of the same
+ * step (method pytorch): each fits or not, by how much.  Text lines to f,
+ * or (json != NULL) a "budget" member added to json.  Returns 0 when
+ * `chosen` fits, PLANNER_EXIT_NO_FIT when it does not. */
+int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch, struct json_t *json);
+
+/* --max-batch: what to search. */
+typedef struct planner_batch_query {
+    const char *model_path;
+    const fe_options *bindings; /* the user's --input-shape/--dim; must leave the batch unbound */
+    const char *symbol;         /* the batch dim, or NULL: the one input symbol left unbound */
+    const fe_train_options *train; /* plan the training step derived from the model (--train), or NULL */
+    planner_options opt;        /* the plan to size against PyTorch's (method pytorch) */
+    const planner_budget *budget;
+    const char *out_path;       /* write the plan at the largest batch that fits, or NULL */
+    const char *svg_path;       /* draw need against batch, or NULL */
+    int json;                   /* the table as one JSON object */
+    int progress;               /* a line per batch on stderr */
+} planner_batch_query;
+
+/* Finds, for PyTorch's plan and for the chosen one, the largest batch that
+ * fits the budget (doubling, then bisection; both plans at every batch
+ * tried) and prints the table of every batch tried to out (NULL: quiet).
+ * Returns the exit status: 0 when the chosen plan fits batch 1 at least,
+ * PLANNER_EXIT_NO_FIT when it does not, 2 when the model has no batch
+ * symbol to search or a binding is wrong, 1 on another failure (message in
+ * err for 1 and 2). */
+int planner_max_batch(const planner_batch_query *q, FILE *out, char *err, size_t errlen);
+
 /* ------------------------------------------------ what was inferred (planner/shapes.c) */
 
 /* "training" when some node writes in place (a step that updates state),
@@ -183,7 +275,6 @@ int planner_shapes_print(FILE *f, const fe_model *m, int json);
 void planner_shapes_text_summary(FILE *f, const fe_model *m);
 /* The same as a JSON object (graph kind, opset, symbols, counts) for the
  * plan file and the JSON report; the caller owns the reference. */
-struct json_t;
 struct json_t *planner_shapes_summary_json(const fe_model *m);
 
 /* ------------------------------------------------ operator ordering (planner/order.c)

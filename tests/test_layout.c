@@ -294,7 +294,7 @@ static void test_random_instances(void **state)
         uint64_t hb = layout_best_heuristic(bufs, n, align, warm, NULL);
         assert_true(check_layout(bufs, n, warm, align));
         layout_pytorch_stats st;
-        uint64_t hp = layout_pytorch(bufs, n, off, &st);
+        uint64_t hp = layout_pytorch(bufs, n, 0, off, &st);
         assert_true(check_layout(bufs, n, off, 512));
         assert_true(hp >= layout_height(bufs, n, off));
         assert_int_equal(hp, st.reserved_peak);
@@ -342,7 +342,7 @@ static void test_large(void **state)
     assert_int_equal(layout_validate(bufs, N, off, 512, NULL, NULL), 0);
     assert_true(h >= lb);
     layout_pytorch_stats st;
-    layout_pytorch(bufs, N, off, &st);
+    layout_pytorch(bufs, N, 0, off, &st);
     assert_int_equal(layout_validate(bufs, N, off, 512, NULL, NULL), 0);
     free(bufs);
     free(off);
@@ -623,7 +623,7 @@ static void test_threads(void **state)
 static layout_pytorch_stats replay(const layout_buffer *b, size_t n, uint64_t *off)
 {
     layout_pytorch_stats st;
-    uint64_t h = layout_pytorch(b, n, off, &st);
+    uint64_t h = layout_pytorch(b, n, 0, off, &st);
     assert_int_equal(h, st.reserved_peak);
     assert_true(check_layout(b, n, off, 512));
     return st;

@@ -1,0 +1,611 @@
+/* Will it fit, and how large a batch (--budget, --reserve, --max-batch).
+ *
+ * The question is asked of two plans of the same step: what PyTorch would
+ * do (method pytorch: program order, gradients held to the end of the
+ * step, caching-allocator replay; it needs what the allocator reserves)
+ * and the plan the options choose (roam by default; it needs its arena,
+ * the actual peak).  A plan fits when what it needs plus the reserve (what
+ * the device spends outside the arena: CUDA context, workspaces) is at most
+ * the budget.
+ *
+ * The batch search binds the model's batch symbol with --dim, plans both
+ * at batch 1, 2, 4, ... until one does not fit, then bisects each one's
+ * boundary, planning both at every batch tried so that the table is
+ * complete.  It ends with a batch that fits and batch + 1 that does not,
+ * for each plan; that this is the largest batch assumes the need grows
+ * with the batch, which the table lets one check (a batch above the
+ * boundary that fits is reported).
+ */
+#include "planner.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+/* ------------------------------------------------------------------ sizes */
+
+/* "16GiB": the unit's bytes, or 0 for an unknown unit.  Letters in any case,
+ * since people write "16gb" as often as "16GB"; a bare "G" is refused
+ * because it means 10^9 to some tools and 2^30 to others. */
+static uint64_t fit_unit(const char *u) {
+    static const struct { const char *name; uint64_t bytes; } units[] = {
+        {"", 1}, {"b", 1},
+        {"kb", 1000ull}, {"mb", 1000000ull}, {"gb", 1000000000ull}, {"tb", 1000000000000ull},
+        {"pb", 1000000000000000ull},
+        {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40}, {"pib", 1ull << 50},
+    };
+    char low[8];
+    size_t n = strlen(u);
+    if (n >= sizeof low) return 0;
+    for (size_t i = 0; i <= n; i++) low[i] = (char)(u[i] >= 'A' && u[i] <= 'Z' ? u[i] - 'A' + 'a' : u[i]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(low, units[i].name) == 0) return units[i].bytes;
+    return 0;
+}
+
+int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
+    const char *p = s;
+    /* the number as an integer mantissa over 10^decimals, so that "1.5GiB"
+     * is exact and nothing is rounded */
+    uint64_t mant = 0, scale = 1;
+    size_t digits = 0;
+    bool dot = false;
+    for (; (*p >= '0' && *p <= '9') || (*p == '.' && !dot); p++) {
+        if (*p == '.') {
+            dot = true;
+            continue;
+        }
+        if (__builtin_mul_overflow(mant, 10, &mant) || __builtin_add_overflow(mant, (uint64_t)(*p - '0'), &mant) ||
+            (dot && __builtin_mul_overflow(scale, 10, &scale)))
+            return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
+        digits++;
+    }
+    if (digits == 0)
+        return planner_errorf(err, errlen, "'%s' is not a size: give bytes, or a number with a unit such as 16GiB or 80GB", s);
+    uint64_t unit = fit_unit(p);
+    if (unit == 0)
+        return planner_errorf(err, errlen,
+                              "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; KiB, MiB, GiB, TiB, "
+                              "PiB powers of 1024)",
+                              s, p);
+    uint64_t hi;
+    /* mant * unit / scale without overflow: unit and scale are powers of
+     * ten or two, so divide first where it is exact */
+    unsigned __int128 v = (unsigned __int128)mant * unit;
+    v /= scale; /* "0.9GiB": a fraction of a byte rounds down, to stay within the budget */
+    hi = (uint64_t)(v >> 64);
+    /* 2^63 - 1 (8 EiB) keeps every size a JSON integer */
+    if (hi != 0 || (uint64_t)v > (uint64_t)INT64_MAX)
+        return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
+    if (v == 0) return planner_errorf(err, errlen, "'%s' is zero bytes", s);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* "17,179,869,184": bytes with thousands separators, exact. */
+static const char *fit_grouped(uint64_t v, char *buf, size_t len) {
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
+    size_t k = 0;
+    for (int i = 0; i < n && k + 2 < len; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+/* "1.22 GiB" */
+static const char *fit_human(uint64_t b, char *buf, size_t len) {
+    if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20)) snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+    else snprintf(buf, len, "%" PRIu64 " B", b);
+    return buf;
+}
+
+/* ------------------------------------------------------------ one verdict */
+
+static bool fit_fits(const planner_budget *b, uint64_t need) { return need <= b->budget - b->reserve; }
+
+/* Margin (positive) or shortfall (negative) in bytes, as a double so that
+ * it has a sign for any uint64 pair. */
+static double fit_margin(const planner_budget *b, uint64_t need) {
+    return (double)(b->budget - b->reserve) - (double)need;
+}
+
+static json_t *fit_verdict_json(const planner_budget *b, uint64_t need, uint64_t theoretical) {
+    json_t *o = json_object();
+    json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)theoretical));
+    json_object_set_new(o, "needs", json_integer((json_int_t)need));
+    json_object_set_new(o, "fits", json_boolean(fit_fits(b, need)));
+    /* the margin is exact in bytes; json_int_t holds it for any budget up to 2^63 */
+    int64_t m = fit_fits(b, need) ? (int64_t)(b->budget - b->reserve - need) : -(int64_t)(need - (b->budget - b->reserve));
+    json_object_set_new(o, "margin", json_integer((json_int_t)m));
+    json_object_set_new(o, "margin_percent_of_budget", json_real(100.0 * fit_margin(b, need) / (double)b->budget));
+    return o;
+}
+
+static json_t *fit_budget_json(const planner_budget *b) {
+    json_t *o = json_object();
+    json_object_set_new(o, "budget", json_integer((json_int_t)b->budget));
+    json_object_set_new(o, "budget_text", json_string(b->budget_text));
+    json_object_set_new(o, "reserve", json_integer((json_int_t)b->reserve));
+    json_object_set_new(o, "reserve_text", json_string(b->reserve_text ? b->reserve_text : "0"));
+    json_object_set_new(o, "available", json_integer((json_int_t)(b->budget - b->reserve)));
+    return o;
+}
+
+static void fit_budget_text(FILE *f, const planner_budget *b) {
+    char g1[40], g2[40], g3[40];
+    fprintf(f, "  budget        %s = %s B; reserve %s = %s B outside the arena; %s B for the step\n", b->budget_text,
+            fit_grouped(b->budget, g1, sizeof g1), b->reserve_text ? b->reserve_text : "0",
+            fit_grouped(b->reserve, g2, sizeof g2), fit_grouped(b->budget - b->reserve, g3, sizeof g3));
+}
+
+static void fit_verdict_text(FILE *f, const planner_budget *b, const char *who, uint64_t need) {
+    char h[32], g[40], hm[32];
+    bool fits = fit_fits(b, need);
+    uint64_t gap = fits ? b->budget - b->reserve - need : need - (b->budget - b->reserve);
+    fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who, fit_human(need, h, sizeof h),
+            fit_grouped(need, g, sizeof g), fits ? "FITS" : "DOES NOT FIT", fit_human(gap, hm, sizeof hm),
+            100.0 * (double)gap / (double)b->budget);
+}
+
+int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch, json_t *json) {
+    if (json) {
+        json_t *o = fit_budget_json(b);
+        json_object_set_new(o, "pytorch", fit_verdict_json(b, plan_device_bytes(pytorch), pytorch->theoretical));
+        json_object_set_new(o, "plan", fit_verdict_json(b, plan_device_bytes(chosen), chosen->theoretical));
+        json_object_set_new(json, "budget", o);
+    } else if (f) {
+        fit_budget_text(f, b);
+        fit_verdict_text(f, b, "PyTorch", plan_device_bytes(pytorch));
+        fit_verdict_text(f, b, "this plan", plan_device_bytes(chosen));
+        if (pytorch->pytorch_released)
+            fprintf(f, "  note          near the budget PyTorch's allocator gave %zu cached segments back to the "
+                       "device (as it does before it reports out of memory)\n",
+                    pytorch->pytorch_released);
+        if (pytorch->pytorch_oom)
+            fprintf(f, "  note          PyTorch would stop with out of memory; it needs what it reserves with no limit\n");
+    }
+    return fit_fits(b, plan_device_bytes(chosen)) ? 0 : PLANNER_EXIT_NO_FIT;
+}
+
+/* ------------------------------------------------------------ batch search */
+
+/* What is sized at each batch: PyTorch's plan, the chosen plan, and the
+ * lower bound of the theoretical peak over every schedule (so no plan at
+ * all fits a batch whose bound does not). */
+enum { FIT_PYTORCH, FIT_PLAN, FIT_BOUND, FIT_N };
+
+/* One batch tried. */
+typedef struct fit_row {
+    int64_t batch;
+    uint64_t theoretical[FIT_N], need[FIT_N]; /* the bound: both the bound */
+    bool fits[FIT_N];
+    /* how the chosen plan's arena was found: its own layout (exact); the
+     * fast llfb layout, which fit already (an upper bound: the chosen
+     * layout never does worse); or not at all, the theoretical peak being
+     * over the budget (need is then that peak, a lower bound) */
+    enum { FIT_ARENA_EXACT, FIT_ARENA_AT_MOST, FIT_ARENA_SKIPPED } arena;
+    double seconds;
+} fit_row;
+
+typedef struct fit_search {
+    const planner_batch_query *q;
+    fit_row *rows;
+    size_t n_rows, cap_rows;
+    char *err;
+    size_t errlen;
+    int status; /* exit status of the failure that stopped the search */
+} fit_search;
+
+/* Loads the model (or its --train step) with q's bindings and symbol =
+ * batch, and builds its graph.  Returns 0, or 2 with a message. */
+static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g, char *err, size_t errlen) {
+    /* q's bindings plus one: shares q's strings, owns only the array */
+    fe_options o = *q->bindings;
+    o.dims = malloc((q->bindings->n_dims + 1) * sizeof *o.dims);
+    if (!o.dims) return planner_errorf(err, errlen, "out of memory"), 2;
+    memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
+    o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
+    int rc;
+    if (q->train) {
+        char *summary = NULL;
+        rc = fe_train(q->model_path, &o, q->train, m, &summary, err, errlen);
+        free(summary);
+    } else {
+        rc = fe_load(q->model_path, &o, m, err, errlen);
+    }
+    free(o.dims);
+    if (rc) return 2;
+    if (graph_build(m, q->opt.align, g, err, errlen)) {
+        fe_free(m);
+        return 2;
+    }
+    return 0;
+}
+
+/* Plans g as method pytorch (who FIT_PYTORCH) or with q's options
+ * (FIT_PLAN; with quick, its order and the fast llfb layout).  Returns 0,
+ * or 1 with a message. */
+static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool quick, plan *p, char *err,
+                    size_t errlen) {
+    planner_options opt = q->opt;
+    if (who == FIT_PYTORCH) planner_method_apply(planner_method_find("pytorch"), &opt);
+    if (quick) opt.layout = PLANNER_LAYOUT_LLFB;
+    if (opt.layout == PLANNER_LAYOUT_PYTORCH) opt.device_limit = q->budget->budget - q->budget->reserve;
+    opt.progress = 0;
+    opt.dump_tree = NULL;
+    return plan_build(g, &opt, p, err, errlen) ? 1 : 0;
+}
+
+/* The row of batch b, planned now if it was not yet.  NULL on an error
+ * (message in s->err); a model too large to size at this batch is a row
+ * that does not fit. */
+static const fit_row *fit_probe(fit_search *s, int64_t b) {
+    for (size_t i = 0; i < s->n_rows; i++)
+        if (s->rows[i].batch == b) return &s->rows[i];
+    if (s->n_rows == s->cap_rows) {
+        size_t cap = s->cap_rows ? 2 * s->cap_rows : 32;
+        fit_row *r = realloc(s->rows, cap * sizeof *r);
+        if (!r) return s->status = 1, planner_errorf(s->err, s->errlen, "out of memory"), NULL;
+        s->rows = r;
+        s->cap_rows = cap;
+    }
+    fit_row *row = &s->rows[s->n_rows];
+    memset(row, 0, sizeof *row);
+    row->batch = b;
+    double t0 = planner_now();
+    planner_layout chosen = s->q->opt.layout;
+    bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
+    fe_model m;
+    graph g;
+    char why[1024];
+    /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
+     * represent: any failure is the model's, reported */
+    if ((s->status = fit_load(s->q, b, &m, &g, why, sizeof why)))
+        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
+    for (int who = FIT_PYTORCH; who <= FIT_PLAN && s->status == 0; who++) {
+        plan p;
+        /* The slow layout only where it decides: its arena is at least the
+         * theoretical peak, which the order alone gives, and at most what
+         * llfb gives (it starts from the best heuristic), so only a batch
+         * with peak <= budget < llfb's arena needs it. */
+        bool quick = who == FIT_PLAN && slow_layout;
+        for (;;) {
+            if ((s->status = fit_plan(s->q, &g, who, quick, &p, why, sizeof why))) break;
+            if (!quick) break;
+            if (!fit_fits(s->q->budget, p.theoretical)) {
+                row->arena = FIT_ARENA_SKIPPED;
+                break;
+            }
+            if (fit_fits(s->q->budget, p.actual)) {
+                row->arena = FIT_ARENA_AT_MOST;
+                break;
+            }
+            plan_free(&p);
+            quick = false;
+        }
+        if (s->status) break;
+        row->theoretical[who] = p.theoretical;
+        row->need[who] = who == FIT_PLAN && row->arena == FIT_ARENA_SKIPPED ? p.theoretical : plan_device_bytes(&p);
+        row->fits[who] = fit_fits(s->q->budget, row->need[who]);
+        /* the chosen plan's graph frees each gradient after its last use;
+         * PyTorch's holds them to the end, so its bound is another one */
+        if (who == FIT_PLAN) row->theoretical[FIT_BOUND] = row->need[FIT_BOUND] = p.lower_bound;
+        plan_free(&p);
+    }
+    graph_free(&g);
+    fe_free(&m);
+    if (s->status) return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
+    row->fits[FIT_BOUND] = fit_fits(s->q->budget, row->need[FIT_BOUND]);
+    row->seconds = planner_now() - t0;
+    if (s->q->progress)
+        fprintf(stderr, "\rroamc: batch %" PRId64 ": PyTorch %s, plan %s   ", b, row->fits[0] ? "fits" : "does not fit",
+                row->fits[1] ? "fits" : "does not fit");
+    s->n_rows++;
+    return row;
+}
+
+/* Largest batch at which plan `who` fits (0 when batch 1 does not), by
+ * doubling then bisection; -1 on an error. */
+static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
+    int64_t lo = 0, hi = 1;
+    for (;;) {
+        const fit_row *r = fit_probe(s, hi);
+        if (!r) return -1;
+        if (!r->fits[who]) break;
+        lo = hi;
+        if (hi >= PLANNER_MAX_BATCH) {
+            *capped = true;
+            return lo;
+        }
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const fit_row *r = fit_probe(s, mid);
+        if (!r) return -1;
+        if (r->fits[who]) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The arena column: "16.00 GiB", "<=16.02 GiB" or "-" (see fit_row). */
+static const char *fit_arena_text(const fit_row *r, char *buf, size_t len) {
+    char h[32];
+    if (r->arena == FIT_ARENA_SKIPPED) snprintf(buf, len, "-");
+    else snprintf(buf, len, "%s%s", r->arena == FIT_ARENA_AT_MOST ? "<=" : "", fit_human(r->need[FIT_PLAN], h, sizeof h));
+    return buf;
+}
+
+static int fit_row_cmp(const void *a, const void *b) {
+    int64_t x = ((const fit_row *)a)->batch, y = ((const fit_row *)b)->batch;
+    return (x > y) - (x < y);
+}
+
+/* x position of batch b on the chart's log2 axis */
+static double fit_svg_x(int64_t b, int64_t top) {
+    return 80 + 900.0 * (top > 1 ? __builtin_log2((double)b) / __builtin_log2((double)top) : 0.5);
+}
+
+/* Peak against batch, both plans and the budget line. */
+static int fit_svg(const fit_search *s, const int64_t best[FIT_N], const char *path, char *err, size_t errlen) {
+    const planner_batch_query *q = s->q;
+    int64_t top = 2;
+    uint64_t ymax = q->budget->budget;
+    for (size_t i = 0; i < s->n_rows; i++) {
+        if (s->rows[i].batch > top) top = s->rows[i].batch;
+        for (int w = 0; w < FIT_N; w++)
+            if (s->rows[i].need[w] > ymax) ymax = s->rows[i].need[w];
+    }
+    ymax += ymax / 10;
+    planner_output out;
+    if (planner_output_open(&out, path))
+        return planner_errorf(err, errlen, "%s: cannot write the picture there: %s", path, strerror(errno));
+    FILE *f = out.f;
+    const double H = 400, Y0 = 60;
+#define FIT_Y(v) (Y0 + H - H * (double)(v) / (double)ymax)
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1100\" "
+               "height=\"540\" viewBox=\"0 0 1100 540\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+               "<style>text{font-family:sans-serif;font-size:12px}.t{font-size:14px;font-weight:bold}"
+               ".ax{stroke:#888}.b{stroke:#e15759;stroke-dasharray:6 4}</style>\n");
+    const char *base = strrchr(q->model_path, '/');
+    char h1[32], h2[32];
+    fprintf(f, "<text class=\"t\" x=\"80\" y=\"24\">");
+    for (const char *c = base ? base + 1 : q->model_path; *c; c++) {
+        if (*c == '<' || *c == '>' || *c == '&' || *c == '"') fprintf(f, "&#%d;", *c);
+        else fputc(*c, f);
+    }
+    fprintf(f, ": device memory against batch '%s'; budget %s (reserve %s): PyTorch fits %" PRId64
+               ", roamc's plan %" PRId64 "</text>\n",
+            q->symbol, fit_human(q->budget->budget, h1, sizeof h1), fit_human(q->budget->reserve, h2, sizeof h2), best[0],
+            best[1]);
+    /* axes with ticks: bytes up (5 ticks), batch across (powers of two) */
+    fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/>\n", Y0 + H, Y0 + H);
+    fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n", Y0, Y0 + H);
+    /* round ticks: 1, 2 or 5 times a power of ten, in GiB or MiB */
+    double unit = ymax >= (1ull << 30) ? (double)(1ull << 30) : (double)(1ull << 20), raw = (double)ymax / unit / 5, step = 1;
+    while (step * 10 <= raw) step *= 10;
+    step *= raw > 5 * step ? 10 : raw > 2 * step ? 5 : raw > step ? 2 : 1;
+    for (double v = 0; v * unit <= (double)ymax; v += step)
+        fprintf(f, "<text x=\"74\" y=\"%.1f\" text-anchor=\"end\">%g %s</text><line class=\"ax\" x1=\"76\" "
+                   "y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n",
+                FIT_Y(v * unit) + 4, v, unit > (double)(1ull << 20) ? "GiB" : "MiB", FIT_Y(v * unit), FIT_Y(v * unit));
+    for (int64_t b = 1; b <= top; b *= 2)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRId64 "</text>\n", fit_svg_x(b, top),
+                Y0 + H + 16, b);
+    fprintf(f, "<text x=\"535\" y=\"%.1f\" text-anchor=\"middle\">batch (log scale)</text>\n", Y0 + H + 34);
+    /* budget line: what the step may use, the reserve taken off */
+    fprintf(f, "<line class=\"b\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/><text x=\"994\" y=\"%.1f\" "
+               "fill=\"#e15759\">budget</text>\n",
+            FIT_Y(q->budget->budget - q->budget->reserve), FIT_Y(q->budget->budget - q->budget->reserve),
+            FIT_Y(q->budget->budget - q->budget->reserve) + 4);
+    static const char *const colors[FIT_N] = {"#f28e2b", "#4e79a7", "#bab0ac"};
+    static const char *const names[FIT_N] = {"PyTorch (allocator reserves)", "roamc plan (arena)",
+                                             "lower bound (any plan)"};
+    /* the bound first, dashed, so that the plan drawn over it stays visible */
+    for (int w = FIT_N - 1; w >= 0; w--) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", colors[w],
+                w == FIT_BOUND ? "1.5\" stroke-dasharray=\"5 3" : "2");
+        for (size_t i = 0; i < s->n_rows; i++)
+            fprintf(f, "%.1f,%.1f ", fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]));
+        fprintf(f, "\"/>\n");
+        for (size_t i = 0; i < s->n_rows; i++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"><title>batch %" PRId64 ": %s</title></circle>\n",
+                        fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]),
+                        s->rows[i].batch == best[w] ? "5" : w == FIT_BOUND ? "1.5" : "2.5", colors[w], s->rows[i].batch,
+                        fit_human(s->rows[i].need[w], h1, sizeof h1));
+        fprintf(f, "<rect x=\"%d\" y=\"36\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"42\">%s: "
+                   "largest batch %" PRId64 "</text>\n",
+                80 + 340 * w, colors[w], 98 + 340 * w, names[w], best[w]);
+    }
+#undef FIT_Y
+    fputs("</svg>\n", f);
+    if (planner_output_close(&out, 1))
+        return planner_errorf(err, errlen, "%s: cannot write the picture: %s", path, errno ? strerror(errno) : "I/O error");
+    return 0;
+}
+
+/* The symbol to search: q->symbol when given (it must be a dim of the
+ * model left unbound), else the one input symbol the bindings leave
+ * unbound.  Returns 0 with *sym (owned by the caller), or -1. */
+static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, size_t errlen) {
+    fe_options o = *q->bindings;
+    o.allow_unresolved = true;
+    fe_model m;
+    if (fe_load(q->model_path, &o, &m, err, errlen)) return -1;
+    char names[512] = "";
+    size_t n_unbound = 0, len = 0;
+    const char *only = NULL;
+    const fe_symbol *bound = NULL; /* an input symbol --dim binds */
+    int rc = 0;
+    for (size_t i = 0; i < m.n_symbols; i++) {
+        const fe_symbol *s = &m.symbols[i];
+        if (s->kind != FE_SYMBOL_INPUT) continue;
+        if (q->symbol && strcmp(s->name, q->symbol) == 0) {
+            if (s->value >= 0)
+                rc = planner_errorf(err, errlen, "%s: --max-batch searches '%s', which --dim binds to %" PRId64
+                                                 "; leave it unbound", q->model_path, q->symbol, s->value);
+            only = s->name;
+            n_unbound = 1;
+            break;
+        }
+        if (s->value >= 0) {
+            if (!bound) bound = s;
+            continue;
+        }
+        if (len < sizeof names) len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'", n_unbound ? ", " : "", s->name);
+        only = s->name;
+        n_unbound++;
+    }
+    if (rc == 0 && q->symbol && !(only && strcmp(only, q->symbol) == 0))
+        rc = planner_errorf(err, errlen, "%s: the model has no symbolic dim '%s'%s%s", q->model_path, q->symbol,
+                            n_unbound ? "; its unbound symbols: " : "", names);
+    else if (rc == 0 && n_unbound == 0 && bound)
+        rc = planner_errorf(err, errlen, "%s: --max-batch searches a symbolic dim, and --dim binds every one ('%s' to %" PRId64
+                                         "): leave the batch unbound",
+                            q->model_path, bound->name, bound->value);
+    else if (rc == 0 && n_unbound == 0)
+        rc = planner_errorf(err, errlen,
+                            "%s: --max-batch needs a symbolic batch dim, and the model has none left unbound (its input "
+                            "shapes are fixed). Export it with one: torch.onnx.export(..., dynamic_axes={'INPUT': {0: "
+                            "'batch'}}), or for a training step `models/export.py --model NAME --symbolic-batch`",
+                            q->model_path);
+    else if (rc == 0 && n_unbound > 1)
+        rc = planner_errorf(err, errlen,
+                            "%s: the model has %zu unbound symbols (%s); bind all but the batch with --dim SYMBOL=V, "
+                            "or name the batch: --max-batch=SYMBOL",
+                            q->model_path, n_unbound, names);
+    if (rc == 0 && !(*sym = strdup(only))) rc = planner_errorf(err, errlen, "out of memory");
+    fe_free(&m);
+    return rc;
+}
+
+int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, size_t errlen) {
+    planner_batch_query q = *query;
+    char *sym = NULL;
+    if (fit_find_symbol(&q, &sym, err, errlen)) return 2;
+    q.symbol = sym;
+    fit_search s = {.q = &q, .err = err, .errlen = errlen};
+    double t0 = planner_now();
+    int64_t best[FIT_N] = {0};
+    bool capped[FIT_N] = {false};
+    int rc = 0;
+    for (int w = 0; w < FIT_N && rc == 0; w++)
+        if ((best[w] = fit_search_one(&s, w, &capped[w])) < 0) rc = s.status ? s.status : 1;
+    double seconds = planner_now() - t0;
+    if (q.progress) fputs("\r\033[K", stderr);
+    if (rc == 0) qsort(s.rows, s.n_rows, sizeof *s.rows, fit_row_cmp);
+    /* a batch above the boundary that fits: the need is not monotone */
+    int64_t above[FIT_N] = {0};
+    for (size_t i = 0; rc == 0 && i < s.n_rows; i++)
+        for (int w = 0; w < FIT_N; w++)
+            if (s.rows[i].fits[w] && s.rows[i].batch > best[w] && !above[w]) above[w] = s.rows[i].batch;
+    plan chosen = {0};
+    fe_model cm = {0};
+    graph cg = {0};
+    bool have_plan = false;
+    if (rc == 0 && q.out_path && best[1] > 0) {
+        /* the plan at the largest batch, written as any plan is */
+        if ((rc = fit_load(&q, best[1], &cm, &cg, err, errlen)) == 0) {
+            if ((rc = fit_plan(&q, &cg, FIT_PLAN, false, &chosen, err, errlen)) == 0) {
+                have_plan = true;
+                if (plan_write(&chosen, q.model_path, q.out_path, err, errlen)) rc = 1;
+            } else {
+                graph_free(&cg);
+                fe_free(&cm);
+            }
+        }
+    }
+    if (rc == 0 && q.svg_path && fit_svg(&s, best, q.svg_path, err, errlen)) rc = 1;
+    const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
+    char h1[32], h2[32], h3[32], h4[32];
+    static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};
+    if (rc == 0 && out && q.json) {
+        json_t *r = json_object();
+        json_object_set_new(r, "model", json_string(q.model_path));
+        json_object_set_new(r, "batch_symbol", json_string(q.symbol));
+        json_object_set_new(r, "budget", fit_budget_json(q.budget));
+        json_object_set_new(r, "order", json_string(planner_order_name(q.opt.order)));
+        json_object_set_new(r, "layout", json_string(planner_layout_name(q.opt.layout)));
+        json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
+        for (int w = 0; w < FIT_N; w++) {
+            json_object_set_new(mb, keys[w], json_integer(best[w]));
+            json_object_set_new(cap, keys[w], json_boolean(capped[w]));
+            json_object_set_new(nm, keys[w], above[w] ? json_integer(above[w]) : json_null());
+        }
+        json_object_set_new(r, "max_batch", mb);
+        json_object_set_new(r, "stopped_at_search_limit", cap);
+        json_object_set_new(r, "fits_above_max_batch", nm);
+        json_object_set_new(r, "search_limit", json_integer(PLANNER_MAX_BATCH));
+        json_t *rows = json_array();
+        for (size_t i = 0; i < s.n_rows; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "batch", json_integer(s.rows[i].batch));
+            for (int w = 0; w < FIT_N; w++)
+                json_object_set_new(o, keys[w], fit_verdict_json(q.budget, s.rows[i].need[w], s.rows[i].theoretical[w]));
+            static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
+            json_object_set_new(json_object_get(o, "plan"), "arena", json_string(arena[s.rows[i].arena]));
+            json_object_set_new(o, "seconds", json_real(s.rows[i].seconds));
+            json_array_append_new(rows, o);
+        }
+        json_object_set_new(r, "rows", rows);
+        json_object_set_new(r, "seconds", json_real(seconds));
+        json_object_set_new(r, "plan", have_plan ? json_string(q.out_path) : json_null());
+        json_dumpf(r, out, JSON_INDENT(2));
+        fputc('\n', out);
+        json_decref(r);
+    } else if (rc == 0 && out) {
+        char g1[40], h5[32];
+        bool slow = false;
+        for (size_t i = 0; i < s.n_rows; i++) slow |= s.rows[i].arena != FIT_ARENA_EXACT;
+        fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q.model_path, q.symbol);
+        fit_budget_text(out, q.budget);
+        fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.", "reserved",
+                "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
+        for (size_t i = 0; i < s.n_rows; i++) {
+            const fit_row *r = &s.rows[i];
+            fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
+                    fit_human(r->theoretical[0], h1, sizeof h1), fit_human(r->need[0], h2, sizeof h2),
+                    r->fits[0] ? "yes" : "no", fit_human(r->theoretical[1], h3, sizeof h3),
+                    fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
+                    fit_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no", r->seconds);
+        }
+        for (int w = 0; w < FIT_N; w++) {
+            if (best[w] == 0) fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
+            else if (capped[w]) fprintf(out, "  %-15s fits batch %" PRId64 " (the search stops there)\n", who[w], best[w]);
+            else fprintf(out, "  %-15s fits batch %" PRId64 " and not %" PRId64 "\n", who[w], best[w], best[w] + 1);
+            if (above[w])
+                fprintf(out, "  note: %s also fits batch %" PRId64 ", above that: its need does not grow with the "
+                             "batch everywhere, so a larger batch may fit\n",
+                        who[w], above[w]);
+        }
+        if (best[0] > 0 && best[1] > 0)
+            fprintf(out, "  PyTorch fits batch %" PRId64 ", roamc's plan (order %s, layout %s) fits batch %" PRId64
+                         " (%+.1f%%); no plan of this step fits more than batch %" PRId64 " (the lower bound)\n",
+                    best[0], planner_order_name(q.opt.order), planner_layout_name(q.opt.layout), best[1],
+                    100.0 * ((double)best[1] - (double)best[0]) / (double)best[0], best[2]);
+        fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s.n_rows, seconds);
+        if (slow)
+            fprintf(out, "  arena         laid out by layout %s where that decides the fit; <=: llfb's arena, which fits "
+                         "already (layout %s does no worse); -: not laid out, the theoretical peak is over the budget\n",
+                    planner_layout_name(q.opt.layout), planner_layout_name(q.opt.layout));
+        if (have_plan) fprintf(out, "  plan written  %s (batch %s)\n", q.out_path, fit_grouped((uint64_t)best[1], g1, sizeof g1));
+        if (q.svg_path) fprintf(out, "  picture written %s\n", q.svg_path);
+    }
+    if (have_plan) {
+        plan_free(&chosen);
+        graph_free(&cg);
+        fe_free(&cm);
+    }
+    free(s.rows);
+    free(sym);
+    if (rc) return rc;
+    return best[1] > 0 ? 0 : PLANNER_EXIT_NO_FIT;
+}
