@@ -400,9 +400,13 @@ static int r_maxpool(tr_ctx *c) {
  * autograd formulas dispatch op by op (SqrtBackward0: grad / (2 * result)). */
 static int tr_chain(tr_ctx *c, int saved, const char *const *ops, size_t n_ops, const char *last) {
     if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0), t = saved;
+    int x = IN(c, 0), t = saved, gy = GY(c, 0);
+    /* the first temporary also reads the gradient: autograd computes the
+     * formula when the gradient arrives, and without the edge a planner
+     * could hoist it into the forward pass (keeping, say, a bool mask
+     * instead of the float input), which PyTorch never does */
     for (size_t k = 0; k < n_ops; k++)
-        if ((t = tr_op(c->T, ops[k], x, 0, INS(t))) < 0) return -1;
+        if ((t = k ? tr_op(c->T, ops[k], x, 0, INS(t)) : tr_op(c->T, ops[k], x, 0, INS(t, gy))) < 0) return -1;
     int g = tr_op(c->T, last, x, 0, INS(GY(c, 0), t));
     return tr_give(c->T, x, g, false);
 }
@@ -418,21 +422,12 @@ static int r_reciprocal(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     int x = IN(c, 0), y = OUT(c, 0);
     int t1 = tr_op(c->T, "neg", x, 0, INS(GY(c, 0)));
-    int t2 = t1 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(y, y));
-    int g = t2 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(t1, t2));
+    int t2 = t1 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(t1, y));
+    int g = t2 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(t2, y));
     return tr_give(c->T, x, g, false);
 }
-/* clamp_backward: where(min <= x <= max, grad, 0) */
-static int r_clip(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    tr *T = c->T;
-    int x = IN(c, 0);
-    int a = tr_op(T, "ge", x, 9 /* BOOL */, INS(x));
-    int b = a < 0 ? -1 : tr_op(T, "le", x, 9, INS(x));
-    int m = b < 0 ? -1 : tr_inplace(T, "logical_and_", INS(a, b));
-    int g = m < 0 ? -1 : tr_op(T, "where", x, 0, INS(m, GY(c, 0)));
-    return tr_give(T, x, g, false);
-}
+/* Clip is torch's hardtanh (ReLU6 in MobileNet): hardtanh_backward keeps the input. */
+static int r_clip(tr_ctx *c) { return tr_unary(c, "hardtanh_backward", IN(c, 0)); }
 
 /* Add and Sum pass the same gradient tensor on (AddBackward0 saves nothing). */
 static int r_add(tr_ctx *c) {
@@ -464,9 +459,9 @@ static int r_div(tr_ctx *c) {
     if (NEED(c, 0) && tr_give(T, a, tr_op(T, "div", y, 0, INS(gy, b)), false)) return -1;
     if (NEED(c, 1)) {
         int t0 = tr_op(T, "neg", y, 0, INS(gy));
-        int t1 = t0 < 0 ? -1 : tr_op(T, "div", y, 0, INS(a, b));
+        int t1 = t0 < 0 ? -1 : tr_op(T, "mul", y, 0, INS(t0, a));
         int t2 = t1 < 0 ? -1 : tr_op(T, "div", y, 0, INS(t1, b));
-        int g = t2 < 0 ? -1 : tr_op(T, "mul", y, 0, INS(t0, t2));
+        int g = t2 < 0 ? -1 : tr_op(T, "div", y, 0, INS(t2, b));
         if (tr_give(T, b, g, false)) return -1;
     }
     return 0;
