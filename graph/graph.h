@@ -174,10 +174,16 @@ typedef struct graph_blocks {
     int32_t *first, *last;
     size_t *op_start; /* ops of block b: ops[op_start[b] .. op_start[b+1]), ascending */
     int *ops;
+    int *pos;         /* per op: its index in its block's ops (its local index in a leaf) */
+    /* per block b: bytes of the storages with first < b < last, live through
+     * the whole block (so that a leaf finds its base without a pass over
+     * every storage) */
+    uint64_t *through;
 } graph_blocks;
 
 /* block[op] in 0..n_blocks-1 must be monotone along ordering edges (asserted).
- * Returns 0, -1 on out of memory. */
+ * O(ops + edges + touches + storages + n_blocks).  Returns 0, -1 on out of
+ * memory. */
 int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B);
 void graph_blocks_free(graph_blocks *B);
 
@@ -196,7 +202,9 @@ typedef struct graph_leaf {
     int *touch, *make, *pred, *succ; /* local storages / local ops, CSR */
 } graph_leaf;
 
-/* The leaf of block b of B.  Returns 0, -1 on out of memory. */
+/* The leaf of block b of B, in O(its ops' touches + edges): independent of
+ * the size of the graph, so a tree of many small leaves costs linear time in
+ * all.  Returns 0, -1 on out of memory. */
 int graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L);
 /* The whole graph as one leaf: inputs are live_in, persistent storages and
  * outputs live_out, base 0.  Returns 0, -1 on out of memory. */

@@ -96,7 +96,9 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
     B->last = malloc(ns * sizeof *B->last);
     B->op_start = calloc((size_t)n_blocks + 1, sizeof *B->op_start);
     B->ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *B->ops);
-    if (!B->first || !B->last || !B->op_start || !B->ops) {
+    B->pos = malloc((g->n_ops ? g->n_ops : 1) * sizeof *B->pos);
+    B->through = calloc((size_t)n_blocks + 1, sizeof *B->through);
+    if (!B->first || !B->last || !B->op_start || !B->ops || !B->pos || !B->through) {
         graph_blocks_free(B);
         return -1;
     }
@@ -112,7 +114,10 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
         return -1;
     }
     memcpy(pos, B->op_start, (size_t)n_blocks * sizeof *pos);
-    for (size_t i = 0; i < g->n_ops; i++) B->ops[pos[block[i]]++] = (int)i;
+    for (size_t i = 0; i < g->n_ops; i++) {
+        B->pos[i] = (int)(pos[block[i]] - B->op_start[block[i]]);
+        B->ops[pos[block[i]]++] = (int)i;
+    }
     free(pos);
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
@@ -124,6 +129,16 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
         for (size_t k = g->touch_start[i]; k < g->touch_start[i + 1]; k++)
             if (B->last[g->touch[k]] < block[i]) B->last[g->touch[k]] = block[i];
     }
+    /* through: a difference array over the blocks strictly inside each
+     * storage's span; unsigned wrap-around in the partial sums is harmless,
+     * every final value is a true sum of sizes (< 2^62, graph_build) */
+    for (size_t s = 0; s < g->n_storages; s++) {
+        int64_t lo = (int64_t)B->first[s] + 1, hi = B->last[s] < n_blocks ? B->last[s] : n_blocks; /* [lo, hi) */
+        if (lo >= hi) continue;
+        B->through[lo] += g->storages[s].size;
+        B->through[hi] -= g->storages[s].size;
+    }
+    for (int b = 1; b < n_blocks; b++) B->through[b] += B->through[b - 1];
     return 0;
 }
 
@@ -132,6 +147,8 @@ void graph_blocks_free(graph_blocks *B) {
     free(B->last);
     free(B->op_start);
     free(B->ops);
+    free(B->pos);
+    free(B->through);
     memset(B, 0, sizeof *B);
 }
 
@@ -144,21 +161,56 @@ void graph_leaf_free(graph_leaf *L) {
     memset(L, 0, sizeof *L);
 }
 
+/* Local index of global op v in the leaf being built: block b of B, or
+ * (B NULL) the whole graph, where local and global indices coincide. */
+static int graph_leaf_local_op(const graph_blocks *B, int b, int v) {
+    if (!B) return v;
+    return B->block[v] == b ? B->pos[v] : -1;
+}
+
+/* Global storage -> local index while a leaf is built: open addressing over
+ * a table sized to the leaf's touches, not to the graph's storages, so that
+ * building a leaf costs what the leaf holds. */
+typedef struct graph_st_map {
+    int *key, *val;
+    size_t mask;
+} graph_st_map;
+
+static int graph_st_map_init(graph_st_map *m, size_t touches) {
+    size_t cap = 16;
+    while (cap < 2 * touches + 1) cap *= 2;
+    m->key = malloc(cap * sizeof *m->key);
+    m->val = malloc(cap * sizeof *m->val);
+    m->mask = cap - 1;
+    if (!m->key || !m->val) {
+        free(m->key), free(m->val);
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) m->key[i] = -1;
+    return 0;
+}
+
+/* Slot of storage s: key[slot] == s, or -1 there when s is absent. */
+static size_t graph_st_map_slot(const graph_st_map *m, int s) {
+    size_t h = ((uint64_t)(uint32_t)s * 0x9e3779b97f4a7c15ull) >> 20 & m->mask;
+    while (m->key[h] >= 0 && m->key[h] != s) h = (h + 1) & m->mask;
+    return h;
+}
+
 /* Builds the local structure of a leaf whose global ops are ops[0..n)
- * (ascending).  in_leaf/local_of are scratch arrays the caller owns, sized
- * n_ops and n_storages, local_of filled with -1 on entry and left so. */
-static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_local, int *st_local, graph_leaf *L) {
+ * (ascending): block b of B, or the whole graph when B is NULL. */
+static int graph_leaf_build(const graph *g, const int *ops, size_t n, const graph_blocks *B, int b, graph_leaf *L) {
     memset(L, 0, sizeof *L);
     L->n_ops = n;
     size_t nt = 0, ne = 0;
     for (size_t i = 0; i < n; i++) {
         int v = ops[i];
-        op_local[v] = (int)i;
+        assert(graph_leaf_local_op(B, b, v) == (int)i);
         nt += g->touch_start[v + 1] - g->touch_start[v];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) ne += graph_leaf_local_op(B, b, g->succ[k]) >= 0;
     }
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = g->succ_start[ops[i]]; k < g->succ_start[ops[i] + 1]; k++) ne += op_local[g->succ[k]] >= 0;
     size_t n1 = n ? n : 1;
+    graph_st_map map = {0};
     L->ops = malloc(n1 * sizeof *L->ops);
     L->st = malloc((nt ? nt : 1) * sizeof *L->st);
     L->touch_start = calloc(n + 1, sizeof(size_t));
@@ -171,7 +223,7 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_lo
     L->succ = malloc((ne ? ne : 1) * sizeof(int));
     int rc = 0;
     if (!L->ops || !L->st || !L->touch_start || !L->make_start || !L->pred_start || !L->succ_start || !L->touch ||
-        !L->make || !L->pred || !L->succ)
+        !L->make || !L->pred || !L->succ || graph_st_map_init(&map, nt))
         rc = -1;
     if (rc == 0) {
         memcpy(L->ops, ops, n * sizeof *ops);
@@ -180,18 +232,22 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_lo
             int v = ops[i];
             for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
                 int s = g->touch[k];
-                if (st_local[s] < 0) st_local[s] = (int)L->n_st, L->st[L->n_st++] = s;
-                L->touch[t++] = st_local[s];
+                size_t h = graph_st_map_slot(&map, s);
+                if (map.key[h] < 0) map.key[h] = s, map.val[h] = (int)L->n_st, L->st[L->n_st++] = s;
+                L->touch[t++] = map.val[h];
             }
             L->touch_start[i + 1] = t;
             for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) {
                 /* a storage made by v is also touched by v (its output) */
-                assert(st_local[g->make[k]] >= 0);
-                L->make[m++] = st_local[g->make[k]];
+                size_t h = graph_st_map_slot(&map, g->make[k]);
+                assert(map.key[h] == g->make[k]);
+                L->make[m++] = map.val[h];
             }
             L->make_start[i + 1] = m;
-            for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
-                if (op_local[g->succ[k]] >= 0) L->succ[e++] = op_local[g->succ[k]];
+            for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) {
+                int w = graph_leaf_local_op(B, b, g->succ[k]);
+                if (w >= 0) L->succ[e++] = w;
+            }
             L->succ_start[i + 1] = e;
         }
         /* predecessors: transpose of succ */
@@ -207,6 +263,7 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_lo
             free(pos);
         }
     }
+    free(map.key), free(map.val);
     size_t ns1 = L->n_st ? L->n_st : 1;
     L->size = malloc(ns1 * sizeof *L->size);
     L->live_in = calloc(ns1, sizeof *L->live_in);
@@ -219,57 +276,37 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, int *op_lo
         }
         for (size_t k = 0; k < L->make_start[n]; k++) L->live_in[L->make[k]] = false;
     }
-    /* leave the scratch arrays as we found them */
-    for (size_t i = 0; i < n; i++) op_local[ops[i]] = -1;
-    for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = -1;
     if (rc) graph_leaf_free(L);
     return rc;
 }
 
-static int graph_leaf_scratch(const graph *g, int **op_local, int **st_local) {
-    *op_local = malloc((g->n_ops ? g->n_ops : 1) * sizeof(int));
-    *st_local = malloc((g->n_storages ? g->n_storages : 1) * sizeof(int));
-    if (!*op_local || !*st_local) {
-        free(*op_local), free(*st_local);
-        return -1;
-    }
-    for (size_t i = 0; i < g->n_ops; i++) (*op_local)[i] = -1;
-    for (size_t s = 0; s < g->n_storages; s++) (*st_local)[s] = -1;
-    return 0;
-}
-
 int graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L) {
-    int *op_local, *st_local;
-    if (graph_leaf_scratch(g, &op_local, &st_local)) return -1;
     size_t n = B->op_start[b + 1] - B->op_start[b];
-    int rc = graph_leaf_build(g, B->ops + B->op_start[b], n, op_local, st_local, L);
+    int rc = graph_leaf_build(g, B->ops + B->op_start[b], n, B, b, L);
     if (rc == 0) {
-        for (size_t j = 0; j < L->n_st; j++) L->live_out[j] = B->last[L->st[j]] > b;
-        /* Live through the block but untouched: created before, used after.
-         * Mark the touched ones so they are not counted twice. */
-        for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = 0;
-        for (size_t s = 0; s < g->n_storages; s++)
-            if (st_local[s] < 0 && B->first[s] < b && B->last[s] > b) L->base += g->storages[s].size;
-        for (size_t j = 0; j < L->n_st; j++) st_local[L->st[j]] = -1;
+        /* Live through the block but untouched: created before, used after
+         * (B->through), less the touched ones, which count as leaf storages. */
+        L->base = B->through[b];
+        for (size_t j = 0; j < L->n_st; j++) {
+            int s = L->st[j];
+            L->live_out[j] = B->last[s] > b;
+            if (B->first[s] < b && B->last[s] > b) L->base -= g->storages[s].size;
+        }
     }
-    free(op_local), free(st_local);
     return rc;
 }
 
 int graph_leaf_init_all(const graph *g, graph_leaf *L) {
-    int *op_local, *st_local, *ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
-    if (!ops || graph_leaf_scratch(g, &op_local, &st_local)) {
-        free(ops);
-        return -1;
-    }
+    int *ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
+    if (!ops) return -1;
     for (size_t i = 0; i < g->n_ops; i++) ops[i] = (int)i;
-    int rc = graph_leaf_build(g, ops, g->n_ops, op_local, st_local, L);
+    int rc = graph_leaf_build(g, ops, g->n_ops, NULL, 0, L);
     if (rc == 0)
         for (size_t j = 0; j < L->n_st; j++) {
             const graph_storage *st = &g->storages[L->st[j]];
             L->live_out[j] = st->persistent || st->has_output;
         }
-    free(ops), free(op_local), free(st_local);
+    free(ops);
     return rc;
 }
 
@@ -354,46 +391,117 @@ int graph_leaf_program(const graph_leaf *L, const int *program_pos, int *order) 
     return 0;
 }
 
+/* LESCEA's ready set as a binary heap of (delta, op) entries, smallest
+ * first: the same choice as scanning the ready set for the least delta,
+ * ties to the lowest op, in O(log n) instead of O(ready) a step (the whole
+ * graph's ready set holds every pending weight update: tens of thousands).
+ * A ready op's delta only falls (when it becomes the last toucher of a
+ * storage), so a fall pushes a new entry and the old one is skipped when
+ * popped. */
+typedef struct graph_heap_entry {
+    int64_t delta;
+    int op;
+} graph_heap_entry;
+
+static bool graph_heap_less(const graph_heap_entry *a, const graph_heap_entry *b) {
+    return a->delta < b->delta || (a->delta == b->delta && a->op < b->op);
+}
+
+static void graph_heap_push(graph_heap_entry *h, size_t *n, graph_heap_entry e) {
+    size_t i = (*n)++;
+    while (i > 0 && graph_heap_less(&e, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = e;
+}
+
+static graph_heap_entry graph_heap_pop(graph_heap_entry *h, size_t *n) {
+    graph_heap_entry top = h[0], e = h[--*n];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && graph_heap_less(&h[c + 1], &h[c])) c++;
+        if (!graph_heap_less(&h[c], &e)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = e;
+    return top;
+}
+
 int graph_leaf_lescea(const graph_leaf *L, int *order) {
-    size_t n = L->n_ops, ns = L->n_st;
+    size_t n = L->n_ops, ns = L->n_st, nt = L->touch_start[n];
     int *indeg = malloc((n ? n : 1) * sizeof *indeg);
-    int *ready = malloc((n ? n : 1) * sizeof *ready);
     int *remaining = malloc((ns ? ns : 1) * sizeof *remaining); /* touchers not yet run */
-    if (!indeg || !ready || !remaining) {
-        free(indeg), free(ready), free(remaining);
+    int64_t *delta = malloc((n ? n : 1) * sizeof *delta);      /* of ready ops */
+    unsigned char *state = calloc(n ? n : 1, 1);                /* 1 ready, 2 run */
+    size_t *tstart = calloc(ns + 1, sizeof *tstart);            /* touchers of each storage */
+    int *tops = malloc((nt ? nt : 1) * sizeof *tops);
+    /* every op is pushed once when ready and once more per storage it
+     * becomes the last toucher of */
+    graph_heap_entry *heap = malloc((n + ns + 1) * sizeof *heap);
+    if (!indeg || !remaining || !delta || !state || !tstart || !tops || !heap) {
+        free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops), free(heap);
         return -1;
     }
     for (size_t j = 0; j < ns; j++) remaining[j] = 0;
-    for (size_t k = 0; k < L->touch_start[n]; k++) remaining[L->touch[k]]++;
-    size_t n_ready = 0;
+    for (size_t k = 0; k < nt; k++) remaining[L->touch[k]]++, tstart[L->touch[k] + 1]++;
+    for (size_t j = 0; j < ns; j++) tstart[j + 1] += tstart[j];
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++) tops[tstart[L->touch[k]]++] = (int)i;
+    for (size_t j = ns; j > 0; j--) tstart[j] = tstart[j - 1]; /* shifted back by the fill */
+    tstart[0] = 0;
+    size_t n_heap = 0;
+    /* net memory increase of running v now: what it creates, minus what
+     * it is the last remaining toucher of */
+#define GRAPH_LESCEA_READY(v)                                                                          \
+    do {                                                                                               \
+        int64_t d_ = 0;                                                                                \
+        for (size_t k_ = L->make_start[v]; k_ < L->make_start[(v) + 1]; k_++)                          \
+            d_ += (int64_t)L->size[L->make[k_]];                                                       \
+        for (size_t k_ = L->touch_start[v]; k_ < L->touch_start[(v) + 1]; k_++) {                      \
+            int j_ = L->touch[k_];                                                                     \
+            if (remaining[j_] == 1 && !L->live_out[j_]) d_ -= (int64_t)L->size[j_];                    \
+        }                                                                                              \
+        delta[v] = d_, state[v] = 1;                                                                   \
+        graph_heap_push(heap, &n_heap, (graph_heap_entry){d_, (int)(v)});                              \
+    } while (0)
     for (size_t i = 0; i < n; i++) {
         indeg[i] = (int)(L->pred_start[i + 1] - L->pred_start[i]);
-        if (!indeg[i]) ready[n_ready++] = (int)i;
+        if (!indeg[i]) GRAPH_LESCEA_READY(i);
     }
     for (size_t step = 0; step < n; step++) {
-        assert(n_ready > 0);
-        /* The ready set is scanned each step: leaves are small, and for the
-         * whole graph the ready set of a training graph stays narrow. */
-        size_t best = 0;
-        int64_t best_delta = INT64_MAX;
-        for (size_t r = 0; r < n_ready; r++) {
-            int v = ready[r];
-            int64_t d = 0;
-            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) d += (int64_t)L->size[L->make[k]];
-            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
-                int j = L->touch[k];
-                if (remaining[j] == 1 && !L->live_out[j]) d -= (int64_t)L->size[j];
-            }
-            if (d < best_delta || (d == best_delta && v < ready[best])) best_delta = d, best = r;
-        }
-        int v = ready[best];
-        ready[best] = ready[--n_ready];
+        graph_heap_entry e;
+        do {
+            assert(n_heap > 0);
+            e = graph_heap_pop(heap, &n_heap);
+        } while (state[e.op] != 1 || e.delta != delta[e.op]);
+        int v = e.op;
+        state[v] = 2;
         order[step] = v;
-        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) remaining[L->touch[k]]--;
-        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++)
-            if (--indeg[L->succ[k]] == 0) ready[n_ready++] = L->succ[k];
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
+            int j = L->touch[k];
+            if (--remaining[j] != 1 || L->live_out[j]) continue;
+            /* one toucher left: if it is ready, running it now frees j */
+            for (size_t q = tstart[j]; q < tstart[j + 1]; q++) {
+                int u = tops[q];
+                if (state[u] == 2) continue;
+                if (state[u] == 1) {
+                    delta[u] -= (int64_t)L->size[j];
+                    graph_heap_push(heap, &n_heap, (graph_heap_entry){delta[u], u});
+                }
+                break;
+            }
+        }
+        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++) {
+            int u = L->succ[k];
+            if (--indeg[u] == 0) GRAPH_LESCEA_READY(u);
+        }
     }
-    free(indeg), free(ready), free(remaining);
+#undef GRAPH_LESCEA_READY
+    free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops), free(heap);
     return 0;
 }
 
