@@ -89,8 +89,10 @@ sys.exit("differ: %s" % diff if diff else 0)
 EOF
 # a budget the plan fits at some batch in the hundreds (24 MiB)
 budget=25165824
-"$roamc" mlp3_bsym.onnx --budget $budget --max-batch --report json -o best.json --svg batch.svg > search.json ||
+if ! "$roamc" mlp3_bsym.onnx --budget $budget --max-batch --report json -o best.json --svg batch.svg > search.json; then
     fail "max-batch search"
+    exit 1
+fi
 b=$(json search.json 'd["max_batch"]["plan"]')
 tb=$(json search.json 'd["max_batch"]["pytorch"]')
 echo "mlp3 under $budget B: PyTorch fits batch $tb, the plan batch $b"
