@@ -785,7 +785,7 @@ int partition_layout_groups(const graph *g, const partition *P, const int *order
 
 /* --------------------------------------------------------------- dump */
 
-int partition_dump_tree(const partition *P, const graph *g, const char *path, char *err, size_t errlen) {
+int partition_dump_tree(const partition *P, const graph *g, FILE *f, char *err, size_t errlen) {
     static const char *const kinds[] = {"root", "independent", "dependent"};
     json_t *root = json_object(), *nodes = json_array();
     for (size_t i = 0; i < P->n_nodes; i++) {
@@ -819,8 +819,8 @@ int partition_dump_tree(const partition *P, const graph *g, const char *path, ch
     json_object_set_new(root, "floating_ops", json_integer((json_int_t)P->n_floating));
     json_object_set_new(root, "alpha", json_real(P->alpha));
     json_object_set_new(root, "nodes", nodes);
-    int rc = json_dump_file(root, path, JSON_COMPACT);
+    int rc = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF ? 0 : -1;
     json_decref(root);
-    if (rc) return partition_fail(err, errlen, "%s: cannot write the subgraph tree", path);
+    if (rc) return partition_fail(err, errlen, "cannot write the subgraph tree");
     return 0;
 }

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "graph.h"
 
@@ -134,9 +135,10 @@ void partition_free(partition *P);
 int partition_layout_groups(const graph *g, const partition *P, const int *order, const int32_t *start,
                             const int32_t *end, int *group, bool *activation);
 
-/* Writes the tree as JSON to path: {"nodes": [{"id", "kind", "parent",
- * "operators": [...], "boundary": [...]}, ...], plus the counts}.  Returns 0,
- * or -1 with a message in err. */
-int partition_dump_tree(const partition *P, const graph *g, const char *path, char *err, size_t errlen);
+/* Writes the tree as JSON to f: {"nodes": [{"id", "kind", "parent",
+ * "operators": [...], "boundary": [...]}, ...], plus the counts} (the
+ * caller owns f: roamc's --dump-tree is one of a run's all-or-nothing
+ * outputs).  Returns 0, or -1 with a message in err. */
+int partition_dump_tree(const partition *P, const graph *g, FILE *f, char *err, size_t errlen);
 
 #endif

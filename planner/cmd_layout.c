@@ -151,17 +151,21 @@ static int cl_parse(int argc, char **argv, cl_options *o)
     return 0;
 }
 
-/* Writes the CSV to path all or nothing (planner_output). */
+/* Writes the CSV to path all or nothing (planner_output_set). */
 static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64_t *offsets)
 {
-    planner_output out;
-    if (planner_output_open(&out, path) != 0) {
-        fprintf(stderr, "roamc layout: cannot write %s: %s\n", path, strerror(errno));
+    planner_output_set set = {0};
+    char err[2048];
+    planner_outputs_add(&set, "-o", path);
+    if (planner_outputs_open(&set, err, sizeof err) != 0) {
+        fprintf(stderr, "roamc layout: %s\n", err);
         return -1;
     }
-    int ok = layout_csv_write(out.f, csv, offsets) == 0;
-    if (planner_output_close(&out, ok) != 0) {
-        fprintf(stderr, "roamc layout: cannot write %s: %s\n", path, errno ? strerror(errno) : "I/O error");
+    int ok = layout_csv_write(set.slot[0].f, csv, offsets) == 0;
+    if (planner_outputs_commit(&set, ok, err, sizeof err) != 0) {
+        if (!ok)
+            snprintf(err, sizeof err, "-o %s: cannot write: I/O error", path);
+        fprintf(stderr, "roamc layout: %s\n", err);
         return -1;
     }
     return 0;
@@ -175,7 +179,15 @@ int cmd_layout(int argc, char **argv)
         return rc < 0 ? CL_EXIT_OK : rc;
 
     layout_csv csv;
-    char err[512];
+    char err[2048];
+    /* the output checked before any work: never the input, always writable */
+    planner_output_set outs = {0};
+    planner_outputs_add(&outs, "-o", o.output);
+    const char *inputs[1] = {o.input};
+    if (planner_outputs_check(&outs, inputs, 1, err, sizeof err) != 0) {
+        fprintf(stderr, "roamc layout: %s\n", err);
+        return CL_EXIT_USAGE;
+    }
     if (layout_csv_read(o.input, &csv, err, sizeof err) != 0) {
         fprintf(stderr, "roamc layout: %s\n", err);
         return CL_EXIT_USAGE;
@@ -270,21 +282,23 @@ int cmd_layout(int argc, char **argv)
         goto out;
     }
 
+    /* with the CSV on stdout, the report goes to stderr */
+    FILE *rep = o.output && strcmp(o.output, "-") == 0 ? stderr : stdout;
     double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
-    printf("buffers: %zu\n", n);
-    printf("method: %s%s%s%s\n", o.method, *detail ? " (exact steps " : "", detail,
+    fprintf(rep, "buffers: %zu\n", n);
+    fprintf(rep, "method: %s%s%s%s\n", o.method, *detail ? " (exact steps " : "", detail,
            *detail ? " the heuristic)" : "");
     if (winner)
-        printf("best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
-    printf("height: %" PRIu64 " bytes\n", height);
-    printf("lower bound: %" PRIu64 " bytes (live size)\n", lb);
-    printf("fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
+        fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
+    fprintf(rep, "height: %" PRIu64 " bytes\n", height);
+    fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
+    fprintf(rep, "fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
     if (strcmp(o.method, "pytorch") == 0)
-        printf("pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
+        fprintf(rep, "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
                pt.reserved_peak, pt.allocated_peak, pt.segments);
-    printf("time: %.3f s\n", secs);
+    fprintf(rep, "time: %.3f s\n", secs);
     if (timed_out)
-        printf("note: stopped by --time-limit before the work budget: another run may differ\n");
+        fprintf(rep, "note: stopped by --time-limit before the work budget: another run may differ\n");
 
     if (o.has_capacity && height > o.capacity) {
         fprintf(stderr,

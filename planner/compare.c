@@ -52,8 +52,9 @@ static void compare_note(compare_row *r) {
     }
 }
 
-int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
-                 const char *svg_path, int json, FILE *out, char *err, size_t errlen) {
+int plan_compare(const graph *g, const planner_options *base, const char *model_path, const planner_files *files,
+                 int json, FILE *out, char *err, size_t errlen) {
+    const char *out_path = files->plan, *svg_path = files->svg;
     /* the rows in the order of planner_methods: PyTorch first, ROAM last */
     compare_row rows[8] = {{0}};
     const size_t nrows = planner_n_methods;
@@ -63,7 +64,6 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
     for (size_t i = 0; i < nrows && rc == 0; i++) {
         planner_options opt = *base;
         planner_method_apply(rows[i].m, &opt);
-        opt.dump_tree = rows[i].m->order == PLANNER_ORDER_ROAM ? base->dump_tree : NULL;
         double t0 = planner_now();
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;
@@ -75,8 +75,8 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         compare_note(&rows[i]);
     }
     const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
-    if (rc == 0 && out_path && plan_write(&roam->p, model_path, out_path, err, errlen)) rc = -1;
-    if (rc == 0 && svg_path) {
+    if (rc == 0) {
+        /* the ROAM plan (and its tree) and the picture, all or nothing */
         const plan *plans[2] = {&torch->p, &roam->p};
         const char *base_name = strrchr(model_path, '/');
         base_name = base_name ? base_name + 1 : model_path;
@@ -85,7 +85,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
                  (double)torch->actual / (1024.0 * 1024));
         snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
         const char *titles[2] = {t1, t2};
-        if (plan_write_svg(plans, titles, 2, svg_path, err, errlen)) rc = -1;
+        if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen)) rc = -1;
     }
     if (rc == 0 && !out) {
         /* quiet: nothing to print */

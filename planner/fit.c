@@ -239,7 +239,6 @@ static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool 
     if (quick) opt.layout = PLANNER_LAYOUT_LLFB;
     if (opt.layout == PLANNER_LAYOUT_PYTORCH) opt.device_limit = q->budget->budget - q->budget->reserve;
     opt.progress = 0;
-    opt.dump_tree = NULL;
     return plan_build(g, &opt, p, err, errlen) ? 1 : 0;
 }
 
@@ -355,7 +354,7 @@ static double fit_svg_x(int64_t b, int64_t top) {
 }
 
 /* Peak against batch, both plans and the budget line. */
-static int fit_svg(const fit_search *s, const int64_t best[FIT_N], const char *path, char *err, size_t errlen) {
+static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
     const planner_batch_query *q = s->q;
     int64_t top = 2;
     uint64_t ymax = q->budget->budget;
@@ -365,10 +364,6 @@ static int fit_svg(const fit_search *s, const int64_t best[FIT_N], const char *p
             if (s->rows[i].need[w] > ymax) ymax = s->rows[i].need[w];
     }
     ymax += ymax / 10;
-    planner_output out;
-    if (planner_output_open(&out, path))
-        return planner_errorf(err, errlen, "%s: cannot write the picture there: %s", path, strerror(errno));
-    FILE *f = out.f;
     const double H = 400, Y0 = 60;
 #define FIT_Y(v) (Y0 + H - H * (double)(v) / (double)ymax)
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1100\" "
@@ -427,9 +422,6 @@ static int fit_svg(const fit_search *s, const int64_t best[FIT_N], const char *p
     }
 #undef FIT_Y
     fputs("</svg>\n", f);
-    if (planner_output_close(&out, 1))
-        return planner_errorf(err, errlen, "%s: cannot write the picture: %s", path, errno ? strerror(errno) : "I/O error");
-    return 0;
 }
 
 /* The symbol to search: q->symbol when given (it must be a dim of the
@@ -512,18 +504,29 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     graph cg = {0};
     bool have_plan = false;
     if (rc == 0 && q.out_path && best[1] > 0) {
-        /* the plan at the largest batch, written as any plan is */
+        /* the plan at the largest batch */
         if ((rc = fit_load(&q, best[1], &cm, &cg, err, errlen)) == 0) {
             if ((rc = fit_plan(&q, &cg, FIT_PLAN, false, &chosen, err, errlen)) == 0) {
                 have_plan = true;
-                if (plan_write(&chosen, q.model_path, q.out_path, err, errlen)) rc = 1;
             } else {
                 graph_free(&cg);
                 fe_free(&cm);
             }
         }
     }
-    if (rc == 0 && q.svg_path && fit_svg(&s, best, q.svg_path, err, errlen)) rc = 1;
+    if (rc == 0 && (have_plan || q.svg_path)) {
+        /* the plan and the picture together, or neither (planner_output_set) */
+        planner_output_set set = {0};
+        int i_plan = planner_outputs_add(&set, "-o", have_plan ? q.out_path : NULL);
+        int i_svg = planner_outputs_add(&set, "--svg", q.svg_path);
+        if (planner_outputs_open(&set, err, errlen)) rc = 1;
+        else {
+            int ok = i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
+            if (ok && i_svg >= 0) fit_svg(&s, best, set.slot[i_svg].f);
+            if (!ok) planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory", q.out_path);
+            if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
+        }
+    }
     const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
     char h1[32], h2[32], h3[32], h4[32];
     static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};

@@ -186,7 +186,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                            .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
     uint64_t num;
-    const char *out_path = NULL, *svg_path = NULL, *method = NULL, *batch_symbol = NULL;
+    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *method = NULL, *batch_symbol = NULL;
     planner_budget budget = {0};
     int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
     char err[2048];
@@ -260,7 +260,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                 return main_usage_error("--time-limit wants seconds above 0, not '%s'", optarg);
             break;
         }
-        case OPT_DUMP_TREE: opt.dump_tree = optarg; break;
+        case OPT_DUMP_TREE: tree_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
         case OPT_INPUT_SHAPE:
         case OPT_DIM:
@@ -281,7 +281,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     if (budget.reserve_text && !budget.budget_text) return main_usage_error("%s", "--reserve needs --budget");
     if (max_batch && !budget.budget_text) return main_usage_error("%s", "--max-batch needs --budget SIZE");
     if (budget.budget_text && compare) return main_usage_error("%s", "--budget works on one plan, not with --compare");
-    if (max_batch && opt.dump_tree) return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
+    if (max_batch && tree_path) return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
     if (budget.reserve >= budget.budget && budget.budget_text)
         return main_usage_error("%s", "--reserve must be below --budget");
     /* the allocator replay sees the device's limit, as PyTorch does */
@@ -290,20 +290,39 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     if (train.other && !train.on) return main_usage_error("%s", "--loss, --optimizer, --frozen and --emit-train need --train");
     if (train.t.emit_path && max_batch)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch (bind the batch with --dim)");
+    if (tree_path && !compare && opt.order != PLANNER_ORDER_ROAM)
+        return main_usage_error("%s", "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
     opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
+    /* Every output checked before any work: a bad path costs nothing and
+     * never clobbers the model or another output. */
+    planner_output_set outs = {0};
+    planner_outputs_add(&outs, "-o", out_path);
+    planner_outputs_add(&outs, "--svg", svg_path);
+    planner_outputs_add(&outs, "--dump-tree", tree_path);
+    planner_outputs_add(&outs, "--emit-train", train.t.emit_path);
+    const char *inputs[1] = {model_path};
+    if (planner_outputs_check(&outs, inputs, 1, err, sizeof err)) {
+        fprintf(stderr, "roamc: %s\n", err);
+        return 2;
+    }
+    if (train.t.emit_path && strcmp(train.t.emit_path, "-") == 0)
+        return main_usage_error("%s", "--emit-train writes a file the plan names: give a file name, not -");
+    /* with an output on stdout, the report goes to stderr */
+    FILE *report = quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
+    planner_files files = {.plan = out_path, .svg = svg_path, .tree = tree_path};
 
     if (max_batch) {
         planner_batch_query q = {.model_path = model_path, .bindings = fopt, .symbol = batch_symbol, .opt = opt,
                                  .budget = &budget, .out_path = out_path, .svg_path = svg_path, .json = json_report,
                                  .progress = opt.progress, .train = train.on ? &train.t : NULL};
-        int rc = planner_max_batch(&q, quiet ? NULL : stdout, err, sizeof err);
+        int rc = planner_max_batch(&q, report, err, sizeof err);
         if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
         return rc;
     }
     double t0 = planner_now();
     fe_model m;
-    if (main_load(model_path, fopt, &train, &m, quiet || json_report ? NULL : stdout)) return 2;
+    if (main_load(model_path, fopt, &train, &m, json_report ? NULL : report)) return 2;
     if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
     graph g;
     if (graph_build(&m, opt.align, &g, err, sizeof err)) {
@@ -315,7 +334,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     plan p;
     int rc = 0;
     if (compare) {
-        if (plan_compare(&g, &opt, model_path, out_path, svg_path, json_report, quiet ? NULL : stdout, err, sizeof err)) {
+        if (plan_compare(&g, &opt, model_path, &files, json_report, report, err, sizeof err)) {
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
         }
@@ -324,22 +343,6 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         rc = 1;
     } else {
         p.times.load = t1 - t0;
-        if (out_path && plan_write(&p, model_path, out_path, err, sizeof err)) {
-            fprintf(stderr, "roamc: %s\n", err);
-            rc = 1;
-        }
-        if (rc == 0 && svg_path) {
-            const plan *plans[1] = {&p};
-            char title[256];
-            const char *base = strrchr(model_path, '/');
-            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path, planner_order_name(p.opt.order),
-                     planner_layout_name(p.opt.layout));
-            const char *titles[1] = {title};
-            if (plan_write_svg(plans, titles, 1, svg_path, err, sizeof err)) {
-                fprintf(stderr, "roamc: %s\n", err);
-                rc = 1;
-            }
-        }
         /* --budget: PyTorch's plan of the same step beside this one */
         plan torch = {0};
         const plan *torch_p = &p;
@@ -347,7 +350,6 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                                                 opt.order == PLANNER_ORDER_PROGRAM && opt.device_limit)) {
             planner_options topt = opt;
             planner_method_apply(planner_method_find("pytorch"), &topt);
-            topt.dump_tree = NULL;
             topt.device_limit = budget.budget - budget.reserve;
             if (plan_build(&g, &topt, &torch, err, sizeof err)) {
                 fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
@@ -355,13 +357,26 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             }
             torch_p = &torch;
         }
+        if (rc == 0) {
+            /* plan, tree and picture together, or none of them */
+            const plan *plans[1] = {&p};
+            char title[256];
+            const char *base = strrchr(model_path, '/');
+            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path, planner_order_name(p.opt.order),
+                     planner_layout_name(p.opt.layout));
+            const char *titles[1] = {title};
+            if (planner_files_write(&files, &p, model_path, plans, titles, 1, err, sizeof err)) {
+                fprintf(stderr, "roamc: %s\n", err);
+                rc = 1;
+            }
+        }
         p.times.total = planner_now() - t0;
         json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
         int fit = rc == 0 && budget.budget_text ? planner_fit_report(NULL, &budget, &p, torch_p, extra) : 0;
-        if (rc == 0 && !quiet) {
-            if (json_report) plan_report_json(stdout, &p, model_path, out_path, extra);
-            else plan_report_text(stdout, &p, model_path, out_path);
-            if (!json_report && budget.budget_text) planner_fit_report(stdout, &budget, &p, torch_p, NULL);
+        if (rc == 0 && report) {
+            if (json_report) plan_report_json(report, &p, model_path, &files, extra);
+            else plan_report_text(report, &p, model_path, &files);
+            if (!json_report && budget.budget_text) planner_fit_report(report, &budget, &p, torch_p, NULL);
         }
         if (rc == 0) rc = fit;
         json_decref(extra);

@@ -280,10 +280,6 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     partition *P = &best_p;
     st->n_mi = P->n_mi, st->n_update = P->n_update, st->n_blocks = (size_t)P->n_blocks;
     st->n_independent = P->n_independent, st->n_dependent = P->n_dependent, st->largest_leaf = P->largest_leaf;
-    if (opt->dump_tree && partition_dump_tree(P, g, opt->dump_tree, err, errlen)) {
-        partition_free(P);
-        return -1;
-    }
     double t1 = planner_now();
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */

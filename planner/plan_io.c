@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "partition.h"
+
 static int plan_value_name_cmp(const void *a, const void *b) {
     return strcmp((*(const fe_value *const *)a)->name, (*(const fe_value *const *)b)->name);
 }
@@ -105,22 +107,51 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     return root;
 }
 
-int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
+int plan_write_stream(const plan *p, const char *model_path, FILE *f) {
     json_t *root = plan_to_json(p, model_path);
-    if (!root) return planner_errorf(err, errlen, "%s: out of memory building the plan", path);
-    planner_output out;
-    if (planner_output_open(&out, path)) {
-        int e = errno;
-        json_decref(root);
-        return planner_errorf(err, errlen, "%s: cannot write the plan there: %s", path, strerror(e));
-    }
-    int ok = json_dumpf(root, out.f, JSON_COMPACT) == 0 && fputc('\n', out.f) != EOF;
+    if (!root) return -1;
+    int ok = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF;
     json_decref(root);
-    if (planner_output_close(&out, ok)) {
-        int e = errno;
-        return planner_errorf(err, errlen, "%s: cannot write the plan: %s", path, e ? strerror(e) : "I/O error");
+    return ok ? 0 : -1;
+}
+
+int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
+    planner_files files = {.plan = path};
+    return planner_files_write(&files, p, model_path, NULL, NULL, 0, err, errlen);
+}
+
+int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
+    if (!p->ostats || !p->ostats->has_partition)
+        return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
+    partition P;
+    if (planner_order_partition(p->g, &p->opt, p->ostats, &P, err, errlen)) return -1;
+    int rc = partition_dump_tree(&P, p->g, f, err, errlen);
+    partition_free(&P);
+    return rc;
+}
+
+int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
+                        const plan *const *svg_plans, const char *const *titles, size_t n_svg, char *err,
+                        size_t errlen) {
+    planner_output_set set = {0};
+    int i_plan = planner_outputs_add(&set, "-o", files->plan);
+    int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
+    int i_tree = planner_outputs_add(&set, "--dump-tree", files->tree);
+    if (set.n == 0) return 0;
+    if (planner_outputs_open(&set, err, errlen)) return -1;
+    int rc = 0;
+    char why[512] = "";
+    if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
+        rc = planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error", files->plan);
+    if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
+        rc = planner_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
+    if (rc == 0 && i_svg >= 0 && plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f))
+        rc = planner_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory", files->svg);
+    if (rc) {
+        planner_outputs_commit(&set, 0, NULL, 0);
+        return -1;
     }
-    return 0;
+    return planner_outputs_commit(&set, 1, err, errlen);
 }
 
 /* ----------------------------------------------------------------- report */
@@ -198,7 +229,7 @@ static json_t *plan_order_json(const planner_order_stats *o) {
     return j;
 }
 
-void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path) {
+void plan_report_text(FILE *f, const plan *p, const char *model_path, const planner_files *files) {
     const graph *g = p->g;
     char a[32], b[32], c[32];
     fprintf(f, "roamc %s: %s\n", ROAMC_VERSION, model_path);
@@ -234,14 +265,18 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const char
                 plan_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
     fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total, p->times.load,
             p->times.order, p->times.layout);
-    if (out_path) fprintf(f, "  plan written  %s\n", out_path);
+    if (files->plan) fprintf(f, "  plan written  %s\n", files->plan);
+    if (files->tree) fprintf(f, "  tree written  %s\n", files->tree);
+    if (files->svg) fprintf(f, "  picture written %s\n", files->svg);
 }
 
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path, json_t *extra) {
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, json_t *extra) {
     const graph *g = p->g;
     json_t *r = json_object();
     json_object_set_new(r, "model", json_string(model_path));
-    json_object_set_new(r, "plan", out_path ? json_string(out_path) : json_null());
+    json_object_set_new(r, "plan", files->plan ? json_string(files->plan) : json_null());
+    json_object_set_new(r, "picture", files->svg ? json_string(files->svg) : json_null());
+    json_object_set_new(r, "tree", files->tree ? json_string(files->tree) : json_null());
     json_object_set_new(r, "graph", json_string(planner_graph_kind(g->model)));
     json_object_set_new(r, "shapes", planner_shapes_summary_json(g->model));
     json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));

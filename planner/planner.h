@@ -51,7 +51,6 @@ typedef struct planner_options {
     int delay_radius;    /* r of the weight-update rule, in segments */
     int threads;         /* leaf solver threads; 0: all cores */
     double time_limit;   /* seconds for the whole ordering; backstop of the ILPs */
-    const char *dump_tree; /* write the subgraph tree as JSON here, or NULL */
     int progress;        /* a progress line on stderr (main sets it when a tty) */
     /* gradients held to the end of the step, as eager PyTorch holds .grad
      * until the next zero_grad (method pytorch); plan_build then plans a
@@ -149,6 +148,23 @@ int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]
  * the same folder, renamed over path only when complete.  model_path is
  * recorded as given.  Returns 0, or -1 with a message (no file is left). */
 int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen);
+/* The files one planning run writes, each NULL when not asked for. */
+typedef struct planner_files {
+    const char *plan, *svg, *tree;
+} planner_files;
+/* Writes files->plan and files->tree for p and files->svg with the n_svg
+ * plans and titles, all or nothing (planner_output_set).  Returns 0, or -1
+ * with a message and no file written. */
+int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
+                        const plan *const *svg_plans, const char *const *titles, size_t n_svg, char *err,
+                        size_t errlen);
+/* The same file into f (an output of a planner_output_set).  Returns 0, -1
+ * on out of memory or a write error. */
+int plan_write_stream(const plan *p, const char *model_path, FILE *f);
+/* --dump-tree: the subgraph tree of a plan ordered by roam (rebuilt from its
+ * statistics, planner_order_partition) as JSON into f.  Returns 0, or -1
+ * with a message. */
+int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen);
 
 /* An output file written all or nothing (planner/output.c), the one way
  * roamc writes a file: regular files through a temporary beside the target
@@ -168,11 +184,52 @@ int planner_output_open(planner_output *o, const char *path);
  * with errno set (0 for a write that failed earlier with ok == 0). */
 int planner_output_close(planner_output *o, int ok);
 
+/* All the files one command writes (plan, picture, subgraph tree, CSV),
+ * all or nothing: checked before any work (planner_outputs_check), written
+ * after it (planner_outputs_open, then the caller writes slot[i].f) and
+ * committed together (planner_outputs_commit): regular files go to
+ * temporaries renamed into place only when every output was complete;
+ * stdout, devices and FIFOs are held in memory and written at the commit,
+ * before any rename, so that a failure leaves every regular file as it
+ * was.  Message prefixes name the output by `what` ("-o", "--svg"). */
+#define PLANNER_MAX_OUTPUTS 6
+typedef struct planner_output_slot {
+    const char *what, *path;
+    FILE *f;          /* after planner_outputs_open: write here */
+    int direct;       /* stdout, a device, a FIFO: buffered, written at the commit */
+    FILE *buf_f;      /* the memory stream of a direct output */
+    char *buf;
+    size_t buf_len;
+    planner_output out; /* a regular file's temporary */
+} planner_output_slot;
+typedef struct planner_output_set {
+    size_t n;
+    planner_output_slot slot[PLANNER_MAX_OUTPUTS];
+} planner_output_set;
+/* Adds an output (path NULL: none); returns its slot, or -1 for none. */
+int planner_outputs_add(planner_output_set *s, const char *what, const char *path);
+/* Before any work: every output can be written (an existing folder that
+ * takes a new file, or a writable device/FIFO), none is a folder, none is
+ * one of the inputs (same device and inode, through symlinks), no two are
+ * the same file, at most one is "-".  Creates nothing.  Returns 0, or -1
+ * with a message naming the option, the path and the reason. */
+int planner_outputs_check(const planner_output_set *s, const char *const *inputs, size_t n_inputs, char *err,
+                          size_t errlen);
+/* 1 when some output is "-" (the report then goes to stderr). */
+int planner_outputs_uses_stdout(const planner_output_set *s);
+/* Opens every output for writing.  Returns 0, or -1 with a message and
+ * nothing left behind. */
+int planner_outputs_open(planner_output_set *s, char *err, size_t errlen);
+/* ok: every write the caller made succeeded.  Then commits every output
+ * (see above) and returns 0; else (or on a failure, with a message)
+ * removes every temporary, writes nothing more and returns -1. */
+int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errlen);
+
 /* The report: text for people, or one JSON object (with the members of
  * extra added, when not NULL; the caller keeps its reference). */
 struct json_t;
-void plan_report_text(FILE *f, const plan *p, const char *model_path, const char *out_path);
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const char *out_path, struct json_t *extra);
+void plan_report_text(FILE *f, const plan *p, const char *model_path, const planner_files *files);
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, struct json_t *extra);
 
 /* Draws n plans of the same graph one above the other on one scale (time
  * across, address up, one rectangle per storage, persistent storages shaded
@@ -181,14 +238,16 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const char
  * stays small for 10,000+ storages.  Returns 0, or -1 with a message. */
 int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
                    size_t errlen);
+/* The same picture into f; 0, or -1 on out of memory. */
+int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f);
 
 /* `roamc MODEL --compare`: plans g as PyTorch (program order, allocator
  * replay), Heuristics (LESCEA, LLFB), ILP (whole-graph order and layout
  * ILPs) and ROAM, and prints one table (or JSON when json != 0) to out.
- * Writes the ROAM plan to out_path and the PyTorch and ROAM layouts to
- * svg_path when they are not NULL.  Returns 0, or -1 with a message. */
-int plan_compare(const graph *g, const planner_options *base, const char *model_path, const char *out_path,
-                 const char *svg_path, int json, FILE *out, char *err, size_t errlen);
+ * Writes the ROAM plan (and its tree) and the PyTorch and ROAM layouts to
+ * the files asked for, all or nothing.  Returns 0, or -1 with a message. */
+int plan_compare(const graph *g, const planner_options *base, const char *model_path, const planner_files *files,
+                 int json, FILE *out, char *err, size_t errlen);
 
 /* `roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]
  * [--align B] [--method roam|llfb|greedy|bestfit|pytorch]` (cmd_layout.c):

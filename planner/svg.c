@@ -165,17 +165,12 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     return 0;
 }
 
-int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
-                   size_t errlen) {
+int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f) {
     uint64_t top = 1;
     for (size_t i = 0; i < n; i++) {
         if (plans[i]->actual > top) top = plans[i]->actual;
         if (plans[i]->theoretical > top) top = plans[i]->theoretical;
     }
-    planner_output out;
-    if (planner_output_open(&out, path))
-        return planner_errorf(err, errlen, "%s: cannot write the picture there: %s", path, strerror(errno));
-    FILE *f = out.f;
     double panel_h = svg_layout_h(n) + 22 + svg_curve_h(n) + 24;
     double total_h = 40 + (double)n * (panel_h + SVG_GAP) - SVG_GAP / 2;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -199,9 +194,11 @@ int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n
                "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
-    if (planner_output_close(&out, rc == 0)) {
-        int e = errno;
-        return planner_errorf(err, errlen, "%s: cannot write the picture: %s", path, e ? strerror(e) : "I/O error");
-    }
-    return 0;
+    return rc;
+}
+
+int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
+                   size_t errlen) {
+    planner_files files = {.svg = path};
+    return n ? planner_files_write(&files, plans[0], "", plans, titles, n, err, errlen) : 0;
 }
