@@ -4,6 +4,8 @@
 usage:
   models/export.py --model NAME [--batch N | --symbolic-batch] [--image-size S]
                    [--seq-len L] [--optimizer adam|adamw|sgd] [--layers N] [-o OUT.onnx]
+  models/export.py --module FILE.py:FUNC [--batch N | --symbolic-batch] [-o OUT.onnx]
+                                      # your own nn.Module (see models/example_module.py)
   models/export.py --all DIR          # the evaluation set (see models/README.md)
   models/export.py --list             # the model names this exporter knows
 
@@ -324,6 +326,8 @@ def build(name, batch, image_size, seq_len, device="meta"):
     """Returns (module, [(input name, tensor)], description) on `device` (meta: shapes only,
     no initialisation; cpu: a real, randomly initialised model and random data)."""
     meta = torch.device(device)
+    if isinstance(name, UserModule):
+        return name.build(batch, meta)
     if name == "mlp3":
         return MLP3(meta), [("input", torch.randn(batch, 784, device=meta)),
                             ("target", _ids((batch,), 10, meta))], {}
@@ -361,6 +365,201 @@ def build(name, batch, image_size, seq_len, device="meta"):
     return VisionClassifier(net), [
         ("input", torch.randn(batch, 3, image_size, image_size, device=meta)),
         ("target", _ids((batch,), 1000, meta))], {"image_size": image_size}
+
+
+# ---------------------------------------------------------------------------
+# People's own modules: --module FILE.py:FUNC (models/README.md, "Your own model").
+# ---------------------------------------------------------------------------
+
+def _user_frame(tb, path):
+    """'FILE.py line N' of the innermost traceback frame inside the user's file, or ''."""
+    import traceback
+    where = ""
+    for fr in traceback.extract_tb(tb):
+        if os.path.abspath(fr.filename) == path:
+            where = " (%s line %d)" % (os.path.basename(path), fr.lineno)
+    return where
+
+
+def _one_line(e):
+    msg = str(e).strip().split("\n")[0]
+    return "%s: %s" % (type(e).__name__, msg) if msg else type(e).__name__
+
+
+class UserModule:
+    """A model from the user's own code: FILE.py:FUNC, where FUNC(batch=, device=) returns
+    the model, its example inputs and the loss function (see models/README.md).  Builds
+    everything on the meta device (shapes only), keeping tied parameters tied."""
+
+    def __init__(self, spec):
+        path, sep, func = spec.rpartition(":")
+        if not sep or not path or not func:
+            die("--module %r: want FILE.py:FUNC" % spec)
+        self.spec = "%s:%s" % (os.path.basename(path), func)
+        self.path = os.path.abspath(path)
+        self.func_name = func
+        if not os.path.isfile(self.path):
+            die("--module %s: no such file%s" % (path, " (it is a directory)" if os.path.isdir(path) else ""))
+        import importlib.util
+        modname = "roamc_user_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+        try:
+            ld = importlib.util.spec_from_file_location(modname, self.path)
+            if ld is None:
+                die("--module %s: not a Python file that can be imported" % path)
+            mod = importlib.util.module_from_spec(ld)
+            sys.path.insert(0, os.path.dirname(self.path))  # so the file can import its neighbours
+            try:
+                ld.loader.exec_module(mod)
+            finally:
+                sys.path.pop(0)
+        except SyntaxError as e:
+            die("--module %s: cannot import it: SyntaxError: %s (line %s)" % (path, e.msg, e.lineno))
+        except Exception as e:
+            die("--module %s: cannot import it: %s%s" % (path, _one_line(e), _user_frame(e.__traceback__, self.path)))
+        self.func = getattr(mod, func, None)
+        if not callable(self.func):
+            die("--module %s: %s %r" % (path, "no function" if self.func is None else "not callable:", func))
+        import inspect
+        try:
+            params = inspect.signature(self.func).parameters
+        except (TypeError, ValueError):
+            params = {}
+        anykw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+        self.takes = {k for k in ("batch", "device") if k in params or anykw}
+
+    def __str__(self):
+        return self.spec
+
+    def call(self, batch, device):
+        kw = {}
+        if "device" in self.takes:
+            kw["device"] = device
+        if batch is not None:
+            if "batch" not in self.takes:
+                die("%s takes no 'batch' argument, so --batch/--symbolic-batch cannot set the batch"
+                    % self.spec)
+            kw["batch"] = batch
+        try:
+            if device.type == "meta" and "device" not in self.takes:
+                with skip_init():  # built on the CPU, then moved: do not spend time initialising
+                    return self.func(**kw)
+            return self.func(**kw)
+        except SystemExit:
+            raise
+        except Exception as e:
+            die("%s raised %s%s" % (self.spec, _one_line(e), _user_frame(e.__traceback__, self.path)))
+
+    def build(self, batch, device):
+        r = self.call(batch, device)
+        what = ("%s must return (model, inputs, loss_fn[, targets]) or a dict with keys "
+                "model, inputs[, loss_fn, targets]" % self.spec)
+        if isinstance(r, dict):
+            unknown = set(r) - {"model", "inputs", "loss_fn", "targets"}
+            if unknown or "model" not in r or "inputs" not in r:
+                die("%s; got a dict with keys %s" % (what, ", ".join(sorted(r))))
+            model, inputs, loss_fn, targets = r["model"], r["inputs"], r.get("loss_fn"), r.get("targets")
+        elif isinstance(r, (tuple, list)) and len(r) in (3, 4):
+            model, inputs, loss_fn = r[:3]
+            targets = r[3] if len(r) == 4 else None
+        else:
+            die("%s; got %s" % (what, type(r).__name__))
+        if not isinstance(model, nn.Module):
+            die("%s: the model is a %s, not a torch.nn.Module" % (self.spec, type(model).__name__))
+        if loss_fn is not None and not callable(loss_fn):
+            die("%s: loss_fn is a %s, not callable (or None when the model returns its loss)"
+                % (self.spec, type(loss_fn).__name__))
+        data = self._named(inputs, "input", "inputs") + self._named(targets, "target", "targets")
+        names = [n for n, _ in data]
+        if len(set(names)) != len(names):
+            die("%s: input names repeat: %s" % (self.spec, ", ".join(names)))
+        meta = torch.device("meta")
+        model = _module_to_meta(model)
+        if isinstance(loss_fn, nn.Module):
+            loss_fn = _module_to_meta(loss_fn)
+        seen = set()
+        for i, (n, t) in enumerate(data):
+            if t.device.type != "meta" or id(t) in seen:
+                # a CPU tensor is moved; the same tensor given twice becomes two graph inputs
+                data[i] = (n, torch.empty(t.shape, dtype=t.dtype, device=meta))
+            seen.add(id(t))
+        step = UserStep(model, loss_fn, len(self._named(inputs, "input", "inputs")))
+        taken = {n for n, _ in step.named_parameters()} | {n for n, _ in step.named_buffers()}
+        clash = [n for n, _ in data if n in taken]
+        if clash:
+            die("%s: input name %r is also a parameter or buffer name" % (self.spec, clash[0]))
+        return step, data, {}
+
+    def _named(self, x, stem, what):
+        if x is None:
+            return []
+        if isinstance(x, torch.Tensor):
+            items = [(stem, x)]
+        elif isinstance(x, dict):
+            items = list(x.items())
+        elif isinstance(x, (tuple, list)):
+            items = [("%s%d" % (stem, i) if len(x) > 1 else stem, t) for i, t in enumerate(x)]
+        else:
+            die("%s: %s must be a tensor, a tuple/list of tensors or a dict name -> tensor, not %s"
+                % (self.spec, what, type(x).__name__))
+        for n, t in items:
+            if not isinstance(t, torch.Tensor):
+                die("%s: %s %r is a %s, not a tensor" % (self.spec, what, n, type(t).__name__))
+            if not isinstance(n, str) or not re.match(r"^[A-Za-z_][\w.]*$", n):
+                die("%s: %s name %r is not an identifier" % (self.spec, what, n))
+        return items
+
+
+def _module_to_meta(module):
+    """module.to('meta') that keeps shared (tied) parameters and buffers shared: Module.to
+    replaces each parameter of each submodule by a new Parameter when the device changes,
+    which would untie BERT-style tied weights."""
+    memo = {}
+    for m in module.modules():
+        for k, p in list(m._parameters.items()):
+            if p is None or p.device.type == "meta":
+                continue
+            if id(p) not in memo:
+                memo[id(p)] = nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta"),
+                                           requires_grad=p.requires_grad)
+            m._parameters[k] = memo[id(p)]
+        for k, b in list(m._buffers.items()):
+            if b is None or b.device.type == "meta":
+                continue
+            if id(b) not in memo:
+                memo[id(b)] = torch.empty(b.shape, dtype=b.dtype, device="meta")
+            m._buffers[k] = memo[id(b)]
+    return module
+
+
+class UserStep(nn.Module):
+    """loss = loss_fn(model(*inputs), *targets), or model(*inputs) when loss_fn is None.
+    Parameter and buffer names are the model's own (the loss function's, if it has any,
+    under 'loss_fn.')."""
+
+    def __init__(self, model, loss_fn, n_inputs):
+        super().__init__()
+        self.model, self.loss_fn, self.n_inputs = model, loss_fn, n_inputs
+
+    def named_parameters(self, prefix="", recurse=True, **kw):
+        yield from self.model.named_parameters(prefix=prefix, recurse=recurse)
+        if isinstance(self.loss_fn, nn.Module):
+            yield from self.loss_fn.named_parameters(prefix=prefix + "loss_fn", recurse=recurse)
+
+    def named_buffers(self, prefix="", recurse=True, **kw):
+        yield from self.model.named_buffers(prefix=prefix, recurse=recurse)
+        if isinstance(self.loss_fn, nn.Module):
+            yield from self.loss_fn.named_buffers(prefix=prefix + "loss_fn", recurse=recurse)
+
+    def forward(self, *data):
+        out = self.model(*data[:self.n_inputs])
+        loss = out if self.loss_fn is None else self.loss_fn(out, *data[self.n_inputs:])
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.dtype.is_floating_point:
+            raise ValueError("the loss must be a float tensor with one element, got %s"
+                             % (("%s %s" % (loss.dtype, list(loss.shape)))
+                                if isinstance(loss, torch.Tensor) else type(loss).__name__))
+        if not loss.requires_grad:
+            raise ValueError("the loss does not depend on any trainable parameter")
+        return loss
 
 
 class skip_init:
@@ -905,8 +1104,15 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
             rec.add_input("%s.%s" % (n, suffix), t)
             snames.append("%s.%s" % (n, suffix))
 
-    with cuda_like_dropout(), no_record_function(), rec:
-        loss = training_step(model, [t for _, t in data], opt)
+    try:
+        with cuda_like_dropout(), no_record_function(), rec:
+            loss = training_step(model, [t for _, t in data], opt)
+    except Exception as e:
+        # an impossible geometry (an image too small for the pooling, a sequence longer
+        # than the positions), a model/input mismatch, a loss that is not a scalar...
+        where = _user_frame(e.__traceback__, name.path) if isinstance(name, UserModule) else ""
+        die("%s: the training step failed at batch %s: %s%s"
+            % (name, "(FUNC's own)" if batch is None else batch, _one_line(e), where))
     loss_name = rec.names[loss._cdata]
     no_grad = [n for n, p in zip(pnames, params) if p.grad is None]
     # the value each parameter's .grad holds after backward (what the optimizer reads)
@@ -928,7 +1134,7 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
         ("roamc.gradients", ",".join(gnames)),
         ("roamc.optimizer", optimizer),
         ("roamc.model", name),
-        ("roamc.batch", batch),
+        ("roamc.batch", batch if batch is not None else data[0][1].shape[0] if data[0][1].dim() else 1),
     ]
     for k, v in sorted(desc.items()):
         meta.append(("roamc." + k, v))
@@ -940,8 +1146,9 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
                                  "grads start as None"),
         ("roamc.skipped_ops", ",".join("%s:%d" % kv for kv in sorted(rec.skipped.items()))),
     ]
-    note = ("One training step of %s (batch %d, %s) traced by roamc models/export.py from "
-            "PyTorch %s." % (name, batch, optimizer, torch.__version__))
+    note = ("One training step of %s (batch %s, %s) traced by roamc models/export.py from "
+            "PyTorch %s." % (name, batch if batch is not None else "given by FUNC", optimizer,
+                             torch.__version__))
     onx = to_onnx(rec, meta, loss_name, finals, note)
     stats = dict(nodes=len(rec.nodes), trace_s=trace_s, no_grad=no_grad,
                  log={k: sorted(v) for k, v in rec.log.items()},
@@ -1008,14 +1215,32 @@ def symbolic_batch(models, symbol="batch"):
     return ref
 
 
+def check_output(path):
+    """Refuses an output path that cannot be written, before any tracing."""
+    if os.path.isdir(path):
+        die("output %s is a directory; give a file name (-o DIR/NAME.onnx)" % path)
+    d = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(d) and not os.path.isdir(d):
+        die("output %s: %s is not a directory" % (path, d))
+
+
 def write(onx, path):
+    """Writes atomically (a temporary beside the file, renamed); nothing is left on failure."""
+    check_output(path)
     data = onx.SerializeToString(deterministic=True) if _has_det() else onx.SerializeToString()
     d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        os.makedirs(d, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        die("cannot write %s: %s" % (path, e.strerror or e))
     return len(data)
 
 
@@ -1029,7 +1254,9 @@ def _has_det():
 
 
 def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False):
-    """Exports one step to out; batch None: batch-symbolic (symbolic_batch)."""
+    """Exports one step to out; batch None: batch-symbolic (symbolic_batch); "func": the
+    batch of a --module FUNC that takes none."""
+    check_output(out)
     t0 = time.time()
     if batch is None:
         traces = [export(name, bb, image_size, seq_len, optimizer) for bb in SYMBOLIC_BATCHES]
@@ -1039,12 +1266,12 @@ def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False):
             die("%s: cannot write a batch-symbolic graph: %s; export fixed batches with --batch N" % (name, e))
         st = traces[0][1]
     else:
-        onx, st = export(name, batch, image_size, seq_len, optimizer)
+        onx, st = export(name, None if batch == "func" else batch, image_size, seq_len, optimizer)
     size = write(onx, out)
     total = time.time() - t0
     if not quiet:
         msg = "%s: %s batch %s, %d operators, %d bytes, trace %.1fs, total %.1fs" % (
-            out, name, "symbolic" if batch is None else batch, st["nodes"], size, st["trace_s"], total)
+            out, name, "symbolic" if batch is None else "given by FUNC" if batch == "func" else batch, st["nodes"], size, st["trace_s"], total)
         print(msg)
         for k, v in sorted(st["log"].items()):
             print("  note: no meta kernel, used %s for: %s" % (k, ", ".join(v)))
@@ -1063,7 +1290,11 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="mlp3, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large, "
                                     "gpt2-xl, or any torchvision.models classifier (resnet50, ...)")
-    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--module", metavar="FILE.py:FUNC",
+                    help="your own model: FUNC(batch=, device=) returns (model, inputs, loss_fn"
+                         "[, targets]); see models/README.md")
+    ap.add_argument("--batch", type=int, default=None, help="batch size (default 1; with --module "
+                                                              "passed to FUNC, which otherwise chooses)")
     ap.add_argument("--symbolic-batch", action="store_true",
                     help="write the batch as the symbolic dim 'batch' (bind it with roamc --dim batch=N; "
                          "roamc --max-batch searches it)")
@@ -1083,8 +1314,24 @@ def main(argv=None):
     if a.list:
         print("\n".join(known_models()))
         return 0
-    if a.batch < 1:
+    if a.batch is not None and a.batch < 1:
         die("--batch must be >= 1")
+    if a.image_size < 1 or (a.seq_len is not None and a.seq_len < 1):
+        die("--image-size and --seq-len must be >= 1")
+    if a.module:
+        if a.model or a.all or a.layers is not None:
+            die("--module replaces --model/--all/--layers: give one")
+        if a.output:
+            check_output(a.output)
+        um = UserModule(a.module)
+        out = a.output or "%s_%s.onnx" % (os.path.splitext(os.path.basename(um.path))[0], um.func_name)
+        batch = None if a.symbolic_batch else "func" if a.batch is None else a.batch
+        if batch is None and "batch" not in um.takes:
+            die("%s takes no 'batch' argument, so --symbolic-batch cannot vary the batch" % um)
+        run_one(um, batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
+        return 0
+    if a.batch is None:
+        a.batch = 1
     if a.all:
         only = set(a.only.split(",")) if a.only else None
         for m, b in EVAL_SET:

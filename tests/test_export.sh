@@ -3,10 +3,12 @@
 #
 # usage: tests/test_export.sh ROAMC_BINARY CHECK_PLAN_PY OUTDIR
 #
-# Exports mlp3 (batch 2) and resnet18 (batch 2, 64x64 images) with Debian's
+# Exports mlp3 (batch 2), resnet18 (batch 2, 64x64 images) and the two functions
+# of models/example_module.py (--module FILE.py:FUNC) with Debian's
 # /usr/bin/python3, checks that every value has a static shape and that
 # roamc.parameters lists exactly the model's parameters, then plans each file
-# with roamc and validates the plan with check_plan.py.
+# with roamc and validates the plan with check_plan.py.  Then --module's bad
+# inputs: one error line, exit 2, no file left behind.
 # Exit 0 on pass, 1 on failure, 77 (skip) when /usr/bin/python3 lacks torch.
 set -u
 
@@ -90,7 +92,11 @@ spec = importlib.util.spec_from_file_location("export", export_py)
 E = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(E)
 model = meta["roamc.model"]
-want = len(list(E.build(model, 1, 64, None)[0].parameters()))
+if "--module" in argv:  # a user module: count its own parameters (tied ones once)
+    built = E.UserModule(argv[argv.index("--module") + 1]).build(None, E.torch.device("meta"))
+else:
+    built = E.build(model, 1, 64, None)
+want = len(list(built[0].parameters()))
 if len(params) != want:
     problems.append("roamc.parameters has %d entries, %s has %d parameters"
                     % (len(params), model, want))
@@ -128,6 +134,90 @@ EOF
 
 run_case mlp3_b2 --model mlp3 --batch 2
 run_case resnet18_b2 --model resnet18 --batch 2 --image-size 64
+# people's own modules (models/example_module.py): dict form with named inputs and an
+# nn.Module loss; a model that computes its own loss with a tied embedding
+run_case example_cnn_b2 --module "$HERE/../models/example_module.py:make" --batch 2
+run_case example_lm_b3 --module "$HERE/../models/example_module.py:make_lm" --batch 3
+
+# --module: bad inputs give one 'export.py: error:' line, exit 2, and leave nothing behind.
+# One real process (no traceback on stderr), the rest in one interpreter (torch loads once).
+echo "== --module bad inputs"
+BAD=$OUT/bad_inputs
+rm -rf "$BAD"; mkdir -p "$BAD/outdir" || exit 1
+"$PY" "$EXPORT" --module "$BAD/missing.py:make" -o "$BAD/m.onnx" >"$BAD/err" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || grep -q Traceback "$BAD/err" || [ "$(wc -l <"$BAD/err")" -ne 1 ]; then
+    failed "--module missing file: exit $rc, stderr: $(cat "$BAD/err")"
+fi
+rm -f "$BAD/err"
+if ! "$PY" - "$EXPORT" "$BAD" <<'EOF'
+import io, os, sys, contextlib, importlib.util
+export_py, d = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("export", export_py)
+E = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(E)
+with open(os.path.join(d, "user.py"), "w") as f:
+    f.write("""import torch, torch.nn as nn
+def fails(batch=2):
+    raise ValueError('dataset shard missing')
+def tiny_image(batch=2, device='cpu'):
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, device=device), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, device=device))
+    return m, torch.randn(batch, 3, 4, 4, device=device), lambda out: out.sum()
+def not_scalar(batch=2):
+    return nn.Linear(4, 3), torch.randn(batch, 4), None
+def no_batch():
+    return nn.Linear(4, 3), torch.randn(2, 4), lambda out: out.sum()
+def not_a_module():
+    return 3, torch.zeros(2), None
+def ok(batch=2):
+    return nn.Linear(4, 3), torch.randn(batch, 4), lambda out: out.square().mean()
+""")
+with open(os.path.join(d, "syntax.py"), "w") as f:
+    f.write("def f(:\n")
+u = os.path.join(d, "user.py")
+out = os.path.join(d, "x.onnx")
+cases = [  # argv, a phrase the one-line message must hold
+    (["--module", u], "want FILE.py:FUNC"),
+    (["--module", d + ":ok"], "it is a directory"),
+    (["--module", u + ":nothere"], "no function 'nothere'"),
+    (["--module", os.path.join(d, "syntax.py") + ":f"], "SyntaxError"),
+    (["--module", u + ":fails"], "raised ValueError: dataset shard missing (user.py line 3)"),
+    (["--module", u + ":tiny_image"], "the training step failed"),
+    (["--module", u + ":not_scalar"], "the loss must be a float tensor with one element"),
+    (["--module", u + ":no_batch", "--batch", "4"], "takes no 'batch' argument"),
+    (["--module", u + ":not_a_module"], "not a torch.nn.Module"),
+    (["--module", u + ":ok", "-o", os.path.join(d, "outdir")], "is a directory"),
+    (["--module", u + ":ok", "-o", os.path.join(d, "user.py", "x.onnx")], "is not a directory"),
+    (["--module", u + ":ok", "--batch", "0"], "--batch must be >= 1"),
+    (["--model", "vgg16", "--image-size", "16"], "Output size is too small"),
+]
+bad = 0
+for argv, want in cases:
+    err = io.StringIO()
+    rc = None
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            E.main(argv + ([] if "-o" in argv else ["-o", out]) + ["-q"])
+            rc = 0
+        except SystemExit as e:
+            rc = e.code
+    msg = err.getvalue()
+    ok = rc == 2 and msg.startswith("export.py: error: ") and msg.count("\n") == 1 and want in msg
+    print("  %s %s -> %s" % ("ok  " if ok else "FAIL", " ".join(a.replace(d, "D") for a in argv), msg.strip()))
+    bad += not ok
+left = sorted(set(os.listdir(d)) - {"user.py", "syntax.py", "outdir", "__pycache__"})
+if left or os.listdir(os.path.join(d, "outdir")):
+    print("  FAIL: files left behind: %s" % left)
+    bad += 1
+E.main(["--module", u + ":ok", "-o", out, "-q"])  # and the good one writes its file
+if not os.path.isfile(out):
+    print("  FAIL: %s not written" % out)
+    bad += 1
+sys.exit(1 if bad else 0)
+EOF
+then
+    failed "--module bad inputs"
+fi
 
 if [ $fail -ne 0 ]; then
     echo "test_export: FAILED"
