@@ -36,8 +36,12 @@ static void cl_usage(FILE *f)
             "  BUFFERS.csv: header id,lower,upper,size (or buffer,start,end,size), lifetimes [lower, upper)\n"
             "  -o OUT.csv: the input columns plus offset (written only on success)\n"
             "  --capacity: exit 3 unless the layout fits in BYTES\n"
-            "  --time-limit: seconds for the roam method (default 10)\n"
-            "  --align: offsets are multiples of BYTES, sizes are rounded up to it (default 1)\n"
+            "  --time-limit: seconds for the whole command, reading and writing included (above 0,\n"
+            "            at most 1000000; default 10); the exact steps of roam stop on a work budget\n"
+            "            and use it as a backstop, and the report says when it cut them; shorter than\n"
+            "            the heuristics need, the bestfit layout is given and the report says so\n"
+            "  --align: offsets are multiples of BYTES, a power of two from 1 to 2^30, sizes are\n"
+            "            rounded up to it (default 1)\n"
             "  --method: roam (default: best heuristic, then exact search and ILP), a heuristic,\n"
             "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n");
 }
@@ -50,19 +54,6 @@ static int cl_parse_u64(const char *s, uint64_t *out)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int cl_parse_seconds(const char *s, double *out)
-{
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !(v >= 0) || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -104,20 +95,25 @@ static int cl_parse(int argc, char **argv, cl_options *o)
         } else if (cl_is_option(a, "--capacity")) {
             v = cl_value(argc, argv, &i, "--capacity");
             if (cl_parse_u64(v, &o->capacity) != 0) {
-                fprintf(stderr, "roamc layout: --capacity needs a number of bytes, got '%s'\n", v ? v : "");
+                fprintf(stderr, "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
+                                "not '%s'\nTry 'roamc layout --help'.\n", v ? v : "");
                 return CL_EXIT_USAGE;
             }
             o->has_capacity = 1;
         } else if (cl_is_option(a, "--time-limit")) {
             v = cl_value(argc, argv, &i, "--time-limit");
-            if (cl_parse_seconds(v, &o->time_limit) != 0) {
-                fprintf(stderr, "roamc layout: --time-limit needs seconds >= 0, got '%s'\n", v ? v : "");
+            char err[256];
+            if (!v || planner_time_limit_parse(v, &o->time_limit, err, sizeof err) != 0) {
+                fprintf(stderr, "roamc layout: %s\nTry 'roamc layout --help'.\n",
+                        v ? err : "--time-limit needs a value");
                 return CL_EXIT_USAGE;
             }
         } else if (cl_is_option(a, "--align")) {
             v = cl_value(argc, argv, &i, "--align");
-            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0) {
-                fprintf(stderr, "roamc layout: --align needs a number of bytes >= 1, got '%s'\n", v ? v : "");
+            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 || o->align > ((uint64_t)1 << 30) ||
+                (o->align & (o->align - 1))) {
+                fprintf(stderr, "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
+                                "not '%s'\nTry 'roamc layout --help'.\n", v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (cl_is_option(a, "--method")) {
@@ -128,13 +124,12 @@ static int cl_parse(int argc, char **argv, cl_options *o)
                 if (strcmp(v, methods[k]) == 0)
                     o->method = methods[k];
             if (!o->method) {
-                fprintf(stderr, "roamc layout: unknown --method '%s' (roam, llfb, greedy, bestfit, pytorch)\n",
-                        v ? v : "");
+                fprintf(stderr, "roamc layout: unknown --method '%s' (choose from roam, llfb, greedy, bestfit, "
+                                "pytorch)\nTry 'roamc layout --help'.\n", v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "roamc layout: unknown option '%s'\n", a);
-            cl_usage(stderr);
+            fprintf(stderr, "roamc layout: unknown option '%s'\nTry 'roamc layout --help'.\n", a);
             return CL_EXIT_USAGE;
         } else if (!o->input) {
             o->input = a;
@@ -144,8 +139,7 @@ static int cl_parse(int argc, char **argv, cl_options *o)
         }
     }
     if (!o->input) {
-        fprintf(stderr, "roamc layout: missing BUFFERS.csv\n");
-        cl_usage(stderr);
+        fprintf(stderr, "roamc layout: missing BUFFERS.csv\nTry 'roamc layout --help'.\n");
         return CL_EXIT_USAGE;
     }
     return 0;

@@ -25,7 +25,8 @@ static const char usage_text[] =
     "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
     "       roamc check MODEL.onnx PLAN.json [--input-shape ...] [--dim ...]\n"
     "       roamc shapes MODEL.onnx [--input-shape ...] [--dim ...] [--report json]\n"
-    "       roamc layout BUFFERS.csv -o OUT.csv [--capacity B] [--time-limit S]\n"
+    "       roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]\n"
+    "       roamc help [plan|check|shapes|layout]\n"
     "\n"
     "Plans one training step (or, for a graph that updates nothing, one\n"
     "inference pass) of MODEL.onnx: an operator order and an offset for every\n"
@@ -38,9 +39,10 @@ static const char usage_text[] =
     "                        NAME:D1xD2 as TensorRT spells it)\n"
     "      --dim SYMBOL=V    bind the symbolic dim SYMBOL (e.g. batch) everywhere, or\n"
     "                        set the upper bound of a data-dependent size the report names\n"
-    "  -o, --output FILE     write the plan to FILE (atomically; nothing on error)\n"
+    "  -o, --output FILE     write the plan to FILE ('-': standard output, the report\n"
+    "                        then goes to stderr)\n"
     "      --train           MODEL is a forward-only graph: derive one training step\n"
-    "                        (loss, backward, optimizer; frontend/TRAIN.md) and plan it\n"
+    "                        (loss, backward, optimizer; README, section --train) and plan it\n"
     "      --loss NAME       --train: cross-entropy, mse or none (the output is the loss);\n"
     "                        default: none for a scalar output, else cross-entropy\n"
     "      --optimizer NAME  --train: adam (default), adamw, sgd, momentum, none\n"
@@ -50,17 +52,19 @@ static const char usage_text[] =
     "                        plan and report then name FILE\n"
     "      --method NAME     plan as one row of --compare: pytorch (what eager PyTorch\n"
     "                        does: program order, gradients held to the end of the step,\n"
-    "                        caching-allocator replay), heuristics, ilp, roam (default)\n"
-    "      --order NAME      operator order: roam, program, lescea, ilp (default: roam)\n"
-    "      --node-limit N    roam: most operators in a leaf of the subgraph tree (default: 48)\n"
-    "      --delay-radius R  roam: segments a weight update may be delayed (default: 4)\n"
-    "      --threads N       roam: leaf solver threads (default: all cores); the order\n"
-    "                        does not depend on it\n"
-    "      --time-limit S    seconds for the whole run (default: 240); order ilp runs\n"
-    "                        until it; the other solvers stop on work budgets first\n"
-    "                        and use it only as a backstop (the report says if it fired)\n"
+    "                        caching-allocator replay), heuristics (lescea + llfb), ilp\n"
+    "                        (whole-graph ILPs, never worse than the heuristics), roam (default)\n"
+    "      --order NAME      operator order: roam (default), program, lescea, ilp\n"
+    "      --layout NAME     layout: roam (default), llfb, greedy, bestfit, pytorch, ilp\n"
+    "      --node-limit N    roam: most operators in a leaf of the subgraph tree\n"
+    "                        (1 to 100000, default 48)\n"
+    "      --delay-radius R  roam: segments a weight update may be delayed (0 to 100000,\n"
+    "                        default 4)\n"
+    "      --threads N       roam: leaf solver threads (1 to 1024, default: all cores);\n"
+    "                        the plan does not depend on it\n"
+    "      --time-limit S    seconds for the whole command, loading and writing included\n"
+    "                        (above 0, at most 1000000; default 240): see 'time limit' below\n"
     "      --dump-tree FILE  roam: write the subgraph tree as JSON to FILE\n"
-    "      --layout NAME     layout: roam, llfb, greedy, bestfit, pytorch, ilp (default: roam)\n"
     "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
     "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
     "      --budget SIZE     device memory (16GiB, 80GB, 24000000000): say whether the\n"
@@ -70,16 +74,75 @@ static const char usage_text[] =
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
     "                        this plan fit, searching the symbolic dim SYM (default: the\n"
     "                        one left unbound); -o writes the plan at that batch\n"
-    "      --align B         round sizes and offsets to B bytes (default: 512)\n"
+    "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
+    "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
     "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
-    "  -q, --quiet           no report\n"
-    "  -h, --help            this text\n"
+    "  -q, --quiet           no report and no progress line\n"
+    "  -h, --help            this text (roamc help COMMAND: that command's)\n"
     "  -V, --version         the version\n"
     "\n"
+    "files: every output (-o, --svg, --dump-tree, --emit-train) is checked before any\n"
+    "work (a writable folder, not the model, not another output) and all are written\n"
+    "together at the end, or none; a symlink is written through, a device or FIFO\n"
+    "directly; new files get mode 0666 minus the umask.\n"
+    "\n"
+    "time limit: --time-limit S bounds the whole command, from start to exit; the\n"
+    "same rule holds for roamc layout.  The solvers stop on work budgets, so plans\n"
+    "do not depend on machine speed, and use the limit as a backstop: when it cuts\n"
+    "a stage (ordering, layout, a --compare method, a --max-batch probe) the report\n"
+    "says which.  --compare and --max-batch share S among their plans.  When S is\n"
+    "shorter than the fastest valid plan needs (load, program order, bestfit layout,\n"
+    "the self-check), roamc gives that plan and says the limit was too short.\n"
+    "\n"
+    "report terms: 'MI ops' (memory-insensitive) run at the same step in every order\n"
+    "and cut the graph into segments; 'off the peak': leaves whose heuristic order\n"
+    "stays below a peak other parts reach anyway, so solving them gains nothing;\n"
+    "'floating ops': operators that may run far from where their result is used\n"
+    "(an input copy, a view of a parameter), left out of that cut and placed after\n"
+    "it; 'rule' names the placement that won (early when they read more than twice\n"
+    "what they create, else just in time); 'placement': where the weight updates\n"
+    "go ('rule': the paper's memory-aware rule, eqs. 4-6).\n"
+    "\n"
+    "progress: a line on stderr for stages that take a while, only when stderr is a\n"
+    "terminal, cleared at the end; -q silences it.\n"
+    "\n"
     "exit status: 0 ok, 1 roamc failed, 2 bad input or usage, 3 the plan does not fit\n"
-    "--budget (--max-batch: not even at batch 1);\n"
-    "`check`: 0 valid, 1 invalid, 2 unreadable input.\n";
+    "--budget (--max-batch: not even at batch 1).\n";
+
+static const char check_usage[] =
+    "usage: roamc check MODEL.onnx PLAN.json [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V]\n"
+    "\n"
+    "Checks PLAN.json (roam-plan v1) against MODEL.onnx, sized under the same\n"
+    "bindings as the plan was made with: a valid topological schedule keeping\n"
+    "every in-place write's order, every tensor in one large-enough buffer live\n"
+    "wherever it is used, no two live buffers overlapping, aligned offsets, and\n"
+    "peaks equal to what the buffers give.  Prints VALID, or the first problems.\n"
+    "\n"
+    "exit status: 0 valid, 1 invalid, 2 unreadable model or plan, or bad usage.\n";
+
+static const char shapes_usage[] =
+    "usage: roamc shapes MODEL.onnx [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V] [--report text|json]\n"
+    "\n"
+    "Prints every value's element type and shape as roamc infers them (unbound\n"
+    "dims by their symbol), the producer, and whether the shape came from the\n"
+    "file or from inference; --report json gives bytes, symbols and upper bounds.\n"
+    "\n"
+    "exit status: 0 ok, 1 write error, 2 unreadable model or bad usage.\n";
+
+/* One message for a getopt failure (opterr is 0: getopt prints nothing,
+ * so every message carries the one program name "roamc").  c is what
+ * getopt_long returned: ':' for a missing value, '?' for an unknown or
+ * ambiguous option. */
+static int main_getopt_error(int c, char **argv, const char *cmd) {
+    const char *arg = argv[optind - 1];
+    char shortopt[3] = {'-', (char)optopt, 0};
+    if (optopt && strncmp(arg, "--", 2) != 0) arg = shortopt;
+    if (c == ':') fprintf(stderr, "roamc: option '%s' needs a value\n", arg);
+    else fprintf(stderr, "roamc: unknown option '%s'\n", arg);
+    fprintf(stderr, "Try 'roamc %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
+    return 2;
+}
 
 /* The options every command that reads a model takes. */
 enum { OPT_INPUT_SHAPE = 512, OPT_DIM };
@@ -191,7 +254,8 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
     char err[2048];
     main_train train = {0};
-    while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
         case OPT_TRAIN:
@@ -205,11 +269,13 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
         case OPT_ORDER:
-            if (planner_order_parse(optarg, &opt.order)) return main_usage_error("unknown order '%s'", optarg);
+            if (planner_order_parse(optarg, &opt.order))
+                return main_usage_error("unknown order '%s' (choose from roam, program, lescea, ilp)", optarg);
             order_or_layout = 1;
             break;
         case OPT_LAYOUT:
-            if (planner_layout_parse(optarg, &opt.layout)) return main_usage_error("unknown layout '%s'", optarg);
+            if (planner_layout_parse(optarg, &opt.layout))
+                return main_usage_error("unknown layout '%s' (choose from roam, llfb, greedy, bestfit, pytorch, ilp)", optarg);
             order_or_layout = 1;
             break;
         case OPT_METHOD: {
@@ -235,8 +301,9 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             batch_symbol = optarg;
             break;
         case OPT_ALIGN:
-            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30))
-                return main_usage_error("--align wants a byte count from 1 to 2^30, not '%s'", optarg);
+            /* offsets are multiples of align: a power of two, as every allocator's */
+            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30) || (opt.align & (opt.align - 1)))
+                return main_usage_error("--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'", optarg);
             break;
         case OPT_SVG: svg_path = optarg; break;
         case OPT_NODE_LIMIT:
@@ -252,14 +319,9 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             if (main_parse_u64(optarg, &num) || num > 1024) return main_usage_error("--threads wants 1 to 1024, not '%s'", optarg);
             opt.threads = (int)num;
             break;
-        case OPT_TIME_LIMIT: {
-            char *end;
-            errno = 0;
-            opt.time_limit = strtod(optarg, &end);
-            if (errno || *end || end == optarg || !(opt.time_limit > 0 && opt.time_limit <= 1e6))
-                return main_usage_error("--time-limit wants seconds above 0, not '%s'", optarg);
+        case OPT_TIME_LIMIT:
+            if (planner_time_limit_parse(optarg, &opt.time_limit, err, sizeof err)) return main_usage_error("%s", err);
             break;
-        }
         case OPT_DUMP_TREE: tree_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
         case OPT_INPUT_SHAPE:
@@ -271,7 +333,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             else if (strcmp(optarg, "text") == 0) json_report = 0;
             else return main_usage_error("--report is text or json, not '%s'", optarg);
             break;
-        default: return main_usage_error("%s", "bad option");
+        default: return main_getopt_error(c, argv, NULL);
         }
     }
     if (optind != argc - 1)
@@ -397,16 +459,18 @@ static int main_check_or_shapes(int argc, char **argv) {
     fe_options fopt = {.allow_unresolved = !check};
     int json = 0, c, rc = 0;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': fputs(usage_text, stdout); fe_options_free(&fopt); return 0;
+        case 'h': fputs(check ? check_usage : shapes_usage, stdout); fe_options_free(&fopt); return 0;
         case OPT_INPUT_SHAPE:
         case OPT_DIM: rc = main_binding(&fopt, c, optarg); break;
         case OPT_REPORT:
             if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0)) json = optarg[0] == 'j';
-            else rc = main_usage_error("--report is text or json, not '%s'", optarg);
+            else rc = check ? main_usage_error("%s", "check prints VALID or INVALID lines: it takes no --report")
+                            : main_usage_error("--report is text or json, not '%s'", optarg);
             break;
-        default: rc = main_usage_error("%s", "bad option"); break;
+        default: rc = main_getopt_error(c, argv, argv[0]); break;
         }
     }
     if (rc == 0 && argc - optind != (check ? 2 : 1))
@@ -427,7 +491,25 @@ static int main_check_or_shapes(int argc, char **argv) {
     return rc;
 }
 
+/* `roamc help [COMMAND]`: the help of the command (plan: the main one). */
+static int main_help(int argc, char **argv) {
+    const char *cmd = argc >= 2 ? argv[1] : "plan";
+    if (argc > 2) return main_usage_error("%s", "help takes one command: plan, check, shapes or layout");
+    if (strcmp(cmd, "plan") == 0) fputs(usage_text, stdout);
+    else if (strcmp(cmd, "check") == 0) fputs(check_usage, stdout);
+    else if (strcmp(cmd, "shapes") == 0) fputs(shapes_usage, stdout);
+    else if (strcmp(cmd, "layout") == 0) {
+        char *args[] = {"layout", "--help", NULL};
+        return cmd_layout(2, args);
+    } else {
+        fprintf(stderr, "roamc: no command '%s' (choose from plan, check, shapes, layout)\nTry 'roamc --help'.\n", cmd);
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "help") == 0) return main_help(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
         return main_check_or_shapes(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "layout") == 0) return cmd_layout(argc - 1, argv + 1);

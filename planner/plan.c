@@ -1,6 +1,7 @@
 /* Building and validating a plan (see planner.h). */
 #include "planner.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,17 @@ void planner_method_apply(const planner_method *m, planner_options *opt) {
 }
 
 uint64_t plan_device_bytes(const plan *p) { return p->pytorch_reserved ? p->pytorch_reserved : p->actual; }
+
+int planner_time_limit_parse(const char *s, double *out, char *err, size_t errlen) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || !(v > 0 && v <= PLANNER_MAX_TIME_LIMIT))
+        return planner_errorf(err, errlen, "--time-limit wants seconds above 0 and at most %.0f, not '%s'",
+                              PLANNER_MAX_TIME_LIMIT, s);
+    *out = v;
+    return 0;
+}
 
 double planner_now(void) {
     struct timespec ts;

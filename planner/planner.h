@@ -33,6 +33,11 @@ typedef enum planner_layout {
 /* Writes a printf-style message into err (errlen bytes; err may be NULL) and
  * returns -1, so that a failing function can `return planner_errorf(...)`. */
 int planner_errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* --time-limit S (every command): seconds for the whole command, above 0
+ * and at most PLANNER_MAX_TIME_LIMIT (11.6 days).  Returns 0, or -1 with a
+ * message stating the range. */
+#define PLANNER_MAX_TIME_LIMIT 1e6
+int planner_time_limit_parse(const char *s, double *out, char *err, size_t errlen);
 /* Monotonic wall-clock seconds, for the report's timings. */
 double planner_now(void);
 
