@@ -167,6 +167,8 @@ static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64
 
 int cmd_layout(int argc, char **argv)
 {
+    /* --time-limit bounds the whole command, from here to exit */
+    double t_start = planner_now();
     cl_options o;
     int rc = cl_parse(argc, argv, &o);
     if (rc != 0)
@@ -235,6 +237,7 @@ int cmd_layout(int argc, char **argv)
     uint64_t h0 = UINT64_MAX;
     int proven = 0;
     int timed_out = 0; /* the time backstop cut the exact steps */
+    int too_short = 0; /* the time was up before the heuristics: bestfit */
     layout_pytorch_stats pt;
     if (strcmp(o.method, "llfb") == 0) {
         height = layout_llfb(bufs, n, o.align, offsets);
@@ -244,6 +247,10 @@ int cmd_layout(int argc, char **argv)
         height = layout_bestfit(bufs, n, o.align, offsets);
     } else if (strcmp(o.method, "pytorch") == 0) {
         height = layout_pytorch(csv.bufs, n, 0, offsets, &pt);
+    } else if (planner_now() >= t_start + o.time_limit) {
+        /* no time left after reading: the fastest valid layout */
+        height = layout_bestfit(bufs, n, o.align, offsets);
+        too_short = 1;
     } else {
         /* roam: best heuristic as the warm start, then the exact steps */
         h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
@@ -252,7 +259,8 @@ int cmd_layout(int argc, char **argv)
             uint64_t goal = o.has_capacity ? o.capacity : 0;
             /* A work budget keeps the answer the same from run to run;
              * --time-limit is the backstop. */
-            layout_effort e = {LAYOUT_DEFAULT_WORK, o.time_limit > 0 ? o.time_limit : 1e-9, goal};
+            double left = 0.9 * (t_start + o.time_limit - planner_now()); /* a tenth for checking and writing */
+            layout_effort e = {LAYOUT_DEFAULT_WORK, left > 1e-3 ? left : 1e-3, goal};
             layout_result lr;
             height = layout_exact(bufs, n, o.align, offsets, &e, offsets, &lr);
             proven = lr.proven_optimal;
@@ -291,8 +299,12 @@ int cmd_layout(int argc, char **argv)
         fprintf(rep, "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
                pt.reserved_peak, pt.allocated_peak, pt.segments);
     fprintf(rep, "time: %.3f s\n", secs);
-    if (timed_out)
-        fprintf(rep, "note: stopped by --time-limit before the work budget: another run may differ\n");
+    if (too_short)
+        fprintf(rep, "time limit: %g s was too short: this is the fastest valid layout (bestfit), not roam's\n",
+                o.time_limit);
+    else if (timed_out)
+        fprintf(rep, "time limit: %g s cut the exact steps before their work budget: another run may differ\n",
+                o.time_limit);
 
     if (o.has_capacity && height > o.capacity) {
         fprintf(stderr,

@@ -46,6 +46,14 @@ static void compare_note(compare_row *r) {
                      st->source);
         else if (*stop) snprintf(r->note, sizeof r->note, "order ILP %s", stop);
     }
+    if (r->p.time_short) {
+        size_t k = strlen(r->note);
+        snprintf(r->note + k, sizeof r->note - k, "%stime limit too short: the fastest valid plan (program order, %s layout)",
+                 k ? "; " : "", planner_layout_name(r->p.opt.layout));
+    } else if (r->p.time_cut[0]) {
+        size_t k = strlen(r->note);
+        snprintf(r->note + k, sizeof r->note - k, "%stime limit cut %s", k ? "; " : "", r->p.time_cut);
+    }
     if (r->p.layout_note[0]) {
         size_t k = strlen(r->note);
         snprintf(r->note + k, sizeof r->note - k, "%s%s", k ? "; " : "", r->p.layout_note);
@@ -64,6 +72,13 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
     for (size_t i = 0; i < nrows && rc == 0; i++) {
         planner_options opt = *base;
         planner_method_apply(rows[i].m, &opt);
+        /* --time-limit bounds the whole command: each method gets an equal
+         * share of what is left (PyTorch and Heuristics take little, so the
+         * ILP and ROAM get most of it) */
+        if (base->deadline > 0) {
+            double now = planner_now();
+            opt.deadline = now + (base->deadline - now) / (double)(nrows - i);
+        }
         double t0 = planner_now();
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;

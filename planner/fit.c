@@ -192,6 +192,7 @@ typedef struct fit_row {
      * over the budget (need is then that peak, a lower bound) */
     enum { FIT_ARENA_EXACT, FIT_ARENA_AT_MOST, FIT_ARENA_SKIPPED } arena;
     double seconds;
+    bool cut; /* --time-limit: some plan of this batch was cut short (plan.time_short or time_cut) */
 } fit_row;
 
 typedef struct fit_search {
@@ -290,6 +291,7 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
             quick = false;
         }
         if (s->status) break;
+        row->cut |= p.time_short || p.time_cut[0];
         row->theoretical[who] = p.theoretical;
         row->need[who] = who == FIT_PLAN && row->arena == FIT_ARENA_SKIPPED ? p.theoretical : plan_device_bytes(&p);
         row->fits[who] = fit_fits(s->q->budget, row->need[who]);
@@ -556,6 +558,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
             static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
             json_object_set_new(json_object_get(o, "plan"), "arena", json_string(arena[s.rows[i].arena]));
             json_object_set_new(o, "seconds", json_real(s.rows[i].seconds));
+            json_object_set_new(o, "time_limit_cut", json_boolean(s.rows[i].cut));
             json_array_append_new(rows, o);
         }
         json_object_set_new(r, "rows", rows);
@@ -599,6 +602,12 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
             fprintf(out, "  arena         laid out by layout %s where that decides the fit; <=: llfb's arena, which fits "
                          "already (layout %s does no worse); -: not laid out, the theoretical peak is over the budget\n",
                     planner_layout_name(q.opt.layout), planner_layout_name(q.opt.layout));
+        size_t n_cut = 0;
+        for (size_t i = 0; i < s.n_rows; i++) n_cut += s.rows[i].cut;
+        if (n_cut)
+            fprintf(out, "  time limit    %g s cut the plans of %zu of the %zu batches (the fastest valid plan, or solvers "
+                         "stopped early): the boundary may move with more time\n",
+                    q.opt.time_limit, n_cut, s.n_rows);
         if (have_plan) fprintf(out, "  plan written  %s (batch %s)\n", q.out_path, fit_grouped((uint64_t)best[1], g1, sizeof g1));
         if (q.svg_path) fprintf(out, "  picture written %s\n", q.svg_path);
     }

@@ -144,6 +144,9 @@ static int main_getopt_error(int c, char **argv, const char *cmd) {
     return 2;
 }
 
+/* When the command started: --time-limit counts from here. */
+static double main_t_start;
+
 /* The options every command that reads a model takes. */
 enum { OPT_INPUT_SHAPE = 512, OPT_DIM };
 #define MAIN_BINDING_OPTIONS \
@@ -352,6 +355,8 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     if (train.other && !train.on) return main_usage_error("%s", "--loss, --optimizer, --frozen and --emit-train need --train");
     if (train.t.emit_path && max_batch)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch (bind the batch with --dim)");
+    /* --time-limit bounds the whole command, from its start */
+    opt.deadline = main_t_start + opt.time_limit;
     if (tree_path && !compare && opt.order != PLANNER_ORDER_ROAM)
         return main_usage_error("%s", "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
     opt.progress = !quiet && isatty(STDERR_FILENO);
@@ -382,7 +387,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
         return rc;
     }
-    double t0 = planner_now();
+    double t0 = main_t_start;
     fe_model m;
     if (main_load(model_path, fopt, &train, &m, json_report ? NULL : report)) return 2;
     if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
@@ -509,6 +514,7 @@ static int main_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    main_t_start = planner_now();
     if (argc >= 2 && strcmp(argv[1], "help") == 0) return main_help(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
         return main_check_or_shapes(argc - 1, argv + 1);

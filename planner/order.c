@@ -227,6 +227,13 @@ static uint64_t order_target(const graph *g, const graph_blocks *B, const int *q
     return target;
 }
 
+/* When the ordering stage ends: ORDER_ILP_SHARE of the time from t_start
+ * (when the ordering started) to the command's deadline, the rest left
+ * for the bounds, the layout and writing. */
+static double order_stage_deadline(const planner_options *opt, double t_start) {
+    return t_start + ORDER_ILP_SHARE * (opt->deadline - t_start);
+}
+
 static int order_threads(const planner_options *opt) {
     if (opt->threads > 0) return opt->threads;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -245,7 +252,12 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     /* 1. candidates: every rule-based placement of update and floating
      * ops, then the placements of program order and of LESCEA */
     const int n_rules = PARTITION_PLACE_REFERENCE * PARTITION_FLOAT_REFERENCE;
+    st->candidates = (size_t)n_rules + 2;
     for (int cand_i = 0; cand_i < n_rules + 2; cand_i++) {
+        /* the time limit (--time-limit bounds the whole command): the best
+         * candidate so far stands, and the report says how many were tried */
+        if (best_peak != UINT64_MAX && planner_now() > order_stage_deadline(opt, t0)) break;
+        st->candidates_tried++;
         int pl = cand_i < n_rules ? cand_i % PARTITION_PLACE_REFERENCE : PARTITION_PLACE_REFERENCE;
         int fl = cand_i < n_rules ? cand_i / PARTITION_PLACE_REFERENCE : PARTITION_FLOAT_REFERENCE;
         po.placement = (partition_placement)pl;
@@ -309,10 +321,10 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
             if (n == 1) order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
             else if (n > 1) pool.tasks[pool.n_tasks++] = b;
         }
-        /* The deadline leaves a fifth of the limit for layout and writing. */
-        double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
-        pool.deadline = t0 + 0.8 * limit;
-        pool.time_limit = limit / 4;
+        /* The deadline leaves a fifth of what is left for layout and writing. */
+        pool.deadline = order_stage_deadline(opt, t0);
+        pool.time_limit = (opt->deadline - planner_now()) / 4;
+        if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
         pthread_mutex_init(&pool.lock, NULL);
         int nt = order_threads(opt);
         if ((size_t)nt > pool.n_tasks) nt = pool.n_tasks ? (int)pool.n_tasks : 1;
@@ -351,18 +363,17 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     return rc ? planner_errorf(err, errlen, "out of memory solving leaves") : 0;
 }
 
-/* t_run: when planner_order_run started, the start of the time limit. */
+/* t_run: when planner_order_run started. */
 static int order_whole_ilp(const graph *g, const planner_options *opt, double t_run, const int *warm, int *order,
                            planner_order_stats *st, char *err, size_t errlen) {
     double t0 = planner_now();
     graph_leaf L;
     if (graph_leaf_init_all(g, &L)) return planner_errorf(err, errlen, "out of memory");
-    double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
-    /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time limit
-     * (no node budget), counted from the start of the run: the rest is for
-     * the bounds, the layout (the layout ILP too) and writing.  The ILP
-     * keeps to its deadline, model building included (ilp.h). */
-    double left = t_run + ORDER_ILP_SHARE * limit - planner_now();
+    /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time left
+     * at the start of the ordering (no node budget): the rest is for the
+     * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
+     * to its deadline, model building included (ilp.h). */
+    double left = order_stage_deadline(opt, t_run) - planner_now();
     ilp_order_options io = {.node_budget = 1L << 40, .time_limit = left > 1e-6 ? left : 1e-6,
                             .max_vars = ORDER_ILP_MAX_VARS};
     ilp_order_result ir;
@@ -443,22 +454,27 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
     if (fixed.node_limit <= 0) fixed.node_limit = PLANNER_DEFAULT_NODE_LIMIT;
     if (fixed.delay_radius < 0) fixed.delay_radius = 0;
     if (!(fixed.time_limit > 0)) fixed.time_limit = PLANNER_DEFAULT_TIME_LIMIT;
+    /* one deadline for everything below: the command's, or the limit from now */
+    if (!(fixed.deadline > 0)) fixed.deadline = t_run + fixed.time_limit;
     planner_order_stats local;
     planner_order_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
     size_t n = g->n_ops;
     int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
     int *les = malloc((n ? n : 1) * sizeof *les), *les_pos = malloc((n ? n : 1) * sizeof *les_pos);
-    if (!prog || !pos || !les || !les_pos || graph_program_order(g, prog) || graph_order_lescea(g, les)) {
+    /* opt->fastest (the time limit is up): program order without LESCEA
+     * or the costly bounds, the fastest valid order there is */
+    if (!prog || !pos || !les || !les_pos || graph_program_order(g, prog) ||
+        (opt->fastest ? (memcpy(les, prog, n * sizeof *les), 0) : graph_order_lescea(g, les))) {
         free(prog), free(pos), free(les), free(les_pos);
         return planner_errorf(err, errlen, "out of memory ordering %zu ops", n);
     }
     for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i, les_pos[les[i]] = (int)i;
     const int *ref_pos[2] = {pos, les_pos};
     st->peak_program = graph_peak(g, prog, NULL, NULL);
-    st->peak_lescea = graph_peak(g, les, NULL, NULL);
-    const int *best_heur = st->peak_lescea < st->peak_program ? les : prog;
-    uint64_t best_heur_peak = st->peak_lescea < st->peak_program ? st->peak_lescea : st->peak_program;
+    st->peak_lescea = opt->fastest ? 0 : graph_peak(g, les, NULL, NULL);
+    const int *best_heur = !opt->fastest && st->peak_lescea < st->peak_program ? les : prog;
+    uint64_t best_heur_peak = best_heur == les ? st->peak_lescea : st->peak_program;
     int rc = 0;
     switch (opt->order) {
     case PLANNER_ORDER_PROGRAM: memcpy(order, prog, n * sizeof *order), st->source = "program"; break;
@@ -489,9 +505,9 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
         }
     }
     st->peak_chosen = rc == 0 ? graph_peak(g, order, NULL, NULL) : 0;
-    st->lower_bound = graph_order_lower_bound(g, ORDER_LB_MAX_OPS);
+    st->lower_bound = opt->fastest ? UINT64_MAX : graph_order_lower_bound(g, ORDER_LB_MAX_OPS);
     if (st->lower_bound == UINT64_MAX) st->lower_bound = graph_lower_bound(g);
-    if (rc == 0) order_tighten_bound(g, order, st);
+    if (rc == 0 && !opt->fastest) order_tighten_bound(g, order, st);
     free(prog), free(pos), free(les), free(les_pos);
     return rc;
 }

@@ -103,6 +103,28 @@ static layout_buffer *plan_buffers(const plan *p) {
     return b;
 }
 
+/* Adds a stage that the time limit cut to p->time_cut ("; "-separated). */
+static void plan_time_cut(plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_time_cut(plan *p, const char *fmt, ...) {
+    size_t k = strlen(p->time_cut);
+    if (k && k + 2 < sizeof p->time_cut) k += (size_t)snprintf(p->time_cut + k, sizeof p->time_cut - k, "; ");
+    if (k >= sizeof p->time_cut) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->time_cut + k, sizeof p->time_cut - k, fmt, ap);
+    va_end(ap);
+}
+
+/* The ordering's solvers that the time limit stopped. */
+static void plan_time_cuts_order(plan *p) {
+    const planner_order_stats *o = p->ostats;
+    if (!o || p->time_short) return;
+    if (o->candidates_tried < o->candidates)
+        plan_time_cut(p, "ordering: %zu of %zu partition candidates tried", o->candidates_tried, o->candidates);
+    if (p->opt.order == PLANNER_ORDER_ILP && o->time_stopped) plan_time_cut(p, "ordering: the order ILP stopped");
+    else if (o->time_stopped) plan_time_cut(p, "ordering: %zu leaves kept their heuristic order", o->time_stopped);
+}
+
 /* ROAM's tree-based layout (paper IV-B): each storage in the group of the
  * leaf subgraph partition_layout_groups gives it, persistent ones at the
  * bottom, laid out by layout_roam within work (seconds: backstop).  Writes
@@ -130,9 +152,11 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
         p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
         static const char *const stackings[] = {"window", "first step", "last step"};
         p->tree_layout.stacking = st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
-        if (st.stopped_by_time)
+        if (st.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
                      "tree layout stopped by the time limit, not by its work budget: another run may differ");
+            plan_time_cut(p, "layout: the tree layout stopped");
+        }
     }
     free(group), free(act), free(low), free(flags);
     partition_free(&P);
@@ -204,9 +228,11 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
             p->tree_layout.winner = h < th ? "global" : "tree";
         }
         free(tree);
-        if (lr.stopped_by_time)
+        if (lr.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
                      "layout stopped by the time limit, not by its work budget: another run may differ");
+            plan_time_cut(p, "layout: the exact search stopped");
+        }
         break;
     }
     case PLANNER_LAYOUT_ILP: {
@@ -218,9 +244,11 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         h = layout_glpk_exact(b, g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
         p->layout_optimal = lr.proven_optimal;
         if (too_large) snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
-        else if (lr.stopped_by_time)
+        else if (lr.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
                      "layout ILP stopped by the time limit, not by its work budget: another run may differ");
+            plan_time_cut(p, "layout: the layout ILP stopped");
+        }
         break;
     }
     }
@@ -251,6 +279,18 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     p->g = g;
     p->opt = *opt;
     double t0 = planner_now();
+    /* --time-limit bounds the whole command: one deadline for every stage.
+     * Already past it, the fastest valid plan (program order, bestfit
+     * layout, no costly bounds), and the report says the limit was too short. */
+    if (!(p->opt.time_limit > 0)) p->opt.time_limit = PLANNER_DEFAULT_TIME_LIMIT;
+    if (!(p->opt.deadline > 0)) p->opt.deadline = t0 + p->opt.time_limit;
+    if (t0 >= p->opt.deadline) {
+        p->time_short = 1;
+        p->opt.fastest = 1;
+        p->opt.order = PLANNER_ORDER_PROGRAM;
+        if (p->opt.layout != PLANNER_LAYOUT_PYTORCH) p->opt.layout = PLANNER_LAYOUT_BESTFIT;
+    }
+    opt = &p->opt;
     size_t ns = g->n_storages ? g->n_storages : 1;
     p->order = malloc(g->n_ops * sizeof *p->order);
     p->start = malloc(ns * sizeof *p->start);
@@ -276,11 +316,16 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (p->ostats && p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
-    /* The exact layouts stop on work budgets; their time backstop is what
-     * the ordering left of --time-limit. */
-    double limit = opt->time_limit > 0 ? opt->time_limit : PLANNER_DEFAULT_TIME_LIMIT;
-    double budget = limit - (t1 - t0);
-    if (budget < 0.1) budget = 0.1;
+    plan_time_cuts_order(p);
+    /* The exact layouts stop on work budgets; their time backstop is most
+     * of what the ordering left (a tenth kept for the self-check and
+     * writing).  With nothing left, the fastest layout. */
+    double budget = 0.9 * (p->opt.deadline - t1);
+    if (budget <= 0 && (p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP)) {
+        plan_time_cut(p, "layout: bestfit, not %s (no time left after the ordering)", planner_layout_name(p->opt.layout));
+        p->opt.layout = PLANNER_LAYOUT_BESTFIT;
+    }
+    if (budget < 1e-3) budget = 1e-3;
     if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);
         return -1;

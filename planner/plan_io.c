@@ -184,7 +184,7 @@ static size_t plan_n_persistent(const graph *g) {
 static void plan_report_order_text(FILE *f, const planner_order_stats *o) {
     char a[32], b[32];
     fprintf(f, "  orders        program %s, lescea %s; chosen: %s%s\n", plan_human(o->peak_program, a, sizeof a),
-            plan_human(o->peak_lescea, b, sizeof b), o->source ? o->source : "?",
+            o->peak_lescea ? plan_human(o->peak_lescea, b, sizeof b) : "not run", o->source ? o->source : "?",
             o->heuristic_kept ? " (the tree/ILP result was not better: heuristic kept)" : "");
     if (o->ilp_too_large) fprintf(f, "  ilp           the whole-graph model is too large to build: best heuristic kept\n");
     if (o->leaves && o->n_blocks)
@@ -265,6 +265,12 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
                 plan_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
     fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total, p->times.load,
             p->times.order, p->times.layout);
+    if (p->time_short)
+        fprintf(f, "  time limit    %g s was too short: this is the fastest valid plan (program order, bestfit "
+                   "layout, no LESCEA, simple lower bound), which took %.3f s\n",
+                p->opt.time_limit, p->times.total);
+    else if (p->time_cut[0])
+        fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit, p->time_cut);
     if (files->plan) fprintf(f, "  plan written  %s\n", files->plan);
     if (files->tree) fprintf(f, "  tree written  %s\n", files->tree);
     if (files->svg) fprintf(f, "  picture written %s\n", files->svg);
@@ -318,6 +324,11 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
     json_object_set_new(t, "layout", json_real(p->times.layout));
     json_object_set_new(t, "total", json_real(p->times.total));
     json_object_set_new(r, "seconds", t);
+    json_t *tl = json_object();
+    json_object_set_new(tl, "seconds", json_real(p->opt.time_limit));
+    json_object_set_new(tl, "too_short", json_boolean(p->time_short));
+    json_object_set_new(tl, "cut", json_string(p->time_cut));
+    json_object_set_new(r, "time_limit", tl);
     if (extra) json_object_update(r, extra);
     json_dumpf(r, f, JSON_INDENT(2));
     fputc('\n', f);

@@ -55,7 +55,13 @@ typedef struct planner_options {
     int node_limit;      /* most ops in a leaf of the subgraph tree */
     int delay_radius;    /* r of the weight-update rule, in segments */
     int threads;         /* leaf solver threads; 0: all cores */
-    double time_limit;   /* seconds for the whole ordering; backstop of the ILPs */
+    double time_limit;   /* --time-limit: seconds for the whole command (the report states it) */
+    /* when the time is up, on planner_now()'s clock: the command's start +
+     * time_limit (main sets it); 0: time_limit from the start of plan_build */
+    double deadline;
+    /* set by plan_build when the time was up before the ordering: program
+     * order without LESCEA and the costly bounds (the fastest valid plan) */
+    int fastest;
     int progress;        /* a progress line on stderr (main sets it when a tty) */
     /* gradients held to the end of the step, as eager PyTorch holds .grad
      * until the next zero_grad (method pytorch); plan_build then plans a
@@ -122,6 +128,10 @@ typedef struct plan {
     char layout_note[160];     /* a fallback or time limit the layout ran into, else "" */
     planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
+    /* --time-limit: the time was up before the ordering, so this is the
+     * fastest valid plan (opt then says program order, bestfit layout) */
+    int time_short;
+    char time_cut[256]; /* the stages the time limit cut short, "; "-separated, or "" */
     struct planner_order_stats *ostats; /* order roam/ilp: how the order was found, else NULL */
     graph *own_graph; /* opt.retain_gradients: the graph built for it (g), freed with the plan */
 } plan;
@@ -371,6 +381,7 @@ typedef struct planner_order_stats {
     size_t n_mi, n_update, n_blocks, n_independent, n_dependent, largest_leaf;
     size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp, leaves_ilp_optimal;
     size_t leaves_budget, time_stopped;
+    size_t candidates, candidates_tried; /* roam: partition candidates, and how many the time limit let run */
     int threads;
     double t_partition, t_solve; /* seconds */
     /* order roam: the winning candidate partition, for planner_order_partition */
