@@ -23,7 +23,7 @@ typedef struct compare_row {
     int ok;
     double seconds;
     uint64_t actual; /* what this method needs: reserved memory for PyTorch */
-    char note[256];
+    char note[768];
 } compare_row;
 
 static const char *compare_human(uint64_t b, char *buf, size_t len) {
@@ -38,14 +38,9 @@ static double compare_pct(double num, double den) { return den > 0 ? 100.0 * (nu
 static void compare_note(compare_row *r) {
     const planner_order_stats *st = r->p.ostats;
     r->note[0] = 0;
-    if (st && r->m->order == PLANNER_ORDER_ILP) {
-        const char *stop = st->time_stopped ? "stopped by the time limit" : "";
-        if (st->ilp_too_large) snprintf(r->note, sizeof r->note, "order ILP too large, kept %s", st->source);
-        else if (st->heuristic_kept)
-            snprintf(r->note, sizeof r->note, "order ILP %s%sfound nothing better than %s", stop, *stop ? ", " : "",
-                     st->source);
-        else if (*stop) snprintf(r->note, sizeof r->note, "order ILP %s", stop);
-    }
+    (void)st;
+    /* why the ILPs stopped, and whether a heuristic plan replaced theirs */
+    if (r->p.ilp_note[0]) snprintf(r->note, sizeof r->note, "%s", r->p.ilp_note);
     if (r->p.time_short) {
         size_t k = strlen(r->note);
         snprintf(r->note + k, sizeof r->note - k, "%stime limit too short: the fastest valid plan (program order, %s layout)",
@@ -54,7 +49,7 @@ static void compare_note(compare_row *r) {
         size_t k = strlen(r->note);
         snprintf(r->note + k, sizeof r->note - k, "%stime limit cut %s", k ? "; " : "", r->p.time_cut);
     }
-    if (r->p.layout_note[0]) {
+    if (r->p.layout_note[0] && !r->p.ilp_note[0]) {
         size_t k = strlen(r->note);
         snprintf(r->note + k, sizeof r->note - k, "%s%s", k ? "; " : "", r->p.layout_note);
     }

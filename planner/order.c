@@ -381,6 +381,7 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, double t_
     ilp_thread_cleanup();
     graph_leaf_free(&L);
     st->ilp_too_large = ir.status == ILP_TOO_LARGE;
+    st->ilp_vars = ir.n_vars, st->ilp_nodes = ir.nodes;
     st->leaves = 1;
     st->largest_leaf = g->n_ops;
     st->leaves_ilp_optimal = ir.status == ILP_OPTIMAL;

@@ -125,6 +125,77 @@ static void plan_time_cuts_order(plan *p) {
     else if (o->time_stopped) plan_time_cut(p, "ordering: %zu leaves kept their heuristic order", o->time_stopped);
 }
 
+/* Adds to p->ilp_note ("; "-separated). */
+static void plan_ilp_note(plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_ilp_note(plan *p, const char *fmt, ...) {
+    size_t k = strlen(p->ilp_note);
+    if (k && k + 2 < sizeof p->ilp_note) k += (size_t)snprintf(p->ilp_note + k, sizeof p->ilp_note - k, "; ");
+    if (k >= sizeof p->ilp_note) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->ilp_note + k, sizeof p->ilp_note - k, fmt, ap);
+    va_end(ap);
+}
+
+/* Why the order ILP stopped, for the report. */
+static void plan_order_ilp_note(plan *p) {
+    const planner_order_stats *o = p->ostats;
+    if (!o || p->opt.order != PLANNER_ORDER_ILP) return;
+    if (o->ilp_too_large) plan_ilp_note(p, "order ILP: too large to build, %s order kept", o->source);
+    else if (o->leaves_ilp_optimal) plan_ilp_note(p, "order ILP: proven optimal");
+    else if (o->time_stopped)
+        plan_ilp_note(p, "order ILP: stopped by the time limit after %ld nodes (%zu columns)%s", o->ilp_nodes, o->ilp_vars,
+                      o->heuristic_kept ? ", nothing better than the heuristic warm start" : "");
+    else plan_ilp_note(p, "order ILP: stopped without proof after %ld nodes (%zu columns)%s", o->ilp_nodes, o->ilp_vars,
+                       o->heuristic_kept ? ", nothing better than the heuristic warm start" : "");
+}
+
+/* The ILP baselines fall back to the best heuristic plan they had
+ * (DESIGN.md: "fall back to the heuristic answer"): with order ilp, the
+ * program and LESCEA orders with the best heuristic layout; with layout
+ * ilp, the best heuristic layout of the same order.  A lower one replaces
+ * the plan, and ilp_note says so.  Returns 0, -1 on out of memory. */
+static int plan_ilp_fallback(plan *p) {
+    const graph *g = p->g;
+    size_t n = g->n_ops, ns = g->n_storages ? g->n_storages : 1;
+    int *ord = malloc((n ? n : 1) * sizeof *ord);
+    int32_t *st = malloc(ns * sizeof *st), *en = malloc(ns * sizeof *en);
+    uint64_t *off = malloc(ns * sizeof *off);
+    layout_buffer *b = malloc(ns * sizeof *b);
+    int rc = ord && st && en && off && b ? 0 : -1;
+    int tries = p->opt.order == PLANNER_ORDER_ILP ? 2 : 1;
+    uint64_t ilp_actual = p->actual;
+    const char *kept_order = NULL, *kept_layout = NULL;
+    for (int k = 0; k < tries && rc == 0; k++) {
+        const char *order_name = "the same";
+        if (p->opt.order != PLANNER_ORDER_ILP) memcpy(ord, p->order, n * sizeof *ord);
+        else if (k == 0) rc = graph_program_order(g, ord), order_name = "program";
+        else rc = graph_order_lescea(g, ord), order_name = "lescea";
+        if (rc) break;
+        graph_lifetimes(g, ord, st, en);
+        for (size_t s = 0; s < g->n_storages; s++) b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};
+        const char *winner = "?";
+        uint64_t h = layout_best_heuristic(b, g->n_storages, p->opt.align, off, &winner);
+        if (h == UINT64_MAX) rc = -1;
+        else if (h < p->actual) {
+            kept_order = order_name, kept_layout = winner;
+            memcpy(p->order, ord, n * sizeof *ord);
+            memcpy(p->start, st, g->n_storages * sizeof *st);
+            memcpy(p->end, en, g->n_storages * sizeof *en);
+            memcpy(p->offsets, off, g->n_storages * sizeof *off);
+            p->actual = h;
+            p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
+            p->layout_optimal = h <= p->theoretical;
+            if (p->ostats && p->opt.order == PLANNER_ORDER_ILP) p->ostats->source = order_name, p->ostats->heuristic_kept = 1;
+        }
+    }
+    if (kept_order)
+        plan_ilp_note(p, "the ILPs' plan (%llu B) was above %s order with the %s layout (%llu B): kept that",
+                      (unsigned long long)ilp_actual, kept_order, kept_layout, (unsigned long long)p->actual);
+    free(ord), free(st), free(en), free(off), free(b);
+    return rc;
+}
+
 /* ROAM's tree-based layout (paper IV-B): each storage in the group of the
  * leaf subgraph partition_layout_groups gives it, persistent ones at the
  * bottom, laid out by layout_roam within work (seconds: backstop).  Writes
@@ -243,6 +314,10 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         layout_result lr;
         h = layout_glpk_exact(b, g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
         p->layout_optimal = lr.proven_optimal;
+        plan_ilp_note(p, "layout ILP: %s", lr.proven_optimal ? "proven minimal"
+                                           : too_large        ? "too large (too many overlapping pairs), LLFB kept"
+                                           : lr.stopped_by_time ? "stopped by the time limit"
+                                                                : "stopped by its work budget, not proven minimal");
         if (too_large) snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
         else if (lr.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
@@ -256,7 +331,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     if (h == UINT64_MAX) return planner_errorf(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
     if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) && !p->layout_optimal &&
         !p->layout_note[0])
-        snprintf(p->layout_note, sizeof p->layout_note, "layout %.4f%% above the live-size bound, not proven minimal",
+        snprintf(p->layout_note, sizeof p->layout_note,
+                 "%llu B (%.4f%%) above the live-size bound; stopped by its work budget, not proven minimal",
+                 (unsigned long long)(h - p->theoretical),
                  p->theoretical ? 100.0 * ((double)h - (double)p->theoretical) / (double)p->theoretical : 0.0);
     p->actual = h;
     return 0;
@@ -317,6 +394,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
     plan_time_cuts_order(p);
+    plan_order_ilp_note(p);
     /* The exact layouts stop on work budgets; their time backstop is most
      * of what the ordering left (a tenth kept for the self-check and
      * writing).  With nothing left, the fastest layout. */
@@ -329,6 +407,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);
         return -1;
+    }
+    if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) && plan_ilp_fallback(p)) {
+        plan_free(p);
+        return planner_errorf(err, errlen, "out of memory comparing the ILP plan with the heuristics");
     }
     double t2 = planner_now();
     p->times.order = t1 - t0;

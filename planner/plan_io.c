@@ -254,6 +254,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
             (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
     if (p->layout_optimal) fprintf(f, "  layout        proven minimal for this order\n");
     else if (p->layout_note[0]) fprintf(f, "  layout        %s\n", p->layout_note);
+    if (p->ilp_note[0]) fprintf(f, "  ILP           %s\n", p->ilp_note);
     if (p->tree_layout.used)
         fprintf(f, "  tree layout   %s (%zu groups, %zu proven, stacked by %s, %zu repaired, %zu leftovers, %.3f s); "
                    "global from it %s; kept: %s\n",
@@ -303,6 +304,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
     json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
     json_object_set_new(r, "layout_optimal", json_boolean(p->layout_optimal));
     json_object_set_new(r, "layout_note", json_string(p->layout_note));
+    json_object_set_new(r, "ilp_note", json_string(p->ilp_note));
     if (p->tree_layout.used) {
         const planner_tree_layout *tl = &p->tree_layout;
         json_t *t = json_object();

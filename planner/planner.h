@@ -126,6 +126,10 @@ typedef struct plan {
                                   layout and pytorch_reserved are then the replay without it) */
     int layout_optimal;        /* the layout's height is proven minimal for this order */
     char layout_note[160];     /* a fallback or time limit the layout ran into, else "" */
+    /* order or layout ilp: why each solver stopped ("order ILP: ...; layout
+     * ILP: ...") and, when a heuristic plan was lower than the ILPs' and
+     * replaced it, which (the ILP baselines never lose to a heuristic) */
+    char ilp_note[320];
     planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
     /* --time-limit: the time was up before the ordering, so this is the
@@ -378,6 +382,8 @@ typedef struct planner_order_stats {
     const char *floating;    /* floating-op placement that won (roam) */
     int heuristic_kept;      /* the tree / ILP result was not better than a heuristic */
     int ilp_too_large;       /* order ilp: the model was too large, heuristic kept */
+    size_t ilp_vars;         /* order ilp: columns of the model (0: not built) */
+    long ilp_nodes;          /* order ilp: branch-and-bound nodes explored */
     size_t n_mi, n_update, n_blocks, n_independent, n_dependent, largest_leaf;
     size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp, leaves_ilp_optimal;
     size_t leaves_budget, time_stopped;
