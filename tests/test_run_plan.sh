@@ -19,6 +19,17 @@ if ! [ -x $PY ] || ! $PY -c 'import torch, onnx' 2>/dev/null; then
 fi
 rm -rf "$W" && mkdir -p "$W"
 fails=0
+# check_plan.py (../shared) may be absent from a clone: its steps are then
+# skipped and the test ends as SKIP (77) rather than passing without them
+checker_missing=0
+[ -f "$CHECK" ] || checker_missing=1
+# checked STATUS TAG ARGS...: check_plan.py on ARGS wants exit STATUS
+checked() {
+    if [ $checker_missing -eq 1 ]; then echo "SKIP: $2 (no $CHECK)"; return; fi
+    want=$1 tag=$2
+    shift 2
+    expect "$want" "$tag" $PY "$CHECK" "$@"
+}
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # expect STATUS TAG CMD...: runs CMD, output into $W/TAG.out, wants exit STATUS
 expect() {
@@ -50,7 +61,7 @@ expect 0 break_reorder $PY "$SRC/tests/break_plan.py" reorder "$M" "$W/roam.json
 expect 1 check_reorder "$ROAMC" check "$M" "$W/reorder.json"
 has check_reorder "(addcdiv_) overwrites 'fc"
 has check_reorder "(mm) reads that storage through the view 't_"
-expect 1 py_reorder $PY "$CHECK" "$M" "$W/reorder.json"
+checked 1 py_reorder "$M" "$W/reorder.json"
 expect 1 run_reorder $PY "$SRC/models/run_plan.py" "$M" "$W/reorder.json"
 has run_reorder "MISMATCH"
 has run_reorder ".weight differs"
@@ -59,7 +70,7 @@ has run_reorder ".weight differs"
 expect 0 break_overlap $PY "$SRC/tests/break_plan.py" overlap "$M" "$W/roam.json" "$W/overlap.json"
 expect 1 check_overlap "$ROAMC" check "$M" "$W/overlap.json"
 has check_overlap "overlap in address while both live"
-expect 1 py_overlap $PY "$CHECK" "$M" "$W/overlap.json"
+checked 1 py_overlap "$M" "$W/overlap.json"
 expect 1 run_overlap $PY "$SRC/models/run_plan.py" "$M" "$W/overlap.json"
 has run_overlap "the plan broke a guard: step"
 expect 1 run_overlap_trust $PY "$SRC/models/run_plan.py" "$M" "$W/overlap.json" --trust-plan
@@ -74,7 +85,7 @@ if [ -f "$MODELS/alexnet_b1.onnx" ]; then
     expect 1 check_alexnet "$ROAMC" check "$A" "$W/alexnet_171.json"
     has check_alexnet "node 171 (addcdiv_) overwrites 'net.classifier.1.weight' in place at step"
     has check_alexnet "before node 50 (mm) reads that storage through the view 't_49'"
-    expect 1 py_alexnet $PY "$CHECK" "$A" "$W/alexnet_171.json"
+    checked 1 py_alexnet "$A" "$W/alexnet_171.json"
 else
     echo "SKIP: $MODELS/alexnet_b1.onnx not found"
 fi
@@ -91,5 +102,9 @@ has run_garbage "not a readable JSON plan"
 if [ $fails -ne 0 ]; then
     echo "$fails failures"
     exit 1
+fi
+if [ $checker_missing -eq 1 ]; then
+    echo "SKIP: $CHECK is missing: the runner and roamc check passed, the check_plan.py steps did not run"
+    exit 77
 fi
 echo "OK: plans run bit for bit equal to eager; broken plans rejected by roamc check, check_plan.py and the runner"
