@@ -184,7 +184,11 @@ int cmd_layout(int argc, char **argv)
         fprintf(stderr, "roamc layout: %s\n", err);
         return CL_EXIT_USAGE;
     }
+    /* a progress line on a terminal (cleared before the report) */
+    planner_progress_start(isatty(STDERR_FILENO));
+    planner_progress_stage("reading %s", o.input);
     if (layout_csv_read(o.input, &csv, err, sizeof err) != 0) {
+        planner_progress_end();
         fprintf(stderr, "roamc layout: %s\n", err);
         return CL_EXIT_USAGE;
     }
@@ -231,6 +235,7 @@ int cmd_layout(int argc, char **argv)
     }
 
     double t0 = planner_now();
+    planner_progress_stage("layout (%s) of %zu buffers", o.method, n);
     uint64_t height;
     const char *detail = "";
     const char *winner = NULL; /* roam: the best heuristic and its height */
@@ -269,6 +274,7 @@ int cmd_layout(int argc, char **argv)
         }
     }
     double secs = planner_now() - t0;
+    planner_progress_end();
     if (height == UINT64_MAX) {
         fprintf(stderr, "roamc layout: out of memory\n");
         rc = CL_EXIT_ERROR;
@@ -320,6 +326,7 @@ int cmd_layout(int argc, char **argv)
     }
     rc = CL_EXIT_OK;
 out:
+    planner_progress_end();
     free(bufs);
     free(offsets);
     layout_csv_free(&csv);

@@ -75,6 +75,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
             opt.deadline = now + (base->deadline - now) / (double)(nrows - i);
         }
         double t0 = planner_now();
+        planner_progress_prefix("--compare: %s (%zu/%zu)", rows[i].m->title, i + 1, nrows);
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;
             break;
@@ -84,6 +85,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         rows[i].actual = plan_device_bytes(&rows[i].p);
         compare_note(&rows[i]);
     }
+    planner_progress_prefix("%s", "--compare: writing");
     const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
     if (rc == 0) {
         /* the ROAM plan (and its tree) and the picture, all or nothing */
@@ -97,6 +99,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         const char *titles[2] = {t1, t2};
         if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen)) rc = -1;
     }
+    planner_progress_end();
     if (rc == 0 && !out) {
         /* quiet: nothing to print */
     } else if (rc == 0 && json) {

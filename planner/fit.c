@@ -260,6 +260,7 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     memset(row, 0, sizeof *row);
     row->batch = b;
     double t0 = planner_now();
+    planner_progress_prefix("--max-batch: batch %" PRId64, b);
     planner_layout chosen = s->q->opt.layout;
     bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
     fe_model m;
@@ -305,9 +306,8 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     if (s->status) return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     row->fits[FIT_BOUND] = fit_fits(s->q->budget, row->need[FIT_BOUND]);
     row->seconds = planner_now() - t0;
-    if (s->q->progress)
-        fprintf(stderr, "\rroamc: batch %" PRId64 ": PyTorch %s, plan %s   ", b, row->fits[0] ? "fits" : "does not fit",
-                row->fits[1] ? "fits" : "does not fit");
+    planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
+                            row->fits[0] ? "fits" : "does not fit", row->fits[1] ? "fits" : "does not fit");
     s->n_rows++;
     return row;
 }
@@ -494,7 +494,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     for (int w = 0; w < FIT_N && rc == 0; w++)
         if ((best[w] = fit_search_one(&s, w, &capped[w])) < 0) rc = s.status ? s.status : 1;
     double seconds = planner_now() - t0;
-    if (q.progress) fputs("\r\033[K", stderr);
+    planner_progress_prefix("%s", "--max-batch: writing");
     if (rc == 0) qsort(s.rows, s.n_rows, sizeof *s.rows, fit_row_cmp);
     /* a batch above the boundary that fits: the need is not monotone */
     int64_t above[FIT_N] = {0};
@@ -529,6 +529,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
             if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
         }
     }
+    planner_progress_end();
     const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
     char h1[32], h2[32], h3[32], h4[32];
     static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};

@@ -215,10 +215,14 @@ static int main_load(const char *path, const fe_options *fopt, const main_train 
     char *summary = NULL;
     int rc = tr->on ? fe_train(path, fopt, &tr->t, m, &summary, err, sizeof err) : fe_load(path, fopt, m, err, sizeof err);
     if (rc) {
+        planner_progress_end();
         fprintf(stderr, "roamc: %s\n", err);
         return 2;
     }
-    if (summary && report) fprintf(report, "roamc --train: %s\n%s", path, summary);
+    if (summary && report) {
+        planner_progress_clear();
+        fprintf(report, "roamc --train: %s\n%s", path, summary);
+    }
     free(summary);
     return 0;
 }
@@ -379,20 +383,24 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     FILE *report = quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
     planner_files files = {.plan = out_path, .svg = svg_path, .tree = tree_path};
 
+    planner_progress_start(opt.progress);
     if (max_batch) {
         planner_batch_query q = {.model_path = model_path, .bindings = fopt, .symbol = batch_symbol, .opt = opt,
                                  .budget = &budget, .out_path = out_path, .svg_path = svg_path, .json = json_report,
                                  .progress = opt.progress, .train = train.on ? &train.t : NULL};
         int rc = planner_max_batch(&q, report, err, sizeof err);
+        planner_progress_end();
         if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
         return rc;
     }
     double t0 = main_t_start;
     fe_model m;
+    planner_progress_stage("loading %s", model_path);
     if (main_load(model_path, fopt, &train, &m, json_report ? NULL : report)) return 2;
     if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
     graph g;
     if (graph_build(&m, opt.align, &g, err, sizeof err)) {
+        planner_progress_end();
         fprintf(stderr, "roamc: %s\n", err);
         fe_free(&m);
         return 2;
@@ -402,10 +410,12 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     int rc = 0;
     if (compare) {
         if (plan_compare(&g, &opt, model_path, &files, json_report, report, err, sizeof err)) {
+            planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
         }
     } else if (plan_build(&g, &opt, &p, err, sizeof err)) {
+        planner_progress_end();
         fprintf(stderr, "roamc: %s: %s\n", model_path, err);
         rc = 1;
     } else {
@@ -419,6 +429,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             planner_method_apply(planner_method_find("pytorch"), &topt);
             topt.device_limit = budget.budget - budget.reserve;
             if (plan_build(&g, &topt, &torch, err, sizeof err)) {
+                planner_progress_end();
                 fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
                 rc = 1;
             }
@@ -426,6 +437,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         }
         if (rc == 0) {
             /* plan, tree and picture together, or none of them */
+            planner_progress_prefix("%s", "writing");
             const plan *plans[1] = {&p};
             char title[256];
             const char *base = strrchr(model_path, '/');
@@ -433,11 +445,13 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                      planner_layout_name(p.opt.layout));
             const char *titles[1] = {title};
             if (planner_files_write(&files, &p, model_path, plans, titles, 1, err, sizeof err)) {
+                planner_progress_end();
                 fprintf(stderr, "roamc: %s\n", err);
                 rc = 1;
             }
         }
         p.times.total = planner_now() - t0;
+        planner_progress_end();
         json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
         int fit = rc == 0 && budget.budget_text ? planner_fit_report(NULL, &budget, &p, torch_p, extra) : 0;
         if (rc == 0 && report) {
@@ -515,9 +529,12 @@ static int main_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     main_t_start = planner_now();
-    if (argc >= 2 && strcmp(argv[1], "help") == 0) return main_help(argc - 1, argv + 1);
-    if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
-        return main_check_or_shapes(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "layout") == 0) return cmd_layout(argc - 1, argv + 1);
-    return main_plan(argc, argv);
+    int rc;
+    if (argc >= 2 && strcmp(argv[1], "help") == 0) rc = main_help(argc - 1, argv + 1);
+    else if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
+        rc = main_check_or_shapes(argc - 1, argv + 1);
+    else if (argc >= 2 && strcmp(argv[1], "layout") == 0) rc = cmd_layout(argc - 1, argv + 1);
+    else rc = main_plan(argc, argv);
+    planner_progress_end(); /* the progress line never outlives the command */
+    return rc;
 }

@@ -169,9 +169,8 @@ static void *order_worker(void *arg) {
         p->how[b] = how;
         if (rc) p->failed = 1;
         p->done++;
-        if (p->progress)
-            fprintf(stderr, "\rroamc: ordering leaves %zu/%zu, best peak so far %.1f MiB", p->done, p->n_tasks,
-                    (double)p->best_peak / (1024.0 * 1024.0));
+        planner_progress_count("ordering (roam): leaves %zu/%zu, best peak so far %.1f MiB", p->done, p->n_tasks,
+                               (double)p->best_peak / (1024.0 * 1024.0));
         pthread_mutex_unlock(&p->lock);
     }
     ilp_thread_cleanup();
@@ -338,7 +337,6 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
         free(th);
         pthread_mutex_destroy(&pool.lock);
-        if (opt->progress && pool.n_tasks) fputc('\n', stderr);
         if (pool.failed) rc = -1;
     }
     if (rc == 0) {
@@ -498,6 +496,7 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
         /* Never worse than a heuristic: a bug in a leaf must not cost memory
          * either, so an invalid order is also replaced (and asserted on). */
         uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0 ? graph_peak(g, order, NULL, NULL) : UINT64_MAX;
+        if (peak == UINT64_MAX) planner_progress_clear();
         if (peak == UINT64_MAX) fprintf(stderr, "roamc: internal error: the %s order is invalid; using a heuristic\n", st->source);
         if (peak > best_heur_peak) {
             memcpy(order, best_heur, n * sizeof *order);

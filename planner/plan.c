@@ -378,6 +378,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         return planner_errorf(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
     }
     int rc = 0;
+    planner_progress_stage("ordering (%s)", planner_order_name(opt->order));
     /* Every order goes through the ordering driver (planner/order.c), which
      * also measures program order and LESCEA for the report. */
     p->ostats = calloc(1, sizeof *p->ostats);
@@ -404,6 +405,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         p->opt.layout = PLANNER_LAYOUT_BESTFIT;
     }
     if (budget < 1e-3) budget = 1e-3;
+    planner_progress_stage("layout (%s) of %zu storages", planner_layout_name(p->opt.layout), g->n_storages);
     if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);
         return -1;
@@ -415,6 +417,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     double t2 = planner_now();
     p->times.order = t1 - t0;
     p->times.layout = t2 - t1;
+    planner_progress_stage("checking the plan");
     if (plan_validate(p, err, errlen)) {
         /* A bug, not bad input: say so plainly rather than write the plan. */
         char why[512];

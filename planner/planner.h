@@ -33,6 +33,24 @@ typedef enum planner_layout {
 /* Writes a printf-style message into err (errlen bytes; err may be NULL) and
  * returns -1, so that a failing function can `return planner_errorf(...)`. */
 int planner_errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The progress line on stderr (planner/progress.c): main starts it when
+ * stderr is a terminal and -q is not given; every stage that can take more
+ * than a second names itself, and a ticker thread redraws "roamc: PREFIX:
+ * STAGE (N.N s)" in place (not before half a second).  planner_progress_end
+ * clears the line: call it before printing anything else to the terminal.
+ * Without start, every call is a no-op. */
+void planner_progress_start(int enabled);
+/* The enclosing task ("--compare: ILP (3/4)", "--max-batch: batch 64");
+ * clears the stage.  fmt NULL: none. */
+void planner_progress_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A new stage ("ordering (roam)", "layout (roam)"), its clock from now. */
+void planner_progress_stage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* New text for the same stage ("ordering: leaves 12/117"), its clock running on. */
+void planner_progress_count(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void planner_progress_end(void);
+/* Clears the line for a message (the ticker draws it again later). */
+void planner_progress_clear(void);
+
 /* --time-limit S (every command): seconds for the whole command, above 0
  * and at most PLANNER_MAX_TIME_LIMIT (11.6 days).  Returns 0, or -1 with a
  * message stating the range. */
