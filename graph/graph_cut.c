@@ -19,7 +19,17 @@
  * Storages v itself touches are live whatever E is; they and the inputs
  * that must outlive the step are added outside the cut.  An input nothing
  * reads is live at step 0 only and is left out, which keeps the value a
- * lower bound. */
+ * lower bound.
+ *
+ * The network is contracted before the flow: v's ancestors are joined to
+ * the source and its descendants to the sink (infinite paths force them
+ * there in every finite cut), so only the ops that can run before or after
+ * v are nodes of their own.  Edges inside the source or the sink side go,
+ * edges into the source or out of the sink carry no flow and go too, and
+ * a storage whose cut is forced (made on the source side, touched on the
+ * sink side) is counted outside the flow.  The minimum cut, and so the
+ * value, is the same; the flow runs on the part of the graph where the
+ * choice is, not on the whole graph, which the max-flow made superlinear. */
 #include "graph.h"
 #include "graph_internal.h"
 
@@ -40,16 +50,58 @@ static int cut_add(cut_net *c, igraph_integer_t from, igraph_integer_t to, doubl
     return 0;
 }
 
+/* Side of op w in the contracted network (node[w]): CUT_ANC for v and its
+ * ancestors, CUT_DESC for its descendants, CUT_FREE for the others until
+ * they are numbered. */
+#define CUT_ANC (-1)
+#define CUT_DESC (-2)
+#define CUT_FREE (-3)
+/* Node numbers: the source, the sink, then free ops, then aux nodes. */
+#define CUT_SRC_NODE 0
+#define CUT_SINK_NODE 1
+
+/* Marks v's ancestors CUT_ANC and its descendants CUT_DESC in node (every
+ * entry CUT_FREE on entry), with stack as scratch (n_ops entries). */
+static void cut_sides(const graph *g, int v, int *node, int *stack) {
+    size_t top = 0;
+    node[v] = CUT_ANC;
+    stack[top++] = v;
+    while (top) {
+        int w = stack[--top];
+        for (size_t k = g->pred_start[w]; k < g->pred_start[w + 1]; k++)
+            if (node[g->pred[k]] != CUT_ANC) node[g->pred[k]] = CUT_ANC, stack[top++] = g->pred[k];
+    }
+    for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
+        if (node[g->succ[k]] != CUT_DESC) node[g->succ[k]] = CUT_DESC, stack[top++] = g->succ[k];
+    while (top) {
+        int w = stack[--top];
+        for (size_t k = g->succ_start[w]; k < g->succ_start[w + 1]; k++)
+            if (node[g->succ[k]] != CUT_DESC) node[g->succ[k]] = CUT_DESC, stack[top++] = g->succ[k];
+    }
+}
+
+/* The network node of op w: the source for an ancestor, the sink for a
+ * descendant, else its own. */
+static igraph_integer_t cut_node(const int *node, int w) {
+    return node[w] == CUT_ANC ? CUT_SRC_NODE : node[w] == CUT_DESC ? CUT_SINK_NODE : node[w];
+}
+
 /* The minimum over schedules of the bytes live at op v; mark a scratch
- * array of n_storages zeros (left zeroed).  Returns UINT64_MAX on failure. */
-static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark) {
+ * array of n_storages zeros (left zeroed), node and stack scratch arrays of
+ * n_ops entries.  Returns UINT64_MAX on failure. */
+static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
+                             int *node, int *stack) {
     size_t n = g->n_ops, ns = g->n_storages;
-    igraph_integer_t src = (igraph_integer_t)(n + ns), sink = src + 1;
     uint64_t fixed = 0;
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
         mark[g->touch[k]] = 1;
         fixed += g->storages[g->touch[k]].size;
     }
+    for (size_t w = 0; w < n; w++) node[w] = CUT_FREE;
+    cut_sides(g, v, node, stack);
+    igraph_integer_t next = 2; /* free ops, then aux nodes as needed */
+    for (size_t w = 0; w < n; w++)
+        if (node[w] == CUT_FREE) node[w] = (int)next++;
     cut_net c = {.n_edges = 0};
     bool ok = !igraph_vector_int_init(&c.ends, 0);
     if (ok && igraph_vector_init(&c.cap, 0)) {
@@ -60,36 +112,60 @@ static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, dou
         for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
         return UINT64_MAX;
     }
+    /* ordering edges w -> pred between free ops: a pred of an ancestor is
+     * one, a free op has no descendant of v as pred, and the rest are
+     * edges into the source or out of the sink */
     int bad = 0;
-    for (size_t w = 0; w < n && !bad; w++)
+    for (size_t w = 0; w < n && !bad; w++) {
+        if (node[w] < 0) continue;
         for (size_t k = g->pred_start[w]; k < g->pred_start[w + 1] && !bad; k++)
-            bad = cut_add(&c, (igraph_integer_t)w, g->pred[k], inf);
-    if (!bad) bad = cut_add(&c, src, v, inf);
-    for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && !bad; k++) bad = cut_add(&c, g->succ[k], sink, inf);
+            if (node[g->pred[k]] >= 0) bad = cut_add(&c, node[w], node[g->pred[k]], inf);
+    }
     for (size_t s = 0; s < ns && !bad; s++) {
         const graph_storage *st = &g->storages[s];
         if (mark[s]) continue;
-        igraph_integer_t from = st->has_input ? src : T->maker[s];
-        if (from < 0) continue; /* neither made nor an input: never live */
+        int maker = T->maker[s];
+        if (!st->has_input && maker < 0) continue; /* neither made nor an input: never live */
+        igraph_integer_t from = st->has_input ? CUT_SRC_NODE : cut_node(node, maker);
+        if (from == CUT_SINK_NODE) continue; /* made after v: not live at v */
         if (graph_storage_outlives(g, st)) {
-            if (st->has_input) fixed += st->size;
-            else bad = cut_add(&c, from, sink, (double)st->size);
+            if (from == CUT_SRC_NODE) fixed += st->size; /* made before v, live to the end */
+            else bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
             continue;
         }
-        igraph_integer_t aux = (igraph_integer_t)(n + s);
+        /* aux -> toucher edges: one into the sink puts aux there */
+        bool aux_in_sink = false, any_free = false;
+        for (size_t k = T->start[s]; k < T->start[s + 1]; k++) {
+            int t = T->ops[k];
+            if (!st->has_input && t == maker) continue;
+            if (node[t] == CUT_DESC) aux_in_sink = true;
+            else if (node[t] >= 0) any_free = true;
+        }
+        if (aux_in_sink) {
+            if (from == CUT_SRC_NODE) fixed += st->size; /* made before v, read after it */
+            else bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
+            continue;
+        }
+        if (!any_free) continue; /* all touchers before v: aux joins the source side for free */
+        igraph_integer_t aux = next++;
         bad = cut_add(&c, from, aux, (double)st->size);
-        for (size_t k = T->start[s]; k < T->start[s + 1] && !bad; k++)
-            if (T->ops[k] != from) bad = cut_add(&c, aux, T->ops[k], inf);
+        for (size_t k = T->start[s]; k < T->start[s + 1] && !bad; k++) {
+            int t = T->ops[k];
+            if ((st->has_input || t != maker) && node[t] >= 0) bad = cut_add(&c, aux, node[t], inf);
+        }
     }
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
 
     uint64_t result = UINT64_MAX;
-    igraph_t ig;
-    if (!bad && !igraph_create(&ig, &c.ends, sink + 1, IGRAPH_DIRECTED)) {
-        igraph_real_t flow = 0;
-        if (!igraph_maxflow_value(&ig, &flow, src, sink, &c.cap, NULL) && flow >= 0 && flow < inf)
-            result = fixed + (uint64_t)flow;
-        igraph_destroy(&ig);
+    if (!bad && c.n_edges == 0) result = fixed;
+    else if (!bad) {
+        igraph_t ig;
+        if (!igraph_create(&ig, &c.ends, next, IGRAPH_DIRECTED)) {
+            igraph_real_t flow = 0;
+            if (!igraph_maxflow_value(&ig, &flow, CUT_SRC_NODE, CUT_SINK_NODE, &c.cap, NULL) && flow >= 0 && flow < inf)
+                result = fixed + (uint64_t)flow;
+            igraph_destroy(&ig);
+        }
     }
     igraph_vector_int_destroy(&c.ends);
     igraph_vector_destroy(&c.cap);
@@ -106,16 +182,17 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
 
     graph_touchers T = {0};
     unsigned char *mark = calloc(ns ? ns : 1, 1);
+    int *node = malloc((g->n_ops ? g->n_ops : 1) * sizeof *node), *stack = malloc((g->n_ops ? g->n_ops : 1) * sizeof *stack);
     uint64_t best = 0;
-    if (!mark || graph_touchers_build(g, &T)) best = UINT64_MAX;
+    if (!mark || !node || !stack || graph_touchers_build(g, &T)) best = UINT64_MAX;
     else {
         igraph_set_error_handler(igraph_error_handler_ignore);
         for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
-            uint64_t live = cut_min_live(g, ops[i], &T, inf, mark);
+            uint64_t live = cut_min_live(g, ops[i], &T, inf, mark, node, stack);
             if (live == UINT64_MAX || live > best) best = live;
         }
     }
     graph_touchers_free(&T);
-    free(mark);
+    free(mark), free(node), free(stack);
     return best;
 }
