@@ -442,9 +442,10 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         }
         unsigned bits = fe_elem_bits(v->elem_type);
         if (bits == 0) {
+            char eb[32];
             if (!allow)
-                rc = fe_fail(&L->err, "value '%s' has element type %d, which has no fixed byte size", v->name,
-                             (int)v->elem_type);
+                rc = fe_fail(&L->err, "value '%s' has element type %s (%d), which has no fixed byte size", v->name,
+                             fe_elem_name(v->elem_type, eb, sizeof eb), (int)v->elem_type);
             continue;
         }
         uint64_t elems = 1;

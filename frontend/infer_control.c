@@ -97,7 +97,11 @@ static int fi_ctl_scalar_in(fi_node *n, size_t k, const char *what, int64_t *v) 
 static int fi_ctl_want_type(fi_node *n, size_t k, const char *what, int32_t elem) {
     const fi_tensor *t = fi_in(n, k);
     if (t && t->elem && t->elem != elem)
-        return fi_fail(n, "%s has element type %d, not %d", what, (int)t->elem, (int)elem);
+    {
+        char a[32], b[32];
+        return fi_fail(n, "%s has element type %s, not %s", what, fe_elem_name(t->elem, a, sizeof a),
+                       fe_elem_name(elem, b, sizeof b));
+    }
     return 0;
 }
 

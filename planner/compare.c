@@ -92,9 +92,10 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         const plan *plans[2] = {&torch->p, &roam->p};
         const char *base_name = strrchr(model_path, '/');
         base_name = base_name ? base_name + 1 : model_path;
-        char t1[256], t2[256];
-        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %.1f MiB)", base_name,
-                 (double)torch->actual / (1024.0 * 1024));
+        char t1[256], t2[256], r1[32];
+        /* the same units as the picture's own numbers ("actual 1.22 GiB") */
+        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %s)", base_name,
+                 compare_human(torch->actual, r1, sizeof r1));
         snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
         const char *titles[2] = {t1, t2};
         if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen)) rc = -1;

@@ -272,9 +272,11 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
                 p->opt.time_limit, p->times.total);
     else if (p->time_cut[0])
         fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit, p->time_cut);
-    if (files->plan) fprintf(f, "  plan written  %s\n", files->plan);
-    if (files->tree) fprintf(f, "  tree written  %s\n", files->tree);
-    if (files->svg) fprintf(f, "  picture written %s\n", files->svg);
+#define PLAN_NAME(path) (strcmp(path, "-") == 0 ? "standard output" : path)
+    if (files->plan) fprintf(f, "  plan written  %s\n", PLAN_NAME(files->plan));
+    if (files->tree) fprintf(f, "  tree written  %s\n", PLAN_NAME(files->tree));
+    if (files->svg) fprintf(f, "  picture written %s\n", PLAN_NAME(files->svg));
+#undef PLAN_NAME
 }
 
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, json_t *extra) {
