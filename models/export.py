@@ -1285,9 +1285,16 @@ def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False):
     return st, total
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments as one line, like every other error here (not usage + error)."""
+
+    def error(self, message):
+        die("%s (see export.py --help)" % message)
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(description=__doc__.split("\n")[0],
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="mlp3, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large, "
                                     "gpt2-xl, or any torchvision.models classifier (resnet50, ...)")
     ap.add_argument("--module", metavar="FILE.py:FUNC",
@@ -1360,4 +1367,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        die("interrupted", 130)
+    except Exception as e:  # a failure nothing above caught: one line, never a traceback
+        die("%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "failed"))
