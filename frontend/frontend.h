@@ -216,7 +216,10 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
  * no float output, no parameter that reaches the loss, a loss that does not
  * fit the output (cross-entropy on a scalar or an integer output, --loss none
  * on a non-scalar), an operator on the gradient path with no gradient rule
- * (the node named), an emit path that is the input file or a directory. */
+ * (the node named), an emit path that is the input file or a directory.
+ * opt may bind the label input (--input-shape target=... or labels=..., when
+ * the graph has no input of that name): it must equal the shape the loss
+ * needs, else an error names both shapes. */
 int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m, char **summary,
              char *err, size_t errlen);
 
