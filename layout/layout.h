@@ -280,4 +280,71 @@ typedef struct layout_roam_stats {
 uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const layout_roam_input *in,
                      uint64_t *offsets, layout_roam_stats *st);
 
+/* Exact solver for a buffer list (`roamc layout`).  The searches behind it
+ * are two complete branch and bounds run round robin: the skyline search
+ * (layout_search.c: fills the lowest or most constrained cell) and the
+ * canonical branch and bound (layout_bnb.c: each buffer at the lowest
+ * offset its placed neighbours allow, in nondecreasing offset order).  The
+ * rules that prune the latter can be switched off one by one (1 = on;
+ * every combination stays exact, only slower) to measure each one's worth:
+ * layout_bnb.c explains them. */
+typedef struct layout_bnb_rules {
+    int canonical;  /* placements in nondecreasing (offset, rank) */
+    int dominance;  /* nothing above a gap an unplaced buffer could fill */
+    int section;    /* per section: floor + unplaced sizes <= capacity */
+    int monotonic;  /* floors at least the offset of the last placement
+                       (needs canonical, ignored without it) */
+    int tight;      /* a section with no room to waste can be covered */
+    int floor;      /* floor raised to the lowest min offset live there */
+    int fit;        /* every unplaced buffer fits above its min offset */
+    int twins;      /* same lifetime and size: placed in rank order */
+    int decompose;  /* independent time ranges solved apart */
+    int mirror;     /* also search the problem mirrored in time */
+} layout_bnb_rules;
+
+#define LAYOUT_ENGINE_SKYLINE 1
+#define LAYOUT_ENGINE_BNB 2
+
+typedef enum layout_solve_status {
+    LAYOUT_SOLVE_OPTIMAL,    /* height proved minimal (or within capacity and
+                                equal to the proven lower bound) */
+    LAYOUT_SOLVE_FEASIBLE,   /* capacity mode: a layout within it */
+    LAYOUT_SOLVE_INFEASIBLE, /* capacity mode: proved that none fits */
+    LAYOUT_SOLVE_STOPPED,    /* time or work ran out before a proof */
+    LAYOUT_SOLVE_NOMEM
+} layout_solve_status;
+
+typedef struct layout_solve_opts {
+    uint64_t capacity;     /* > 0: find a layout within it or prove none;
+                              0: minimise the height */
+    uint64_t work;         /* work budget (layout_effort units); 0: none */
+    double time_limit_s;   /* > 0: stop after it; used to the end unless
+                              proved earlier */
+    int engines;           /* LAYOUT_ENGINE_* bits; 0: both */
+    layout_bnb_rules rules;
+} layout_solve_opts;
+
+typedef struct layout_solve_result {
+    layout_solve_status status;
+    uint64_t height;       /* of the layout in offsets (the warm start's when
+                              nothing better was found) */
+    uint64_t lower_bound;  /* proved: no layout is lower (>= live size) */
+    uint64_t nodes;        /* search nodes, all probes */
+    unsigned probes;       /* capacities searched */
+    int stopped_by_time;   /* the clock, not the work, stopped a probe */
+} layout_solve_result;
+
+/* Defaults: minimise, no work budget, 10 s, both engines, all rules on. */
+void layout_solve_defaults(layout_solve_opts *o);
+
+/* Minimises the height (binary search over capacities between the proven
+ * lower bound and the incumbent, the first probe at the live-size bound),
+ * or decides o->capacity.  warm_offsets: a valid layout (required) that
+ * seeds the incumbent; offsets receives the best layout found (the warm
+ * one when nothing better is).  Sizes are rounded up to align.  Returns
+ * r->status.  Deterministic when only o->work stops it. */
+layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t align,
+                                 const uint64_t *warm_offsets, const layout_solve_opts *o,
+                                 uint64_t *offsets, layout_solve_result *r);
+
 #endif

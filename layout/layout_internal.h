@@ -123,4 +123,73 @@ int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset);
 /* Places buffer i in a gap and writes its offset: 0, or -1 on out of memory. */
 int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset);
 
+/* Outcome of an exact search for a layout within a capacity. */
+typedef enum lay_status {
+    LAY_NOMEM = -2,     /* memory ran out */
+    LAY_GAVE_UP = -1,   /* node limit, work budget or time backstop */
+    LAY_INFEASIBLE = 0, /* proved: no layout fits */
+    LAY_FOUND = 1       /* a layout fits: offsets written */
+} lay_status;
+
+/* The pruning rules of lay_bnb: layout_bnb_rules of layout.h. */
+typedef layout_bnb_rules lay_bnb_params;
+
+/* All rules on. */
+void lay_bnb_defaults(lay_bnb_params *p);
+
+typedef struct lay_bnb_stats {
+    uint64_t nodes;      /* search nodes explored (all restarts) */
+    uint64_t backtracks; /* nodes all of whose branches failed */
+    uint64_t splits;     /* decompositions into independent pieces */
+    uint64_t restarts;   /* runs of the round robin started */
+} lay_bnb_stats;
+
+/* Exact branch and bound for a layout no higher than capacity (sizes are
+ * rounded up to align): LAY_FOUND with offsets written, LAY_INFEASIBLE
+ * when it proved none exists, LAY_GAVE_UP when *work (decreased by what
+ * it spends; NULL: unlimited) or the deadline (lay_now() seconds, the
+ * backstop; *timed_out set when it cut the search) ran out first.
+ * params NULL: lay_bnb_defaults; st may be NULL.  Deterministic unless the
+ * deadline fires.  Memory: the pairs of buffers whose lifetimes meet. */
+lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                   const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
+                   lay_bnb_stats *st, int *timed_out);
+
+/* lay_bnb in steps, for round robins shared with other searches: a context
+ * for the reduced problem red (which it keeps a pointer to) of bufs, and
+ * of mirror (bufs with time reversed, may be NULL); each run is one
+ * strategy h (0 .. lay_bnb_strategies - 1: a preorder and a direction)
+ * with a node limit.  A run that ends by its node limit returns
+ * LAY_GAVE_UP with *out_of_work and *timed_out 0; LAY_FOUND writes all n
+ * offsets.  Counts go to *st (not NULL), which the caller zeroes. */
+typedef struct lay_bnb_ctx lay_bnb_ctx;
+lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
+                         const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
+                         lay_bnb_stats *st);
+size_t lay_bnb_strategies(const lay_bnb_ctx *c);
+lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work, double deadline,
+                       int *out_of_work, int *timed_out, uint64_t *offsets);
+void lay_bnb_free(lay_bnb_ctx *c);
+
+/* Which searches lay_search_ex runs round robin (a bit set): the skyline
+ * search of layout_search.c (branching on the most constrained cell) and
+ * the canonical branch and bound of layout_bnb.c. */
+#define LAY_ENGINE_SKYLINE LAYOUT_ENGINE_SKYLINE
+#define LAY_ENGINE_BNB LAYOUT_ENGINE_BNB
+
+typedef struct lay_search_opts {
+    int engines;           /* LAY_ENGINE_*; both by default */
+    lay_bnb_params bnb;    /* the branch and bound's rules */
+} lay_search_opts;
+
+void lay_search_defaults(lay_search_opts *o);
+
+/* lay_search with the engines and rules of opts (NULL: the defaults) and
+ * nodes counted into *st (may be NULL; zeroed first).  Per node limit of
+ * the round robin, the skyline strategies run first, then the branch and
+ * bound's.  Returns a lay_status. */
+int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                  uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                  int *timed_out, const lay_search_opts *opts, lay_bnb_stats *st);
+
 #endif

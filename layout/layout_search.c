@@ -109,6 +109,8 @@ typedef struct srch {
     int out_of_work;
     double deadline;     /* the time backstop */
     int timed_out;
+    lay_bnb_stats *st;   /* nodes counted */
+    uint64_t *rnd_tmp;   /* per buffer: scratch for the R key */
 } srch;
 
 /* ------------------------------------------------------------------------ */
@@ -401,6 +403,7 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
             break;
         }
         *s->work -= cost;
+        s->st->nodes++;
         if ((s->nodes_left & 63) == 0 && lay_now() > s->deadline) {
             s->timed_out = 1;
             rc = SRCH_ABORT;
@@ -505,6 +508,7 @@ typedef struct srch_pre { /* (the struct tag is used in srch) */
     uint64_t total;  /* T: the largest section total along its lifetime */
     uint64_t width;  /* W: sections spanned */
     uint64_t size;   /* Z */
+    uint64_t rnd;    /* R: a hash of the buffer and the round (see lay_search_ex) */
     double area;     /* A: size x length in steps */
     size_t b;
 } srch_pre;
@@ -519,6 +523,8 @@ static int srch_pre_before(const srch_pre *x, const srch_pre *y, const char *key
             return x->width > y->width;
         if (*k == 'Z' && x->size != y->size)
             return x->size > y->size;
+        if (*k == 'R' && x->rnd != y->rnd)
+            return x->rnd > y->rnd;
         if (*k == 'A' && x->area != y->area)
             return x->area > y->area;
     }
@@ -615,6 +621,7 @@ static void srch_free(srch *s)
     free(s->rank);
     free(s->pre);
     free(s->pre_tmp);
+    free(s->rnd_tmp);
     free(s->next);
     free(s->undo);
 }
@@ -827,7 +834,8 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
     s->pre = malloc(s->n * sizeof *s->pre);
     s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
     s->next = malloc((s->nsec + 1) * sizeof *s->next);
-    if (!s->pre || !s->pre_tmp || !s->next)
+    s->rnd_tmp = malloc(s->n * sizeof *s->rnd_tmp);
+    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp)
         return -1;
     srch_reset(s);
     for (size_t b = 0; b < s->n; b++) {
@@ -836,7 +844,7 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
             if (s->total[k] > t)
                 t = s->total[k];
         s->pre[b] = (srch_pre){t, s->sb[b] - s->sa[b], s->size[b],
-                               (double)s->size[b] * (double)s->len[b], b};
+                               (double)s->size[b] * (double)s->len[b], 0, b};
     }
     return 0;
 }
@@ -849,11 +857,35 @@ int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
                       offsets, NULL);
 }
 
+void lay_search_defaults(lay_search_opts *o)
+{
+    o->engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
+    lay_bnb_defaults(&o->bnb);
+}
+
 int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
                int *timed_out_out)
 {
+    return lay_search_ex(bufs, n, align, capacity, work, deadline, max_buffers, offsets,
+                         timed_out_out, NULL, NULL);
+}
+
+int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                  uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                  int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st)
+{
     assert(work != NULL);
+    lay_search_opts defaults;
+    if (!opts) {
+        lay_search_defaults(&defaults);
+        opts = &defaults;
+    }
+    lay_bnb_stats local_st;
+    if (!st)
+        st = &local_st;
+    memset(st, 0, sizeof *st);
+    lay_bnb_ctx *bnb = NULL;
     if (timed_out_out)
         *timed_out_out = 0;
     srch dir[2]; /* the problem as given, and with time running backwards */
@@ -890,15 +922,20 @@ int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap
         }
         mirror[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
     }
-    for (; ndir < (mirror ? 2u : 1u); ndir++)
+    for (; ndir < (opts->engines & LAY_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++)
         if (srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity) != 0) {
             ndir++; /* free it too */
             goto done;
         }
+    if (opts->engines & LAY_ENGINE_BNB) {
+        bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);
+        if (!bnb)
+            goto done;
+    }
 
     /* Round robin over directions and preorders, doubling the node limit
      * each round. */
-    static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ"};
+    static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ", "TR", "WR"};
     const size_t norders = sizeof orders / sizeof orders[0];
     result = -1;
     for (long long limit = 4 * (long long)red.n; result == -1 && !timed_out && !out_of_work;
@@ -906,8 +943,19 @@ int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap
         for (size_t h = 0; h < norders * ndir && result == -1 && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
             srch_reset(s);
+            for (size_t b = 0; b < s->n; b++) { /* fresh ties for R each round */
+                uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
+                x ^= x >> 31;
+                x *= 0x94d049bb133111ebull;
+                x ^= x >> 29;
+                s->rnd_tmp[b] = x;
+            }
+            for (size_t i = 0; i < s->n; i++)
+                s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
             srch_preorder(s, s->pre, s->pre_tmp, s->next, orders[h / ndir]);
             s->deadline = deadline;
+            s->st = st;
+            st->restarts++;
             s->nodes_left = limit;
             s->work = work;
             s->out_of_work = 0;
@@ -928,10 +976,24 @@ int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap
                 timed_out = 1;
             }
         }
+        /* then the same limit for each strategy of the canonical branch
+         * and bound, which wins where this search wanders (instances
+         * whose sections keep some slack) */
+        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == -1 && !timed_out &&
+                           !out_of_work;
+             h++) {
+            int oow = 0, cut = 0;
+            lay_status rc = lay_bnb_run(bnb, h, limit, work, deadline, &oow, &cut, offsets);
+            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE || rc == LAY_NOMEM)
+                result = (int)rc;
+            out_of_work |= oow;
+            timed_out |= cut;
+        }
         if (limit > (1LL << 50))
             break;
     }
 done:
+    lay_bnb_free(bnb);
     if (timed_out_out)
         *timed_out_out = result == -1 && timed_out;
     for (size_t d = 0; d < ndir; d++)

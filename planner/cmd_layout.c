@@ -26,7 +26,24 @@ typedef struct cl_options {
     double time_limit;   /* seconds, for the roam method */
     uint64_t align;
     const char *method;
+    uint64_t work;       /* roam: work budget of the exact search, 0: time only */
+    int engines;         /* roam: LAYOUT_ENGINE_* (dev), 0: both */
+    layout_bnb_rules rules; /* roam: pruning rules (dev flags --no-RULE) */
 } cl_options;
+
+/* The dev flags --no-RULE: each turns one pruning rule of the branch and
+ * bound off, to measure what it is worth (the answer stays exact). */
+static int *cl_rule(layout_bnb_rules *r, const char *name)
+{
+    static const char *const names[] = {"canonical", "dominance", "section", "monotonic", "tight",
+                                        "floor", "fit", "twins", "decompose", "mirror"};
+    int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic, &r->tight,
+                     &r->floor, &r->fit, &r->twins, &r->decompose, &r->mirror};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(name, names[k]) == 0)
+            return fields[k];
+    return NULL;
+}
 
 static void cl_usage(FILE *f)
 {
@@ -43,7 +60,15 @@ static void cl_usage(FILE *f)
             "  --align: offsets are multiples of BYTES, a power of two from 1 to 2^30, sizes are\n"
             "            rounded up to it (default 1)\n"
             "  --method: roam (default: best heuristic, then exact search and ILP), a heuristic,\n"
-            "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n");
+            "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n"
+            "  roam: with --capacity, a layout within it or a proof that none exists (exit 3);\n"
+            "            without, the least height (the report gives the proven lower bound, the gap,\n"
+            "            and 'optimal' or 'stopped by time'); unproven, the search uses --time-limit\n"
+            "            to the end\n"
+            "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
+            "            answer is then the same on every run and machine)\n"
+            "  dev: --engine skyline|bnb|both, --no-RULE (canonical dominance section monotonic\n"
+            "            tight floor fit twins decompose mirror) to measure each pruning rule\n");
 }
 
 static int cl_parse_u64(const char *s, uint64_t *out)
@@ -79,7 +104,10 @@ static int cl_is_option(const char *arg, const char *name)
 /* Returns 0, or an exit status. */
 static int cl_parse(int argc, char **argv, cl_options *o)
 {
-    *o = (cl_options){NULL, NULL, 0, 0, 10.0, 1, "roam"};
+    *o = (cl_options){NULL, NULL, 0, 0, 10.0, 1, "roam", 0, 0, {0}};
+    layout_solve_opts defaults;
+    layout_solve_defaults(&defaults);
+    o->rules = defaults.rules;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -116,6 +144,26 @@ static int cl_parse(int argc, char **argv, cl_options *o)
                                 "not '%s'\nTry 'roamc layout --help'.\n", v ? v : "");
                 return CL_EXIT_USAGE;
             }
+        } else if (cl_is_option(a, "--work")) {
+            v = cl_value(argc, argv, &i, "--work");
+            if (cl_parse_u64(v, &o->work) != 0 || o->work == 0) {
+                fprintf(stderr, "roamc layout: --work needs a number of work units >= 1, got '%s'\n", v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+        } else if (cl_is_option(a, "--engine")) {
+            v = cl_value(argc, argv, &i, "--engine");
+            if (v && strcmp(v, "skyline") == 0) {
+                o->engines = LAYOUT_ENGINE_SKYLINE;
+            } else if (v && strcmp(v, "bnb") == 0) {
+                o->engines = LAYOUT_ENGINE_BNB;
+            } else if (v && strcmp(v, "both") == 0) {
+                o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+            } else {
+                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, both)\n", v ? v : "");
+                return CL_EXIT_USAGE;
+            }
+        } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {
+            *cl_rule(&o->rules, a + 5) = 0;
         } else if (cl_is_option(a, "--method")) {
             v = cl_value(argc, argv, &i, "--method");
             static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
@@ -243,6 +291,8 @@ int cmd_layout(int argc, char **argv)
     int proven = 0;
     int timed_out = 0; /* the time backstop cut the exact steps */
     int too_short = 0; /* the time was up before the heuristics: bestfit */
+    int have_solve = 0; /* roam: sr holds the exact search's result */
+    layout_solve_result sr = {0};
     layout_pytorch_stats pt;
     if (strcmp(o.method, "llfb") == 0) {
         height = layout_llfb(bufs, n, o.align, offsets);
@@ -257,19 +307,28 @@ int cmd_layout(int argc, char **argv)
         height = layout_bestfit(bufs, n, o.align, offsets);
         too_short = 1;
     } else {
-        /* roam: best heuristic as the warm start, then the exact steps */
+        /* roam: best heuristic as the warm start, then the exact search:
+         * decide --capacity, or minimise the height */
         h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
         height = h0;
         if (h0 != UINT64_MAX) {
-            uint64_t goal = o.has_capacity ? o.capacity : 0;
-            /* A work budget keeps the answer the same from run to run;
-             * --time-limit is the backstop. */
             double left = 0.9 * (t_start + o.time_limit - planner_now()); /* a tenth for checking and writing */
-            layout_effort e = {LAYOUT_DEFAULT_WORK, left > 1e-3 ? left : 1e-3, goal};
-            layout_result lr;
-            height = layout_exact(bufs, n, o.align, offsets, &e, offsets, &lr);
-            proven = lr.proven_optimal;
-            timed_out = lr.stopped_by_time;
+            layout_solve_opts so;
+            layout_solve_defaults(&so);
+            so.capacity = o.has_capacity ? (o.capacity ? o.capacity : 1) : 0;
+            so.work = o.work;
+            so.time_limit_s = left > 1e-3 ? left : 1e-3;
+            so.engines = o.engines;
+            so.rules = o.rules;
+            have_solve = 1;
+            layout_solve(bufs, n, o.align, offsets, &so, offsets, &sr);
+            if (sr.status == LAYOUT_SOLVE_NOMEM) {
+                height = UINT64_MAX;
+            } else {
+                height = sr.height;
+                proven = sr.status == LAYOUT_SOLVE_OPTIMAL;
+                timed_out = sr.stopped_by_time;
+            }
             detail = height < h0 ? "improved on" : "no better than";
         }
     }
@@ -301,6 +360,19 @@ int cmd_layout(int argc, char **argv)
     fprintf(rep, "height: %" PRIu64 " bytes\n", height);
     fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
     fprintf(rep, "fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
+    if (have_solve) {
+        static const char *const status[] = {"optimal", "feasible (within the capacity)",
+                                             "infeasible (proved: no layout within the capacity)",
+                                             "stopped", "out of memory"};
+        fprintf(rep, "status: %s%s\n", status[sr.status],
+                sr.status != LAYOUT_SOLVE_STOPPED ? ""
+                : sr.stopped_by_time || !o.work ? " by time (not proved)" : " by --work (not proved)");
+        if (!o.has_capacity || sr.status == LAYOUT_SOLVE_INFEASIBLE)
+            fprintf(rep, "proven lower bound: %" PRIu64 " bytes, gap %.4f%%\n", sr.lower_bound,
+                    sr.lower_bound && sr.lower_bound < height
+                        ? 100.0 * (double)(height - sr.lower_bound) / (double)sr.lower_bound : 0.0);
+        fprintf(rep, "search: %" PRIu64 " nodes, %u capacities probed\n", sr.nodes, sr.probes);
+    }
     if (strcmp(o.method, "pytorch") == 0)
         fprintf(rep, "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
                pt.reserved_peak, pt.allocated_peak, pt.segments);
@@ -312,6 +384,14 @@ int cmd_layout(int argc, char **argv)
         fprintf(rep, "time limit: %g s cut the exact steps before their work budget: another run may differ\n",
                 o.time_limit);
 
+    if (o.has_capacity && height > o.capacity && have_solve && sr.status == LAYOUT_SOLVE_INFEASIBLE) {
+        fprintf(stderr,
+                "roamc layout: proved that no layout fits within the capacity of %" PRIu64
+                " bytes (%" PRIu64 " search nodes); no output written\n",
+                o.capacity, sr.nodes);
+        rc = CL_EXIT_CAPACITY;
+        goto out;
+    }
     if (o.has_capacity && height > o.capacity) {
         fprintf(stderr,
                 "roamc layout: no layout within the capacity of %" PRIu64 " bytes found in %.1f s"

@@ -472,6 +472,106 @@ static void test_glpk_alone(void **state)
     free(o2);
 }
 
+/* The branch and bound with every pruning rule off in turn (and all off),
+ * and each engine alone, finds the brute-force optimum of small random
+ * instances and proves that one unit less does not fit: the rules only
+ * prune, never lose a layout. */
+static void test_bnb_rules_against_brute_force(void **state)
+{
+    (void)state;
+    layout_solve_opts d;
+    layout_solve_defaults(&d);
+    const size_t nrules = sizeof d.rules / sizeof(int);
+    rng r = {4711};
+    layout_buffer b[7];
+    uint64_t off[7];
+    for (int it = 0; it < 60; it++) {
+        size_t n = rng_in(&r, 2, 7);
+        for (size_t i = 0; i < n; i++) {
+            int32_t s = (int32_t)rng_in(&r, 0, 5);
+            b[i] = (layout_buffer){rng_in(&r, 1, 6), s, s + (int32_t)rng_in(&r, 0, 4)};
+        }
+        if (it % 3 == 0) /* twins */
+            b[n - 1] = b[0];
+        uint64_t opt = layout_live_peak(b, n);
+        while (!brute_fits(b, n, opt, off, 0))
+            opt++;
+        for (size_t k = 0; k <= nrules + 2; k++) {
+            lay_search_opts o;
+            lay_search_defaults(&o);
+            o.engines = LAY_ENGINE_BNB;
+            if (k < nrules)
+                ((int *)&o.bnb)[k] = 0; /* rule k off */
+            else if (k == nrules)
+                memset(&o.bnb, 0, sizeof o.bnb); /* all off */
+            else if (k == nrules + 1)
+                o.engines = LAY_ENGINE_SKYLINE;
+            else
+                o.engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
+            uint64_t w = UINT64_MAX;
+            lay_bnb_stats st;
+            assert_int_equal(lay_search_ex(b, n, 1, opt, &w, 1e300, 100, off, NULL, &o, &st), LAY_FOUND);
+            assert_true(check_layout(b, n, off, 1));
+            assert_true(layout_height(b, n, off) <= opt);
+            w = UINT64_MAX;
+            assert_int_equal(lay_search_ex(b, n, 1, opt - 1, &w, 1e300, 100, off, NULL, &o, &st),
+                             LAY_INFEASIBLE);
+        }
+    }
+    /* and gap7 (optimum 17 above the bound 16) with the canonical search alone */
+    uint64_t w = UINT64_MAX;
+    assert_int_equal(lay_bnb(gap7, 7, 1, 16, NULL, &w, 1e300, off, NULL, NULL), LAY_INFEASIBLE);
+    assert_int_equal(lay_bnb(gap7, 7, 1, 17, NULL, &w, 1e300, off, NULL, NULL), LAY_FOUND);
+    assert_true(check_layout(gap7, 7, off, 1));
+}
+
+/* layout_solve: a zero-slack guillotine instance solved at its bound and
+ * reported optimal; gap7 minimised to 17 with the bound proved (16 is
+ * infeasible); with capacity 16 it proves infeasibility; a work budget
+ * gives the same answer twice. */
+static void test_solve(void **state)
+{
+    (void)state;
+    rng r = {77};
+    enum { N = 120 };
+    layout_buffer *b = malloc(N * sizeof *b);
+    uint64_t *warm = malloc(N * sizeof *warm), *off = malloc(N * sizeof *off);
+    assert_non_null(b);
+    assert_non_null(warm);
+    assert_non_null(off);
+    make_perfect(&r, N, 4 * N, 1 << 20, b);
+    layout_best_heuristic(b, N, 1, warm, NULL);
+    layout_solve_opts o;
+    layout_solve_defaults(&o);
+    o.work = 100000000; /* deterministic */
+    o.time_limit_s = 15;
+    layout_solve_result res;
+    assert_int_equal(layout_solve(b, N, 1, warm, &o, off, &res), LAYOUT_SOLVE_OPTIMAL);
+    assert_true(check_layout(b, N, off, 1));
+    assert_int_equal(res.height, 1 << 20);
+    assert_int_equal(res.lower_bound, 1 << 20);
+    assert_true(res.nodes > 0);
+
+    uint64_t w7[7], o7[7];
+    layout_llfb(gap7, 7, 1, w7);
+    assert_int_equal(layout_solve(gap7, 7, 1, w7, &o, o7, &res), LAYOUT_SOLVE_OPTIMAL);
+    assert_int_equal(res.height, 17);
+    assert_int_equal(res.lower_bound, 17);
+    assert_true(check_layout(gap7, 7, o7, 1));
+    o.capacity = 16;
+    layout_llfb(gap7, 7, 1, w7);
+    assert_int_equal(layout_solve(gap7, 7, 1, w7, &o, o7, &res), LAYOUT_SOLVE_INFEASIBLE);
+    assert_int_equal(res.lower_bound, 17);
+    o.capacity = 17;
+    layout_llfb(gap7, 7, 1, w7);
+    layout_solve_status st = layout_solve(gap7, 7, 1, w7, &o, o7, &res);
+    assert_true(st == LAYOUT_SOLVE_OPTIMAL || st == LAYOUT_SOLVE_FEASIBLE);
+    assert_true(res.height <= 17);
+    free(b);
+    free(warm);
+    free(off);
+}
+
 static void test_perfect_instances(void **state)
 {
     (void)state;
@@ -837,6 +937,8 @@ int main(void)
         cmocka_unit_test(test_ilp_optimum_above_bound),
         cmocka_unit_test(test_glpk_alone),
         cmocka_unit_test(test_perfect_instances),
+        cmocka_unit_test(test_bnb_rules_against_brute_force),
+        cmocka_unit_test(test_solve),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_exact_work_budget),
         cmocka_unit_test(test_threads),
