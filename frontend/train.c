@@ -416,7 +416,17 @@ static int r_sqrt(tr_ctx *c) { return tr_chain(c, OUT(c, 0), (const char *const[
 static int r_erf(tr_ctx *c) {
     return tr_chain(c, IN(c, 0), (const char *const[]){"pow", "neg", "exp", "mul"}, 4, "mul");
 }
-static int r_pow(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"pow", "mul"}, 2, "mul"); }
+/* The base: pow_backward_self; a trained exponent (PowBackward1 keeps self,
+ * exponent and result): grad * (result * log(self)), reduced to its shape. */
+static int r_pow(tr_ctx *c) {
+    if (tr_chain(c, IN(c, 0), (const char *const[]){"pow", "mul"}, 2, "mul")) return -1;
+    if (!NEED(c, 1)) return 0;
+    int x = IN(c, 0), y = OUT(c, 0), gy = GY(c, 0);
+    int t0 = tr_op(c->T, "log", x, 0, INS(x, gy)); /* reads the gradient: see tr_chain */
+    int t1 = t0 < 0 ? -1 : tr_op(c->T, "mul", y, 0, INS(y, t0));
+    int g = t1 < 0 ? -1 : tr_op(c->T, "mul", y, 0, INS(gy, t1));
+    return tr_give(c->T, IN(c, 1), g, false);
+}
 static int r_abs(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"sgn"}, 1, "mul"); }
 static int r_sin(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"cos"}, 1, "mul"); }
 static int r_cos(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"sin", "neg"}, 2, "mul"); }
@@ -681,7 +691,7 @@ static const tr_rule_entry tr_rules[] = {
     {"LeakyRelu", r_leaky, 0}, {"Elu", r_elu, 0}, {"Selu", r_elu, 0}, {"Celu", r_elu, 0},
     {"HardSigmoid", r_hsig, 0}, {"HardSwish", r_hswish, 0}, {"Softplus", r_softplus, 0}, {"Mish", r_mish, 0},
     {"Softmax", r_softmax, 0}, {"LogSoftmax", r_logsoftmax, 0}, {"Exp", r_exp, 0}, {"Log", r_log, 0},
-    {"Neg", r_neg, 0}, {"Cast", r_cast, 1}, {"Sqrt", r_sqrt, 0}, {"Erf", r_erf, 0}, {"Pow", r_pow, 1},
+    {"Neg", r_neg, 0}, {"Cast", r_cast, 1}, {"Sqrt", r_sqrt, 0}, {"Erf", r_erf, 0}, {"Pow", r_pow, 0},
     {"Abs", r_abs, 0}, {"Sin", r_sin, 0}, {"Cos", r_cos, 0}, {"Reciprocal", r_reciprocal, 0}, {"Clip", r_clip, 1},
     {"Add", r_add, 0}, {"Sum", r_add, 0}, {"Sub", r_sub, 0}, {"Mul", r_mul, 0}, {"Div", r_div, 0},
     {"Where", r_where, 6}, {"MatMul", r_matmul, 0}, {"Gemm", r_gemm, 0}, {"Conv", r_conv, 0},
