@@ -1353,7 +1353,7 @@ static char *tr_join(tr *T, tr_arena *a, const int *v, size_t n) {
 }
 
 typedef struct tr_lists {
-    tr_list data, params, grads, states, buffers;
+    tr_list data, params, grads, states, buffers, frozen;
 } tr_lists;
 
 /* Packs the derived model into *bytes (malloc'd). */
@@ -1523,6 +1523,7 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         {"roamc.optimizer_state", tr_join(T, &A, L->states.v, L->states.n)},
         {"roamc.data_inputs", tr_join(T, &A, L->data.v, L->data.n)},
         {"roamc.buffers", tr_join(T, &A, L->buffers.v, L->buffers.n)},
+        {"roamc.frozen", tr_join(T, &A, L->frozen.v, L->frozen.n)},
         {"roamc.gradients", tr_join(T, &A, L->grads.v, L->grads.n)},
         {"roamc.optimizer", buf},
         {"roamc.loss_kind", tr_loss_name(T->loss_kind)},
@@ -1771,6 +1772,7 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
             e = tr_push(&T, &L.params, v) || tr_push(&T, &L.grads, g);
         } else if (fv->kind & FE_INITIALIZER) {
             if (tr_float(fv->elem_type)) e = tr_push(&T, &L.buffers, v);
+            if (!e && T.frozen[v]) e = tr_push(&T, &L.frozen, v);
         } else {
             e = tr_push(&T, &L.data, v);
         }
@@ -1804,6 +1806,7 @@ out:
     free(L.grads.v);
     free(L.states.v);
     free(L.buffers.v);
+    free(L.frozen.v);
     tr_free(&T);
     fe_free(&f);
     return rc;

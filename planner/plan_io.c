@@ -279,6 +279,64 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
 #undef PLAN_NAME
 }
 
+static int plan_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* {"count", "bytes"} of the graph inputs named in the comma-separated list. */
+static json_t *plan_named_inputs_json(const fe_model *m, const char *list) {
+    size_t n = 0, cap = 1;
+    for (const char *c = list; *c; c++) cap += *c == ',';
+    char *copy = strdup(list);
+    char **names = malloc(cap * sizeof *names);
+    uint64_t bytes = 0;
+    if (copy && names) {
+        for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) names[n++] = tok;
+        qsort(names, n, sizeof *names, plan_cmp_str);
+        for (size_t k = 0; k < m->n_inputs; k++) {
+            const fe_value *v = &m->values[m->inputs[k]];
+            const char *key = v->name;
+            if (n && bsearch(&key, names, n, sizeof *names, plan_cmp_str)) bytes += v->bytes;
+        }
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "count", json_integer((json_int_t)n));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+    free(names);
+    free(copy);
+    return o;
+}
+
+/* What roamc --train derived (the metadata of the derived step, also when the
+ * file --emit-train wrote is read back), or NULL for any other model. */
+static json_t *plan_train_json(const fe_model *m) {
+    const char *from = fe_meta(m, "roamc.derived_from");
+    if (!from) return NULL;
+    const char *none = "";
+#define META(k) (fe_meta(m, k) ? fe_meta(m, k) : none)
+    json_t *t = json_object();
+    json_object_set_new(t, "derived_from", json_string(from));
+    json_object_set_new(t, "loss", json_string(META("roamc.loss_kind")));
+    json_object_set_new(t, "loss_value", json_string(META("roamc.loss")));
+    int lv = *META("roamc.label") ? fe_find_value(m, META("roamc.label")) : -1;
+    if (lv >= 0) {
+        const fe_value *v = &m->values[lv];
+        char eb[32];
+        json_t *l = json_object(), *shape = json_array();
+        for (int d = 0; d < v->rank; d++) json_array_append_new(shape, json_integer((json_int_t)v->dims[d].value));
+        json_object_set_new(l, "name", json_string(v->name));
+        json_object_set_new(l, "dtype", json_string(fe_elem_name(v->elem_type, eb, sizeof eb)));
+        json_object_set_new(l, "shape", shape);
+        json_object_set_new(t, "label", l);
+    } else {
+        json_object_set_new(t, "label", json_null());
+    }
+    json_object_set_new(t, "parameters", plan_named_inputs_json(m, META("roamc.parameters")));
+    json_object_set_new(t, "frozen", plan_named_inputs_json(m, META("roamc.frozen")));
+    json_object_set_new(t, "optimizer", json_string(META("roamc.optimizer")));
+    json_object_set_new(t, "optimizer_state", plan_named_inputs_json(m, META("roamc.optimizer_state")));
+#undef META
+    return t;
+}
+
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, json_t *extra) {
     const graph *g = p->g;
     json_t *r = json_object();
@@ -287,6 +345,8 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
     json_object_set_new(r, "picture", files->svg ? json_string(files->svg) : json_null());
     json_object_set_new(r, "tree", files->tree ? json_string(files->tree) : json_null());
     json_object_set_new(r, "graph", json_string(planner_graph_kind(g->model)));
+    json_t *train = plan_train_json(g->model);
+    if (train) json_object_set_new(r, "train", train);
     json_object_set_new(r, "shapes", planner_shapes_summary_json(g->model));
     json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
     json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));

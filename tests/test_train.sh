@@ -118,6 +118,19 @@ bad unbound_dim 2 "N" "$OUT/mlp_dyn.onnx" --train $E
 bad label_shape 2 "gives the label input 'target' the shape \[7\], which cannot match the cross-entropy loss on 'logits' float32 \[4, 10\]: it needs \[4\]" "$OUT/cnn.onnx" --train --input-shape target=7 $E
 bad label_rank 2 "mse loss on 'logits' float32 \[4, 10\]: it needs \[4, 10\]" "$OUT/cnn.onnx" --train --loss mse --input-shape target=4 $E
 bad label_name 2 "names 'labels', which is neither a graph input nor the label input that --train adds ('target' \[4\])" "$OUT/cnn.onnx" --train --input-shape labels=4 $E
+# --report json carries the derivation, also for the derived file read back
+set -f  # the fnmatch pattern c1.* is roamc's, not the shell's
+for src in "$OUT/cnn.onnx --train --frozen c1.*" "$OUT/cnn_frozen.derived.onnx"; do
+    # shellcheck disable=SC2086
+    "$ROAMC" $src --report json -o "$OUT/json.plan.json" >"$OUT/json.report" 2>&1 &&
+        "$PY" -c 'import json, sys; t = json.load(open(sys.argv[1]))["train"]
+ok = (t["loss"] == "cross-entropy" and t["label"] == {"name": "target", "dtype": "int64", "shape": [4]}
+      and t["parameters"]["count"] == 5 and t["frozen"] == {"count": 2, "bytes": 896}
+      and t["optimizer"] == "adam" and t["optimizer_state"]["count"] == 15 and t["derived_from"].endswith("cnn.onnx"))
+sys.exit(0 if ok else print(t) or 1)' "$OUT/json.report" && echo "ok: --report json train object ($src)" ||
+        failed "--report json lacks the derivation: $src: $(head -c 600 "$OUT/json.report")"
+done
+set +f
 # the label bound to the shape the loss needs: the same schedule, buffers and peaks
 "$ROAMC" "$OUT/cnn.onnx" --train --input-shape target=4 -q -o "$OUT/label_ok.plan.json" &&
     "$PY" -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:])
@@ -131,5 +144,7 @@ cmp -s "$OUT/cnn.onnx" "$OUT/cnn.copy" || failed "emit_over_input: the input fil
 mkdir -p "$OUT/adir"
 bad emit_to_directory 2 "a directory\\|a folder" "$OUT/cnn.onnx" --train --emit-train "$OUT/adir"
 
+# passed without check_plan.py: SKIP (77), never a silent pass
+if [ $fail = 0 ] && [ ! -f "$CHECK" ]; then echo "SKIP: $CHECK not found: the check_plan.py steps did not run"; exit 77; fi
 [ $fail = 0 ] && echo "PASS" || echo "FAILED"
 exit $fail
