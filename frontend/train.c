@@ -72,6 +72,7 @@ typedef struct tr_fwd {
     int alias[3]; /* BatchNormalization: running stats updated in place; Transpose of a weight: a view */
     bool has_alias;
     int inplace;
+    bool identity; /* a Dropout that passes its input through (ratio 0 or not training) */
 } tr_fwd;
 
 typedef struct tr {
@@ -389,8 +390,13 @@ static int r_avgpool(tr_ctx *c) { return tr_unary(c, "avg_pool2d_backward", IN(c
 static int r_pad(tr_ctx *c) { return tr_unary(c, "constant_pad_nd", -1); }
 static int r_slice(tr_ctx *c) { return tr_unary(c, "slice_backward", -1); }
 static int r_tile(tr_ctx *c) { return tr_unary(c, "sum", -1); }
-/* Dropout keeps only its mask (native_dropout's second output). */
-static int r_dropout(tr_ctx *c) { return tr_unary(c, "native_dropout_backward", OUT(c, 1)); }
+/* Dropout keeps only its mask (native_dropout's second output); one that passes
+ * its input through is a view, its gradient passed on. */
+static int r_identity(tr_ctx *c);
+static int r_dropout(tr_ctx *c) {
+    if (c->T->fwd[c->ni].identity) return r_identity(c);
+    return tr_unary(c, "native_dropout_backward", OUT(c, 1));
+}
 static int r_maxpool(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     int x = IN(c, 0);
@@ -903,6 +909,62 @@ static int tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem
     return 0;
 }
 
+/* Element 0 of a constant value (an initializer, or a Constant node's value /
+ * value_float / value_int) as a double; false when it is not a constant. */
+static bool tr_const_scalar(const tr *T, int v, double *out) {
+    if (v < 0 || !T->mp || !T->mp->graph) return false;
+    const Onnx__GraphProto *g = T->mp->graph;
+    const Onnx__TensorProto *tp = NULL;
+    const char *name = T->f->values[v].name;
+    int p = T->f->values[v].producer;
+    if (p >= 0) {
+        const Onnx__NodeProto *np = g->node[p];
+        if (!np->op_type || strcmp(np->op_type, "Constant") || (np->domain && np->domain[0])) return false;
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            const Onnx__AttributeProto *at = np->attribute[a];
+            if (!at->name) continue;
+            if (!strcmp(at->name, "value") && at->t) tp = at->t;
+            if (!strcmp(at->name, "value_float")) return *out = at->f, true;
+            if (!strcmp(at->name, "value_int")) return *out = (double)at->i, true;
+        }
+    } else {
+        for (size_t k = 0; k < g->n_initializer && !tp; k++)
+            if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name)) tp = g->initializer[k];
+    }
+    if (!tp) return false;
+    if (tp->has_raw_data) {
+        const uint8_t *d = tp->raw_data.data;
+        size_t len = tp->raw_data.len;
+        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && len >= 4) {
+            float f;
+            memcpy(&f, d, 4);
+            return *out = f, true;
+        }
+        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8) return memcpy(out, d, 8), true;
+        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL || tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
+            len >= 1)
+            return *out = d[0], true;
+        return false;
+    }
+    if (tp->n_float_data) return *out = tp->float_data[0], true;
+    if (tp->n_double_data) return *out = tp->double_data[0], true;
+    if (tp->n_int32_data) return *out = tp->int32_data[0], true; /* bool, uint8, int32 */
+    if (tp->n_int64_data) return *out = (double)tp->int64_data[0], true;
+    return false;
+}
+
+/* A Dropout that returns its input: ratio 0 (torchvision's ViT, whose dropouts
+ * are all p = 0.0, exported in training mode) or training_mode absent or false.
+ * PyTorch's dropout with p = 0 returns the input itself: no copy, no mask. */
+static bool tr_dropout_identity(const tr *T, const fe_node *n) {
+    double r = 0.5, tm = 0;
+    if (n->n_explicit_inputs < 3 || n->inputs[2] < 0) return true; /* training_mode defaults to false */
+    if (!tr_const_scalar(T, n->inputs[2], &tm)) return false;       /* computed: assume training */
+    if (tm == 0) return true;
+    if (n->n_explicit_inputs >= 2 && n->inputs[1] >= 0 && !tr_const_scalar(T, n->inputs[1], &r)) return false;
+    return r == 0;
+}
+
 static int tr_adjust_forward(tr *T) {
     const fe_model *f = T->f;
     for (size_t i = 0; i < f->n_nodes; i++) {
@@ -924,6 +986,12 @@ static int tr_adjust_forward(tr *T) {
             T->fwd[i].has_alias = true; /* w.t() is a view in PyTorch */
             T->fwd[i].alias[0] = 0;
             T->fwd[i].inplace = 0;
+        } else if (!strcmp(op, "Dropout") && x >= 0 && y >= 0 && tr_dropout_identity(T, n)) {
+            T->fwd[i].has_alias = true; /* the input itself; a mask the file asks for stays its own */
+            T->fwd[i].alias[0] = 0;
+            T->fwd[i].alias[1] = -1;
+            T->fwd[i].inplace = 0;
+            T->fwd[i].identity = true;
         }
         if (!grad_path) continue;
         int rc = 0;
@@ -934,7 +1002,8 @@ static int tr_adjust_forward(tr *T) {
         memcpy(ydims, T->v[y].dims, (size_t)(yrank > 0 ? yrank : 0) * sizeof *ydims);
         if (x >= 0) memcpy(xdims, T->v[x].dims, (size_t)(xrank > 0 ? xrank : 0) * sizeof *xdims);
         if (!strcmp(op, "MaxPool")) rc = tr_fwd_output(T, (int)i, 1, "indices", 7 /* INT64 */, yrank, ydims);
-        else if (!strcmp(op, "Dropout")) rc = tr_fwd_output(T, (int)i, 1, "mask", 9 /* BOOL */, yrank, ydims);
+        else if (!strcmp(op, "Dropout") && !T->fwd[i].identity)
+            rc = tr_fwd_output(T, (int)i, 1, "mask", 9 /* BOOL */, yrank, ydims);
         else if (!strcmp(op, "SoftmaxCrossEntropyLoss"))
             rc = tr_fwd_output(T, (int)i, 1, "log_prob", xelem, xrank, xdims);
         else if (!strcmp(op, "LayerNormalization") && x >= 0) {

@@ -199,6 +199,33 @@ def insert_identity(model):
     g.node.insert(1, onnx.helper.make_node("Identity", [first.output[0]], [old], name="identity"))
 
 
+class DropoutP0(nn.Module):
+    """nn.Dropout(0.0) in training mode (all of torchvision's ViT dropouts): PyTorch returns
+    the input itself, so the derived step must too: a view, no mask, the gradient passed on."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 16)
+        self.drop = nn.Dropout(0.0)
+        self.out = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.out(self.drop(torch.relu(self.fc(x))))
+
+
+def dropout_is_view(derived):
+    """Every Dropout of the derived step is alias [0, ...] inplace 0 with no backward op."""
+    bad = []
+    for n in derived.graph.node:
+        if n.op_type == "Dropout":
+            al = {a.name: a for a in n.attribute}
+            if "alias" not in al or list(al["alias"].ints)[:1] != [0] or al["inplace"].i != 0:
+                bad.append("Dropout %s is not a view of its input" % n.name)
+        if n.op_type == "native_dropout_backward":
+            bad.append("a p=0 Dropout got native_dropout_backward")
+    return bad
+
+
 class Regression(nn.Module):
     """mse against a label shaped like the output; a frozen-free MLP with Gemm and Tanh."""
 
@@ -215,7 +242,8 @@ def _x(*s):
     return torch.randn(*s)
 
 
-CASES = {  # name: (module, example inputs, roamc --loss, torch loss of (output, inputs)[, edit])
+CASES = {  # name: (module, example inputs, roamc --loss, torch loss of (output, inputs)
+          #        [, edit of the forward file[, extra check of the derived file]])
     "unary_activations": (Unary1, lambda: (_x(4, 12),), None, "ce"),
     "unary_math": (Unary2, lambda: (_x(4, 12),), None, "ce"),
     "broadcast": (Broadcast, lambda: (_x(4, 12),), None, "ce"),
@@ -224,6 +252,7 @@ CASES = {  # name: (module, example inputs, roamc --loss, torch loss of (output,
     "own_loss_ce": (OwnLossCE, lambda: (_x(4, 12), torch.randint(0, 10, (4,))), "none", "own"),
     "own_loss_nll": (OwnLossNLL, lambda: (_x(4, 12), torch.randint(0, 10, (4,))), "none", "own", insert_identity),
     "regression_mse": (Regression, lambda: (_x(4, 12),), "mse", "mse"),
+    "dropout_p0": (DropoutP0, lambda: (_x(4, 12),), None, "ce", None, dropout_is_view),
 }
 
 
@@ -312,7 +341,7 @@ def main():
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             torch.onnx.export(mod, inputs, fwd, opset_version=17, training=torch.onnx.TrainingMode.TRAINING,
                               do_constant_folding=False, input_names=names, output_names=["out"])
-        if edit:
+        if edit and edit[0]:
             m = onnx.load(fwd)
             edit[0](m)
             onnx.save(m, fwd)
@@ -345,6 +374,8 @@ def main():
             except SystemExit as e:
                 if e.code:
                     problems.append("check_plan.py: %s" % buf.getvalue().strip().split("\n")[0])
+        if len(edit) > 1:
+            problems += edit[1](onnx.load(der))
         ops = gradient_path_ops(fwd, der)
         covered |= ops
         for p in problems:
