@@ -151,9 +151,6 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     }
     double cy0 = layout_h + 22, cys = (double)curve_h / (double)(scale_top ? scale_top : 1);
     fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0, SVG_W, curve_h);
-    fprintf(f, "<polyline class=\"curve\" points=\"");
-    for (int c = 0; c < SVG_W; c++)
-        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + curve_h - colmax[c] * cys, c + 1, cy0 + curve_h - colmax[c] * cys);
     /* the strip's own axis: 0, half and the top of the shared scale */
     for (int k = 0; k <= 2; k++) {
         double v = (double)scale_top * k / 2, y = cy0 + curve_h - v * cys;
@@ -161,6 +158,9 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
                    "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
                 y, y, y + 4, k ? svg_size(v, b1, sizeof b1) : "0");
     }
+    fprintf(f, "<polyline class=\"curve\" points=\"");
+    for (int c = 0; c < SVG_W; c++)
+        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + curve_h - colmax[c] * cys, c + 1, cy0 + curve_h - colmax[c] * cys);
     double tp_y = cy0 + curve_h - (double)p->theoretical * cys;
     fprintf(f, "\"/>\n<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"tpeak\"/>\n", tp_y, SVG_W, tp_y);
     fprintf(f, "<text x=\"0\" y=\"%.1f\" class=\"axis\">live bytes per step (theoretical peak %s, dashed); "

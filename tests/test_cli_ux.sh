@@ -244,6 +244,8 @@ grep -qE "layout +[0-9]+ B \([0-9.]+%\) above the live-size bound" i13.out || fa
 run i13 "$roamc" model.onnx --svg plain.svg
 grep -q "picture written plain.svg" i13.out || fail "13: a plain --svg run does not say the picture was written"
 grep -q "live bytes per step" plain.svg && grep -c 'class="tick"' plain.svg | grep -qv '^0$' || fail "13: picture axes"
+python3 -c 'import sys, xml.etree.ElementTree as E; [E.parse(f) for f in sys.argv[1:]]' plain.svg s.svg \
+  || fail "13: the picture is not well-formed XML"
 run i13 "$roamc" model.onnx --compare --svg cmp.svg --time-limit 2
 grep -qE "reserves [0-9.]+ GiB\)" cmp.svg && ! grep -q "reserves [0-9.]* MiB" cmp.svg || fail "13: --compare picture title mixes units"
 "$roamc" --help | grep -q "'off the peak'" || fail "13: jargon unexplained"
