@@ -72,7 +72,7 @@ typedef struct tr_fwd {
     int alias[3]; /* BatchNormalization: running stats updated in place; Transpose of a weight: a view */
     bool has_alias;
     int inplace;
-    bool identity; /* a Dropout that passes its input through (ratio 0 or not training) */
+    bool identity; /* a Dropout that passes its input through (ratio 0 or not training), a Cast to the same type */
 } tr_fwd;
 
 typedef struct tr {
@@ -385,7 +385,9 @@ static int r_logsoftmax(tr_ctx *c) { return tr_unary(c, "_log_softmax_backward_d
 static int r_exp(tr_ctx *c) { return tr_unary(c, "mul", OUT(c, 0)); }
 static int r_log(tr_ctx *c) { return tr_unary(c, "div", IN(c, 0)); }
 static int r_neg(tr_ctx *c) { return tr_unary(c, "neg", -1); }
-static int r_cast(tr_ctx *c) { return tr_unary(c, "_to_copy", -1); }
+static int r_identity(tr_ctx *c);
+/* A Cast to the value's own type is the value itself (a view, see tr_adjust_nodes). */
+static int r_cast(tr_ctx *c) { return c->T->fwd[c->ni].identity ? r_identity(c) : tr_unary(c, "_to_copy", -1); }
 static int r_avgpool(tr_ctx *c) { return tr_unary(c, "avg_pool2d_backward", IN(c, 0)); }
 static int r_pad(tr_ctx *c) { return tr_unary(c, "constant_pad_nd", -1); }
 static int r_slice(tr_ctx *c) { return tr_unary(c, "slice_backward", -1); }
@@ -965,7 +967,19 @@ static bool tr_dropout_identity(const tr *T, const fe_node *n) {
     return r == 0;
 }
 
+static int tr_adjust_nodes(tr *T, bool *bufview);
 static int tr_adjust_forward(tr *T) {
+    const fe_model *f = T->f;
+    /* values that are a non-trained initializer or a view of one */
+    bool *bufview = calloc(f->n_values + 1, 1);
+    if (!bufview) return tr_oom(T);
+    for (size_t v = 0; v < f->n_values; v++) bufview[v] = (f->values[v].kind & FE_INITIALIZER) && !T->req[v];
+    int rc = tr_adjust_nodes(T, bufview);
+    free(bufview);
+    return rc;
+}
+
+static int tr_adjust_nodes(tr *T, bool *bufview) {
     const fe_model *f = T->f;
     for (size_t i = 0; i < f->n_nodes; i++) {
         const fe_node *n = &f->nodes[i];
@@ -986,6 +1000,21 @@ static int tr_adjust_forward(tr *T) {
             T->fwd[i].has_alias = true; /* w.t() is a view in PyTorch */
             T->fwd[i].alias[0] = 0;
             T->fwd[i].inplace = 0;
+        } else if (!strcmp(op, "Slice") && x >= 0 && bufview[x] && y >= 0) {
+            /* slicing a buffer (GPT-2's causal mask bias[:, :, k-q:k, :k]) is a view in PyTorch;
+             * as a copy, Where's backward would keep 1 MiB of mask per layer alive */
+            T->fwd[i].has_alias = true;
+            T->fwd[i].alias[0] = 0;
+            T->fwd[i].inplace = 0;
+            bufview[y] = true;
+        } else if (!strcmp(op, "Cast") && x >= 0 && y >= 0 && f->values[x].elem_type == f->values[y].elem_type) {
+            /* x.to(its own dtype) returns x itself in PyTorch (torch.onnx writes a Cast to
+             * bool before GPT-2's torch.where) */
+            T->fwd[i].has_alias = true;
+            T->fwd[i].alias[0] = 0;
+            T->fwd[i].inplace = 0;
+            T->fwd[i].identity = true;
+            bufview[y] = bufview[x];
         } else if (!strcmp(op, "Dropout") && x >= 0 && y >= 0 && tr_dropout_identity(T, n)) {
             T->fwd[i].has_alias = true; /* the input itself; a mask the file asks for stays its own */
             T->fwd[i].alias[0] = 0;
@@ -993,6 +1022,10 @@ static int tr_adjust_forward(tr *T) {
             T->fwd[i].inplace = 0;
             T->fwd[i].identity = true;
         }
+        if (y >= 0 && x >= 0 && bufview[x] && !n->domain[0] &&
+            (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
+             !strcmp(op, "Identity")))
+            bufview[y] = true; /* standard views (graph/ makes them share storage) */
         if (!grad_path) continue;
         int rc = 0;
         /* copies: the table may move while outputs are added */

@@ -226,6 +226,35 @@ def dropout_is_view(derived):
     return bad
 
 
+class CausalMask(nn.Module):
+    """GPT-2's mask: a bool buffer sliced and cast to bool before torch.where.  In PyTorch
+    both are views (the slice of a buffer, .to() of the same dtype), so the derived step's
+    Slice and Cast must be views too, or Where's backward keeps a mask copy per layer."""
+
+    def __init__(self, n=8):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, n, n))
+        self.fc = nn.Linear(6, 6)
+        self.out = nn.Linear(6, 10)
+
+    def forward(self, x):  # x [B, 6, 6]
+        h = self.fc(x)
+        s = x.shape[1]
+        mask = self.bias[:, :s, :s].to(torch.bool)
+        h = torch.where(mask, h, torch.tensor(-1e4))
+        return self.out(h.softmax(-1).sum(1))
+
+
+def mask_is_view(derived):
+    bad = []
+    for n in derived.graph.node:
+        if n.op_type in ("Slice", "Cast") and any("bias" in x or "Slice" in x for x in n.input[:1]):
+            al = {a.name: a for a in n.attribute}
+            if "alias" not in al or list(al["alias"].ints)[:1] != [0]:
+                bad.append("%s %s of the mask buffer is not a view" % (n.op_type, n.name))
+    return bad
+
+
 class Regression(nn.Module):
     """mse against a label shaped like the output; a frozen-free MLP with Gemm and Tanh."""
 
@@ -253,6 +282,7 @@ CASES = {  # name: (module, example inputs, roamc --loss, torch loss of (output,
     "own_loss_nll": (OwnLossNLL, lambda: (_x(4, 12), torch.randint(0, 10, (4,))), "none", "own", insert_identity),
     "regression_mse": (Regression, lambda: (_x(4, 12),), "mse", "mse"),
     "dropout_p0": (DropoutP0, lambda: (_x(4, 12),), None, "ce", None, dropout_is_view),
+    "causal_mask": (CausalMask, lambda: (_x(2, 6, 6),), None, "ce", None, mask_is_view),
 }
 
 
