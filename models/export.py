@@ -464,7 +464,7 @@ class UserModule:
         else:
             die("%s; got %s" % (what, type(r).__name__))
         if not isinstance(model, nn.Module):
-            die("%s: the model is a %s, not a torch.nn.Module" % (self.spec, type(model).__name__))
+            die("%s: the model is of type %s, not a torch.nn.Module" % (self.spec, type(model).__name__))
         if loss_fn is not None and not callable(loss_fn):
             die("%s: loss_fn is a %s, not callable (or None when the model returns its loss)"
                 % (self.spec, type(loss_fn).__name__))
@@ -1111,8 +1111,8 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
         # an impossible geometry (an image too small for the pooling, a sequence longer
         # than the positions), a model/input mismatch, a loss that is not a scalar...
         where = _user_frame(e.__traceback__, name.path) if isinstance(name, UserModule) else ""
-        die("%s: the training step failed at batch %s: %s%s"
-            % (name, "(FUNC's own)" if batch is None else batch, _one_line(e), where))
+        die("%s: the training step failed%s: %s%s"
+            % (name, "" if batch is None else " at batch %d" % batch, _one_line(e), where))
     loss_name = rec.names[loss._cdata]
     no_grad = [n for n, p in zip(pnames, params) if p.grad is None]
     # the value each parameter's .grad holds after backward (what the optimizer reads)
