@@ -337,11 +337,13 @@ static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
     return lo;
 }
 
-/* The arena column: "16.00 GiB", "<=16.02 GiB" or "-" (see fit_row). */
+/* The arena column: "16.00 GiB", "<=16.02 GiB" or "-" (see fit_row);
+ * buf holds at least 32 bytes. */
 static const char *fit_arena_text(const fit_row *r, char *buf, size_t len) {
-    char h[32];
-    if (r->arena == FIT_ARENA_SKIPPED) snprintf(buf, len, "-");
-    else snprintf(buf, len, "%s%s", r->arena == FIT_ARENA_AT_MOST ? "<=" : "", fit_human(r->need[FIT_PLAN], h, sizeof h));
+    if (r->arena == FIT_ARENA_SKIPPED) return snprintf(buf, len, "-"), buf;
+    size_t k = r->arena == FIT_ARENA_AT_MOST ? 2 : 0;
+    memcpy(buf, "<=", k);
+    fit_human(r->need[FIT_PLAN], buf + k, len - k);
     return buf;
 }
 
