@@ -583,8 +583,14 @@ static int partition_tree(partition_work *w) {
     int *coarse_of_block = malloc(((size_t)nb + 1) * sizeof *coarse_of_block);
     int32_t *first = malloc((g->n_storages + 1) * sizeof *first), *last = malloc((g->n_storages + 1) * sizeof *last);
     int *members = malloc(g->n_ops * sizeof *members), *blist = malloc(((size_t)nb + 1) * sizeof *blist);
+    /* first final block of each coarse block: partition_blocks numbers the
+     * final blocks in coarse order, so the members of a coarse range are a
+     * range of final blocks, found without a pass over all of them for each
+     * independent subgraph (a graph with many has as many passes) */
+    int *cblock = malloc(((size_t)nc + 1) * sizeof *cblock);
     int rc = 0;
-    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members || !blist) rc = -1;
+    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members || !blist || !cblock)
+        rc = -1;
     if (rc == 0) {
         for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
         for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
@@ -601,6 +607,11 @@ static int partition_tree(partition_work *w) {
         }
         free(cp), free(bp);
         partition_spans(w, false, first, last);
+        for (int c = 0, b = 0; c <= nc; c++) {
+            while (b < nb && coarse_of_block[b] < c) b++;
+            cblock[c] = b;
+        }
+        for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
     }
     int fo = 2 * (w->pivot - 1) + 1, bo = 2 * w->pivot + 1; /* outer MI blocks; -1 and nc: none */
     if (fo < -1) fo = -1;
@@ -640,13 +651,12 @@ static int partition_tree(partition_work *w) {
         }
         /* members: coarse blocks (fo, prev_lo) and (prev_hi, bo) */
         size_t n = 0, nbl = 0;
-        for (int b = 0; b < nb; b++) {
-            int c = coarse_of_block[b];
-            if ((c > fo && c < prev_lo) || (c > prev_hi && c < bo)) {
+        int ranges[2][2] = {{cblock[fo + 1], cblock[prev_lo]}, {cblock[prev_hi + 1], cblock[bo]}};
+        for (int r = 0; r < 2; r++)
+            for (int b = ranges[r][0]; b < ranges[r][1]; b++) {
                 blist[nbl++] = b;
                 for (size_t j = bstart[b]; j < bstart[b + 1]; j++) members[n++] = bops[j];
             }
-        }
         if (n) {
             int bnd[2];
             size_t nbd = 0;
@@ -671,7 +681,7 @@ static int partition_tree(partition_work *w) {
         bo = bo + 2 > nc ? nc : bo + 2;
     }
     free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first), free(last);
-    free(members), free(blist);
+    free(members), free(blist), free(cblock);
     return rc;
 }
 
