@@ -1491,7 +1491,8 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         if (fw->has_alias) {
             Onnx__AttributeProto **at = tr_mem(&A, (c->n_attribute + 2) * sizeof *at);
             if (!at) goto out;
-            memcpy(at, og->node[i]->attribute, c->n_attribute * sizeof *at);
+            if (c->n_attribute) /* Slice, Cast, Dropout may have none: attribute is NULL */
+                memcpy(at, og->node[i]->attribute, c->n_attribute * sizeof *at);
             size_t no = c->n_output < 3 ? c->n_output : 3;
             if (tr_alias_attrs(&A, fw->alias, no, fw->inplace, at + c->n_attribute)) goto out;
             c->attribute = at;
