@@ -274,7 +274,23 @@ typedef struct lay_index {
     lay_spans *sub;
     size_t *stamp;    /* per node: last insertion that updated its sub */
     size_t inserts;
+    /* Path unions, a cache: pu[v] = the union of own[u] over v and all its
+     * ancestors u, for nodes LAY_PU_TAIL levels or more above the leaves.
+     * A query needs the union of own along a leaf's path (the buffers live
+     * at that step); read list by list, the own lists of a deep network's
+     * upper nodes each hold a scattered subset of the stacked activations,
+     * so every query walked all of them (linear per query, quadratic in
+     * all).  The path union is merged into few blocks where they stack.
+     * pu_at[v]: 1 + the insertion count when pu[v] was built (0: never);
+     * own_at[v]: the insertion count when own[v] last changed.  pu[v] is
+     * current when it was built after every change to own on its path. */
+    lay_spans *pu;
+    size_t *pu_at, *own_at;
 } lay_index;
+
+/* Levels above the leaves without a path union: their own lists hold short
+ * buffers, few, and every insertion there would invalidate the cache. */
+#define LAY_PU_TAIL 7
 
 static void lay_index_free(lay_index *ix)
 {
@@ -284,10 +300,15 @@ static void lay_index_free(lay_index *ix)
         if (ix->sub)
             free(ix->sub[v].v);
     }
+    for (size_t v = 0; ix->pu && v < 2 * ix->cap; v++)
+        free(ix->pu[v].v);
     free(ix->own);
     free(ix->sub);
     free(ix->stamp);
     free(ix->steps);
+    free(ix->pu);
+    free(ix->pu_at);
+    free(ix->own_at);
 }
 
 static int lay_i64_cmp(const void *pa, const void *pb)
@@ -316,7 +337,10 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     ix->own = calloc(2 * ix->cap, sizeof *ix->own);
     ix->sub = calloc(2 * ix->cap, sizeof *ix->sub);
     ix->stamp = calloc(2 * ix->cap, sizeof *ix->stamp);
-    if (!ix->own || !ix->sub || !ix->stamp) {
+    ix->pu = calloc(2 * ix->cap, sizeof *ix->pu);
+    ix->pu_at = calloc(2 * ix->cap, sizeof *ix->pu_at);
+    ix->own_at = calloc(2 * ix->cap, sizeof *ix->own_at);
+    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at) {
         lay_index_free(ix);
         return -1;
     }
@@ -352,6 +376,7 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
         for (size_t c = 0; c < nc; c++) {
             if (lay_blocks_add(&ix->own[canon[c]], lo, hi) != 0)
                 return -1;
+            ix->own_at[canon[c]] = ix->inserts;
             /* sub of the node and its ancestors, each once */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
@@ -376,23 +401,82 @@ static void lay_lists_push(lay_lists *l, const lay_spans *x)
         l->v[l->n++] = x;
 }
 
+/* out = the union of the sorted block lists a and b (a may be NULL),
+ * blocks that touch or overlap merged, as lay_blocks_add keeps them. */
+static int lay_spans_union(lay_spans *out, const lay_spans *a, const lay_spans *b)
+{
+    size_t na = a ? a->n : 0;
+    out->n = 0;
+    if (lay_spans_reserve(out, na + b->n) != 0)
+        return -1;
+    size_t i = 0, j = 0;
+    while (i < na || j < b->n) {
+        lay_span x = j == b->n || (i < na && a->v[i].lo < b->v[j].lo) ? a->v[i++] : b->v[j++];
+        if (out->n && x.lo <= out->v[out->n - 1].hi) {
+            if (x.hi > out->v[out->n - 1].hi)
+                out->v[out->n - 1].hi = x.hi;
+        } else
+            out->v[out->n++] = x;
+    }
+    return 0;
+}
+
+/* The path union of node a (see lay_index), rebuilt top-down from the
+ * first node on the path that is out of date.  NULL when memory runs out. */
+static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
+{
+    size_t path[64], d = 0;
+    for (size_t v = a; v >= 1; v /= 2)
+        path[d++] = v; /* leaf-most first */
+    size_t changed = 0; /* latest change to own on the path so far */
+    int stale = 0;
+    for (size_t k = d; k-- > 0;) {
+        size_t v = path[k];
+        if (ix->own_at[v] > changed)
+            changed = ix->own_at[v];
+        if (!stale && ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed)
+            continue; /* current; so far every node above is too */
+        stale = 1;
+        if (lay_spans_union(&ix->pu[v], k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
+            return NULL;
+        ix->pu_at[v] = ix->inserts + 1;
+    }
+    return &ix->pu[a];
+}
+
 /* Collects the lists holding the ranges of the placed buffers whose
  * lifetime meets [s, e]: own along the paths of s and e, sub on the
- * canonical nodes of [s, e].  Their union is the space taken. */
-static void lay_index_query(const lay_index *ix, int64_t s, int64_t e, lay_lists *out)
+ * canonical nodes of [s, e].  Their union is the space taken.  With merged,
+ * the path's upper levels come as one path union (the lowest LAY_PU_TAIL
+ * levels list by list): for a caller that walks every block; a caller that
+ * only binary-searches each list (lay_range_free) gains nothing from it and
+ * would rebuild unions that every insertion invalidates.  Returns 0, or -1
+ * when memory runs out. */
+static int lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, int merged)
 {
     size_t ls = lay_index_leaf(ix, s), le = lay_index_leaf(ix, e);
     out->n = 0;
-    for (size_t v = ls; v >= 1; v /= 2)
-        lay_lists_push(out, &ix->own[v]);
-    for (size_t v = le; v >= 1 && le != ls; v /= 2)
-        lay_lists_push(out, &ix->own[v]);
+    for (int side = 0; side < 2; side++) {
+        size_t leaf = side ? le : ls;
+        if (side && le == ls)
+            break;
+        size_t v = leaf;
+        for (int lev = 0; (lev < LAY_PU_TAIL || !merged) && v >= 1; lev++, v /= 2)
+            lay_lists_push(out, &ix->own[v]);
+        if (v >= 1) {
+            const lay_spans *pu = lay_index_pu(ix, v);
+            if (!pu)
+                return -1;
+            lay_lists_push(out, pu);
+        }
+    }
     for (size_t l = ls, r = le + 1; l < r; l /= 2, r /= 2) {
         if (l & 1)
             lay_lists_push(out, &ix->sub[l++]);
         if (r & 1)
             lay_lists_push(out, &ix->sub[--r]);
     }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -426,11 +510,42 @@ static void lay_heap_down(lay_cursor *h, size_t n, size_t i)
     }
 }
 
+/* The first block at or after p (within [p, end)) that ends above covered:
+ * blocks of one list are disjoint and sorted, so their ends increase, and
+ * an exponential then binary search finds it in O(log skipped). */
+static const lay_span *lay_skip_covered(const lay_span *p, const lay_span *end, uint64_t covered)
+{
+    if (p == end || p->hi > covered)
+        return p;
+    size_t step = 1; /* p->hi <= covered holds throughout */
+    while (step < (size_t)(end - p) && p[step].hi <= covered) {
+        p += step;
+        step *= 2;
+    }
+    const lay_span *hi = step < (size_t)(end - p) ? p + step : end; /* hi == end or hi->hi > covered */
+    while (hi - p > 1) {
+        const lay_span *mid = p + (hi - p) / 2;
+        if (mid->hi <= covered)
+            p = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 /* Returns the offset for a buffer of rounded size sz, given the lists of
  * used ranges (each sorted, possibly overlapping one another).  Walks the
  * union in address order with a heap over the lists; the gaps are the holes
  * in the union, plus the unbounded space above it.  First fit stops at the
- * first gap that holds sz.  heap has room for lists->n cursors. */
+ * first gap that holds sz.  heap has room for lists->n cursors.
+ *
+ * A list's blocks that end at or below the union walked so far (covered)
+ * cannot open a gap or extend it: once the heap's top block is taken, its
+ * list skips them in one search instead of passing each through the heap.
+ * (Without that, the walk was linear in the live buffers for every query,
+ * quadratic in all for a deep network: each index node's list holds a
+ * scattered subset of the stacked activations.)  The gaps, and so the
+ * answer, are the same. */
 static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_t sz, lay_fit fit)
 {
     size_t n = 0;
@@ -455,7 +570,8 @@ static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_
         }
         if (r->hi > covered)
             covered = r->hi;
-        if (++heap[0].at == heap[0].end)
+        heap[0].at = lay_skip_covered(heap[0].at + 1, heap[0].end, covered);
+        if (heap[0].at == heap[0].end)
             heap[0] = heap[--n];
         lay_heap_down(heap, n, 0);
     }
@@ -482,7 +598,10 @@ static uint64_t lay_place_in_order(const layout_buffer *bufs, size_t n, uint64_t
         if (bufs[i].size == 0)
             continue;
         uint64_t sz = lay_round_up(bufs[i].size, align);
-        lay_index_query(&ix, bufs[i].start, bufs[i].end, &lists);
+        if (lay_index_query(&ix, bufs[i].start, bufs[i].end, &lists, 1) != 0) {
+            rc = UINT64_MAX;
+            break;
+        }
         offsets[i] = lay_choose_gap(&lists, heap, sz, fit);
         assert(offsets[i] % align == 0);
         if (lay_index_place(&ix, bufs[i].start, bufs[i].end, offsets[i], offsets[i] + sz) != 0)
@@ -778,7 +897,8 @@ int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset)
     if (b->size == 0)
         return 1;
     uint64_t sz = lay_round_up(b->size, pl->align);
-    lay_index_query(&pl->ix, b->start, b->end, &pl->lists);
+    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 0) != 0)
+        return -1;
     if (!lay_range_free(&pl->lists, offset, offset + sz))
         return 0;
     return lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz) != 0 ? -1 : 1;
@@ -792,7 +912,8 @@ int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset)
     if (b->size == 0)
         return 0;
     uint64_t sz = lay_round_up(b->size, pl->align);
-    lay_index_query(&pl->ix, b->start, b->end, &pl->lists);
+    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1) != 0)
+        return -1;
     *offset = lay_choose_gap(&pl->lists, pl->heap, sz, best_fit ? LAY_BEST_FIT : LAY_FIRST_FIT);
     assert(*offset % pl->align == 0);
     return lay_index_place(&pl->ix, b->start, b->end, *offset, *offset + sz) != 0 ? -1 : 0;
