@@ -33,18 +33,21 @@ typedef struct fe_err {
     size_t len;
 } fe_err;
 
-static int fe_fail(const fe_err *e, const char *fmt, ...) {
-    if (e->buf && e->len) {
-        int k = snprintf(e->buf, e->len, "%s: ", e->path);
+int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt, va_list ap) {
+    if (buf && len) {
+        int k = snprintf(buf, len, "%s: %s%s", path, tag ? tag : "", tag ? ": " : "");
         if (k < 0) k = 0;
-        if ((size_t)k < e->len) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(e->buf + k, e->len - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
-        fe_make_printable(e->buf);
+        if ((size_t)k < len) vsnprintf(buf + k, len - (size_t)k, fmt, ap);
+        fe_make_printable(buf);
     }
+    return -1;
+}
+
+static int fe_fail(const fe_err *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fe_verrorf(e->buf, e->len, e->path, NULL, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

@@ -16,6 +16,7 @@
 #ifndef ROAMC_FRONTEND_H
 #define ROAMC_FRONTEND_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -160,6 +161,11 @@ void fe_free(fe_model *m);
  * through this before it reaches a terminal, so a name cannot move the
  * cursor, clear the screen or hide the rest of the message. */
 void fe_make_printable(char *s);
+
+/* The frontend's error message: "PATH: TAG: message" (no "TAG: " when tag
+ * is NULL) into buf (len bytes; buf may be NULL), made printable.  Returns
+ * -1, so that a failing function can return it. */
+int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt, va_list ap);
 
 /* SHA-256 (FIPS 180-4) of data[0..len) into out. */
 void fe_sha256(const void *data, size_t len, uint8_t out[32]);

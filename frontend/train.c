@@ -114,17 +114,10 @@ typedef struct tr {
 
 static int tr_fail(tr *T, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int tr_fail(tr *T, const char *fmt, ...) {
-    if (T->err && T->errlen) {
-        int k = snprintf(T->err, T->errlen, "%s: --train: ", T->path);
-        if (k < 0) k = 0;
-        if ((size_t)k < T->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(T->err + k, T->errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
-        fe_make_printable(T->err);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fe_verrorf(T->err, T->errlen, T->path, "--train", fmt, ap);
+    va_end(ap);
     return -1;
 }
 

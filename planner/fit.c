@@ -98,13 +98,6 @@ static const char *fit_grouped(uint64_t v, char *buf, size_t len) {
     return buf;
 }
 
-/* "1.22 GiB" */
-static const char *fit_human(uint64_t b, char *buf, size_t len) {
-    if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
-    else if (b >= (1ull << 20)) snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
-    else snprintf(buf, len, "%" PRIu64 " B", b);
-    return buf;
-}
 
 /* ------------------------------------------------------------ one verdict */
 
@@ -149,8 +142,8 @@ static void fit_verdict_text(FILE *f, const planner_budget *b, const char *who, 
     char h[32], g[40], hm[32];
     bool fits = fit_fits(b, need);
     uint64_t gap = fits ? b->budget - b->reserve - need : need - (b->budget - b->reserve);
-    fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who, fit_human(need, h, sizeof h),
-            fit_grouped(need, g, sizeof g), fits ? "FITS" : "DOES NOT FIT", fit_human(gap, hm, sizeof hm),
+    fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who, planner_bytes_human(need, h, sizeof h),
+            fit_grouped(need, g, sizeof g), fits ? "FITS" : "DOES NOT FIT", planner_bytes_human(gap, hm, sizeof hm),
             100.0 * (double)gap / (double)b->budget);
 }
 
@@ -343,7 +336,7 @@ static const char *fit_arena_text(const fit_row *r, char *buf, size_t len) {
     if (r->arena == FIT_ARENA_SKIPPED) return snprintf(buf, len, "-"), buf;
     size_t k = r->arena == FIT_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
-    fit_human(r->need[FIT_PLAN], buf + k, len - k);
+    planner_bytes_human(r->need[FIT_PLAN], buf + k, len - k);
     return buf;
 }
 
@@ -383,7 +376,7 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
     }
     fprintf(f, ": device memory against batch '%s'; budget %s (reserve %s): PyTorch fits %" PRId64
                ", roamc's plan %" PRId64 "</text>\n",
-            q->symbol, fit_human(q->budget->budget, h1, sizeof h1), fit_human(q->budget->reserve, h2, sizeof h2), best[0],
+            q->symbol, planner_bytes_human(q->budget->budget, h1, sizeof h1), planner_bytes_human(q->budget->reserve, h2, sizeof h2), best[0],
             best[1]);
     /* axes with ticks: bytes up (5 ticks), batch across (powers of two) */
     fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/>\n", Y0 + H, Y0 + H);
@@ -419,7 +412,7 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"><title>batch %" PRId64 ": %s</title></circle>\n",
                         fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]),
                         s->rows[i].batch == best[w] ? "5" : w == FIT_BOUND ? "1.5" : "2.5", colors[w], s->rows[i].batch,
-                        fit_human(s->rows[i].need[w], h1, sizeof h1));
+                        planner_bytes_human(s->rows[i].need[w], h1, sizeof h1));
         fprintf(f, "<rect x=\"%d\" y=\"36\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"42\">%s: "
                    "largest batch %" PRId64 "</text>\n",
                 80 + 340 * w, colors[w], 98 + 340 * w, names[w], best[w]);
@@ -581,10 +574,10 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
         for (size_t i = 0; i < s.n_rows; i++) {
             const fit_row *r = &s.rows[i];
             fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
-                    fit_human(r->theoretical[0], h1, sizeof h1), fit_human(r->need[0], h2, sizeof h2),
-                    r->fits[0] ? "yes" : "no", fit_human(r->theoretical[1], h3, sizeof h3),
+                    planner_bytes_human(r->theoretical[0], h1, sizeof h1), planner_bytes_human(r->need[0], h2, sizeof h2),
+                    r->fits[0] ? "yes" : "no", planner_bytes_human(r->theoretical[1], h3, sizeof h3),
                     fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
-                    fit_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no", r->seconds);
+                    planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no", r->seconds);
         }
         for (int w = 0; w < FIT_N; w++) {
             if (best[w] == 0) fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);

@@ -103,17 +103,21 @@ static layout_buffer *plan_buffers(const plan *p) {
     return b;
 }
 
-/* Adds a stage that the time limit cut to p->time_cut ("; "-separated). */
-static void plan_time_cut(plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void plan_time_cut(plan *p, const char *fmt, ...) {
-    size_t k = strlen(p->time_cut);
-    if (k && k + 2 < sizeof p->time_cut) k += (size_t)snprintf(p->time_cut + k, sizeof p->time_cut - k, "; ");
-    if (k >= sizeof p->time_cut) return;
+/* Appends a formatted note to buf (cap bytes), "; " after any note already
+ * there; what does not fit is cut. */
+static void plan_note_add(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void plan_note_add(char *buf, size_t cap, const char *fmt, ...) {
+    size_t k = strlen(buf);
+    if (k && k + 2 < cap) k += (size_t)snprintf(buf + k, cap - k, "; ");
+    if (k >= cap) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->time_cut + k, sizeof p->time_cut - k, fmt, ap);
+    vsnprintf(buf + k, cap - k, fmt, ap);
     va_end(ap);
 }
+/* A stage that the time limit cut, and why a solver of the ILPs stopped. */
+#define plan_time_cut(p, ...) plan_note_add((p)->time_cut, sizeof (p)->time_cut, __VA_ARGS__)
+#define plan_ilp_note(p, ...) plan_note_add((p)->ilp_note, sizeof (p)->ilp_note, __VA_ARGS__)
 
 /* The ordering's solvers that the time limit stopped. */
 static void plan_time_cuts_order(plan *p) {
@@ -123,18 +127,6 @@ static void plan_time_cuts_order(plan *p) {
         plan_time_cut(p, "ordering: %zu of %zu partition candidates tried", o->candidates_tried, o->candidates);
     if (p->opt.order == PLANNER_ORDER_ILP && o->time_stopped) plan_time_cut(p, "ordering: the order ILP stopped");
     else if (o->time_stopped) plan_time_cut(p, "ordering: %zu leaves kept their heuristic order", o->time_stopped);
-}
-
-/* Adds to p->ilp_note ("; "-separated). */
-static void plan_ilp_note(plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void plan_ilp_note(plan *p, const char *fmt, ...) {
-    size_t k = strlen(p->ilp_note);
-    if (k && k + 2 < sizeof p->ilp_note) k += (size_t)snprintf(p->ilp_note + k, sizeof p->ilp_note - k, "; ");
-    if (k >= sizeof p->ilp_note) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->ilp_note + k, sizeof p->ilp_note - k, fmt, ap);
-    va_end(ap);
 }
 
 /* Why the order ILP stopped, for the report. */

@@ -56,6 +56,9 @@ void planner_progress_clear(void);
  * message stating the range. */
 #define PLANNER_MAX_TIME_LIMIT 1e6
 int planner_time_limit_parse(const char *s, double *out, char *err, size_t errlen);
+/* Human-readable bytes into buf: "512 B", "987.25 MiB", "1.22 GiB" (B, KiB,
+ * MiB, GiB or TiB with 2 decimals).  Returns buf. */
+const char *planner_bytes_human(uint64_t b, char *buf, size_t len);
 /* Monotonic wall-clock seconds, for the report's timings. */
 double planner_now(void);
 
