@@ -5,7 +5,8 @@
 # reader through a view, two live buffers overlapping) are rejected by
 # roamc check, by check_plan.py and by the runner (with its guards, and
 # with --trust-plan by the values alone); alexnet_b1 with node 171 before
-# node 50 (the case) is rejected by both checkers; bad input exits 2.
+# node 50 (the case) is rejected by both checkers and by the
+# runner; bad input exits 2.
 #
 # usage: test_run_plan.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORKDIR
 # Exit 77 (skipped) without /usr/bin/python3 with torch and onnx.
@@ -86,6 +87,9 @@ if [ -f "$MODELS/alexnet_b1.onnx" ]; then
     has check_alexnet "node 171 (addcdiv_) overwrites 'net.classifier.1.weight' in place at step"
     has check_alexnet "before node 50 (mm) reads that storage through the view 't_49'"
     checked 1 py_alexnet "$A" "$W/alexnet_171.json"
+    expect 1 run_alexnet $PY "$SRC/models/run_plan.py" "$A" "$W/alexnet_171.json"
+    has run_alexnet "MISMATCH"
+    has run_alexnet "addcdiv__81 differs"
 else
     echo "SKIP: $MODELS/alexnet_b1.onnx not found"
 fi
