@@ -347,6 +347,47 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     return 0;
 }
 
+/* dst = a deep copy of src (lists with no spare capacity).  Returns 0, or
+ * -1 when memory runs out (dst is then freed). */
+static int lay_index_clone(lay_index *dst, const lay_index *src)
+{
+    memset(dst, 0, sizeof *dst);
+    size_t nodes = 2 * src->cap;
+    dst->nsteps = src->nsteps;
+    dst->cap = src->cap;
+    dst->inserts = src->inserts;
+    dst->steps = malloc((src->nsteps ? src->nsteps : 1) * sizeof *dst->steps);
+    dst->own = calloc(nodes, sizeof *dst->own);
+    dst->sub = calloc(nodes, sizeof *dst->sub);
+    dst->stamp = malloc(nodes * sizeof *dst->stamp);
+    dst->pu = calloc(nodes, sizeof *dst->pu);
+    dst->pu_at = malloc(nodes * sizeof *dst->pu_at);
+    dst->own_at = malloc(nodes * sizeof *dst->own_at);
+    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at || !dst->own_at) {
+        lay_index_free(dst);
+        return -1;
+    }
+    memcpy(dst->steps, src->steps, src->nsteps * sizeof *dst->steps);
+    memcpy(dst->stamp, src->stamp, nodes * sizeof *dst->stamp);
+    memcpy(dst->pu_at, src->pu_at, nodes * sizeof *dst->pu_at);
+    memcpy(dst->own_at, src->own_at, nodes * sizeof *dst->own_at);
+    for (size_t v = 0; v < nodes; v++) {
+        const lay_spans *from[3] = {&src->own[v], &src->sub[v], &src->pu[v]};
+        lay_spans *to[3] = {&dst->own[v], &dst->sub[v], &dst->pu[v]};
+        for (int k = 0; k < 3; k++) {
+            if (from[k]->n == 0)
+                continue;
+            if (lay_spans_reserve(to[k], from[k]->n) != 0) {
+                lay_index_free(dst);
+                return -1;
+            }
+            memcpy(to[k]->v, from[k]->v, from[k]->n * sizeof *to[k]->v);
+            to[k]->n = from[k]->n;
+        }
+    }
+    return 0;
+}
+
 /* Leaf node of step t, which is one of the steps of the index. */
 static size_t lay_index_leaf(const lay_index *ix, int64_t t)
 {
@@ -858,6 +899,27 @@ lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align)
         return NULL;
     }
     return pl;
+}
+
+lay_placer *lay_placer_clone(const lay_placer *pl)
+{
+    lay_placer *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->bufs = pl->bufs;
+    c->n = pl->n;
+    c->align = pl->align;
+    if (lay_index_clone(&c->ix, &pl->ix) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->lists = (lay_lists){malloc(pl->lists.cap * sizeof *c->lists.v), 0, pl->lists.cap};
+    c->heap = malloc(pl->lists.cap * sizeof *c->heap);
+    if (!c->lists.v || !c->heap) {
+        lay_placer_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 void lay_placer_free(lay_placer *pl)

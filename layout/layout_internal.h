@@ -117,6 +117,9 @@ double lay_now(void);
 typedef struct lay_placer lay_placer;
 lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align);
 void lay_placer_free(lay_placer *pl);
+/* A copy of pl in its current state, which then goes its own way (what two
+ * placements sharing a common start need): NULL when memory runs out. */
+lay_placer *lay_placer_clone(const lay_placer *pl);
 /* Places buffer i at offset (a multiple of align) if it fits there: 1, else
  * 0 (nothing placed); -1 when memory runs out. */
 int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset);

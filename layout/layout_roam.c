@@ -280,39 +280,62 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
     return top;
 }
 
-/* Steps 3-4 with one order of the re-placed buffers (smallest first when
- * small_first, else largest first): writes offsets, returns the height,
- * UINT64_MAX on out of memory. */
-static uint64_t roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep, size_t nk,
-                           const uint64_t *proposed, const lay_key *rest, size_t nr, int small_first,
-                           uint64_t *offsets, size_t *repaired)
+/* Fits the re-placed buffers (moved, in order) and the ungrouped ones
+ * (rest) into pl; returns the height, UINT64_MAX on out of memory. */
+static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t n, const lay_key *moved, size_t nm,
+                              const lay_key *rest, size_t nr, uint64_t *offsets)
 {
-    lay_placer *pl = lay_placer_new(bufs, n, align);
+    int rc = 0;
+    for (size_t k = 0; k < nm && rc == 0; k++)
+        rc = lay_placer_fit(pl, moved[k].idx, 0, &offsets[moved[k].idx]);
+    for (size_t k = 0; k < nr && rc == 0; k++)
+        rc = lay_placer_fit(pl, rest[k].idx, 1, &offsets[rest[k].idx]);
+    return rc == 0 ? layout_height(bufs, n, offsets) : UINT64_MAX;
+}
+
+/* Steps 3-4 with both orders of the re-placed buffers: smallest first
+ * into off_small (height h[0]) and largest first into off_large (h[1]).
+ * The kept buffers are the same in both, so they are placed once and the
+ * placer is copied for the second order (the keep pass is most of the
+ * work).  *repaired gets the number re-placed.  Returns 0, or -1 on out of
+ * memory. */
+static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep, size_t nk,
+                      const uint64_t *proposed, const lay_key *rest, size_t nr, uint64_t *off_small,
+                      uint64_t *off_large, uint64_t h[2], size_t *repaired)
+{
+    lay_placer *pl = lay_placer_new(bufs, n, align), *pl2 = NULL;
     lay_key *moved = malloc((nk ? nk : 1) * sizeof *moved);
     size_t nm = 0;
     int rc = pl && moved ? 0 : -1;
+    h[0] = h[1] = UINT64_MAX;
     for (size_t k = 0; k < nk && rc == 0; k++) {
         size_t i = keep[k].idx;
         int r = lay_placer_try(pl, i, proposed[i]);
         if (r < 0)
             rc = -1;
         else if (r == 1)
-            offsets[i] = proposed[i];
-        else {
-            uint64_t sz = bufs[i].size, len = roam_len(&bufs[i]);
-            moved[nm++] = small_first ? (lay_key){sz, len, 0, i} : (lay_key){~sz, ~len, 0, i};
-        }
+            off_small[i] = off_large[i] = proposed[i];
+        else
+            moved[nm++] = (lay_key){bufs[i].size, roam_len(&bufs[i]), 0, i};
     }
-    if (rc == 0)
+    if (rc == 0 && !(pl2 = lay_placer_clone(pl)))
+        rc = -1;
+    if (rc == 0) {
         qsort(moved, nm, sizeof *moved, lay_key_cmp);
-    for (size_t k = 0; k < nm && rc == 0; k++)
-        rc = lay_placer_fit(pl, moved[k].idx, 0, &offsets[moved[k].idx]);
-    for (size_t k = 0; k < nr && rc == 0; k++)
-        rc = lay_placer_fit(pl, rest[k].idx, 1, &offsets[rest[k].idx]);
+        h[0] = roam_fit_rest(pl, bufs, n, moved, nm, rest, nr, off_small);
+        lay_placer_free(pl);
+        pl = NULL;
+        for (size_t k = 0; k < nm; k++) /* largest first: complemented keys */
+            moved[k] = (lay_key){~moved[k].k1, ~moved[k].k2, 0, moved[k].idx};
+        qsort(moved, nm, sizeof *moved, lay_key_cmp);
+        h[1] = h[0] == UINT64_MAX ? UINT64_MAX : roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
+        rc = h[0] == UINT64_MAX || h[1] == UINT64_MAX ? -1 : 0;
+    }
     lay_placer_free(pl);
+    lay_placer_free(pl2);
     free(moved);
     *repaired = nm;
-    return rc == 0 ? layout_height(bufs, n, offsets) : UINT64_MAX;
+    return rc;
 }
 
 uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const layout_roam_input *in,
@@ -328,10 +351,11 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     size_t *pool = malloc(n1 * sizeof *pool);
     unsigned char *low = calloc(n1, 1);
     uint64_t *proposed = calloc(n1, sizeof *proposed), *alt = malloc(n1 * sizeof *alt);
+    uint64_t *alt2 = malloc(n1 * sizeof *alt2);
     uint64_t *rel = calloc(n1, sizeof *rel);
     lay_key *keep = malloc(n1 * sizeof *keep), *rest = malloc(n1 * sizeof *rest);
     uint64_t h = UINT64_MAX;
-    int rc = grs && count && pool && low && proposed && alt && rel && keep && rest ? 0 : -1;
+    int rc = grs && count && pool && low && proposed && alt && alt2 && rel && keep && rest ? 0 : -1;
     /* buffers by group (counting sort keeps index order within a group) */
     for (size_t i = 0; i < n && rc == 0; i++) {
         assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
@@ -379,16 +403,15 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
          * next to the group layouts; the lowest wins, ties to the first */
         for (int how = 0; how < ROAM_STACK_COUNT && rc == 0; how++) {
             uint64_t stacked = roam_stack(grs, ng, (roam_stacking)how, in->group, n, rel, proposed);
-            for (int small_first = 1; small_first >= 0 && rc == 0; small_first--) {
-                size_t rep = 0;
-                uint64_t hh = stacked == UINT64_MAX ? UINT64_MAX
-                                                    : roam_place(bufs, n, align, keep, nk, proposed, rest, nr,
-                                                                 small_first, alt, &rep);
-                if (hh == UINT64_MAX)
-                    rc = -1;
-                else if (hh < h) {
-                    h = hh;
-                    memcpy(offsets, alt, n * sizeof *offsets);
+            uint64_t hh[2];
+            size_t rep = 0;
+            if (stacked == UINT64_MAX ||
+                roam_place(bufs, n, align, keep, nk, proposed, rest, nr, alt, alt2, hh, &rep) != 0)
+                rc = -1;
+            for (int v = 0; v < 2 && rc == 0; v++) { /* smallest first, then largest first */
+                if (hh[v] < h) {
+                    h = hh[v];
+                    memcpy(offsets, v ? alt2 : alt, n * sizeof *offsets);
                     st->repaired = rep, st->stacked = stacked, st->stacking = how;
                 }
             }
@@ -407,6 +430,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     free(low);
     free(proposed);
     free(alt);
+    free(alt2);
     free(rel);
     free(keep);
     free(rest);
