@@ -258,10 +258,10 @@ static int lay_blocks_add(lay_spans *b, uint64_t lo, uint64_t hi)
             return -1;
         memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
         b->n++;
-    } else { /* replace blocks [i, j) by one */
+    } else if (j > i + 1) { /* replace blocks [i, j) by one */
         memmove(&b->v[i + 1], &b->v[j], (b->n - j) * sizeof *b->v);
         b->n -= j - i - 1;
-    }
+    } /* else block i grows in place */
     b->v[i] = (lay_span){lo, hi};
     return 0;
 }
@@ -274,6 +274,11 @@ typedef struct lay_index {
     lay_spans *sub;
     size_t *stamp;    /* per node: last insertion that updated its sub */
     size_t inserts;
+    /* read[v]: 1 when v is a canonical node of some non-empty buffer's
+     * lifetime, the only nodes whose sub a query reads (queries come from
+     * the buffers the index was made for).  The others' sub is not kept:
+     * 4 in 10 sub updates on a deep network. */
+    unsigned char *read;
     /* Path unions, a cache: pu[v] = the union of own[u] over v and all its
      * ancestors u, for nodes LAY_PU_TAIL levels or more above the leaves.
      * A query needs the union of own along a leaf's path (the buffers live
@@ -305,6 +310,7 @@ static void lay_index_free(lay_index *ix)
     free(ix->own);
     free(ix->sub);
     free(ix->stamp);
+    free(ix->read);
     free(ix->steps);
     free(ix->pu);
     free(ix->pu_at);
@@ -316,6 +322,8 @@ static int lay_i64_cmp(const void *pa, const void *pb)
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
     return (a > b) - (a < b);
 }
+
+static size_t lay_index_leaf(const lay_index *ix, int64_t t);
 
 static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
 {
@@ -340,9 +348,21 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     ix->pu = calloc(2 * ix->cap, sizeof *ix->pu);
     ix->pu_at = calloc(2 * ix->cap, sizeof *ix->pu_at);
     ix->own_at = calloc(2 * ix->cap, sizeof *ix->own_at);
-    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at) {
+    ix->read = calloc(2 * ix->cap, sizeof *ix->read);
+    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read) {
         lay_index_free(ix);
         return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size == 0)
+            continue; /* never queried */
+        size_t l = lay_index_leaf(ix, bufs[i].start), r = lay_index_leaf(ix, bufs[i].end) + 1;
+        for (; l < r; l /= 2, r /= 2) {
+            if (l & 1)
+                ix->read[l++] = 1;
+            if (r & 1)
+                ix->read[--r] = 1;
+        }
     }
     return 0;
 }
@@ -363,7 +383,9 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     dst->pu = calloc(nodes, sizeof *dst->pu);
     dst->pu_at = malloc(nodes * sizeof *dst->pu_at);
     dst->own_at = malloc(nodes * sizeof *dst->own_at);
-    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at || !dst->own_at) {
+    dst->read = malloc(nodes * sizeof *dst->read);
+    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at || !dst->own_at ||
+        !dst->read) {
         lay_index_free(dst);
         return -1;
     }
@@ -371,6 +393,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     memcpy(dst->stamp, src->stamp, nodes * sizeof *dst->stamp);
     memcpy(dst->pu_at, src->pu_at, nodes * sizeof *dst->pu_at);
     memcpy(dst->own_at, src->own_at, nodes * sizeof *dst->own_at);
+    memcpy(dst->read, src->read, nodes * sizeof *dst->read);
     for (size_t v = 0; v < nodes; v++) {
         const lay_spans *from[3] = {&src->own[v], &src->sub[v], &src->pu[v]};
         lay_spans *to[3] = {&dst->own[v], &dst->sub[v], &dst->pu[v]};
@@ -418,10 +441,10 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
             if (lay_blocks_add(&ix->own[canon[c]], lo, hi) != 0)
                 return -1;
             ix->own_at[canon[c]] = ix->inserts;
-            /* sub of the node and its ancestors, each once */
+            /* sub of the node and its ancestors, each once, where read */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
-                if (lay_blocks_add(&ix->sub[v], lo, hi) != 0)
+                if (ix->read[v] && lay_blocks_add(&ix->sub[v], lo, hi) != 0)
                     return -1;
             }
         }
