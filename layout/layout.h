@@ -88,45 +88,27 @@ typedef struct layout_pytorch_stats {
 uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uint64_t *offsets,
                         layout_pytorch_stats *stats);
 
-/* Exact layout with a GLPK integer program: an offset per buffer, one binary
- * per pair of conflicting buffers (above/below), objective = height.
- * warm_offsets (valid layout, may be NULL) seeds the incumbent.  Stops when
- * the incumbent reaches the live-size lower bound, or after time_limit_s
- * seconds.  Always writes a valid layout into offsets: the ILP's answer when
- * it is better than the warm start, the warm start (or LLFB) otherwise.
- * Returns the height; *proven_optimal (may be NULL) is set to 1 when the
- * height equals the lower bound or GLPK proved optimality. */
-uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                    const uint64_t *warm_offsets, double time_limit_s,
-                    uint64_t *offsets, int *proven_optimal);
-
 /* Largest number of conflicting pairs (after buffers that conflict with all
- * others are stacked at the bottom) for which layout_ilp builds the GLPK
+ * others are stacked at the bottom) for which layout_exact builds the GLPK
  * model: one binary and two rows per pair; GLPK's branch and bound stalls
- * beyond a few thousand.  Larger problems skip the model and use
- * layout_search only. */
+ * beyond a few thousand.  Larger problems skip the model and use the
+ * exact search only. */
 #define LAYOUT_ILP_MAX_PAIRS 3000
 
-/* layout_ilp with a goal: as layout_ilp, but it also stops as soon as the
- * height is <= goal (goal 0: only the lower bound stops it early).  How it
- * spends the time: the incumbent is the lower of the warm start and
- * layout_best_heuristic; then layout_search for a layout at the lower bound
- * (40% of the time); then the GLPK model when there are at most
- * LAYOUT_ILP_MAX_PAIRS conflicting pairs (half of the rest); then a
- * bisection on the height with layout_search.  Problems with more than
- * LAYOUT_SEARCH_MAX_BUFFERS buffers (after those conflicting with all are
- * stacked) keep the incumbent.  Proofs assume sizes are multiples of align. */
-/* (layout_ilp and layout_ilp_goal are layout_exact with the default work
- * budget and time_limit_s as the backstop.) */
-uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                         uint64_t *offsets, int *proven_optimal);
-
-/* Deterministic exact layout.  The time-limited entry points above depend on
- * machine speed and load when they run out of time; layout_exact and
- * layout_glpk_exact stop on a work budget instead, so the same input and
- * effort give the same layout on every machine and every run, unless the
- * time backstop fires first, which res->stopped_by_time reports.
+/* Exact layout, the one plans use: the incumbent is the lower of the warm
+ * start and layout_best_heuristic; then a search for a layout at the
+ * live-size bound (the exact engines of layout_search.c and layout_bnb.c);
+ * then the GLPK model (an offset per buffer, a binary per conflicting
+ * pair, objective = height) when there are at most LAYOUT_ILP_MAX_PAIRS
+ * conflicting pairs; then a local search over first-fit placement orders;
+ * then a bisection on the height with the exact search.  Problems with
+ * more than 4000 buffers (after those conflicting with all are stacked)
+ * keep the incumbent.  Proofs assume sizes are multiples of align.
+ * layout_exact and layout_glpk_exact stop on a work budget, so the same
+ * input and effort give the same layout on every machine and every run,
+ * unless the time backstop fires first, which res->stopped_by_time
+ * reports.  (The time-limited variants the tests use are in
+ * layout_internal.h.)
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
  * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
@@ -134,12 +116,14 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
  * of that many rows, which is how the time of its LP re-solves grows
  * (measured from 900 to 5000 rows).  Both are calibrated so that 10^7
  * units take about a second on one core of a 2020s x86 machine.
- * The budget is split in a fixed way between the steps of layout_ilp_goal:
+ * The budget is split in a fixed way between the steps:
  * 40% for the search at the bound, half of what is left for GLPK, half of
  * the rest for a local search over first-fit placement orders (a placement
  * costs 16 units a buffer), the rest for the bisection (each probe a third
  * of what is left); a step that finishes early leaves its unspent work to
- * the next ones. */
+ * the next ones.  The first 256 placements of the local search (at most a
+ * seventh of the budget) run before the search at the bound, and the
+ * exact steps are skipped when they reach it. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
 #define LAYOUT_GLPK_NODE_DIV 600
 
@@ -158,49 +142,28 @@ typedef struct layout_result {
     uint64_t work_spent;  /* work units used, <= the budget */
 } layout_result;
 
-/* layout_ilp_goal on a work budget: same steps, same guarantees (always a
- * valid layout in offsets, never worse than warm_offsets, which may be NULL),
- * and deterministic unless res->stopped_by_time.  effort NULL means the
+/* Always a valid layout in offsets, never worse than warm_offsets (which
+ * may be NULL); deterministic unless res->stopped_by_time.  effort->goal > 0
+ * also stops it as soon as the height is <= goal.  effort NULL means the
  * defaults with no backstop.  Returns res->height. */
 uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                       const uint64_t *warm_offsets, const layout_effort *effort,
                       uint64_t *offsets, layout_result *res);
 
-/* layout_glpk on a work budget (all of it for GLPK), deterministic unless
- * res->stopped_by_time; *too_large as for layout_glpk. */
+/* The GLPK layout model alone (the MODeL-like whole-graph baseline, what
+ * --layout ilp plans with), warm-started from LLFB, on a work budget (all
+ * of it for GLPK), deterministic unless res->stopped_by_time.  Writes the
+ * better of LLFB and GLPK's answer; *too_large = 1 (and LLFB is kept) when
+ * the model would have more than LAYOUT_ILP_MAX_PAIRS conflicting pairs.
+ * Returns the height, UINT64_MAX when memory runs out. */
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
                            int *too_large);
 
-/* GLPK keeps an environment per thread.  A thread that called layout_ilp and
+/* GLPK keeps an environment per thread.  A thread that called layout_exact and
  * is about to exit should call this to free it (or leak a few kB); it must
  * not hold any GLPK object of its own then. */
 void layout_ilp_thread_done(void);
-
-/* Exact search for a layout no higher than capacity: a depth-first branch
- * and bound that fills the address x time plane from the bottom, at the
- * most constrained free cell (layout_search.c explains the branching and
- * the pruning), restarted round robin over several buffer orders and over
- * the mirror image in time with doubling node limits.  Sizes are rounded up
- * to align.  Returns 1 and writes offsets when it finds a layout; 0 when it
- * proved that none exists; -1 when it gave up (time_limit_s ran out, or
- * more than max_buffers buffers are left after those that conflict with all
- * others are stacked at the bottom); -2 when memory runs out.  A node costs
- * O(n + sections spanned); the recursion is about 3 frames (a few hundred
- * bytes) per buffer deep, hence LAYOUT_SEARCH_MAX_BUFFERS for threads with
- * small stacks.  Deterministic except where the time limit cuts it. */
-#define LAYOUT_SEARCH_MAX_BUFFERS 4000
-int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  double time_limit_s, size_t max_buffers, uint64_t *offsets);
-
-/* The GLPK layout model alone (the MODeL-like whole-graph baseline),
- * warm-started from LLFB and bounded by time_limit_s seconds.  Writes the
- * better of LLFB and GLPK's answer; *proven_optimal as for layout_ilp;
- * *too_large = 1 (and LLFB is kept) when the model would have more than
- * LAYOUT_ILP_MAX_PAIRS conflicting pairs.  Returns the height, UINT64_MAX
- * when memory runs out. */
-uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
-                     uint64_t *offsets, int *proven_optimal, int *too_large);
 
 /* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
  * `buffer,start,end,size`, one buffer a line, half-open lifetime

@@ -4,6 +4,9 @@
  * one work budget:
  *   1. the warm start and the heuristics; the best is the incumbent;
  *      done if it meets the live-size lower bound (or the goal);
+ *   1b. the first ILP_QUICK_PLACEMENTS placements of step 4's local
+ *      search (done if they reach the bound: on most plans they do, in a
+ *      fraction of the time the exact steps take to get there);
  *   2. layout_search for a layout at the lower bound (a complete
  *      branch and bound, fast on tight instances);
  *   3. the GLPK model of the paper when it is small enough
@@ -353,6 +356,12 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 /* ------------------------------------------------------------------------ */
 /* Local search over placement orders                                        */
 
+/* Placements of the walk run before the exact steps (1b of layout_exact):
+ * enough for the plans whose incumbent the walk takes to the bound (193 on
+ * mnasnet1_0_b1, 1 on mobilenet_v2_b32, mnasnet1_0_b32 and
+ * efficientnet_b0_b32), a few hundred ms on 2000 buffers. */
+#define ILP_QUICK_PLACEMENTS 256
+
 /* Work units of one buffer placed by ilp_place (a placement of all buffers
  * then costs about what as many search nodes over a few sections do). */
 #define ILP_PLACE_WORK 16
@@ -368,9 +377,16 @@ static uint64_t ilp_rand(uint64_t *state)
 }
 
 /* Places the buffers in order, each in the lowest gap that holds it.
- * Returns the height, UINT64_MAX when memory runs out. */
+ * Returns the height, UINT64_MAX when memory runs out.
+ * Two shortcuts that give the same offsets as placing all from scratch
+ * (the walk then takes the same path, only faster): the first keep
+ * buffers of order go where known[] says (the offsets first fit gave them
+ * in an earlier placement of the same prefix: first fit of a prefix does
+ * not depend on what follows), and the placement stops as soon as a top
+ * passes give_up (the caller rejects such an order anyway); it then
+ * returns that top, and off[] is incomplete. */
 static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, const size_t *order,
-                          uint64_t *off)
+                          uint64_t *off, const uint64_t *known, size_t keep, uint64_t give_up)
 {
     lay_placer *pl = lay_placer_new(bufs, n, align);
     if (!pl)
@@ -378,13 +394,18 @@ static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, c
     uint64_t h = 0;
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
-        if (lay_placer_fit(pl, i, 0, &off[i]) != 0) {
+        int rc = 0;
+        if (k < keep && (rc = lay_placer_try(pl, i, known[i])) == 1)
+            off[i] = known[i];
+        else if (rc < 0 || lay_placer_fit(pl, i, 0, &off[i]) != 0) {
             h = UINT64_MAX;
             break;
         }
         uint64_t top = bufs[i].size ? off[i] + lay_round_up(bufs[i].size, align) : 0;
         if (top > h)
             h = top;
+        if (h > give_up)
+            break;
     }
     lay_placer_free(pl);
     return h;
@@ -409,32 +430,74 @@ static int ilp_at_cmp(const void *pa, const void *pb)
  * the incumbent's offset order gives the incumbent back (or lower), and
  * moving a buffer that touches the top earlier in that order often lowers
  * it.  A move is kept when the height does not grow (plateaus are walked).
- * Spends *work (ILP_PLACE_WORK a buffer placed); stops at stop_at. */
-static void ilp_reorder(ilp_best *best, const layout_buffer *bufs, size_t n, uint64_t align,
+ * The walk is resumable: layout_exact runs its first ILP_QUICK_PLACEMENTS
+ * placements before the exact steps (on most plans they reach the bound
+ * and the exact steps are skipped) and continues the same walk, from the
+ * same state, in step 4; so where the quick part does not reach the bound
+ * the walk is the one a single run from the same incumbent would be. */
+typedef struct ilp_walk {
+    size_t n;
+    size_t *order, *trial, *tops;
+    uint64_t *cur, *off;
+    uint64_t h;     /* height of cur, the placement of order */
+    uint64_t seed;  /* xorshift state */
+    int ready;      /* order, cur and h hold a walk in progress */
+} ilp_walk;
+
+static int ilp_walk_init(ilp_walk *wk, size_t n)
+{
+    size_t m = n ? n : 1;
+    *wk = (ilp_walk){.n = n,
+                     .order = malloc(m * sizeof(size_t)),
+                     .trial = malloc(m * sizeof(size_t)),
+                     .tops = malloc(m * sizeof(size_t)),
+                     .cur = malloc(m * sizeof(uint64_t)),
+                     .off = malloc(m * sizeof(uint64_t))};
+    return wk->order && wk->trial && wk->tops && wk->cur && wk->off ? 0 : -1;
+}
+
+static void ilp_walk_free(ilp_walk *wk)
+{
+    free(wk->order);
+    free(wk->trial);
+    free(wk->tops);
+    free(wk->cur);
+    free(wk->off);
+}
+
+/* Walks from the incumbent's order (or resumes the walk in progress) until
+ * the incumbent is at stop_at or *work is spent (ILP_PLACE_WORK a buffer
+ * placed). */
+static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs, uint64_t align,
                         uint64_t stop_at, ilp_budget *bud, uint64_t *work)
 {
+    const size_t n = wk->n;
     const uint64_t cost = (uint64_t)ILP_PLACE_WORK * (n ? n : 1);
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
-    size_t *trial = malloc((n ? n : 1) * sizeof *trial);
-    size_t *tops = malloc((n ? n : 1) * sizeof *tops);
-    uint64_t *cur = malloc((n ? n : 1) * sizeof *cur);
-    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
-    ilp_at *at = malloc((n ? n : 1) * sizeof *at);
-    if (!order || !trial || !tops || !cur || !off || !at || n < 2 || *work < cost)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        at[i] = (ilp_at){best->offsets[i], i};
-    qsort(at, n, sizeof *at, ilp_at_cmp);
-    for (size_t k = 0; k < n; k++)
-        order[k] = at[k].i;
-    *work -= cost;
-    uint64_t h = ilp_place(bufs, n, align, order, cur);
-    if (h == UINT64_MAX)
-        goto out;
-    ilp_offer(best, bufs, n, align, cur);
-    /* Any fixed seed keeps the walk deterministic; the walk's luck varies
-     * with it (of four seeds tried, two took vit_b_16_b1 under 0.1%). */
-    uint64_t seed = 3;
+    if (n < 2)
+        return;
+    if (!wk->ready) {
+        if (*work < cost)
+            return;
+        ilp_at *at = malloc(n * sizeof *at);
+        if (!at)
+            return;
+        for (size_t i = 0; i < n; i++)
+            at[i] = (ilp_at){best->offsets[i], i};
+        qsort(at, n, sizeof *at, ilp_at_cmp);
+        for (size_t k = 0; k < n; k++)
+            wk->order[k] = at[k].i;
+        free(at);
+        *work -= cost;
+        wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX - 1);
+        if (wk->h == UINT64_MAX)
+            return;
+        ilp_offer(best, bufs, n, align, wk->cur);
+        /* Any fixed seed keeps the walk deterministic; the walk's luck varies
+         * with it (of four seeds tried, two took vit_b_16_b1 under 0.1%). */
+        wk->seed = 3;
+        wk->ready = 1;
+    }
+    size_t *order = wk->order, *trial = wk->trial, *tops = wk->tops;
     while (best->height > stop_at && *work >= cost) {
         if (lay_now() > bud->deadline) {
             bud->timed_out = 1;
@@ -444,35 +507,30 @@ static void ilp_reorder(ilp_best *best, const layout_buffer *bufs, size_t n, uin
         size_t ntops = 0;
         for (size_t k = 0; k < n; k++) {
             size_t i = order[k];
-            if (k > 0 && bufs[i].size && cur[i] + lay_round_up(bufs[i].size, align) == h)
+            if (k > 0 && bufs[i].size && wk->cur[i] + lay_round_up(bufs[i].size, align) == wk->h)
                 tops[ntops++] = k;
         }
         *work -= cost;
         if (ntops == 0)
             break; /* only the first buffer reaches the top: nothing to move */
-        size_t j = tops[ilp_rand(&seed) % ntops];
-        size_t to = (size_t)(ilp_rand(&seed) % j);
+        size_t j = tops[ilp_rand(&wk->seed) % ntops];
+        size_t to = (size_t)(ilp_rand(&wk->seed) % j);
         memcpy(trial, order, n * sizeof *trial);
         memmove(trial + to + 1, trial + to, (j - to) * sizeof *trial);
         trial[to] = order[j];
-        uint64_t th = ilp_place(bufs, n, align, trial, off);
-        if (th == UINT64_MAX)
+        uint64_t th = ilp_place(bufs, n, align, trial, wk->off, wk->cur, to, wk->h);
+        if (th == UINT64_MAX) {
+            wk->ready = 0;
             break;
-        if (th <= h) {
-            h = th;
+        }
+        if (th <= wk->h) {
+            wk->h = th;
             memcpy(order, trial, n * sizeof *order);
-            memcpy(cur, off, n * sizeof *cur);
+            memcpy(wk->cur, wk->off, n * sizeof *wk->cur);
             if (th < best->height)
-                ilp_offer(best, bufs, n, align, cur);
+                ilp_offer(best, bufs, n, align, wk->cur);
         }
     }
-out:
-    free(order);
-    free(trial);
-    free(tops);
-    free(cur);
-    free(off);
-    free(at);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -502,6 +560,8 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
     uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
     lay_reduced red = {0};
+    ilp_walk walk = {0};
+    uint64_t quick_spent = 0, quick_height = UINT64_MAX;
     if (!best.offsets || !cand) {
         free(best.offsets);
         free(cand);
@@ -526,6 +586,30 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     /* Problems too big for the search keep the incumbent (the heuristics
      * are all that scale to them). */
     if (red.n > LAYOUT_SEARCH_MAX_BUFFERS)
+        goto done;
+
+    /* 1b. The first ILP_QUICK_PLACEMENTS placements of step 4's walk: on
+     * most plans the incumbent is a few buffers off the bound, which the
+     * walk closes in a few placements where the search at the bound takes
+     * seconds to fail or to succeed.  Its work counts as part of step 4's
+     * share, so that the steps in between get the same budgets as without
+     * it, and step 4 resumes the same walk (ilp_walk): where it does not
+     * reach the bound, the layout is the one the steps give without it. */
+    if (ilp_walk_init(&walk, n) != 0)
+        goto done;
+    {
+        /* At most a seventh of the work: step 4's share is at least
+         * (1 - 2/5) / 2 / 2 = 3/20 of it, whatever steps 2-3 spend, so the
+         * quick placements always fit in it. */
+        uint64_t q = (uint64_t)ILP_QUICK_PLACEMENTS * ILP_PLACE_WORK * n;
+        if (q > bud.work / 7)
+            q = bud.work / 7;
+        uint64_t w = q;
+        ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
+        quick_spent = q - w;
+        quick_height = best.height;
+    }
+    if (best.height <= lb || best.height <= goal)
         goto done;
 
     /* 2. A layout at the lower bound (or at the goal, if higher)?  The
@@ -570,7 +654,13 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
      * alone seldom gets anywhere when the bound is out of reach. */
     {
         uint64_t w = ilp_take(&bud, ILP_REORDER_SHARE_NUM, ILP_REORDER_SHARE_DEN);
-        ilp_reorder(&best, bufs, n, align, lb > goal ? lb : goal, &bud, &w);
+        /* the quick placements were the start of this walk's share */
+        uint64_t q = quick_spent < w ? quick_spent : w;
+        w -= q;
+        quick_spent -= q;
+        if (best.height < quick_height)
+            walk.ready = 0; /* GLPK moved the incumbent: walk from it */
+        ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
         ilp_refund(&bud, w);
     }
     if (best.height <= lb || best.height <= goal)
@@ -614,8 +704,11 @@ done:
         proven = 1;
     memcpy(offsets, best.offsets, n * sizeof *offsets);
 out:
+    /* quick placements not charged to step 4 (the steps before it closed
+     * the gap) still count as work spent */
     if (res)
-        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
+        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work + quick_spent};
+    ilp_walk_free(&walk);
     lay_reduced_free(&red);
     free(cand);
     uint64_t h = best.height;
