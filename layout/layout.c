@@ -218,16 +218,91 @@ typedef struct lay_spans {
     size_t n, cap;
 } lay_spans;
 
-static int lay_spans_reserve(lay_spans *s, size_t more)
+/* Storage of an index's lists.  A deep network's index has 100,000s of
+ * short lists; with a malloc each, allocating and freeing them was a tenth
+ * of the layout stage.  Arrays come from big chunks instead, in sizes
+ * 4 * 2^k; an array given up when its list grows goes to a free list of
+ * its size for the next list that needs one; everything is freed at once. */
+typedef struct lay_chunk {
+    struct lay_chunk *next;
+    size_t used, cap; /* in spans */
+    lay_span v[];
+} lay_chunk;
+
+#define LAY_SIZE_CLASSES 48
+
+typedef struct lay_arena {
+    lay_chunk *chunks;
+    lay_span *spare[LAY_SIZE_CLASSES]; /* free arrays by class; the first
+                                          span of each holds the next */
+} lay_arena;
+
+static size_t lay_size_class(size_t cap)
+{
+    size_t k = 0;
+    while ((size_t)4 << k < cap)
+        k++;
+    return k;
+}
+
+/* An array of cap spans (cap = 4 * 2^k), NULL when memory runs out. */
+static lay_span *lay_arena_take(lay_arena *a, size_t cap)
+{
+    size_t k = lay_size_class(cap);
+    assert(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
+    lay_span *v = a->spare[k];
+    if (v) {
+        memcpy(&a->spare[k], v, sizeof v);
+        return v;
+    }
+    lay_chunk *c = a->chunks;
+    if (!c || c->cap - c->used < cap) {
+        size_t ccap = c && c->cap < ((size_t)1 << 20) ? 2 * c->cap : c ? c->cap : 256;
+        if (ccap < cap)
+            ccap = cap;
+        c = malloc(sizeof *c + ccap * sizeof(lay_span));
+        if (!c)
+            return NULL;
+        c->next = a->chunks;
+        c->used = 0;
+        c->cap = ccap;
+        a->chunks = c;
+    }
+    v = c->v + c->used;
+    c->used += cap;
+    return v;
+}
+
+static void lay_arena_give(lay_arena *a, lay_span *v, size_t cap)
+{
+    size_t k = lay_size_class(cap);
+    memcpy(v, &a->spare[k], sizeof v);
+    a->spare[k] = v;
+}
+
+static void lay_arena_free(lay_arena *a)
+{
+    while (a->chunks) {
+        lay_chunk *c = a->chunks;
+        a->chunks = c->next;
+        free(c);
+    }
+}
+
+static int lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more)
 {
     if (s->n + more <= s->cap)
         return 0;
     size_t cap = s->cap ? s->cap : 4;
     while (cap < s->n + more)
         cap *= 2;
-    lay_span *v = realloc(s->v, cap * sizeof *v);
+    lay_span *v = lay_arena_take(a, cap);
     if (!v)
         return -1;
+    if (s->n)
+        memcpy(v, s->v, s->n * sizeof *v);
+    if (s->cap)
+        lay_arena_give(a, s->v, s->cap);
     s->v = v;
     s->cap = cap;
     return 0;
@@ -235,7 +310,7 @@ static int lay_spans_reserve(lay_spans *s, size_t more)
 
 /* Adds [lo, hi) to a sorted array of disjoint blocks (a union: the blocks it
  * touches or overlaps are merged with it). */
-static int lay_blocks_add(lay_spans *b, uint64_t lo, uint64_t hi)
+static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi)
 {
     size_t i = 0, r = b->n; /* first block that ends at or after lo */
     while (i < r) {
@@ -254,7 +329,7 @@ static int lay_blocks_add(lay_spans *b, uint64_t lo, uint64_t hi)
         j++;
     }
     if (j == i) { /* nothing to merge: insert */
-        if (lay_spans_reserve(b, 1) != 0)
+        if (lay_spans_reserve(a, b, 1) != 0)
             return -1;
         memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
         b->n++;
@@ -279,6 +354,7 @@ typedef struct lay_index {
      * the buffers the index was made for).  The others' sub is not kept:
      * 4 in 10 sub updates on a deep network. */
     unsigned char *read;
+    lay_arena arena; /* the arrays of own, sub and pu */
     /* Path unions, a cache: pu[v] = the union of own[u] over v and all its
      * ancestors u, for nodes LAY_PU_TAIL levels or more above the leaves.
      * A query needs the union of own along a leaf's path (the buffers live
@@ -299,14 +375,7 @@ typedef struct lay_index {
 
 static void lay_index_free(lay_index *ix)
 {
-    for (size_t v = 0; v < 2 * ix->cap; v++) {
-        if (ix->own)
-            free(ix->own[v].v);
-        if (ix->sub)
-            free(ix->sub[v].v);
-    }
-    for (size_t v = 0; ix->pu && v < 2 * ix->cap; v++)
-        free(ix->pu[v].v);
+    lay_arena_free(&ix->arena);
     free(ix->own);
     free(ix->sub);
     free(ix->stamp);
@@ -400,7 +469,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
         for (int k = 0; k < 3; k++) {
             if (from[k]->n == 0)
                 continue;
-            if (lay_spans_reserve(to[k], from[k]->n) != 0) {
+            if (lay_spans_reserve(&dst->arena, to[k], from[k]->n) != 0) {
                 lay_index_free(dst);
                 return -1;
             }
@@ -438,13 +507,13 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
         if (r & 1)
             canon[nc++] = --r;
         for (size_t c = 0; c < nc; c++) {
-            if (lay_blocks_add(&ix->own[canon[c]], lo, hi) != 0)
+            if (lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi) != 0)
                 return -1;
             ix->own_at[canon[c]] = ix->inserts;
             /* sub of the node and its ancestors, each once, where read */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
-                if (ix->read[v] && lay_blocks_add(&ix->sub[v], lo, hi) != 0)
+                if (ix->read[v] && lay_blocks_add(&ix->arena, &ix->sub[v], lo, hi) != 0)
                     return -1;
             }
         }
@@ -467,11 +536,11 @@ static void lay_lists_push(lay_lists *l, const lay_spans *x)
 
 /* out = the union of the sorted block lists a and b (a may be NULL),
  * blocks that touch or overlap merged, as lay_blocks_add keeps them. */
-static int lay_spans_union(lay_spans *out, const lay_spans *a, const lay_spans *b)
+static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a, const lay_spans *b)
 {
     size_t na = a ? a->n : 0;
     out->n = 0;
-    if (lay_spans_reserve(out, na + b->n) != 0)
+    if (lay_spans_reserve(arena, out, na + b->n) != 0)
         return -1;
     size_t i = 0, j = 0;
     while (i < na || j < b->n) {
@@ -501,7 +570,7 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
         if (!stale && ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed)
             continue; /* current; so far every node above is too */
         stale = 1;
-        if (lay_spans_union(&ix->pu[v], k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
+        if (lay_spans_union(&ix->arena, &ix->pu[v], k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
             return NULL;
         ix->pu_at[v] = ix->inserts + 1;
     }
