@@ -101,7 +101,8 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * then the GLPK model (an offset per buffer, a binary per conflicting
  * pair, objective = height) when there are at most LAYOUT_ILP_MAX_PAIRS
  * conflicting pairs; then a local search over first-fit placement orders;
- * then a bisection on the height with the exact search.  Problems with
+ * then (up to 500 buffers) a bisection on the height with the exact
+ * search.  Problems with
  * more than 4000 buffers (after those conflicting with all are stacked)
  * keep the incumbent.  Proofs assume sizes are multiples of align.
  * layout_exact and layout_glpk_exact stop on a work budget, so the same

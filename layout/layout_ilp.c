@@ -16,7 +16,8 @@
  *   4. a local search over the order in which first fit places the
  *      buffers, from the incumbent's (half of the work left);
  *   5. with the work left, a bisection on the height between what is proved
- *      impossible and the incumbent, each probe a layout_search.
+ *      impossible and the incumbent, each probe a layout_search (only on
+ *      problems of at most ILP_BISECT_MAX_BUFFERS buffers).
  *
  * Why work and not time: a plan must be the same on every run and machine.
  * Every step counts what it does (search nodes, GLPK branch-and-bound
@@ -57,6 +58,14 @@
 #define ILP_PROBE_SHARE_DEN 3
 /* Probes below this much work are not worth starting. */
 #define ILP_MIN_PROBE_WORK 1000
+/* Step 5 runs only on problems of at most this many buffers after the
+ * reduction.  Its probes search at a capacity with slack above the bound,
+ * where the exact engines seldom reach a leaf on large problems: on the
+ * committed models planned in roam, program and lescea order, step 5 ran
+ * on three plans (vit_b_16_b1 default, efficientnet_b0_b1 and _b32 in
+ * program order; 942 and 1291 buffers), none of its 28 probes found a
+ * layout, and it took a third of their layout time. */
+#define ILP_BISECT_MAX_BUFFERS 500
 
 /* How a step is bounded: the work it may spend and the time backstop. */
 typedef struct ilp_budget {
@@ -669,7 +678,10 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     /* 5. Bisection on the height with the search, in steps of align, while
      * the work lasts (the deadline is the backstop). */
     uint64_t lo = known_bad > target ? known_bad : target;
-    while (lo < best.height && bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
+    if (red.n > ILP_BISECT_MAX_BUFFERS)
+        all_proofs = 0; /* not run: nothing proved above lo */
+    while (lo < best.height && red.n <= ILP_BISECT_MAX_BUFFERS &&
+           bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
         if (lay_now() > bud.deadline) {
             bud.timed_out = 1;
             break;
