@@ -3,7 +3,7 @@
 with the same step run eagerly in program order.
 
 usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
-                          [--seed N] [--trust-plan] [--quiet]
+                          [--steps N] [--seed N] [--trust-plan] [--quiet]
 
 MODEL.onnx is a training step written by models/export.py (every node an ATen
 operator of the domain org.pytorch.aten, its overload and its non-tensor
@@ -39,13 +39,23 @@ buffers fit in the arena.  A guard that fires stops the run: exit 1.
 The runs match when the loss, every graph output, and every parameter,
 optimizer-state tensor and module buffer after the step are equal bit for bit.
 
+--steps N (default 1) runs N training steps in both: each step starts from
+the parameters, optimizer state and module buffers the step before left
+(the same data batch; random operators seeded per step and node), and the
+runs are compared after every step.  The arena is made once and reused, as a
+runtime would: every step first fills it with 0xFF bytes, then copies the
+carried state into its slots, so nothing but the state survives a step.
+
 Exit status: 0 every plan run matches the reference; 1 one does not (a
 guard fired, or values differ: the first differences are listed); 2 bad input (an
 unreadable or foreign model or plan, a plan made for another model, an
 operator the runner cannot replay).
 
 --device cuda runs both on the GPU (the arena one torch.cuda byte tensor)
-and prints torch.cuda.max_memory_allocated/max_memory_reserved of each run.
+and prints torch.cuda.max_memory_allocated/max_memory_reserved of each run
+(per step; with --steps N >= 2 also the largest over steps 2..N, after the
+warm-up step).  The carried state is copied through host memory, so it does
+not count in the device figures.
 It has NOT been run on a GPU yet (no GPU was lent when it was written):
 treat its numbers as untested until someone runs it on one.
 """
@@ -435,6 +445,9 @@ class Arena:
 
     def run(self, init, seed, device):
         g = self.g
+        # a fresh step: only what `init` brings survives from an earlier run
+        self.mem.fill_(POISON)
+        self.env = {}
         # graph inputs into their slots, at step 0
         self.step, self.node = 0, self.sched[0]
         self.live = []
@@ -562,6 +575,24 @@ def cuda_peaks(device):
     return r
 
 
+def carried_state(g, init, after):
+    """The next step's inputs: the parameters, optimizer state and module
+    buffers the step left (copied to the host: the next run writes over the
+    arena), and the same data batch as before."""
+    state = set()
+    for key in ("roamc.parameters", "roamc.optimizer_state", "roamc.buffers"):
+        state.update(x for x in g.meta.get(key, "").split(",") if x)
+    return {k: after[k].detach().to("cpu", copy=True) if k in state else v for k, v in init.items()}
+
+
+def cuda_text(mem):
+    return "; cuda max allocated %d B, reserved %d B" % mem if mem else ""
+
+
+def cuda_max(mems):
+    return tuple(max(m[i] for m in mems) for i in range(2))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="run_plan.py", description=__doc__.split("\n")[0])
     ap.add_argument("model")
@@ -569,6 +600,8 @@ def main(argv):
                     help="one or more plans of MODEL (the reference runs once for all)")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=1,
+                    help="training steps run and compared (the first is the warm-up for CUDA figures)")
     ap.add_argument("--trust-plan", action="store_true",
                     help="no guards: only the comparison decides")
     ap.add_argument("--quiet", action="store_true")
@@ -576,6 +609,9 @@ def main(argv):
         args = ap.parse_args(argv[1:])
     except SystemExit as e:
         return EXIT_BAD if e.code else 0
+    if args.steps < 1:
+        print("run_plan.py: --steps must be at least 1, not %d" % args.steps, file=sys.stderr)
+        return EXIT_BAD
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("run_plan.py: --device cuda, but torch sees no CUDA device", file=sys.stderr)
@@ -592,42 +628,61 @@ def main(argv):
         plans = [load_plan(p, g) for p in args.plans]
         init = make_inputs(g, args.seed)
         cuda_peaks(device)
-        t1 = time.time()
-        where = "%s (reference run)" % args.model
-        ref = run_reference(g, init, args.seed, device)
         keep = set(g.inputs) | set(g.outputs)
-        ref = {k: v for k, v in ref.items() if k in keep}
-        t_ref = time.time() - t1
-        mem_ref = cuda_peaks(device)
-        if not args.quiet:
-            print("reference %s: %d nodes in program order, ordinary allocations, %.2f s (setup %.2f s)%s"
-                  % (args.model, len(g.nodes), t_ref, t1 - t0,
-                     "; cuda max allocated %d B, reserved %d B" % mem_ref if mem_ref else ""))
+        where = "%s (reference run)" % args.model
+        refs, mems_ref, state = [], [], init
+        for step in range(args.steps):
+            t1 = time.time()
+            env = run_reference(g, state, args.seed + step, device)
+            t_ref = time.time() - t1
+            mems_ref.append(cuda_peaks(device))
+            # kept on the host, so that N steps hold one step's tensors on the device
+            refs.append({k: v.detach().to("cpu", copy=device.type != "cpu") for k, v in env.items() if k in keep})
+            del env
+            state = carried_state(g, init, refs[-1])
+            if not args.quiet:
+                print("reference %s%s: %d nodes in program order, ordinary allocations, %.2f s%s%s"
+                      % (args.model, " step %d" % (step + 1) if args.steps > 1 else "", len(g.nodes), t_ref,
+                         " (setup %.2f s)" % (t1 - t0) if step == 0 else "", cuda_text(mems_ref[-1])))
+        if args.steps > 1 and not args.quiet and mems_ref[-1]:
+            print("reference %s after warm-up, largest over steps 2..%d%s"
+                  % (args.model, args.steps, cuda_text(cuda_max(mems_ref[1:]))))
         rc = EXIT_MATCH
         for path, plan in zip(args.plans, plans):
             where = "%s (plan %s)" % (args.model, path)
-            t2 = time.time()
             arena = Arena(g, plan, device, not args.trust_plan)
-            try:
-                got = arena.run(init, args.seed, device)
-            except PlanViolation as e:
-                print("MISMATCH %s: the plan broke a guard: %s" % (path, e))
+            state, mems, failed = init, [], False
+            for step in range(args.steps):
+                at = " step %d" % (step + 1) if args.steps > 1 else ""
+                t2 = time.time()
+                try:
+                    got = arena.run(state, args.seed + step, device)
+                except PlanViolation as e:
+                    print("MISMATCH %s%s: the plan broke a guard: %s" % (path, at, e))
+                    failed = True
+                    break
+                t_run = time.time() - t2
+                mems.append(cuda_peaks(device))
+                names, diffs = compare(g, refs[step], got)
+                info = "arena %d B, plan run %.2f s%s" % (arena.mem.numel(), t_run, cuda_text(mems[-1]))
+                if diffs:
+                    print("MISMATCH %s%s: %d of %d compared tensors differ (%s)"
+                          % (path, at, len(diffs), len(names), info))
+                    for d in diffs[:20]:
+                        print("  " + d)
+                    failed = True
+                    break
+                if not args.quiet:
+                    print("MATCH %s%s: loss, graph outputs, parameters and optimizer state (%d tensors) bit for "
+                          "bit equal to the reference; %s" % (path, at, len(names), info))
+                state = carried_state(g, init, got)
+                del got
+            if failed:
                 rc = EXIT_MISMATCH
-                continue
-            t_run = time.time() - t2
-            mem = cuda_peaks(device)
-            names, diffs = compare(g, ref, got)
-            info = "arena %d B, plan run %.2f s%s" % (
-                arena.mem.numel(), t_run, "; cuda max allocated %d B, reserved %d B" % mem if mem else "")
-            del got, arena
-            if diffs:
-                print("MISMATCH %s: %d of %d compared tensors differ (%s)" % (path, len(diffs), len(names), info))
-                for d in diffs[:20]:
-                    print("  " + d)
-                rc = EXIT_MISMATCH
-            elif not args.quiet:
-                print("MATCH %s: loss, graph outputs, parameters and optimizer state (%d tensors) bit for bit "
-                      "equal to the reference; %s" % (path, len(names), info))
+            elif args.steps > 1 and not args.quiet and mems[-1]:
+                print("plan %s after warm-up, largest over steps 2..%d%s"
+                      % (path, args.steps, cuda_text(cuda_max(mems[1:]))))
+            del arena
         return rc
     except BadInput as e:
         print("run_plan.py: %s" % e, file=sys.stderr)

@@ -55,6 +55,9 @@ expect 0 plan_program "$ROAMC" "$M" -q --order program -o "$W/program.json"
 expect 0 run $PY "$SRC/models/run_plan.py" "$M" "$W/roam.json" "$W/program.json"
 has run "MATCH $W/roam.json: loss,"
 has run "MATCH $W/program.json: loss,"
+# three training steps in one reused arena, each compared
+expect 0 run_steps $PY "$SRC/models/run_plan.py" "$M" "$W/roam.json" --steps 3
+has run_steps "MATCH $W/roam.json step 3: loss,"
 
 # a write reordered before a reader (buffers made consistent with the new
 # order, so only the values can tell)
