@@ -362,12 +362,30 @@ typedef struct lay_index {
      * upper nodes each hold a scattered subset of the stacked activations,
      * so every query walked all of them (linear per query, quadratic in
      * all).  The path union is merged into few blocks where they stack.
-     * pu_at[v]: 1 + the insertion count when pu[v] was built (0: never);
-     * own_at[v]: the insertion count when own[v] last changed.  pu[v] is
-     * current when it was built after every change to own on its path. */
+     * pu_at[v]: 1 + the insertion count when pu[v] was last brought up to
+     * date (0: never); own_at[v]: the insertion count when own[v] last
+     * changed.  An out-of-date pu[v] takes the ranges added to own on its
+     * path since (log[u] of each node u at or above that level: every
+     * range added to own[u], in insertion order) when they are few, else
+     * it is rebuilt from its parent's: a deep network's long buffers land
+     * on the upper nodes one after another, and rebuilding long unions for
+     * every one of them was quadratic. */
     lay_spans *pu;
     size_t *pu_at, *own_at;
+    struct lay_log *log; /* nodes v < pu_lim */
+    size_t pu_lim;
 } lay_index;
+
+/* A range added to an own list, and when. */
+typedef struct lay_log_entry {
+    uint64_t lo, hi;
+    size_t at; /* the insertion count */
+} lay_log_entry;
+
+typedef struct lay_log {
+    lay_log_entry *v;
+    size_t n, cap;
+} lay_log;
 
 /* Levels above the leaves without a path union: their own lists hold short
  * buffers, few, and every insertion there would invalidate the cache. */
@@ -375,6 +393,9 @@ typedef struct lay_index {
 
 static void lay_index_free(lay_index *ix)
 {
+    for (size_t v = 0; ix->log && v < ix->pu_lim; v++)
+        free(ix->log[v].v);
+    free(ix->log);
     lay_arena_free(&ix->arena);
     free(ix->own);
     free(ix->sub);
@@ -418,7 +439,9 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     ix->pu_at = calloc(2 * ix->cap, sizeof *ix->pu_at);
     ix->own_at = calloc(2 * ix->cap, sizeof *ix->own_at);
     ix->read = calloc(2 * ix->cap, sizeof *ix->read);
-    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read) {
+    ix->pu_lim = (2 * ix->cap) >> LAY_PU_TAIL; /* the nodes at or above the path unions' level */
+    ix->log = calloc(ix->pu_lim ? ix->pu_lim : 1, sizeof *ix->log);
+    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read || !ix->log) {
         lay_index_free(ix);
         return -1;
     }
@@ -453,8 +476,10 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     dst->pu_at = malloc(nodes * sizeof *dst->pu_at);
     dst->own_at = malloc(nodes * sizeof *dst->own_at);
     dst->read = malloc(nodes * sizeof *dst->read);
+    dst->pu_lim = src->pu_lim;
+    dst->log = calloc(src->pu_lim ? src->pu_lim : 1, sizeof *dst->log);
     if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at || !dst->own_at ||
-        !dst->read) {
+        !dst->read || !dst->log) {
         lay_index_free(dst);
         return -1;
     }
@@ -463,6 +488,18 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     memcpy(dst->pu_at, src->pu_at, nodes * sizeof *dst->pu_at);
     memcpy(dst->own_at, src->own_at, nodes * sizeof *dst->own_at);
     memcpy(dst->read, src->read, nodes * sizeof *dst->read);
+    for (size_t v = 0; v < src->pu_lim; v++) {
+        const lay_log *from = &src->log[v];
+        if (from->n == 0)
+            continue;
+        dst->log[v].v = malloc(from->n * sizeof *from->v);
+        if (!dst->log[v].v) {
+            lay_index_free(dst);
+            return -1;
+        }
+        memcpy(dst->log[v].v, from->v, from->n * sizeof *from->v);
+        dst->log[v].n = dst->log[v].cap = from->n;
+    }
     for (size_t v = 0; v < nodes; v++) {
         const lay_spans *from[3] = {&src->own[v], &src->sub[v], &src->pu[v]};
         lay_spans *to[3] = {&dst->own[v], &dst->sub[v], &dst->pu[v]};
@@ -510,6 +547,18 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
             if (lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi) != 0)
                 return -1;
             ix->own_at[canon[c]] = ix->inserts;
+            if (canon[c] < ix->pu_lim) {
+                lay_log *lg = &ix->log[canon[c]];
+                if (lg->n == lg->cap) {
+                    size_t cap = lg->cap ? 2 * lg->cap : 8;
+                    lay_log_entry *v = realloc(lg->v, cap * sizeof *v);
+                    if (!v)
+                        return -1;
+                    lg->v = v;
+                    lg->cap = cap;
+                }
+                lg->v[lg->n++] = (lay_log_entry){lo, hi, ix->inserts};
+            }
             /* sub of the node and its ancestors, each once, where read */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
@@ -554,23 +603,55 @@ static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
     return 0;
 }
 
-/* The path union of node a (see lay_index), rebuilt top-down from the
- * first node on the path that is out of date.  NULL when memory runs out. */
+/* Ranges added to own on a path since a path union was brought up to date
+ * that it takes one by one; more, and it is rebuilt. */
+#define LAY_PU_ADD_MAX 64
+
+/* The path union of node a (see lay_index), brought up to date top-down:
+ * each node on the path that is out of date takes the ranges added on its
+ * path since, or is rebuilt from its parent's (current by then).  NULL when
+ * memory runs out. */
 static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
 {
-    size_t path[64], d = 0;
+    size_t path[64], from[64], d = 0;
     for (size_t v = a; v >= 1; v /= 2)
         path[d++] = v; /* leaf-most first */
+    assert(a < ix->pu_lim);
     size_t changed = 0; /* latest change to own on the path so far */
-    int stale = 0;
     for (size_t k = d; k-- > 0;) {
         size_t v = path[k];
+        lay_spans *pu = &ix->pu[v];
         if (ix->own_at[v] > changed)
             changed = ix->own_at[v];
-        if (!stale && ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed)
-            continue; /* current; so far every node above is too */
-        stale = 1;
-        if (lay_spans_union(&ix->arena, &ix->pu[v], k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
+        if (ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed)
+            continue; /* current */
+        size_t pending = SIZE_MAX;
+        if (ix->pu_at[v] != 0) {
+            size_t done = ix->pu_at[v] - 1;
+            pending = 0;
+            for (size_t j = k; j < d && pending <= LAY_PU_ADD_MAX; j++) {
+                const lay_log *lg = &ix->log[path[j]];
+                from[j] = lg->n;
+                if (ix->own_at[path[j]] <= done)
+                    continue;
+                size_t lo = 0, hi = lg->n; /* first entry after done */
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (lg->v[mid].at <= done)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                from[j] = lo;
+                pending += lg->n - lo;
+            }
+        }
+        if (pending <= LAY_PU_ADD_MAX) {
+            for (size_t j = k; j < d; j++)
+                for (size_t e = from[j]; e < ix->log[path[j]].n; e++)
+                    if (lay_blocks_add(&ix->arena, pu, ix->log[path[j]].v[e].lo, ix->log[path[j]].v[e].hi) != 0)
+                        return NULL;
+        } else if (lay_spans_union(&ix->arena, pu, k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
             return NULL;
         ix->pu_at[v] = ix->inserts + 1;
     }
