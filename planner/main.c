@@ -65,6 +65,9 @@ static const char usage_text[] =
     "      --time-limit S    seconds for the whole command, loading and writing included\n"
     "                        (above 0, at most 1000000; default 240): see 'time limit' below\n"
     "      --dump-tree FILE  roam: write the subgraph tree as JSON to FILE\n"
+    "      --dump-buffers FILE  write the layout problem as a buffer CSV (id,lower,upper,\n"
+    "                        size; one line per storage, half-open lifetimes) for\n"
+    "                        roamc layout or another static allocator\n"
     "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
     "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
     "      --budget SIZE     device memory (16GiB, 80GB, 24000000000): say whether the\n"
@@ -231,7 +234,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
 
 enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
        OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE,
-       OPT_METHOD, OPT_BUDGET, OPT_RESERVE, OPT_MAX_BATCH };
+       OPT_METHOD, OPT_BUDGET, OPT_RESERVE, OPT_MAX_BATCH, OPT_DUMP_BUFFERS };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -240,7 +243,8 @@ static int main_plan(int argc, char **argv) {
         {"report", required_argument, NULL, OPT_REPORT}, {"svg", required_argument, NULL, OPT_SVG}, {"quiet", no_argument, NULL, 'q'},
         {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
         {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"compare", no_argument, NULL, OPT_COMPARE},
+        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"dump-buffers", required_argument, NULL, OPT_DUMP_BUFFERS},
+        {"compare", no_argument, NULL, OPT_COMPARE},
         {"method", required_argument, NULL, OPT_METHOD}, {"budget", required_argument, NULL, OPT_BUDGET},
         {"reserve", required_argument, NULL, OPT_RESERVE}, {"max-batch", optional_argument, NULL, OPT_MAX_BATCH},
         MAIN_BINDING_OPTIONS, MAIN_TRAIN_OPTIONS,
@@ -256,7 +260,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                            .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
     uint64_t num;
-    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *method = NULL, *batch_symbol = NULL;
+    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *buffers_path = NULL, *method = NULL, *batch_symbol = NULL;
     planner_budget budget = {0};
     int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
     char err[2048];
@@ -330,6 +334,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             if (planner_time_limit_parse(optarg, &opt.time_limit, err, sizeof err)) return main_usage_error("%s", err);
             break;
         case OPT_DUMP_TREE: tree_path = optarg; break;
+        case OPT_DUMP_BUFFERS: buffers_path = optarg; break;
         case OPT_COMPARE: compare = 1; break;
         case OPT_INPUT_SHAPE:
         case OPT_DIM:
@@ -351,6 +356,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     if (max_batch && !budget.budget_text) return main_usage_error("%s", "--max-batch needs --budget SIZE");
     if (budget.budget_text && compare) return main_usage_error("%s", "--budget works on one plan, not with --compare");
     if (max_batch && tree_path) return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
+    if (max_batch && buffers_path) return main_usage_error("%s", "--dump-buffers writes one plan's buffers, not with --max-batch");
     if (budget.reserve >= budget.budget && budget.budget_text)
         return main_usage_error("%s", "--reserve must be below --budget");
     /* the allocator replay sees the device's limit, as PyTorch does */
@@ -371,6 +377,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     planner_outputs_add(&outs, "-o", out_path);
     planner_outputs_add(&outs, "--svg", svg_path);
     planner_outputs_add(&outs, "--dump-tree", tree_path);
+    planner_outputs_add(&outs, "--dump-buffers", buffers_path);
     planner_outputs_add(&outs, "--emit-train", train.t.emit_path);
     const char *inputs[1] = {model_path};
     if (planner_outputs_check(&outs, inputs, 1, err, sizeof err)) {
@@ -381,7 +388,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         return main_usage_error("%s", "--emit-train writes a file the plan names: give a file name, not -");
     /* with an output on stdout, the report goes to stderr */
     FILE *report = quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
-    planner_files files = {.plan = out_path, .svg = svg_path, .tree = tree_path};
+    planner_files files = {.plan = out_path, .svg = svg_path, .tree = tree_path, .buffers = buffers_path};
 
     planner_progress_start(opt.progress);
     if (max_batch) {

@@ -130,6 +130,21 @@ int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
     return rc;
 }
 
+/* --dump-buffers: the plan's layout problem in the buffer CSV of DESIGN.md,
+ * one line per storage (id = storage index, size as laid out, i.e. aligned;
+ * lifetime half-open [start, end + 1)), so that `roamc layout` or another
+ * static allocator can solve the same problem; its live-size bound is the
+ * plan's theoretical peak. */
+static int plan_write_buffers(const plan *p, FILE *f) {
+    const graph *g = p->g;
+    if (fprintf(f, "id,lower,upper,size\n") < 0) return -1;
+    for (size_t s = 0; s < g->n_storages; s++)
+        if (fprintf(f, "%zu,%ld,%ld,%llu\n", s, (long)p->start[s], (long)p->end[s] + 1,
+                    (unsigned long long)g->storages[s].size) < 0)
+            return -1;
+    return 0;
+}
+
 int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
                         const plan *const *svg_plans, const char *const *titles, size_t n_svg, char *err,
                         size_t errlen) {
@@ -137,6 +152,7 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     int i_plan = planner_outputs_add(&set, "-o", files->plan);
     int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
     int i_tree = planner_outputs_add(&set, "--dump-tree", files->tree);
+    int i_bufs = planner_outputs_add(&set, "--dump-buffers", files->buffers);
     if (set.n == 0) return 0;
     if (planner_outputs_open(&set, err, errlen)) return -1;
     int rc = 0;
@@ -145,6 +161,8 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
         rc = planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error", files->plan);
     if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
         rc = planner_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
+    if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
+        rc = planner_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error", files->buffers);
     if (rc == 0 && i_svg >= 0 && plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f))
         rc = planner_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory", files->svg);
     if (rc) {

@@ -191,8 +191,9 @@ int plan_write(const plan *p, const char *model_path, const char *path, char *er
 /* The files one planning run writes, each NULL when not asked for. */
 typedef struct planner_files {
     const char *plan, *svg, *tree;
+    const char *buffers; /* --dump-buffers: the layout problem as a buffer CSV */
 } planner_files;
-/* Writes files->plan and files->tree for p and files->svg with the n_svg
+/* Writes files->plan, files->tree and files->buffers for p and files->svg with the n_svg
  * plans and titles, all or nothing (planner_output_set).  Returns 0, or -1
  * with a message and no file written. */
 int planner_files_write(const planner_files *files, const plan *p, const char *model_path,

@@ -1,0 +1,161 @@
+/* gen_brick — writes a zero-slack buffer-list CSV that is NOT a guillotine
+ * packing.
+ *
+ *   gen_brick N SEED [LIVE] [CAPACITY] > buffers.csv
+ *
+ * The address range [0, CAPACITY) is kept exactly covered by the live
+ * buffers at every step, like a brick wall built over time.  At step 0 it is
+ * cut at random points into about LIVE buffers.  Then, one step at a time, a
+ * random run of 1 to 3 buffers that are neighbours in address ends at that
+ * step, and the address range they freed (their union, a single interval) is
+ * cut again at NEW random points into 1 to 4 buffers that start at that step
+ * (more pieces when fewer than LIVE buffers are live, fewer when more).
+ * Because a new cut crosses the old joints, the packing has no guillotine
+ * structure in general (gen_perfect.c makes only guillotine ones, which a
+ * greedy can unwind cut by cut).  When N buffers exist, every live buffer
+ * lives to the last step.
+ *
+ * Every step is covered exactly, so the live-size lower bound is CAPACITY
+ * and the layout the cuts describe has height CAPACITY: the optimum equals
+ * the bound, with no slack at any step.  The file holds only the buffers,
+ * not that layout.  Lifetimes are half-open [lower, upper); ids b0, b1, ...
+ *
+ * Defaults: LIVE = 8 + N / 25, CAPACITY = 1048576.  The random generator is
+ * a fixed xorshift, so the same arguments give the same file everywhere.
+ * Build: cc -O2 -o gen_brick tests/bench/gen_brick.c
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct brick {
+    int64_t t0, t1; /* lifetime [t0, t1); t1 < 0 while live */
+    uint64_t a0, a1; /* addresses [a0, a1) */
+} brick;
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+/* Uniform in [lo, hi), hi > lo. */
+static uint64_t rng_range(uint64_t lo, uint64_t hi)
+{
+    return lo + rng_next() % (hi - lo);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Cuts [a0, a1) at m - 1 distinct random points into `cuts` (m + 1 bounds,
+ * a0 first and a1 last); m <= a1 - a0. */
+static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts)
+{
+    cuts[0] = a0;
+    size_t k = 1;
+    while (k < m) {
+        uint64_t c = rng_range(a0 + 1, a1);
+        int dup = 0;
+        for (size_t i = 1; i < k; i++)
+            dup |= cuts[i] == c;
+        if (!dup)
+            cuts[k++] = c;
+    }
+    qsort(cuts + 1, m - 1, sizeof *cuts, cmp_u64);
+    cuts[m] = a1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 5) {
+        fprintf(stderr, "usage: gen_brick N SEED [LIVE] [CAPACITY]\n");
+        return 2;
+    }
+    size_t n = strtoull(argv[1], NULL, 10);
+    rng_state = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
+    size_t live_target = argc > 3 ? strtoull(argv[3], NULL, 10) : 8 + n / 25;
+    uint64_t capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 1048576;
+    if (n < 1 || live_target < 1 || capacity < live_target || capacity < 4) {
+        fprintf(stderr, "gen_brick: N and LIVE must be >= 1, CAPACITY >= max(LIVE, 4)\n");
+        return 2;
+    }
+    if (live_target > n)
+        live_target = n;
+    brick *b = malloc(n * sizeof *b);
+    size_t *live = malloc(n * sizeof *live); /* live bricks in address order */
+    uint64_t cuts[8];
+    uint64_t *first = malloc((live_target + 1) * sizeof *first);
+    if (!b || !live || !first)
+        return 1;
+    cut_interval(0, capacity, live_target, first);
+    size_t nb = 0, nl = 0;
+    for (size_t i = 0; i < live_target; i++) {
+        b[nb] = (brick){0, -1, first[i], first[i + 1]};
+        live[nl++] = nb++;
+    }
+    free(first);
+    size_t *next = malloc(n * sizeof *next);
+    if (!next)
+        return 1;
+    int64_t t = 0;
+    while (nb < n) {
+        t++;
+        /* Walk the live bricks in address order: each one starts, with
+         * probability 1/3, a run of 1 to 3 neighbours that ends at t; the
+         * address range a run frees (one interval) is cut again at new random
+         * points into m bricks that start at t.  Several runs end at the same
+         * step, so the bricks that start at t must be shared out among
+         * several holes. */
+        size_t nn = 0, i = 0;
+        while (i < nl) {
+            if (nb >= n || rng_next() % 3 != 0) {
+                next[nn++] = live[i++];
+                continue;
+            }
+            size_t r = 1 + rng_range(0, 3);
+            if (r > nl - i)
+                r = nl - i;
+            uint64_t a0 = b[live[i]].a0, a1 = b[live[i + r - 1]].a1;
+            for (size_t k = i; k < i + r; k++)
+                b[live[k]].t1 = t;
+            size_t now = nn + (nl - i - r); /* live count without this run's new bricks */
+            size_t m = 1 + rng_range(0, 4);
+            if (now + m < live_target && m < 4)
+                m++;
+            else if (now + m > live_target && m > 1)
+                m--;
+            if (m > n - nb)
+                m = n - nb;
+            if (m > a1 - a0)
+                m = (size_t)(a1 - a0);
+            cut_interval(a0, a1, m, cuts);
+            for (size_t k = 0; k < m; k++) {
+                b[nb] = (brick){t, -1, cuts[k], cuts[k + 1]};
+                next[nn++] = nb++;
+            }
+            i += r;
+        }
+        memcpy(live, next, nn * sizeof *live);
+        nl = nn;
+    }
+    free(next);
+    for (size_t i = 0; i < nl; i++)
+        b[live[i]].t1 = t + 1;
+    printf("id,lower,upper,size\n");
+    for (size_t i = 0; i < nb; i++)
+        printf("b%zu,%" PRId64 ",%" PRId64 ",%" PRIu64 "\n", i, b[i].t0, b[i].t1, b[i].a1 - b[i].a0);
+    free(b);
+    free(live);
+    return 0;
+}
