@@ -56,7 +56,10 @@
 
 void lay_bnb_defaults(lay_bnb_params *p)
 {
-    *p = (lay_bnb_params){1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    /* energy is off for plans: it prunes (fewer nodes on zero-slack
+     * instances) but closed no instance the search did not close without it,
+     * and a different walk would change plans; roamc layout turns it on */
+    *p = (lay_bnb_params){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
 }
 
 typedef struct bnb_undo {

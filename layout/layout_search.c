@@ -111,7 +111,14 @@ typedef struct srch {
     int timed_out;
     lay_bnb_stats *st;   /* nodes counted */
     uint64_t *rnd_tmp;   /* per buffer: scratch for the R key */
+    int energy;          /* the energy rule (layout_bnb_rules.energy) */
+    struct srch_lift *lift; /* per buffer: scratch of the energy rule */
 } srch;
+
+/* A buffer live in a section, by the lowest offset it can still take. */
+typedef struct srch_lift {
+    uint64_t low, size;
+} srch_lift;
 
 /* ------------------------------------------------------------------------ */
 /* Undo log                                                                  */
@@ -226,6 +233,13 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
     return s->reach[z];
 }
 
+/* Highest lowest offset first. */
+static int srch_lift_cmp(const void *pa, const void *pb)
+{
+    const srch_lift *x = pa, *y = pb;
+    return (x->low < y->low) - (x->low > y->low);
+}
+
 /* Scans sections [lo, hi): returns 0 when the bound fails somewhere, else 1
  * with *cell the cell to branch on (k == SIZE_MAX: nothing left): the most
  * constrained tight cell, or else the lowest cell (leftmost on ties). */
@@ -254,6 +268,31 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
             if (s->floor[q] > f)
                 f = s->floor[q];
         s->maxf[b] = f;
+    }
+    /* Energy: a buffer cannot go below its highest floor maxf, so for every
+     * h the unplaced buffers live in q with maxf >= h must fit in [h, cap).
+     * The section bound is the case h = floor[q]; floors that differ along
+     * lifetimes make the others bite (a zero-slack problem whose low
+     * sections fill unevenly fails here long before its sections run out
+     * of room). */
+    for (size_t q = lo; s->energy && q < hi; q++) {
+        if (!srch_active(s, q))
+            continue;
+        size_t nl = 0;
+        for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1]; j++) {
+            size_t b = s->sec_buf[j];
+            if (s->off[b] == SRCH_NONE && s->maxf[b] > s->floor[q])
+                s->lift[nl++] = (srch_lift){s->maxf[b], s->size[b]};
+        }
+        if (nl == 0)
+            continue;
+        qsort(s->lift, nl, sizeof *s->lift, srch_lift_cmp);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < nl; i++) {
+            sum += s->lift[i].size;
+            if (s->lift[i].low + sum > s->cap)
+                return 0;
+        }
     }
     for (size_t q = lo; q < hi; q++) {
         if (!srch_active(s, q) || !srch_tight(s, q))
@@ -624,6 +663,7 @@ static void srch_free(srch *s)
     free(s->rnd_tmp);
     free(s->next);
     free(s->undo);
+    free(s->lift);
 }
 
 /* Builds sections and the two section -> buffer lists for the s->n buffers
@@ -835,7 +875,8 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
     s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
     s->next = malloc((s->nsec + 1) * sizeof *s->next);
     s->rnd_tmp = malloc(s->n * sizeof *s->rnd_tmp);
-    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp)
+    s->lift = malloc(s->n * sizeof *s->lift);
+    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp || !s->lift)
         return -1;
     srch_reset(s);
     for (size_t b = 0; b < s->n; b++) {
@@ -926,6 +967,8 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
         if (srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity) != 0) {
             ndir++; /* free it too */
             goto done;
+        } else {
+            dir[ndir].energy = opts->bnb.energy;
         }
     if (opts->engines & LAY_ENGINE_BNB) {
         bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);

@@ -473,7 +473,8 @@ static void test_glpk_alone(void **state)
 }
 
 /* The branch and bound with every pruning rule off in turn (and all off),
- * and each engine alone, finds the brute-force optimum of small random
+ * and each engine alone (the skyline search with and without its energy
+ * rule), finds the brute-force optimum of small random
  * instances and proves that one unit less does not fit: the rules only
  * prune, never lose a layout. */
 static void test_bnb_rules_against_brute_force(void **state)
@@ -496,7 +497,7 @@ static void test_bnb_rules_against_brute_force(void **state)
         uint64_t opt = layout_live_peak(b, n);
         while (!brute_fits(b, n, opt, off, 0))
             opt++;
-        for (size_t k = 0; k <= nrules + 2; k++) {
+        for (size_t k = 0; k <= nrules + 3; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
             o.engines = LAY_ENGINE_BNB;
@@ -504,9 +505,13 @@ static void test_bnb_rules_against_brute_force(void **state)
                 ((int *)&o.bnb)[k] = 0; /* rule k off */
             else if (k == nrules)
                 memset(&o.bnb, 0, sizeof o.bnb); /* all off */
-            else if (k == nrules + 1)
+            else if (k == nrules + 1) {
                 o.engines = LAY_ENGINE_SKYLINE;
-            else
+                o.bnb.energy = 1; /* the skyline search's own rule */
+            } else if (k == nrules + 2) {
+                o.engines = LAY_ENGINE_SKYLINE;
+                o.bnb.energy = 0;
+            } else
                 o.engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
             uint64_t w = UINT64_MAX;
             lay_bnb_stats st;
