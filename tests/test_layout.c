@@ -310,6 +310,117 @@ static void test_random_instances(void **state)
     }
 }
 
+/* The heuristics as written, O(n^2): buffers in the heuristic's order (LLFB:
+ * lifetime length desc, size desc; greedy: size desc; ties by index), each
+ * in the lowest (first fit) or tightest (best fit, ties lowest) gap among
+ * the placed buffers whose lifetimes meet its own. */
+static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, int llfb, uint64_t *off)
+{
+    size_t *ord = malloc((n ? n : 1) * sizeof *ord), np = 0;
+    size_t *placed = malloc((n ? n : 1) * sizeof *placed);
+    uint64_t (*used)[2] = malloc((n ? n : 1) * sizeof *used);
+    assert_non_null(ord);
+    assert_non_null(placed);
+    assert_non_null(used);
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    for (size_t i = 1; i < n; i++) /* insertion sort: stable, so ties stay by index */
+        for (size_t j = i; j > 0; j--) {
+            const layout_buffer *x = &b[ord[j - 1]], *y = &b[ord[j]];
+            uint64_t lx = (uint64_t)(x->end - x->start), ly = (uint64_t)(y->end - y->start);
+            int after = llfb ? (ly > lx || (ly == lx && y->size > x->size)) : y->size > x->size;
+            if (!after)
+                break;
+            size_t t = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = t;
+        }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = ord[k];
+        off[i] = 0;
+        if (b[i].size == 0)
+            continue;
+        uint64_t sz = lay_round_up(b[i].size, align);
+        size_t nu = 0;
+        for (size_t q = 0; q < np; q++) {
+            const layout_buffer *o = &b[placed[q]];
+            if (o->start <= b[i].end && b[i].start <= o->end) {
+                used[nu][0] = off[placed[q]];
+                used[nu][1] = off[placed[q]] + lay_round_up(o->size, align);
+                nu++;
+            }
+        }
+        for (size_t x = 1; x < nu; x++) /* by start address */
+            for (size_t y = x; y > 0 && used[y][0] < used[y - 1][0]; y--) {
+                uint64_t t0 = used[y][0], t1 = used[y][1];
+                used[y][0] = used[y - 1][0], used[y][1] = used[y - 1][1];
+                used[y - 1][0] = t0, used[y - 1][1] = t1;
+            }
+        uint64_t top = 0, best = UINT64_MAX, waste = UINT64_MAX;
+        for (size_t x = 0; x < nu && !(!llfb && best != UINT64_MAX); x++) {
+            if (used[x][0] > top && used[x][0] - top >= sz && used[x][0] - top - sz < waste) {
+                waste = used[x][0] - top - sz;
+                best = top;
+            }
+            if (used[x][1] > top)
+                top = used[x][1];
+        }
+        off[i] = best != UINT64_MAX ? best : top;
+        placed[np++] = i;
+    }
+    free(ord);
+    free(placed);
+    free(used);
+    return layout_height(b, n, off);
+}
+
+/* The conflict index behind LLFB and greedy (segment tree of merged range
+ * lists, path unions brought up to date by single adds or rebuilt, sub
+ * lists kept only where read) gives exactly the naive placements, on
+ * deep-network-like instances: nested long lifetimes over hundreds of steps
+ * (so the upper levels and their path unions are used), short ones, empty
+ * buffers. */
+static void test_heuristics_against_naive(void **state)
+{
+    (void)state;
+    static const uint64_t aligns[] = {1, 64, 512};
+    rng r = {1919};
+    enum { N = 700 };
+    layout_buffer *bufs = malloc(N * sizeof *bufs);
+    uint64_t *off = malloc(N * sizeof *off), *ref = malloc(N * sizeof *ref);
+    assert_non_null(bufs);
+    assert_non_null(off);
+    assert_non_null(ref);
+    for (int it = 0; it < 40; it++) {
+        size_t n = rng_in(&r, 1, N);
+        uint64_t align = aligns[it % 3];
+        int32_t steps = (int32_t)rng_in(&r, 2, 2000);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t size = rng_in(&r, 0, 15) == 0 ? 0 : rng_in(&r, 1, 1 + rng_in(&r, 0, 3) * 3000);
+            int32_t s, e;
+            if (rng_in(&r, 0, 2) == 0) { /* nested: forward step s, backward step steps-1-s */
+                s = (int32_t)rng_in(&r, 0, (uint64_t)(steps - 1) / 2);
+                e = steps - 1 - s - (int32_t)rng_in(&r, 0, 2);
+                if (e < s)
+                    e = s;
+            } else {
+                s = (int32_t)rng_in(&r, 0, (uint64_t)steps - 1);
+                e = s + (int32_t)rng_in(&r, 0, rng_in(&r, 0, 3) == 0 ? (uint64_t)steps / 2 : 8);
+            }
+            bufs[i] = (layout_buffer){size, s, e};
+        }
+        for (int llfb = 0; llfb < 2; llfb++) {
+            uint64_t h = llfb ? layout_llfb(bufs, n, align, off) : layout_greedy(bufs, n, align, off);
+            uint64_t hr = naive_place(bufs, n, align, llfb, ref);
+            assert_int_equal(h, hr);
+            assert_memory_equal(off, ref, n * sizeof *off);
+        }
+    }
+    free(bufs);
+    free(off);
+    free(ref);
+}
+
 /* The heuristics on a training-like problem of 50,000 buffers: parameters
  * live throughout, activations freed in reverse order, short temporaries.
  * An O(n^2) heuristic would not finish in the test's time. */
@@ -937,6 +1048,7 @@ int main(void)
         cmocka_unit_test(test_five_buffers),
         cmocka_unit_test(test_heuristics_by_hand),
         cmocka_unit_test(test_random_instances),
+        cmocka_unit_test(test_heuristics_against_naive),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_search_against_brute_force),
         cmocka_unit_test(test_ilp_optimum_above_bound),
