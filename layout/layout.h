@@ -272,6 +272,7 @@ typedef struct layout_bnb_rules {
 
 #define LAYOUT_ENGINE_SKYLINE 1
 #define LAYOUT_ENGINE_BNB 2
+#define LAYOUT_ENGINE_SWEEP 4 /* layout_solve only, on request: zero-slack problems in time order */
 
 typedef enum layout_solve_status {
     LAYOUT_SOLVE_OPTIMAL,    /* height proved minimal (or within capacity and
@@ -288,7 +289,8 @@ typedef struct layout_solve_opts {
     uint64_t work;         /* work budget (layout_effort units); 0: none */
     double time_limit_s;   /* > 0: stop after it; used to the end unless
                               proved earlier */
-    int engines;           /* LAYOUT_ENGINE_* bits; 0: both */
+    int engines;           /* LAYOUT_ENGINE_* bits; 0: skyline and bnb (the
+                              sweep only when its bit is given) */
     layout_bnb_rules rules;
 } layout_solve_opts;
 

@@ -134,6 +134,15 @@ typedef enum lay_status {
     LAY_FOUND = 1       /* a layout fits: offsets written */
 } lay_status;
 
+/* layout_sweep.c: the search in time order for problems with no slack at
+ * any step (capacity == live size at every step from the first start to
+ * the last end): LAY_FOUND with offsets, or LAY_GAVE_UP (not such a
+ * problem, deadline, or its search exhausted: it never proves
+ * infeasibility), or LAY_NOMEM.  *nodes_out (may be NULL): placements
+ * tried.  Used by layout_solve only. */
+lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                     double deadline, uint64_t *offsets, uint64_t *nodes_out);
+
 /* The pruning rules of lay_bnb: layout_bnb_rules of layout.h. */
 typedef layout_bnb_rules lay_bnb_params;
 

@@ -30,6 +30,27 @@ void layout_solve_defaults(layout_solve_opts *o)
     o->rules.energy = 1; /* off in plans (lay_bnb_defaults) */
 }
 
+/* A zero-slack probe (cap at the live-size bound): the sweep in time order
+ * first, with half of the time left (all of it when it is the only engine).
+ * Only when asked for (--engine sweep): on the zero-slack benchmarks
+ * (gen_brick, gen_perfect) it closed nothing the other engines do not, so
+ * by default it would only take their time.  Not under a work budget (it
+ * stops on the clock only).  Returns 1 when it found a layout (in cand). */
+static int solve_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
+                       const layout_solve_opts *o, double deadline, uint64_t *cand, layout_solve_result *r)
+{
+    if (o->work || !(o->engines & LAYOUT_ENGINE_SWEEP))
+        return 0;
+    double now = lay_now();
+    int alone = o->engines == LAYOUT_ENGINE_SWEEP;
+    double dl = isinf(deadline) ? now + 5.0 : alone ? deadline : now + (deadline - now) / 2;
+    uint64_t nodes = 0;
+    lay_status rc = lay_sweep(bufs, n, align, cap, dl, cand, &nodes);
+    r->nodes += nodes;
+    return rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0 &&
+           layout_height(bufs, n, cand) <= cap;
+}
+
 /* One probe of capacity cap with half of the work and time left. */
 static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
                               const layout_solve_opts *o, const lay_search_opts *so,
@@ -65,7 +86,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     lay_search_opts so;
     lay_search_defaults(&so);
     if (o->engines)
-        so.engines = o->engines;
+        so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
     so.bnb = o->rules;
     double deadline = o->time_limit_s > 0 ? lay_now() + o->time_limit_s : INFINITY;
     uint64_t work_left = o->work;
@@ -88,9 +109,11 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
             r->status = LAYOUT_SOLVE_INFEASIBLE;
         } else {
             uint64_t cap = o->capacity / align * align;
-            lay_status rc = cap < lb ? LAY_INFEASIBLE
-                                     : solve_probe(bufs, n, align, cap, o, &so, &work_left, deadline,
-                                                   cand, r, 1);
+            lay_status rc = cap < lb                                               ? LAY_INFEASIBLE
+                            : solve_sweep(bufs, n, align, cap, o, deadline, cand, r) ? LAY_FOUND
+                            : !so.engines                                          ? LAY_GAVE_UP
+                                          : solve_probe(bufs, n, align, cap, o, &so, &work_left, deadline,
+                                                        cand, r, 1);
             if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0) {
                 memcpy(offsets, cand, n * sizeof *offsets);
                 r->height = best = layout_height(bufs, n, cand);
@@ -122,7 +145,11 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
             mid = hi;
         if (mid < try_lo)
             break;
-        lay_status rc = solve_probe(bufs, n, align, mid, o, &so, &work_left, deadline, cand, r, 0);
+        lay_status rc = r->probes == 0 && solve_sweep(bufs, n, align, mid, o, deadline, cand, r) ? LAY_FOUND
+                        : !so.engines ? LAY_GAVE_UP
+                                      : solve_probe(bufs, n, align, mid, o, &so, &work_left, deadline, cand, r, 0);
+        if (!so.engines)
+            r->probes++;
         if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0 &&
             layout_height(bufs, n, cand) < best) {
             memcpy(offsets, cand, n * sizeof *offsets);

@@ -67,7 +67,7 @@ static void cl_usage(FILE *f)
             "            to the end\n"
             "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
             "            answer is then the same on every run and machine)\n"
-            "  dev: --engine skyline|bnb|both, --no-RULE (canonical dominance section monotonic\n"
+            "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
             "            tight floor fit twins decompose mirror energy) to measure each pruning rule\n");
 }
 
@@ -158,8 +158,10 @@ static int cl_parse(int argc, char **argv, cl_options *o)
                 o->engines = LAYOUT_ENGINE_BNB;
             } else if (v && strcmp(v, "both") == 0) {
                 o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+            } else if (v && strcmp(v, "sweep") == 0) {
+                o->engines = LAYOUT_ENGINE_SWEEP;
             } else {
-                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, both)\n", v ? v : "");
+                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, sweep, both)\n", v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {

@@ -641,6 +641,50 @@ static void test_bnb_rules_against_brute_force(void **state)
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
+/* lay_sweep (the search in time order, zero-slack problems only): random
+ * guillotine tilings of a capacity x steps rectangle (every step covered
+ * exactly) are solved at the capacity with a valid layout;
+ * gap7 (slack at some step) is not its kind of problem: it gives up. */
+static void test_sweep(void **state)
+{
+    (void)state;
+    rng r = {99};
+    for (int it = 0; it < 200; it++) {
+        typedef struct { int32_t t0, t1; uint64_t a0, a1; } piece;
+        piece p[12];
+        size_t np = 1;
+        uint64_t cap = rng_in(&r, 2, 12);
+        p[0] = (piece){0, (int32_t)rng_in(&r, 1, 8), 0, cap};
+        size_t want = rng_in(&r, 1, 12);
+        for (int tries = 0; np < want && tries < 100; tries++) {
+            piece *x = &p[rng_in(&r, 0, np - 1)];
+            piece y = *x;
+            if (rng_in(&r, 0, 1) && x->t1 - x->t0 > 1) {
+                int32_t c = x->t0 + (int32_t)rng_in(&r, 1, (uint64_t)(x->t1 - x->t0 - 1));
+                x->t1 = c;
+                y.t0 = c;
+            } else if (x->a1 - x->a0 > 1) {
+                uint64_t c = x->a0 + rng_in(&r, 1, x->a1 - x->a0 - 1);
+                x->a1 = c;
+                y.a0 = c;
+            } else {
+                continue;
+            }
+            p[np++] = y;
+        }
+        layout_buffer b[12];
+        uint64_t off[12];
+        for (size_t i = 0; i < np; i++)
+            b[i] = (layout_buffer){p[i].a1 - p[i].a0, p[i].t0, p[i].t1 - 1};
+        uint64_t nodes = 0;
+        assert_int_equal(lay_sweep(b, np, 1, cap, 1e300, off, &nodes), LAY_FOUND);
+        assert_true(check_layout(b, np, off, 1));
+        assert_true(layout_height(b, np, off) <= cap);
+    }
+    uint64_t off[7];
+    assert_int_equal(lay_sweep(gap7, 7, 1, 17, 1e300, off, NULL), LAY_GAVE_UP);
+}
+
 /* layout_solve: a zero-slack guillotine instance solved at its bound and
  * reported optimal; gap7 minimised to 17 with the bound proved (16 is
  * infeasible); with capacity 16 it proves infeasibility; a work budget
@@ -1055,6 +1099,7 @@ int main(void)
         cmocka_unit_test(test_glpk_alone),
         cmocka_unit_test(test_perfect_instances),
         cmocka_unit_test(test_bnb_rules_against_brute_force),
+        cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_solve),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_exact_work_budget),

@@ -49,7 +49,7 @@ g,3,6,1
 h,3,6,2
 CSV
 for flag in "" --no-canonical --no-dominance --no-section --no-monotonic --no-tight --no-floor \
-    --no-fit --no-twins --no-decompose --no-mirror "--engine bnb" "--engine skyline"; do
+    --no-fit --no-twins --no-decompose --no-mirror --no-energy "--engine bnb" "--engine skyline"; do
     # shellcheck disable=SC2086
     "$roamc" layout "$work/perfect.csv" --capacity 8 $flag --engine bnb > "$work/log" 2>&1 ||
         fail "perfect $flag: exit $?: $(cat "$work/log")"
@@ -57,6 +57,13 @@ for flag in "" --no-canonical --no-dominance --no-section --no-monotonic --no-ti
     "$roamc" layout "$work/gap7.csv" --capacity 16 $flag > "$work/log" 2>&1
     [ $? -eq 3 ] || fail "gap7 16 $flag: not infeasible"
 done
+# the sweep in time order (dev engine) solves zero slack, and never claims
+# a proof: gap7 at 16 is "stopped", exit 3 without the infeasible status
+"$roamc" layout "$work/perfect.csv" --capacity 8 --engine sweep > "$work/log" 2>&1 ||
+    fail "perfect --engine sweep: exit $?: $(cat "$work/log")"
+"$roamc" layout "$work/gap7.csv" --capacity 16 --engine sweep --time-limit 1 > "$work/log" 2>&1
+[ $? -eq 3 ] || fail "gap7 16 --engine sweep: not exit 3"
+grep -q "^status: infeasible" "$work/log" && fail "gap7 16 --engine sweep: claims a proof"
 "$roamc" layout "$work/perfect.csv" --engine nope > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--engine nope: not exit 2"
 "$roamc" layout "$work/perfect.csv" --work 0 > /dev/null 2>&1
