@@ -1,7 +1,7 @@
 /* gen_brick — writes a zero-slack buffer-list CSV that is NOT a guillotine
  * packing.
  *
- *   gen_brick N SEED [LIVE] [CAPACITY] > buffers.csv
+ *   gen_brick N SEED [LIVE] [CAPACITY] [RUN] > buffers.csv
  *
  * The address range [0, CAPACITY) is kept exactly covered by the live
  * buffers at every step, like a brick wall built over time.  At step 0 it is
@@ -20,7 +20,14 @@
  * the bound, with no slack at any step.  The file holds only the buffers,
  * not that layout.  Lifetimes are half-open [lower, upper); ids b0, b1, ...
  *
- * Defaults: LIVE = 8 + N / 25, CAPACITY = 1048576.  The random generator is
+ * Each live buffer starts such a run with probability 1/RUN, so about
+ * LIVE / (2 RUN) runs end at each step: with the default RUN = 3 many
+ * buffers start at each step and must be shared out among several holes
+ * (hard: the search has to match them); RUN = LIVE gives about one hole
+ * per step (milder, closer to a program that frees and allocates a few
+ * buffers per operator).
+ *
+ * Defaults: LIVE = 8 + N / 25, CAPACITY = 1048576, RUN = 3.  The random generator is
  * a fixed xorshift, so the same arguments give the same file everywhere.
  * Build: cc -O2 -o gen_brick tests/bench/gen_brick.c
  */
@@ -78,16 +85,17 @@ static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) {
-        fprintf(stderr, "usage: gen_brick N SEED [LIVE] [CAPACITY]\n");
+    if (argc < 3 || argc > 6) {
+        fprintf(stderr, "usage: gen_brick N SEED [LIVE] [CAPACITY] [RUN]\n");
         return 2;
     }
     size_t n = strtoull(argv[1], NULL, 10);
     rng_state = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
     size_t live_target = argc > 3 ? strtoull(argv[3], NULL, 10) : 8 + n / 25;
     uint64_t capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 1048576;
-    if (n < 1 || live_target < 1 || capacity < live_target || capacity < 4) {
-        fprintf(stderr, "gen_brick: N and LIVE must be >= 1, CAPACITY >= max(LIVE, 4)\n");
+    uint64_t run = argc > 5 ? strtoull(argv[5], NULL, 10) : 3;
+    if (n < 1 || live_target < 1 || capacity < live_target || capacity < 4 || run < 1) {
+        fprintf(stderr, "gen_brick: N, LIVE and RUN must be >= 1, CAPACITY >= max(LIVE, 4)\n");
         return 2;
     }
     if (live_target > n)
@@ -112,14 +120,14 @@ int main(int argc, char **argv)
     while (nb < n) {
         t++;
         /* Walk the live bricks in address order: each one starts, with
-         * probability 1/3, a run of 1 to 3 neighbours that ends at t; the
+         * probability 1/RUN, a run of 1 to 3 neighbours that ends at t; the
          * address range a run frees (one interval) is cut again at new random
          * points into m bricks that start at t.  Several runs end at the same
          * step, so the bricks that start at t must be shared out among
          * several holes. */
         size_t nn = 0, i = 0;
         while (i < nl) {
-            if (nb >= n || rng_next() % 3 != 0) {
+            if (nb >= n || rng_next() % run != 0) {
                 next[nn++] = live[i++];
                 continue;
             }

@@ -9,7 +9,9 @@
 # count, mean and worst wall time (roamc's own `time:` line; an unsolved
 # instance counts as its reported time), total search nodes, failed seeds.
 # Defaults: SIZES="100 200 400 800", COUNT=20, TIME_LIMIT=10.
-# Extra roamc options (e.g. --no-section, --engine bnb) go in ROAMC_OPTS.
+# Extra roamc options (e.g. --no-energy, --engine bnb) go in ROAMC_OPTS;
+# BRICK_RUN=R passes gen_brick's RUN (default 3; R = LIVE: about one hole
+# per step, milder).
 # Example:
 #   cc -O2 -o /tmp/gen_brick tests/bench/gen_brick.c
 #   tests/bench/run_brick.sh build/roamc /tmp/gen_brick
@@ -26,7 +28,11 @@ for n in $sizes; do
     ok=0 total_time=0 max_time=0 fails="" nodes=0
     seed=1
     while [ "$seed" -le "$count" ]; do
-        "$gen" "$n" "$seed" > "$work/in.csv"
+        if [ -n "${BRICK_RUN:-}" ]; then
+            "$gen" "$n" "$seed" $((8 + n / 25)) "$capacity" "$BRICK_RUN" > "$work/in.csv"
+        else
+            "$gen" "$n" "$seed" > "$work/in.csv"
+        fi
         # shellcheck disable=SC2086
         "$roamc" layout "$work/in.csv" -o "$work/out.csv" --capacity "$capacity" \
             --time-limit "$limit" ${ROAMC_OPTS:-} > "$work/log" 2>&1 || true
