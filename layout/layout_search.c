@@ -279,12 +279,19 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
         if (!srch_active(s, q))
             continue;
         size_t nl = 0;
+        uint64_t all = 0, top = 0;
         for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1]; j++) {
             size_t b = s->sec_buf[j];
-            if (s->off[b] == SRCH_NONE && s->maxf[b] > s->floor[q])
+            if (s->off[b] == SRCH_NONE && s->maxf[b] > s->floor[q]) {
                 s->lift[nl++] = (srch_lift){s->maxf[b], s->size[b]};
+                all += s->size[b];
+                if (s->maxf[b] > top)
+                    top = s->maxf[b];
+            }
         }
-        if (nl == 0)
+        /* all of them fit above the highest of their floors: every h
+         * passes, no need to sort */
+        if (nl == 0 || top + all <= s->cap)
             continue;
         qsort(s->lift, nl, sizeof *s->lift, srch_lift_cmp);
         uint64_t sum = 0;
