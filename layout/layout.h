@@ -266,8 +266,8 @@ typedef struct layout_bnb_rules {
     int mirror;     /* also search the problem mirrored in time */
     int energy;     /* skyline search, per section: the unplaced buffers
                        whose lowest possible offset is >= h fit in [h, cap)
-                       for every such h (layout_search.c); off by default
-                       in plans, on in layout_solve */
+                       for every such h (layout_search.c); off by
+                       default: it costs more than it prunes */
 } layout_bnb_rules;
 
 #define LAYOUT_ENGINE_SKYLINE 1
@@ -304,8 +304,8 @@ typedef struct layout_solve_result {
     int stopped_by_time;   /* the clock, not the work, stopped a probe */
 } layout_solve_result;
 
-/* Defaults: minimise, no work budget, 10 s, both engines, all rules on
- * (energy included, which plans leave off). */
+/* Defaults: minimise, no work budget, 10 s, skyline and bnb engines, all
+ * rules on but energy. */
 void layout_solve_defaults(layout_solve_opts *o);
 
 /* Minimises the height (binary search over capacities between the proven

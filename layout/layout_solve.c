@@ -26,8 +26,7 @@ void layout_solve_defaults(layout_solve_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->time_limit_s = 10.0;
-    lay_bnb_defaults(&o->rules);
-    o->rules.energy = 1; /* off in plans (lay_bnb_defaults) */
+    lay_bnb_defaults(&o->rules); /* energy off, as in plans */
 }
 
 /* A zero-slack probe (cap at the live-size bound): the sweep in time order

@@ -68,7 +68,8 @@ static void cl_usage(FILE *f)
             "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
             "            answer is then the same on every run and machine)\n"
             "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
-            "            tight floor fit twins decompose mirror energy) to measure each pruning rule\n");
+            "            tight floor fit twins decompose mirror) to measure each pruning rule;\n"
+            "            --with-energy turns on the energy rule (off by default)\n");
 }
 
 static int cl_parse_u64(const char *s, uint64_t *out)
@@ -166,6 +167,8 @@ static int cl_parse(int argc, char **argv, cl_options *o)
             }
         } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {
             *cl_rule(&o->rules, a + 5) = 0;
+        } else if (strncmp(a, "--with-", 7) == 0 && cl_rule(&o->rules, a + 7)) {
+            *cl_rule(&o->rules, a + 7) = 1; /* a rule that is off by default (energy) */
         } else if (cl_is_option(a, "--method")) {
             v = cl_value(argc, argv, &i, "--method");
             static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
