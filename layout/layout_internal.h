@@ -73,7 +73,7 @@ static inline uint64_t lay_round_up(uint64_t x, uint64_t a)
     return (x + a - 1) / a * a;
 }
 
-/* A layout problem reduced without loss (layout_search.c):
+/* A layout problem reduced without loss (layout_reduce.c):
  *  - empty buffers get offset 0 and are left out;
  *  - sizes are rounded up to align and expressed in units of the gcd of all
  *    of them (a pushed-down layout has offsets that are sums of sizes);

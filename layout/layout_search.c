@@ -44,9 +44,9 @@
  * MiniMalloc (Moffitt, ASPLOS 2023) restarts the same way and inspired the
  * section bounds; its search branches on buffers in offset order instead.
  *
- * Before searching, the problem is reduced without loss by lay_reduce:
- * sizes in units of their gcd, and buffers that conflict with every other
- * one stacked at the bottom.
+ * Before searching, the problem is reduced without loss by lay_reduce
+ * (layout_reduce.c): sizes in units of their gcd, and buffers that conflict
+ * with every other one stacked at the bottom.
  */
 #include "layout.h"
 #include "layout_internal.h"
@@ -612,16 +612,6 @@ static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, c
 /* ------------------------------------------------------------------------ */
 /* Setting up                                                                */
 
-static uint64_t srch_gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static int srch_i64_cmp(const void *pa, const void *pb)
 {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
@@ -765,64 +755,6 @@ static void srch_reset(srch *s)
                 s->cuts[k]++;
         }
     s->nundo = 0;
-}
-
-int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r)
-{
-    assert(align >= 1);
-    memset(r, 0, sizeof *r);
-    r->orig = malloc((n ? n : 1) * sizeof *r->orig);
-    r->size = malloc((n ? n : 1) * sizeof *r->size);
-    r->offsets = calloc(n ? n : 1, sizeof *r->offsets);
-    if (!r->orig || !r->size || !r->offsets) {
-        lay_reduced_free(r);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size == 0)
-            continue;
-        r->unit = srch_gcd(r->unit, lay_round_up(bufs[i].size, align));
-        r->orig[r->n++] = i;
-    }
-    if (r->unit == 0)
-        r->unit = align;
-    /* One buffer conflicts with all others when it starts no later than the
-     * earliest end and ends no earlier than the latest start.  Taking those
-     * out can make more of them, so repeat. */
-    for (int changed = 1; changed && r->n > 0;) {
-        changed = 0;
-        int64_t min_end = INT64_MAX, max_start = INT64_MIN;
-        for (size_t b = 0; b < r->n; b++) {
-            const layout_buffer *x = &bufs[r->orig[b]];
-            if (x->end < min_end)
-                min_end = x->end;
-            if (x->start > max_start)
-                max_start = x->start;
-        }
-        size_t keep = 0;
-        for (size_t b = 0; b < r->n; b++) {
-            size_t i = r->orig[b];
-            if (bufs[i].start <= min_end && bufs[i].end >= max_start) {
-                r->offsets[i] = r->base;
-                r->base += lay_round_up(bufs[i].size, align);
-                changed = 1;
-            } else {
-                r->orig[keep++] = i;
-            }
-        }
-        r->n = keep;
-    }
-    for (size_t b = 0; b < r->n; b++)
-        r->size[b] = lay_round_up(bufs[r->orig[b]].size, align) / r->unit;
-    return 0;
-}
-
-void lay_reduced_free(lay_reduced *r)
-{
-    free(r->orig);
-    free(r->size);
-    free(r->offsets);
-    memset(r, 0, sizeof *r);
 }
 
 /* Sort record for finding twins. */
