@@ -875,18 +875,18 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     int timed_out = 0, out_of_work = 0;
     if (lay_reduce(bufs, n, align, &red) != 0)
         return -2;
-    int result = -2;
+    lay_status result = LAY_NOMEM;
     if (red.base > capacity) {
-        result = 0; /* the buffers that conflict with all others alone */
+        result = LAY_INFEASIBLE; /* the buffers that conflict with all others alone */
         goto done;
     }
     if (red.n == 0) {
         memcpy(offsets, red.offsets, n * sizeof *offsets);
-        result = 1;
+        result = LAY_FOUND;
         goto done;
     }
     if (red.n > max_buffers) {
-        result = -1;
+        result = LAY_GAVE_UP;
         goto done;
     }
     /* Time reversed is the same problem (same layouts) but the search walks
@@ -919,10 +919,10 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
      * each round. */
     static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ", "TR", "WR"};
     const size_t norders = sizeof orders / sizeof orders[0];
-    result = -1;
-    for (long long limit = 4 * (long long)red.n; result == -1 && !timed_out && !out_of_work;
+    result = LAY_GAVE_UP;
+    for (long long limit = 4 * (long long)red.n; result == LAY_GAVE_UP && !timed_out && !out_of_work;
          limit *= 2) {
-        for (size_t h = 0; h < norders * ndir && result == -1 && !timed_out && !out_of_work; h++) {
+        for (size_t h = 0; h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
             srch_reset(s);
             for (size_t b = 0; b < s->n; b++) { /* fresh ties for R each round */
@@ -944,14 +944,14 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
             s->timed_out = 0;
             srch_rc rc = srch_solve_range(s, 0, s->nsec);
             if (rc == SRCH_FOUND) {
-                result = 1;
+                result = LAY_FOUND;
                 for (size_t b = 0; b < s->n; b++)
                     red.offsets[s->orig[b]] = red.base + s->solution[b] * red.unit;
                 memcpy(offsets, red.offsets, n * sizeof *offsets);
             } else if (rc == SRCH_INFEASIBLE) {
-                result = 0;
+                result = LAY_INFEASIBLE;
             } else if (rc == SRCH_NOMEM) {
-                result = -2;
+                result = LAY_NOMEM;
             } else if (s->out_of_work) {
                 out_of_work = 1;
             } else if (s->timed_out || lay_now() > deadline) {
@@ -961,13 +961,13 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
         /* then the same limit for each strategy of the canonical branch
          * and bound, which wins where this search wanders (instances
          * whose sections keep some slack) */
-        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == -1 && !timed_out &&
+        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == LAY_GAVE_UP && !timed_out &&
                            !out_of_work;
              h++) {
             int oow = 0, cut = 0;
             lay_status rc = lay_bnb_run(bnb, h, limit, work, deadline, &oow, &cut, offsets);
             if (rc == LAY_FOUND || rc == LAY_INFEASIBLE || rc == LAY_NOMEM)
-                result = (int)rc;
+                result = rc;
             out_of_work |= oow;
             timed_out |= cut;
         }
@@ -977,7 +977,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
 done:
     lay_bnb_free(bnb);
     if (timed_out_out)
-        *timed_out_out = result == -1 && timed_out;
+        *timed_out_out = result == LAY_GAVE_UP && timed_out;
     for (size_t d = 0; d < ndir; d++)
         srch_free(&dir[d]);
     free(mirror);
