@@ -366,7 +366,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 /* Local search over placement orders                                        */
 
 /* Placements of the walk run before the exact steps (1b of layout_exact):
- * enough for the plans whose incumbent the walk takes to the bound (193 on
+ * enough for the plans whose incumbent the walk takes to the bound (194 on
  * mnasnet1_0_b1, 1 on mobilenet_v2_b32, mnasnet1_0_b32 and
  * efficientnet_b0_b32), a few hundred ms on 2000 buffers. */
 #define ILP_QUICK_PLACEMENTS 256
