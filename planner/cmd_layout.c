@@ -318,6 +318,25 @@ int cmd_layout(int argc, char **argv)
         height = h0;
         if (h0 != UINT64_MAX) {
             double left = 0.9 * (t_start + o.time_limit - planner_now()); /* a tenth for checking and writing */
+            /* The plans' exact layout first (search at the bound, GLPK on
+             * small problems, local search over first-fit orders), with at
+             * most half of the time: on the committed models' buffer lists
+             * its local search reaches the live-size bound where the
+             * searches below alone do not (mnasnet1_0, mobilenet_v2_b32,
+             * efficientnet_b0_b32, vit_b_16_b1).  Not under --work (which
+             * is the exact search's own budget) nor for dev --engine. */
+            if (!o.work && !o.engines && left > 1e-3) {
+                layout_effort e = {0, 0.5 * left, o.has_capacity ? o.capacity : 0};
+                layout_result er;
+                uint64_t *warm = malloc(n * sizeof *warm);
+                if (warm) {
+                    memcpy(warm, offsets, n * sizeof *warm);
+                    if (layout_exact(bufs, n, o.align, warm, &e, offsets, &er) == UINT64_MAX)
+                        memcpy(offsets, warm, n * sizeof *warm);
+                    free(warm);
+                }
+                left = 0.9 * (t_start + o.time_limit - planner_now());
+            }
             layout_solve_opts so;
             layout_solve_defaults(&so);
             so.capacity = o.has_capacity ? (o.capacity ? o.capacity : 1) : 0;
