@@ -164,6 +164,18 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops);
  * in igraph's doubles (over 2^51), UINT64_MAX on out of memory. */
 uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
 
+/* A lower bound of the theoretical peak of every schedule, at least
+ * graph_min_live(g, &v, 1): where the least live set at v leaves out a
+ * storage that some op w must still touch, running w before v may cost
+ * more at w's own step than keeping the storage live at v.  The bound is
+ * min(least live at v with the ops of W after v, min over w in W of
+ * max(least live at v with w before v, least live at w with v after w)),
+ * for W chosen among the first max_candidates such ops (graph_cut.c says
+ * why it holds for every schedule).  2 max-flows per candidate and 2 more.
+ * Returns 0 when the bytes would not be exact in igraph's doubles,
+ * UINT64_MAX on out of memory. */
+uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
+
 /* Per-storage block span of a block assignment, computed once and shared by
  * every leaf of it.  first[s]: block that creates s (-1 for an input);
  * last[s]: last block that touches s (INT32_MAX when s must outlive the

@@ -88,9 +88,22 @@ static igraph_integer_t cut_node(const int *node, int w) {
 
 /* The minimum over schedules of the bytes live at op v; mark a scratch
  * array of n_storages zeros (left zeroed), node and stack scratch arrays of
- * n_ops entries.  Returns UINT64_MAX on failure. */
+ * n_ops entries.  Restricted, when asked, to the schedules that run op
+ * in_op (>= 0) before v, or the ops out[0..n_out) after v: an infinite edge
+ * from the source to the op, or from the op to the sink, puts it on that
+ * side (and, through the ordering edges, its ancestors or descendants with
+ * it).  Returns UINT64_MAX on failure, or when the restriction cannot hold
+ * (in_op a descendant of v, an op of out an ancestor of v). */
+static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
+                                    int *node, int *stack, int in_op, const int *out, size_t n_out);
+
 static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
                              int *node, int *stack) {
+    return cut_min_live_in_out(g, v, T, inf, mark, node, stack, -1, NULL, 0);
+}
+
+static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
+                                    int *node, int *stack, int in_op, const int *out, size_t n_out) {
     size_t n = g->n_ops, ns = g->n_storages;
     uint64_t fixed = 0;
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
@@ -155,6 +168,14 @@ static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, dou
         }
     }
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
+    if (in_op >= 0 && !bad) {
+        if (node[in_op] == CUT_DESC) bad = 1;
+        else if (node[in_op] >= 0) bad = cut_add(&c, CUT_SRC_NODE, node[in_op], inf);
+    }
+    for (size_t k = 0; k < n_out && !bad; k++) {
+        if (node[out[k]] == CUT_ANC) bad = 1;
+        else if (node[out[k]] >= 0) bad = cut_add(&c, node[out[k]], CUT_SINK_NODE, inf);
+    }
 
     uint64_t result = UINT64_MAX;
     if (!bad && c.n_edges == 0) result = fixed;
@@ -195,4 +216,84 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
     graph_touchers_free(&T);
     free(mark), free(node), free(stack);
     return best;
+}
+
+/* A case split on the ops that can run on either side of v (graph.h).
+ * Why it is a lower bound of every schedule's peak: let E be what a
+ * schedule runs before v.  If no op of W is in E, the bytes live at v are
+ * at least A = (least live at v with W after v).  Otherwise some w of W runs
+ * before v: then the bytes live at v are at least (least live at v with w
+ * before it), and at w's own step v has not run, so the bytes live there are
+ * at least (least live at w with v after it); the peak is at least the larger
+ * of the two, B_w.  So every schedule's peak is >= min(A, min over W of B_w),
+ * whatever W is.  W is the ops with B_w above the plain bound, among the
+ * candidates: free ops touching a storage that the plain cut may drop (made
+ * before v or an input, not touched by v, no toucher among v's descendants,
+ * not outliving the step) -- the ops whose place decides whether such a
+ * storage is live at v. */
+uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
+    size_t n = g->n_ops, ns = g->n_storages;
+    double total = 0;
+    for (size_t s = 0; s < ns; s++) total += (double)g->storages[s].size;
+    if (total >= 9007199254740992.0 / 4) return 0;
+    double inf = 2 * total + 1;
+
+    graph_touchers T = {0};
+    unsigned char *mark = calloc(ns ? ns : 1, 1), *cand_flag = calloc(n ? n : 1, 1);
+    int *node = malloc((n ? n : 1) * sizeof *node), *stack = malloc((n ? n : 1) * sizeof *stack);
+    int *side = malloc((n ? n : 1) * sizeof *side), *cands = malloc((n ? n : 1) * sizeof *cands);
+    int *w_set = malloc((n ? n : 1) * sizeof *w_set);
+    uint64_t result = UINT64_MAX;
+    if (!mark || !cand_flag || !node || !stack || !side || !cands || !w_set || graph_touchers_build(g, &T)) goto out;
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
+    result = plain;
+    if (plain == UINT64_MAX) goto out;
+
+    for (size_t w = 0; w < n; w++) side[w] = CUT_FREE;
+    cut_sides(g, v, side, stack);
+    for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 1;
+    size_t n_cands = 0;
+    for (size_t s = 0; s < ns; s++) {
+        const graph_storage *st = &g->storages[s];
+        int maker = T.maker[s];
+        if (mark[s] || graph_storage_outlives(g, st)) continue;
+        if (!st->has_input && (maker < 0 || side[maker] != CUT_ANC)) continue;
+        bool forced = false;
+        for (size_t k = T.start[s]; k < T.start[s + 1]; k++) forced |= side[T.ops[k]] == CUT_DESC;
+        if (forced) continue;
+        for (size_t k = T.start[s]; k < T.start[s + 1]; k++) {
+            int t = T.ops[k];
+            if (side[t] == CUT_FREE && !cand_flag[t]) cand_flag[t] = 1, n_cands++;
+        }
+    }
+    for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
+    /* the first max_candidates in op order: any subset keeps the bound valid */
+    size_t m = 0;
+    for (size_t w = 0; w < n && m < max_candidates; w++)
+        if (cand_flag[w]) cands[m++] = (int)w;
+
+    size_t n_w = 0;
+    uint64_t min_b = UINT64_MAX;
+    for (size_t i = 0; i < m; i++) {
+        int w = cands[i];
+        uint64_t a = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, w, NULL, 0);
+        uint64_t b = cut_min_live_in_out(g, w, &T, inf, mark, node, stack, -1, &v, 1);
+        if (a == UINT64_MAX || b == UINT64_MAX) continue; /* a failure only makes W smaller */
+        if (b > a) a = b; /* B_w */
+        if (a <= plain) continue;
+        w_set[n_w++] = w;
+        if (a < min_b) min_b = a;
+    }
+    if (n_w > 0) {
+        uint64_t all_after = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w);
+        if (all_after != UINT64_MAX) {
+            uint64_t split = all_after < min_b ? all_after : min_b;
+            if (split > plain) result = split;
+        }
+    }
+out:
+    graph_touchers_free(&T);
+    free(mark), free(cand_flag), free(node), free(stack), free(side), free(cands), free(w_set);
+    return result;
 }

@@ -55,6 +55,8 @@
 #define ORDER_LB_MAX_OPS 20000
 /* order_tighten_bound: max-flows at the highest steps of the chosen order */
 #define ORDER_CUT_OPS 8
+/* Candidate ops per peak op for graph_min_live_split (2 max-flows each). */
+#define ORDER_SPLIT_CANDIDATES 64
 
 /* How a leaf was solved. */
 typedef enum order_how {
@@ -426,7 +428,10 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
     uint64_t *live = malloc((n ? n : 1) * sizeof *live);
     int picked[ORDER_CUT_OPS];
     size_t n_picked = 0;
+    uint64_t peak = 0;
     if (live && graph_live_bytes(g, order, live) == 0) {
+        for (size_t i = 0; i < n; i++)
+            if (live[i] > peak) peak = live[i];
         /* the ORDER_CUT_OPS highest steps above the bound, by selection:
          * each pass takes the highest step not yet picked */
         for (; n_picked < ORDER_CUT_OPS; n_picked++) {
@@ -442,6 +447,14 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
     if (n_picked == 0) return;
     uint64_t cut = graph_min_live(g, picked, n_picked);
     if (cut != UINT64_MAX && cut > st->lower_bound) st->lower_bound = cut;
+    /* Still below the order's peak: the case split on the ops that can run
+     * on either side of a peak op (graph_min_live_split; e.g. vgg16_b32's
+     * classifier weight-gradient mm's, whose inputs the plain cut frees by
+     * running them before the peak, where their outputs would cost more). */
+    for (size_t i = 0; i < n_picked && st->lower_bound < peak; i++) {
+        uint64_t split = graph_min_live_split(g, picked[i], ORDER_SPLIT_CANDIDATES);
+        if (split != UINT64_MAX && split > st->lower_bound) st->lower_bound = split;
+    }
 }
 
 int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,

@@ -221,7 +221,7 @@ static planner_options roam_options(int node_limit, int threads) {
 
 static void test_random_dags_against_brute_force(void **state) {
     (void)state;
-    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0, cut_tight = 0;
+    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0, cut_tight = 0, split_tight = 0, split_raised = 0;
     while (tested < 1200) {
         attempts++;
         assert_true(attempts < 20000);
@@ -284,6 +284,21 @@ static void test_random_dags_against_brute_force(void **state) {
         uint64_t cut_all = graph_min_live(&g, all, g.n_ops);
         assert_true(cut_all >= lb && cut_all <= b.best);
         cut_tight += cut_all == b.best;
+        /* the case-split bound: never below the plain cut at its op, never
+         * above the optimum, whatever the number of candidates */
+        uint64_t split_max = 0;
+        for (size_t v = 0; v < g.n_ops; v++) {
+            for (size_t cands = 0; cands <= 8; cands += 4) {
+                uint64_t split = graph_min_live_split(&g, (int)v, cands);
+                if (cands == 8 && split > split_max) split_max = split;
+                split_raised += split > b.min_live[v];
+                if (split < b.min_live[v] || split > b.best)
+                    fail_msg("graph %d: op %zu split bound %llu (%zu candidates), min live %llu, optimum %llu", tested,
+                             v, (unsigned long long)split, cands, (unsigned long long)b.min_live[v],
+                             (unsigned long long)b.best);
+            }
+        }
+        split_tight += split_max == b.best;
 
         /* LESCEA is a valid order, never below the optimum */
         int les[16];
@@ -368,7 +383,9 @@ static void test_random_dags_against_brute_force(void **state) {
     assert_true(ilp_checked >= 100);
     assert_true(lb_tight > tested / 2);
     assert_true(cut_tight >= lb_tight);
-    print_message("lower bounds at the optimum: per-op %d, cut %d of %d; ilp_checked %d\n", lb_tight, cut_tight, tested, ilp_checked);
+    print_message("lower bounds at the optimum: per-op %d, cut %d of %d; ilp_checked %d; split %d (raised above the cut at %d op x candidate counts)\n",
+                  lb_tight, cut_tight, tested, ilp_checked, split_tight, split_raised);
+    assert_true(split_tight >= cut_tight);
 }
 
 /* Peak of the order that solves every block of P exactly. */
