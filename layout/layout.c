@@ -459,7 +459,7 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     return 0;
 }
 
-/* dst = a deep copy of src (lists with no spare capacity).  Returns 0, or
+/* dst = a deep copy of src (its lists in arrays of its own arena).  Returns 0, or
  * -1 when memory runs out (dst is then freed). */
 static int lay_index_clone(lay_index *dst, const lay_index *src)
 {
