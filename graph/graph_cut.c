@@ -226,11 +226,16 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
  * before it), and at w's own step v has not run, so the bytes live there are
  * at least (least live at w with v after it); the peak is at least the larger
  * of the two, B_w.  So every schedule's peak is >= min(A, min over W of B_w),
- * whatever W is.  W is the ops with B_w above the plain bound, among the
- * candidates: free ops touching a storage that the plain cut may drop (made
- * before v or an input, not touched by v, no toucher among v's descendants,
- * not outliving the step) -- the ops whose place decides whether such a
- * storage is live at v. */
+ * whatever W is.  Sharper, with W as a list w_1..w_k: split the schedules
+ * by the first w_j of the list that runs before v (w_1..w_j-1 then run after
+ * v, so also after w_j); case j is bounded by the larger of the least live
+ * at v with w_j before it and w_1..w_j-1 after it, and the least live at
+ * w_j with v and w_1..w_j-1 after it; the last case (none before v) by A.
+ * W is built greedily among the candidates: free ops touching a storage
+ * that the plain cut may drop (made before v or an input, not touched by
+ * v, no toucher among v's descendants, not outliving the step), i.e. the
+ * ops whose place decides whether such a storage is live at v; a candidate
+ * joins when the bound with it is higher than without. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     size_t n = g->n_ops, ns = g->n_storages;
     double total = 0;
@@ -273,25 +278,27 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     for (size_t w = 0; w < n && m < max_candidates; w++)
         if (cand_flag[w]) cands[m++] = (int)w;
 
+    /* W grows one candidate at a time, kept only when it raises the bound;
+     * each case is conditioned on the members before it (see above). */
     size_t n_w = 0;
-    uint64_t min_b = UINT64_MAX;
+    uint64_t min_b = UINT64_MAX, best = plain;
     for (size_t i = 0; i < m; i++) {
         int w = cands[i];
-        uint64_t a = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, w, NULL, 0);
-        uint64_t b = cut_min_live_in_out(g, w, &T, inf, mark, node, stack, -1, &v, 1);
+        uint64_t a = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, w, w_set, n_w);
+        w_set[n_w] = v; /* at w's step: v and the members before w not run */
+        uint64_t b = cut_min_live_in_out(g, w, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
         if (a == UINT64_MAX || b == UINT64_MAX) continue; /* a failure only makes W smaller */
         if (b > a) a = b; /* B_w */
-        if (a <= plain) continue;
-        w_set[n_w++] = w;
-        if (a < min_b) min_b = a;
+        if (a <= best) continue;
+        w_set[n_w] = w;
+        uint64_t all_after = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
+        if (all_after == UINT64_MAX) continue;
+        uint64_t mb = a < min_b ? a : min_b;
+        uint64_t bound = all_after < mb ? all_after : mb;
+        if (bound <= best) continue;
+        n_w++, min_b = mb, best = bound;
     }
-    if (n_w > 0) {
-        uint64_t all_after = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w);
-        if (all_after != UINT64_MAX) {
-            uint64_t split = all_after < min_b ? all_after : min_b;
-            if (split > plain) result = split;
-        }
-    }
+    result = best;
 out:
     graph_touchers_free(&T);
     free(mark), free(cand_flag), free(node), free(stack), free(side), free(cands), free(w_set);
