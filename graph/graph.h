@@ -170,8 +170,10 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
  * more at w's own step than keeping the storage live at v.  The bound is
  * min(least live at v with the ops of W after v, min over w in W of
  * max(least live at v with w before v, least live at w with v after w)),
- * for W chosen among the first max_candidates such ops (graph_cut.c says
- * why it holds for every schedule).  2 max-flows per candidate and 2 more.
+ * each case also conditioned on the members of W before w running after
+ * v, for W chosen greedily among the first max_candidates such ops
+ * (graph_cut.c says why it holds for every schedule).  Up to 3 max-flows
+ * per candidate and 1 more.
  * Returns 0 when the bytes would not be exact in igraph's doubles,
  * UINT64_MAX on out of memory. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
