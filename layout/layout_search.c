@@ -233,6 +233,17 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
     return s->reach[z];
 }
 
+/* Does no section along b's lifetime have a floor above m?  (Asked only
+ * for the buffers of a tight section at floor m, so each scan stops at the
+ * first higher floor; cheaper than every buffer's highest floor per node.) */
+static int srch_flat(const srch *s, size_t b, uint64_t m)
+{
+    for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+        if (s->floor[q] > m)
+            return 0;
+    return 1;
+}
+
 /* Highest lowest offset first. */
 static int srch_lift_cmp(const void *pa, const void *pb)
 {
@@ -259,7 +270,7 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
         return 1;
     /* A tight section k must get a buffer at exactly its floor, and such a
      * buffer finds no floor above that along its lifetime. */
-    for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
+    for (size_t j = s->start_begin[lo]; s->energy && j < s->start_begin[hi]; j++) {
         size_t b = s->start_buf[j];
         if (s->off[b] != SRCH_NONE)
             continue;
@@ -307,7 +318,7 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
         int coverable = 0;
         for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1] && !coverable; j++) {
             size_t b = s->sec_buf[j];
-            coverable = s->off[b] == SRCH_NONE && s->maxf[b] == s->floor[q];
+            coverable = s->off[b] == SRCH_NONE && srch_flat(s, b, s->floor[q]);
         }
         if (!coverable)
             return 0;
