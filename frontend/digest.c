@@ -20,12 +20,15 @@ static const uint32_t fe_sha_k[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-static uint32_t fe_ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+static uint32_t fe_ror(uint32_t x, int n) {
+    return (x >> n) | (x << (32 - n));
+}
 
 static void fe_sha_block(uint32_t h[8], const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
     for (int i = 16; i < 64; i++) {
         uint32_t s0 = fe_ror(w[i - 15], 7) ^ fe_ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
         uint32_t s1 = fe_ror(w[i - 2], 17) ^ fe_ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -33,15 +36,18 @@ static void fe_sha_block(uint32_t h[8], const uint8_t *p) {
     }
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = k + (fe_ror(e, 6) ^ fe_ror(e, 11) ^ fe_ror(e, 25)) + ((e & f) ^ (~e & g)) + fe_sha_k[i] + w[i];
-        uint32_t t2 = (fe_ror(a, 2) ^ fe_ror(a, 13) ^ fe_ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        uint32_t t1 = k + (fe_ror(e, 6) ^ fe_ror(e, 11) ^ fe_ror(e, 25)) + ((e & f) ^ (~e & g)) +
+                      fe_sha_k[i] + w[i];
+        uint32_t t2 =
+            (fe_ror(a, 2) ^ fe_ror(a, 13) ^ fe_ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         k = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
     }
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
 void fe_sha256(const void *data, size_t len, uint8_t out[32]) {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     const uint8_t *p = data;
     size_t full = len / 64;
     for (size_t i = 0; i < full; i++) fe_sha_block(h, p + 64 * i);
@@ -60,6 +66,7 @@ void fe_sha256(const void *data, size_t len, uint8_t out[32]) {
 
 void fe_hex(const uint8_t *bytes, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) out[2 * i] = digits[bytes[i] >> 4], out[2 * i + 1] = digits[bytes[i] & 15];
+    for (size_t i = 0; i < n; i++)
+        out[2 * i] = digits[bytes[i] >> 4], out[2 * i + 1] = digits[bytes[i] & 15];
     out[2 * n] = 0;
 }

@@ -33,7 +33,8 @@ typedef struct fe_err {
     size_t len;
 } fe_err;
 
-int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt, va_list ap) {
+int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt,
+               va_list ap) {
     if (buf && len) {
         int k = snprintf(buf, len, "%s: %s%s", path, tag ? tag : "", tag ? ": " : "");
         if (k < 0) k = 0;
@@ -115,10 +116,15 @@ unsigned fe_elem_bits(int32_t elem_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return 16;
     /* Types newer than some onnx.proto versions: by number, so the loader
      * builds against any libonnx-dev. */
-    case 17: case 18: case 19: case 20: return 8; /* FLOAT8 variants */
-    case 21: case 22: case 23: return 4;          /* UINT4, INT4, FLOAT4E2M1 */
-    case 24: return 8;                            /* FLOAT8E8M0 */
-    default: return 0;                            /* STRING (8), UNDEFINED, unknown */
+    case 17:
+    case 18:
+    case 19:
+    case 20: return 8; /* FLOAT8 variants */
+    case 21:
+    case 22:
+    case 23: return 4; /* UINT4, INT4, FLOAT4E2M1 */
+    case 24: return 8; /* FLOAT8E8M0 */
+    default: return 0; /* STRING (8), UNDEFINED, unknown */
     }
 }
 
@@ -178,8 +184,8 @@ static bool fe_is_tensor_data(unsigned field) {
  * Anything malformed is copied as it is, for protobuf-c to refuse.
  * Returns 1 when messages nest deeper than FE_MAX_NESTING, else 0.  The
  * output grows by at most 10 bytes per nesting level beyond the input. */
-static int fe_wire_copy(fe_wire *w, const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *d,
-                        int depth) {
+static int fe_wire_copy(fe_wire *w, const uint8_t *p, const uint8_t *end,
+                        const ProtobufCMessageDescriptor *d, int depth) {
     if (depth > FE_MAX_NESTING) {
         w->deep_at = (size_t)(p - w->base);
         return 1;
@@ -292,20 +298,25 @@ static int fe_add_value(fe_loader *L, const char *name, int producer, unsigned k
 static int fe_describe_definer(fe_loader *L, int idx, char *buf, size_t len) {
     const fe_value *v = &L->m->values[idx];
     if (v->producer >= 0)
-        return snprintf(buf, len, "node '%s' (#%d)", fe_node_label(L->g->node[v->producer]), v->producer);
-    return snprintf(buf, len, "%s", (v->kind & FE_INITIALIZER) ? "an initializer" : "a graph input");
+        return snprintf(buf, len, "node '%s' (#%d)", fe_node_label(L->g->node[v->producer]),
+                        v->producer);
+    return snprintf(buf, len, "%s",
+                    (v->kind & FE_INITIALIZER) ? "an initializer" : "a graph input");
 }
 
 /* ------------------------------------------------------------- aliasing */
 
 /* Default aliasing, for nodes without an `alias` attribute; the same lists as
  * shared/tools/check_plan.py so that both agree on every file. */
-static const char *const fe_std_views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", NULL};
+static const char *const fe_std_views[] = {"Reshape",   "Flatten",  "Squeeze",
+                                           "Unsqueeze", "Identity", NULL};
 static const char *const fe_aten_views[] = {
-    "view", "_unsafe_view", "reshape", "_reshape_alias", "t", "transpose", "permute", "expand",
-    "detach", "alias", "squeeze", "unsqueeze", "slice", "select", "as_strided", "split",
-    "split_with_sizes", "unbind", "narrow", "diagonal", "unfold", "view_as", "expand_as",
-    "numpy_T", "chunk", "tensor_split", "movedim", "flatten", "unflatten", NULL};
+    "view",         "_unsafe_view",     "reshape",   "_reshape_alias", "t",
+    "transpose",    "permute",          "expand",    "detach",         "alias",
+    "squeeze",      "unsqueeze",        "slice",     "select",         "as_strided",
+    "split",        "split_with_sizes", "unbind",    "narrow",         "diagonal",
+    "unfold",       "view_as",          "expand_as", "numpy_T",        "chunk",
+    "tensor_split", "movedim",          "flatten",   "unflatten",      NULL};
 
 static bool fe_in_list(const char *const *list, const char *s, size_t len) {
     for (; *list; list++)
@@ -327,13 +338,16 @@ static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
     const Onnx__AttributeProto *a = fe_attr(n, "alias");
     if (a) {
         if (a->n_ints > fn->n_outputs)
-            return fe_fail(&L->err, "node '%s' (#%zu): attribute alias has %zu entries for %zu outputs",
+            return fe_fail(&L->err,
+                           "node '%s' (#%zu): attribute alias has %zu entries for %zu outputs",
                            fe_node_label(n), ni, a->n_ints, fn->n_outputs);
         for (size_t k = 0; k < a->n_ints; k++) {
             int64_t j = a->ints[k];
             if (j < -1 || j >= (int64_t)fn->n_explicit_inputs || (j >= 0 && fn->inputs[j] < 0))
-                return fe_fail(&L->err, "node '%s' (#%zu): alias[%zu] = %lld does not name one of its %zu inputs",
-                               fe_node_label(n), ni, k, (long long)j, fn->n_explicit_inputs);
+                return fe_fail(
+                    &L->err,
+                    "node '%s' (#%zu): alias[%zu] = %lld does not name one of its %zu inputs",
+                    fe_node_label(n), ni, k, (long long)j, fn->n_explicit_inputs);
             fn->alias[k] = (int)j;
         }
         const Onnx__AttributeProto *ip = fe_attr(n, "inplace");
@@ -342,7 +356,8 @@ static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
     }
     const char *dom = fn->domain;
     const char *op = fn->op_type;
-    if ((dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0) && fe_in_list(fe_std_views, op, strlen(op))) {
+    if ((dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0) &&
+        fe_in_list(fe_std_views, op, strlen(op))) {
         if (fn->n_outputs && fn->n_explicit_inputs && fn->inputs[0] >= 0) fn->alias[0] = 0;
     } else if (strcmp(dom, "org.pytorch.aten") == 0) {
         size_t base = strcspn(op, "."); /* "add_.Tensor" -> "add_" */
@@ -366,35 +381,56 @@ static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor 
     char where[320];
     if (v->producer >= 0) {
         const Onnx__NodeProto *np = L->g->node[v->producer];
-        snprintf(where, sizeof where, "output of node '%s' #%d, %s", fe_node_label(np), v->producer, np->op_type);
+        snprintf(where, sizeof where, "output of node '%s' #%d, %s", fe_node_label(np), v->producer,
+                 np->op_type);
     } else {
-        snprintf(where, sizeof where, "%s", (v->kind & FE_INITIALIZER) ? "initializer" : "graph input");
+        snprintf(where, sizeof where, "%s",
+                 (v->kind & FE_INITIALIZER) ? "initializer" : "graph input");
     }
     const fe_model *m = L->m;
-    int32_t sym = t && d >= 0 ? t->dims[d].sym : t && t->seq && t->seq_len.v < 0 ? t->seq_len.sym : fi_blame(t);
+    int32_t sym = t && d >= 0                       ? t->dims[d].sym
+                  : t && t->seq && t->seq_len.v < 0 ? t->seq_len.sym
+                                                    : fi_blame(t);
     if (sym >= 0 && (size_t)sym < m->n_symbols) {
         const fe_symbol *s = &m->symbols[sym];
         if (s->kind == FE_SYMBOL_DATA)
-            return fe_fail(&L->err, "value '%s' (%s): dim %d depends on data (symbol '%s') and no upper bound is "
-                           "known; set one with --dim '%s'=N", v->name, where, d, s->name, s->name);
+            return fe_fail(
+                &L->err,
+                "value '%s' (%s): dim %d depends on data (symbol '%s') and no upper bound is "
+                "known; set one with --dim '%s'=N",
+                v->name, where, d, s->name, s->name);
         if (v->producer < 0 && t && d >= 0 && t->dims[d].exact)
-            return fe_fail(&L->err, "graph input '%s' dim %d is the symbol '%s', which nothing binds; bind it with "
-                           "--dim %s=N (or --input-shape %s=D1,D2,...)", v->name, d, s->name, s->name, v->name);
-        return fe_fail(&L->err, "value '%s' (%s): dim %d %s the symbol '%s', which nothing binds; bind it with "
-                       "--dim %s=N (or the input's shape with --input-shape NAME=D1,D2,...)", v->name, where, d,
-                       t && d >= 0 && t->dims[d].exact ? "is" : "depends on", s->name, s->name);
+            return fe_fail(
+                &L->err,
+                "graph input '%s' dim %d is the symbol '%s', which nothing binds; bind it with "
+                "--dim %s=N (or --input-shape %s=D1,D2,...)",
+                v->name, d, s->name, s->name, v->name);
+        return fe_fail(
+            &L->err,
+            "value '%s' (%s): dim %d %s the symbol '%s', which nothing binds; bind it with "
+            "--dim %s=N (or the input's shape with --input-shape NAME=D1,D2,...)",
+            v->name, where, d, t && d >= 0 && t->dims[d].exact ? "is" : "depends on", s->name,
+            s->name);
     }
     if (v->producer < 0)
-        return fe_fail(&L->err, "graph input '%s' has no %s in the file; give it with --input-shape %s=D1,D2,...",
-                       v->name, t && t->elem ? "static shape" : "tensor type", v->name);
+        return fe_fail(
+            &L->err,
+            "graph input '%s' has no %s in the file; give it with --input-shape %s=D1,D2,...",
+            v->name, t && t->elem ? "static shape" : "tensor type", v->name);
     const Onnx__NodeProto *np = L->g->node[v->producer];
     if (!fi_rule_exists(np->domain, np->op_type))
-        return fe_fail(&L->err, "value '%s' (%s) has no static %s: roamc has no shape inference for operator %s%s%s "
-                       "and the file gives no shape for it (frontend/SHAPES.md lists what is covered)",
-                       v->name, where, t && t->elem ? "shape" : "type", np->domain && np->domain[0] ? np->domain : "",
-                       np->domain && np->domain[0] ? "::" : "", np->op_type);
-    return fe_fail(&L->err, "value '%s' (%s) has no static %s: shape inference could not determine it from the "
-                   "node's inputs", v->name, where, t && t->elem ? "shape" : "type");
+        return fe_fail(
+            &L->err,
+            "value '%s' (%s) has no static %s: roamc has no shape inference for operator %s%s%s "
+            "and the file gives no shape for it (frontend/SHAPES.md lists what is covered)",
+            v->name, where, t && t->elem ? "shape" : "type",
+            np->domain && np->domain[0] ? np->domain : "", np->domain && np->domain[0] ? "::" : "",
+            np->op_type);
+    return fe_fail(
+        &L->err,
+        "value '%s' (%s) has no static %s: shape inference could not determine it from the "
+        "node's inputs",
+        v->name, where, t && t->elem ? "shape" : "type");
 }
 
 /* Gives every value its type, shape and bytes from inference (which has
@@ -416,7 +452,8 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
     }
     const char *first;
     m->n_conflicts = fi_conflicts(cx, &first);
-    if (rc == 0 && m->n_conflicts && !(m->first_conflict = fe_strdup(first))) rc = fe_fail(&L->err, "out of memory");
+    if (rc == 0 && m->n_conflicts && !(m->first_conflict = fe_strdup(first)))
+        rc = fe_fail(&L->err, "out of memory");
     bool allow = opt && opt->allow_unresolved;
     for (size_t i = 0; rc == 0 && i < m->n_values; i++) {
         fe_value *v = &m->values[i];
@@ -433,7 +470,8 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
                 rc = fe_fail(&L->err, "out of memory");
                 break;
             }
-            for (int d = 0; d < v->rank; d++) v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
+            for (int d = 0; d < v->rank; d++)
+                v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
         }
         v->seq_len = !t || !t->seq ? -1 : t->seq_len.v >= 0 ? t->seq_len.v : -2;
         int unknown = v->rank < 0 || !v->elem_type ? -1 : -2;
@@ -447,20 +485,24 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         if (bits == 0) {
             char eb[32];
             if (!allow)
-                rc = fe_fail(&L->err, "value '%s' has element type %s (%d), which has no fixed byte size", v->name,
-                             fe_elem_name(v->elem_type, eb, sizeof eb), (int)v->elem_type);
+                rc = fe_fail(&L->err,
+                             "value '%s' has element type %s (%d), which has no fixed byte size",
+                             v->name, fe_elem_name(v->elem_type, eb, sizeof eb), (int)v->elem_type);
             continue;
         }
         uint64_t elems = 1;
         for (int d = 0; d < v->rank; d++)
             if (__builtin_mul_overflow(elems, (uint64_t)t->dims[d].v, &elems))
-                rc = fe_fail(&L->err, "value '%s': the product of its dims overflows 64 bits", v->name);
+                rc = fe_fail(&L->err, "value '%s': the product of its dims overflows 64 bits",
+                             v->name);
         if (v->seq_len == -2) { /* a sequence whose length nothing tells */
             if (!allow) rc = fe_unknown_dim_fail(L, v, t, -1);
             continue;
         }
-        if (rc == 0 && v->seq_len >= 0 && __builtin_mul_overflow(elems, (uint64_t)v->seq_len, &elems))
-            rc = fe_fail(&L->err, "value '%s': a sequence whose elements add up past 64 bits", v->name);
+        if (rc == 0 && v->seq_len >= 0 &&
+            __builtin_mul_overflow(elems, (uint64_t)v->seq_len, &elems))
+            rc = fe_fail(&L->err, "value '%s': a sequence whose elements add up past 64 bits",
+                         v->name);
         if (rc == 0 && fe_bytes_of(elems, bits, &v->bytes))
             rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
     }
@@ -469,10 +511,12 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
 }
 
 const char *fe_elem_name(int32_t e, char *buf, size_t len) {
-    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32",
-                                        "int64", "string", "bool", "float16", "float64", "uint32", "uint64",
-                                        "complex64", "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
-                                        "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0"};
+    static const char *const names[] = {
+        "undefined",      "float32",  "uint8",        "int8",           "uint16",
+        "int16",          "int32",    "int64",        "string",         "bool",
+        "float16",        "float64",  "uint32",       "uint64",         "complex64",
+        "complex128",     "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+        "float8e5m2fnuz", "uint4",    "int4",         "float4e2m1",     "float8e8m0"};
     if (e >= 0 && (size_t)e < sizeof names / sizeof *names) return names[e];
     snprintf(buf, len, "type%d", (int)e);
     return buf;
@@ -503,7 +547,8 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
     const char *sep = fe_split_binding(spec);
     bool dim = strcmp(flag, "--dim") == 0;
     if (!sep || sep == spec || (dim && !sep[1])) {
-        snprintf(err, errlen, "%s wants %s, not '%s'", flag, dim ? "SYMBOL=VALUE" : "NAME=D1,D2,...", spec);
+        snprintf(err, errlen, "%s wants %s, not '%s'", flag,
+                 dim ? "SYMBOL=VALUE" : "NAME=D1,D2,...", spec);
         return -1;
     }
     size_t name_len = (size_t)(sep - spec);
@@ -522,10 +567,12 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
                 free(name);
                 return -1;
             }
-        fe_dim_binding *p = fe_parse_dim(sep + 1, strlen(sep + 1), &v) ? NULL
-                            : realloc(o->dims, (o->n_dims + 1) * sizeof *p);
+        fe_dim_binding *p = fe_parse_dim(sep + 1, strlen(sep + 1), &v)
+                                ? NULL
+                                : realloc(o->dims, (o->n_dims + 1) * sizeof *p);
         if (!p) {
-            snprintf(err, errlen, "--dim %s wants an integer from 0 to 2^62, not '%s'", name, sep + 1);
+            snprintf(err, errlen, "--dim %s wants an integer from 0 to 2^62, not '%s'", name,
+                     sep + 1);
             free(name);
             return -1;
         }
@@ -558,8 +605,9 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
     }
     fe_input_shape *s = bad ? NULL : realloc(o->shapes, (o->n_shapes + 1) * sizeof *s);
     if (!s) {
-        snprintf(err, errlen, "--input-shape %s wants dims from 0 to 2^62 separated by ',' (or 'x'), not '%s'", name,
-                 sep + 1);
+        snprintf(err, errlen,
+                 "--input-shape %s wants dims from 0 to 2^62 separated by ',' (or 'x'), not '%s'",
+                 name, sep + 1);
         free(name);
         free(dims);
         return -1;
@@ -602,7 +650,8 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
 
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
-        if (!vi || !vi->name || !vi->name[0]) return fe_fail(&L->err, "graph input #%zu has no name", i);
+        if (!vi || !vi->name || !vi->name[0])
+            return fe_fail(&L->err, "graph input #%zu has no name", i);
         int idx = fe_add_value(L, vi->name, -1, FE_GRAPH_INPUT);
         if (idx == -1) return fe_fail(&L->err, "graph input '%s' is listed twice", vi->name);
         if (idx < 0) return fe_fail(&L->err, "out of memory");
@@ -610,7 +659,8 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
     }
     for (size_t i = 0; i < g->n_initializer; i++) {
         const Onnx__TensorProto *t = g->initializer[i];
-        if (!t || !t->name || !t->name[0]) return fe_fail(&L->err, "initializer #%zu has no name", i);
+        if (!t || !t->name || !t->name[0])
+            return fe_fail(&L->err, "initializer #%zu has no name", i);
         int idx = fe_names_get(&L->names, t->name);
         if (idx >= 0 && (m->values[idx].kind & FE_INITIALIZER))
             return fe_fail(&L->err, "initializer '%s' is listed twice", t->name);
@@ -629,8 +679,9 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
             int idx = fe_add_value(L, name, (int)i, 0);
             if (idx == -1) {
                 fe_describe_definer(L, fe_names_get(&L->names, name), who, sizeof who);
-                return fe_fail(&L->err, "value '%s' is produced twice: by %s and by node '%s' (#%zu)",
-                               name, who, fe_node_label(n), i);
+                return fe_fail(&L->err,
+                               "value '%s' is produced twice: by %s and by node '%s' (#%zu)", name,
+                               who, fe_node_label(n), i);
             }
             if (idx < 0) return fe_fail(&L->err, "out of memory");
         }
@@ -647,7 +698,8 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         fn->op_type = fe_strdup(n->op_type);
         fn->domain = fe_strdup(n->domain);
         if (!fn->name || !fn->op_type || !fn->domain) return fe_fail(&L->err, "out of memory");
-        if (!fn->op_type[0]) return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
+        if (!fn->op_type[0])
+            return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
         const char **outer = NULL;
         size_t n_outer = 0;
         if (fi_outer_reads(n, &outer, &n_outer))
@@ -671,7 +723,9 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
             }
             int idx = fe_names_get(&L->names, name);
             if (idx < 0) {
-                int rc = fe_fail(&L->err, "node '%s' (#%zu) reads '%s'%s, which no node, graph input or initializer produces",
+                int rc = fe_fail(&L->err,
+                                 "node '%s' (#%zu) reads '%s'%s, which no node, graph input or "
+                                 "initializer produces",
                                  fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
                 free(outer);
                 return rc;
@@ -680,7 +734,8 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         }
         free(outer);
         for (size_t k = 0; k < fn->n_outputs; k++)
-            fn->outputs[k] = (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
+            fn->outputs[k] =
+                (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
         if (fe_node_alias(L, i, fn)) return -1;
     }
 
@@ -688,10 +743,13 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
     if (!m->outputs) return fe_fail(&L->err, "out of memory");
     for (size_t i = 0; i < g->n_output; i++) {
         const Onnx__ValueInfoProto *vi = g->output[i];
-        if (!vi || !vi->name || !vi->name[0]) return fe_fail(&L->err, "graph output #%zu has no name", i);
+        if (!vi || !vi->name || !vi->name[0])
+            return fe_fail(&L->err, "graph output #%zu has no name", i);
         int idx = fe_names_get(&L->names, vi->name);
         if (idx < 0)
-            return fe_fail(&L->err, "graph output '%s' is produced by no node, graph input or initializer", vi->name);
+            return fe_fail(&L->err,
+                           "graph output '%s' is produced by no node, graph input or initializer",
+                           vi->name);
         if (m->values[idx].kind & FE_GRAPH_OUTPUT) continue; /* listed twice: harmless */
         m->values[idx].kind |= FE_GRAPH_OUTPUT;
         m->outputs[m->n_outputs++] = idx;
@@ -705,7 +763,8 @@ static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
     m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *op = mp->opset_import[i];
-        if (op && (!op->domain || !op->domain[0] || strcmp(op->domain, "ai.onnx") == 0) && op->has_version)
+        if (op && (!op->domain || !op->domain[0] || strcmp(op->domain, "ai.onnx") == 0) &&
+            op->has_version)
             m->opset = op->version;
     }
     if (mp->n_metadata_props) {
@@ -723,8 +782,8 @@ static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
     return 0;
 }
 
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt, fe_model *m, char *err,
-                  size_t errlen) {
+int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
+                  fe_model *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
@@ -732,18 +791,25 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     if (!w.out) return fe_fail(&L.err, "out of memory for %zu bytes", len);
     if (fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0)) {
         free(w.out);
-        return fe_fail(&L.err, "not an ONNX model roamc can read: protobuf messages nested more than %d deep "
-                       "(at byte %zu)", FE_MAX_NESTING, w.deep_at);
+        return fe_fail(
+            &L.err,
+            "not an ONNX model roamc can read: protobuf messages nested more than %d deep "
+            "(at byte %zu)",
+            FE_MAX_NESTING, w.deep_at);
     }
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, w.n, w.out);
     free(w.out);
     if (!mp)
-        return fe_fail(&L.err, "not an ONNX ModelProto: protobuf decoding failed (truncated or not protobuf, %zu bytes)", len);
+        return fe_fail(&L.err,
+                       "not an ONNX ModelProto: protobuf decoding failed (truncated or not "
+                       "protobuf, %zu bytes)",
+                       len);
     int rc = 0;
     /* Random bytes sometimes decode as a protobuf message; a real model has
      * an IR version and a graph with nodes. */
     if (!mp->has_ir_version || mp->ir_version <= 0 || !mp->graph)
-        rc = fe_fail(&L.err, "not an ONNX ModelProto: %s", !mp->graph ? "no graph" : "no IR version");
+        rc = fe_fail(&L.err, "not an ONNX ModelProto: %s",
+                     !mp->graph ? "no graph" : "no IR version");
     else if (mp->graph->n_node == 0)
         rc = fe_fail(&L.err, "the graph has no nodes: nothing to plan");
     if (rc == 0) {
@@ -755,8 +821,10 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     }
     free(L.names.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
-    if (rc) fe_free(m);
-    else fe_sha256(bytes, len, m->sha256);
+    if (rc)
+        fe_free(m);
+    else
+        fe_sha256(bytes, len, m->sha256);
     return rc;
 }
 
@@ -775,7 +843,9 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         if ((uint64_t)st.st_size > FE_MAX_FILE_BYTES) {
             close(fd);
-            return fe_fail(&e, "file of %lld bytes: an ONNX file holds at most 2 GiB (larger weights live in external data)",
+            return fe_fail(&e,
+                           "file of %lld bytes: an ONNX file holds at most 2 GiB (larger weights "
+                           "live in external data)",
                            (long long)st.st_size);
         }
         void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -797,7 +867,8 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
             if (cap >= FE_MAX_FILE_BYTES) {
                 free(buf);
                 fclose(f);
-                return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB", FE_MAX_FILE_BYTES);
+                return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB",
+                               FE_MAX_FILE_BYTES);
             }
             cap = cap ? 2 * cap : 1 << 16;
             uint8_t *p = realloc(buf, cap);

@@ -39,16 +39,16 @@ typedef struct fe_dim {
 typedef struct fe_value {
     char *name;
     int32_t elem_type; /* onnx.TensorProto.DataType; 0 when unknown (allow_unresolved) */
-    uint64_t bytes;    /* product of dims x element size (packed for 4-bit types); 0 when unresolved */
-    int producer;      /* index of the producing node, -1 for inputs/initializers */
-    unsigned kind;     /* fe_value_kind bits */
-    int rank;          /* -1 when unknown (allow_unresolved only) */
-    fe_dim *dims;      /* rank entries */
-    bool upper_bound;  /* the size depends on data: bytes is an upper bound */
-    int64_t seq_len;   /* a sequence of seq_len tensors of this type and shape (bytes
+    uint64_t bytes; /* product of dims x element size (packed for 4-bit types); 0 when unresolved */
+    int producer;   /* index of the producing node, -1 for inputs/initializers */
+    unsigned kind;  /* fe_value_kind bits */
+    int rank;       /* -1 when unknown (allow_unresolved only) */
+    fe_dim *dims;   /* rank entries */
+    bool upper_bound; /* the size depends on data: bytes is an upper bound */
+    int64_t seq_len;  /* a sequence of seq_len tensors of this type and shape (bytes
                           counts them all); -1 for a tensor, -2 for a sequence of
                           unknown length (allow_unresolved only) */
-    bool inferred;     /* the shape comes from roamc's inference, not from the file */
+    bool inferred;    /* the shape comes from roamc's inference, not from the file */
 } fe_value;
 
 enum fe_symbol_kind {
@@ -57,10 +57,10 @@ enum fe_symbol_kind {
 };
 
 typedef struct fe_symbol {
-    char *name;   /* "batch"; data symbols: "NODE:what", e.g. "NonZero#12:count" */
+    char *name;    /* "batch"; data symbols: "NODE:what", e.g. "NonZero#12:count" */
     int64_t value; /* bound value (data symbols: the upper bound), -1 when unbound */
-    int kind;     /* fe_symbol_kind */
-    int node;     /* data symbols: the node of the main graph that made it, or -1 */
+    int kind;      /* fe_symbol_kind */
+    int node;      /* data symbols: the node of the main graph that made it, or -1 */
 } fe_symbol;
 
 /* --input-shape NAME=D1,D2,... */
@@ -123,13 +123,13 @@ typedef struct fe_model {
     char **meta_keys, **meta_values; /* metadata_props */
     size_t n_meta;
     int64_t ir_version;
-    int64_t opset; /* version of the default domain, 0 when not imported */
+    int64_t opset;      /* version of the default domain, 0 when not imported */
     fe_symbol *symbols; /* dims bound or still unbound, and data-dependent sizes */
     size_t n_symbols;
-    size_t n_inferred;       /* values sized by inference rather than by the file */
-    size_t n_conflicts;      /* static shapes of the file that inference contradicted */
-    char *first_conflict;    /* the first such, described; NULL when none */
-    bool has_upper_bounds;   /* some value is sized at an upper bound */
+    size_t n_inferred;     /* values sized by inference rather than by the file */
+    size_t n_conflicts;    /* static shapes of the file that inference contradicted */
+    char *first_conflict;  /* the first such, described; NULL when none */
+    bool has_upper_bounds; /* some value is sized at an upper bound */
     /* SHA-256 of the bytes loaded: the file as `sha256sum` reads it
      * (external data files are not part of it).  A plan names its model by
      * it (planner/PLAN_FORMAT.md "model_sha256"). */
@@ -151,8 +151,8 @@ typedef struct fe_model {
 int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen);
 
 /* Same as fe_load on bytes already in memory; path names them in messages. */
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt, fe_model *m,
-                  char *err, size_t errlen);
+int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
+                  fe_model *m, char *err, size_t errlen);
 
 void fe_free(fe_model *m);
 
@@ -165,7 +165,8 @@ void fe_make_printable(char *s);
 /* The frontend's error message: "PATH: TAG: message" (no "TAG: " when tag
  * is NULL) into buf (len bytes; buf may be NULL), made printable.  Returns
  * -1, so that a failing function can return it. */
-int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt, va_list ap);
+int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt,
+               va_list ap);
 
 /* SHA-256 (FIPS 180-4) of data[0..len) into out. */
 void fe_sha256(const void *data, size_t len, uint8_t out[32]);
@@ -195,9 +196,9 @@ enum fe_loss { FE_LOSS_AUTO = 0, FE_LOSS_CROSS_ENTROPY, FE_LOSS_MSE, FE_LOSS_NON
 enum fe_optimizer { FE_OPT_ADAM = 0, FE_OPT_ADAMW, FE_OPT_SGD, FE_OPT_MOMENTUM, FE_OPT_NONE };
 
 typedef struct fe_train_options {
-    int loss;             /* enum fe_loss; AUTO: none for a scalar output, else cross-entropy */
-    int optimizer;        /* enum fe_optimizer */
-    const char **frozen;  /* fnmatch(3) patterns: float initializers they match stay fixed */
+    int loss;            /* enum fe_loss; AUTO: none for a scalar output, else cross-entropy */
+    int optimizer;       /* enum fe_optimizer */
+    const char **frozen; /* fnmatch(3) patterns: float initializers they match stay fixed */
     size_t n_frozen;
     const char *emit_path; /* also write the derived graph here (atomically), or NULL */
 } fe_train_options;
@@ -226,7 +227,7 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
  * opt may bind the label input (--input-shape target=... or labels=..., when
  * the graph has no input of that name): it must equal the shape the loss
  * needs, else an error names both shapes. */
-int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m, char **summary,
-             char *err, size_t errlen);
+int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
+             char **summary, char *err, size_t errlen);
 
 #endif

@@ -69,7 +69,8 @@ static void *fi_alloc(fi_ctx *cx, size_t bytes) {
     if (!c || c->cap - c->used < bytes) {
         size_t cap = bytes > FI_ARENA_CHUNK ? bytes : FI_ARENA_CHUNK;
         if (cx->arena_total + cap > FI_ARENA_CAP) {
-            snprintf(cx->err, cx->errlen, "shape inference needs more than %zu MiB of memory: refused",
+            snprintf(cx->err, cx->errlen,
+                     "shape inference needs more than %zu MiB of memory: refused",
                      FI_ARENA_CAP >> 20);
             cx->failed = true;
             return NULL;
@@ -117,9 +118,11 @@ int fi_fail(fi_node *n, const char *fmt, ...) {
     if (cx->failed) return -1;
     int k;
     if (n->index >= 0)
-        k = snprintf(cx->err, cx->errlen, "node '%s' (#%d, %s): ", fi_label(n->np), n->index, n->np->op_type);
+        k = snprintf(cx->err, cx->errlen, "node '%s' (#%d, %s): ", fi_label(n->np), n->index,
+                     n->np->op_type);
     else
-        k = snprintf(cx->err, cx->errlen, "node '%s' (%s, in a subgraph): ", fi_label(n->np), n->np->op_type);
+        k = snprintf(cx->err, cx->errlen, "node '%s' (%s, in a subgraph): ", fi_label(n->np),
+                     n->np->op_type);
     va_list ap;
     va_start(ap, fmt);
     fi_record(cx, k, fmt, ap);
@@ -137,7 +140,9 @@ static int fi_ctx_fail(fi_ctx *cx, const char *fmt, ...) {
     return -1;
 }
 
-bool fi_failed(const fi_node *n) { return n->cx->failed; }
+bool fi_failed(const fi_node *n) {
+    return n->cx->failed;
+}
 
 /* ---------------------------------------------------------------- symbols */
 
@@ -172,9 +177,12 @@ static int32_t fi_symbol_add(fi_ctx *cx, const char *name, int64_t value, int ki
     return (int32_t)cx->n_syms++;
 }
 
-size_t fi_symbol_count(const fi_ctx *cx) { return cx->n_syms; }
+size_t fi_symbol_count(const fi_ctx *cx) {
+    return cx->n_syms;
+}
 
-void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value, int *kind, int *node) {
+void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value, int *kind,
+                   int *node) {
     *name = cx->syms[i].name;
     *value = cx->syms[i].value;
     *kind = cx->syms[i].kind;
@@ -253,20 +261,29 @@ bool fi_is_float_type(int32_t e) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
-    case 17: case 18: case 19: case 20: case 23: case 24: /* float8/float4 variants */
-        return true;
+    case 17:
+    case 18:
+    case 19:
+    case 20:
+    case 23:
+    case 24: /* float8/float4 variants */ return true;
     default: return false;
     }
 }
 
 bool fi_is_int_type(int32_t e) {
     switch (e) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: case 21: case 22:
-        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+    case 21:
+    case 22: return true;
     default: return false;
     }
 }
@@ -299,7 +316,9 @@ static bool fi_dim_expression(fi_ctx *cx, const char *text, fi_dim *dim) {
         int64_t v;
         if (p[0] >= '0' && p[0] <= '9') {
             v = 0;
-            for (size_t i = 0; i < n; i++) overflow |= __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, p[i] - '0', &v);
+            for (size_t i = 0; i < n; i++)
+                overflow |=
+                    __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, p[i] - '0', &v);
         } else {
             char name[128];
             if (n >= sizeof name) return false;
@@ -318,11 +337,13 @@ static bool fi_dim_expression(fi_ctx *cx, const char *text, fi_dim *dim) {
         if (*p == 0) break;
         p++;
     }
-    if (unbound >= 0 || cx->failed) *dim = fi_unknown(unbound);
+    if (unbound >= 0 || cx->failed)
+        *dim = fi_unknown(unbound);
     else if (overflow || sum > FI_MAX_DIM) {
         fi_ctx_fail(cx, "dim '%s' is larger than 2^62 under the bindings given", text);
         *dim = fi_unknown(-1);
-    } else *dim = fi_known(sum);
+    } else
+        *dim = fi_known(sum);
     return true;
 }
 
@@ -330,9 +351,11 @@ static bool fi_dim_expression(fi_ctx *cx, const char *text, fi_dim *dim) {
  * expression of symbols, or nothing.  Negative numbers are refused by the
  * caller. */
 static fi_dim fi_dim_from_proto(fi_ctx *cx, const Onnx__TensorShapeProto__Dimension *d) {
-    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
+    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+        d->dim_value >= 0)
         return fi_known(d->dim_value);
-    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && d->dim_param[0]) {
+    if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+        d->dim_param && d->dim_param[0]) {
         fi_dim e;
         if (fi_dim_expression(cx, d->dim_param, &e)) return e;
         int64_t v = fi_flag_dim(cx, d->dim_param);
@@ -357,15 +380,17 @@ static int fi_from_type(fi_ctx *cx, fi_tensor *t, const Onnx__TypeProto *tp, con
     if (tt->has_elem_type && tt->elem_type) t->elem = tt->elem_type;
     if (!tt->shape) return 0;
     if (tt->shape->n_dim > FI_MAX_RANK)
-        return fi_ctx_fail(cx, "value '%s' has rank %zu; roamc handles at most %d", name, tt->shape->n_dim, FI_MAX_RANK);
+        return fi_ctx_fail(cx, "value '%s' has rank %zu; roamc handles at most %d", name,
+                           tt->shape->n_dim, FI_MAX_RANK);
     fi_dim *dims = fi_alloc(cx, (tt->shape->n_dim + 1) * sizeof *dims);
     if (!dims) return -1;
     for (size_t d = 0; d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *pd = tt->shape->dim[d];
         if (pd && pd->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
             (pd->dim_value < 0 || pd->dim_value > FI_MAX_DIM))
-            return fi_ctx_fail(cx, "value '%s' has %s dim %zu: %lld", name, pd->dim_value < 0 ? "negative" : "a too large",
-                               d, (long long)pd->dim_value);
+            return fi_ctx_fail(cx, "value '%s' has %s dim %zu: %lld", name,
+                               pd->dim_value < 0 ? "negative" : "a too large", d,
+                               (long long)pd->dim_value);
         dims[d] = fi_dim_from_proto(cx, pd);
     }
     t->rank = (int)tt->shape->n_dim;
@@ -387,15 +412,27 @@ static void fi_raw_elem(const uint8_t *p, int32_t elem, int64_t *iv, double *fv)
     *iv = 0;
     *fv = 0;
     switch (elem) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: { float f; uint32_t w = (uint32_t)u; memcpy(&f, &w, 4); *fv = f; break; }
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: { double d; memcpy(&d, &u, 8); *fv = d; break; }
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: {
+        float f;
+        uint32_t w = (uint32_t)u;
+        memcpy(&f, &w, 4);
+        *fv = f;
+        break;
+    }
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: {
+        double d;
+        memcpy(&d, &u, 8);
+        *fv = d;
+        break;
+    }
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *iv = (int8_t)u; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *iv = (int16_t)u; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *iv = (int32_t)u; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *iv = (int64_t)u; break;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-        *iv = (int64_t)u; break;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *iv = (int64_t)u; break;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *iv = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
     default: break; /* float16 and friends: values not needed for shapes */
     }
@@ -404,26 +441,31 @@ static void fi_raw_elem(const uint8_t *p, int32_t elem, int64_t *iv, double *fv)
 /* Fills t with the type, shape and (when small and stored in the file
  * itself) the value of a TensorProto.  External data is never read: only
  * its shape matters.  Returns -1 on bad dims. */
-static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProto *tp, const char *name) {
+static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProto *tp,
+                                const char *name) {
     if (tp->n_dims > FI_MAX_RANK)
-        return fi_ctx_fail(cx, "tensor '%s' has rank %zu; roamc handles at most %d", name, tp->n_dims, FI_MAX_RANK);
+        return fi_ctx_fail(cx, "tensor '%s' has rank %zu; roamc handles at most %d", name,
+                           tp->n_dims, FI_MAX_RANK);
     fi_dim *dims = fi_alloc(cx, (tp->n_dims + 1) * sizeof *dims);
     if (!dims) return -1;
     int64_t n = 1;
     for (size_t d = 0; d < tp->n_dims; d++) {
         if (tp->dims[d] < 0 || tp->dims[d] > FI_MAX_DIM)
-            return fi_ctx_fail(cx, "tensor '%s' has %s dim %zu: %lld", name, tp->dims[d] < 0 ? "negative" : "a too large", d,
+            return fi_ctx_fail(cx, "tensor '%s' has %s dim %zu: %lld", name,
+                               tp->dims[d] < 0 ? "negative" : "a too large", d,
                                (long long)tp->dims[d]);
         dims[d] = fi_known(tp->dims[d]);
         if (n >= 0 && __builtin_mul_overflow(n, tp->dims[d], &n)) n = -1;
     }
     if (n < 0 || n > FI_MAX_DIM)
-        return fi_ctx_fail(cx, "tensor '%s': the product of its dims overflows 2^62 elements", name);
+        return fi_ctx_fail(cx, "tensor '%s': the product of its dims overflows 2^62 elements",
+                           name);
     t->elem = tp->data_type;
     t->rank = (int)tp->n_dims;
     t->dims = dims;
     t->declared = true;
-    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    bool external =
+        tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     if (external || n > FI_MAX_CONST_ELEMS) return 0;
     bool is_int = fi_is_int_type(t->elem), is_float = fi_is_float_type(t->elem);
     if (!is_int && !is_float) return 0;
@@ -436,14 +478,21 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
         double fv = 0;
         size_t k = (size_t)i;
         if (tp->has_raw_data) {
-            if (bytes == 0 || tp->raw_data.len < (size_t)n * bytes) return 0; /* short or packed: no value */
+            if (bytes == 0 || tp->raw_data.len < (size_t)n * bytes)
+                return 0; /* short or packed: no value */
             fi_raw_elem(tp->raw_data.data + k * bytes, t->elem, &iv, &fv);
-        } else if (k < tp->n_int64_data) iv = tp->int64_data[k];
-        else if (k < tp->n_int32_data) iv = tp->int32_data[k];
-        else if (k < tp->n_uint64_data) iv = tp->uint64_data[k] > INT64_MAX ? INT64_MAX : (int64_t)tp->uint64_data[k];
-        else if (k < tp->n_float_data) fv = tp->float_data[k];
-        else if (k < tp->n_double_data) fv = tp->double_data[k];
-        else return 0; /* no data (or float16 bits in int32_data): value unknown */
+        } else if (k < tp->n_int64_data)
+            iv = tp->int64_data[k];
+        else if (k < tp->n_int32_data)
+            iv = tp->int32_data[k];
+        else if (k < tp->n_uint64_data)
+            iv = tp->uint64_data[k] > INT64_MAX ? INT64_MAX : (int64_t)tp->uint64_data[k];
+        else if (k < tp->n_float_data)
+            fv = tp->float_data[k];
+        else if (k < tp->n_double_data)
+            fv = tp->double_data[k];
+        else
+            return 0; /* no data (or float16 bits in int32_data): value unknown */
         if (ci) ci[i] = iv ? iv : fi_double_to_int(fv);
         if (cf) cf[i] = fv != 0 ? fv : (double)iv;
     }
@@ -455,8 +504,8 @@ static int fi_from_tensor_proto(fi_ctx *cx, fi_tensor *t, const Onnx__TensorProt
 
 /* ------------------------------------------------------------ rule lookup */
 
-static const fi_rule *const fi_tables[] = {fi_rules_math, fi_rules_nn, fi_rules_shape, fi_rules_control,
-                                           fi_rules_sequence};
+static const fi_rule *const fi_tables[] = {fi_rules_math, fi_rules_nn, fi_rules_shape,
+                                           fi_rules_control, fi_rules_sequence};
 
 static int fi_rule_cmp(const void *a, const void *b) {
     return strcmp((*(const fi_rule *const *)a)->op_type, (*(const fi_rule *const *)b)->op_type);
@@ -480,13 +529,17 @@ static const fi_rule *fi_rule_find(const fi_ctx *cx, const char *op) {
         size_t mid = (lo + hi) / 2;
         int c = strcmp(cx->rules[mid]->op_type, op);
         if (c == 0) return cx->rules[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return NULL;
 }
 
-static bool fi_std_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+static bool fi_std_domain(const char *d) {
+    return !d || !d[0] || strcmp(d, "ai.onnx") == 0;
+}
 
 bool fi_rule_exists(const char *domain, const char *op_type) {
     if (!fi_std_domain(domain)) return false;
@@ -502,7 +555,8 @@ static int64_t fi_opset_of(Onnx__OperatorSetIdProto *const *ops, size_t n, const
         const Onnx__OperatorSetIdProto *o = ops[i];
         if (!o || !o->has_version) continue;
         const char *d = o->domain ? o->domain : "";
-        if ((fi_std_domain(d) && fi_std_domain(domain)) || strcmp(d, domain ? domain : "") == 0) return o->version;
+        if ((fi_std_domain(d) && fi_std_domain(domain)) || strcmp(d, domain ? domain : "") == 0)
+            return o->version;
     }
     return 0;
 }
@@ -520,7 +574,8 @@ static const Onnx__FunctionProto *fi_function_find(const fi_ctx *cx, const Onnx_
 /* ------------------------------------------------------------- one graph */
 
 static int fi_run_nodes(fi_ctx *cx, fi_scope *scope, Onnx__NodeProto *const *nodes, size_t n_nodes,
-                        Onnx__OperatorSetIdProto *const *ops, size_t n_ops, const fi_node *caller, bool main_graph);
+                        Onnx__OperatorSetIdProto *const *ops, size_t n_ops, const fi_node *caller,
+                        bool main_graph);
 
 /* Merges what a rule inferred (t) with what the file declared (decl):
  * inference wins where it knows a dim, the declaration fills the rest;
@@ -537,16 +592,19 @@ static void fi_merge_declared(fi_ctx *cx, fi_tensor *t, const fi_tensor *decl, c
     }
     if (t->rank != decl->rank) {
         if (cx->n_conflicts++ == 0)
-            snprintf(cx->conflict, sizeof cx->conflict, "'%s': the file says rank %d, inference %d", name, decl->rank, t->rank);
+            snprintf(cx->conflict, sizeof cx->conflict, "'%s': the file says rank %d, inference %d",
+                     name, decl->rank, t->rank);
         return;
     }
     for (int d = 0; d < t->rank; d++) {
         /* a size that depends on data is only a bound: the file's own
          * static dim (what the exporter saw) is better */
-        if ((t->dims[d].v < 0 || t->bound) && decl->dims[d].v >= 0) t->dims[d] = decl->dims[d];
+        if ((t->dims[d].v < 0 || t->bound) && decl->dims[d].v >= 0)
+            t->dims[d] = decl->dims[d];
         else if (t->dims[d].v >= 0 && decl->dims[d].v >= 0 && t->dims[d].v != decl->dims[d].v &&
                  cx->n_conflicts++ == 0)
-            snprintf(cx->conflict, sizeof cx->conflict, "'%s' dim %d: the file says %lld, inference %lld", name, d,
+            snprintf(cx->conflict, sizeof cx->conflict,
+                     "'%s' dim %d: the file says %lld, inference %lld", name, d,
                      (long long)decl->dims[d].v, (long long)t->dims[d].v);
     }
 }
@@ -555,7 +613,8 @@ static void fi_merge_declared(fi_ctx *cx, fi_tensor *t, const fi_tensor *decl, c
  * nothing from outside) with the formal inputs bound to the actual ones. */
 static int fi_run_function(fi_node *n, const Onnx__FunctionProto *f) {
     fi_ctx *cx = n->cx;
-    if (cx->depth >= FI_MAX_DEPTH) return fi_fail(n, "functions nested more than %d deep", FI_MAX_DEPTH);
+    if (cx->depth >= FI_MAX_DEPTH)
+        return fi_fail(n, "functions nested more than %d deep", FI_MAX_DEPTH);
     fi_scope *s = fi_scope_new(cx, NULL, f->n_input + f->n_node * 2);
     if (!s) return -1;
     for (size_t k = 0; k < f->n_input; k++) {
@@ -581,17 +640,28 @@ static int fi_run_function(fi_node *n, const Onnx__FunctionProto *f) {
 
 /* Runs one node: its rule, or its function; an operator roamc has no rule
  * for leaves its outputs as the file declares them. */
-static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np, Onnx__OperatorSetIdProto *const *ops,
-                       size_t n_ops, const fi_node *caller, int index) {
+static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np,
+                       Onnx__OperatorSetIdProto *const *ops, size_t n_ops, const fi_node *caller,
+                       int index) {
     if (++cx->node_runs > FI_MAX_NODE_RUNS)
-        return fi_ctx_fail(cx, "shape inference would infer more than %zu nodes (subgraph bodies run again for every "
-                           "enclosing Loop or Scan): refused", FI_MAX_NODE_RUNS);
+        return fi_ctx_fail(
+            cx,
+            "shape inference would infer more than %zu nodes (subgraph bodies run again for every "
+            "enclosing Loop or Scan): refused",
+            FI_MAX_NODE_RUNS);
     fi_tensor *in_buf[16], *out_buf[16];
     fi_tensor **in = np->n_input <= 16 ? in_buf : fi_alloc(cx, np->n_input * sizeof *in);
     fi_tensor **out = np->n_output <= 16 ? out_buf : fi_alloc(cx, np->n_output * sizeof *out);
     if (!in || !out) return -1;
-    fi_node n = {.cx = cx, .np = np, .opset = fi_opset_of(ops, n_ops, np->domain), .n_in = np->n_input,
-                 .n_out = np->n_output, .in = in, .out = out, .caller = caller, .index = index};
+    fi_node n = {.cx = cx,
+                 .np = np,
+                 .opset = fi_opset_of(ops, n_ops, np->domain),
+                 .n_in = np->n_input,
+                 .n_out = np->n_output,
+                 .in = in,
+                 .out = out,
+                 .caller = caller,
+                 .index = index};
     bool bound = false;
     for (size_t k = 0; k < np->n_input; k++) {
         in[k] = (np->input[k] && np->input[k][0]) ? fi_scope_find(scope, np->input[k]) : NULL;
@@ -612,10 +682,13 @@ static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np, O
     }
     const Onnx__FunctionProto *f = fi_std_domain(np->domain) ? NULL : fi_function_find(cx, np);
     const fi_rule *r = fi_std_domain(np->domain) ? fi_rule_find(cx, np->op_type) : NULL;
-    if (!f && fi_std_domain(np->domain) && !r) f = fi_function_find(cx, np); /* a local function in "" */
+    if (!f && fi_std_domain(np->domain) && !r)
+        f = fi_function_find(cx, np); /* a local function in "" */
     int rc = 0;
-    if (f) rc = fi_run_function(&n, f);
-    else if (r) rc = r->fn(&n);
+    if (f)
+        rc = fi_run_function(&n, f);
+    else if (r)
+        rc = r->fn(&n);
     if (rc || cx->failed) {
         if (!cx->failed) fi_fail(&n, "shape inference failed");
         return -1;
@@ -657,12 +730,14 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     fi_scope *prod = fi_scope_new(cx, NULL, n_nodes * 2);
     int *order = fi_alloc(cx, (n_nodes + 1) * sizeof *order);
     size_t *missing = fi_alloc(cx, (n_nodes + 1) * sizeof *missing);
-    fi_tensor *idx = fi_alloc(cx, (n_nodes + 1) * sizeof *idx); /* idx[i].rank holds i: a name -> node map */
+    fi_tensor *idx =
+        fi_alloc(cx, (n_nodes + 1) * sizeof *idx); /* idx[i].rank holds i: a name -> node map */
     if (!prod || !order || !missing || !idx) return NULL;
     for (size_t i = 0; i < n_nodes; i++) {
         idx[i].rank = (int)i;
         for (size_t k = 0; k < nodes[i]->n_output; k++)
-            if (nodes[i]->output[k] && nodes[i]->output[k][0]) fi_scope_put(prod, nodes[i]->output[k], &idx[i]);
+            if (nodes[i]->output[k] && nodes[i]->output[k][0])
+                fi_scope_put(prod, nodes[i]->output[k], &idx[i]);
     }
     /* consumers as CSR over (producer, consumer) pairs */
     size_t n_pairs = 0, cap_pairs = 64;
@@ -688,7 +763,10 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
                 if (qa) pa = qa;
                 int *qb = realloc(pb, cap_pairs * sizeof *qb);
                 if (qb) pb = qb;
-                if (!qa || !qb) { rc = -1; break; }
+                if (!qa || !qb) {
+                    rc = -1;
+                    break;
+                }
             }
             pa[n_pairs] = p->rank;
             pb[n_pairs++] = (int)i;
@@ -719,13 +797,17 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     free(start);
     free(cons);
     if (rc) {
-        fi_ctx_fail(cx, "subgraphs nested more than %d deep, or out of memory during shape inference", FI_MAX_DEPTH);
+        fi_ctx_fail(cx,
+                    "subgraphs nested more than %d deep, or out of memory during shape inference",
+                    FI_MAX_DEPTH);
         return NULL;
     }
     if (tail < n_nodes) {
         for (size_t i = 0; i < n_nodes; i++)
             if (missing[i]) {
-                fi_ctx_fail(cx, "node '%s' (#%zu) is on a cycle: it reads a value that it (or a node after it) produces",
+                fi_ctx_fail(cx,
+                            "node '%s' (#%zu) is on a cycle: it reads a value that it (or a node "
+                            "after it) produces",
                             fi_label(nodes[i]), i);
                 break;
             }
@@ -735,7 +817,8 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
 }
 
 static int fi_run_nodes(fi_ctx *cx, fi_scope *scope, Onnx__NodeProto *const *nodes, size_t n_nodes,
-                        Onnx__OperatorSetIdProto *const *ops, size_t n_ops, const fi_node *caller, bool main_graph) {
+                        Onnx__OperatorSetIdProto *const *ops, size_t n_ops, const fi_node *caller,
+                        bool main_graph) {
     for (size_t i = 0; i < n_nodes; i++)
         if (!nodes[i] || !nodes[i]->op_type) return fi_ctx_fail(cx, "node #%zu is empty", i);
     int *order = fi_topo(cx, nodes, n_nodes);
@@ -752,12 +835,14 @@ static int fi_run_nodes(fi_ctx *cx, fi_scope *scope, Onnx__NodeProto *const *nod
 }
 
 /* Declares a graph's inputs, initializers and value_info in scope. */
-static int fi_declare_graph(fi_ctx *cx, fi_scope *scope, const Onnx__GraphProto *g, fi_tensor *const *in, size_t n_in) {
+static int fi_declare_graph(fi_ctx *cx, fi_scope *scope, const Onnx__GraphProto *g,
+                            fi_tensor *const *in, size_t n_in) {
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
         if (!vi || !vi->name || !vi->name[0]) continue;
         fi_tensor *t;
-        if (i < n_in && in && in[i]) t = in[i];
+        if (i < n_in && in && in[i])
+            t = in[i];
         else {
             t = fi_tensor_new(cx);
             if (!t || fi_from_type(cx, t, vi->type, vi->name)) return -1;
@@ -788,17 +873,21 @@ static int fi_declare_graph(fi_ctx *cx, fi_scope *scope, const Onnx__GraphProto 
     return cx->failed ? -1 : 0;
 }
 
-int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in, size_t n_in, fi_tensor **out) {
+int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in, size_t n_in,
+                    fi_tensor **out) {
     fi_ctx *cx = n->cx;
     if (!g) return fi_fail(n, "missing subgraph");
-    if (cx->depth >= FI_MAX_DEPTH) return fi_fail(n, "subgraphs nested more than %d deep", FI_MAX_DEPTH);
+    if (cx->depth >= FI_MAX_DEPTH)
+        return fi_fail(n, "subgraphs nested more than %d deep", FI_MAX_DEPTH);
     /* The body sees the scope of the graph the node is in (cx->cur). */
-    fi_scope *s = fi_scope_new(cx, cx->cur, g->n_input + g->n_initializer + g->n_value_info + 2 * g->n_node);
+    fi_scope *s =
+        fi_scope_new(cx, cx->cur, g->n_input + g->n_initializer + g->n_value_info + 2 * g->n_node);
     if (!s) return -1;
     if (fi_declare_graph(cx, s, g, in, n_in)) return -1;
     const Onnx__ModelProto *mp = cx->mp;
     cx->depth++;
-    int rc = fi_run_nodes(cx, s, g->node, g->n_node, mp->opset_import, mp->n_opset_import, n->caller, false);
+    int rc = fi_run_nodes(cx, s, g->node, g->n_node, mp->opset_import, mp->n_opset_import,
+                          n->caller, false);
     cx->depth--;
     if (rc) return -1;
     for (size_t k = 0; k < g->n_output; k++) {
@@ -857,9 +946,11 @@ static void fi_strset_free(fi_strset *set) {
     memset(set, 0, sizeof *set);
 }
 
-static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_strset *used, int depth);
+static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_strset *used,
+                            int depth);
 
-static int fi_collect_node_subgraphs(const Onnx__NodeProto *n, fi_strset *defined, fi_strset *used, int depth) {
+static int fi_collect_node_subgraphs(const Onnx__NodeProto *n, fi_strset *defined, fi_strset *used,
+                                     int depth) {
     if (depth > FI_MAX_DEPTH) return -1; /* absurd nesting: refuse rather than recurse forever */
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
@@ -871,11 +962,14 @@ static int fi_collect_node_subgraphs(const Onnx__NodeProto *n, fi_strset *define
     return 0;
 }
 
-static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_strset *used, int depth) {
+static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_strset *used,
+                            int depth) {
     for (size_t i = 0; i < g->n_input; i++)
-        if (g->input[i] && g->input[i]->name && fi_strset_add(defined, g->input[i]->name)) return -1;
+        if (g->input[i] && g->input[i]->name && fi_strset_add(defined, g->input[i]->name))
+            return -1;
     for (size_t i = 0; i < g->n_initializer; i++)
-        if (g->initializer[i] && g->initializer[i]->name && fi_strset_add(defined, g->initializer[i]->name))
+        if (g->initializer[i] && g->initializer[i]->name &&
+            fi_strset_add(defined, g->initializer[i]->name))
             return -1;
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
@@ -887,7 +981,8 @@ static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_st
         if (fi_collect_node_subgraphs(n, defined, used, depth)) return -1;
     }
     for (size_t i = 0; i < g->n_output; i++)
-        if (g->output[i] && g->output[i]->name && fi_strset_add(used, g->output[i]->name)) return -1;
+        if (g->output[i] && g->output[i]->name && fi_strset_add(used, g->output[i]->name))
+            return -1;
     return 0;
 }
 
@@ -916,7 +1011,8 @@ int fi_outer_reads(const Onnx__NodeProto *n, const char ***names, size_t *count)
 
 /* ----------------------------------------------------------------- model */
 
-int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **out, char *err, size_t errlen) {
+int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **out, char *err,
+                   size_t errlen) {
     *out = NULL;
     fi_ctx *cx = calloc(1, sizeof *cx);
     if (!cx) {
@@ -929,10 +1025,12 @@ int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **o
     cx->errlen = errlen;
     const Onnx__GraphProto *g = mp->graph;
     /* --dim symbols first, so the report lists them even when unused */
-    for (size_t i = 0; opt && i < opt->n_dims; i++) fi_symbol_add(cx, opt->dims[i].symbol, opt->dims[i].value, FE_SYMBOL_INPUT, -1);
+    for (size_t i = 0; opt && i < opt->n_dims; i++)
+        fi_symbol_add(cx, opt->dims[i].symbol, opt->dims[i].value, FE_SYMBOL_INPUT, -1);
     int rc = fi_rules_init(cx);
     if (rc == 0) {
-        cx->main_scope = fi_scope_new(cx, NULL, g->n_input + g->n_initializer + g->n_value_info + 2 * g->n_node);
+        cx->main_scope =
+            fi_scope_new(cx, NULL, g->n_input + g->n_initializer + g->n_value_info + 2 * g->n_node);
         rc = cx->main_scope ? fi_declare_graph(cx, cx->main_scope, g, NULL, 0) : -1;
     }
     /* --input-shape: replaces the declared shape of a graph input; a dim
@@ -941,22 +1039,27 @@ int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **o
         const fe_input_shape *b = &opt->shapes[i];
         const Onnx__ValueInfoProto *vi = NULL;
         for (size_t k = 0; k < g->n_input && !vi; k++)
-            if (g->input[k] && g->input[k]->name && strcmp(g->input[k]->name, b->name) == 0) vi = g->input[k];
+            if (g->input[k] && g->input[k]->name && strcmp(g->input[k]->name, b->name) == 0)
+                vi = g->input[k];
         if (!vi) {
             rc = fi_ctx_fail(cx, "--input-shape names '%s', which is not a graph input", b->name);
             break;
         }
         fi_tensor *t = fi_scope_find(cx->main_scope, b->name);
         if (t->rank >= 0 && (size_t)t->rank != b->rank) {
-            rc = fi_ctx_fail(cx, "--input-shape %s has %zu dims; the graph input has rank %d", b->name, b->rank, t->rank);
+            rc = fi_ctx_fail(cx, "--input-shape %s has %zu dims; the graph input has rank %d",
+                             b->name, b->rank, t->rank);
             break;
         }
         fi_dim *dims = fi_alloc(cx, (b->rank + 1) * sizeof *dims);
-        if (!dims) { rc = -1; break; }
+        if (!dims) {
+            rc = -1;
+            break;
+        }
         for (size_t d = 0; d < b->rank; d++) {
             if (t->rank >= 0 && t->dims[d].v >= 0 && t->dims[d].v != b->dims[d]) {
-                rc = fi_ctx_fail(cx, "--input-shape %s: dim %zu is %lld in the file, not %lld", b->name, d,
-                                 (long long)t->dims[d].v, (long long)b->dims[d]);
+                rc = fi_ctx_fail(cx, "--input-shape %s: dim %zu is %lld in the file, not %lld",
+                                 b->name, d, (long long)t->dims[d].v, (long long)b->dims[d]);
                 break;
             }
             dims[d] = fi_known(b->dims[d]);
@@ -964,8 +1067,9 @@ int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **o
             if (t->rank >= 0 && t->dims[d].v < 0 && t->dims[d].exact && t->dims[d].sym >= 0) {
                 fi_symbol *s = &cx->syms[t->dims[d].sym];
                 if (s->value >= 0 && s->value != b->dims[d]) {
-                    rc = fi_ctx_fail(cx, "--input-shape %s: dim %zu is the symbol '%s' = %lld, not %lld", b->name, d, s->name,
-                                     (long long)s->value, (long long)b->dims[d]);
+                    rc = fi_ctx_fail(
+                        cx, "--input-shape %s: dim %zu is the symbol '%s' = %lld, not %lld",
+                        b->name, d, s->name, (long long)s->value, (long long)b->dims[d]);
                     break;
                 }
                 s->value = b->dims[d];
@@ -980,11 +1084,13 @@ int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **o
         for (size_t i = 0; i < s->cap; i++) {
             fi_tensor *t = s->names[i] ? s->tensors[i] : NULL;
             for (int d = 0; t && d < t->rank; d++)
-                if (t->dims[d].v < 0 && t->dims[d].exact && t->dims[d].sym >= 0 && cx->syms[t->dims[d].sym].value >= 0)
+                if (t->dims[d].v < 0 && t->dims[d].exact && t->dims[d].sym >= 0 &&
+                    cx->syms[t->dims[d].sym].value >= 0)
                     t->dims[d] = fi_known(cx->syms[t->dims[d].sym].value);
         }
         cx->cur = cx->main_scope;
-        rc = fi_run_nodes(cx, cx->main_scope, g->node, g->n_node, mp->opset_import, mp->n_opset_import, NULL, true);
+        rc = fi_run_nodes(cx, cx->main_scope, g->node, g->n_node, mp->opset_import,
+                          mp->n_opset_import, NULL, true);
     }
     if (rc || cx->failed) {
         if (!cx->failed) snprintf(err, errlen, "shape inference failed");
@@ -1028,7 +1134,8 @@ const Onnx__AttributeProto *fi_attr(const fi_node *n, const char *name) {
             fi_node up = *n->caller;
             const Onnx__NodeProto *cp = up.np;
             for (size_t k = 0; k < cp->n_attribute; k++)
-                if (cp->attribute[k] && cp->attribute[k]->name && strcmp(cp->attribute[k]->name, a->ref_attr_name) == 0)
+                if (cp->attribute[k] && cp->attribute[k]->name &&
+                    strcmp(cp->attribute[k]->name, a->ref_attr_name) == 0)
                     return cp->attribute[k];
             return NULL;
         }
@@ -1047,7 +1154,8 @@ double fi_attr_float(const fi_node *n, const char *name, double dflt) {
     return a ? a->f : dflt;
 }
 
-const char *fi_attr_string(const fi_node *n, const char *name, const char *dflt, char *buf, size_t len) {
+const char *fi_attr_string(const fi_node *n, const char *name, const char *dflt, char *buf,
+                           size_t len) {
     const Onnx__AttributeProto *a = fi_attr(n, name);
     if (!a || !len) return dflt;
     size_t k = a->s.len < len - 1 ? a->s.len : len - 1;
@@ -1074,7 +1182,9 @@ bool fi_attr_floats(const fi_node *n, const char *name, const float **v, size_t 
 
 /* ---------------------------------------------------------------- inputs */
 
-fi_tensor *fi_in(const fi_node *n, size_t k) { return k < n->n_in ? n->in[k] : NULL; }
+fi_tensor *fi_in(const fi_node *n, size_t k) {
+    return k < n->n_in ? n->in[k] : NULL;
+}
 
 bool fi_in_ints(const fi_node *n, size_t k, const int64_t **v, size_t *len) {
     const fi_tensor *t = fi_in(n, k);
@@ -1113,7 +1223,9 @@ bool fi_in_scalar(const fi_node *n, size_t k, int64_t *v) {
     return true;
 }
 
-bool fi_has_rank(const fi_tensor *t) { return t && t->rank >= 0; }
+bool fi_has_rank(const fi_tensor *t) {
+    return t && t->rank >= 0;
+}
 
 bool fi_all_known(const fi_tensor *t) {
     if (!t || t->rank < 0) return false;
@@ -1151,14 +1263,19 @@ int fi_set_shape(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dim
     fi_tensor *t = n->out[k];
     if (elem) t->elem = elem;
     if (rank < 0) return 0;
-    if (rank > FI_MAX_RANK) return fi_fail(n, "output %zu would have rank %d; roamc handles at most %d", k, rank, FI_MAX_RANK);
+    if (rank > FI_MAX_RANK)
+        return fi_fail(n, "output %zu would have rank %d; roamc handles at most %d", k, rank,
+                       FI_MAX_RANK);
     fi_dim *d = fi_alloc(n->cx, ((size_t)rank + 1) * sizeof *d);
     if (!d) return -1;
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) {
-        if (dims[i].v > FI_MAX_DIM) return fi_fail(n, "output %zu dim %d = %lld is out of range", k, i, (long long)dims[i].v);
+        if (dims[i].v > FI_MAX_DIM)
+            return fi_fail(n, "output %zu dim %d = %lld is out of range", k, i,
+                           (long long)dims[i].v);
         d[i] = dims[i];
-        if (dims[i].v >= 0 && numel >= 0 && (__builtin_mul_overflow(numel, dims[i].v, &numel) || numel > FI_MAX_DIM))
+        if (dims[i].v >= 0 && numel >= 0 &&
+            (__builtin_mul_overflow(numel, dims[i].v, &numel) || numel > FI_MAX_DIM))
             return fi_fail(n, "output %zu: the product of its dims overflows 2^62 elements", k);
     }
     t->rank = rank;
@@ -1183,8 +1300,8 @@ int fi_set_like(fi_node *n, size_t k, const fi_tensor *src) {
     return fi_set_shape(n, k, src->elem, src->rank, src->dims);
 }
 
-static int fi_set_value(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const int64_t *vi,
-                        const double *vf) {
+static int fi_set_value(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                        const int64_t *vi, const double *vf) {
     if (fi_set_shape(n, k, elem, rank, dims)) return -1;
     if (k >= n->n_out || !n->out[k]) return 0;
     fi_tensor *t = n->out[k];
@@ -1193,8 +1310,7 @@ static int fi_set_value(fi_node *n, size_t k, int32_t elem, int rank, const fi_d
     if (fi_is_int_type(elem) || (!fi_is_float_type(elem) && vi)) {
         int64_t *c = fi_alloc(n->cx, (size_t)(count + 1) * sizeof *c);
         if (!c) return -1;
-        for (int64_t i = 0; i < count; i++)
-            c[i] = vi ? vi[i] : fi_double_to_int(vf[i]);
+        for (int64_t i = 0; i < count; i++) c[i] = vi ? vi[i] : fi_double_to_int(vf[i]);
         t->ci = c;
     } else {
         double *c = fi_alloc(n->cx, (size_t)(count + 1) * sizeof *c);
@@ -1206,11 +1322,13 @@ static int fi_set_value(fi_node *n, size_t k, int32_t elem, int rank, const fi_d
     return 0;
 }
 
-int fi_set_value_ints(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const int64_t *v) {
+int fi_set_value_ints(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                      const int64_t *v) {
     return fi_set_value(n, k, elem, rank, dims, v, NULL);
 }
 
-int fi_set_value_floats(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const double *v) {
+int fi_set_value_floats(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                        const double *v) {
     return fi_set_value(n, k, elem, rank, dims, NULL, v);
 }
 
@@ -1224,10 +1342,16 @@ int fi_set_from_tensor_proto(fi_node *n, size_t k, const Onnx__TensorProto *tp) 
 
 /* ------------------------------------------------------------------- dims */
 
-fi_dim fi_known(int64_t v) { return (fi_dim){v, -1, false}; }
-fi_dim fi_unknown(int32_t sym) { return (fi_dim){-1, sym, sym >= 0}; }
+fi_dim fi_known(int64_t v) {
+    return (fi_dim){v, -1, false};
+}
+fi_dim fi_unknown(int32_t sym) {
+    return (fi_dim){-1, sym, sym >= 0};
+}
 
-fi_dim fi_unknown_derived(int32_t sym) { return (fi_dim){-1, sym, false}; }
+fi_dim fi_unknown_derived(int32_t sym) {
+    return (fi_dim){-1, sym, false};
+}
 
 static fi_dim fi_derived(fi_dim a, fi_dim b) {
     return fi_unknown_derived(a.v < 0 && a.sym >= 0 ? a.sym : b.v < 0 ? b.sym : -1);
@@ -1295,7 +1419,8 @@ fi_dim fi_dim_broadcast(fi_node *n, fi_dim a, fi_dim b) {
     if (a.v == 1) return b;
     if (b.v == 1) return a;
     if (a.v >= 0 && b.v >= 0) {
-        if (a.v != b.v) fi_fail(n, "cannot broadcast dims %lld and %lld", (long long)a.v, (long long)b.v);
+        if (a.v != b.v)
+            fi_fail(n, "cannot broadcast dims %lld and %lld", (long long)a.v, (long long)b.v);
         return a;
     }
     /* an unknown against a known non-1: the unknown must be that or 1 */
@@ -1325,7 +1450,8 @@ int fi_broadcast(fi_node *n, fi_tensor *const *inputs, size_t count, int *rank, 
 }
 
 int fi_axis(fi_node *n, int64_t axis, int rank, int *out) {
-    if (axis < -rank || axis >= rank) return fi_fail(n, "axis %lld out of range for rank %d", (long long)axis, rank);
+    if (axis < -rank || axis >= rank)
+        return fi_fail(n, "axis %lld out of range for rank %d", (long long)axis, rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
     return 0;
 }
@@ -1335,9 +1461,12 @@ fi_dim fi_data_dim(fi_node *n, const char *what, int64_t upper) {
      * not be, and nodes in subgraphs have no index): two data sizes never
      * share a symbol, so one never takes the other's bound. */
     char name[512];
-    const char *out = n->np->n_output && n->np->output[0] && n->np->output[0][0] ? n->np->output[0] : NULL;
-    if (out) snprintf(name, sizeof name, "%s:%s", out, what);
-    else snprintf(name, sizeof name, "%s#%d:%s", n->np->op_type, n->index, what);
+    const char *out =
+        n->np->n_output && n->np->output[0] && n->np->output[0][0] ? n->np->output[0] : NULL;
+    if (out)
+        snprintf(name, sizeof name, "%s:%s", out, what);
+    else
+        snprintf(name, sizeof name, "%s#%d:%s", n->np->op_type, n->index, what);
     int64_t flag = fi_flag_dim(n->cx, name);
     int64_t v = flag >= 0 ? flag : upper;
     int32_t s = fi_symbol_add(n->cx, name, v, FE_SYMBOL_DATA, n->index);

@@ -65,14 +65,14 @@ typedef struct fi_tensor {
     int64_t n_const;
     int64_t *ci;
     double *cf;
-    int32_t blame;  /* when the value is unknown: the symbol that hides it, or -1 */
+    int32_t blame; /* when the value is unknown: the symbol that hides it, or -1 */
     /* A sequence of tensors (SplitToSequence, SequenceConstruct, ...):
      * elem, rank and dims describe its elements (the largest, when they
      * differ, which marks it a bound) and seq_len counts them. */
     bool seq;
     fi_dim seq_len;
-    bool bound;     /* the size is an upper bound (depends on data) */
-    bool declared;  /* the shape came from the file (value_info / graph input) */
+    bool bound;    /* the size is an upper bound (depends on data) */
+    bool declared; /* the shape came from the file (value_info / graph input) */
 } fi_tensor;
 
 /* A node being inferred: its inputs and outputs (NULL where omitted) and
@@ -98,11 +98,16 @@ typedef struct fi_rule {
 } fi_rule;
 
 /* Rule tables, one per family (NULL-terminated), listed in infer.c. */
-extern const fi_rule fi_rules_math[];    /* infer_math.c: elementwise, reductions, activations, norms */
-extern const fi_rule fi_rules_nn[];      /* infer_nn.c: conv, pool, matmul, gemm, einsum, resize */
-extern const fi_rule fi_rules_shape[];   /* infer_shape.c: shape ops, gather/scatter, constants */
-extern const fi_rule fi_rules_control[]; /* infer_control.c: If, Loop, Scan, data-dependent ops */
-extern const fi_rule fi_rules_sequence[]; /* infer_sequence.c: sequences of tensors */
+/* infer_math.c: elementwise, reductions, activations, norms */
+extern const fi_rule fi_rules_math[];
+/* infer_nn.c: conv, pool, matmul, gemm, einsum, resize */
+extern const fi_rule fi_rules_nn[];
+/* infer_shape.c: shape ops, gather/scatter, constants */
+extern const fi_rule fi_rules_shape[];
+/* infer_control.c: If, Loop, Scan, data-dependent ops */
+extern const fi_rule fi_rules_control[];
+/* infer_sequence.c: sequences of tensors */
+extern const fi_rule fi_rules_sequence[];
 
 /* ---------------------------------------------------------------- driver */
 
@@ -116,14 +121,16 @@ bool fi_rule_exists(const char *domain, const char *op_type);
 /* Infers the main graph of mp.  opt may be NULL.  Returns 0 and an owned
  * context (free with fi_free), or -1 with a message "what (where)" in err
  * (no path prefix: the loader adds it). */
-int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **out, char *err, size_t errlen);
+int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **out, char *err,
+                   size_t errlen);
 void fi_free(fi_ctx *cx);
 /* What inference found for a value of the main graph, or NULL. */
 const fi_tensor *fi_lookup(const fi_ctx *cx, const char *name);
 /* The symbols made: input symbols (dim_param) and data symbols, in order of
  * creation.  Filled into the model by the loader. */
 size_t fi_symbol_count(const fi_ctx *cx);
-void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value, int *kind, int *node);
+void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value, int *kind,
+                   int *node);
 /* How many shapes the file declares that inference contradicted (the
  * inferred one is used); *first describes the first. */
 size_t fi_conflicts(const fi_ctx *cx, const char **first);
@@ -147,7 +154,8 @@ const Onnx__AttributeProto *fi_attr(const fi_node *n, const char *name);
 int64_t fi_attr_int(const fi_node *n, const char *name, int64_t dflt);
 double fi_attr_float(const fi_node *n, const char *name, double dflt);
 /* A STRING attribute as a NUL-terminated copy in buf (truncated), or dflt. */
-const char *fi_attr_string(const fi_node *n, const char *name, const char *dflt, char *buf, size_t len);
+const char *fi_attr_string(const fi_node *n, const char *name, const char *dflt, char *buf,
+                           size_t len);
 /* INTS: true with *v (borrowed) and *len when present. */
 bool fi_attr_ints(const fi_node *n, const char *name, const int64_t **v, size_t *len);
 bool fi_attr_floats(const fi_node *n, const char *name, const float **v, size_t *len);
@@ -182,8 +190,10 @@ int fi_set_sequence(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *
 /* Same type and shape as t (value not copied). */
 int fi_set_like(fi_node *n, size_t k, const fi_tensor *t);
 /* Known value of rank `rank`: ints (for integer/bool elem) or floats. */
-int fi_set_value_ints(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const int64_t *v);
-int fi_set_value_floats(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const double *v);
+int fi_set_value_ints(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                      const int64_t *v);
+int fi_set_value_floats(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                        const double *v);
 /* Type, shape and (when small and inside the file) value of a TensorProto
  * (Constant's `value`, ConstantOfShape's). */
 int fi_set_from_tensor_proto(fi_node *n, size_t k, const Onnx__TensorProto *tp);
@@ -230,7 +240,8 @@ fi_dim fi_data_dim(fi_node *n, const char *what, int64_t upper);
  * keep the declaration).  On return out[k] (k < g->n_output) point to what
  * was inferred for the body's outputs (valid until the context is freed).
  * Returns 0, -1 after failing the node. */
-int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in, size_t n_in, fi_tensor **out);
+int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in, size_t n_in,
+                    fi_tensor **out);
 
 /* A tensor in the context arena (rank -1, unknown), for rules that build
  * subgraph inputs; NULL after failing the node. */

@@ -27,9 +27,6 @@ static void fi_ctl_mark(fi_node *n, size_t k, bool bound) {
     if (k < n->n_out && n->out[k]) n->out[k]->bound = bound;
 }
 
-
-
-
 /* A size known only up to `upper`: exactly 0 when upper is 0 (nothing to
  * choose from), a data symbol bound by upper when upper is known, else an
  * unknown that depends on what hides upper. */
@@ -72,10 +69,13 @@ static int fi_ctl_copy_out(fi_node *n, size_t k, const fi_tensor *src) {
 /* Output k := s with the dims ins[0..n_ins) inserted before position pos
  * (Loop's and Scan's stacked outputs, Scan-8's batch dim).  pos may be
  * negative, counted from the end of the result. */
-static int fi_ctl_insert(fi_node *n, size_t k, const fi_tensor *s, int64_t pos, const fi_dim *ins, int n_ins) {
+static int fi_ctl_insert(fi_node *n, size_t k, const fi_tensor *s, int64_t pos, const fi_dim *ins,
+                         int n_ins) {
     if (s->rank < 0) return fi_set_type(n, k, s->elem);
     int r = s->rank + n_ins, at;
-    if (r > FI_MAX_RANK) return fi_fail(n, "output %zu would have rank %d; roamc handles at most %d", k, r, FI_MAX_RANK);
+    if (r > FI_MAX_RANK)
+        return fi_fail(n, "output %zu would have rank %d; roamc handles at most %d", k, r,
+                       FI_MAX_RANK);
     if (fi_axis(n, pos, r - n_ins + 1, &at)) return -1;
     fi_dim dims[FI_MAX_RANK];
     for (int d = 0; d < at; d++) dims[d] = s->dims[d];
@@ -90,17 +90,17 @@ static int fi_ctl_insert(fi_node *n, size_t k, const fi_tensor *s, int64_t pos, 
 static int fi_ctl_scalar_in(fi_node *n, size_t k, const char *what, int64_t *v) {
     const fi_tensor *t = fi_in(n, k);
     int64_t count = fi_numel(t);
-    if (count >= 0 && count != 1) return fi_fail(n, "%s has %lld elements, not 1", what, (long long)count);
+    if (count >= 0 && count != 1)
+        return fi_fail(n, "%s has %lld elements, not 1", what, (long long)count);
     return fi_in_scalar(n, k, v) ? 1 : 0;
 }
 
 static int fi_ctl_want_type(fi_node *n, size_t k, const char *what, int32_t elem) {
     const fi_tensor *t = fi_in(n, k);
-    if (t && t->elem && t->elem != elem)
-    {
+    if (t && t->elem && t->elem != elem) {
         char a[32], b[32];
-        return fi_fail(n, "%s has element type %s, not %s", what, fe_elem_name(t->elem, a, sizeof a),
-                       fe_elem_name(elem, b, sizeof b));
+        return fi_fail(n, "%s has element type %s, not %s", what,
+                       fe_elem_name(t->elem, a, sizeof a), fe_elem_name(elem, b, sizeof b));
     }
     return 0;
 }
@@ -133,10 +133,11 @@ static fi_dim fi_ctl_merge_dim(fi_node *n, fi_dim x, fi_dim y, const char *what)
 static int fi_ctl_if_merge(fi_node *n, size_t k, const fi_tensor *a, const fi_tensor *b) {
     if (k >= n->n_out || !n->out[k]) return 0;
     if (a->elem && b->elem && a->elem != b->elem)
-        return fi_fail(n, "output %zu has element type %d in then_branch and %d in else_branch", k, (int)a->elem,
-                       (int)b->elem);
+        return fi_fail(n, "output %zu has element type %d in then_branch and %d in else_branch", k,
+                       (int)a->elem, (int)b->elem);
     int32_t elem = a->elem ? a->elem : b->elem;
-    if (a->seq != b->seq) return fi_fail(n, "output %zu is a sequence in one branch and a tensor in the other", k);
+    if (a->seq != b->seq)
+        return fi_fail(n, "output %zu is a sequence in one branch and a tensor in the other", k);
     char what[64];
     fi_dim len = fi_unknown(-1);
     if (a->seq) {
@@ -150,7 +151,8 @@ static int fi_ctl_if_merge(fi_node *n, size_t k, const fi_tensor *a, const fi_te
         snprintf(what, sizeof what, "out%zu.dim%d", k, d);
         dims[d] = fi_ctl_merge_dim(n, a->dims[d], b->dims[d], what);
     }
-    return a->seq ? fi_set_sequence(n, k, elem, a->rank, dims, len) : fi_set_shape(n, k, elem, a->rank, dims);
+    return a->seq ? fi_set_sequence(n, k, elem, a->rank, dims, len)
+                  : fi_set_shape(n, k, elem, a->rank, dims);
 }
 
 /* If (1, 11, 13, 16, 19): a known cond runs only the taken branch and
@@ -161,14 +163,16 @@ static int fi_ctl_if_merge(fi_node *n, size_t k, const fi_tensor *a, const fi_te
  * unknown cond runs both and merges them (fi_ctl_if_merge). */
 static int fi_ctl_if(fi_node *n) {
     const Onnx__AttributeProto *ta = fi_attr(n, "then_branch"), *ea = fi_attr(n, "else_branch");
-    if (!ta || !ta->g || !ea || !ea->g) return fi_fail(n, "needs the graph attributes then_branch and else_branch");
+    if (!ta || !ta->g || !ea || !ea->g)
+        return fi_fail(n, "needs the graph attributes then_branch and else_branch");
     if (!fi_in(n, 0)) return fi_fail(n, "needs the input cond");
     if (fi_ctl_want_type(n, 0, "cond", FI_CTL_BOOL)) return -1;
     const Onnx__GraphProto *g[2] = {ta->g, ea->g};
     static const char *const names[2] = {"then_branch", "else_branch"};
     for (int b = 0; b < 2; b++)
         if (g[b]->n_output != n->n_out)
-            return fi_fail(n, "%s has %zu outputs; the node has %zu", names[b], g[b]->n_output, n->n_out);
+            return fi_fail(n, "%s has %zu outputs; the node has %zu", names[b], g[b]->n_output,
+                           n->n_out);
     int64_t c = 0;
     int known = fi_ctl_scalar_in(n, 0, "cond", &c);
     if (known < 0) return -1;
@@ -180,9 +184,11 @@ static int fi_ctl_if(fi_node *n) {
         rc = !out[b] ? fi_fail(n, "out of memory") : fi_run_subgraph(n, g[b], NULL, 0, out[b]);
     }
     for (size_t k = 0; rc == 0 && k < n->n_out; k++)
-        rc = known ? fi_ctl_copy_out(n, k, out[first][k]) : fi_ctl_if_merge(n, k, out[0][k], out[1][k]);
+        rc = known ? fi_ctl_copy_out(n, k, out[first][k])
+                   : fi_ctl_if_merge(n, k, out[0][k], out[1][k]);
     /* fi_data_dim marked every output; only those merged at a bound are */
-    for (size_t k = 0; rc == 0 && !known && k < n->n_out; k++) fi_ctl_mark(n, k, fi_ctl_if_bound(out[0][k], out[1][k]));
+    for (size_t k = 0; rc == 0 && !known && k < n->n_out; k++)
+        fi_ctl_mark(n, k, fi_ctl_if_bound(out[0][k], out[1][k]));
     free(out[0]);
     free(out[1]);
     return rc;
@@ -238,7 +244,7 @@ typedef struct fi_ctl_body {
     const Onnx__GraphProto *g;
     fi_tensor **in, **out; /* g->n_input, g->n_output entries */
     size_t in0, out0, n_carried;
-    const char *kind; /* "carried" or "state": names the data symbols */
+    const char *kind;  /* "carried" or "state": names the data symbols */
     fi_tensor **first; /* the carried values after the first iteration */
 } fi_ctl_body;
 
@@ -252,8 +258,8 @@ typedef struct fi_ctl_body {
 static fi_tensor *fi_ctl_settle(fi_node *n, fi_ctl_body *b, size_t i, bool *moved) {
     const fi_tensor *a = b->in[b->in0 + i], *c = b->out[b->out0 + i];
     if (a->elem && c->elem && a->elem != c->elem) {
-        fi_fail(n, "%s value %zu goes into the body as element type %d and comes out as %d", b->kind, i, (int)a->elem,
-                (int)c->elem);
+        fi_fail(n, "%s value %zu goes into the body as element type %d and comes out as %d",
+                b->kind, i, (int)a->elem, (int)c->elem);
         return NULL;
     }
     fi_tensor *t = fi_new_tensor(n);
@@ -327,7 +333,8 @@ static void fi_ctl_body_free(fi_ctl_body *b, fi_tensor **fin) {
  * most `trips`; the body then runs once more on those shapes, so the scan
  * outputs see them.  Growth that is not constant stays unbounded, and
  * so does growth in a Loop inside a subgraph (see fi_ctl_loop). */
-static int fi_ctl_grow_bound(fi_node *n, fi_ctl_body *b, fi_tensor **fin, fi_tensor *const *init, int64_t trips) {
+static int fi_ctl_grow_bound(fi_node *n, fi_ctl_body *b, fi_tensor **fin, fi_tensor *const *init,
+                             int64_t trips) {
     if (trips < 0) return 0;
     fi_tensor **probe = calloc(b->g->n_output + 1, sizeof *probe);
     if (!probe) return fi_fail(n, "out of memory");
@@ -336,11 +343,14 @@ static int fi_ctl_grow_bound(fi_node *n, fi_ctl_body *b, fi_tensor **fin, fi_ten
     bool bounded = false;
     for (size_t i = 0; rc == 0 && i < b->n_carried; i++) {
         const fi_tensor *a = init[i], *c = b->first[i], *e = probe[b->out0 + i];
-        if (!fin[i] || fin[i]->rank < 0 || a->rank != fin[i]->rank || c->rank != a->rank || e->rank != a->rank) continue;
+        if (!fin[i] || fin[i]->rank < 0 || a->rank != fin[i]->rank || c->rank != a->rank ||
+            e->rank != a->rank)
+            continue;
         for (int d = 0; d < a->rank; d++) {
             int64_t x = a->dims[d].v, y = c->dims[d].v, z = e->dims[d].v, g = y - x, grown;
             if (fin[i]->dims[d].v >= 0 || x < 0 || y <= x || z != y + g) continue;
-            if (__builtin_mul_overflow(g, trips, &grown) || __builtin_add_overflow(grown, x, &grown) || grown > FI_MAX_DIM)
+            if (__builtin_mul_overflow(g, trips, &grown) ||
+                __builtin_add_overflow(grown, x, &grown) || grown > FI_MAX_DIM)
                 continue;
             char what[64];
             snprintf(what, sizeof what, "%s%zu.dim%d", b->kind, i, d);
@@ -367,12 +377,13 @@ typedef struct fi_ctl_trips {
 /* cond_out: the body's condition output computed with cond_in = true (an
  * iteration runs only when its cond input is true, so that is every
  * iteration when the Loop has a cond). */
-static fi_ctl_trips fi_ctl_loop_trips(fi_node *n, bool m_known, int64_t m, int cond, const fi_tensor *cond_out) {
+static fi_ctl_trips fi_ctl_loop_trips(fi_node *n, bool m_known, int64_t m, int cond,
+                                      const fi_tensor *cond_out) {
     fi_ctl_trips t = {-1, -1, -1};
     const fi_tensor *mt = fi_in(n, 0);
     if (!m_known && mt) t.blame = fi_blame(mt);
     int64_t limit = m_known ? m : -1; /* -1: no M, or M unknown */
-    if (cond == 0 || limit == 0) { /* the body never runs */
+    if (cond == 0 || limit == 0) {    /* the body never runs */
         t.exact = 0;
         return t;
     }
@@ -381,7 +392,8 @@ static fi_ctl_trips fi_ctl_loop_trips(fi_node *n, bool m_known, int64_t m, int c
         return t;
     }
     int64_t out_known = cond_out && cond_out->n_const == 1 && cond_out->ci ? cond_out->ci[0] : -1;
-    if (out_known == 0) limit = limit < 0 || limit > 1 ? 1 : limit; /* stops after the first iteration */
+    if (out_known == 0)
+        limit = limit < 0 || limit > 1 ? 1 : limit; /* stops after the first iteration */
     t.upper = limit;
     if (cond == 1 && out_known >= 0) t.exact = limit; /* nothing in the data can stop it earlier */
     return t;
@@ -405,16 +417,21 @@ static int fi_ctl_loop(fi_node *n) {
     const Onnx__GraphProto *g = ba->g;
     size_t nc = n->n_in > 2 ? n->n_in - 2 : 0;
     if (g->n_input != nc + 2)
-        return fi_fail(n, "body has %zu inputs; with %zu carried values it needs %zu (iteration number, cond, carried)",
+        return fi_fail(n,
+                       "body has %zu inputs; with %zu carried values it needs %zu (iteration "
+                       "number, cond, carried)",
                        g->n_input, nc, nc + 2);
     if (g->n_output < nc + 1)
-        return fi_fail(n, "body has %zu outputs; it needs cond and %zu carried values", g->n_output, nc);
+        return fi_fail(n, "body has %zu outputs; it needs cond and %zu carried values", g->n_output,
+                       nc);
     size_t ns = g->n_output - 1 - nc;
     if (n->n_out != nc + ns)
-        return fi_fail(n, "has %zu outputs; its body gives %zu carried values and %zu scan outputs", n->n_out, nc, ns);
+        return fi_fail(n, "has %zu outputs; its body gives %zu carried values and %zu scan outputs",
+                       n->n_out, nc, ns);
     for (size_t i = 0; i < nc; i++)
         if (!fi_in(n, 2 + i)) return fi_fail(n, "carried value %zu has no initial value", i);
-    if (fi_ctl_want_type(n, 0, "M", FI_CTL_INT64) || fi_ctl_want_type(n, 1, "cond", FI_CTL_BOOL)) return -1;
+    if (fi_ctl_want_type(n, 0, "M", FI_CTL_INT64) || fi_ctl_want_type(n, 1, "cond", FI_CTL_BOOL))
+        return -1;
     int64_t m = 0, c = 0;
     int m_known = fi_in(n, 0) ? fi_ctl_scalar_in(n, 0, "M", &m) : 0;
     int c_known = fi_in(n, 1) ? fi_ctl_scalar_in(n, 1, "cond", &c) : 0;
@@ -432,15 +449,18 @@ static int fi_ctl_loop(fi_node *n) {
         for (size_t i = 0; i < nc; i++) b.in[2 + i] = fi_ctl_slice(n, fi_in(n, 2 + i), 0, 0);
         rc = fi_failed(n) ? -1 : fi_ctl_iterate(n, &b, fin);
     }
-    fi_ctl_trips t = rc == 0 ? fi_ctl_loop_trips(n, m_known, m, cond, b.out[0]) : (fi_ctl_trips){0, 0, -1};
+    fi_ctl_trips t =
+        rc == 0 ? fi_ctl_loop_trips(n, m_known, m, cond, b.out[0]) : (fi_ctl_trips){0, 0, -1};
     if (rc == 0 && ns && t.exact > FI_MAX_DIM)
-        rc = fi_fail(n, "runs %lld times; its scan outputs would exceed 2^62 elements", (long long)t.exact);
+        rc = fi_fail(n, "runs %lld times; its scan outputs would exceed 2^62 elements",
+                     (long long)t.exact);
     /* main-graph Loops only: two more body runs per nesting level would
      * make nested loops cost 4^depth runs */
     if (rc == 0 && t.exact != 0 && n->index >= 0) {
         fi_tensor **init = calloc(nc + 1, sizeof *init);
         for (size_t i = 0; init && i < nc; i++) init[i] = fi_in(n, 2 + i);
-        rc = init ? fi_ctl_grow_bound(n, &b, fin, init, t.exact >= 0 ? t.exact : t.upper) : fi_fail(n, "out of memory");
+        rc = init ? fi_ctl_grow_bound(n, &b, fin, init, t.exact >= 0 ? t.exact : t.upper)
+                  : fi_fail(n, "out of memory");
         free(init);
     }
     fi_dim trips = rc == 0 && ns ? fi_ctl_trips_dim(n, &t) : fi_known(0);
@@ -471,8 +491,8 @@ static int fi_ctl_scan_ints(fi_node *n, const char *name, size_t want, const int
 /* The body input of scan input x: x without its scanned axis (and, at
  * opset 8, its batch dim); merges the sequence length into *len and the
  * batch into *batch. */
-static fi_tensor *fi_ctl_scan_slice(fi_node *n, const fi_tensor *x, int64_t axis, bool v8, fi_dim *len,
-                                    fi_dim *batch) {
+static fi_tensor *fi_ctl_scan_slice(fi_node *n, const fi_tensor *x, int64_t axis, bool v8,
+                                    fi_dim *len, fi_dim *batch) {
     if (x->rank < 0) return fi_ctl_slice(n, x, 0, 0);
     if (v8) {
         if (x->rank < 2) {
@@ -503,17 +523,22 @@ static int fi_ctl_scan(fi_node *n) {
     size_t lead = v8 ? 1 : 0;
     int64_t m = fi_attr_int(n, "num_scan_inputs", -1);
     if (m < 1 || n->n_in < lead || (uint64_t)m > n->n_in - lead)
-        return fi_fail(n, "num_scan_inputs is %lld; the node has %zu inputs", (long long)m, n->n_in);
+        return fi_fail(n, "num_scan_inputs is %lld; the node has %zu inputs", (long long)m,
+                       n->n_in);
     size_t ms = (size_t)m, nst = n->n_in - lead - ms;
     if (g->n_input != nst + ms)
-        return fi_fail(n, "body has %zu inputs; %zu states and %zu scan inputs need %zu", g->n_input, nst, ms, nst + ms);
-    if (g->n_output < nst) return fi_fail(n, "body has %zu outputs; it needs %zu states", g->n_output, nst);
+        return fi_fail(n, "body has %zu inputs; %zu states and %zu scan inputs need %zu",
+                       g->n_input, nst, ms, nst + ms);
+    if (g->n_output < nst)
+        return fi_fail(n, "body has %zu outputs; it needs %zu states", g->n_output, nst);
     size_t ks = g->n_output - nst;
     if (n->n_out != nst + ks)
-        return fi_fail(n, "has %zu outputs; its body gives %zu states and %zu scan outputs", n->n_out, nst, ks);
+        return fi_fail(n, "has %zu outputs; its body gives %zu states and %zu scan outputs",
+                       n->n_out, nst, ks);
     const int64_t *in_axes, *out_axes, *dirs;
     if (fi_ctl_scan_ints(n, v8 ? "directions" : "scan_input_directions", ms, &dirs) ||
-        fi_ctl_scan_ints(n, "scan_output_directions", ks, &dirs) || fi_ctl_scan_ints(n, "scan_input_axes", ms, &in_axes) ||
+        fi_ctl_scan_ints(n, "scan_output_directions", ks, &dirs) ||
+        fi_ctl_scan_ints(n, "scan_input_axes", ms, &in_axes) ||
         fi_ctl_scan_ints(n, "scan_output_axes", ks, &out_axes))
         return -1;
     for (size_t i = 0; i < nst + ms; i++)
@@ -524,22 +549,30 @@ static int fi_ctl_scan(fi_node *n) {
     fi_dim len = fi_unknown(-1), batch = fi_unknown(-1);
     int rc = fi_ctl_body_alloc(n, &b, &fin);
     for (size_t j = 0; rc == 0 && j < ms; j++) {
-        b.in[nst + j] = fi_ctl_scan_slice(n, fi_in(n, lead + nst + j), in_axes ? in_axes[j] : 0, v8, &len, &batch);
+        b.in[nst + j] = fi_ctl_scan_slice(n, fi_in(n, lead + nst + j), in_axes ? in_axes[j] : 0, v8,
+                                          &len, &batch);
         if (!b.in[nst + j]) rc = -1;
     }
     for (size_t i = 0; rc == 0 && i < nst; i++) {
         const fi_tensor *s = fi_in(n, lead + i);
-        if (v8 && s->rank == 0) rc = fi_fail(n, "state %zu is a scalar; opset 8 wants [batch, ...]", i);
-        else if (v8 && s->rank > 0) batch = fi_dim_merge(n, batch, s->dims[0], "batch dims");
+        if (v8 && s->rank == 0)
+            rc = fi_fail(n, "state %zu is a scalar; opset 8 wants [batch, ...]", i);
+        else if (v8 && s->rank > 0)
+            batch = fi_dim_merge(n, batch, s->dims[0], "batch dims");
         if (rc == 0 && !(b.in[i] = fi_ctl_slice(n, s, 0, v8 && s->rank > 0 ? 1 : 0))) rc = -1;
     }
-    if (rc == 0 && !fi_failed(n)) rc = fi_ctl_iterate(n, &b, fin);
-    else rc = -1;
+    if (rc == 0 && !fi_failed(n))
+        rc = fi_ctl_iterate(n, &b, fin);
+    else
+        rc = -1;
     fi_dim both[2] = {batch, len};
     for (size_t i = 0; rc == 0 && i < nst; i++) {
-        if (len.v == 0) rc = fi_ctl_copy_out(n, i, fi_in(n, lead + i)); /* no iteration */
-        else if (v8) rc = fi_ctl_insert(n, i, fin[i], 0, &batch, 1);
-        else rc = fi_ctl_copy_out(n, i, fin[i]);
+        if (len.v == 0)
+            rc = fi_ctl_copy_out(n, i, fi_in(n, lead + i)); /* no iteration */
+        else if (v8)
+            rc = fi_ctl_insert(n, i, fin[i], 0, &batch, 1);
+        else
+            rc = fi_ctl_copy_out(n, i, fin[i]);
         fi_ctl_mark(n, i, len.v == 0 ? fi_in(n, lead + i)->bound : fin[i]->bound);
     }
     for (size_t j = 0; rc == 0 && j < ks; j++) {
@@ -599,7 +632,8 @@ static int fi_ctl_nms(fi_node *n) {
     const fi_tensor *boxes = fi_in(n, 0), *scores = fi_in(n, 1);
     if (!boxes || !scores) return fi_fail(n, "needs the inputs boxes and scores");
     if ((boxes->rank >= 0 && boxes->rank != 3) || (scores->rank >= 0 && scores->rank != 3))
-        return fi_fail(n, "boxes and scores must have rank 3 (they have %d and %d)", boxes->rank, scores->rank);
+        return fi_fail(n, "boxes and scores must have rank 3 (they have %d and %d)", boxes->rank,
+                       scores->rank);
     if (boxes->rank == 3 && boxes->dims[2].v >= 0 && boxes->dims[2].v != 4)
         return fi_fail(n, "boxes has %lld coordinates per box, not 4", (long long)boxes->dims[2].v);
     int64_t per = 0;
@@ -610,10 +644,13 @@ static int fi_ctl_nms(fi_node *n) {
     if (boxes->rank < 0 || scores->rank < 0) {
         dims[0] = fi_unknown_derived(fi_blame(boxes->rank < 0 ? boxes : scores));
     } else {
-        fi_dim batches = fi_dim_merge(n, boxes->dims[0], scores->dims[0], "batch dims of boxes and scores");
-        fi_dim spatial = fi_dim_merge(n, boxes->dims[1], scores->dims[2], "box counts of boxes and scores");
+        fi_dim batches =
+            fi_dim_merge(n, boxes->dims[0], scores->dims[0], "batch dims of boxes and scores");
+        fi_dim spatial =
+            fi_dim_merge(n, boxes->dims[1], scores->dims[2], "box counts of boxes and scores");
         /* exporters write INT64_MAX for "no limit": the box count bounds it */
-        if (known && per <= FI_MAX_DIM && (spatial.v < 0 || per < spatial.v)) spatial = fi_known(per);
+        if (known && per <= FI_MAX_DIM && (spatial.v < 0 || per < spatial.v))
+            spatial = fi_known(per);
         fi_dim upper = fi_dim_mul(n, fi_dim_mul(n, batches, scores->dims[1]), spatial);
         dims[0] = fi_ctl_bounded(n, "count", upper);
     }
@@ -631,7 +668,8 @@ static int fi_ctl_topk(fi_node *n) {
     int64_t k = -1;
     int known;
     if (n->opset < 10) {
-        if (!fi_attr(n, "k")) return fi_fail(n, "needs the attribute k (opset %lld)", (long long)n->opset);
+        if (!fi_attr(n, "k"))
+            return fi_fail(n, "needs the attribute k (opset %lld)", (long long)n->opset);
         k = fi_attr_int(n, "k", -1);
         known = 1;
     } else {
@@ -652,8 +690,12 @@ static int fi_ctl_topk(fi_node *n) {
     memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
     int32_t hides = known ? -1 : fi_blame(fi_in(n, 1));
     /* a K that a symbol hides becomes known once the symbol is bound */
-    dims[a] = known ? fi_known(k) : hides >= 0 && len.v != 0 ? fi_unknown_derived(hides) : fi_ctl_bounded(n, "k", len);
-    if (fi_set_shape(n, 0, x->elem, x->rank, dims) || fi_set_shape(n, 1, FI_CTL_INT64, x->rank, dims)) return -1;
+    dims[a] = known                      ? fi_known(k)
+              : hides >= 0 && len.v != 0 ? fi_unknown_derived(hides)
+                                         : fi_ctl_bounded(n, "k", len);
+    if (fi_set_shape(n, 0, x->elem, x->rank, dims) ||
+        fi_set_shape(n, 1, FI_CTL_INT64, x->rank, dims))
+        return -1;
     fi_ctl_mark(n, 0, !known);
     fi_ctl_mark(n, 1, !known);
     return 0;
@@ -697,8 +739,10 @@ static int fi_ctl_unique(fi_node *n) {
  * spec's list) unless any is allowed; dflt when absent. */
 static int fi_ctl_dtype(fi_node *n, int32_t dflt, bool any, int32_t *out) {
     int64_t t = fi_attr_int(n, "dtype", dflt);
-    bool ok = any ? fi_is_float_type((int32_t)t) || fi_is_int_type((int32_t)t) : fi_is_float_type((int32_t)t);
-    if (t != (int32_t)t || !ok) return fi_fail(n, "dtype %lld is not one this operator makes", (long long)t);
+    bool ok = any ? fi_is_float_type((int32_t)t) || fi_is_int_type((int32_t)t)
+                  : fi_is_float_type((int32_t)t);
+    if (t != (int32_t)t || !ok)
+        return fi_fail(n, "dtype %lld is not one this operator makes", (long long)t);
     *out = (int32_t)t;
     return 0;
 }
@@ -709,7 +753,8 @@ static int fi_ctl_random(fi_node *n) {
     size_t rank;
     int32_t elem = 0;
     if (!fi_attr_ints(n, "shape", &shape, &rank)) return fi_fail(n, "needs the attribute shape");
-    if (rank > FI_MAX_RANK) return fi_fail(n, "shape has %zu dims; roamc handles at most %d", rank, FI_MAX_RANK);
+    if (rank > FI_MAX_RANK)
+        return fi_fail(n, "shape has %zu dims; roamc handles at most %d", rank, FI_MAX_RANK);
     if (fi_ctl_dtype(n, FI_CTL_FLOAT, false, &elem)) return -1;
     fi_dim dims[FI_MAX_RANK];
     for (size_t d = 0; d < rank; d++) {
@@ -726,7 +771,8 @@ static int fi_ctl_random_like(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     int32_t elem = 0;
     if (!x) return fi_fail(n, "needs an input");
-    if (fi_attr(n, "dtype") && fi_ctl_dtype(n, 0, strcmp(n->np->op_type, "Bernoulli") == 0, &elem)) return -1;
+    if (fi_attr(n, "dtype") && fi_ctl_dtype(n, 0, strcmp(n->np->op_type, "Bernoulli") == 0, &elem))
+        return -1;
     return fi_set_shape(n, 0, elem ? elem : x->elem, x->rank, x->dims);
 }
 
@@ -734,10 +780,14 @@ static int fi_ctl_random_like(fi_node *n) {
 static int fi_ctl_multinomial(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "needs the input");
-    int64_t dtype = fi_attr_int(n, "dtype", FI_CTL_INT32), samples = fi_attr_int(n, "sample_size", 1);
-    if (dtype != FI_CTL_INT32 && dtype != FI_CTL_INT64) return fi_fail(n, "dtype %lld is not int32 or int64", (long long)dtype);
-    if (samples < 0 || samples > FI_MAX_DIM) return fi_fail(n, "sample_size is %lld", (long long)samples);
-    if (x->rank >= 0 && x->rank != 2) return fi_fail(n, "input has rank %d; it must be [batch, classes]", x->rank);
+    int64_t dtype = fi_attr_int(n, "dtype", FI_CTL_INT32),
+            samples = fi_attr_int(n, "sample_size", 1);
+    if (dtype != FI_CTL_INT32 && dtype != FI_CTL_INT64)
+        return fi_fail(n, "dtype %lld is not int32 or int64", (long long)dtype);
+    if (samples < 0 || samples > FI_MAX_DIM)
+        return fi_fail(n, "sample_size is %lld", (long long)samples);
+    if (x->rank >= 0 && x->rank != 2)
+        return fi_fail(n, "input has rank %d; it must be [batch, classes]", x->rank);
     if (x->rank < 0) return fi_set_type(n, 0, (int32_t)dtype);
     fi_dim dims[2] = {x->dims[0], fi_known(samples)};
     return fi_set_shape(n, 0, (int32_t)dtype, 2, dims);
@@ -747,7 +797,9 @@ static int fi_ctl_multinomial(fi_node *n) {
 
 /* Optional (15) with an input, OptionalGetElement (15, 18): the element's
  * type and shape (an optional is planned as the tensor it holds). */
-static int fi_ctl_optional_pass(fi_node *n) { return fi_ctl_copy_out(n, 0, fi_in(n, 0)); }
+static int fi_ctl_optional_pass(fi_node *n) {
+    return fi_ctl_copy_out(n, 0, fi_in(n, 0));
+}
 
 /* OptionalHasElement (15, 18): a BOOL scalar; false when the input is
  * omitted (allowed from 18). */

@@ -38,11 +38,15 @@
  * and at most out_hi outputs. */
 static int fi_math_arity(fi_node *n, size_t lo, size_t hi, size_t out_hi) {
     if (n->n_in < lo || n->n_in > hi) {
-        if (lo == hi) return fi_fail(n, "takes %zu input%s, has %zu", lo, lo == 1 ? "" : "s", n->n_in);
-        if (hi == SIZE_MAX) return fi_fail(n, "takes at least %zu input%s, has %zu", lo, lo == 1 ? "" : "s", n->n_in);
+        if (lo == hi)
+            return fi_fail(n, "takes %zu input%s, has %zu", lo, lo == 1 ? "" : "s", n->n_in);
+        if (hi == SIZE_MAX)
+            return fi_fail(n, "takes at least %zu input%s, has %zu", lo, lo == 1 ? "" : "s",
+                           n->n_in);
         return fi_fail(n, "takes %zu to %zu inputs, has %zu", lo, hi, n->n_in);
     }
-    if (n->n_out > out_hi) return fi_fail(n, "has %zu outputs; at most %zu allowed", n->n_out, out_hi);
+    if (n->n_out > out_hi)
+        return fi_fail(n, "has %zu outputs; at most %zu allowed", n->n_out, out_hi);
     for (size_t k = 0; k < lo; k++)
         if (!fi_in(n, k)) return fi_fail(n, "input %zu is missing", k);
     return 0;
@@ -103,8 +107,10 @@ static bool fi_math_round(int32_t elem, double v, double *out) {
         return true;
     }
     if (elem != FI_MATH_FLOAT) return false;
-    if (isfinite(v) && fabs(v) > FLT_MAX) *out = v > 0 ? INFINITY : -INFINITY; /* the cast would be undefined */
-    else *out = (float)v;
+    if (isfinite(v) && fabs(v) > FLT_MAX)
+        *out = v > 0 ? INFINITY : -INFINITY; /* the cast would be undefined */
+    else
+        *out = (float)v;
     return true;
 }
 
@@ -167,14 +173,40 @@ static void fi_math_iter_next(fi_math_iter *it) {
 
 typedef enum fi_math_op {
     FI_MATH_NONE, /* no constant evaluation */
-    FI_MATH_ADD, FI_MATH_SUB, FI_MATH_MUL, FI_MATH_DIV, FI_MATH_MOD, FI_MATH_FMOD, FI_MATH_POW,
-    FI_MATH_MIN, FI_MATH_MAX, FI_MATH_MEAN,
-    FI_MATH_EQ, FI_MATH_LT, FI_MATH_GT, FI_MATH_LE, FI_MATH_GE,
-    FI_MATH_AND, FI_MATH_OR, FI_MATH_XOR,
+    FI_MATH_ADD,
+    FI_MATH_SUB,
+    FI_MATH_MUL,
+    FI_MATH_DIV,
+    FI_MATH_MOD,
+    FI_MATH_FMOD,
+    FI_MATH_POW,
+    FI_MATH_MIN,
+    FI_MATH_MAX,
+    FI_MATH_MEAN,
+    FI_MATH_EQ,
+    FI_MATH_LT,
+    FI_MATH_GT,
+    FI_MATH_LE,
+    FI_MATH_GE,
+    FI_MATH_AND,
+    FI_MATH_OR,
+    FI_MATH_XOR,
     FI_MATH_WHERE,
-    FI_MATH_IDENT, FI_MATH_NEG, FI_MATH_ABS, FI_MATH_FLOOR, FI_MATH_CEIL, FI_MATH_SQRT, FI_MATH_SIGN,
-    FI_MATH_NOT, FI_MATH_RELU, FI_MATH_RECIP, FI_MATH_ROUND, FI_MATH_EXP, FI_MATH_LOG,
-    FI_MATH_SUM, FI_MATH_PROD, /* reductions (ADD/MUL elementwise) */
+    FI_MATH_IDENT,
+    FI_MATH_NEG,
+    FI_MATH_ABS,
+    FI_MATH_FLOOR,
+    FI_MATH_CEIL,
+    FI_MATH_SQRT,
+    FI_MATH_SIGN,
+    FI_MATH_NOT,
+    FI_MATH_RELU,
+    FI_MATH_RECIP,
+    FI_MATH_ROUND,
+    FI_MATH_EXP,
+    FI_MATH_LOG,
+    FI_MATH_SUM,
+    FI_MATH_PROD, /* reductions (ADD/MUL elementwise) */
 } fi_math_op;
 
 static bool fi_math_int_pow(int64_t a, int64_t b, int64_t *r) {
@@ -199,9 +231,11 @@ static bool fi_math_int_pow(int64_t a, int64_t b, int64_t *r) {
  * zero). */
 static bool fi_math_int_kernel(fi_math_op op, int64_t a, int64_t b, int64_t c, int64_t *r) {
     switch (op) {
-    case FI_MATH_ADD: case FI_MATH_SUM: return !__builtin_add_overflow(a, b, r);
+    case FI_MATH_ADD:
+    case FI_MATH_SUM: return !__builtin_add_overflow(a, b, r);
     case FI_MATH_SUB: return !__builtin_sub_overflow(a, b, r);
-    case FI_MATH_MUL: case FI_MATH_PROD: return !__builtin_mul_overflow(a, b, r);
+    case FI_MATH_MUL:
+    case FI_MATH_PROD: return !__builtin_mul_overflow(a, b, r);
     case FI_MATH_DIV:
         /* Integer Div truncates toward zero: ONNX Runtime divides with C++'s
          * `/` and the ONNX reference casts a true quotient back to the
@@ -210,7 +244,8 @@ static bool fi_math_int_kernel(fi_math_op op, int64_t a, int64_t b, int64_t c, i
         if (b == 0 || (a == INT64_MIN && b == -1)) return false;
         *r = a / b;
         return true;
-    case FI_MATH_MOD: case FI_MATH_FMOD:
+    case FI_MATH_MOD:
+    case FI_MATH_FMOD:
         if (b == 0) return false;
         *r = (b == -1) ? 0 : a % b; /* fmod=1: sign of the dividend, as C */
         /* fmod=0: sign of the divisor, as Python and numpy.mod */
@@ -228,9 +263,16 @@ static bool fi_math_int_kernel(fi_math_op op, int64_t a, int64_t b, int64_t c, i
     case FI_MATH_OR: *r = (a != 0) || (b != 0); return true;
     case FI_MATH_XOR: *r = (a != 0) != (b != 0); return true;
     case FI_MATH_WHERE: *r = a ? b : c; return true;
-    case FI_MATH_IDENT: case FI_MATH_FLOOR: case FI_MATH_CEIL: *r = a; return true;
+    case FI_MATH_IDENT:
+    case FI_MATH_FLOOR:
+    case FI_MATH_CEIL: *r = a; return true;
     case FI_MATH_NEG: return !__builtin_sub_overflow((int64_t)0, a, r);
-    case FI_MATH_ABS: if (a >= 0) { *r = a; return true; } return !__builtin_sub_overflow((int64_t)0, a, r);
+    case FI_MATH_ABS:
+        if (a >= 0) {
+            *r = a;
+            return true;
+        }
+        return !__builtin_sub_overflow((int64_t)0, a, r);
     case FI_MATH_SIGN: *r = (a > 0) - (a < 0); return true;
     case FI_MATH_NOT: *r = a == 0; return true;
     case FI_MATH_RELU: *r = a > 0 ? a : 0; return true;
@@ -241,9 +283,11 @@ static bool fi_math_int_kernel(fi_math_op op, int64_t a, int64_t b, int64_t c, i
 /* Float kernels (IEEE semantics: x / 0 is inf, as in ONNX Runtime). */
 static bool fi_math_float_kernel(fi_math_op op, double a, double b, double c, double *r) {
     switch (op) {
-    case FI_MATH_ADD: case FI_MATH_SUM: *r = a + b; return true;
+    case FI_MATH_ADD:
+    case FI_MATH_SUM: *r = a + b; return true;
     case FI_MATH_SUB: *r = a - b; return true;
-    case FI_MATH_MUL: case FI_MATH_PROD: *r = a * b; return true;
+    case FI_MATH_MUL:
+    case FI_MATH_PROD: *r = a * b; return true;
     case FI_MATH_DIV: *r = a / b; return true;
     case FI_MATH_FMOD: *r = fmod(a, b); return true;
     case FI_MATH_POW: *r = pow(a, b); return true;
@@ -262,7 +306,9 @@ static bool fi_math_float_kernel(fi_math_op op, double a, double b, double c, do
     case FI_MATH_CEIL: *r = ceil(a); return true;
     case FI_MATH_SQRT: *r = sqrt(a); return true;
     case FI_MATH_RECIP: *r = 1.0 / a; return true;
-    case FI_MATH_ROUND: *r = nearbyint(a); return true; /* half to even, the default rounding mode */
+    case FI_MATH_ROUND:
+        *r = nearbyint(a);
+        return true; /* half to even, the default rounding mode */
     case FI_MATH_EXP: *r = exp(a); return true;
     case FI_MATH_LOG: *r = log(a); return true;
     case FI_MATH_SIGN: *r = a > 0 ? 1.0 : a < 0 ? -1.0 : a; return true; /* 0 and NaN stay */
@@ -302,11 +348,14 @@ static bool fi_math_val_init(fi_math_val *v, int32_t elem, int rank, const fi_di
     for (int d = 0; d < rank; d++) {
         if (dims[d].v < 0) return false;
         v->dims[d] = dims[d];
-        if (__builtin_mul_overflow(count, dims[d].v, &count) || count > FI_MAX_CONST_ELEMS) return false;
+        if (__builtin_mul_overflow(count, dims[d].v, &count) || count > FI_MAX_CONST_ELEMS)
+            return false;
     }
     v->t = (fi_tensor){.elem = elem, .rank = rank, .dims = v->dims, .n_const = count, .blame = -1};
-    if (fi_is_int_type(elem)) v->t.ci = malloc((size_t)(count + 1) * sizeof *v->t.ci);
-    else if (fi_is_float_type(elem)) v->t.cf = malloc((size_t)(count + 1) * sizeof *v->t.cf);
+    if (fi_is_int_type(elem))
+        v->t.ci = malloc((size_t)(count + 1) * sizeof *v->t.ci);
+    else if (fi_is_float_type(elem))
+        v->t.cf = malloc((size_t)(count + 1) * sizeof *v->t.cf);
     return v->t.ci || v->t.cf;
 }
 
@@ -321,7 +370,9 @@ static bool fi_math_store_int(fi_math_val *v, int64_t i, int64_t r) {
 }
 
 static bool fi_math_store_float(fi_math_val *v, int64_t i, double r) {
-    if (v->t.ci) return fi_math_trunc(v->t.elem, r, &v->t.ci[i]) && (v->t.elem != FI_MATH_BOOL || r == 0 || r == 1);
+    if (v->t.ci)
+        return fi_math_trunc(v->t.elem, r, &v->t.ci[i]) &&
+               (v->t.elem != FI_MATH_BOOL || r == 0 || r == 1);
     return fi_math_round(v->t.elem, r, &v->t.cf[i]);
 }
 
@@ -329,8 +380,8 @@ static bool fi_math_store_float(fi_math_val *v, int64_t i, double r) {
  * arguments (all but Where's condition) must share integer-ness: mixed
  * forms (Pow of an int by a float) are left unknown.  Returns true with out
  * filled (free it), false when the value stays unknown. */
-static bool fi_math_eval(fi_node *n, fi_math_op op, fi_tensor *const *args, size_t count, int32_t elem,
-                         fi_math_val *out) {
+static bool fi_math_eval(fi_node *n, fi_math_op op, fi_tensor *const *args, size_t count,
+                         int32_t elem, fi_math_val *out) {
     size_t first = op == FI_MATH_WHERE ? 1 : 0;
     if (count == 0 || count > FI_MATH_MAX_ARGS || count <= first) return false;
     for (size_t a = 0; a < count; a++)
@@ -398,7 +449,8 @@ static int fi_math_eval_variadic(fi_node *n, fi_math_op op, int32_t elem) {
             fi_math_val_free(res);
             return 0;
         }
-        for (int64_t i = 0; i < res->t.n_const; i++) fi_math_round(elem, res->t.cf[i] / (double)n->n_in, &res->t.cf[i]);
+        for (int64_t i = 0; i < res->t.n_const; i++)
+            fi_math_round(elem, res->t.cf[i] / (double)n->n_in, &res->t.cf[i]);
     }
     return fi_math_emit(n, 0, res);
 }
@@ -417,23 +469,39 @@ typedef struct fi_math_spec {
 /* Constant-evaluated or bool-typed ops; every other op of the unary and
  * broadcast rules has the type of its (first data) input and no value. */
 static const fi_math_spec fi_math_specs[] = {
-    {"Add", FI_MATH_ADD, FI_MATH_LIKE_IN}, {"Sub", FI_MATH_SUB, FI_MATH_LIKE_IN},
-    {"Mul", FI_MATH_MUL, FI_MATH_LIKE_IN}, {"Div", FI_MATH_DIV, FI_MATH_LIKE_IN},
-    {"Mod", FI_MATH_MOD, FI_MATH_LIKE_IN}, {"Pow", FI_MATH_POW, FI_MATH_LIKE_FIRST},
-    {"Min", FI_MATH_MIN, FI_MATH_LIKE_IN}, {"Max", FI_MATH_MAX, FI_MATH_LIKE_IN},
-    {"Sum", FI_MATH_ADD, FI_MATH_LIKE_IN}, {"Mean", FI_MATH_MEAN, FI_MATH_LIKE_IN},
-    {"Equal", FI_MATH_EQ, FI_MATH_BOOL_OUT}, {"Less", FI_MATH_LT, FI_MATH_BOOL_OUT},
-    {"Greater", FI_MATH_GT, FI_MATH_BOOL_OUT}, {"LessOrEqual", FI_MATH_LE, FI_MATH_BOOL_OUT},
-    {"GreaterOrEqual", FI_MATH_GE, FI_MATH_BOOL_OUT}, {"And", FI_MATH_AND, FI_MATH_BOOL_OUT},
-    {"Or", FI_MATH_OR, FI_MATH_BOOL_OUT}, {"Xor", FI_MATH_XOR, FI_MATH_BOOL_OUT},
-    {"Where", FI_MATH_WHERE, FI_MATH_LIKE_IN}, {"Neg", FI_MATH_NEG, FI_MATH_LIKE_IN},
-    {"Abs", FI_MATH_ABS, FI_MATH_LIKE_IN}, {"Floor", FI_MATH_FLOOR, FI_MATH_LIKE_IN},
-    {"Ceil", FI_MATH_CEIL, FI_MATH_LIKE_IN}, {"Sqrt", FI_MATH_SQRT, FI_MATH_LIKE_IN},
-    {"Sign", FI_MATH_SIGN, FI_MATH_LIKE_IN}, {"Not", FI_MATH_NOT, FI_MATH_BOOL_OUT},
-    {"Relu", FI_MATH_RELU, FI_MATH_LIKE_IN}, {"IsNaN", FI_MATH_NONE, FI_MATH_BOOL_OUT},
+    {"Add", FI_MATH_ADD, FI_MATH_LIKE_IN},
+    {"Sub", FI_MATH_SUB, FI_MATH_LIKE_IN},
+    {"Mul", FI_MATH_MUL, FI_MATH_LIKE_IN},
+    {"Div", FI_MATH_DIV, FI_MATH_LIKE_IN},
+    {"Mod", FI_MATH_MOD, FI_MATH_LIKE_IN},
+    {"Pow", FI_MATH_POW, FI_MATH_LIKE_FIRST},
+    {"Min", FI_MATH_MIN, FI_MATH_LIKE_IN},
+    {"Max", FI_MATH_MAX, FI_MATH_LIKE_IN},
+    {"Sum", FI_MATH_ADD, FI_MATH_LIKE_IN},
+    {"Mean", FI_MATH_MEAN, FI_MATH_LIKE_IN},
+    {"Equal", FI_MATH_EQ, FI_MATH_BOOL_OUT},
+    {"Less", FI_MATH_LT, FI_MATH_BOOL_OUT},
+    {"Greater", FI_MATH_GT, FI_MATH_BOOL_OUT},
+    {"LessOrEqual", FI_MATH_LE, FI_MATH_BOOL_OUT},
+    {"GreaterOrEqual", FI_MATH_GE, FI_MATH_BOOL_OUT},
+    {"And", FI_MATH_AND, FI_MATH_BOOL_OUT},
+    {"Or", FI_MATH_OR, FI_MATH_BOOL_OUT},
+    {"Xor", FI_MATH_XOR, FI_MATH_BOOL_OUT},
+    {"Where", FI_MATH_WHERE, FI_MATH_LIKE_IN},
+    {"Neg", FI_MATH_NEG, FI_MATH_LIKE_IN},
+    {"Abs", FI_MATH_ABS, FI_MATH_LIKE_IN},
+    {"Floor", FI_MATH_FLOOR, FI_MATH_LIKE_IN},
+    {"Ceil", FI_MATH_CEIL, FI_MATH_LIKE_IN},
+    {"Sqrt", FI_MATH_SQRT, FI_MATH_LIKE_IN},
+    {"Sign", FI_MATH_SIGN, FI_MATH_LIKE_IN},
+    {"Not", FI_MATH_NOT, FI_MATH_BOOL_OUT},
+    {"Relu", FI_MATH_RELU, FI_MATH_LIKE_IN},
+    {"IsNaN", FI_MATH_NONE, FI_MATH_BOOL_OUT},
     /* torchvision's detection transform scales image sizes with these */
-    {"Reciprocal", FI_MATH_RECIP, FI_MATH_LIKE_IN}, {"Round", FI_MATH_ROUND, FI_MATH_LIKE_IN},
-    {"Exp", FI_MATH_EXP, FI_MATH_LIKE_IN}, {"Log", FI_MATH_LOG, FI_MATH_LIKE_IN},
+    {"Reciprocal", FI_MATH_RECIP, FI_MATH_LIKE_IN},
+    {"Round", FI_MATH_ROUND, FI_MATH_LIKE_IN},
+    {"Exp", FI_MATH_EXP, FI_MATH_LIKE_IN},
+    {"Log", FI_MATH_LOG, FI_MATH_LIKE_IN},
     {"IsInf", FI_MATH_NONE, FI_MATH_BOOL_OUT},
 };
 
@@ -462,7 +530,9 @@ static int fi_math_rule_unary(fi_node *n) {
     int32_t elem = s.out == FI_MATH_BOOL_OUT ? FI_MATH_BOOL : x->elem;
     if (fi_set_shape(n, 0, elem, x->rank, x->dims)) return -1;
     fi_math_val v;
-    if (s.code != FI_MATH_NONE && fi_math_eval(n, s.code, n->in, 1, elem, &v) && fi_math_emit(n, 0, &v)) return -1;
+    if (s.code != FI_MATH_NONE && fi_math_eval(n, s.code, n->in, 1, elem, &v) &&
+        fi_math_emit(n, 0, &v))
+        return -1;
     fi_math_blame(n);
     return 0;
 }
@@ -479,13 +549,16 @@ static bool fi_math_legacy_broadcast(const fi_node *n) {
 static int fi_math_rule_broadcast(fi_node *n) {
     fi_math_spec s = fi_math_spec_of(n);
     const char *op = n->np->op_type;
-    bool variadic = !strcmp(op, "Sum") || !strcmp(op, "Mean") || !strcmp(op, "Min") || !strcmp(op, "Max");
+    bool variadic =
+        !strcmp(op, "Sum") || !strcmp(op, "Mean") || !strcmp(op, "Min") || !strcmp(op, "Max");
     bool where = s.code == FI_MATH_WHERE;
-    if (fi_math_arity(n, variadic ? 1 : where ? 3 : 2, variadic ? SIZE_MAX : where ? 3 : 2, 1)) return -1;
+    if (fi_math_arity(n, variadic ? 1 : where ? 3 : 2, variadic ? SIZE_MAX : where ? 3 : 2, 1))
+        return -1;
     if (s.code == FI_MATH_MOD) {
         bool fmod_ = fi_attr_int(n, "fmod", 0) != 0;
         int32_t e = fi_math_out_elem(n, FI_MATH_LIKE_IN, 0);
-        if (!fmod_ && fi_is_float_type(e)) return fi_fail(n, "Mod of floating-point inputs needs fmod=1");
+        if (!fmod_ && fi_is_float_type(e))
+            return fi_fail(n, "Mod of floating-point inputs needs fmod=1");
         if (fmod_) s.code = FI_MATH_FMOD;
     }
     int32_t elem = fi_math_out_elem(n, s.out, where ? 1 : 0);
@@ -519,14 +592,15 @@ static int fi_math_rule_prelu(fi_node *n) {
     fi_tensor *x = n->in[0], *slope = n->in[1];
     if (x->rank < 0 || slope->rank < 0 || n->opset < 7) return fi_set_like(n, 0, x);
     if (slope->rank > x->rank)
-        return fi_fail(n, "slope has rank %d, more than X's %d: it cannot broadcast onto X", slope->rank, x->rank);
+        return fi_fail(n, "slope has rank %d, more than X's %d: it cannot broadcast onto X",
+                       slope->rank, x->rank);
     int rank;
     fi_dim dims[FI_MAX_RANK];
     if (fi_broadcast(n, n->in, 2, &rank, dims)) return -1;
     for (int d = 0; d < rank; d++)
         if (x->dims[d].v >= 0 && dims[d].v != x->dims[d].v)
-            return fi_fail(n, "slope dim %d (%lld) does not broadcast onto X's %lld", d - (rank - slope->rank),
-                           (long long)dims[d].v, (long long)x->dims[d].v);
+            return fi_fail(n, "slope dim %d (%lld) does not broadcast onto X's %lld",
+                           d - (rank - slope->rank), (long long)dims[d].v, (long long)x->dims[d].v);
     return fi_set_shape(n, 0, x->elem, rank, dims);
 }
 
@@ -537,7 +611,8 @@ static int fi_math_rule_prelu(fi_node *n) {
  * is unknown. */
 static double fi_math_clip_bound(fi_node *n, size_t k, bool *known) {
     double dflt = k == 1 ? -INFINITY : INFINITY;
-    if (n->opset > 0 && n->opset < 11) return fi_attr_float(n, k == 1 ? "min" : "max", k == 1 ? -FLT_MAX : FLT_MAX);
+    if (n->opset > 0 && n->opset < 11)
+        return fi_attr_float(n, k == 1 ? "min" : "max", k == 1 ? -FLT_MAX : FLT_MAX);
     if (!fi_in(n, k)) return dflt;
     const double *v;
     size_t len;
@@ -572,8 +647,10 @@ static void fi_math_clip_value(fi_node *n) {
             if (lo > hi) v.t.cf[i] = hi; /* min(max(x, lo), hi), as ONNX Runtime */
         }
     }
-    if (ok) fi_math_emit(n, 0, &v);
-    else fi_math_val_free(&v);
+    if (ok)
+        fi_math_emit(n, 0, &v);
+    else
+        fi_math_val_free(&v);
 }
 
 /* Clip: the input's type and shape. */
@@ -626,11 +703,13 @@ static int fi_math_rule_cast(fi_node *n) {
     if (to == 0 && a->s.len > 0) {
         char name[32];
         const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value_by_name(
-            &onnx__tensor_proto__data_type__descriptor, fi_attr_string(n, "to", "", name, sizeof name));
+            &onnx__tensor_proto__data_type__descriptor,
+            fi_attr_string(n, "to", "", name, sizeof name));
         if (!e) return fi_fail(n, "'to' = \"%s\" is not an element type", name);
         to = e->value;
     }
-    if (to < 1 || to > FI_MATH_MAX_ELEM) return fi_fail(n, "'to' = %lld is not an element type", (long long)to);
+    if (to < 1 || to > FI_MATH_MAX_ELEM)
+        return fi_fail(n, "'to' = %lld is not an element type", (long long)to);
     if (fi_math_cast_to(n, (int32_t)to)) return -1;
     fi_math_blame(n);
     return 0;
@@ -683,7 +762,8 @@ static int fi_math_axes_mask(fi_node *n, const fi_math_axes *ax, int rank, bool 
 /* The value of ReduceSum/Prod/Max/Min: every input element accumulates
  * into the output element the iterator maps it to (kept-dims shape, which
  * has the same order as the output without them). */
-static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, int out_rank, const fi_dim *out_dims) {
+static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, int out_rank,
+                                 const fi_dim *out_dims) {
     fi_tensor *x = n->in[0];
     fi_math_val v;
     if (!fi_math_known(x)) return;
@@ -696,8 +776,10 @@ static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, in
     fi_dim keep[FI_MAX_RANK];
     for (int d = 0; d < x->rank; d++) keep[d] = mask[d] ? fi_known(1) : x->dims[d];
     for (int64_t o = 0; o < v.t.n_const; o++) {
-        if (ints) v.t.ci[o] = op == FI_MATH_PROD;
-        else v.t.cf[o] = op == FI_MATH_PROD;
+        if (ints)
+            v.t.ci[o] = op == FI_MATH_PROD;
+        else
+            v.t.cf[o] = op == FI_MATH_PROD;
     }
     fi_math_iter it;
     fi_math_iter_init(&it, x->rank, x->dims);
@@ -719,8 +801,10 @@ static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, in
     for (int64_t o = 0; o < v.t.n_const && ok && seen; o++)
         if (!seen[o] && (op == FI_MATH_MAX || op == FI_MATH_MIN)) ok = false;
     for (int64_t o = 0; o < v.t.n_const && ok && ints; o++) ok = fi_math_fits(v.t.elem, v.t.ci[o]);
-    if (ok && seen) fi_math_emit(n, 0, &v);
-    else fi_math_val_free(&v);
+    if (ok && seen)
+        fi_math_emit(n, 0, &v);
+    else
+        fi_math_val_free(&v);
     free(seen);
 }
 
@@ -743,7 +827,8 @@ static int fi_math_rule_reduce(fi_node *n) {
     /* exactly 1 means true, as ONNX Runtime reads both (keepdims=2 drops) */
     bool keep = fi_attr_int(n, "keepdims", 1) == 1;
     bool noop = from_input && fi_attr_int(n, "noop_with_empty_axes", 0) == 1;
-    if (from_input && fi_in(n, 1) && fi_attr(n, "axes")) return fi_fail(n, "axes given both as an input and an attribute");
+    if (from_input && fi_in(n, 1) && fi_attr(n, "axes"))
+        return fi_fail(n, "axes given both as an input and an attribute");
     fi_math_axes ax = fi_math_axes_of(n, from_input, 1);
     if (x->rank < 0 || (ax.unknown && !keep)) return fi_set_type(n, 0, x->elem);
     fi_dim dims[FI_MAX_RANK];
@@ -753,12 +838,16 @@ static int fi_math_rule_reduce(fi_node *n) {
         return fi_set_shape(n, 0, x->elem, x->rank, dims);
     }
     bool mask[FI_MAX_RANK];
-    if (noop && ax.len == 0) memset(mask, 0, sizeof mask); /* the identity */
-    else if (fi_math_axes_mask(n, &ax, x->rank, mask)) return -1;
+    if (noop && ax.len == 0)
+        memset(mask, 0, sizeof mask); /* the identity */
+    else if (fi_math_axes_mask(n, &ax, x->rank, mask))
+        return -1;
     int rank = 0;
     for (int d = 0; d < x->rank; d++)
-        if (!mask[d]) dims[rank++] = x->dims[d];
-        else if (keep) dims[rank++] = fi_known(1);
+        if (!mask[d])
+            dims[rank++] = x->dims[d];
+        else if (keep)
+            dims[rank++] = fi_known(1);
     if (fi_set_shape(n, 0, x->elem, rank, dims)) return -1;
     fi_math_op code = fi_math_reduce_op(op);
     if (code != FI_MATH_NONE) fi_math_reduce_value(n, code, mask, rank, dims);
@@ -778,8 +867,10 @@ static int fi_math_rule_arg(fi_node *n) {
     fi_dim dims[FI_MAX_RANK];
     int rank = 0;
     for (int d = 0; d < x->rank; d++)
-        if (d != axis) dims[rank++] = x->dims[d];
-        else if (keep) dims[rank++] = fi_known(1);
+        if (d != axis)
+            dims[rank++] = x->dims[d];
+        else if (keep)
+            dims[rank++] = fi_known(1);
     return fi_set_shape(n, 0, FI_MATH_INT64, rank, dims);
 }
 
@@ -792,7 +883,8 @@ static int fi_math_rule_softmax(fi_node *n) {
     fi_tensor *x = n->in[0];
     int axis;
     if (x->rank == 0) return fi_fail(n, "the input is a scalar; it needs rank >= 1");
-    if (x->rank > 0 && fi_axis(n, fi_attr_int(n, "axis", n->opset > 0 && n->opset < 13 ? 1 : -1), x->rank, &axis))
+    if (x->rank > 0 &&
+        fi_axis(n, fi_attr_int(n, "axis", n->opset > 0 && n->opset < 13 ? 1 : -1), x->rank, &axis))
         return -1;
     return fi_set_like(n, 0, x);
 }
@@ -806,7 +898,8 @@ static int fi_math_rule_cumsum(fi_node *n) {
     const int64_t *v;
     size_t len;
     int a;
-    if (x->rank >= 0 && fi_in_ints(n, 1, &v, &len) && len == 1 && fi_axis(n, v[0], x->rank, &a)) return -1;
+    if (x->rank >= 0 && fi_in_ints(n, 1, &v, &len) && len == 1 && fi_axis(n, v[0], x->rank, &a))
+        return -1;
     return fi_set_like(n, 0, x);
 }
 
@@ -819,8 +912,12 @@ static int fi_math_rule_norm_like(fi_node *n, size_t inputs) {
     return fi_set_like(n, 0, n->in[0]);
 }
 
-static int fi_math_rule_norm1(fi_node *n) { return fi_math_rule_norm_like(n, 1); }
-static int fi_math_rule_norm3(fi_node *n) { return fi_math_rule_norm_like(n, 3); }
+static int fi_math_rule_norm1(fi_node *n) {
+    return fi_math_rule_norm_like(n, 1);
+}
+static int fi_math_rule_norm3(fi_node *n) {
+    return fi_math_rule_norm_like(n, 3);
+}
 
 /* BatchNormalization's channel count: X's dim 1 (1 for rank-1 X) merged
  * with the rank-1 statistics inputs (opset 9 on; opset 7's spatial=0 form
@@ -869,8 +966,10 @@ static int fi_math_rule_layernorm(fi_node *n) {
     fi_tensor *x = n->in[0];
     if (fi_set_like(n, 0, x)) return -1;
     int64_t stash = fi_attr_int(n, "stash_type", FI_MATH_FLOAT);
-    if (stash < 1 || stash > FI_MATH_MAX_ELEM) return fi_fail(n, "stash_type = %lld is not an element type", (long long)stash);
-    if (x->rank < 0) return fi_set_type(n, 1, (int32_t)stash) || fi_set_type(n, 2, (int32_t)stash) ? -1 : 0;
+    if (stash < 1 || stash > FI_MATH_MAX_ELEM)
+        return fi_fail(n, "stash_type = %lld is not an element type", (long long)stash);
+    if (x->rank < 0)
+        return fi_set_type(n, 1, (int32_t)stash) || fi_set_type(n, 2, (int32_t)stash) ? -1 : 0;
     int axis;
     if (x->rank == 0) return fi_fail(n, "X is a scalar; it needs rank >= 1");
     if (fi_axis(n, fi_attr_int(n, "axis", -1), x->rank, &axis)) return -1;
@@ -906,9 +1005,11 @@ static int fi_math_rule_loss(fi_node *n) {
     const char *red = fi_attr_string(n, "reduction", "mean", buf, sizeof buf);
     if (strcmp(red, "none") && strcmp(red, "mean") && strcmp(red, "sum"))
         return fi_fail(n, "reduction '%s' is not none, mean or sum", red);
-    if (x->rank >= 0 && x->rank < 2) return fi_fail(n, "the scores need rank >= 2 ([N, C, ...]), have %d", x->rank);
+    if (x->rank >= 0 && x->rank < 2)
+        return fi_fail(n, "the scores need rank >= 2 ([N, C, ...]), have %d", x->rank);
     if (x->rank >= 0 && labels->rank >= 0 && labels->rank != x->rank - 1)
-        return fi_fail(n, "the labels need rank %d (the scores' without C), have %d", x->rank - 1, labels->rank);
+        return fi_fail(n, "the labels need rank %d (the scores' without C), have %d", x->rank - 1,
+                       labels->rank);
     if (n->n_out > 1 && fi_set_like(n, 1, x)) return -1;
     if (strcmp(red, "none") != 0) return fi_set_shape(n, 0, x->elem, 0, NULL);
     if (x->rank < 0) return fi_set_type(n, 0, x->elem);
@@ -925,47 +1026,103 @@ static int fi_math_rule_loss(fi_node *n) {
 
 const fi_rule fi_rules_math[] = {
     /* unary, the input's shape (bool for Not, IsNaN, IsInf) */
-    {"Relu", fi_math_rule_unary}, {"Sigmoid", fi_math_rule_unary}, {"Tanh", fi_math_rule_unary},
-    {"Exp", fi_math_rule_unary}, {"Log", fi_math_rule_unary}, {"Sqrt", fi_math_rule_unary},
-    {"Abs", fi_math_rule_unary}, {"Neg", fi_math_rule_unary}, {"Erf", fi_math_rule_unary},
-    {"Floor", fi_math_rule_unary}, {"Ceil", fi_math_rule_unary}, {"Round", fi_math_rule_unary},
-    {"Reciprocal", fi_math_rule_unary}, {"Sin", fi_math_rule_unary}, {"Cos", fi_math_rule_unary},
-    {"Tan", fi_math_rule_unary}, {"Asin", fi_math_rule_unary}, {"Acos", fi_math_rule_unary},
-    {"Atan", fi_math_rule_unary}, {"Sinh", fi_math_rule_unary}, {"Cosh", fi_math_rule_unary},
-    {"Asinh", fi_math_rule_unary}, {"Acosh", fi_math_rule_unary}, {"Atanh", fi_math_rule_unary},
-    {"Sign", fi_math_rule_unary}, {"Softplus", fi_math_rule_unary}, {"Softsign", fi_math_rule_unary},
-    {"HardSigmoid", fi_math_rule_unary}, {"HardSwish", fi_math_rule_unary}, {"LeakyRelu", fi_math_rule_unary},
-    {"Elu", fi_math_rule_unary}, {"Selu", fi_math_rule_unary}, {"Celu", fi_math_rule_unary},
-    {"ThresholdedRelu", fi_math_rule_unary}, {"Mish", fi_math_rule_unary}, {"Shrink", fi_math_rule_unary},
-    {"Gelu", fi_math_rule_unary}, {"Not", fi_math_rule_unary}, {"IsNaN", fi_math_rule_unary},
-    {"IsInf", fi_math_rule_unary}, {"BitwiseNot", fi_math_rule_unary},
+    {"Relu", fi_math_rule_unary},
+    {"Sigmoid", fi_math_rule_unary},
+    {"Tanh", fi_math_rule_unary},
+    {"Exp", fi_math_rule_unary},
+    {"Log", fi_math_rule_unary},
+    {"Sqrt", fi_math_rule_unary},
+    {"Abs", fi_math_rule_unary},
+    {"Neg", fi_math_rule_unary},
+    {"Erf", fi_math_rule_unary},
+    {"Floor", fi_math_rule_unary},
+    {"Ceil", fi_math_rule_unary},
+    {"Round", fi_math_rule_unary},
+    {"Reciprocal", fi_math_rule_unary},
+    {"Sin", fi_math_rule_unary},
+    {"Cos", fi_math_rule_unary},
+    {"Tan", fi_math_rule_unary},
+    {"Asin", fi_math_rule_unary},
+    {"Acos", fi_math_rule_unary},
+    {"Atan", fi_math_rule_unary},
+    {"Sinh", fi_math_rule_unary},
+    {"Cosh", fi_math_rule_unary},
+    {"Asinh", fi_math_rule_unary},
+    {"Acosh", fi_math_rule_unary},
+    {"Atanh", fi_math_rule_unary},
+    {"Sign", fi_math_rule_unary},
+    {"Softplus", fi_math_rule_unary},
+    {"Softsign", fi_math_rule_unary},
+    {"HardSigmoid", fi_math_rule_unary},
+    {"HardSwish", fi_math_rule_unary},
+    {"LeakyRelu", fi_math_rule_unary},
+    {"Elu", fi_math_rule_unary},
+    {"Selu", fi_math_rule_unary},
+    {"Celu", fi_math_rule_unary},
+    {"ThresholdedRelu", fi_math_rule_unary},
+    {"Mish", fi_math_rule_unary},
+    {"Shrink", fi_math_rule_unary},
+    {"Gelu", fi_math_rule_unary},
+    {"Not", fi_math_rule_unary},
+    {"IsNaN", fi_math_rule_unary},
+    {"IsInf", fi_math_rule_unary},
+    {"BitwiseNot", fi_math_rule_unary},
     {"PRelu", fi_math_rule_prelu},
     /* broadcasting */
-    {"Add", fi_math_rule_broadcast}, {"Sub", fi_math_rule_broadcast}, {"Mul", fi_math_rule_broadcast},
-    {"Div", fi_math_rule_broadcast}, {"Pow", fi_math_rule_broadcast}, {"Mod", fi_math_rule_broadcast},
-    {"Min", fi_math_rule_broadcast}, {"Max", fi_math_rule_broadcast}, {"Sum", fi_math_rule_broadcast},
-    {"Mean", fi_math_rule_broadcast}, {"And", fi_math_rule_broadcast}, {"Or", fi_math_rule_broadcast},
-    {"Xor", fi_math_rule_broadcast}, {"Equal", fi_math_rule_broadcast}, {"Less", fi_math_rule_broadcast},
-    {"Greater", fi_math_rule_broadcast}, {"LessOrEqual", fi_math_rule_broadcast},
-    {"GreaterOrEqual", fi_math_rule_broadcast}, {"BitShift", fi_math_rule_broadcast},
-    {"BitwiseAnd", fi_math_rule_broadcast}, {"BitwiseOr", fi_math_rule_broadcast},
-    {"BitwiseXor", fi_math_rule_broadcast}, {"Where", fi_math_rule_broadcast},
+    {"Add", fi_math_rule_broadcast},
+    {"Sub", fi_math_rule_broadcast},
+    {"Mul", fi_math_rule_broadcast},
+    {"Div", fi_math_rule_broadcast},
+    {"Pow", fi_math_rule_broadcast},
+    {"Mod", fi_math_rule_broadcast},
+    {"Min", fi_math_rule_broadcast},
+    {"Max", fi_math_rule_broadcast},
+    {"Sum", fi_math_rule_broadcast},
+    {"Mean", fi_math_rule_broadcast},
+    {"And", fi_math_rule_broadcast},
+    {"Or", fi_math_rule_broadcast},
+    {"Xor", fi_math_rule_broadcast},
+    {"Equal", fi_math_rule_broadcast},
+    {"Less", fi_math_rule_broadcast},
+    {"Greater", fi_math_rule_broadcast},
+    {"LessOrEqual", fi_math_rule_broadcast},
+    {"GreaterOrEqual", fi_math_rule_broadcast},
+    {"BitShift", fi_math_rule_broadcast},
+    {"BitwiseAnd", fi_math_rule_broadcast},
+    {"BitwiseOr", fi_math_rule_broadcast},
+    {"BitwiseXor", fi_math_rule_broadcast},
+    {"Where", fi_math_rule_broadcast},
     /* Clip, Cast */
-    {"Clip", fi_math_rule_clip}, {"Cast", fi_math_rule_cast}, {"CastLike", fi_math_rule_castlike},
+    {"Clip", fi_math_rule_clip},
+    {"Cast", fi_math_rule_cast},
+    {"CastLike", fi_math_rule_castlike},
     /* reductions */
-    {"ReduceSum", fi_math_rule_reduce}, {"ReduceMean", fi_math_rule_reduce}, {"ReduceMax", fi_math_rule_reduce},
-    {"ReduceMin", fi_math_rule_reduce}, {"ReduceProd", fi_math_rule_reduce}, {"ReduceL1", fi_math_rule_reduce},
-    {"ReduceL2", fi_math_rule_reduce}, {"ReduceLogSum", fi_math_rule_reduce},
-    {"ReduceLogSumExp", fi_math_rule_reduce}, {"ReduceSumSquare", fi_math_rule_reduce},
-    {"ArgMax", fi_math_rule_arg}, {"ArgMin", fi_math_rule_arg},
+    {"ReduceSum", fi_math_rule_reduce},
+    {"ReduceMean", fi_math_rule_reduce},
+    {"ReduceMax", fi_math_rule_reduce},
+    {"ReduceMin", fi_math_rule_reduce},
+    {"ReduceProd", fi_math_rule_reduce},
+    {"ReduceL1", fi_math_rule_reduce},
+    {"ReduceL2", fi_math_rule_reduce},
+    {"ReduceLogSum", fi_math_rule_reduce},
+    {"ReduceLogSumExp", fi_math_rule_reduce},
+    {"ReduceSumSquare", fi_math_rule_reduce},
+    {"ArgMax", fi_math_rule_arg},
+    {"ArgMin", fi_math_rule_arg},
     /* softmax family, CumSum */
-    {"Softmax", fi_math_rule_softmax}, {"LogSoftmax", fi_math_rule_softmax}, {"Hardmax", fi_math_rule_softmax},
+    {"Softmax", fi_math_rule_softmax},
+    {"LogSoftmax", fi_math_rule_softmax},
+    {"Hardmax", fi_math_rule_softmax},
     {"CumSum", fi_math_rule_cumsum},
     /* normalizations, Dropout */
-    {"BatchNormalization", fi_math_rule_batchnorm}, {"InstanceNormalization", fi_math_rule_norm3},
-    {"LayerNormalization", fi_math_rule_layernorm}, {"GroupNormalization", fi_math_rule_norm3},
-    {"LpNormalization", fi_math_rule_norm1}, {"MeanVarianceNormalization", fi_math_rule_norm1},
+    {"BatchNormalization", fi_math_rule_batchnorm},
+    {"InstanceNormalization", fi_math_rule_norm3},
+    {"LayerNormalization", fi_math_rule_layernorm},
+    {"GroupNormalization", fi_math_rule_norm3},
+    {"LpNormalization", fi_math_rule_norm1},
+    {"MeanVarianceNormalization", fi_math_rule_norm1},
     {"Dropout", fi_math_rule_dropout},
-    {"SoftmaxCrossEntropyLoss", fi_math_rule_loss}, {"NegativeLogLikelihoodLoss", fi_math_rule_loss},
+    {"SoftmaxCrossEntropyLoss", fi_math_rule_loss},
+    {"NegativeLogLikelihoodLoss", fi_math_rule_loss},
     {NULL, NULL},
 };

@@ -34,22 +34,28 @@ static int fi_nn_type_only(fi_node *n, size_t k, int32_t elem, int32_t blame) {
     return 0;
 }
 
-static int32_t fi_nn_elem(const fi_tensor *t) { return t ? t->elem : 0; }
+static int32_t fi_nn_elem(const fi_tensor *t) {
+    return t ? t->elem : 0;
+}
 
 /* A dim computed from an unknown one: unknown, depending on its symbol. */
-static fi_dim fi_nn_derived(fi_node *n, fi_dim a) { return fi_dim_add(n, a, fi_known(0)); }
+static fi_dim fi_nn_derived(fi_node *n, fi_dim a) {
+    return fi_dim_add(n, a, fi_known(0));
+}
 
 /* INTS attribute name into out[want]: dflt everywhere when absent; when
  * present it must have exactly want entries, each in [min, FI_MAX_DIM].
  * Returns 1 when present, 0 when absent, -1 after failing the node. */
-static int fi_nn_ints(fi_node *n, const char *name, size_t want, int64_t dflt, int64_t min, int64_t *out) {
+static int fi_nn_ints(fi_node *n, const char *name, size_t want, int64_t dflt, int64_t min,
+                      int64_t *out) {
     const int64_t *v;
     size_t len;
     if (!fi_attr_ints(n, name, &v, &len)) {
         for (size_t i = 0; i < want; i++) out[i] = dflt;
         return 0;
     }
-    if (len != want) return fi_fail(n, "attribute %s has %zu values, expected %zu", name, len, want);
+    if (len != want)
+        return fi_fail(n, "attribute %s has %zu values, expected %zu", name, len, want);
     for (size_t i = 0; i < want; i++) {
         if (v[i] < min || v[i] > FI_MAX_DIM)
             return fi_fail(n, "attribute %s[%zu] = %lld is out of range", name, i, (long long)v[i]);
@@ -62,7 +68,8 @@ static int fi_nn_ints(fi_node *n, const char *name, size_t want, int64_t dflt, i
  * failing, 0 when unknown (callers leave outputs unknown), else the rank. */
 static int fi_nn_rank_at_least(fi_node *n, const fi_tensor *t, int min, const char *what) {
     if (!fi_has_rank(t)) return 0;
-    if (t->rank < min) return fi_fail(n, "%s has rank %d; at least %d expected", what, t->rank, min);
+    if (t->rank < min)
+        return fi_fail(n, "%s has rank %d; at least %d expected", what, t->rank, min);
     return t->rank;
 }
 
@@ -89,11 +96,16 @@ typedef struct fi_nn_win {
 static int fi_nn_auto_pad(fi_node *n, int *mode) {
     char buf[32];
     const char *s = fi_attr_string(n, "auto_pad", "NOTSET", buf, sizeof buf);
-    if (!strcmp(s, "NOTSET") || !s[0]) *mode = FI_NN_NOTSET;
-    else if (!strcmp(s, "SAME_UPPER")) *mode = FI_NN_SAME_UPPER;
-    else if (!strcmp(s, "SAME_LOWER")) *mode = FI_NN_SAME_LOWER;
-    else if (!strcmp(s, "VALID")) *mode = FI_NN_VALID;
-    else return fi_fail(n, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", s);
+    if (!strcmp(s, "NOTSET") || !s[0])
+        *mode = FI_NN_NOTSET;
+    else if (!strcmp(s, "SAME_UPPER"))
+        *mode = FI_NN_SAME_UPPER;
+    else if (!strcmp(s, "SAME_LOWER"))
+        *mode = FI_NN_SAME_LOWER;
+    else if (!strcmp(s, "VALID"))
+        *mode = FI_NN_VALID;
+    else
+        return fi_fail(n, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", s);
     return 0;
 }
 
@@ -134,14 +146,17 @@ static fi_dim fi_nn_window_out(fi_node *n, const fi_nn_win *w, int i, fi_dim in)
     }
     int64_t ext = fi_nn_extent(w->k[i], w->d[i]);
     if (ext < 0) {
-        fi_fail(n, "kernel %lld with dilation %lld is too large", (long long)w->k[i], (long long)w->d[i]);
+        fi_fail(n, "kernel %lld with dilation %lld is too large", (long long)w->k[i],
+                (long long)w->d[i]);
         return fi_known(0);
     }
     fi_dim total = fi_dim_add(n, fi_dim_add(n, in, fi_known(pb)), fi_known(pe));
     if (fi_failed(n)) return fi_known(0);
     if (total.v < ext) {
-        fi_fail(n, "spatial dim %d: input %lld with pads %lld+%lld is smaller than the kernel extent %lld", i,
-                (long long)in.v, (long long)pb, (long long)pe, (long long)ext);
+        fi_fail(
+            n,
+            "spatial dim %d: input %lld with pads %lld+%lld is smaller than the kernel extent %lld",
+            i, (long long)in.v, (long long)pb, (long long)pe, (long long)ext);
         return fi_known(0);
     }
     int64_t span = total.v - ext, out = span / s + 1;
@@ -153,7 +168,8 @@ static fi_dim fi_nn_window_out(fi_node *n, const fi_nn_win *w, int i, fi_dim in)
 }
 
 /* The N and C dims plus every windowed spatial dim of x into dims. */
-static int fi_nn_window_dims(fi_node *n, const fi_nn_win *w, const fi_tensor *x, fi_dim c, fi_dim *dims) {
+static int fi_nn_window_dims(fi_node *n, const fi_nn_win *w, const fi_tensor *x, fi_dim c,
+                             fi_dim *dims) {
     dims[0] = x->dims[0];
     dims[1] = c;
     for (int i = 0; i < w->ns; i++) dims[2 + i] = fi_nn_window_out(n, w, i, x->dims[2 + i]);
@@ -176,7 +192,8 @@ static int fi_nn_conv_ns(fi_node *n, const fi_tensor *x, const fi_tensor *w) {
     if (rw) return rw - 2;
     const int64_t *v;
     size_t len;
-    if (fi_attr_ints(n, "kernel_shape", &v, &len) && len > 0 && len <= FI_MAX_RANK - 2) return (int)len;
+    if (fi_attr_ints(n, "kernel_shape", &v, &len) && len > 0 && len <= FI_MAX_RANK - 2)
+        return (int)len;
     return -1;
 }
 
@@ -186,10 +203,11 @@ static int fi_nn_conv_kernel(fi_node *n, const fi_tensor *w, fi_nn_win *win) {
     if (got < 0) return -1;
     for (int i = 0; i < win->ns; i++) {
         fi_dim kd = fi_nn_dim_or_unknown(w, 2 + i);
-        if (got == 0) win->k[i] = kd.v;
+        if (got == 0)
+            win->k[i] = kd.v;
         else if (kd.v >= 0 && kd.v != win->k[i])
-            return fi_fail(n, "kernel_shape[%d] = %lld but the weight has %lld", i, (long long)win->k[i],
-                           (long long)kd.v);
+            return fi_fail(n, "kernel_shape[%d] = %lld but the weight has %lld", i,
+                           (long long)win->k[i], (long long)kd.v);
     }
     return 0;
 }
@@ -197,11 +215,13 @@ static int fi_nn_conv_kernel(fi_node *n, const fi_tensor *w, fi_nn_win *win) {
 /* Output spatial dim i of ConvTranspose (ORT's rules): output_shape wins;
  * SAME pads the full result down to in * stride (never pads negatively);
  * VALID is no padding. */
-static fi_dim fi_nn_convt_out(fi_node *n, const fi_nn_win *w, int i, fi_dim in, const int64_t *adj) {
+static fi_dim fi_nn_convt_out(fi_node *n, const fi_nn_win *w, int i, fi_dim in,
+                              const int64_t *adj) {
     if (w->k[i] < 0 || in.v < 0) return fi_nn_derived(n, in);
     int64_t ext = fi_nn_extent(w->k[i], w->d[i]);
     if (ext < 0) {
-        fi_fail(n, "kernel %lld with dilation %lld is too large", (long long)w->k[i], (long long)w->d[i]);
+        fi_fail(n, "kernel %lld with dilation %lld is too large", (long long)w->k[i],
+                (long long)w->d[i]);
         return fi_known(0);
     }
     if (in.v == 0) {
@@ -222,13 +242,14 @@ static fi_dim fi_nn_convt_out(fi_node *n, const fi_nn_win *w, int i, fi_dim in, 
 /* Conv, ConvInteger, QLinearConv (transpose false) and ConvTranspose:
  * x [N, C, D...], w [M, C/group, K...] (transposed: [C, M/group, K...]),
  * optional bias b [M]; output k 0 of type elem. */
-static int fi_nn_conv_core(fi_node *n, const fi_tensor *x, const fi_tensor *w, const fi_tensor *b, int32_t elem,
-                           bool transpose) {
+static int fi_nn_conv_core(fi_node *n, const fi_tensor *x, const fi_tensor *w, const fi_tensor *b,
+                           int32_t elem, bool transpose) {
     int ns = fi_nn_conv_ns(n, x, w);
     if (ns == -2) return -1;
     if (ns < 0) return fi_nn_type_only(n, 0, elem, fi_blame(x));
     int64_t group = fi_attr_int(n, "group", 1);
-    if (group < 1 || group > FI_MAX_DIM) return fi_fail(n, "group %lld must be at least 1", (long long)group);
+    if (group < 1 || group > FI_MAX_DIM)
+        return fi_fail(n, "group %lld must be at least 1", (long long)group);
     fi_nn_win win = {.ns = ns};
     if (fi_nn_conv_kernel(n, w, &win) || fi_nn_read_win(n, &win, true, false)) return -1;
     /* x of unknown rank: the weight still gives the rank and channels */
@@ -241,10 +262,12 @@ static int fi_nn_conv_core(fi_node *n, const fi_tensor *x, const fi_tensor *w, c
         x = &xu;
     }
     /* channels: x's C against w, and the output channels */
-    fi_dim wc = fi_nn_dim_or_unknown(w, transpose ? 0 : 1), wm = fi_nn_dim_or_unknown(w, transpose ? 1 : 0);
+    fi_dim wc = fi_nn_dim_or_unknown(w, transpose ? 0 : 1),
+           wm = fi_nn_dim_or_unknown(w, transpose ? 1 : 0);
     fi_dim c_need = transpose ? wc : fi_dim_mul(n, wc, fi_known(group));
-    fi_dim_merge(n, x->dims[1], c_need, transpose ? "input channels and the weight's dim 0"
-                                                  : "input channels and weight channels x group");
+    fi_dim_merge(n, x->dims[1], c_need,
+                 transpose ? "input channels and the weight's dim 0"
+                           : "input channels and weight channels x group");
     fi_dim m = transpose ? fi_dim_mul(n, wm, fi_known(group)) : wm;
     if (m.v < 0 && !fi_has_rank(w)) m = fi_unknown(fi_blame(w));
     if (b && fi_has_rank(b)) {
@@ -279,7 +302,8 @@ static int fi_nn_conv_core(fi_node *n, const fi_tensor *x, const fi_tensor *w, c
 
 static int fi_nn_conv(fi_node *n) {
     if (n->n_in < 2) return fi_fail(n, "expects inputs X and W");
-    return fi_nn_conv_core(n, fi_in(n, 0), fi_in(n, 1), fi_in(n, 2), fi_nn_elem(fi_in(n, 0)), false);
+    return fi_nn_conv_core(n, fi_in(n, 0), fi_in(n, 1), fi_in(n, 2), fi_nn_elem(fi_in(n, 0)),
+                           false);
 }
 
 static int fi_nn_conv_transpose(fi_node *n) {
@@ -324,9 +348,15 @@ static int fi_nn_pool(fi_node *n, int64_t ceil_since, int64_t dil_since) {
     return fi_set_shape(n, 1, FI_NN_INT64, r, dims);
 }
 
-static int fi_nn_max_pool(fi_node *n) { return fi_nn_pool(n, 10, 10); }
-static int fi_nn_average_pool(fi_node *n) { return fi_nn_pool(n, 10, 19); }
-static int fi_nn_lp_pool(fi_node *n) { return fi_nn_pool(n, 18, 18); }
+static int fi_nn_max_pool(fi_node *n) {
+    return fi_nn_pool(n, 10, 10);
+}
+static int fi_nn_average_pool(fi_node *n) {
+    return fi_nn_pool(n, 10, 19);
+}
+static int fi_nn_lp_pool(fi_node *n) {
+    return fi_nn_pool(n, 18, 18);
+}
 
 /* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: [N, C, 1, ...]. */
 static int fi_nn_global_pool(fi_node *n) {
@@ -350,17 +380,22 @@ static int fi_nn_max_unpool(fi_node *n) {
         size_t len;
         if (!fi_in_ints(n, 2, &v, &len)) {
             /* rank from X or from output_shape's length; dims unknown */
-            int rank = r ? r : (fi_has_rank(os) && os->rank == 1 && os->dims[0].v >= 0) ? (int)os->dims[0].v : -1;
+            int rank = r ? r
+                       : (fi_has_rank(os) && os->rank == 1 && os->dims[0].v >= 0)
+                           ? (int)os->dims[0].v
+                           : -1;
             if (rank < 0 || rank > FI_MAX_RANK) return fi_nn_type_only(n, 0, x->elem, fi_blame(os));
             fi_dim dims[FI_MAX_RANK];
             for (int d = 0; d < rank; d++) dims[d] = fi_unknown(fi_blame(os));
             return fi_set_shape(n, 0, x->elem, rank, dims);
         }
-        if (r && len != (size_t)r) return fi_fail(n, "output_shape has %zu values for an input of rank %d", len, r);
+        if (r && len != (size_t)r)
+            return fi_fail(n, "output_shape has %zu values for an input of rank %d", len, r);
         if (len > FI_MAX_RANK) return fi_fail(n, "output_shape has %zu values", len);
         fi_dim dims[FI_MAX_RANK];
         for (size_t d = 0; d < len; d++) {
-            if (v[d] < 0) return fi_fail(n, "output_shape[%zu] = %lld is negative", d, (long long)v[d]);
+            if (v[d] < 0)
+                return fi_fail(n, "output_shape[%zu] = %lld is negative", d, (long long)v[d]);
             dims[d] = fi_known(v[d]);
         }
         return fi_set_shape(n, 0, x->elem, (int)len, dims);
@@ -368,7 +403,8 @@ static int fi_nn_max_unpool(fi_node *n) {
     if (r == 0) return fi_nn_type_only(n, 0, x->elem, fi_blame(x));
     fi_nn_win win = {.ns = r - 2};
     if (!fi_attr(n, "kernel_shape")) return fi_fail(n, "attribute kernel_shape is required");
-    if (fi_nn_ints(n, "kernel_shape", (size_t)win.ns, 1, 1, win.k) < 0 || fi_nn_read_win(n, &win, false, false))
+    if (fi_nn_ints(n, "kernel_shape", (size_t)win.ns, 1, 1, win.k) < 0 ||
+        fi_nn_read_win(n, &win, false, false))
         return -1;
     fi_dim dims[FI_MAX_RANK];
     dims[0] = x->dims[0];
@@ -380,8 +416,10 @@ static int fi_nn_max_unpool(fi_node *n) {
             continue;
         }
         if (in.v == 0) return fi_fail(n, "spatial dim %d of X is 0", i);
-        fi_dim o = fi_dim_add(n, fi_dim_mul(n, fi_known(in.v - 1), fi_known(win.s[i])), fi_known(win.k[i]));
-        dims[2 + i] = fi_dim_sub(n, o, fi_dim_add(n, fi_known(win.pads[i]), fi_known(win.pads[win.ns + i])));
+        fi_dim o = fi_dim_add(n, fi_dim_mul(n, fi_known(in.v - 1), fi_known(win.s[i])),
+                              fi_known(win.k[i]));
+        dims[2 + i] =
+            fi_dim_sub(n, o, fi_dim_add(n, fi_known(win.pads[i]), fi_known(win.pads[win.ns + i])));
     }
     if (fi_failed(n)) return -1;
     return fi_set_shape(n, 0, x->elem, r, dims);
@@ -390,13 +428,17 @@ static int fi_nn_max_unpool(fi_node *n) {
 /* ------------------------------------------------------------- ROI ops */
 
 /* [num_rois, C, h, w] from X [N, C, H, W] and rois [num_rois, cols]. */
-static int fi_nn_roi_out(fi_node *n, const fi_tensor *x, const fi_tensor *rois, int64_t cols, int64_t h, int64_t w) {
+static int fi_nn_roi_out(fi_node *n, const fi_tensor *x, const fi_tensor *rois, int64_t cols,
+                         int64_t h, int64_t w) {
     if (h < 1 || w < 1 || h > FI_MAX_DIM || w > FI_MAX_DIM)
         return fi_fail(n, "output size %lld x %lld is out of range", (long long)h, (long long)w);
-    if (fi_has_rank(x) && x->rank != 4) return fi_fail(n, "input X has rank %d; 4 expected", x->rank);
-    if (fi_has_rank(rois) && rois->rank != 2) return fi_fail(n, "rois has rank %d; 2 expected", rois->rank);
+    if (fi_has_rank(x) && x->rank != 4)
+        return fi_fail(n, "input X has rank %d; 4 expected", x->rank);
+    if (fi_has_rank(rois) && rois->rank != 2)
+        return fi_fail(n, "rois has rank %d; 2 expected", rois->rank);
     if (fi_has_rank(rois)) fi_dim_merge(n, rois->dims[1], fi_known(cols), "rois columns");
-    fi_dim dims[4] = {fi_nn_dim_or_unknown(rois, 0), fi_nn_dim_or_unknown(x, 1), fi_known(h), fi_known(w)};
+    fi_dim dims[4] = {fi_nn_dim_or_unknown(rois, 0), fi_nn_dim_or_unknown(x, 1), fi_known(h),
+                      fi_known(w)};
     const fi_tensor *bi = fi_in(n, 2);
     if (cols == 4 && fi_has_rank(bi)) {
         if (bi->rank != 1) return fi_fail(n, "batch_indices has rank %d; 1 expected", bi->rank);
@@ -460,7 +502,9 @@ static int fi_nn_matmul(fi_node *n) {
 }
 
 /* A, B, a_zero_point, b_zero_point -> INT32 */
-static int fi_nn_matmul_integer(fi_node *n) { return fi_nn_matmul_core(n, fi_in(n, 0), fi_in(n, 1), FI_NN_INT32); }
+static int fi_nn_matmul_integer(fi_node *n) {
+    return fi_nn_matmul_core(n, fi_in(n, 0), fi_in(n, 1), FI_NN_INT32);
+}
 
 /* a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp: y has y_zp's type */
 static int fi_nn_qlinear_matmul(fi_node *n) {
@@ -474,8 +518,10 @@ static int fi_nn_qlinear_matmul(fi_node *n) {
 static int fi_nn_gemm(fi_node *n) {
     const fi_tensor *a = fi_in(n, 0), *b = fi_in(n, 1), *c = fi_in(n, 2);
     if (!a || !b) return fi_fail(n, "expects inputs A and B");
-    if (fi_has_rank(a) && a->rank != 2) return fi_fail(n, "input A has rank %d; 2 expected", a->rank);
-    if (fi_has_rank(b) && b->rank != 2) return fi_fail(n, "input B has rank %d; 2 expected", b->rank);
+    if (fi_has_rank(a) && a->rank != 2)
+        return fi_fail(n, "input A has rank %d; 2 expected", a->rank);
+    if (fi_has_rank(b) && b->rank != 2)
+        return fi_fail(n, "input B has rank %d; 2 expected", b->rank);
     bool ta = fi_attr_int(n, "transA", 0) != 0, tb = fi_attr_int(n, "transB", 0) != 0;
     fi_dim m = fi_nn_dim_or_unknown(a, ta ? 1 : 0), ka = fi_nn_dim_or_unknown(a, ta ? 0 : 1);
     fi_dim kb = fi_nn_dim_or_unknown(b, tb ? 1 : 0), nn = fi_nn_dim_or_unknown(b, tb ? 0 : 1);
@@ -512,7 +558,9 @@ static int fi_nn_label(char c) {
 }
 
 /* A character of the file for a message: control bytes print as '?'. */
-static char fi_nn_printable(char c) { return c >= 32 && c < 127 ? c : '?'; }
+static char fi_nn_printable(char c) {
+    return c >= 32 && c < 127 ? c : '?';
+}
 
 typedef struct fi_nn_einsum {
     fi_dim ldim[FI_NN_LABELS];
@@ -525,7 +573,8 @@ typedef struct fi_nn_einsum {
 } fi_nn_einsum;
 
 /* One term of the left-hand side against its operand t (rank maybe unknown). */
-static int fi_nn_einsum_term(fi_node *n, fi_nn_einsum *e, const char *term, size_t len, const fi_tensor *t, size_t k) {
+static int fi_nn_einsum_term(fi_node *n, fi_nn_einsum *e, const char *term, size_t len,
+                             const fi_tensor *t, size_t k) {
     int letters = 0, ellipses = 0;
     for (size_t i = 0; i < len; i++) {
         if (term[i] == '.') {
@@ -533,8 +582,10 @@ static int fi_nn_einsum_term(fi_node *n, fi_nn_einsum *e, const char *term, size
                 return fi_fail(n, "equation: operand %zu has a broken ellipsis", k);
             ellipses++;
             i += 2;
-        } else if (fi_nn_label(term[i]) >= 0) letters++;
-        else return fi_fail(n, "equation: '%c' is not a letter", fi_nn_printable(term[i]));
+        } else if (fi_nn_label(term[i]) >= 0)
+            letters++;
+        else
+            return fi_fail(n, "equation: '%c' is not a letter", fi_nn_printable(term[i]));
     }
     if (ellipses > 1) return fi_fail(n, "equation: operand %zu has more than one ellipsis", k);
     if (!fi_has_rank(t)) {
@@ -546,17 +597,21 @@ static int fi_nn_einsum_term(fi_node *n, fi_nn_einsum *e, const char *term, size
     }
     int ne = t->rank - letters;
     if (ellipses ? ne < 0 : ne != 0)
-        return fi_fail(n, "equation: operand %zu has rank %d but its term names %d dims", k, t->rank, letters);
+        return fi_fail(n, "equation: operand %zu has rank %d but its term names %d dims", k,
+                       t->rank, letters);
     int d = 0;
     for (size_t i = 0; i < len; i++) {
         if (term[i] == '.') {
             /* every ellipsis stands for as many dims (the spec; ORT refuses
              * others); their dims broadcast */
             if (e->erank >= 0 && ne != e->erank)
-                return fi_fail(n, "equation: the ellipsis of operand %zu stands for %d dims, an earlier one for %d", k,
-                               ne, e->erank);
+                return fi_fail(n,
+                               "equation: the ellipsis of operand %zu stands for %d dims, an "
+                               "earlier one for %d",
+                               k, ne, e->erank);
             for (int j = 0; j < ne; j++)
-                e->edim[j] = e->erank >= 0 ? fi_dim_broadcast(n, e->edim[j], t->dims[d + j]) : t->dims[d + j];
+                e->edim[j] = e->erank >= 0 ? fi_dim_broadcast(n, e->edim[j], t->dims[d + j])
+                                           : t->dims[d + j];
             e->erank = ne;
             d += ne;
             i += 2;
@@ -575,7 +630,8 @@ static int fi_nn_einsum_rule(fi_node *n) {
     char raw[FI_NN_EQ_MAX + 1], eq[FI_NN_EQ_MAX + 1];
     const Onnx__AttributeProto *at = fi_attr(n, "equation");
     if (!at) return fi_fail(n, "attribute equation is required");
-    if (at->s.len > FI_NN_EQ_MAX) return fi_fail(n, "equation is longer than %d characters", FI_NN_EQ_MAX);
+    if (at->s.len > FI_NN_EQ_MAX)
+        return fi_fail(n, "equation is longer than %d characters", FI_NN_EQ_MAX);
     fi_attr_string(n, "equation", "", raw, sizeof raw);
     size_t len = 0;
     for (size_t i = 0; raw[i]; i++)
@@ -587,13 +643,15 @@ static int fi_nn_einsum_rule(fi_node *n) {
     size_t k = 0, start = 0;
     for (size_t i = 0; i <= lhs_len; i++) {
         if (i < lhs_len && eq[i] != ',') continue;
-        if (k >= n->n_in) return fi_fail(n, "equation has more operands than the node's %zu inputs", n->n_in);
+        if (k >= n->n_in)
+            return fi_fail(n, "equation has more operands than the node's %zu inputs", n->n_in);
         if (!fi_in(n, k)) return fi_fail(n, "input %zu is missing", k);
         if (fi_nn_einsum_term(n, &e, eq + start, i - start, fi_in(n, k), k)) return -1;
         k++;
         start = i + 1;
     }
-    if (k != n->n_in) return fi_fail(n, "equation has %zu operands but the node %zu inputs", k, n->n_in);
+    if (k != n->n_in)
+        return fi_fail(n, "equation has %zu operands but the node %zu inputs", k, n->n_in);
     int32_t elem = fi_nn_elem(fi_in(n, 0));
     fi_dim dims[FI_MAX_RANK];
     int r = 0;
@@ -602,7 +660,8 @@ static int fi_nn_einsum_rule(fi_node *n) {
         bool seen[FI_NN_LABELS] = {0}, ell = false;
         for (size_t i = 0; rhs[i]; i++) {
             if (rhs[i] == '.') {
-                if (ell || strncmp(rhs + i, "...", 3) != 0) return fi_fail(n, "equation: bad ellipsis in the output");
+                if (ell || strncmp(rhs + i, "...", 3) != 0)
+                    return fi_fail(n, "equation: bad ellipsis in the output");
                 ell = true;
                 i += 2;
                 if (e.e_unknown) return fi_nn_type_only(n, 0, elem, e.lblame);
@@ -614,7 +673,8 @@ static int fi_nn_einsum_rule(fi_node *n) {
             if (seen[l] || !e.count[l])
                 return fi_fail(n, "equation: output label '%c' is repeated or in no input", rhs[i]);
             seen[l] = true;
-            if (r >= FI_MAX_RANK) return fi_fail(n, "equation: output has more than %d dims", FI_MAX_RANK);
+            if (r >= FI_MAX_RANK)
+                return fi_fail(n, "equation: output has more than %d dims", FI_MAX_RANK);
             dims[r++] = e.lset[l] ? e.ldim[l] : fi_unknown(e.lblame);
         }
     } else {
@@ -622,7 +682,8 @@ static int fi_nn_einsum_rule(fi_node *n) {
         for (int j = 0; j < e.erank; j++) dims[r++] = e.edim[j];
         for (int l = 0; l < FI_NN_LABELS; l++) {
             if (e.count[l] != 1) continue;
-            if (r >= FI_MAX_RANK) return fi_fail(n, "equation: output has more than %d dims", FI_MAX_RANK);
+            if (r >= FI_MAX_RANK)
+                return fi_fail(n, "equation: output has more than %d dims", FI_MAX_RANK);
             dims[r++] = e.lset[l] ? e.ldim[l] : fi_unknown(e.lblame);
         }
     }
@@ -682,22 +743,29 @@ static int fi_nn_resize_axes(fi_node *n, int r, int *axes, int *count) {
 static int fi_nn_resize_policy(fi_node *n, int *policy) {
     char buf[32];
     const char *s = "stretch";
-    if (n->opset >= 18) s = fi_attr_string(n, "keep_aspect_ratio_policy", "stretch", buf, sizeof buf);
-    if (!strcmp(s, "stretch")) *policy = 0;
-    else if (!strcmp(s, "not_larger")) *policy = 1;
-    else if (!strcmp(s, "not_smaller")) *policy = 2;
-    else return fi_fail(n, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", s);
+    if (n->opset >= 18)
+        s = fi_attr_string(n, "keep_aspect_ratio_policy", "stretch", buf, sizeof buf);
+    if (!strcmp(s, "stretch"))
+        *policy = 0;
+    else if (!strcmp(s, "not_larger"))
+        *policy = 1;
+    else if (!strcmp(s, "not_smaller"))
+        *policy = 2;
+    else
+        return fi_fail(n, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller",
+                       s);
     return 0;
 }
 
 /* Output dims from sizes (known values v[0..count) for axes): stretch
  * takes them; the other policies scale every axis by one factor, the min
  * (not_larger) or max (not_smaller) of sizes/in, and round half away. */
-static int fi_nn_resize_sizes(fi_node *n, const fi_tensor *x, const int *axes, int count, const int64_t *v, int policy,
-                              fi_dim *dims) {
+static int fi_nn_resize_sizes(fi_node *n, const fi_tensor *x, const int *axes, int count,
+                              const int64_t *v, int policy, fi_dim *dims) {
     float scale = policy == 1 ? INFINITY : 0.0f;
     for (int i = 0; i < count; i++) {
-        if (v[i] < 0 || v[i] > FI_MAX_DIM) return fi_fail(n, "sizes[%d] = %lld is out of range", i, (long long)v[i]);
+        if (v[i] < 0 || v[i] > FI_MAX_DIM)
+            return fi_fail(n, "sizes[%d] = %lld is out of range", i, (long long)v[i]);
         fi_dim in = x->dims[axes[i]];
         if (policy == 0) {
             dims[axes[i]] = fi_known(v[i]);
@@ -722,8 +790,8 @@ static int fi_nn_resize_sizes(fi_node *n, const fi_tensor *x, const int *axes, i
 
 /* Output dims of axes from input k (sizes when is_sizes, else scales);
  * unknown values leave those dims unknown, blamed on the input. */
-static int fi_nn_resize_from(fi_node *n, const fi_tensor *x, size_t k, bool is_sizes, const int *axes, int count,
-                             int policy, fi_dim *dims) {
+static int fi_nn_resize_from(fi_node *n, const fi_tensor *x, size_t k, bool is_sizes,
+                             const int *axes, int count, int policy, fi_dim *dims) {
     const fi_tensor *t = fi_in(n, k);
     size_t len;
     const int64_t *iv;
@@ -737,9 +805,11 @@ static int fi_nn_resize_from(fi_node *n, const fi_tensor *x, size_t k, bool is_s
         return 0;
     }
     if (len != (size_t)count)
-        return fi_fail(n, "%s has %zu values for %d resized axes", is_sizes ? "sizes" : "scales", len, count);
+        return fi_fail(n, "%s has %zu values for %d resized axes", is_sizes ? "sizes" : "scales",
+                       len, count);
     if (is_sizes) return fi_nn_resize_sizes(n, x, axes, count, iv, policy, dims);
-    if (policy != 0) return fi_fail(n, "scales cannot be used with keep_aspect_ratio_policy other than stretch");
+    if (policy != 0)
+        return fi_fail(n, "scales cannot be used with keep_aspect_ratio_policy other than stretch");
     for (int i = 0; i < count; i++) dims[axes[i]] = fi_nn_scale_dim(n, x->dims[axes[i]], fv[i]);
     return fi_failed(n) ? -1 : 0;
 }
@@ -765,7 +835,8 @@ static int fi_nn_resize(fi_node *n) {
         if (fi_nn_resize_from(n, x, ks, false, axes, count, policy, dims)) return -1;
     } else {
         /* both present, neither known to be the empty one */
-        int32_t blame = fi_blame(fi_in(n, kz)) >= 0 ? fi_blame(fi_in(n, kz)) : fi_blame(fi_in(n, ks));
+        int32_t blame =
+            fi_blame(fi_in(n, kz)) >= 0 ? fi_blame(fi_in(n, kz)) : fi_blame(fi_in(n, ks));
         for (int i = 0; i < count; i++) dims[axes[i]] = fi_unknown(blame);
     }
     return fi_set_shape(n, 0, x->elem, r, dims);
@@ -802,22 +873,23 @@ static int fi_nn_depth_space(fi_node *n, bool to_space) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "expects input");
     int64_t b = fi_attr_int(n, "blocksize", -1);
-    if (b < 1 || b > (1 << 20)) return fi_fail(n, "blocksize %lld is missing or out of range", (long long)b);
+    if (b < 1 || b > (1 << 20))
+        return fi_fail(n, "blocksize %lld is missing or out of range", (long long)b);
     if (!fi_has_rank(x)) return fi_nn_type_only(n, 0, x->elem, fi_blame(x));
     if (x->rank != 4) return fi_fail(n, "input has rank %d; 4 expected", x->rank);
     fi_dim dims[4] = {x->dims[0]}, bb = fi_known(b * b);
     if (to_space) {
         if (x->dims[1].v > 0 && x->dims[1].v % (b * b))
-            return fi_fail(n, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)x->dims[1].v,
-                           (long long)(b * b));
+            return fi_fail(n, "channels %lld are not a multiple of blocksize^2 = %lld",
+                           (long long)x->dims[1].v, (long long)(b * b));
         dims[1] = fi_dim_div_floor(n, x->dims[1], bb.v);
         dims[2] = fi_dim_mul(n, x->dims[2], fi_known(b));
         dims[3] = fi_dim_mul(n, x->dims[3], fi_known(b));
     } else {
         for (int d = 2; d < 4; d++)
             if (x->dims[d].v > 0 && x->dims[d].v % b)
-                return fi_fail(n, "dim %d = %lld is not a multiple of blocksize %lld", d, (long long)x->dims[d].v,
-                               (long long)b);
+                return fi_fail(n, "dim %d = %lld is not a multiple of blocksize %lld", d,
+                               (long long)x->dims[d].v, (long long)b);
         dims[1] = fi_dim_mul(n, x->dims[1], bb);
         dims[2] = fi_dim_div_floor(n, x->dims[2], b);
         dims[3] = fi_dim_div_floor(n, x->dims[3], b);
@@ -826,8 +898,12 @@ static int fi_nn_depth_space(fi_node *n, bool to_space) {
     return fi_set_shape(n, 0, x->elem, 4, dims);
 }
 
-static int fi_nn_depth_to_space(fi_node *n) { return fi_nn_depth_space(n, true); }
-static int fi_nn_space_to_depth(fi_node *n) { return fi_nn_depth_space(n, false); }
+static int fi_nn_depth_to_space(fi_node *n) {
+    return fi_nn_depth_space(n, true);
+}
+static int fi_nn_space_to_depth(fi_node *n) {
+    return fi_nn_depth_space(n, false);
+}
 
 /* Same type and shape as input 0 (LRN). */
 static int fi_nn_like_input(fi_node *n) {
@@ -858,15 +934,18 @@ static int fi_nn_grid_sample(fi_node *n) {
  * block_shape values -> [N, C, image_shape...]. */
 static int fi_nn_col2im(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
-    if (!x || !fi_in(n, 1) || !fi_in(n, 2)) return fi_fail(n, "expects input, image_shape and block_shape");
+    if (!x || !fi_in(n, 1) || !fi_in(n, 2))
+        return fi_fail(n, "expects input, image_shape and block_shape");
     if (fi_has_rank(x) && x->rank != 3) return fi_fail(n, "input has rank %d; 3 expected", x->rank);
     const int64_t *img, *blk;
     size_t ni, nb;
     bool ki = fi_in_ints(n, 1, &img, &ni), kb = fi_in_ints(n, 2, &blk, &nb);
-    if (ki && kb && ni != nb) return fi_fail(n, "image_shape has %zu values, block_shape %zu", ni, nb);
+    if (ki && kb && ni != nb)
+        return fi_fail(n, "image_shape has %zu values, block_shape %zu", ni, nb);
     size_t ns = ki ? ni : kb ? nb : 0;
     const fi_tensor *is = fi_in(n, 1);
-    if (!ki && !kb && fi_has_rank(is) && is->rank == 1 && is->dims[0].v >= 0) ns = (size_t)is->dims[0].v;
+    if (!ki && !kb && fi_has_rank(is) && is->rank == 1 && is->dims[0].v >= 0)
+        ns = (size_t)is->dims[0].v;
     if (ns == 0 || ns + 2 > FI_MAX_RANK) {
         if (ki || kb) return fi_fail(n, "image_shape has %zu values", ns);
         return fi_nn_type_only(n, 0, x->elem, fi_blame(is));
@@ -904,28 +983,36 @@ static int fi_nn_rnn_core(fi_node *n, int64_t gates) {
     if (!x || !w || !rr) return fi_fail(n, "expects inputs X, W and R");
     char buf[32];
     const char *dir = fi_attr_string(n, "direction", "forward", buf, sizeof buf);
-    int64_t dirs = !strcmp(dir, "bidirectional") ? 2 : (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) ? 1 : -1;
+    int64_t dirs = !strcmp(dir, "bidirectional")                          ? 2
+                   : (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) ? 1
+                                                                          : -1;
     if (dirs < 0) return fi_fail(n, "direction '%s' is not forward, reverse or bidirectional", dir);
     int64_t layout = n->opset >= 14 ? fi_attr_int(n, "layout", 0) : 0;
-    if (layout != 0 && layout != 1) return fi_fail(n, "layout %lld is not 0 or 1", (long long)layout);
+    if (layout != 0 && layout != 1)
+        return fi_fail(n, "layout %lld is not 0 or 1", (long long)layout);
     for (int k = 1; k < 3; k++) {
         const fi_tensor *t = fi_in(n, (size_t)k);
-        if (fi_has_rank(t) && t->rank != 3) return fi_fail(n, "input %d has rank %d; 3 expected", k, t->rank);
+        if (fi_has_rank(t) && t->rank != 3)
+            return fi_fail(n, "input %d has rank %d; 3 expected", k, t->rank);
     }
-    if (fi_has_rank(x) && x->rank != 3) return fi_fail(n, "input X has rank %d; 3 expected", x->rank);
+    if (fi_has_rank(x) && x->rank != 3)
+        return fi_fail(n, "input X has rank %d; 3 expected", x->rank);
     /* hidden_size, else R's last dim (R is [dirs, gates * hidden, hidden]) */
     fi_dim hidden = fi_nn_dim_or_unknown(rr, 2);
     const Onnx__AttributeProto *hs = fi_attr(n, "hidden_size");
     if (hs) {
-        if (hs->i < 1 || hs->i > FI_MAX_DIM) return fi_fail(n, "hidden_size %lld is out of range", (long long)hs->i);
+        if (hs->i < 1 || hs->i > FI_MAX_DIM)
+            return fi_fail(n, "hidden_size %lld is out of range", (long long)hs->i);
         hidden = fi_dim_merge(n, fi_known(hs->i), hidden, "hidden_size and R's last dim");
     }
     fi_dim_merge(n, fi_nn_dim_or_unknown(w, 1), fi_dim_mul(n, hidden, fi_known(gates)),
                  "W's dim 1 and gates x hidden_size");
-    fi_dim_merge(n, fi_nn_dim_or_unknown(w, 0), fi_known(dirs), "W's dim 0 and the number of directions");
+    fi_dim_merge(n, fi_nn_dim_or_unknown(w, 0), fi_known(dirs),
+                 "W's dim 0 and the number of directions");
     if (fi_failed(n)) return -1;
     int32_t elem = fi_nn_elem(x);
-    fi_dim seq = fi_nn_dim_or_unknown(x, layout ? 1 : 0), batch = fi_nn_dim_or_unknown(x, layout ? 0 : 1);
+    fi_dim seq = fi_nn_dim_or_unknown(x, layout ? 1 : 0),
+           batch = fi_nn_dim_or_unknown(x, layout ? 0 : 1);
     fi_dim nd = fi_known(dirs);
     fi_dim y[4] = {seq, nd, batch, hidden}, y1[4] = {batch, seq, nd, hidden};
     fi_dim h[3] = {nd, batch, hidden}, h1[3] = {batch, nd, hidden};
@@ -935,9 +1022,15 @@ static int fi_nn_rnn_core(fi_node *n, int64_t gates) {
     return 0;
 }
 
-static int fi_nn_rnn(fi_node *n) { return fi_nn_rnn_core(n, 1); }
-static int fi_nn_gru(fi_node *n) { return fi_nn_rnn_core(n, 3); }
-static int fi_nn_lstm(fi_node *n) { return fi_nn_rnn_core(n, 4); }
+static int fi_nn_rnn(fi_node *n) {
+    return fi_nn_rnn_core(n, 1);
+}
+static int fi_nn_gru(fi_node *n) {
+    return fi_nn_rnn_core(n, 3);
+}
+static int fi_nn_lstm(fi_node *n) {
+    return fi_nn_rnn_core(n, 4);
+}
 
 /* -------------------------------------------------------- quantization */
 
@@ -992,7 +1085,8 @@ static int fi_nn_det(fi_node *n) {
     if (!x) return fi_fail(n, "expects input X");
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
     if (x->rank < 2) return fi_fail(n, "X needs rank >= 2 ([*, M, M]), has %d", x->rank);
-    fi_dim_merge(n, x->dims[x->rank - 2], x->dims[x->rank - 1], "the two last dims (a square matrix)");
+    fi_dim_merge(n, x->dims[x->rank - 2], x->dims[x->rank - 1],
+                 "the two last dims (a square matrix)");
     if (fi_failed(n)) return -1;
     return fi_set_shape(n, 0, x->elem, x->rank - 2, x->dims);
 }
@@ -1008,7 +1102,8 @@ static int fi_nn_window(fi_node *n) {
 /* MelWeightMatrix (17): [floor(dft_length / 2) + 1, num_mel_bins]. */
 static int fi_nn_mel_weight_matrix(fi_node *n) {
     if (n->n_in < 5) return fi_fail(n, "expects 5 inputs");
-    fi_dim d[2] = {fi_dim_add(n, fi_dim_div_floor(n, fi_nn_scalar_dim(n, 1), 2), fi_known(1)), fi_nn_scalar_dim(n, 0)};
+    fi_dim d[2] = {fi_dim_add(n, fi_dim_div_floor(n, fi_nn_scalar_dim(n, 1), 2), fi_known(1)),
+                   fi_nn_scalar_dim(n, 0)};
     return fi_set_shape(n, 0, (int32_t)fi_attr_int(n, "output_datatype", 1), 2, d);
 }
 
@@ -1026,7 +1121,9 @@ static int fi_nn_dft(fi_node *n) {
     fi_dim dims[FI_MAX_RANK];
     memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
     fi_dim len = fi_in(n, 1) ? fi_nn_scalar_dim(n, 1) : x->dims[axis];
-    dims[axis] = fi_attr_int(n, "onesided", 0) ? fi_dim_add(n, fi_dim_div_floor(n, len, 2), fi_known(1)) : len;
+    dims[axis] = fi_attr_int(n, "onesided", 0)
+                     ? fi_dim_add(n, fi_dim_div_floor(n, len, 2), fi_known(1))
+                     : len;
     dims[x->rank - 1] = fi_known(2);
     return fi_set_shape(n, 0, x->elem, x->rank, dims);
 }
@@ -1038,14 +1135,21 @@ static int fi_nn_stft(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0), *win = fi_in(n, 2);
     if (!x || !fi_in(n, 1)) return fi_fail(n, "expects inputs signal and frame_step");
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
-    if (x->rank != 3) return fi_fail(n, "signal needs rank 3 ([batch, length, 1|2]), has %d", x->rank);
-    fi_dim flen = fi_in(n, 3) ? fi_nn_scalar_dim(n, 3) : win && win->rank == 1 ? win->dims[0] : fi_unknown(-1);
+    if (x->rank != 3)
+        return fi_fail(n, "signal needs rank 3 ([batch, length, 1|2]), has %d", x->rank);
+    fi_dim flen = fi_in(n, 3)             ? fi_nn_scalar_dim(n, 3)
+                  : win && win->rank == 1 ? win->dims[0]
+                                          : fi_unknown(-1);
     int64_t step = fi_nn_scalar_value(n, 1);
     if (step == 0) return fi_fail(n, "frame_step is 0");
-    fi_dim frames = step > 0 ? fi_dim_add(n, fi_dim_div_floor(n, fi_dim_sub(n, x->dims[1], flen), step), fi_known(1))
-                             : fi_unknown(fi_blame(fi_in(n, 1)));
+    fi_dim frames =
+        step > 0
+            ? fi_dim_add(n, fi_dim_div_floor(n, fi_dim_sub(n, x->dims[1], flen), step), fi_known(1))
+            : fi_unknown(fi_blame(fi_in(n, 1)));
     fi_dim dims[4] = {x->dims[0], frames,
-                      fi_attr_int(n, "onesided", 1) ? fi_dim_add(n, fi_dim_div_floor(n, flen, 2), fi_known(1)) : flen,
+                      fi_attr_int(n, "onesided", 1)
+                          ? fi_dim_add(n, fi_dim_div_floor(n, flen, 2), fi_known(1))
+                          : flen,
                       fi_known(2)};
     return fi_set_shape(n, 0, x->elem, 4, dims);
 }
@@ -1057,10 +1161,12 @@ static int fi_nn_tfidf(fi_node *n) {
     if (!x) return fi_fail(n, "expects input X");
     const int64_t *idx;
     size_t len;
-    if (!fi_attr_ints(n, "ngram_indexes", &idx, &len) || len == 0) return fi_fail(n, "needs ngram_indexes");
+    if (!fi_attr_ints(n, "ngram_indexes", &idx, &len) || len == 0)
+        return fi_fail(n, "needs ngram_indexes");
     int64_t big = 0;
     for (size_t i = 0; i < len; i++) {
-        if (idx[i] < 0 || idx[i] >= FI_MAX_DIM) return fi_fail(n, "ngram_indexes entry %lld out of range", (long long)idx[i]);
+        if (idx[i] < 0 || idx[i] >= FI_MAX_DIM)
+            return fi_fail(n, "ngram_indexes entry %lld out of range", (long long)idx[i]);
         if (idx[i] > big) big = idx[i];
     }
     if (!fi_has_rank(x)) return fi_set_type(n, 0, 1);

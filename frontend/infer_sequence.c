@@ -29,7 +29,8 @@ typedef struct fi_seq_elems {
  * larger; an unknown dim stays unknown. */
 static int fi_seq_add(fi_node *n, fi_seq_elems *e, const fi_tensor *t) {
     if (t->elem) {
-        if (e->elem && e->elem != t->elem) return fi_fail(n, "a sequence's elements differ in type (%d, %d)", e->elem, t->elem);
+        if (e->elem && e->elem != t->elem)
+            return fi_fail(n, "a sequence's elements differ in type (%d, %d)", e->elem, t->elem);
         e->elem = t->elem;
     }
     if (!e->any) {
@@ -88,7 +89,9 @@ static fi_tensor *fi_seq_input(fi_node *n) {
 }
 
 /* A sequence's length as a dim (unknown for a value that is not one). */
-static fi_dim fi_seq_len(const fi_tensor *s) { return s->seq ? s->seq_len : fi_unknown(fi_blame(s)); }
+static fi_dim fi_seq_len(const fi_tensor *s) {
+    return s->seq ? s->seq_len : fi_unknown(fi_blame(s));
+}
 
 /* ------------------------------------------- Empty, Construct, Insert, Erase */
 
@@ -168,7 +171,8 @@ static int fi_seq_rule_split(fi_node *n) {
     if (!split) {
         len = len_axis;
         if (fi_attr_int(n, "keepdims", 1) == 0) {
-            memmove(e.dims + axis, e.dims + axis + 1, (size_t)(x->rank - axis - 1) * sizeof *e.dims);
+            memmove(e.dims + axis, e.dims + axis + 1,
+                    (size_t)(x->rank - axis - 1) * sizeof *e.dims);
             e.rank--;
         } else {
             e.dims[axis] = fi_known(1);
@@ -181,8 +185,10 @@ static int fi_seq_rule_split(fi_node *n) {
         /* sizes unknown: the count depends on data, each piece at most the axis */
         e.dims[axis] = len_axis;
         e.differ = true;
-        return fi_seq_emit(n, &e, split->rank == 1 && split->dims[0].v >= 0 ? split->dims[0]
-                                                                             : fi_data_dim(n, "count", len_axis.v));
+        return fi_seq_emit(n, &e,
+                           split->rank == 1 && split->dims[0].v >= 0
+                               ? split->dims[0]
+                               : fi_data_dim(n, "count", len_axis.v));
     }
     if (split->rank == 0) {
         if (v[0] <= 0) return fi_fail(n, "split %lld is not positive", (long long)v[0]);
@@ -193,14 +199,16 @@ static int fi_seq_rule_split(fi_node *n) {
     }
     int64_t sum = 0, big = 0;
     for (size_t i = 0; i < nv; i++) {
-        if (v[i] < 0 || v[i] > FI_MAX_DIM) return fi_fail(n, "split entry %lld is out of range", (long long)v[i]);
+        if (v[i] < 0 || v[i] > FI_MAX_DIM)
+            return fi_fail(n, "split entry %lld is out of range", (long long)v[i]);
         sum += v[i];
         if (sum > FI_MAX_DIM) return fi_fail(n, "split entries add up past 2^62");
         if (v[i] != v[0]) e.differ = true;
         if (v[i] > big) big = v[i];
     }
     if (len_axis.v >= 0 && sum != len_axis.v)
-        return fi_fail(n, "split entries add up to %lld, the axis has %lld", (long long)sum, (long long)len_axis.v);
+        return fi_fail(n, "split entries add up to %lld, the axis has %lld", (long long)sum,
+                       (long long)len_axis.v);
     e.dims[axis] = fi_known(big);
     return fi_seq_emit(n, &e, fi_known((int64_t)nv));
 }
@@ -219,9 +227,12 @@ static int fi_seq_rule_concat(fi_node *n) {
     if (fi_axis(n, fi_attr_int(n, "axis", 0), rank, &axis)) return -1;
     fi_dim dims[FI_MAX_RANK], len = fi_seq_len(s);
     for (int d = 0, i = 0; d < rank; d++) {
-        if (stack && d == axis) dims[d] = len;
-        else if (d == axis) dims[d] = fi_dim_mul(n, len, s->dims[i++]);
-        else dims[d] = s->dims[i++];
+        if (stack && d == axis)
+            dims[d] = len;
+        else if (d == axis)
+            dims[d] = fi_dim_mul(n, len, s->dims[i++]);
+        else
+            dims[d] = s->dims[i++];
     }
     if (fi_set_shape(n, 0, s->elem, rank, dims)) return -1;
     if (s->bound && n->out[0]) n->out[0]->bound = true;
@@ -231,9 +242,13 @@ static int fi_seq_rule_concat(fi_node *n) {
 /* ------------------------------------------------------------------ table */
 
 const fi_rule fi_rules_sequence[] = {
-    {"SequenceEmpty", fi_seq_rule_empty},   {"SequenceConstruct", fi_seq_rule_construct},
-    {"SequenceInsert", fi_seq_rule_insert}, {"SequenceErase", fi_seq_rule_erase},
-    {"SequenceAt", fi_seq_rule_at},         {"SequenceLength", fi_seq_rule_length},
-    {"SplitToSequence", fi_seq_rule_split}, {"ConcatFromSequence", fi_seq_rule_concat},
+    {"SequenceEmpty", fi_seq_rule_empty},
+    {"SequenceConstruct", fi_seq_rule_construct},
+    {"SequenceInsert", fi_seq_rule_insert},
+    {"SequenceErase", fi_seq_rule_erase},
+    {"SequenceAt", fi_seq_rule_at},
+    {"SequenceLength", fi_seq_rule_length},
+    {"SplitToSequence", fi_seq_rule_split},
+    {"ConcatFromSequence", fi_seq_rule_concat},
     {NULL, NULL},
 };

@@ -31,16 +31,17 @@
 
 /* True when the node uses the form of `version` or later.  A model that
  * imports no standard opset (opset 0) gets the newest forms. */
-static bool fi_shape_since(const fi_node *n, int64_t version) { return n->opset == 0 || n->opset >= version; }
-
+static bool fi_shape_since(const fi_node *n, int64_t version) {
+    return n->opset == 0 || n->opset >= version;
+}
 
 /* When output k's value stays unknown, the symbol that hides the value of
  * `from` hides it too. */
 static void fi_shape_blame(fi_node *n, size_t k, const fi_tensor *from) {
-    if (k >= n->n_out || !n->out[k] || !from || n->out[k]->n_const >= 0 || n->out[k]->blame >= 0) return;
+    if (k >= n->n_out || !n->out[k] || !from || n->out[k]->n_const >= 0 || n->out[k]->blame >= 0)
+        return;
     n->out[k]->blame = fi_blame(from);
 }
-
 
 /* The length of a 1-D input whose value is unknown, or -1: the rank a
  * shape-like input gives even when its value is unknown. */
@@ -66,20 +67,26 @@ static bool fi_shape_buf_init(fi_shape_buf *b, int32_t elem, int64_t count) {
     if (count < 0 || count > FI_MAX_CONST_ELEMS) return false;
     b->ints = !fi_is_float_type(elem);
     b->count = count;
-    if (b->ints) b->i = malloc((size_t)(count + 1) * sizeof *b->i);
-    else b->f = malloc((size_t)(count + 1) * sizeof *b->f);
+    if (b->ints)
+        b->i = malloc((size_t)(count + 1) * sizeof *b->i);
+    else
+        b->f = malloc((size_t)(count + 1) * sizeof *b->f);
     return b->i || b->f;
 }
 
 /* Element si of src's value into position pos. */
 static void fi_shape_buf_put(fi_shape_buf *b, int64_t pos, const fi_tensor *src, int64_t si) {
-    if (b->ints) b->i[pos] = src->ci ? src->ci[si] : fi_double_to_int(src->cf[si]);
-    else b->f[pos] = src->cf ? src->cf[si] : (double)src->ci[si];
+    if (b->ints)
+        b->i[pos] = src->ci ? src->ci[si] : fi_double_to_int(src->cf[si]);
+    else
+        b->f[pos] = src->cf ? src->cf[si] : (double)src->ci[si];
 }
 
 /* Sets output k to the buffer's value (and frees the buffer). */
-static int fi_shape_buf_emit(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, fi_shape_buf *b) {
-    int rc = b->ints ? fi_set_value_ints(n, k, elem, rank, dims, b->i) : fi_set_value_floats(n, k, elem, rank, dims, b->f);
+static int fi_shape_buf_emit(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                             fi_shape_buf *b) {
+    int rc = b->ints ? fi_set_value_ints(n, k, elem, rank, dims, b->i)
+                     : fi_set_value_floats(n, k, elem, rank, dims, b->f);
     free(b->i);
     free(b->f);
     b->i = NULL;
@@ -103,12 +110,15 @@ static int64_t fi_shape_count(int rank, const fi_dim *dims) {
 }
 
 /* Whether src has a value a rule can read: known and non-empty arrays. */
-static bool fi_shape_has_value(const fi_tensor *src) { return src && src->n_const >= 0 && (src->ci || src->cf); }
+static bool fi_shape_has_value(const fi_tensor *src) {
+    return src && src->n_const >= 0 && (src->ci || src->cf);
+}
 
 /* Output k with src's value in the same row-major order (Identity and the
  * views: Reshape, Flatten, Squeeze, Unsqueeze), or just the shape when the
  * value is unknown or too large. */
-static int fi_shape_emit_same(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const fi_tensor *src) {
+static int fi_shape_emit_same(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                              const fi_tensor *src) {
     int64_t count = fi_shape_count(rank, dims);
     fi_shape_buf b;
     if (!fi_shape_has_value(src) || count != src->n_const || !fi_shape_buf_init(&b, elem, count)) {
@@ -130,8 +140,8 @@ typedef struct fi_shape_axis {
  * base + sum over d of ax[d]'s source index (Transpose, Slice, Split,
  * Expand, Tile).  A source index out of range (a bug, or a value that does
  * not fit its shape) keeps the shape only. */
-static int fi_shape_emit_map(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims, const fi_tensor *src,
-                             int64_t base, const fi_shape_axis *ax) {
+static int fi_shape_emit_map(fi_node *n, size_t k, int32_t elem, int rank, const fi_dim *dims,
+                             const fi_tensor *src, int64_t base, const fi_shape_axis *ax) {
     int64_t count = fi_shape_count(rank, dims);
     fi_shape_buf b;
     if (!fi_shape_has_value(src) || !fi_shape_buf_init(&b, elem, count)) {
@@ -175,13 +185,14 @@ static void fi_shape_strides(const fi_tensor *t, int64_t *stride) {
 typedef struct fi_shape_list {
     const int64_t *v;
     size_t len;
-    bool present; /* the node gives the list (attribute or input) */
-    bool known;   /* its value is known */
-    int64_t len_known; /* the length, or -1 */
+    bool present;          /* the node gives the list (attribute or input) */
+    bool known;            /* its value is known */
+    int64_t len_known;     /* the length, or -1 */
     const fi_tensor *from; /* the input it comes from, NULL for an attribute */
 } fi_shape_list;
 
-static fi_shape_list fi_shape_list_get(const fi_node *n, bool attr_form, const char *attr, size_t k) {
+static fi_shape_list fi_shape_list_get(const fi_node *n, bool attr_form, const char *attr,
+                                       size_t k) {
     fi_shape_list l = {.len_known = -1};
     if (attr_form) {
         l.present = fi_attr_ints(n, attr, &l.v, &l.len);
@@ -191,8 +202,10 @@ static fi_shape_list fi_shape_list_get(const fi_node *n, bool attr_form, const c
         l.from = fi_in(n, k);
         l.known = fi_in_ints(n, k, &l.v, &l.len);
     }
-    if (l.known) l.len_known = (int64_t)l.len;
-    else if (l.present) l.len_known = fi_shape_len(l.from);
+    if (l.known)
+        l.len_known = (int64_t)l.len;
+    else if (l.present)
+        l.len_known = fi_shape_len(l.from);
     return l;
 }
 
@@ -223,25 +236,40 @@ static bool fi_shape_tp_first(const Onnx__TensorProto *tp, int64_t *iv, double *
         uint64_t u = 0;
         for (unsigned b = 0; b < bytes; b++) u |= (uint64_t)tp->raw_data.data[b] << (8 * b);
         switch (tp->data_type) {
-        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: { uint32_t w = (uint32_t)u; float f; memcpy(&f, &w, 4); *fv = f; return true; }
+        case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: {
+            uint32_t w = (uint32_t)u;
+            float f;
+            memcpy(&f, &w, 4);
+            *fv = f;
+            return true;
+        }
         case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: memcpy(fv, &u, 8); return true;
         case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *iv = (int8_t)u; return true;
         case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *iv = (int16_t)u; return true;
         case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *iv = (int32_t)u; return true;
         case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *iv = (int64_t)u; return true;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *iv = u > INT64_MAX ? INT64_MAX : (int64_t)u; return true;
-        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
-        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
-            *iv = (int64_t)u; return true;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+            *iv = u > INT64_MAX ? INT64_MAX : (int64_t)u;
+            return true;
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+        case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *iv = (int64_t)u; return true;
         default: return false;
         }
     }
-    if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && tp->n_float_data) *fv = tp->float_data[0];
-    else if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && tp->n_double_data) *fv = tp->double_data[0];
-    else if (tp->n_int64_data) *iv = tp->int64_data[0];
-    else if (fi_is_int_type(tp->data_type) && tp->n_int32_data) *iv = tp->int32_data[0];
-    else if (tp->n_uint64_data) *iv = tp->uint64_data[0] > INT64_MAX ? INT64_MAX : (int64_t)tp->uint64_data[0];
-    else return false;
+    if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && tp->n_float_data)
+        *fv = tp->float_data[0];
+    else if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && tp->n_double_data)
+        *fv = tp->double_data[0];
+    else if (tp->n_int64_data)
+        *iv = tp->int64_data[0];
+    else if (fi_is_int_type(tp->data_type) && tp->n_int32_data)
+        *iv = tp->int32_data[0];
+    else if (tp->n_uint64_data)
+        *iv = tp->uint64_data[0] > INT64_MAX ? INT64_MAX : (int64_t)tp->uint64_data[0];
+    else
+        return false;
     return true;
 }
 
@@ -250,7 +278,8 @@ static bool fi_shape_tp_first(const Onnx__TensorProto *tp, int64_t *iv, double *
 static int fi_shape_tp_check(fi_node *n, const int64_t *dims, size_t rank, const char *what) {
     int64_t c = 1;
     for (size_t d = 0; d < rank; d++) {
-        if (dims[d] < 0 || dims[d] > FI_MAX_DIM) return fi_fail(n, "%s has dim %zu = %lld", what, d, (long long)dims[d]);
+        if (dims[d] < 0 || dims[d] > FI_MAX_DIM)
+            return fi_fail(n, "%s has dim %zu = %lld", what, d, (long long)dims[d]);
         if (__builtin_mul_overflow(c, dims[d], &c) || c > FI_MAX_DIM)
             return fi_fail(n, "%s would have more than 2^62 elements", what);
     }
@@ -287,7 +316,8 @@ static int fi_shape_constant(fi_node *n) {
     if ((a = fi_attr(n, "value_floats"))) {
         fi_dim d = fi_known((int64_t)a->n_floats);
         fi_shape_buf b;
-        if (!fi_shape_buf_init(&b, FI_FLOAT, (int64_t)a->n_floats)) return fi_set_shape(n, 0, FI_FLOAT, 1, &d);
+        if (!fi_shape_buf_init(&b, FI_FLOAT, (int64_t)a->n_floats))
+            return fi_set_shape(n, 0, FI_FLOAT, 1, &d);
         for (size_t i = 0; i < a->n_floats; i++) b.f[i] = a->floats[i];
         return fi_shape_buf_emit(n, 0, FI_FLOAT, 1, &d, &b);
     }
@@ -296,7 +326,9 @@ static int fi_shape_constant(fi_node *n) {
         fi_dim d = fi_known((int64_t)a->n_strings);
         return fi_set_shape(n, 0, FI_STRING, 1, &d);
     }
-    return fi_fail(n, "no value attribute (value, sparse_value, value_int(s), value_float(s), value_string(s))");
+    return fi_fail(
+        n,
+        "no value attribute (value, sparse_value, value_int(s), value_float(s), value_string(s))");
 }
 
 static int fi_shape_constant_of_shape(fi_node *n) {
@@ -324,7 +356,8 @@ static int fi_shape_constant_of_shape(fi_node *n) {
         for (int64_t d = 0; d < r; d++) dims[d] = fi_unknown_derived(fi_blame(s));
         return fi_set_shape(n, 0, elem, (int)r, dims);
     }
-    if (len > FI_MAX_RANK) return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", len, FI_MAX_RANK);
+    if (len > FI_MAX_RANK)
+        return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", len, FI_MAX_RANK);
     fi_dim dims[FI_MAX_RANK];
     for (size_t d = 0; d < len; d++) {
         if (v[d] < 0) return fi_fail(n, "negative dim %lld in the shape", (long long)v[d]);
@@ -337,8 +370,10 @@ static int fi_shape_constant_of_shape(fi_node *n) {
     fi_shape_buf b;
     if (!have_fill || !fi_shape_buf_init(&b, elem, count)) return 0;
     for (int64_t i = 0; i < count; i++) {
-        if (b.ints) b.i[i] = iv;
-        else b.f[i] = fv;
+        if (b.ints)
+            b.i[i] = iv;
+        else
+            b.f[i] = fv;
     }
     return fi_shape_buf_emit(n, 0, elem, (int)len, dims, &b);
 }
@@ -390,7 +425,7 @@ static int fi_shape_identity(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "needs an input");
     if (x->seq) return fi_set_sequence(n, 0, x->elem, x->rank, x->dims, x->seq_len); /* 16+ */
-    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem); /* unknown */
+    if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);                          /* unknown */
     return fi_shape_emit_same(n, 0, x->elem, x->rank, x->dims, x);
 }
 
@@ -401,8 +436,8 @@ static int fi_shape_identity(fi_node *n) {
  * [batch, 768] with batch unknown.  Returns the dim (unknown when the
  * remaining input dims are not all known); fails on a count that does not
  * divide. */
-static fi_dim fi_shape_reshape_infer(fi_node *n, const fi_tensor *x, const fi_dim *od, int rank, int minus,
-                                     const bool *copied) {
+static fi_dim fi_shape_reshape_infer(fi_node *n, const fi_tensor *x, const fi_dim *od, int rank,
+                                     int minus, const bool *copied) {
     int64_t in_rest = 1, out_rest = 1;
     int32_t sym = -1;
     for (int d = 0; d < x->rank; d++) {
@@ -415,14 +450,15 @@ static fi_dim fi_shape_reshape_infer(fi_node *n, const fi_tensor *x, const fi_di
     }
     if (sym != -1 || in_rest < 0) return fi_unknown_derived(sym >= 0 ? sym : -1);
     for (int d = 0; d < rank; d++)
-        if (d != minus && !copied[d] && __builtin_mul_overflow(out_rest, od[d].v, &out_rest)) out_rest = -1;
+        if (d != minus && !copied[d] && __builtin_mul_overflow(out_rest, od[d].v, &out_rest))
+            out_rest = -1;
     if (out_rest <= 0) {
         fi_fail(n, "cannot infer the -1 dim: the other dims multiply to %lld", (long long)out_rest);
         return fi_known(0);
     }
     if (in_rest % out_rest) {
-        fi_fail(n, "cannot reshape %lld elements into a shape whose known dims multiply to %lld", (long long)in_rest,
-                (long long)out_rest);
+        fi_fail(n, "cannot reshape %lld elements into a shape whose known dims multiply to %lld",
+                (long long)in_rest, (long long)out_rest);
         return fi_known(0);
     }
     return fi_known(in_rest / out_rest);
@@ -438,12 +474,14 @@ static int fi_shape_reshape(fi_node *n) {
     bool allowzero = fi_shape_since(n, 14) && fi_attr_int(n, "allowzero", 0) != 0;
     if (!s.known) {
         if (s.len_known < 0) return fi_set_type(n, 0, x->elem);
-        if (s.len_known > FI_MAX_RANK) return fi_fail(n, "shape of length %lld", (long long)s.len_known);
+        if (s.len_known > FI_MAX_RANK)
+            return fi_fail(n, "shape of length %lld", (long long)s.len_known);
         fi_dim od[FI_MAX_RANK];
         for (int64_t d = 0; d < s.len_known; d++) od[d] = fi_unknown_derived(fi_blame(s.from));
         return fi_set_shape(n, 0, x->elem, (int)s.len_known, od);
     }
-    if (s.len > FI_MAX_RANK) return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", s.len, FI_MAX_RANK);
+    if (s.len > FI_MAX_RANK)
+        return fi_fail(n, "shape of length %zu; roamc handles rank %d at most", s.len, FI_MAX_RANK);
     int rank = (int)s.len, minus = -1;
     fi_dim od[FI_MAX_RANK];
     bool copied[FI_MAX_RANK] = {false}, has_zero = false;
@@ -457,7 +495,8 @@ static int fi_shape_reshape(fi_node *n) {
             return fi_fail(n, "the shape has %lld at %d", (long long)v, d);
         } else if (v == 0 && !allowzero) {
             if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
-            if (d >= x->rank) return fi_fail(n, "the shape copies dim %d (a 0) of a rank-%d input", d, x->rank);
+            if (d >= x->rank)
+                return fi_fail(n, "the shape copies dim %d (a 0) of a rank-%d input", d, x->rank);
             od[d] = x->dims[d];
             copied[d] = true;
         } else {
@@ -468,13 +507,16 @@ static int fi_shape_reshape(fi_node *n) {
     }
     if (minus >= 0 && has_zero) return fi_fail(n, "the shape has both 0 (allowzero) and -1");
     if (minus >= 0) {
-        if (!fi_has_rank(x)) od[minus] = fi_unknown_derived(fi_blame(x));
-        else od[minus] = fi_shape_reshape_infer(n, x, od, rank, minus, copied);
+        if (!fi_has_rank(x))
+            od[minus] = fi_unknown_derived(fi_blame(x));
+        else
+            od[minus] = fi_shape_reshape_infer(n, x, od, rank, minus, copied);
         if (fi_failed(n)) return -1;
     } else {
         int64_t in_c = fi_numel(x), out_c = fi_shape_count(rank, od);
         if (in_c >= 0 && out_c >= 0 && in_c != out_c)
-            return fi_fail(n, "cannot reshape %lld elements into %lld", (long long)in_c, (long long)out_c);
+            return fi_fail(n, "cannot reshape %lld elements into %lld", (long long)in_c,
+                           (long long)out_c);
     }
     return fi_shape_emit_same(n, 0, x->elem, rank, od, x);
 }
@@ -485,7 +527,9 @@ static int fi_shape_flatten(fi_node *n) {
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
     int64_t axis = fi_attr_int(n, "axis", 1);
     if (axis < 0 && fi_shape_since(n, 11)) axis += x->rank;
-    if (axis < 0 || axis > x->rank) return fi_fail(n, "axis %lld out of range for rank %d", (long long)fi_attr_int(n, "axis", 1), x->rank);
+    if (axis < 0 || axis > x->rank)
+        return fi_fail(n, "axis %lld out of range for rank %d",
+                       (long long)fi_attr_int(n, "axis", 1), x->rank);
     fi_dim od[2] = {fi_known(1), fi_known(1)};
     for (int d = 0; d < x->rank; d++) od[d >= axis] = fi_dim_mul(n, od[d >= axis], x->dims[d]);
     if (fi_failed(n)) return -1;
@@ -502,7 +546,8 @@ static int fi_shape_squeeze(fi_node *n) {
         /* the rank is known (each axis drops one dim), not which dims stay */
         if (l.len_known < 0 || l.len_known > x->rank) return fi_set_type(n, 0, x->elem);
         fi_dim od[FI_MAX_RANK];
-        for (int d = 0; d < x->rank - l.len_known; d++) od[d] = fi_unknown_derived(fi_blame(l.from));
+        for (int d = 0; d < x->rank - l.len_known; d++)
+            od[d] = fi_unknown_derived(fi_blame(l.from));
         return fi_set_shape(n, 0, x->elem, x->rank - (int)l.len_known, od);
     }
     if (l.present) {
@@ -510,7 +555,8 @@ static int fi_shape_squeeze(fi_node *n) {
         if (fi_shape_axes(n, l.v, l.len, x->rank, axes)) return -1;
         for (size_t i = 0; i < l.len; i++) {
             const fi_dim *d = &x->dims[axes[i]];
-            if (d->v >= 0 && d->v != 1) return fi_fail(n, "cannot squeeze axis %d of size %lld", axes[i], (long long)d->v);
+            if (d->v >= 0 && d->v != 1)
+                return fi_fail(n, "cannot squeeze axis %d of size %lld", axes[i], (long long)d->v);
             drop[axes[i]] = true;
         }
     } else {
@@ -532,16 +578,20 @@ static int fi_shape_unsqueeze(fi_node *n) {
     if (!x) return fi_fail(n, "needs an input");
     bool attr_form = !fi_shape_since(n, 13);
     fi_shape_list l = fi_shape_list_get(n, attr_form, "axes", 1);
-    if (!l.present) return fi_fail(n, attr_form ? "needs an axes attribute" : "needs an axes input");
+    if (!l.present)
+        return fi_fail(n, attr_form ? "needs an axes attribute" : "needs an axes input");
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
     if (!l.known) {
         if (l.len_known < 0) return fi_set_type(n, 0, x->elem);
-        if (x->rank + l.len_known > FI_MAX_RANK) return fi_fail(n, "output would have rank %lld", (long long)(x->rank + l.len_known));
+        if (x->rank + l.len_known > FI_MAX_RANK)
+            return fi_fail(n, "output would have rank %lld", (long long)(x->rank + l.len_known));
         fi_dim od[FI_MAX_RANK];
-        for (int d = 0; d < x->rank + l.len_known; d++) od[d] = fi_unknown_derived(fi_blame(l.from));
+        for (int d = 0; d < x->rank + l.len_known; d++)
+            od[d] = fi_unknown_derived(fi_blame(l.from));
         return fi_set_shape(n, 0, x->elem, x->rank + (int)l.len_known, od);
     }
-    if ((int64_t)l.len + x->rank > FI_MAX_RANK) return fi_fail(n, "output would have rank %zu", l.len + (size_t)x->rank);
+    if ((int64_t)l.len + x->rank > FI_MAX_RANK)
+        return fi_fail(n, "output would have rank %zu", l.len + (size_t)x->rank);
     int r = x->rank + (int)l.len, axes[FI_SHAPE_ROOM];
     if (fi_shape_axes(n, l.v, l.len, r, axes)) return -1;
     bool ins[FI_MAX_RANK] = {false};
@@ -561,7 +611,8 @@ static int fi_shape_transpose(fi_node *n) {
     size_t len;
     int p[FI_SHAPE_ROOM];
     if (fi_attr_ints(n, "perm", &perm, &len)) {
-        if (len != (size_t)x->rank) return fi_fail(n, "perm has %zu entries for rank %d", len, x->rank);
+        if (len != (size_t)x->rank)
+            return fi_fail(n, "perm has %zu entries for rank %d", len, x->rank);
         if (fi_shape_axes(n, perm, len, x->rank, p)) return -1;
     } else {
         for (int d = 0; d < x->rank; d++) p[d] = x->rank - 1 - d;
@@ -602,15 +653,18 @@ static int fi_shape_concat(fi_node *n) {
             od[axis] = fi_unknown_derived(fi_blame(t));
             continue;
         }
-        if (t->rank != first->rank) return fi_fail(n, "input %zu has rank %d, input 0 rank %d", i, t->rank, first->rank);
+        if (t->rank != first->rank)
+            return fi_fail(n, "input %zu has rank %d, input 0 rank %d", i, t->rank, first->rank);
         for (int d = 0; d < t->rank; d++)
-            od[d] = d == axis ? fi_dim_add(n, od[d], t->dims[d]) : fi_dim_merge(n, od[d], t->dims[d], "input dims");
+            od[d] = d == axis ? fi_dim_add(n, od[d], t->dims[d])
+                              : fi_dim_merge(n, od[d], t->dims[d], "input dims");
         if (fi_failed(n)) return -1;
     }
     int64_t count = fi_shape_count(first->rank, od);
     fi_shape_buf b;
     bool all = true;
-    for (size_t i = 0; i < n->n_in && all; i++) all = fi_shape_has_value(fi_in(n, i)) && fi_all_known(fi_in(n, i));
+    for (size_t i = 0; i < n->n_in && all; i++)
+        all = fi_shape_has_value(fi_in(n, i)) && fi_all_known(fi_in(n, i));
     if (!all || !fi_shape_buf_init(&b, elem, count)) {
         if (fi_set_shape(n, 0, elem, first->rank, od)) return -1;
         for (size_t i = 0; i < n->n_in; i++)
@@ -626,13 +680,15 @@ static int fi_shape_concat(fi_node *n) {
         for (size_t i = 0; i < n->n_in; i++) {
             const fi_tensor *t = fi_in(n, i);
             int64_t run = t->dims[axis].v * inner;
-            for (int64_t e = 0; e < run && pos < count; e++) fi_shape_buf_put(&b, pos++, t, o * run + e);
+            for (int64_t e = 0; e < run && pos < count; e++)
+                fi_shape_buf_put(&b, pos++, t, o * run + e);
         }
     return fi_shape_buf_emit(n, 0, elem, first->rank, od, &b);
 }
 
 /* Output k of a split: x restricted to [start, start + len) along axis. */
-static int fi_shape_emit_part(fi_node *n, size_t k, const fi_tensor *x, int axis, int64_t start, fi_dim len) {
+static int fi_shape_emit_part(fi_node *n, size_t k, const fi_tensor *x, int axis, int64_t start,
+                              fi_dim len) {
     fi_dim od[FI_MAX_RANK];
     fi_shape_axis ax[FI_MAX_RANK];
     int64_t stride[FI_MAX_RANK];
@@ -656,7 +712,8 @@ static int fi_shape_split(fi_node *n) {
     fi_dim dim = x->dims[axis];
     /* split lengths: input 1 in opset 1 and from 13, the attribute between */
     fi_shape_list l = {.len_known = -1};
-    if (fi_shape_since(n, 13) || (n->opset == 1 && fi_in(n, 1))) l = fi_shape_list_get(n, false, NULL, 1);
+    if (fi_shape_since(n, 13) || (n->opset == 1 && fi_in(n, 1)))
+        l = fi_shape_list_get(n, false, NULL, 1);
     if (!l.present) l = fi_shape_list_get(n, true, "split", 0);
     size_t parts = n->n_out;
     if (l.present && l.len_known >= 0 && (size_t)l.len_known != parts)
@@ -672,11 +729,14 @@ static int fi_shape_split(fi_node *n) {
     if (l.present) {
         int64_t sum = 0;
         for (size_t k = 0; k < parts; k++) {
-            if (l.v[k] < 0 || l.v[k] > FI_MAX_DIM) return fi_fail(n, "split length %lld", (long long)l.v[k]);
+            if (l.v[k] < 0 || l.v[k] > FI_MAX_DIM)
+                return fi_fail(n, "split length %lld", (long long)l.v[k]);
             sum += l.v[k];
             if (sum > FI_MAX_DIM) return fi_fail(n, "split lengths add up beyond 2^62");
         }
-        if (dim.v >= 0 && sum != dim.v) return fi_fail(n, "split lengths add up to %lld, the axis has %lld", (long long)sum, (long long)dim.v);
+        if (dim.v >= 0 && sum != dim.v)
+            return fi_fail(n, "split lengths add up to %lld, the axis has %lld", (long long)sum,
+                           (long long)dim.v);
         for (size_t k = 0; k < parts; k++) {
             if (fi_shape_emit_part(n, k, x, axis, start, fi_known(l.v[k]))) return -1;
             start += l.v[k];
@@ -687,16 +747,22 @@ static int fi_shape_split(fi_node *n) {
     bool uneven = false;
     if (fi_shape_since(n, 18) && fi_attr(n, "num_outputs")) {
         num = fi_attr_int(n, "num_outputs", 0);
-        if (num != (int64_t)parts) return fi_fail(n, "num_outputs is %lld, the node has %zu outputs", (long long)num, parts);
+        if (num != (int64_t)parts)
+            return fi_fail(n, "num_outputs is %lld, the node has %zu outputs", (long long)num,
+                           parts);
         uneven = true;
     }
     for (size_t k = 0; k < parts; k++) {
         fi_dim len = fi_dim_div_ceil(n, dim, num);
         if (dim.v >= 0) {
-            if (!uneven && dim.v % num) return fi_fail(n, "cannot split %lld evenly into %lld parts", (long long)dim.v, (long long)num);
+            if (!uneven && dim.v % num)
+                return fi_fail(n, "cannot split %lld evenly into %lld parts", (long long)dim.v,
+                               (long long)num);
             /* from 18 the last part takes what is left */
             if (k + 1 == parts) {
-                if (dim.v - start < 0) return fi_fail(n, "cannot split %lld into %lld parts of %lld", (long long)dim.v, (long long)num, (long long)len.v);
+                if (dim.v - start < 0)
+                    return fi_fail(n, "cannot split %lld into %lld parts of %lld", (long long)dim.v,
+                                   (long long)num, (long long)len.v);
                 len = fi_known(dim.v - start);
             }
         }
@@ -727,11 +793,15 @@ static int64_t fi_shape_slice_axis(int64_t dim, int64_t *start, int64_t end, int
 
 /* A slice whose bounds are not all known: the rank stays, the sliced axes
  * become unknown (all of them when the axes themselves are unknown). */
-static int fi_shape_slice_unknown(fi_node *n, const fi_tensor *x, const fi_shape_list *st, const fi_shape_list *en,
-                                  const fi_shape_list *ax, const fi_shape_list *sp) {
+static int fi_shape_slice_unknown(fi_node *n, const fi_tensor *x, const fi_shape_list *st,
+                                  const fi_shape_list *en, const fi_shape_list *ax,
+                                  const fi_shape_list *sp) {
     fi_dim od[FI_MAX_RANK];
     memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
-    const fi_tensor *why = !st->known ? st->from : !en->known ? en->from : !ax->known ? ax->from : sp->from;
+    const fi_tensor *why = !st->known   ? st->from
+                           : !en->known ? en->from
+                           : !ax->known ? ax->from
+                                        : sp->from;
     bool hit[FI_MAX_RANK] = {false};
     if (ax->present && ax->known) {
         int axes[FI_SHAPE_ROOM];
@@ -752,11 +822,13 @@ static int fi_shape_slice(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "needs a data input");
     bool attr_form = !fi_shape_since(n, 10);
-    if (!attr_form && (!fi_in(n, 1) || !fi_in(n, 2))) return fi_fail(n, "needs starts and ends inputs");
+    if (!attr_form && (!fi_in(n, 1) || !fi_in(n, 2)))
+        return fi_fail(n, "needs starts and ends inputs");
     fi_shape_list st = fi_shape_list_get(n, attr_form, "starts", 1);
     fi_shape_list en = fi_shape_list_get(n, attr_form, "ends", 2);
     fi_shape_list ax = fi_shape_list_get(n, attr_form, "axes", 3);
-    fi_shape_list sp = attr_form ? (fi_shape_list){.len_known = -1} : fi_shape_list_get(n, false, NULL, 4);
+    fi_shape_list sp =
+        attr_form ? (fi_shape_list){.len_known = -1} : fi_shape_list_get(n, false, NULL, 4);
     if (!st.present || !en.present) return fi_fail(n, "needs starts and ends");
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
     fi_dim od[FI_MAX_RANK];
@@ -793,15 +865,18 @@ static int fi_shape_slice(fi_node *n) {
 
 /* Output k: x broadcast to dims od of rank r (Expand), or x repeated
  * (Tile: tile = true, od[d] a multiple of x's dim d). */
-static int fi_shape_emit_spread(fi_node *n, const fi_tensor *x, int r, const fi_dim *od, bool tile) {
+static int fi_shape_emit_spread(fi_node *n, const fi_tensor *x, int r, const fi_dim *od,
+                                bool tile) {
     fi_shape_axis map[FI_MAX_RANK];
     int64_t stride[FI_MAX_RANK];
     fi_shape_strides(x, stride);
     for (int d = 0; d < r; d++) {
         int xd = d - (r - x->rank);
         int64_t len = xd >= 0 ? x->dims[xd].v : 1;
-        if (xd < 0 || len == 1) map[d] = (fi_shape_axis){0, 0, 0, 0};
-        else map[d] = (fi_shape_axis){0, 1, tile ? len : 0, stride[xd]};
+        if (xd < 0 || len == 1)
+            map[d] = (fi_shape_axis){0, 0, 0, 0};
+        else
+            map[d] = (fi_shape_axis){0, 1, tile ? len : 0, stride[xd]};
     }
     return fi_shape_emit_map(n, 0, x->elem, r, od, x, 0, map);
 }
@@ -821,11 +896,14 @@ static int fi_shape_expand(fi_node *n) {
         int xd = d - (r - x->rank), sd = d - (r - (int)slen);
         fi_dim a = xd >= 0 ? x->dims[xd] : fi_known(1);
         fi_dim b = sd < 0 ? fi_known(1) : known ? fi_known(v[sd]) : fi_unknown_derived(fi_blame(s));
-        if (known && sd >= 0 && (v[sd] < 0 || v[sd] > FI_MAX_DIM)) return fi_fail(n, "shape has %lld at %d", (long long)v[sd], sd);
+        if (known && sd >= 0 && (v[sd] < 0 || v[sd] > FI_MAX_DIM))
+            return fi_fail(n, "shape has %lld at %d", (long long)v[sd], sd);
         /* an unknown shape entry is 1 or equal to x's dim: a known x dim
          * other than 1 wins either way */
-        if (b.v < 0 && a.v >= 0 && a.v != 1) od[d] = a;
-        else od[d] = fi_dim_broadcast(n, a, b);
+        if (b.v < 0 && a.v >= 0 && a.v != 1)
+            od[d] = a;
+        else
+            od[d] = fi_dim_broadcast(n, a, b);
     }
     if (fi_failed(n)) return -1;
     int rc = fi_shape_emit_spread(n, x, r, od, false);
@@ -846,9 +924,12 @@ static int fi_shape_tile(fi_node *n) {
         if (!fi_in(n, 2)) return fi_fail(n, "needs an axis input");
         if (!fi_in_scalar(n, 2, &axis)) return fi_set_type(n, 0, x->elem);
         if (fi_axis(n, axis, x->rank, &a)) return -1;
-        if (!fi_in_scalar(n, 1, &tiles)) od[a] = fi_unknown_derived(fi_blame(fi_in(n, 1)));
-        else if (tiles < 0) return fi_fail(n, "negative tiles %lld", (long long)tiles);
-        else od[a] = fi_dim_mul(n, od[a], fi_known(tiles));
+        if (!fi_in_scalar(n, 1, &tiles))
+            od[a] = fi_unknown_derived(fi_blame(fi_in(n, 1)));
+        else if (tiles < 0)
+            return fi_fail(n, "negative tiles %lld", (long long)tiles);
+        else
+            od[a] = fi_dim_mul(n, od[a], fi_known(tiles));
         if (fi_failed(n)) return -1;
         return fi_shape_emit_spread(n, x, x->rank, od, true);
     }
@@ -856,12 +937,14 @@ static int fi_shape_tile(fi_node *n) {
     size_t len;
     if (!fi_in_ints(n, 1, &v, &len)) {
         int64_t rl = fi_shape_len(fi_in(n, 1));
-        if (rl >= 0 && rl != x->rank) return fi_fail(n, "repeats has %lld entries for rank %d", (long long)rl, x->rank);
+        if (rl >= 0 && rl != x->rank)
+            return fi_fail(n, "repeats has %lld entries for rank %d", (long long)rl, x->rank);
         for (int d = 0; d < x->rank; d++)
             if (od[d].v != 0) od[d] = fi_unknown_derived(fi_blame(fi_in(n, 1)));
         return fi_set_shape(n, 0, x->elem, x->rank, od);
     }
-    if (len != (size_t)x->rank) return fi_fail(n, "repeats has %zu entries for rank %d", len, x->rank);
+    if (len != (size_t)x->rank)
+        return fi_fail(n, "repeats has %zu entries for rank %d", len, x->rank);
     for (int d = 0; d < x->rank; d++) {
         if (v[d] < 0) return fi_fail(n, "negative repeat %lld on axis %d", (long long)v[d], d);
         od[d] = fi_dim_mul(n, od[d], fi_known(v[d]));
@@ -877,10 +960,12 @@ static int fi_shape_pad(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0);
     if (!x) return fi_fail(n, "needs a data input");
     bool attr_form = !fi_shape_since(n, 11);
-    fi_shape_list p = fi_shape_list_get(n, attr_form, fi_shape_since(n, 2) ? "pads" : "paddings", 1);
+    fi_shape_list p =
+        fi_shape_list_get(n, attr_form, fi_shape_since(n, 2) ? "pads" : "paddings", 1);
     if (!p.present) return fi_fail(n, "needs pads");
     if (!fi_has_rank(x)) return fi_set_type(n, 0, x->elem);
-    fi_shape_list a = fi_shape_since(n, 18) ? fi_shape_list_get(n, false, NULL, 3) : (fi_shape_list){.len_known = -1};
+    fi_shape_list a = fi_shape_since(n, 18) ? fi_shape_list_get(n, false, NULL, 3)
+                                            : (fi_shape_list){.len_known = -1};
     fi_dim od[FI_MAX_RANK];
     memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
     int axes[FI_SHAPE_ROOM];
@@ -907,8 +992,11 @@ static int fi_shape_pad(fi_node *n) {
             continue;
         }
         if (__builtin_add_overflow(d.v, sum, &r) || r > FI_MAX_DIM)
-            return fi_fail(n, "pads %lld, %lld make axis %d of size %lld too large", (long long)b, (long long)e, axes[i], (long long)d.v);
-        if (r < 0) return fi_fail(n, "pads %lld, %lld leave axis %d of size %lld negative", (long long)b, (long long)e, axes[i], (long long)d.v);
+            return fi_fail(n, "pads %lld, %lld make axis %d of size %lld too large", (long long)b,
+                           (long long)e, axes[i], (long long)d.v);
+        if (r < 0)
+            return fi_fail(n, "pads %lld, %lld leave axis %d of size %lld negative", (long long)b,
+                           (long long)e, axes[i], (long long)d.v);
         od[axes[i]] = fi_known(r);
     }
     return fi_set_shape(n, 0, x->elem, x->rank, od);
@@ -933,9 +1021,11 @@ static int fi_shape_center_crop_pad(fi_node *n) {
     fi_dim od[FI_MAX_RANK];
     memcpy(od, x->dims, (size_t)x->rank * sizeof *od);
     bool known = fi_in_ints(n, 1, &v, &len);
-    if (known && len != n_axes) return fi_fail(n, "shape has %zu entries for %zu axes", len, n_axes);
+    if (known && len != n_axes)
+        return fi_fail(n, "shape has %zu entries for %zu axes", len, n_axes);
     for (size_t i = 0; i < n_axes; i++) {
-        if (known && (v[i] < 0 || v[i] > FI_MAX_DIM)) return fi_fail(n, "shape has %lld", (long long)v[i]);
+        if (known && (v[i] < 0 || v[i] > FI_MAX_DIM))
+            return fi_fail(n, "shape has %lld", (long long)v[i]);
         od[axes[i]] = known ? fi_known(v[i]) : fi_unknown_derived(fi_blame(s));
     }
     return fi_set_shape(n, 0, x->elem, x->rank, od);
@@ -956,7 +1046,8 @@ static int fi_shape_gather(fi_node *n) {
     int64_t dim = x->dims[axis].v;
     for (size_t i = 0; idx_known && dim >= 0 && i < ilen; i++)
         if (iv[i] < -dim || iv[i] >= dim)
-            return fi_fail(n, "index %lld out of range for axis %d of size %lld", (long long)iv[i], axis, (long long)dim);
+            return fi_fail(n, "index %lld out of range for axis %d of size %lld", (long long)iv[i],
+                           axis, (long long)dim);
     fi_dim od[FI_SHAPE_ROOM];
     int r = 0;
     for (int d = 0; d < axis; d++) od[r++] = x->dims[d];
@@ -976,7 +1067,8 @@ static int fi_shape_gather(fi_node *n) {
     for (int64_t o = 0; o < outer; o++)
         for (size_t j = 0; j < ilen; j++) {
             int64_t k = iv[j] < 0 ? iv[j] + dim : iv[j];
-            for (int64_t e = 0; e < inner && pos < count; e++) fi_shape_buf_put(&b, pos++, x, (o * dim + k) * inner + e);
+            for (int64_t e = 0; e < inner && pos < count; e++)
+                fi_shape_buf_put(&b, pos++, x, (o * dim + k) * inner + e);
         }
     return fi_shape_buf_emit(n, 0, x->elem, r, od, &b);
 }
@@ -986,15 +1078,16 @@ static int fi_shape_gather_elements(fi_node *n) {
     const fi_tensor *x = fi_in(n, 0), *ix = fi_in(n, 1);
     if (!x || !ix) return fi_fail(n, "needs data and indices");
     if (!fi_has_rank(ix)) return fi_set_type(n, 0, x->elem);
-    if (fi_has_rank(x) && x->rank != ix->rank) return fi_fail(n, "data has rank %d, indices rank %d", x->rank, ix->rank);
+    if (fi_has_rank(x) && x->rank != ix->rank)
+        return fi_fail(n, "data has rank %d, indices rank %d", x->rank, ix->rank);
     int axis;
     if (fi_axis(n, fi_attr_int(n, "axis", 0), ix->rank, &axis)) return -1;
     const int64_t *iv;
     size_t ilen;
     int64_t count = fi_numel(ix);
     fi_shape_buf b;
-    if (!fi_in_ints(n, 1, &iv, &ilen) || !fi_shape_has_value(x) || !fi_all_known(x) || (int64_t)ilen != count ||
-        !fi_shape_buf_init(&b, x->elem, count))
+    if (!fi_in_ints(n, 1, &iv, &ilen) || !fi_shape_has_value(x) || !fi_all_known(x) ||
+        (int64_t)ilen != count || !fi_shape_buf_init(&b, x->elem, count))
         return fi_set_shape(n, 0, x->elem, ix->rank, ix->dims);
     int64_t xs[FI_MAX_RANK], is[FI_MAX_RANK];
     fi_shape_strides(x, xs);
@@ -1004,7 +1097,8 @@ static int fi_shape_gather_elements(fi_node *n) {
         int64_t k = iv[i] < 0 ? iv[i] + dim : iv[i], si = 0, rest = i;
         if (k < 0 || k >= dim) {
             fi_shape_buf_drop(&b);
-            return fi_fail(n, "index %lld out of range for axis %d of size %lld", (long long)iv[i], axis, (long long)dim);
+            return fi_fail(n, "index %lld out of range for axis %d of size %lld", (long long)iv[i],
+                           axis, (long long)dim);
         }
         for (int d = 0; d < ix->rank; d++) {
             int64_t c = rest / is[d];
@@ -1027,10 +1121,13 @@ static int fi_shape_gather_nd(fi_node *n) {
     if (!fi_has_rank(x) || !fi_has_rank(ix)) return fi_set_type(n, 0, x->elem);
     int64_t b = fi_shape_since(n, 12) ? fi_attr_int(n, "batch_dims", 0) : 0;
     if (x->rank < 1 || ix->rank < 1) return fi_fail(n, "data and indices need rank 1 or more");
-    if (b < 0 || b >= x->rank || b >= ix->rank) return fi_fail(n, "batch_dims %lld for ranks %d and %d", (long long)b, x->rank, ix->rank);
+    if (b < 0 || b >= x->rank || b >= ix->rank)
+        return fi_fail(n, "batch_dims %lld for ranks %d and %d", (long long)b, x->rank, ix->rank);
     int64_t k = ix->dims[ix->rank - 1].v;
     if (k < 0) return fi_set_type(n, 0, x->elem);
-    if (k < 1 || k > x->rank - b) return fi_fail(n, "indices' last dim %lld for data of rank %d (batch_dims %lld)", (long long)k, x->rank, (long long)b);
+    if (k < 1 || k > x->rank - b)
+        return fi_fail(n, "indices' last dim %lld for data of rank %d (batch_dims %lld)",
+                       (long long)k, x->rank, (long long)b);
     fi_dim od[FI_SHAPE_ROOM];
     int r = 0;
     for (int d = 0; d < ix->rank - 1; d++)
@@ -1059,13 +1156,16 @@ static int fi_shape_like_input(fi_node *n, int min_rank) {
     return fi_set_like(n, 0, x);
 }
 
-static int fi_shape_trilu(fi_node *n) { return fi_shape_like_input(n, 2); }
+static int fi_shape_trilu(fi_node *n) {
+    return fi_shape_like_input(n, 2);
+}
 
 /* ReverseSequence: batch_axis and time_axis are 0 and 1, in either order. */
 static int fi_shape_reverse_sequence(fi_node *n) {
     int64_t b = fi_attr_int(n, "batch_axis", 1), t = fi_attr_int(n, "time_axis", 0);
     if ((b != 0 && b != 1) || (t != 0 && t != 1) || b == t)
-        return fi_fail(n, "batch_axis %lld and time_axis %lld must be 0 and 1", (long long)b, (long long)t);
+        return fi_fail(n, "batch_axis %lld and time_axis %lld must be 0 and 1", (long long)b,
+                       (long long)t);
     return fi_shape_like_input(n, 2);
 }
 
@@ -1083,8 +1183,10 @@ static int fi_shape_eye_like(fi_node *n) {
 /* Range's length: max(ceil((limit - start) / delta), 0), exact in int64. */
 static int64_t fi_shape_range_count_i(int64_t start, int64_t limit, int64_t delta) {
     uint64_t c = 0;
-    if (delta > 0 && limit > start) c = ((uint64_t)limit - (uint64_t)start - 1) / (uint64_t)delta + 1;
-    if (delta < 0 && start > limit) c = ((uint64_t)start - (uint64_t)limit - 1) / ((uint64_t)(-(delta + 1)) + 1) + 1;
+    if (delta > 0 && limit > start)
+        c = ((uint64_t)limit - (uint64_t)start - 1) / (uint64_t)delta + 1;
+    if (delta < 0 && start > limit)
+        c = ((uint64_t)start - (uint64_t)limit - 1) / ((uint64_t)(-(delta + 1)) + 1) + 1;
     return c > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c;
 }
 
@@ -1094,12 +1196,13 @@ static int fi_shape_range(fi_node *n) {
     int32_t elem = s->elem ? s->elem : l->elem ? l->elem : d->elem;
     for (size_t k = 0; k < 3; k++) {
         const fi_tensor *t = fi_in(n, k);
-        if (fi_has_rank(t) && fi_numel(t) >= 0 && fi_numel(t) != 1) return fi_fail(n, "input %zu is not a scalar", k);
+        if (fi_has_rank(t) && fi_numel(t) >= 0 && fi_numel(t) != 1)
+            return fi_fail(n, "input %zu is not a scalar", k);
     }
     const double *fs, *fl, *fd;
     size_t len;
-    bool known = fi_in_floats(n, 0, &fs, &len) && len == 1 && fi_in_floats(n, 1, &fl, &len) && len == 1 &&
-                 fi_in_floats(n, 2, &fd, &len) && len == 1;
+    bool known = fi_in_floats(n, 0, &fs, &len) && len == 1 && fi_in_floats(n, 1, &fl, &len) &&
+                 len == 1 && fi_in_floats(n, 2, &fd, &len) && len == 1;
     if (!known) {
         int32_t why = fi_blame(s) >= 0 ? fi_blame(s) : fi_blame(l) >= 0 ? fi_blame(l) : fi_blame(d);
         /* bounds that come from data: a symbol the user can bind with --dim */
@@ -1117,7 +1220,8 @@ static int fi_shape_range(fi_node *n) {
         fi_in_scalar(n, 2, &id);
         if (id == 0) return fi_fail(n, "delta is 0");
         int64_t count = fi_shape_range_count_i(is, il, id);
-        if (count > FI_MAX_DIM) return fi_fail(n, "would have %lld elements, more than 2^62", (long long)count);
+        if (count > FI_MAX_DIM)
+            return fi_fail(n, "would have %lld elements, more than 2^62", (long long)count);
         fi_dim c = fi_known(count);
         if (!fi_shape_buf_init(&b, elem, count)) return fi_set_shape(n, 0, elem, 1, &c);
         for (int64_t i = 0, v = is; i < count; i++) {
@@ -1128,7 +1232,8 @@ static int fi_shape_range(fi_node *n) {
     }
     if (fd[0] == 0) return fi_fail(n, "delta is 0");
     double q = ceil((fl[0] - fs[0]) / fd[0]);
-    if (isnan(q) || q > (double)FI_MAX_DIM) return fi_fail(n, "would have %g elements, more than 2^62", q);
+    if (isnan(q) || q > (double)FI_MAX_DIM)
+        return fi_fail(n, "would have %g elements, more than 2^62", q);
     int64_t count = q > 0 ? (int64_t)q : 0;
     fi_dim c = fi_known(count);
     if (!fi_shape_buf_init(&b, elem, count)) return fi_set_shape(n, 0, elem, 1, &c);

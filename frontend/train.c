@@ -59,20 +59,22 @@ typedef struct tr_node {
     const char *op; /* static string: an ATen op name */
     int *in;        /* value indices, -1 for an omitted optional input */
     size_t n_in;
-    int *out;       /* value indices, -1 for an omitted output */
+    int *out; /* value indices, -1 for an omitted output */
     size_t n_out;
-    int *alias;     /* per output: the input it shares storage with, or -1 */
+    int *alias; /* per output: the input it shares storage with, or -1 */
     int inplace;
 } tr_node;
 
 /* How a forward node changes in the derived graph. */
 typedef struct tr_fwd {
-    int *out;     /* its outputs, extended where an optional one is added; NULL: unchanged */
+    int *out; /* its outputs, extended where an optional one is added; NULL: unchanged */
     size_t n_out;
-    int alias[3]; /* BatchNormalization: running stats updated in place; Transpose of a weight: a view */
+    /* BatchNormalization: running stats updated in place; Transpose of a weight: a view */
+    int alias[3];
     bool has_alias;
     int inplace;
-    bool identity; /* a Dropout that passes its input through (ratio 0 or not training), a Cast to the same type */
+    /* a Dropout that passes its input through (ratio 0 or not training), a Cast to the same type */
+    bool identity;
 } tr_fwd;
 
 typedef struct tr {
@@ -84,18 +86,18 @@ typedef struct tr {
     size_t nv, cap_v;
     tr_node *n;
     size_t nn, cap_n;
-    tr_fwd *fwd;      /* per forward node */
+    tr_fwd *fwd; /* per forward node */
     /* per value (grown with v) */
-    int *grad;        /* the gradient accumulated so far, or -1 */
-    bool *shared;     /* that gradient is a tensor another slot also holds */
+    int *grad;    /* the gradient accumulated so far, or -1 */
+    bool *shared; /* that gradient is a tensor another slot also holds */
     /* per forward value */
-    bool *req;        /* requires grad */
-    bool *useful;     /* the loss depends on it through differentiable slots */
-    bool *param;      /* a trained parameter */
-    bool *frozen;     /* a float initializer --frozen keeps fixed */
-    int *gelu_x;      /* per forward node: the x of an Erf-GELU ending here, else -1 */
-    int *silu_x;      /* per forward node: the x of a SiLU x * Sigmoid(x) ending here, else -1 */
-    bool *fused;      /* per forward node: inside an Erf-GELU or a SiLU (its rule is the last node's) */
+    bool *req;    /* requires grad */
+    bool *useful; /* the loss depends on it through differentiable slots */
+    bool *param;  /* a trained parameter */
+    bool *frozen; /* a float initializer --frozen keeps fixed */
+    int *gelu_x;  /* per forward node: the x of an Erf-GELU ending here, else -1 */
+    int *silu_x;  /* per forward node: the x of a SiLU x * Sigmoid(x) ending here, else -1 */
+    bool *fused;  /* per forward node: inside an Erf-GELU or a SiLU (its rule is the last node's) */
     /* names in use: open addressing over v[].name */
     int *slots;
     size_t cap_slots;
@@ -106,7 +108,7 @@ typedef struct tr {
     const fe_input_shape *label_bind; /* --input-shape for the label input --train adds, or NULL */
     int64_t n_param_bytes, n_state_bytes, n_frozen_bytes;
     size_t n_params, n_frozen, n_state, n_buffers, n_backward, n_optim;
-    char **final;     /* graph outputs besides the loss */
+    char **final; /* graph outputs besides the loss */
     size_t n_final, cap_final;
     char *err;
     size_t errlen;
@@ -121,7 +123,9 @@ static int tr_fail(tr *T, const char *fmt, ...) {
     return -1;
 }
 
-static int tr_oom(tr *T) { return tr_fail(T, "out of memory"); }
+static int tr_oom(tr *T) {
+    return tr_fail(T, "out of memory");
+}
 
 static const char *tr_node_label(const tr *T, int ni) {
     const fe_node *n = &T->f->nodes[ni];
@@ -138,11 +142,14 @@ static uint64_t tr_hash(const char *s) {
 
 static size_t tr_slot(const tr *T, const char *name) {
     size_t i = (size_t)tr_hash(name) & (T->cap_slots - 1);
-    while (T->slots[i] >= 0 && strcmp(T->v[T->slots[i]].name, name) != 0) i = (i + 1) & (T->cap_slots - 1);
+    while (T->slots[i] >= 0 && strcmp(T->v[T->slots[i]].name, name) != 0)
+        i = (i + 1) & (T->cap_slots - 1);
     return i;
 }
 
-static bool tr_name_used(const tr *T, const char *name) { return T->slots[tr_slot(T, name)] >= 0; }
+static bool tr_name_used(const tr *T, const char *name) {
+    return T->slots[tr_slot(T, name)] >= 0;
+}
 
 static int tr_rehash(tr *T) {
     size_t cap = T->cap_slots ? T->cap_slots * 2 : 1024;
@@ -240,7 +247,8 @@ static int64_t tr_bytes(const tr *T, int v) {
 
 /* Appends a node.  in/out end at the first -2; alias NULL: no output
  * aliases; otherwise one entry per output.  Returns 0 or -1. */
-static int tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias, int inplace) {
+static int tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias,
+                   int inplace) {
     if (T->nn == T->cap_n) {
         size_t cap = T->cap_n ? 2 * T->cap_n : 1024;
         tr_node *n = realloc(T->n, cap * sizeof *n);
@@ -330,11 +338,13 @@ static int tr_give(tr *T, int x, int g, bool shared) {
 
 typedef struct tr_ctx {
     tr *T;
-    int ni;           /* forward node */
+    int ni; /* forward node */
     const fe_node *n;
 } tr_ctx;
 
-static int IN(const tr_ctx *c, size_t k) { return k < c->n->n_explicit_inputs ? c->n->inputs[k] : -1; }
+static int IN(const tr_ctx *c, size_t k) {
+    return k < c->n->n_explicit_inputs ? c->n->inputs[k] : -1;
+}
 static int OUT(const tr_ctx *c, size_t k) {
     const tr_fwd *fw = &c->T->fwd[c->ni];
     if (fw->out) return k < fw->n_out ? fw->out[k] : -1;
@@ -362,29 +372,69 @@ static int tr_unary(tr_ctx *c, const char *op, int saved) {
 }
 
 /* ReLU keeps its output (ReluBackward0 saves result), as do sigmoid and tanh. */
-static int r_relu(tr_ctx *c) { return tr_unary(c, "threshold_backward", OUT(c, 0)); }
-static int r_sigmoid(tr_ctx *c) { return tr_unary(c, "sigmoid_backward", OUT(c, 0)); }
-static int r_tanh(tr_ctx *c) { return tr_unary(c, "tanh_backward", OUT(c, 0)); }
+static int r_relu(tr_ctx *c) {
+    return tr_unary(c, "threshold_backward", OUT(c, 0));
+}
+static int r_sigmoid(tr_ctx *c) {
+    return tr_unary(c, "sigmoid_backward", OUT(c, 0));
+}
+static int r_tanh(tr_ctx *c) {
+    return tr_unary(c, "tanh_backward", OUT(c, 0));
+}
 /* These keep their input. */
-static int r_gelu(tr_ctx *c) { return tr_unary(c, "gelu_backward", IN(c, 0)); }
-static int r_leaky(tr_ctx *c) { return tr_unary(c, "leaky_relu_backward", IN(c, 0)); }
-static int r_elu(tr_ctx *c) { return tr_unary(c, "elu_backward", IN(c, 0)); }
-static int r_hsig(tr_ctx *c) { return tr_unary(c, "hardsigmoid_backward", IN(c, 0)); }
-static int r_hswish(tr_ctx *c) { return tr_unary(c, "hardswish_backward", IN(c, 0)); }
-static int r_softplus(tr_ctx *c) { return tr_unary(c, "softplus_backward", IN(c, 0)); }
-static int r_mish(tr_ctx *c) { return tr_unary(c, "mish_backward", IN(c, 0)); }
-static int r_softmax(tr_ctx *c) { return tr_unary(c, "_softmax_backward_data", OUT(c, 0)); }
-static int r_logsoftmax(tr_ctx *c) { return tr_unary(c, "_log_softmax_backward_data", OUT(c, 0)); }
-static int r_exp(tr_ctx *c) { return tr_unary(c, "mul", OUT(c, 0)); }
-static int r_log(tr_ctx *c) { return tr_unary(c, "div", IN(c, 0)); }
-static int r_neg(tr_ctx *c) { return tr_unary(c, "neg", -1); }
+static int r_gelu(tr_ctx *c) {
+    return tr_unary(c, "gelu_backward", IN(c, 0));
+}
+static int r_leaky(tr_ctx *c) {
+    return tr_unary(c, "leaky_relu_backward", IN(c, 0));
+}
+static int r_elu(tr_ctx *c) {
+    return tr_unary(c, "elu_backward", IN(c, 0));
+}
+static int r_hsig(tr_ctx *c) {
+    return tr_unary(c, "hardsigmoid_backward", IN(c, 0));
+}
+static int r_hswish(tr_ctx *c) {
+    return tr_unary(c, "hardswish_backward", IN(c, 0));
+}
+static int r_softplus(tr_ctx *c) {
+    return tr_unary(c, "softplus_backward", IN(c, 0));
+}
+static int r_mish(tr_ctx *c) {
+    return tr_unary(c, "mish_backward", IN(c, 0));
+}
+static int r_softmax(tr_ctx *c) {
+    return tr_unary(c, "_softmax_backward_data", OUT(c, 0));
+}
+static int r_logsoftmax(tr_ctx *c) {
+    return tr_unary(c, "_log_softmax_backward_data", OUT(c, 0));
+}
+static int r_exp(tr_ctx *c) {
+    return tr_unary(c, "mul", OUT(c, 0));
+}
+static int r_log(tr_ctx *c) {
+    return tr_unary(c, "div", IN(c, 0));
+}
+static int r_neg(tr_ctx *c) {
+    return tr_unary(c, "neg", -1);
+}
 static int r_identity(tr_ctx *c);
 /* A Cast to the value's own type is the value itself (a view, see tr_adjust_nodes). */
-static int r_cast(tr_ctx *c) { return c->T->fwd[c->ni].identity ? r_identity(c) : tr_unary(c, "_to_copy", -1); }
-static int r_avgpool(tr_ctx *c) { return tr_unary(c, "avg_pool2d_backward", IN(c, 0)); }
-static int r_pad(tr_ctx *c) { return tr_unary(c, "constant_pad_nd", -1); }
-static int r_slice(tr_ctx *c) { return tr_unary(c, "slice_backward", -1); }
-static int r_tile(tr_ctx *c) { return tr_unary(c, "sum", -1); }
+static int r_cast(tr_ctx *c) {
+    return c->T->fwd[c->ni].identity ? r_identity(c) : tr_unary(c, "_to_copy", -1);
+}
+static int r_avgpool(tr_ctx *c) {
+    return tr_unary(c, "avg_pool2d_backward", IN(c, 0));
+}
+static int r_pad(tr_ctx *c) {
+    return tr_unary(c, "constant_pad_nd", -1);
+}
+static int r_slice(tr_ctx *c) {
+    return tr_unary(c, "slice_backward", -1);
+}
+static int r_tile(tr_ctx *c) {
+    return tr_unary(c, "sum", -1);
+}
 /* Dropout keeps only its mask (native_dropout's second output); one that passes
  * its input through is a view, its gradient passed on. */
 static int r_identity(tr_ctx *c);
@@ -409,11 +459,14 @@ static int tr_chain(tr_ctx *c, int saved, const char *const *ops, size_t n_ops, 
      * could hoist it into the forward pass (keeping, say, a bool mask
      * instead of the float input), which PyTorch never does */
     for (size_t k = 0; k < n_ops; k++)
-        if ((t = k ? tr_op(c->T, ops[k], x, 0, INS(t)) : tr_op(c->T, ops[k], x, 0, INS(t, gy))) < 0) return -1;
+        if ((t = k ? tr_op(c->T, ops[k], x, 0, INS(t)) : tr_op(c->T, ops[k], x, 0, INS(t, gy))) < 0)
+            return -1;
     int g = tr_op(c->T, last, x, 0, INS(GY(c, 0), t));
     return tr_give(c->T, x, g, false);
 }
-static int r_sqrt(tr_ctx *c) { return tr_chain(c, OUT(c, 0), (const char *const[]){"mul"}, 1, "div"); }
+static int r_sqrt(tr_ctx *c) {
+    return tr_chain(c, OUT(c, 0), (const char *const[]){"mul"}, 1, "div");
+}
 static int r_erf(tr_ctx *c) {
     return tr_chain(c, IN(c, 0), (const char *const[]){"pow", "neg", "exp", "mul"}, 4, "mul");
 }
@@ -428,9 +481,15 @@ static int r_pow(tr_ctx *c) {
     int g = t1 < 0 ? -1 : tr_op(c->T, "mul", y, 0, INS(gy, t1));
     return tr_give(c->T, IN(c, 1), g, false);
 }
-static int r_abs(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"sgn"}, 1, "mul"); }
-static int r_sin(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"cos"}, 1, "mul"); }
-static int r_cos(tr_ctx *c) { return tr_chain(c, IN(c, 0), (const char *const[]){"sin", "neg"}, 2, "mul"); }
+static int r_abs(tr_ctx *c) {
+    return tr_chain(c, IN(c, 0), (const char *const[]){"sgn"}, 1, "mul");
+}
+static int r_sin(tr_ctx *c) {
+    return tr_chain(c, IN(c, 0), (const char *const[]){"cos"}, 1, "mul");
+}
+static int r_cos(tr_ctx *c) {
+    return tr_chain(c, IN(c, 0), (const char *const[]){"sin", "neg"}, 2, "mul");
+}
 static int r_reciprocal(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     int x = IN(c, 0), y = OUT(c, 0);
@@ -440,7 +499,9 @@ static int r_reciprocal(tr_ctx *c) {
     return tr_give(c->T, x, g, false);
 }
 /* Clip is torch's hardtanh (ReLU6 in MobileNet): hardtanh_backward keeps the input. */
-static int r_clip(tr_ctx *c) { return tr_unary(c, "hardtanh_backward", IN(c, 0)); }
+static int r_clip(tr_ctx *c) {
+    return tr_unary(c, "hardtanh_backward", IN(c, 0));
+}
 
 /* Add and Sum pass the same gradient tensor on (AddBackward0 saves nothing). */
 static int r_add(tr_ctx *c) {
@@ -508,11 +569,13 @@ static int r_matmul(tr_ctx *c) {
     int a = IN(c, 0), b = IN(c, 1), y = OUT(c, 0), gy = GY(c, 0);
     bool folded = T->v[b].rank <= 2;
     if (NEED(c, 0)) {
-        int g = folded ? tr_op(T, "mm", a, 0, INS(gy, b)) : tr_batched_like(T, "bmm", y, a, INS(gy, b));
+        int g =
+            folded ? tr_op(T, "mm", a, 0, INS(gy, b)) : tr_batched_like(T, "bmm", y, a, INS(gy, b));
         if (tr_give(T, a, g, false)) return -1;
     }
     if (NEED(c, 1)) {
-        int g = folded ? tr_op(T, "mm", b, 0, INS(a, gy)) : tr_batched_like(T, "bmm", y, b, INS(a, gy));
+        int g =
+            folded ? tr_op(T, "mm", b, 0, INS(a, gy)) : tr_batched_like(T, "bmm", y, b, INS(a, gy));
         if (tr_give(T, b, g, false)) return -1;
     }
     return 0;
@@ -521,8 +584,10 @@ static int r_matmul(tr_ctx *c) {
 static int r_gemm(tr_ctx *c) {
     tr *T = c->T;
     int gy = GY(c, 0);
-    if (NEED(c, 0) && tr_give(T, IN(c, 0), tr_op(T, "mm", IN(c, 0), 0, INS(gy, IN(c, 1))), false)) return -1;
-    if (NEED(c, 1) && tr_give(T, IN(c, 1), tr_op(T, "mm", IN(c, 1), 0, INS(gy, IN(c, 0))), false)) return -1;
+    if (NEED(c, 0) && tr_give(T, IN(c, 0), tr_op(T, "mm", IN(c, 0), 0, INS(gy, IN(c, 1))), false))
+        return -1;
+    if (NEED(c, 1) && tr_give(T, IN(c, 1), tr_op(T, "mm", IN(c, 1), 0, INS(gy, IN(c, 0))), false))
+        return -1;
     if (NEED(c, 2) && tr_give(T, IN(c, 2), gy, true)) return -1;
     return 0;
 }
@@ -531,9 +596,11 @@ static int r_conv(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "convolution_backward", IN(c, k), 0)) < 0) return -1;
+        if (NEED(c, k) && (o[k] = tr_new_like(T, "convolution_backward", IN(c, k), 0)) < 0)
+            return -1;
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    if (tr_emit(T, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)), o, NULL, 0)) return -1;
+    if (tr_emit(T, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)), o, NULL, 0))
+        return -1;
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
@@ -545,10 +612,13 @@ static int r_batchnorm(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_batch_norm_backward", IN(c, k), 0)) < 0) return -1;
+        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_batch_norm_backward", IN(c, k), 0)) < 0)
+            return -1;
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
     int m = OUT(c, 1) >= 0 ? OUT(c, 1) : IN(c, 3), v = OUT(c, 2) >= 0 ? OUT(c, 2) : IN(c, 4);
-    if (tr_emit(T, "native_batch_norm_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v), o, NULL, 0)) return -1;
+    if (tr_emit(T, "native_batch_norm_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v), o, NULL,
+                0))
+        return -1;
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
@@ -558,10 +628,11 @@ static int r_layernorm(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_layer_norm_backward", IN(c, k), 0)) < 0) return -1;
+        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_layer_norm_backward", IN(c, k), 0)) < 0)
+            return -1;
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    if (tr_emit(T, "native_layer_norm_backward", INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)), o,
-                NULL, 0))
+    if (tr_emit(T, "native_layer_norm_backward",
+                INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)), o, NULL, 0))
         return -1;
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
@@ -596,7 +667,8 @@ static int r_identity(tr_ctx *c) {
 static int r_transpose(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     int x = IN(c, 0);
-    if (c->T->fwd[c->ni].has_alias) return tr_give(c->T, x, tr_view(c->T, "t", GY(c, 0), x), c->T->shared[OUT(c, 0)]);
+    if (c->T->fwd[c->ni].has_alias)
+        return tr_give(c->T, x, tr_view(c->T, "t", GY(c, 0), x), c->T->shared[OUT(c, 0)]);
     return tr_give(c->T, x, tr_op(c->T, "permute_copy", x, 0, INS(GY(c, 0))), false);
 }
 /* CatBackward0 narrows the gradient: views. */
@@ -612,7 +684,8 @@ static int r_split(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     tr *T = c->T;
     size_t no = c->n->n_outputs;
-    if (no + 1 > TR_MAX_IO) return tr_fail(T, "node '%s' (#%d): %zu outputs", tr_node_label(T, c->ni), c->ni, no);
+    if (no + 1 > TR_MAX_IO)
+        return tr_fail(T, "node '%s' (#%d): %zu outputs", tr_node_label(T, c->ni), c->ni, no);
     int *in = malloc((no + 1) * sizeof *in);
     if (!in) return tr_oom(T);
     int rc = 0;
@@ -621,7 +694,8 @@ static int r_split(tr_ctx *c) {
         in[k] = GY(c, k);
         if (in[k] < 0 && OUT(c, k) >= 0) {
             in[k] = tr_new_like(T, "new_zeros", OUT(c, k), 0);
-            if (in[k] < 0 || tr_emit(T, "new_zeros", (const int[]){END}, INS(in[k]), NULL, 0)) rc = -1;
+            if (in[k] < 0 || tr_emit(T, "new_zeros", (const int[]){END}, INS(in[k]), NULL, 0))
+                rc = -1;
         }
     }
     in[k] = END;
@@ -653,7 +727,8 @@ static int r_sce(tr_ctx *c) {
     tr *T = c->T;
     int lp = OUT(c, 1), x = IN(c, 0);
     bool nd = T->v[x].rank > 2;
-    int t = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", lp, 0, INS(GY(c, 0), lp, IN(c, 1)));
+    int t = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", lp, 0,
+                  INS(GY(c, 0), lp, IN(c, 1)));
     int g = t < 0 ? -1 : tr_op(T, "_log_softmax_backward_data", x, 0, INS(t, lp));
     return tr_give(T, x, g, false);
 }
@@ -661,7 +736,9 @@ static int r_nll(tr_ctx *c) {
     if (!NEED(c, 0)) return 0;
     int x = IN(c, 0);
     bool nd = c->T->v[x].rank > 2;
-    return tr_give(c->T, x, tr_op(c->T, nd ? "nll_loss2d_backward" : "nll_loss_backward", x, 0, INS(GY(c, 0), x, IN(c, 1))),
+    return tr_give(c->T, x,
+                   tr_op(c->T, nd ? "nll_loss2d_backward" : "nll_loss_backward", x, 0,
+                         INS(GY(c, 0), x, IN(c, 1))),
                    false);
 }
 /* The Erf form of GELU that torch.onnx writes for F.gelu (opset < 20):
@@ -688,31 +765,105 @@ typedef struct tr_rule_entry {
 } tr_rule_entry;
 
 static const tr_rule_entry tr_rules[] = {
-    {"Relu", r_relu, 0}, {"Sigmoid", r_sigmoid, 0}, {"Tanh", r_tanh, 0}, {"Gelu", r_gelu, 0},
-    {"LeakyRelu", r_leaky, 0}, {"Elu", r_elu, 0}, {"Selu", r_elu, 0}, {"Celu", r_elu, 0},
-    {"HardSigmoid", r_hsig, 0}, {"HardSwish", r_hswish, 0}, {"Softplus", r_softplus, 0}, {"Mish", r_mish, 0},
-    {"Softmax", r_softmax, 0}, {"LogSoftmax", r_logsoftmax, 0}, {"Exp", r_exp, 0}, {"Log", r_log, 0},
-    {"Neg", r_neg, 0}, {"Cast", r_cast, 1}, {"Sqrt", r_sqrt, 0}, {"Erf", r_erf, 0}, {"Pow", r_pow, 0},
-    {"Abs", r_abs, 0}, {"Sin", r_sin, 0}, {"Cos", r_cos, 0}, {"Reciprocal", r_reciprocal, 0}, {"Clip", r_clip, 1},
-    {"Add", r_add, 0}, {"Sum", r_add, 0}, {"Sub", r_sub, 0}, {"Mul", r_mul, 0}, {"Div", r_div, 0},
-    {"Where", r_where, 6}, {"MatMul", r_matmul, 0}, {"Gemm", r_gemm, 0}, {"Conv", r_conv, 0},
-    {"ConvTranspose", r_conv, 0}, {"BatchNormalization", r_batchnorm, 7}, {"LayerNormalization", r_layernorm, 0},
-    {"MaxPool", r_maxpool, 1}, {"AveragePool", r_avgpool, 1}, {"GlobalAveragePool", r_mean, 1},
-    {"ReduceMean", r_mean, 1}, {"ReduceSum", r_reducesum, 1}, {"Reshape", r_view, 1}, {"Flatten", r_view, 1},
-    {"Squeeze", r_view, 1}, {"Unsqueeze", r_view, 1}, {"Identity", r_identity, 1}, {"Transpose", r_transpose, 1},
-    {"Concat", r_concat, 0}, {"Split", r_split, 1}, {"Slice", r_slice, 1}, {"Gather", r_gather, 1},
-    {"GatherElements", r_gather_elements, 1}, {"Expand", r_expand, 1}, {"Tile", r_tile, 1}, {"Pad", r_pad, 1},
-    {"Dropout", r_dropout, 1}, {"SoftmaxCrossEntropyLoss", r_sce, 1}, {"NegativeLogLikelihoodLoss", r_nll, 1},
+    {"Relu", r_relu, 0},
+    {"Sigmoid", r_sigmoid, 0},
+    {"Tanh", r_tanh, 0},
+    {"Gelu", r_gelu, 0},
+    {"LeakyRelu", r_leaky, 0},
+    {"Elu", r_elu, 0},
+    {"Selu", r_elu, 0},
+    {"Celu", r_elu, 0},
+    {"HardSigmoid", r_hsig, 0},
+    {"HardSwish", r_hswish, 0},
+    {"Softplus", r_softplus, 0},
+    {"Mish", r_mish, 0},
+    {"Softmax", r_softmax, 0},
+    {"LogSoftmax", r_logsoftmax, 0},
+    {"Exp", r_exp, 0},
+    {"Log", r_log, 0},
+    {"Neg", r_neg, 0},
+    {"Cast", r_cast, 1},
+    {"Sqrt", r_sqrt, 0},
+    {"Erf", r_erf, 0},
+    {"Pow", r_pow, 0},
+    {"Abs", r_abs, 0},
+    {"Sin", r_sin, 0},
+    {"Cos", r_cos, 0},
+    {"Reciprocal", r_reciprocal, 0},
+    {"Clip", r_clip, 1},
+    {"Add", r_add, 0},
+    {"Sum", r_add, 0},
+    {"Sub", r_sub, 0},
+    {"Mul", r_mul, 0},
+    {"Div", r_div, 0},
+    {"Where", r_where, 6},
+    {"MatMul", r_matmul, 0},
+    {"Gemm", r_gemm, 0},
+    {"Conv", r_conv, 0},
+    {"ConvTranspose", r_conv, 0},
+    {"BatchNormalization", r_batchnorm, 7},
+    {"LayerNormalization", r_layernorm, 0},
+    {"MaxPool", r_maxpool, 1},
+    {"AveragePool", r_avgpool, 1},
+    {"GlobalAveragePool", r_mean, 1},
+    {"ReduceMean", r_mean, 1},
+    {"ReduceSum", r_reducesum, 1},
+    {"Reshape", r_view, 1},
+    {"Flatten", r_view, 1},
+    {"Squeeze", r_view, 1},
+    {"Unsqueeze", r_view, 1},
+    {"Identity", r_identity, 1},
+    {"Transpose", r_transpose, 1},
+    {"Concat", r_concat, 0},
+    {"Split", r_split, 1},
+    {"Slice", r_slice, 1},
+    {"Gather", r_gather, 1},
+    {"GatherElements", r_gather_elements, 1},
+    {"Expand", r_expand, 1},
+    {"Tile", r_tile, 1},
+    {"Pad", r_pad, 1},
+    {"Dropout", r_dropout, 1},
+    {"SoftmaxCrossEntropyLoss", r_sce, 1},
+    {"NegativeLogLikelihoodLoss", r_nll, 1},
     {NULL, NULL, 0},
 };
 
 /* Operators whose outputs carry no gradient: integer results, comparisons,
  * data-dependent indices, random numbers, piecewise-constant functions. */
 static const char *const tr_nondiff[] = {
-    "Shape", "Size", "Constant", "ConstantOfShape", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-    "Not", "And", "Or", "Xor", "ArgMax", "ArgMin", "NonZero", "Floor", "Ceil", "Round", "Sign", "IsNaN", "IsInf",
-    "Range", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial",
-    "EyeLike", "OneHot", "NonMaxSuppression", NULL,
+    "Shape",
+    "Size",
+    "Constant",
+    "ConstantOfShape",
+    "Equal",
+    "Less",
+    "LessOrEqual",
+    "Greater",
+    "GreaterOrEqual",
+    "Not",
+    "And",
+    "Or",
+    "Xor",
+    "ArgMax",
+    "ArgMin",
+    "NonZero",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "IsNaN",
+    "IsInf",
+    "Range",
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
+    "Bernoulli",
+    "Multinomial",
+    "EyeLike",
+    "OneHot",
+    "NonMaxSuppression",
+    NULL,
 };
 
 static const tr_rule_entry *tr_rule_of(const fe_node *n) {
@@ -740,7 +891,9 @@ static bool tr_diff_slot(const fe_node *n, size_t k) {
 
 /* ------------------------------------------------------------- analysis */
 
-static bool tr_float(int32_t e) { return fi_is_float_type(e); }
+static bool tr_float(int32_t e) {
+    return fi_is_float_type(e);
+}
 
 /* The values of an Erf-GELU, x -> Div(x, c) -> Erf -> Add(., c) -> Mul(x, .)
  * -> Mul(., c), each intermediate read once: gelu_x[last] = x. */
@@ -818,11 +971,14 @@ static int tr_analyse(tr *T) {
         const fe_value *fv = &f->values[v];
         if (!(fv->kind & FE_INITIALIZER) || !tr_float(fv->elem_type)) continue;
         n_float_init++;
-        if (tr_frozen_name(T->opt, fv->name)) T->frozen[v] = true;
-        else T->req[v] = true;
+        if (tr_frozen_name(T->opt, fv->name))
+            T->frozen[v] = true;
+        else
+            T->req[v] = true;
     }
     if (n_float_init == 0)
-        return tr_fail(T, "the graph has no float initializer, so nothing to train (weights given as graph inputs "
+        return tr_fail(T, "the graph has no float initializer, so nothing to train (weights given "
+                          "as graph inputs "
                           "cannot be told from data; export with the weights inside the file)");
     for (size_t i = 0; i < f->n_nodes; i++) {
         const fe_node *n = &f->nodes[i];
@@ -831,7 +987,8 @@ static int tr_analyse(tr *T) {
             if (n->inputs[k] >= 0 && T->req[n->inputs[k]] && tr_diff_slot(n, k)) any = true;
         for (size_t k = 0; k < n->n_outputs; k++) {
             int o = n->outputs[k];
-            if (o >= 0 && any && tr_float(f->values[o].elem_type) && f->values[o].seq_len < 0) T->req[o] = true;
+            if (o >= 0 && any && tr_float(f->values[o].elem_type) && f->values[o].seq_len < 0)
+                T->req[o] = true;
         }
     }
     T->useful[T->loss_out] = true;
@@ -842,7 +999,8 @@ static int tr_analyse(tr *T) {
             if (n->outputs[k] >= 0 && T->useful[n->outputs[k]] && T->req[n->outputs[k]]) any = true;
         if (!any) continue;
         for (size_t k = 0; k < n->n_explicit_inputs; k++)
-            if (n->inputs[k] >= 0 && T->req[n->inputs[k]] && tr_diff_slot(n, k)) T->useful[n->inputs[k]] = true;
+            if (n->inputs[k] >= 0 && T->req[n->inputs[k]] && tr_diff_slot(n, k))
+                T->useful[n->inputs[k]] = true;
     }
     /* An operator that the gradient must cross and that has no rule. */
     for (size_t i = f->n_nodes; i-- > 0;) {
@@ -850,14 +1008,18 @@ static int tr_analyse(tr *T) {
         if (T->fused[i] || tr_rule_of(n) || T->gelu_x[i] >= 0 || T->silu_x[i] >= 0) continue;
         bool out_grad = false, in_req = false;
         for (size_t k = 0; k < n->n_outputs; k++)
-            if (n->outputs[k] >= 0 && T->useful[n->outputs[k]] && T->req[n->outputs[k]]) out_grad = true;
+            if (n->outputs[k] >= 0 && T->useful[n->outputs[k]] && T->req[n->outputs[k]])
+                out_grad = true;
         for (size_t k = 0; k < n->n_explicit_inputs; k++)
             if (n->inputs[k] >= 0 && T->req[n->inputs[k]]) in_req = true;
         if (out_grad && in_req)
-            return tr_fail(T, "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no gradient rule for it "
-                              "(frontend/TRAIN.md lists the operators covered; --frozen can stop the gradient before it)",
-                           tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "", n->domain[0] ? "::" : "",
-                           n->op_type);
+            return tr_fail(T,
+                           "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no "
+                           "gradient rule for it "
+                           "(frontend/TRAIN.md lists the operators covered; --frozen can stop the "
+                           "gradient before it)",
+                           tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "",
+                           n->domain[0] ? "::" : "", n->op_type);
     }
     for (size_t v = 0; v < nv; v++) {
         const fe_value *fv = &f->values[v];
@@ -876,7 +1038,9 @@ static int tr_analyse(tr *T) {
             T->n_frozen_bytes += (int64_t)f->values[v].bytes;
         }
     if (T->n_params == 0)
-        return tr_fail(T, "no float initializer reaches the loss through differentiable operators%s: nothing to train",
+        return tr_fail(T,
+                       "no float initializer reaches the loss through differentiable operators%s: "
+                       "nothing to train",
                        T->n_frozen ? " (--frozen keeps the others fixed)" : "");
     return 0;
 }
@@ -884,14 +1048,16 @@ static int tr_analyse(tr *T) {
 /* ---------------------------------------------------- forward adjustments */
 
 /* Output k of forward node ni, added when the file omits it. */
-static int tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem, int rank, const int64_t *dims) {
+static int tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem, int rank,
+                         const int64_t *dims) {
     const fe_node *n = &T->f->nodes[ni];
     tr_fwd *fw = &T->fwd[ni];
     if (!fw->out || k >= fw->n_out) {
         size_t no = n->n_outputs > k + 1 ? n->n_outputs : k + 1;
         int *out = realloc(fw->out, no * sizeof *out);
         if (!out) return tr_oom(T);
-        for (size_t j = fw->out ? fw->n_out : 0; j < no; j++) out[j] = j < n->n_outputs ? n->outputs[j] : -1;
+        for (size_t j = fw->out ? fw->n_out : 0; j < no; j++)
+            out[j] = j < n->n_outputs ? n->outputs[j] : -1;
         fw->out = out;
         fw->n_out = no;
     }
@@ -914,7 +1080,8 @@ static bool tr_const_scalar(const tr *T, int v, double *out) {
     int p = T->f->values[v].producer;
     if (p >= 0) {
         const Onnx__NodeProto *np = g->node[p];
-        if (!np->op_type || strcmp(np->op_type, "Constant") || (np->domain && np->domain[0])) return false;
+        if (!np->op_type || strcmp(np->op_type, "Constant") || (np->domain && np->domain[0]))
+            return false;
         for (size_t a = 0; a < np->n_attribute; a++) {
             const Onnx__AttributeProto *at = np->attribute[a];
             if (!at->name) continue;
@@ -924,7 +1091,8 @@ static bool tr_const_scalar(const tr *T, int v, double *out) {
         }
     } else {
         for (size_t k = 0; k < g->n_initializer && !tp; k++)
-            if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name)) tp = g->initializer[k];
+            if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
+                tp = g->initializer[k];
     }
     if (!tp) return false;
     if (tp->has_raw_data) {
@@ -935,8 +1103,10 @@ static bool tr_const_scalar(const tr *T, int v, double *out) {
             memcpy(&f, d, 4);
             return *out = f, true;
         }
-        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8) return memcpy(out, d, 8), true;
-        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL || tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
+        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8)
+            return memcpy(out, d, 8), true;
+        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
+             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
             len >= 1)
             return *out = d[0], true;
         return false;
@@ -953,10 +1123,12 @@ static bool tr_const_scalar(const tr *T, int v, double *out) {
  * PyTorch's dropout with p = 0 returns the input itself: no copy, no mask. */
 static bool tr_dropout_identity(const tr *T, const fe_node *n) {
     double r = 0.5, tm = 0;
-    if (n->n_explicit_inputs < 3 || n->inputs[2] < 0) return true; /* training_mode defaults to false */
-    if (!tr_const_scalar(T, n->inputs[2], &tm)) return false;       /* computed: assume training */
+    if (n->n_explicit_inputs < 3 || n->inputs[2] < 0)
+        return true;                                          /* training_mode defaults to false */
+    if (!tr_const_scalar(T, n->inputs[2], &tm)) return false; /* computed: assume training */
     if (tm == 0) return true;
-    if (n->n_explicit_inputs >= 2 && n->inputs[1] >= 0 && !tr_const_scalar(T, n->inputs[1], &r)) return false;
+    if (n->n_explicit_inputs >= 2 && n->inputs[1] >= 0 && !tr_const_scalar(T, n->inputs[1], &r))
+        return false;
     return r == 0;
 }
 
@@ -966,7 +1138,8 @@ static int tr_adjust_forward(tr *T) {
     /* values that are a non-trained initializer or a view of one */
     bool *bufview = calloc(f->n_values + 1, 1);
     if (!bufview) return tr_oom(T);
-    for (size_t v = 0; v < f->n_values; v++) bufview[v] = (f->values[v].kind & FE_INITIALIZER) && !T->req[v];
+    for (size_t v = 0; v < f->n_values; v++)
+        bufview[v] = (f->values[v].kind & FE_INITIALIZER) && !T->req[v];
     int rc = tr_adjust_nodes(T, bufview);
     free(bufview);
     return rc;
@@ -989,7 +1162,8 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
             T->fwd[i].alias[1] = 3;
             T->fwd[i].alias[2] = 4;
             T->fwd[i].inplace = 1;
-        } else if (!strcmp(op, "Transpose") && x >= 0 && (f->values[x].kind & FE_INITIALIZER) && y >= 0) {
+        } else if (!strcmp(op, "Transpose") && x >= 0 && (f->values[x].kind & FE_INITIALIZER) &&
+                   y >= 0) {
             T->fwd[i].has_alias = true; /* w.t() is a view in PyTorch */
             T->fwd[i].alias[0] = 0;
             T->fwd[i].inplace = 0;
@@ -1000,7 +1174,8 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
             T->fwd[i].alias[0] = 0;
             T->fwd[i].inplace = 0;
             bufview[y] = true;
-        } else if (!strcmp(op, "Cast") && x >= 0 && y >= 0 && f->values[x].elem_type == f->values[y].elem_type) {
+        } else if (!strcmp(op, "Cast") && x >= 0 && y >= 0 &&
+                   f->values[x].elem_type == f->values[y].elem_type) {
             /* x.to(its own dtype) returns x itself in PyTorch (torch.onnx writes a Cast to
              * bool before GPT-2's torch.where) */
             T->fwd[i].has_alias = true;
@@ -1009,15 +1184,16 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
             T->fwd[i].identity = true;
             bufview[y] = bufview[x];
         } else if (!strcmp(op, "Dropout") && x >= 0 && y >= 0 && tr_dropout_identity(T, n)) {
-            T->fwd[i].has_alias = true; /* the input itself; a mask the file asks for stays its own */
+            T->fwd[i].has_alias =
+                true; /* the input itself; a mask the file asks for stays its own */
             T->fwd[i].alias[0] = 0;
             T->fwd[i].alias[1] = -1;
             T->fwd[i].inplace = 0;
             T->fwd[i].identity = true;
         }
         if (y >= 0 && x >= 0 && bufview[x] && !n->domain[0] &&
-            (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze") ||
-             !strcmp(op, "Identity")))
+            (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
+             !strcmp(op, "Unsqueeze") || !strcmp(op, "Identity")))
             bufview[y] = true; /* standard views (graph/ makes them share storage) */
         if (!grad_path) continue;
         int rc = 0;
@@ -1027,7 +1203,8 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
         int32_t xelem = x >= 0 ? T->v[x].elem : 1;
         memcpy(ydims, T->v[y].dims, (size_t)(yrank > 0 ? yrank : 0) * sizeof *ydims);
         if (x >= 0) memcpy(xdims, T->v[x].dims, (size_t)(xrank > 0 ? xrank : 0) * sizeof *xdims);
-        if (!strcmp(op, "MaxPool")) rc = tr_fwd_output(T, (int)i, 1, "indices", 7 /* INT64 */, yrank, ydims);
+        if (!strcmp(op, "MaxPool"))
+            rc = tr_fwd_output(T, (int)i, 1, "indices", 7 /* INT64 */, yrank, ydims);
         else if (!strcmp(op, "Dropout") && !T->fwd[i].identity)
             rc = tr_fwd_output(T, (int)i, 1, "mask", 9 /* BOOL */, yrank, ydims);
         else if (!strcmp(op, "SoftmaxCrossEntropyLoss"))
@@ -1039,13 +1216,15 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
             if (T->mp && T->mp->graph) {
                 const Onnx__NodeProto *np = T->mp->graph->node[i];
                 for (size_t a = 0; a < np->n_attribute; a++)
-                    if (np->attribute[a]->name && !strcmp(np->attribute[a]->name, "axis")) axis = np->attribute[a]->i;
+                    if (np->attribute[a]->name && !strcmp(np->attribute[a]->name, "axis"))
+                        axis = np->attribute[a]->i;
             }
             if (axis < 0) axis += rank;
             if (axis < 0 || axis > rank) axis = rank ? rank - 1 : 0;
             int64_t dims[FI_MAX_RANK];
             for (int d = 0; d < rank; d++) dims[d] = d < axis ? xdims[d] : 1;
-            rc = tr_fwd_output(T, (int)i, 1, "mean", 1, rank, dims) || tr_fwd_output(T, (int)i, 2, "rstd", 1, rank, dims);
+            rc = tr_fwd_output(T, (int)i, 1, "mean", 1, rank, dims) ||
+                 tr_fwd_output(T, (int)i, 2, "rstd", 1, rank, dims);
         }
         if (rc) return -1;
     }
@@ -1076,7 +1255,8 @@ static const char *tr_optimizer_name(int k) {
 int fe_train_loss_parse(const char *s, int *loss) {
     for (int k = FE_LOSS_CROSS_ENTROPY; k <= FE_LOSS_NONE; k++)
         if (strcmp(s, tr_loss_name(k)) == 0) return *loss = k, 0;
-    if (strcmp(s, "ce") == 0 || strcmp(s, "cross_entropy") == 0) return *loss = FE_LOSS_CROSS_ENTROPY, 0;
+    if (strcmp(s, "ce") == 0 || strcmp(s, "cross_entropy") == 0)
+        return *loss = FE_LOSS_CROSS_ENTROPY, 0;
     return -1;
 }
 
@@ -1091,7 +1271,8 @@ static void tr_shape_text(const tr *T, int v, char *buf, size_t len) {
     char eb[32];
     off += (size_t)snprintf(buf, len, "%s [", fe_elem_name(T->v[v].elem, eb, sizeof eb));
     for (int d = 0; d < T->v[v].rank && off < len; d++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? ", " : "", (long long)T->v[v].dims[d]);
+        off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? ", " : "",
+                                (long long)T->v[v].dims[d]);
     if (off < len) snprintf(buf + off, len - off, "]");
 }
 
@@ -1101,13 +1282,19 @@ static void tr_shape_text(const tr *T, int v, char *buf, size_t len) {
 static int tr_cross_entropy(tr *T, int y, int label, bool nd) {
     int lsm = tr_op(T, "_log_softmax", y, 0, INS(y));
     if (lsm < 0) return -1;
-    int loss = tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", T->v[y].elem, 0, NULL);
-    int tw = loss < 0 ? -1 : tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", T->v[y].elem, 0, NULL);
-    if (tw < 0 || tr_emit(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", INS(lsm, label), INS(loss, tw), NULL, 0))
+    int loss =
+        tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", T->v[y].elem, 0, NULL);
+    int tw = loss < 0 ? -1
+                      : tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward",
+                                     T->v[y].elem, 0, NULL);
+    if (tw < 0 || tr_emit(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", INS(lsm, label),
+                          INS(loss, tw), NULL, 0))
         return -1;
     T->loss = loss;
     int seed = tr_op(T, "ones_like", loss, 0, INS(loss));
-    int g = seed < 0 ? -1 : tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0, INS(seed, lsm, label, -1, tw));
+    int g = seed < 0 ? -1
+                     : tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0,
+                             INS(seed, lsm, label, -1, tw));
     return g < 0 ? -1 : tr_op(T, "_log_softmax_backward_data", y, 0, INS(g, lsm));
 }
 
@@ -1132,14 +1319,19 @@ static int tr_label(tr *T, int y, int32_t elem, int rank, const int64_t *dims) {
         tr_dims_text((int)br, bd, got, sizeof got);
         tr_shape_text(T, y, ys, sizeof ys);
         if (strcmp(b->name, name) != 0)
-            return tr_fail(T, "--input-shape names '%s', which is neither a graph input nor the label input that "
-                              "--train adds ('%s' %s)", b->name, name, want);
+            return tr_fail(
+                T,
+                "--input-shape names '%s', which is neither a graph input nor the label input that "
+                "--train adds ('%s' %s)",
+                b->name, name, want);
         bool same = b->rank == (size_t)rank;
         for (int d = 0; same && d < rank; d++) same = b->dims[d] == dims[d];
         if (!same)
-            return tr_fail(T, "--input-shape gives the label input '%s' the shape %s, which cannot match the %s "
-                              "loss on '%s' %s: it needs %s", name, got, tr_loss_name(T->loss_kind), T->v[y].name, ys,
-                           want);
+            return tr_fail(
+                T,
+                "--input-shape gives the label input '%s' the shape %s, which cannot match the %s "
+                "loss on '%s' %s: it needs %s",
+                name, got, tr_loss_name(T->loss_kind), T->v[y].name, ys, want);
     }
     return T->label = tr_add_value(T, name, elem, rank, dims);
 }
@@ -1160,11 +1352,17 @@ static int tr_build_loss(tr *T) {
     int g = -1;
     if (kind == FE_LOSS_NONE) {
         if (T->label_bind)
-            return tr_fail(T, "--input-shape names '%s', which is not a graph input (and --loss none adds no label "
-                              "input)", T->label_bind->name);
+            return tr_fail(T,
+                           "--input-shape names '%s', which is not a graph input (and --loss none "
+                           "adds no label "
+                           "input)",
+                           T->label_bind->name);
         if (n != 1)
-            return tr_fail(T, "--loss none wants the graph's output to be the loss, a scalar; '%s' is %s "
-                              "(use --loss cross-entropy or mse)", T->v[y].name, shape);
+            return tr_fail(
+                T,
+                "--loss none wants the graph's output to be the loss, a scalar; '%s' is %s "
+                "(use --loss cross-entropy or mse)",
+                T->v[y].name, shape);
         T->loss = y;
         g = tr_op(T, "ones_like", y, 0, INS(y));
     } else if (kind == FE_LOSS_MSE) {
@@ -1176,9 +1374,13 @@ static int tr_build_loss(tr *T) {
         g = seed < 0 ? -1 : tr_op(T, "mse_loss_backward", y, 0, INS(seed, y, T->label));
     } else {
         if (rank < 2)
-            return tr_fail(T, "cross-entropy wants logits [N, C] (or [B, S, C], [N, C, H, W]); '%s' is %s "
-                              "(--loss none if it is already the loss, --loss mse for a regression)", T->v[y].name, shape);
-        if (T->v[y].dims[rank - 1] < 1 || n == 0) return tr_fail(T, "'%s' is %s: no classes", T->v[y].name, shape);
+            return tr_fail(
+                T,
+                "cross-entropy wants logits [N, C] (or [B, S, C], [N, C, H, W]); '%s' is %s "
+                "(--loss none if it is already the loss, --loss mse for a regression)",
+                T->v[y].name, shape);
+        if (T->v[y].dims[rank - 1] < 1 || n == 0)
+            return tr_fail(T, "'%s' is %s: no classes", T->v[y].name, shape);
         if (rank == 2) {
             if (tr_label(T, y, 7, 1, T->v[y].dims) < 0) return -1;
             g = tr_cross_entropy(T, y, T->label, false);
@@ -1190,7 +1392,8 @@ static int tr_build_loss(tr *T) {
             int yv = tr_new_shape(T, "view", elem, 2, flat);
             if (yv < 0 || tr_emit(T, "view", INS(y), INS(yv), (const int[]){0}, 0)) return -1;
             int lv = tr_new_shape(T, "view", 7, 1, flat);
-            if (lv < 0 || tr_emit(T, "view", INS(T->label), INS(lv), (const int[]){0}, 0)) return -1;
+            if (lv < 0 || tr_emit(T, "view", INS(T->label), INS(lv), (const int[]){0}, 0))
+                return -1;
             T->label_view = lv;
             int g2 = tr_cross_entropy(T, yv, lv, false);
             g = g2 < 0 ? -1 : tr_view(T, "view", g2, y);
@@ -1222,9 +1425,12 @@ static int tr_backward(tr *T) {
             if (GY(&c, k) >= 0) any = true;
         if (!any) continue;
         tr_rule rule = NULL;
-        if (T->gelu_x[i] >= 0) rule = r_fused_gelu;
-        else if (T->silu_x[i] >= 0) rule = r_fused_silu;
-        else if (tr_rule_of(n)) rule = tr_rule_of(n)->rule;
+        if (T->gelu_x[i] >= 0)
+            rule = r_fused_gelu;
+        else if (T->silu_x[i] >= 0)
+            rule = r_fused_silu;
+        else if (tr_rule_of(n))
+            rule = tr_rule_of(n)->rule;
         if (rule && rule(&c)) return -1;
     }
     T->n_backward = T->nn - before;
@@ -1309,10 +1515,12 @@ static int tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states)
         int step = tr_state(T, p, "step", 0);
         int m = step < 0 ? -1 : tr_state(T, p, "exp_avg", 1);
         int v = m < 0 ? -1 : tr_state(T, p, "exp_avg_sq", 1);
-        if (v < 0 || tr_push(T, states, step) || tr_push(T, states, m) || tr_push(T, states, v)) return -1;
+        if (v < 0 || tr_push(T, states, step) || tr_push(T, states, m) || tr_push(T, states, v))
+            return -1;
         int s1 = tr_inplace(T, "add_", INS(step));
         int pw = p;
-        if (s1 >= 0 && kind == FE_OPT_ADAMW) pw = tr_inplace(T, "mul_", INS(p)); /* decoupled weight decay */
+        if (s1 >= 0 && kind == FE_OPT_ADAMW)
+            pw = tr_inplace(T, "mul_", INS(p)); /* decoupled weight decay */
         int m1 = pw < 0 || s1 < 0 ? -1 : tr_inplace(T, "mul_", INS(m));
         int m2 = m1 < 0 ? -1 : tr_inplace(T, "add_", INS(m1, g));
         int v1 = m2 < 0 ? -1 : tr_inplace(T, "mul_", INS(v));
@@ -1321,7 +1529,9 @@ static int tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states)
         int d2 = d1 < 0 ? -1 : tr_op(T, "div", d1, 0, INS(d1));
         int d3 = d2 < 0 ? -1 : tr_inplace(T, "add_", INS(d2));
         int p1 = d3 < 0 ? -1 : tr_inplace(T, "addcdiv_", INS(pw, m2, d3));
-        if (p1 < 0 || tr_add_final(T, p1) || tr_add_final(T, s1) || tr_add_final(T, m2) || tr_add_final(T, v2)) return -1;
+        if (p1 < 0 || tr_add_final(T, p1) || tr_add_final(T, s1) || tr_add_final(T, m2) ||
+            tr_add_final(T, v2))
+            return -1;
     }
     T->n_optim = T->nn - before;
     return 0;
@@ -1367,7 +1577,8 @@ static Onnx__ValueInfoProto *tr_vinfo(tr_arena *a, const tr_value *v) {
     Onnx__TypeProto *tp = tr_mem(a, sizeof *tp);
     Onnx__TypeProto__Tensor *tt = tr_mem(a, sizeof *tt);
     Onnx__TensorShapeProto *sp = tr_mem(a, sizeof *sp);
-    Onnx__TensorShapeProto__Dimension **dims = tr_mem(a, (size_t)(v->rank > 0 ? v->rank : 1) * sizeof *dims);
+    Onnx__TensorShapeProto__Dimension **dims =
+        tr_mem(a, (size_t)(v->rank > 0 ? v->rank : 1) * sizeof *dims);
     if (!vi || !tp || !tt || !sp || !dims) return NULL;
     *vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
     *tp = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
@@ -1394,7 +1605,8 @@ static Onnx__ValueInfoProto *tr_vinfo(tr_arena *a, const tr_value *v) {
 }
 
 /* The alias (INTS) and inplace (INT) attributes of DESIGN.md's convention. */
-static int tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inplace, Onnx__AttributeProto **out) {
+static int tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inplace,
+                          Onnx__AttributeProto **out) {
     Onnx__AttributeProto *al = tr_mem(a, sizeof *al), *ip = tr_mem(a, sizeof *ip);
     int64_t *ints = tr_mem(a, (n_out ? n_out : 1) * sizeof *ints);
     if (!al || !ip || !ints) return -1;
@@ -1416,7 +1628,9 @@ static int tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inpla
     return 0;
 }
 
-static char *tr_vname(tr *T, int v) { return v >= 0 ? T->v[v].name : ""; }
+static char *tr_vname(tr *T, int v) {
+    return v >= 0 ? T->v[v].name : "";
+}
 
 static Onnx__StringStringEntryProto *tr_meta(tr_arena *a, const char *key, const char *value) {
     Onnx__StringStringEntryProto *e = tr_mem(a, sizeof *e);
@@ -1535,7 +1749,8 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     g->input = inputs;
     g->n_input = ni;
     /* initializers: the file's, less the parameters (now inputs without data) */
-    Onnx__TensorProto **inits = tr_mem(&A, (og->n_initializer ? og->n_initializer : 1) * sizeof *inits);
+    Onnx__TensorProto **inits =
+        tr_mem(&A, (og->n_initializer ? og->n_initializer : 1) * sizeof *inits);
     if (!inits) goto out;
     size_t nini = 0;
     for (size_t k = 0; k < og->n_initializer; k++) {
@@ -1592,7 +1807,8 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     m.training_info = NULL;
     bool has_aten = false;
     for (size_t k = 0; k < mp->n_opset_import; k++)
-        if (mp->opset_import[k]->domain && !strcmp(mp->opset_import[k]->domain, TR_ATEN)) has_aten = true;
+        if (mp->opset_import[k]->domain && !strcmp(mp->opset_import[k]->domain, TR_ATEN))
+            has_aten = true;
     Onnx__OperatorSetIdProto **ops = tr_mem(&A, (mp->n_opset_import + 1) * sizeof *ops);
     Onnx__OperatorSetIdProto *aten = tr_mem(&A, sizeof *aten);
     if (!ops || !aten) goto out;
@@ -1681,7 +1897,9 @@ static int tr_check_emit(tr *T, const char *in, const char *out) {
     if (stat(out, &so) == 0) {
         if (S_ISDIR(so.st_mode)) return tr_fail(T, "--emit-train '%s' is a directory", out);
         if (stat(in, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return tr_fail(T, "--emit-train '%s' is the input file; it would overwrite the forward graph", out);
+            return tr_fail(
+                T, "--emit-train '%s' is the input file; it would overwrite the forward graph",
+                out);
     }
     return 0;
 }
@@ -1733,9 +1951,12 @@ static void tr_free(tr *T) {
 }
 
 static void tr_human(int64_t b, char *buf, size_t len) {
-    if (b >= (int64_t)1 << 30) snprintf(buf, len, "%.2f GiB", (double)b / (1 << 30));
-    else if (b >= 1 << 20) snprintf(buf, len, "%.2f MiB", (double)b / (1 << 20));
-    else snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+    if (b >= (int64_t)1 << 30)
+        snprintf(buf, len, "%.2f GiB", (double)b / (1 << 30));
+    else if (b >= 1 << 20)
+        snprintf(buf, len, "%.2f MiB", (double)b / (1 << 20));
+    else
+        snprintf(buf, len, "%.1f KiB", (double)b / 1024);
 }
 
 static char *tr_summary(tr *T, const tr_lists *L) {
@@ -1749,28 +1970,33 @@ static char *tr_summary(tr *T, const tr_lists *L) {
     size_t off = 0;
     if (T->label >= 0) {
         tr_shape_text(T, T->label, lshape, sizeof lshape);
-        off += (size_t)snprintf(s + off, 2048 - off, "  train         loss %s on '%s' %s; label input '%s' %s\n",
-                                tr_loss_name(T->loss_kind), T->v[T->loss_out].name, shape, T->v[T->label].name, lshape);
+        off += (size_t)snprintf(
+            s + off, 2048 - off, "  train         loss %s on '%s' %s; label input '%s' %s\n",
+            tr_loss_name(T->loss_kind), T->v[T->loss_out].name, shape, T->v[T->label].name, lshape);
     } else {
-        off += (size_t)snprintf(s + off, 2048 - off, "  train         loss: the graph's own output '%s' %s\n",
+        off += (size_t)snprintf(s + off, 2048 - off,
+                                "  train         loss: the graph's own output '%s' %s\n",
                                 T->v[T->loss_out].name, shape);
     }
-    off += (size_t)snprintf(s + off, 2048 - off,
-                            "  parameters    %zu float initializers trained (%s), %zu frozen (%s), %zu kept constant "
-                            "(buffers, constants)\n",
-                            T->n_params, pb, T->n_frozen, fb, L->buffers.n - T->n_frozen);
+    off += (size_t)snprintf(
+        s + off, 2048 - off,
+        "  parameters    %zu float initializers trained (%s), %zu frozen (%s), %zu kept constant "
+        "(buffers, constants)\n",
+        T->n_params, pb, T->n_frozen, fb, L->buffers.n - T->n_frozen);
     size_t no_grad = 0;
     for (size_t k = 0; k < L->grads.n; k++) no_grad += L->grads.v[k] < 0;
-    off += (size_t)snprintf(s + off, 2048 - off, "  optimizer     %s: %zu state inputs (%s); added %zu backward and %zu "
+    off += (size_t)snprintf(s + off, 2048 - off,
+                            "  optimizer     %s: %zu state inputs (%s); added %zu backward and %zu "
                             "optimizer ops to %zu forward ops%s\n",
-                            tr_optimizer_name(T->opt->optimizer), T->n_state, sb, T->n_backward, T->n_optim,
-                            T->f->n_nodes, no_grad ? " (some parameters got no gradient)" : "");
+                            tr_optimizer_name(T->opt->optimizer), T->n_state, sb, T->n_backward,
+                            T->n_optim, T->f->n_nodes,
+                            no_grad ? " (some parameters got no gradient)" : "");
     (void)off;
     return s;
 }
 
-int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m, char **summary,
-             char *err, size_t errlen) {
+int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
+             char **summary, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     *summary = NULL;
     fe_model f;
@@ -1781,7 +2007,8 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     fe_input_shape *shapes = NULL;
     const fe_input_shape *label_bind = NULL;
     for (size_t k = 0; k < opt->n_shapes; k++)
-        if (!strcmp(opt->shapes[k].name, "target") || !strcmp(opt->shapes[k].name, "labels")) label_bind = &opt->shapes[k];
+        if (!strcmp(opt->shapes[k].name, "target") || !strcmp(opt->shapes[k].name, "labels"))
+            label_bind = &opt->shapes[k];
     if (label_bind) {
         shapes = malloc((opt->n_shapes ? opt->n_shapes : 1) * sizeof *shapes);
         if (!shapes) {
@@ -1802,7 +2029,14 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     }
     free(shapes);
     if (lrc) return -1;
-    tr T = {.path = path, .f = &f, .opt = t, .err = err, .errlen = errlen, .label = -1, .loss = -1, .label_view = -1,
+    tr T = {.path = path,
+            .f = &f,
+            .opt = t,
+            .err = err,
+            .errlen = errlen,
+            .label = -1,
+            .loss = -1,
+            .label_view = -1,
             .label_bind = label_bind};
     tr_lists L = {0};
     uint8_t *bytes = NULL;
@@ -1820,7 +2054,8 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     T.silu_x = malloc((nn + 1) * sizeof *T.silu_x);
     T.fwd = calloc(nn + 1, sizeof *T.fwd);
     int *readers = calloc(nv + 1, sizeof *readers);
-    if (!T.req || !T.useful || !T.param || !T.frozen || !T.fused || !T.gelu_x || !T.silu_x || !T.fwd || !readers || tr_rehash(&T)) {
+    if (!T.req || !T.useful || !T.param || !T.frozen || !T.fused || !T.gelu_x || !T.silu_x ||
+        !T.fwd || !readers || tr_rehash(&T)) {
         free(readers);
         tr_oom(&T);
         goto out;
@@ -1845,13 +2080,15 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     }
     T.loss_out = -1;
     for (size_t k = 0; k < f.n_outputs && T.loss_out < 0; k++)
-        if (tr_float(f.values[f.outputs[k]].elem_type) && f.values[f.outputs[k]].seq_len < 0) T.loss_out = f.outputs[k];
+        if (tr_float(f.values[f.outputs[k]].elem_type) && f.values[f.outputs[k]].seq_len < 0)
+            T.loss_out = f.outputs[k];
     if (T.loss_out < 0) {
         free(readers);
         char eb[32];
         tr_fail(&T, "the graph has no float output to put a loss on (its first output '%s' is %s)",
                 f.n_outputs ? f.values[f.outputs[0]].name : "?",
-                f.n_outputs ? fe_elem_name(f.values[f.outputs[0]].elem_type, eb, sizeof eb) : "missing");
+                f.n_outputs ? fe_elem_name(f.values[f.outputs[0]].elem_type, eb, sizeof eb)
+                            : "missing");
         goto out;
     }
     tr_find_gelu(&T, readers);
@@ -1864,7 +2101,8 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
         int e = 0;
         if (T.param[v]) {
             int g = T.grad[v];
-            if (g >= 0 && T.shared[v]) g = tr_op(&T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
+            if (g >= 0 && T.shared[v])
+                g = tr_op(&T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
             e = tr_push(&T, &L.params, v) || tr_push(&T, &L.grads, g);
         } else if (fv->kind & FE_INITIALIZER) {
             if (tr_float(fv->elem_type)) e = tr_push(&T, &L.buffers, v);

@@ -61,10 +61,13 @@ static int graph_check_sizes(const graph *g, char *err, size_t errlen) {
         /* name the largest tensor of the storage that crosses the limit */
         int big = st->root;
         for (size_t k = 0; k < st->n_tensors; k++)
-            if (g->model->values[st->tensors[k]].bytes > g->model->values[big].bytes) big = st->tensors[k];
+            if (g->model->values[st->tensors[k]].bytes > g->model->values[big].bytes)
+                big = st->tensors[k];
         return graph_fail(g, err, errlen,
-                          "value '%s' (%llu bytes): the storages add up to more than 2^62 bytes, too large to plan",
-                          g->model->values[big].name, (unsigned long long)g->model->values[big].bytes);
+                          "value '%s' (%llu bytes): the storages add up to more than 2^62 bytes, "
+                          "too large to plan",
+                          g->model->values[big].name,
+                          (unsigned long long)g->model->values[big].bytes);
     }
     return 0;
 }
@@ -175,7 +178,8 @@ static int graph_build_storages(graph *g) {
         if (v->kind & (FE_GRAPH_INPUT | FE_INITIALIZER)) st->has_input = true;
         if (v->kind & FE_GRAPH_OUTPUT) st->has_output = true;
         if (grad[t]) st->gradient = true;
-        if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || state[t]) st->persistent = true;
+        if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || state[t])
+            st->persistent = true;
     }
     free(names);
     free(state);
@@ -209,7 +213,8 @@ static int graph_edge_cmp(const void *a, const void *b) {
 }
 
 /* Fills a CSR (start has n+1 entries) from (key, val) pairs sorted by key. */
-static int graph_csr(size_t n, const graph_edge *e, size_t ne, bool by_from, size_t **start, int **vals) {
+static int graph_csr(size_t n, const graph_edge *e, size_t ne, bool by_from, size_t **start,
+                     int **vals) {
     *start = calloc(n + 1, sizeof **start);
     *vals = malloc((ne ? ne : 1) * sizeof **vals);
     if (!*start || !*vals) return -1;
@@ -255,7 +260,8 @@ static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, si
     int u = v;
     char lab[128];
     for (int count = 0; count < 6; count++) {
-        int w = snprintf(msg + off, len - off, "%s'%s'", count ? " <- " : "", graph_op_label(g, u, lab, sizeof lab));
+        int w = snprintf(msg + off, len - off, "%s'%s'", count ? " <- " : "",
+                         graph_op_label(g, u, lab, sizeof lab));
         if (w < 0 || (size_t)w >= len - off) break;
         off += (size_t)w;
         int next = -1;
@@ -314,7 +320,8 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
     free(queue);
     return graph_fail(g, err, errlen,
                       "the graph has a cycle (data edges plus in-place ordering edges): %s "
-                      "(each op must run after the one to its right)", cyc);
+                      "(each op must run after the one to its right)",
+                      cyc);
 }
 
 /* Mutation order within a storage.  The value-level edges only order the
@@ -342,15 +349,18 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
     int *writer = malloc((ns ? ns : 1) * sizeof *writer);
     int *writer_value = malloc((ns ? ns : 1) * sizeof *writer_value);
     size_t cap_links = 16, n_links = 0;
-    int (*links)[3] = malloc(cap_links * sizeof *links); /* {op, value read, next} */
+    int(*links)[3] = malloc(cap_links * sizeof *links); /* {op, value read, next} */
     int rc = 0;
-    if (!last_writer || !last_written || !written || !head || !writer || !writer_value || !links) rc = -1;
-    for (size_t s = 0; rc == 0 && s < ns; s++) last_writer[s] = -1, last_written[s] = -1, head[s] = -1, writer[s] = -1;
+    if (!last_writer || !last_written || !written || !head || !writer || !writer_value || !links)
+        rc = -1;
+    for (size_t s = 0; rc == 0 && s < ns; s++)
+        last_writer[s] = -1, last_written[s] = -1, head[s] = -1, writer[s] = -1;
     for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
         if (!n->inplace) continue;
         for (size_t k = 0; k < n->n_outputs; k++)
-            if (n->alias[k] >= 0 && n->inputs[n->alias[k]] >= 0) written[g->storage_of[n->inputs[n->alias[k]]]] = true;
+            if (n->alias[k] >= 0 && n->inputs[n->alias[k]] >= 0)
+                written[g->storage_of[n->inputs[n->alias[k]]]] = true;
     }
     for (size_t i = 0; i < m->n_nodes && rc == 0; i++) {
         const fe_node *n = &m->nodes[i];
@@ -367,7 +377,8 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
             if (!written[s]) continue;
             bool writes = writer[s] == (int)i;
             if (last_writer[s] == (int)i) continue; /* this op already handled s */
-            if (!writes && head[s] >= 0 && links[head[s]][0] == (int)i) continue; /* already read s */
+            if (!writes && head[s] >= 0 && links[head[s]][0] == (int)i)
+                continue; /* already read s */
             if (last_writer[s] >= 0) {
                 graph_mutation e = {last_writer[s], (int)i, s, last_writer[s], last_written[s], v};
                 if ((rc = fn(ctx, &e))) break;
@@ -375,7 +386,8 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
             if (writes) {
                 for (int r = head[s]; r >= 0 && rc == 0; r = links[r][2])
                     if (links[r][0] != (int)i) {
-                        graph_mutation e = {links[r][0], (int)i, s, (int)i, writer_value[s], links[r][1]};
+                        graph_mutation e = {links[r][0], (int)i,          s,
+                                            (int)i,      writer_value[s], links[r][1]};
                         rc = fn(ctx, &e);
                     }
                 head[s] = -1;
@@ -384,7 +396,10 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
             } else {
                 if (n_links == cap_links) {
                     void *p = realloc(links, 2 * cap_links * sizeof *links);
-                    if (!p) { rc = -1; break; }
+                    if (!p) {
+                        rc = -1;
+                        break;
+                    }
                     links = p;
                     cap_links *= 2;
                 }
@@ -395,7 +410,8 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
             }
         }
     }
-    free(last_writer), free(last_written), free(written), free(head), free(writer), free(writer_value), free(links);
+    free(last_writer), free(last_written), free(written), free(head), free(writer),
+        free(writer_value), free(links);
     return rc;
 }
 
@@ -474,7 +490,8 @@ static int graph_build_edges(graph *g, char *err, size_t errlen) {
         const fe_node *n = &m->nodes[i];
         for (size_t k = 0; k < n->n_inputs; k++) {
             int v = n->inputs[k];
-            if (v >= 0 && m->values[v].producer >= 0) e[ne++] = (graph_edge){m->values[v].producer, (int)i};
+            if (v >= 0 && m->values[v].producer >= 0)
+                e[ne++] = (graph_edge){m->values[v].producer, (int)i};
         }
         if (!n->inplace) continue;
         for (size_t k = 0; k < n->n_outputs; k++) {
@@ -675,17 +692,24 @@ int graph_check_schedule(const graph *g, const int *order, char *err, size_t err
     int rc = 0;
     for (size_t s = 0; s < n && rc == 0; s++) {
         int op = order[s];
-        if (op < 0 || (size_t)op >= n) rc = graph_fail(g, err, errlen, "schedule step %zu names op %d, not in 0..%zu", s, op, n - 1);
-        else if (step[op] >= 0) rc = graph_fail(g, err, errlen, "schedule runs op %d twice (steps %d and %zu)", op, step[op], s);
-        else step[op] = (int)s;
+        if (op < 0 || (size_t)op >= n)
+            rc = graph_fail(g, err, errlen, "schedule step %zu names op %d, not in 0..%zu", s, op,
+                            n - 1);
+        else if (step[op] >= 0)
+            rc = graph_fail(g, err, errlen, "schedule runs op %d twice (steps %d and %zu)", op,
+                            step[op], s);
+        else
+            step[op] = (int)s;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1] && rc == 0; k++)
             if (step[i] >= step[g->succ[k]]) {
                 char a[128], b[128];
-                rc = graph_fail(g, err, errlen, "schedule runs '%s' (step %d) before '%s' (step %d), which must precede it",
-                                graph_op_label(g, g->succ[k], a, sizeof a), step[g->succ[k]],
-                                graph_op_label(g, (int)i, b, sizeof b), step[i]);
+                rc = graph_fail(
+                    g, err, errlen,
+                    "schedule runs '%s' (step %d) before '%s' (step %d), which must precede it",
+                    graph_op_label(g, g->succ[k], a, sizeof a), step[g->succ[k]],
+                    graph_op_label(g, (int)i, b, sizeof b), step[i]);
             }
     free(step);
     return rc;
@@ -699,8 +723,10 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
     }
     for (size_t step = 0; step < g->n_ops; step++) {
         int op = order[step];
-        for (size_t k = g->make_start[op]; k < g->make_start[op + 1]; k++) start[g->make[k]] = (int32_t)step;
-        for (size_t k = g->touch_start[op]; k < g->touch_start[op + 1]; k++) end[g->touch[k]] = (int32_t)step;
+        for (size_t k = g->make_start[op]; k < g->make_start[op + 1]; k++)
+            start[g->make[k]] = (int32_t)step;
+        for (size_t k = g->touch_start[op]; k < g->touch_start[op + 1]; k++)
+            end[g->touch[k]] = (int32_t)step;
     }
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
@@ -713,8 +739,8 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
 /* Adds each storage's size to delta[start] and takes it off at delta[end+1]
  * (persistent ones too unless skip_persistent): the running sum of delta is
  * the live bytes per step. */
-static void graph_live_deltas(const graph *g, const int32_t *start, const int32_t *end, bool skip_persistent,
-                              int64_t *delta) {
+static void graph_live_deltas(const graph *g, const int32_t *start, const int32_t *end,
+                              bool skip_persistent, int64_t *delta) {
     for (size_t s = 0; s < g->n_storages; s++) {
         if (skip_persistent && g->storages[s].persistent) continue;
         delta[start[s]] += (int64_t)g->storages[s].size;
@@ -722,7 +748,8 @@ static void graph_live_deltas(const graph *g, const int32_t *start, const int32_
     }
 }
 
-uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent, int *peak_step) {
+uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent,
+                    int *peak_step) {
     size_t ns = g->n_storages, n = g->n_ops;
     int32_t *start = malloc((ns ? ns : 1) * sizeof *start);
     int32_t *end = malloc((ns ? ns : 1) * sizeof *end);
@@ -784,8 +811,10 @@ uint64_t graph_lower_bound(const graph *g) {
     uint64_t always = 0, outputs = 0;
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
-        if (st->persistent && st->has_input) always += st->size;
-        else if (st->has_output) outputs += st->size;
+        if (st->persistent && st->has_input)
+            always += st->size;
+        else if (st->has_output)
+            outputs += st->size;
     }
     /* At the last step every output storage is live. */
     uint64_t best = always + outputs;

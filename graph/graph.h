@@ -23,12 +23,12 @@
 typedef struct graph_storage {
     int *tensors; /* value indices, ascending */
     size_t n_tensors;
-    uint64_t size; /* largest tensor, rounded up to align */
-    int root;      /* the tensor the others alias (an input or the first produced) */
-    bool has_input;   /* holds a graph input or initializer: live from step 0 */
-    bool has_output;  /* holds a graph output: live to the last step */
-    bool persistent;  /* lives for the whole step (see graph_build) */
-    bool gradient;    /* holds a parameter's gradient (metadata roamc.gradients) */
+    uint64_t size;   /* largest tensor, rounded up to align */
+    int root;        /* the tensor the others alias (an input or the first produced) */
+    bool has_input;  /* holds a graph input or initializer: live from step 0 */
+    bool has_output; /* holds a graph output: live to the last step */
+    bool persistent; /* lives for the whole step (see graph_build) */
+    bool gradient;   /* holds a parameter's gradient (metadata roamc.gradients) */
 } graph_storage;
 
 typedef struct graph {
@@ -188,7 +188,7 @@ typedef struct graph_blocks {
     int32_t *first, *last;
     size_t *op_start; /* ops of block b: ops[op_start[b] .. op_start[b+1]), ascending */
     int *ops;
-    int *pos;         /* per op: its index in its block's ops (its local index in a leaf) */
+    int *pos; /* per op: its index in its block's ops (its local index in a leaf) */
     /* per block b: bytes of the storages with first < b < last, live through
      * the whole block (so that a leaf finds its base without a pass over
      * every storage) */
@@ -245,13 +245,15 @@ int graph_leaf_lescea(const graph_leaf *L, int *local_order);
  * deterministic work budget: gives up after max_states states.  Returns 1
  * and the optimal order and its peak, 0 when the budget ran out (outputs
  * untouched), -1 on out of memory.  Leaves of at most 512 ops. */
-int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *local_order, uint64_t *peak);
+int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *local_order,
+                     uint64_t *peak);
 
 /* The same search keeping only the best `width` states of each layer (by
  * peak so far, then live bytes): a deterministic heuristic for leaves too
  * wide for graph_leaf_exact, O(n * width * n) work.  Returns 1 with an
  * order and its peak, 0 when no order within upper survived, -1 on out of
  * memory. */
-int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *local_order, uint64_t *peak);
+int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *local_order,
+                    uint64_t *peak);
 
 #endif

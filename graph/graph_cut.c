@@ -76,7 +76,8 @@ static void cut_sides(const graph *g, int v, int *node, int *stack) {
     while (top) {
         int w = stack[--top];
         for (size_t k = g->succ_start[w]; k < g->succ_start[w + 1]; k++)
-            if (node[g->succ[k]] != CUT_DESC) node[g->succ[k]] = CUT_DESC, stack[top++] = g->succ[k];
+            if (node[g->succ[k]] != CUT_DESC)
+                node[g->succ[k]] = CUT_DESC, stack[top++] = g->succ[k];
     }
 }
 
@@ -94,16 +95,18 @@ static igraph_integer_t cut_node(const int *node, int w) {
  * side (and, through the ordering edges, its ancestors or descendants with
  * it).  Returns UINT64_MAX on failure, or when the restriction cannot hold
  * (in_op a descendant of v, an op of out an ancestor of v). */
-static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
-                                    int *node, int *stack, int in_op, const int *out, size_t n_out);
+static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf,
+                                    unsigned char *mark, int *node, int *stack, int in_op,
+                                    const int *out, size_t n_out);
 
-static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
-                             int *node, int *stack) {
+static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf,
+                             unsigned char *mark, int *node, int *stack) {
     return cut_min_live_in_out(g, v, T, inf, mark, node, stack, -1, NULL, 0);
 }
 
-static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf, unsigned char *mark,
-                                    int *node, int *stack, int in_op, const int *out, size_t n_out) {
+static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf,
+                                    unsigned char *mark, int *node, int *stack, int in_op,
+                                    const int *out, size_t n_out) {
     size_t n = g->n_ops, ns = g->n_storages;
     uint64_t fixed = 0;
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
@@ -142,8 +145,10 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
         igraph_integer_t from = st->has_input ? CUT_SRC_NODE : cut_node(node, maker);
         if (from == CUT_SINK_NODE) continue; /* made after v: not live at v */
         if (graph_storage_outlives(g, st)) {
-            if (from == CUT_SRC_NODE) fixed += st->size; /* made before v, live to the end */
-            else bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
+            if (from == CUT_SRC_NODE)
+                fixed += st->size; /* made before v, live to the end */
+            else
+                bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
             continue;
         }
         /* aux -> toucher edges: one into the sink puts aux there */
@@ -151,12 +156,16 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
         for (size_t k = T->start[s]; k < T->start[s + 1]; k++) {
             int t = T->ops[k];
             if (!st->has_input && t == maker) continue;
-            if (node[t] == CUT_DESC) aux_in_sink = true;
-            else if (node[t] >= 0) any_free = true;
+            if (node[t] == CUT_DESC)
+                aux_in_sink = true;
+            else if (node[t] >= 0)
+                any_free = true;
         }
         if (aux_in_sink) {
-            if (from == CUT_SRC_NODE) fixed += st->size; /* made before v, read after it */
-            else bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
+            if (from == CUT_SRC_NODE)
+                fixed += st->size; /* made before v, read after it */
+            else
+                bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
             continue;
         }
         if (!any_free) continue; /* all touchers before v: aux joins the source side for free */
@@ -169,21 +178,27 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
     }
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
     if (in_op >= 0 && !bad) {
-        if (node[in_op] == CUT_DESC) bad = 1;
-        else if (node[in_op] >= 0) bad = cut_add(&c, CUT_SRC_NODE, node[in_op], inf);
+        if (node[in_op] == CUT_DESC)
+            bad = 1;
+        else if (node[in_op] >= 0)
+            bad = cut_add(&c, CUT_SRC_NODE, node[in_op], inf);
     }
     for (size_t k = 0; k < n_out && !bad; k++) {
-        if (node[out[k]] == CUT_ANC) bad = 1;
-        else if (node[out[k]] >= 0) bad = cut_add(&c, node[out[k]], CUT_SINK_NODE, inf);
+        if (node[out[k]] == CUT_ANC)
+            bad = 1;
+        else if (node[out[k]] >= 0)
+            bad = cut_add(&c, node[out[k]], CUT_SINK_NODE, inf);
     }
 
     uint64_t result = UINT64_MAX;
-    if (!bad && c.n_edges == 0) result = fixed;
+    if (!bad && c.n_edges == 0)
+        result = fixed;
     else if (!bad) {
         igraph_t ig;
         if (!igraph_create(&ig, &c.ends, next, IGRAPH_DIRECTED)) {
             igraph_real_t flow = 0;
-            if (!igraph_maxflow_value(&ig, &flow, CUT_SRC_NODE, CUT_SINK_NODE, &c.cap, NULL) && flow >= 0 && flow < inf)
+            if (!igraph_maxflow_value(&ig, &flow, CUT_SRC_NODE, CUT_SINK_NODE, &c.cap, NULL) &&
+                flow >= 0 && flow < inf)
                 result = fixed + (uint64_t)flow;
             igraph_destroy(&ig);
         }
@@ -203,9 +218,11 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
 
     graph_touchers T = {0};
     unsigned char *mark = calloc(ns ? ns : 1, 1);
-    int *node = malloc((g->n_ops ? g->n_ops : 1) * sizeof *node), *stack = malloc((g->n_ops ? g->n_ops : 1) * sizeof *stack);
+    int *node = malloc((g->n_ops ? g->n_ops : 1) * sizeof *node),
+        *stack = malloc((g->n_ops ? g->n_ops : 1) * sizeof *stack);
     uint64_t best = 0;
-    if (!mark || !node || !stack || graph_touchers_build(g, &T)) best = UINT64_MAX;
+    if (!mark || !node || !stack || graph_touchers_build(g, &T))
+        best = UINT64_MAX;
     else {
         igraph_set_error_handler(igraph_error_handler_ignore);
         for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
@@ -249,7 +266,9 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     int *side = malloc((n ? n : 1) * sizeof *side), *cands = malloc((n ? n : 1) * sizeof *cands);
     int *w_set = malloc((n ? n : 1) * sizeof *w_set);
     uint64_t result = UINT64_MAX;
-    if (!mark || !cand_flag || !node || !stack || !side || !cands || !w_set || graph_touchers_build(g, &T)) goto out;
+    if (!mark || !cand_flag || !node || !stack || !side || !cands || !w_set ||
+        graph_touchers_build(g, &T))
+        goto out;
     igraph_set_error_handler(igraph_error_handler_ignore);
     uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
     result = plain;
@@ -288,10 +307,11 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
         w_set[n_w] = v; /* at w's step: v and the members before w not run */
         uint64_t b = cut_min_live_in_out(g, w, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
         if (a == UINT64_MAX || b == UINT64_MAX) continue; /* a failure only makes W smaller */
-        if (b > a) a = b; /* B_w */
+        if (b > a) a = b;                                 /* B_w */
         if (a <= best) continue;
         w_set[n_w] = w;
-        uint64_t all_after = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
+        uint64_t all_after =
+            cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
         if (all_after == UINT64_MAX) continue;
         uint64_t mb = a < min_b ? a : min_b;
         uint64_t bound = all_after < mb ? all_after : mb;

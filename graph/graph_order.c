@@ -22,13 +22,16 @@ int graph_touchers_build(const graph *g, graph_touchers *t) {
     }
     for (size_t s = 0; s < ns; s++) t->maker[s] = -1;
     for (size_t v = 0; v < n; v++) {
-        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) t->maker[g->make[k]] = (int)v;
-        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) t->start[g->touch[k] + 1]++;
+        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++)
+            t->maker[g->make[k]] = (int)v;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+            t->start[g->touch[k] + 1]++;
     }
     for (size_t s = 0; s < ns; s++) t->start[s + 1] += t->start[s];
     memcpy(pos, t->start, ns * sizeof *pos);
     for (size_t v = 0; v < n; v++)
-        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) t->ops[pos[g->touch[k]]++] = (int)v;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+            t->ops[pos[g->touch[k]]++] = (int)v;
     free(pos);
     return 0;
 }
@@ -54,7 +57,8 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
     uint64_t *anc = calloc(n * w, sizeof *anc);   /* anc[v]: v's ancestors */
     uint64_t *mask = malloc(w * sizeof *mask), *live = calloc(n, sizeof *live);
     graph_touchers T = {0};
-    if (!topo || !desc || !anc || !mask || !live || graph_touchers_build(g, &T) || graph_program_order(g, topo)) {
+    if (!topo || !desc || !anc || !mask || !live || graph_touchers_build(g, &T) ||
+        graph_program_order(g, topo)) {
         free(topo), free(desc), free(anc), free(mask), free(live), graph_touchers_free(&T);
         return UINT64_MAX;
     }
@@ -83,7 +87,8 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
      * outlives the step, or a descendant of v touches it) */
     uint64_t everywhere = 0; /* storages counted at every op but their touchers */
     for (size_t v = 0; v < n; v++)
-        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) live[v] += g->storages[g->touch[k]].size;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+            live[v] += g->storages[g->touch[k]].size;
     for (size_t s = 0; s < ns; s++) {
         const graph_storage *st = &g->storages[s];
         int mk = T.maker[s];
@@ -94,18 +99,23 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
             for (size_t k = T.start[s]; k < T.start[s + 1]; k++) live[T.ops[k]] -= st->size;
             continue;
         }
-        if (st->has_input) memset(mask, 0xff, w * sizeof *mask);
-        else memcpy(mask, desc + (size_t)mk * w, w * sizeof *mask);
+        if (st->has_input)
+            memset(mask, 0xff, w * sizeof *mask);
+        else
+            memcpy(mask, desc + (size_t)mk * w, w * sizeof *mask);
         if (!after_always) /* and an ancestor of one of its touchers */
             for (size_t x = 0; x < w; x++) {
                 uint64_t any = 0;
-                for (size_t k = T.start[s]; k < T.start[s + 1]; k++) any |= anc[(size_t)T.ops[k] * w + x];
+                for (size_t k = T.start[s]; k < T.start[s + 1]; k++)
+                    any |= anc[(size_t)T.ops[k] * w + x];
                 mask[x] &= any;
             }
-        for (size_t k = T.start[s]; k < T.start[s + 1]; k++) mask[T.ops[k] / 64] &= ~(1ull << (T.ops[k] % 64));
+        for (size_t k = T.start[s]; k < T.start[s + 1]; k++)
+            mask[T.ops[k] / 64] &= ~(1ull << (T.ops[k] % 64));
         if (n % 64) mask[w - 1] &= (1ull << (n % 64)) - 1;
         for (size_t x = 0; x < w; x++)
-            for (uint64_t b = mask[x]; b; b &= b - 1) live[x * 64 + (size_t)__builtin_ctzll(b)] += st->size;
+            for (uint64_t b = mask[x]; b; b &= b - 1)
+                live[x * 64 + (size_t)__builtin_ctzll(b)] += st->size;
     }
     uint64_t best = weak;
     for (size_t v = 0; v < n; v++)
@@ -133,7 +143,8 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
     }
     for (size_t i = 0; i < g->n_ops; i++) {
         assert(block[i] >= 0 && block[i] < n_blocks);
-        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++) assert(block[i] <= block[g->succ[k]]);
+        for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++)
+            assert(block[i] <= block[g->succ[k]]);
         B->op_start[block[i] + 1]++;
     }
     for (int b = 0; b < n_blocks; b++) B->op_start[b + 1] += B->op_start[b];
@@ -154,7 +165,8 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
         B->last[s] = (st->persistent || st->has_output) ? INT32_MAX : -1;
     }
     for (size_t i = 0; i < g->n_ops; i++) {
-        for (size_t k = g->make_start[i]; k < g->make_start[i + 1]; k++) B->first[g->make[k]] = block[i];
+        for (size_t k = g->make_start[i]; k < g->make_start[i + 1]; k++)
+            B->first[g->make[k]] = block[i];
         for (size_t k = g->touch_start[i]; k < g->touch_start[i + 1]; k++)
             if (B->last[g->touch[k]] < block[i]) B->last[g->touch[k]] = block[i];
     }
@@ -162,7 +174,8 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
      * storage's span; unsigned wrap-around in the partial sums is harmless,
      * every final value is a true sum of sizes (< 2^62, graph_build) */
     for (size_t s = 0; s < g->n_storages; s++) {
-        int64_t lo = (int64_t)B->first[s] + 1, hi = B->last[s] < n_blocks ? B->last[s] : n_blocks; /* [lo, hi) */
+        int64_t lo = (int64_t)B->first[s] + 1,
+                hi = B->last[s] < n_blocks ? B->last[s] : n_blocks; /* [lo, hi) */
         if (lo >= hi) continue;
         B->through[lo] += g->storages[s].size;
         B->through[hi] -= g->storages[s].size;
@@ -228,7 +241,8 @@ static size_t graph_st_map_slot(const graph_st_map *m, int s) {
 
 /* Builds the local structure of a leaf whose global ops are ops[0..n)
  * (ascending): block b of B, or the whole graph when B is NULL. */
-static int graph_leaf_build(const graph *g, const int *ops, size_t n, const graph_blocks *B, int b, graph_leaf *L) {
+static int graph_leaf_build(const graph *g, const int *ops, size_t n, const graph_blocks *B, int b,
+                            graph_leaf *L) {
     memset(L, 0, sizeof *L);
     L->n_ops = n;
     size_t nt = 0, ne = 0;
@@ -236,7 +250,8 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, const grap
         int v = ops[i];
         assert(graph_leaf_local_op(B, b, v) == (int)i);
         nt += g->touch_start[v + 1] - g->touch_start[v];
-        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) ne += graph_leaf_local_op(B, b, g->succ[k]) >= 0;
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
+            ne += graph_leaf_local_op(B, b, g->succ[k]) >= 0;
     }
     size_t n1 = n ? n : 1;
     graph_st_map map = {0};
@@ -251,8 +266,9 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, const grap
     L->pred = malloc((ne ? ne : 1) * sizeof(int));
     L->succ = malloc((ne ? ne : 1) * sizeof(int));
     int rc = 0;
-    if (!L->ops || !L->st || !L->touch_start || !L->make_start || !L->pred_start || !L->succ_start || !L->touch ||
-        !L->make || !L->pred || !L->succ || graph_st_map_init(&map, nt))
+    if (!L->ops || !L->st || !L->touch_start || !L->make_start || !L->pred_start ||
+        !L->succ_start || !L->touch || !L->make || !L->pred || !L->succ ||
+        graph_st_map_init(&map, nt))
         rc = -1;
     if (rc == 0) {
         memcpy(L->ops, ops, n * sizeof *ops);
@@ -281,14 +297,17 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, const grap
         }
         /* predecessors: transpose of succ */
         for (size_t i = 0; i < n; i++)
-            for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++) L->pred_start[L->succ[k] + 1]++;
+            for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
+                L->pred_start[L->succ[k] + 1]++;
         for (size_t i = 0; i < n; i++) L->pred_start[i + 1] += L->pred_start[i];
         size_t *pos = malloc(n1 * sizeof *pos);
-        if (!pos) rc = -1;
+        if (!pos)
+            rc = -1;
         else {
             memcpy(pos, L->pred_start, n * sizeof *pos);
             for (size_t i = 0; i < n; i++)
-                for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++) L->pred[pos[L->succ[k]]++] = (int)i;
+                for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
+                    L->pred[pos[L->succ[k]]++] = (int)i;
             free(pos);
         }
     }
@@ -341,15 +360,18 @@ int graph_leaf_init_all(const graph *g, graph_leaf *L) {
 
 uint64_t graph_leaf_peak(const graph_leaf *L, const int *order) {
     size_t n = L->n_ops, ns = L->n_st;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start),
+            *end = malloc((ns ? ns : 1) * sizeof *end);
     int64_t *delta = calloc(n + 1, sizeof *delta);
     uint64_t peak = UINT64_MAX;
     if (start && end && delta) {
         for (size_t j = 0; j < ns; j++) start[j] = 0, end[j] = 0;
         for (size_t step = 0; step < n; step++) {
             int v = order[step];
-            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) start[L->make[k]] = (int32_t)step;
-            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) end[L->touch[k]] = (int32_t)step;
+            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
+                start[L->make[k]] = (int32_t)step;
+            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
+                end[L->touch[k]] = (int32_t)step;
         }
         for (size_t j = 0; j < ns; j++) {
             if (L->live_out[j]) end[j] = (int32_t)n - 1;
@@ -375,8 +397,10 @@ bool graph_leaf_order_valid(const graph_leaf *L, const int *order) {
     bool ok = true;
     for (size_t s = 0; s < n && ok; s++) {
         int v = order[s];
-        if (v < 0 || (size_t)v >= n || pos[v] >= 0) ok = false;
-        else pos[v] = (int)s;
+        if (v < 0 || (size_t)v >= n || pos[v] >= 0)
+            ok = false;
+        else
+            pos[v] = (int)s;
     }
     for (size_t i = 0; i < n && ok; i++)
         for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
@@ -464,7 +488,7 @@ int graph_leaf_lescea(const graph_leaf *L, int *order) {
     size_t n = L->n_ops, ns = L->n_st, nt = L->touch_start[n];
     int *indeg = malloc((n ? n : 1) * sizeof *indeg);
     int *remaining = malloc((ns ? ns : 1) * sizeof *remaining); /* touchers not yet run */
-    int64_t *delta = malloc((n ? n : 1) * sizeof *delta);      /* of ready ops */
+    int64_t *delta = malloc((n ? n : 1) * sizeof *delta);       /* of ready ops */
     unsigned char *state = calloc(n ? n : 1, 1);                /* 1 ready, 2 run */
     size_t *tstart = calloc(ns + 1, sizeof *tstart);            /* touchers of each storage */
     int *tops = malloc((nt ? nt : 1) * sizeof *tops);
@@ -472,30 +496,32 @@ int graph_leaf_lescea(const graph_leaf *L, int *order) {
      * becomes the last toucher of */
     graph_heap_entry *heap = malloc((n + ns + 1) * sizeof *heap);
     if (!indeg || !remaining || !delta || !state || !tstart || !tops || !heap) {
-        free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops), free(heap);
+        free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops),
+            free(heap);
         return -1;
     }
     for (size_t j = 0; j < ns; j++) remaining[j] = 0;
     for (size_t k = 0; k < nt; k++) remaining[L->touch[k]]++, tstart[L->touch[k] + 1]++;
     for (size_t j = 0; j < ns; j++) tstart[j + 1] += tstart[j];
     for (size_t i = 0; i < n; i++)
-        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++) tops[tstart[L->touch[k]]++] = (int)i;
+        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
+            tops[tstart[L->touch[k]]++] = (int)i;
     for (size_t j = ns; j > 0; j--) tstart[j] = tstart[j - 1]; /* shifted back by the fill */
     tstart[0] = 0;
     size_t n_heap = 0;
     /* net memory increase of running v now: what it creates, minus what
      * it is the last remaining toucher of */
-#define GRAPH_LESCEA_READY(v)                                                                          \
-    do {                                                                                               \
-        int64_t d_ = 0;                                                                                \
-        for (size_t k_ = L->make_start[v]; k_ < L->make_start[(v) + 1]; k_++)                          \
-            d_ += (int64_t)L->size[L->make[k_]];                                                       \
-        for (size_t k_ = L->touch_start[v]; k_ < L->touch_start[(v) + 1]; k_++) {                      \
-            int j_ = L->touch[k_];                                                                     \
-            if (remaining[j_] == 1 && !L->live_out[j_]) d_ -= (int64_t)L->size[j_];                    \
-        }                                                                                              \
-        delta[v] = d_, state[v] = 1;                                                                   \
-        graph_heap_push(heap, &n_heap, (graph_heap_entry){d_, (int)(v)});                              \
+#define GRAPH_LESCEA_READY(v)                                                                      \
+    do {                                                                                           \
+        int64_t d_ = 0;                                                                            \
+        for (size_t k_ = L->make_start[v]; k_ < L->make_start[(v) + 1]; k_++)                      \
+            d_ += (int64_t)L->size[L->make[k_]];                                                   \
+        for (size_t k_ = L->touch_start[v]; k_ < L->touch_start[(v) + 1]; k_++) {                  \
+            int j_ = L->touch[k_];                                                                 \
+            if (remaining[j_] == 1 && !L->live_out[j_]) d_ -= (int64_t)L->size[j_];                \
+        }                                                                                          \
+        delta[v] = d_, state[v] = 1;                                                               \
+        graph_heap_push(heap, &n_heap, (graph_heap_entry){d_, (int)(v)});                          \
     } while (0)
     for (size_t i = 0; i < n; i++) {
         indeg[i] = (int)(L->pred_start[i + 1] - L->pred_start[i]);
@@ -553,12 +579,12 @@ int graph_order_lescea(const graph *g, int *order) {
  * upper bound are pruned, so a good heuristic keeps the layers thin. */
 
 typedef struct graph_dp {
-    size_t words;      /* 64-bit words per state bitset */
-    uint64_t *bits;    /* states' bitsets, contiguous */
-    uint64_t *cost;    /* best peak to reach the state */
-    uint64_t *res;     /* resident bytes at the state */
-    int32_t *parent;   /* state index it was reached from, -1 for the empty set */
-    int32_t *via;      /* op run to reach it */
+    size_t words;    /* 64-bit words per state bitset */
+    uint64_t *bits;  /* states' bitsets, contiguous */
+    uint64_t *cost;  /* best peak to reach the state */
+    uint64_t *res;   /* resident bytes at the state */
+    int32_t *parent; /* state index it was reached from, -1 for the empty set */
+    int32_t *via;    /* op run to reach it */
     size_t n, cap;
 } graph_dp;
 
@@ -643,20 +669,22 @@ static int graph_beam_cut(graph_dp *d, size_t lo, size_t width) {
     return 0;
 }
 
-static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam, int *order,
-                         uint64_t *peak_out);
+static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam,
+                         int *order, uint64_t *peak_out);
 
-int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *order, uint64_t *peak_out) {
+int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *order,
+                     uint64_t *peak_out) {
     return graph_leaf_dp(L, upper, max_states, 0, order, peak_out);
 }
 
-int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *order, uint64_t *peak_out) {
+int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *order,
+                    uint64_t *peak_out) {
     assert(width > 0);
     return graph_leaf_dp(L, upper, SIZE_MAX, width, order, peak_out);
 }
 
-static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam, int *order,
-                         uint64_t *peak_out) {
+static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam,
+                         int *order, uint64_t *peak_out) {
     size_t n = L->n_ops, ns = L->n_st;
     assert(n <= 512);
     if (n == 0) {
@@ -695,7 +723,10 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
         while (hc < want) hc *= 2;
         if (hc > hcap) {
             int32_t *t = realloc(table, hc * sizeof *t);
-            if (!t) { rc = -1; break; }
+            if (!t) {
+                rc = -1;
+                break;
+            }
             table = t, hcap = hc;
         }
         size_t mask = hc - 1, next_count = 0;
@@ -708,14 +739,16 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
                 for (size_t x = 0; x < w && ready; x++) ready = (predmask[v * w + x] & ~S[x]) == 0;
                 if (!ready) continue;
                 uint64_t made = 0, freed = 0;
-                for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) made += L->size[L->make[k]];
+                for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
+                    made += L->size[L->make[k]];
                 for (size_t x = 0; x < w; x++) cand[x] = S[x];
                 cand[v / 64] |= 1ull << (v % 64);
                 for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
                     int j = L->touch[k];
                     if (L->live_out[j]) continue;
                     bool done = true;
-                    for (size_t x = 0; x < w && done; x++) done = (touchers[(size_t)j * w + x] & ~cand[x]) == 0;
+                    for (size_t x = 0; x < w && done; x++)
+                        done = (touchers[(size_t)j * w + x] & ~cand[x]) == 0;
                     if (done) freed += L->size[j];
                 }
                 uint64_t step = L->base + d.res[si] + made;
@@ -723,23 +756,35 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
                 if (cost > upper) continue;
                 uint64_t res = d.res[si] + made - freed;
                 size_t h = (size_t)graph_dp_hash(cand, w) & mask;
-                while (table[h] >= 0 && memcmp(d.bits + (size_t)table[h] * w, cand, w * sizeof *cand) != 0)
+                while (table[h] >= 0 &&
+                       memcmp(d.bits + (size_t)table[h] * w, cand, w * sizeof *cand) != 0)
                     h = (h + 1) & mask;
                 if (table[h] >= 0) {
                     size_t t = (size_t)table[h];
-                    if (cost < d.cost[t]) d.cost[t] = cost, d.parent[t] = (int32_t)si, d.via[t] = (int32_t)v;
+                    if (cost < d.cost[t])
+                        d.cost[t] = cost, d.parent[t] = (int32_t)si, d.via[t] = (int32_t)v;
                     continue;
                 }
-                if (d.n >= max_states) { result = 0; break; }
-                if (d.n == d.cap && graph_dp_grow(&d)) { rc = -1; break; }
+                if (d.n >= max_states) {
+                    result = 0;
+                    break;
+                }
+                if (d.n == d.cap && graph_dp_grow(&d)) {
+                    rc = -1;
+                    break;
+                }
                 memcpy(d.bits + d.n * w, cand, w * sizeof *cand);
-                d.cost[d.n] = cost, d.res[d.n] = res, d.parent[d.n] = (int32_t)si, d.via[d.n] = (int32_t)v;
+                d.cost[d.n] = cost, d.res[d.n] = res, d.parent[d.n] = (int32_t)si,
+                d.via[d.n] = (int32_t)v;
                 table[h] = (int32_t)d.n++;
                 if (++next_count * 2 > hc) {
                     /* keep the load factor under 1/2: rehash the layer */
                     size_t nh = hc * 2;
                     int32_t *t = realloc(table, nh * sizeof *t);
-                    if (!t) { rc = -1; break; }
+                    if (!t) {
+                        rc = -1;
+                        break;
+                    }
                     table = t, hcap = nh, hc = nh, mask = nh - 1;
                     for (size_t i = 0; i < hc; i++) table[i] = -1;
                     for (size_t s2 = layer_hi; s2 < d.n; s2++) {

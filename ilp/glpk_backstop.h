@@ -23,11 +23,11 @@
 #define GLPK_BRANCH_ROW_COST 8.0
 
 typedef struct glpk_backstop {
-    double deadline;      /* seconds on the caller's monotonic clock */
-    double guess;         /* the longest step seen (at first: the caller's estimate) */
-    double after[8];      /* per reason (GLP_IROWGEN..GLP_IPREPRO are 1..7): the
+    double deadline; /* seconds on the caller's monotonic clock */
+    double guess;    /* the longest step seen (at first: the caller's estimate) */
+    double after[8]; /* per reason (GLP_IROWGEN..GLP_IPREPRO are 1..7): the
                            * longest step seen after it, 0: none yet */
-    double last;          /* the clock at the previous call, 0: none */
+    double last;     /* the clock at the previous call, 0: none */
     int last_reason;
     double per_candidate; /* seconds per fractional variable at the first branching */
     bool fired;           /* the search was stopped by the backstop */
@@ -35,7 +35,8 @@ typedef struct glpk_backstop {
 
 /* Sets the estimates from the root LP: a node's step takes about guess
  * seconds; the root LP took lp_seconds for lp_iterations. */
-static inline void glpk_backstop_calibrate(glpk_backstop *b, double guess, double lp_seconds, int lp_iterations) {
+static inline void glpk_backstop_calibrate(glpk_backstop *b, double guess, double lp_seconds,
+                                           int lp_iterations) {
     b->guess = guess;
     b->per_candidate = GLPK_BRANCH_ROW_COST * lp_seconds / (lp_iterations > 0 ? lp_iterations : 1);
 }

@@ -55,26 +55,27 @@ typedef enum ilp_status {
 const char *ilp_status_name(ilp_status s);
 
 typedef struct ilp_order_options {
-    long node_budget;   /* branch-and-bound nodes to explore at most */
-    double time_limit;  /* seconds from the call, for all of it; <= 0: none */
-    size_t max_vars;    /* larger models are not built (ILP_TOO_LARGE) */
-    uint64_t goal;      /* stop once an order's peak is at most this (0: the leaf's
+    long node_budget;  /* branch-and-bound nodes to explore at most */
+    double time_limit; /* seconds from the call, for all of it; <= 0: none */
+    size_t max_vars;   /* larger models are not built (ILP_TOO_LARGE) */
+    uint64_t goal;     /* stop once an order's peak is at most this (0: the leaf's
                          * lower bound); the caller's own bound, e.g. a peak that
                          * other leaves reach anyway */
 } ilp_order_options;
 
 typedef struct ilp_order_result {
     ilp_status status;
-    uint64_t peak;      /* graph_leaf_peak of the returned order */
+    uint64_t peak; /* graph_leaf_peak of the returned order */
     size_t n_vars, n_rows;
-    long nodes;         /* branch-and-bound nodes explored */
+    long nodes; /* branch-and-bound nodes explored */
 } ilp_order_result;
 
 /* Orders leaf L to minimize its peak.  warm: a valid leaf order (local
  * indices) to start from.  Writes a valid leaf order, never worse than warm,
  * into order and fills *r.  Returns 0, or -1 on out of memory (order then
  * holds warm). */
-int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order, ilp_order_result *r);
+int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+                   ilp_order_result *r);
 
 /* Frees GLPK's per-thread state of the calling thread. */
 void ilp_thread_cleanup(void);

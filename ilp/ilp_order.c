@@ -44,11 +44,16 @@ static void ilp_delete(glp_prob *P) {
     glp_delete_prob(P);
 }
 
-static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large", "failed"};
+static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large",
+                                               "failed"};
 
-const char *ilp_status_name(ilp_status s) { return ilp_status_names[s]; }
+const char *ilp_status_name(ilp_status s) {
+    return ilp_status_names[s];
+}
 
-void ilp_thread_cleanup(void) { glp_free_env(); }
+void ilp_thread_cleanup(void) {
+    glp_free_env();
+}
 
 /* glp_simplex's set-up (not under its tm_lim) against the time it took to
  * build the model, both linear in the nonzeros: measured 0.83-1.22 on the
@@ -64,16 +69,17 @@ void ilp_thread_cleanup(void) { glp_free_env(); }
 typedef struct ilp_model {
     const graph_leaf *L;
     size_t n;
-    int *asap, *alap;   /* per op: window of steps */
-    int *maker;         /* per storage: local op that creates it, -1 when live_in */
-    int *lo, *hi;       /* per storage: steps where it may be live */
-    int *dcol, *pcol;   /* first column of op v's D / storage j's p (1-based) */
+    int *asap, *alap; /* per op: window of steps */
+    int *maker;       /* per storage: local op that creates it, -1 when live_in */
+    int *lo, *hi;     /* per storage: steps where it may be live */
+    int *dcol, *pcol; /* first column of op v's D / storage j's p (1-based) */
     int peak_col, n_cols;
-    double scale;       /* bytes per objective unit */
+    double scale; /* bytes per objective unit */
 } ilp_model;
 
 static void ilp_model_free(ilp_model *m) {
-    free(m->asap), free(m->alap), free(m->maker), free(m->lo), free(m->hi), free(m->dcol), free(m->pcol);
+    free(m->asap), free(m->alap), free(m->maker), free(m->lo), free(m->hi), free(m->dcol),
+        free(m->pcol);
 }
 
 static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
@@ -96,7 +102,8 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     m->lo = calloc(ns ? ns : 1, sizeof(int)), m->hi = calloc(ns ? ns : 1, sizeof(int));
     uint64_t *bits = calloc(n * w, sizeof *bits);
     int *topo = malloc(n * sizeof *topo), *indeg = malloc(n * sizeof *indeg);
-    if (!m->asap || !m->alap || !m->dcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits || !topo || !indeg) {
+    if (!m->asap || !m->alap || !m->dcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits ||
+        !topo || !indeg) {
         free(bits), free(topo), free(indeg);
         ilp_model_free(m);
         return -1;
@@ -141,7 +148,8 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     for (size_t v = 0; v < n; v++) m->dcol[v] = col, col += m->alap[v] - m->asap[v];
     for (size_t j = 0; j < ns; j++) m->maker[j] = -1, m->hi[j] = 0;
     for (size_t v = 0; v < n; v++)
-        for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) m->maker[L->make[k]] = (int)v;
+        for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
+            m->maker[L->make[k]] = (int)v;
     for (size_t v = 0; v < n; v++)
         for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
             if (m->hi[L->touch[k]] < m->alap[v]) m->hi[L->touch[k]] = m->alap[v];
@@ -207,7 +215,8 @@ static int ilp_row_d(ilp_row *r, const ilp_model *m, int v, int t, double coef) 
 /* Adds the row (its constant moved to the bounds); returns 1 when the
  * deadline has passed (checked every 64 rows: a large model takes seconds
  * to build), else 0. */
-static int ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub, double deadline) {
+static int ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double ub,
+                          double deadline) {
     int row = glp_add_rows(P, 1);
     glp_set_row_bnds(P, row, type, lb - r->cst, ub - r->cst);
     glp_set_mat_row(P, row, r->len, r->ind, r->val);
@@ -237,8 +246,10 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
      * from 0 before asap to 1 at alap) */
     for (int t = 0; t + 1 < n && rc == 0; t++) {
         for (int v = 0; v < n && rc == 0; v++) rc = ilp_row_d(&r, m, v, t, 1.0);
-        if (rc == 0 && r.len == 0) r.cst = 0.0; /* every op fixed at t: nothing to say */
-        else if (rc == 0) rc = ilp_row_commit(P, &r, GLP_FX, t + 1.0, t + 1.0, deadline);
+        if (rc == 0 && r.len == 0)
+            r.cst = 0.0; /* every op fixed at t: nothing to say */
+        else if (rc == 0)
+            rc = ilp_row_commit(P, &r, GLP_FX, t + 1.0, t + 1.0, deadline);
     }
     /* D is monotone: D[v,t-1] <= D[v,t] */
     for (int v = 0; v < n && rc == 0; v++)
@@ -267,8 +278,10 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
                 rc = ilp_row_put(&r, ilp_p(m, j, t), 1.0);
                 if (rc == 0) rc = ilp_row_d(&r, m, u, t - 1, 1.0);
                 if (rc == 0) {
-                    if (m->maker[j] >= 0) rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
-                    else r.cst -= 1.0;
+                    if (m->maker[j] >= 0)
+                        rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
+                    else
+                        r.cst -= 1.0;
                 }
                 if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
             }
@@ -286,7 +299,8 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     for (int t = 0; t < n && rc == 0; t++) {
         rc = ilp_row_put(&r, m->peak_col, 1.0);
         for (size_t j = 0; j < L->n_st && rc == 0; j++)
-            if (t >= m->lo[j] && t <= m->hi[j]) rc = ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
+            if (t >= m->lo[j] && t <= m->hi[j])
+                rc = ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
         if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0, deadline);
     }
     free(r.ind), free(r.val);
@@ -300,7 +314,8 @@ static size_t ilp_count_rows(const ilp_model *m) {
     size_t rows = m->n, n = m->n;
     for (size_t t = 0; t + 1 < n; t++) { /* step rows: some op not fixed at t */
         size_t free_at = 0;
-        for (size_t v = 0; v < n && !free_at; v++) free_at = (int)t >= m->asap[v] && (int)t < m->alap[v];
+        for (size_t v = 0; v < n && !free_at; v++)
+            free_at = (int)t >= m->asap[v] && (int)t < m->alap[v];
         rows += free_at;
     }
     for (size_t u = 0; u < n; u++) {
@@ -311,7 +326,8 @@ static size_t ilp_count_rows(const ilp_model *m) {
         }
         for (size_t k = L->touch_start[u]; k < L->touch_start[u + 1]; k++) {
             int j = L->touch[k], hi = ilp_keep_hi(m, j, (int)u);
-            if (!(L->live_in[j] && L->live_out[j]) && hi >= m->lo[j]) rows += (size_t)(hi - m->lo[j] + 1);
+            if (!(L->live_in[j] && L->live_out[j]) && hi >= m->lo[j])
+                rows += (size_t)(hi - m->lo[j] + 1);
         }
     }
     for (size_t j = 0; j < L->n_st; j++)
@@ -322,7 +338,7 @@ static size_t ilp_count_rows(const ilp_model *m) {
 typedef struct ilp_cb {
     const double *warm; /* 1-based column values of the warm start */
     bool warm_given;
-    double goal;        /* the leaf's lower bound, scaled: stop when met */
+    double goal; /* the leaf's lower bound, scaled: stop when met */
     long nodes, budget;
     bool bound_met, budget_spent;
     glpk_backstop time; /* deadline in ilp_now() seconds */
@@ -357,7 +373,8 @@ static void ilp_callback(glp_tree *T, void *info) {
 static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols) {
     const graph_leaf *L = m->L;
     size_t n = m->n;
-    int *start = malloc((L->n_st ? L->n_st : 1) * sizeof *start), *end = malloc((L->n_st ? L->n_st : 1) * sizeof *end);
+    int *start = malloc((L->n_st ? L->n_st : 1) * sizeof *start),
+        *end = malloc((L->n_st ? L->n_st : 1) * sizeof *end);
     memset(cols, 0, (size_t)(m->n_cols + 1) * sizeof *cols);
     if (!start || !end) {
         free(start), free(end);
@@ -368,7 +385,8 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
         int v = order[s];
         for (int t = (int)s; t < m->alap[v]; t++) cols[ilp_d(m, v, t)] = 1.0;
         for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) start[L->make[k]] = (int)s;
-        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) end[L->touch[k]] = (int)s;
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
+            end[L->touch[k]] = (int)s;
     }
     for (size_t j = 0; j < L->n_st; j++) {
         if (L->live_out[j]) end[j] = (int)n - 1;
@@ -378,7 +396,8 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
     free(start), free(end);
 }
 
-int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order, ilp_order_result *r) {
+int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+                   ilp_order_result *r) {
     size_t n = L->n_ops;
     memset(r, 0, sizeof *r);
     memcpy(order, warm, n * sizeof *order);
@@ -393,7 +412,8 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     }
     /* one deadline for everything below, model building included */
     const double t_call = ilp_now();
-    const double deadline = o->time_limit > 0 && o->time_limit < 2e6 ? t_call + o->time_limit : INFINITY;
+    const double deadline =
+        o->time_limit > 0 && o->time_limit < 2e6 ? t_call + o->time_limit : INFINITY;
     ilp_model m;
     if (ilp_model_init(L, &m)) return -1;
     r->n_vars = (size_t)m.n_cols;
@@ -408,10 +428,12 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     glp_add_cols(P, m.n_cols);
     for (int c = 1; c < m.peak_col; c++) glp_set_col_bnds(P, c, GLP_DB, 0.0, 1.0);
     for (size_t v = 0; v < n; v++)
-        for (int t = m.asap[v]; t < m.alap[v]; t++) glp_set_col_kind(P, ilp_d(&m, (int)v, t), GLP_BV);
+        for (int t = m.asap[v]; t < m.alap[v]; t++)
+            glp_set_col_kind(P, ilp_d(&m, (int)v, t), GLP_BV);
     for (size_t j = 0; j < L->n_st; j++)
         if (L->live_in[j] && L->live_out[j])
-            for (int t = m.lo[j]; t <= m.hi[j]; t++) glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
+            for (int t = m.lo[j]; t <= m.hi[j]; t++)
+                glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
     glp_set_col_bnds(P, m.peak_col, GLP_LO, 0.0, 0.0);
     glp_set_obj_coef(P, m.peak_col, 1.0);
     double *cols = malloc((size_t)(m.n_cols + 1) * sizeof *cols);
@@ -432,8 +454,12 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
         glp_smcp sp;
         glp_init_smcp(&sp);
         sp.msg_lev = GLP_MSG_OFF;
-        sp.tm_lim = left > 2e6 ? INT32_MAX : left - setup >= 0.001 ? (int)(1000.0 * (left - setup)) : 1;
-        ilp_cb cb = {.warm = cols, .goal = (double)goal / m.scale, .budget = o->node_budget,
+        sp.tm_lim = left > 2e6              ? INT32_MAX
+                    : left - setup >= 0.001 ? (int)(1000.0 * (left - setup))
+                                            : 1;
+        ilp_cb cb = {.warm = cols,
+                     .goal = (double)goal / m.scale,
+                     .budget = o->node_budget,
                      .time = {.deadline = deadline}};
         int lp = left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
         double t_root = ilp_now();
@@ -450,8 +476,8 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
             ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
             /* the first node LP re-solves the root from its optimal basis:
              * at most the set-up, and not longer than the root LP took */
-            glpk_backstop_calibrate(&cb.time, t_root - t_built < setup ? t_root - t_built : setup, t_root - t_built,
-                                    glp_get_it_cnt(P));
+            glpk_backstop_calibrate(&cb.time, t_root - t_built < setup ? t_root - t_built : setup,
+                                    t_root - t_built, glp_get_it_cnt(P));
             ip.cb_func = ilp_callback;
             ip.cb_info = &cb;
             ip.mip_gap = 0.0;
@@ -468,8 +494,10 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                 for (size_t s = 0; s < n; s++) cand[s] = -1;
                 bool perm = true;
                 for (size_t v = 0; v < n && perm; v++) {
-                    if (cand[steps[v]] >= 0) perm = false;
-                    else cand[steps[v]] = (int)v;
+                    if (cand[steps[v]] >= 0)
+                        perm = false;
+                    else
+                        cand[steps[v]] = (int)v;
                 }
                 if (perm && graph_leaf_order_valid(L, cand)) {
                     uint64_t pk = graph_leaf_peak(L, cand);
@@ -479,10 +507,14 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                     }
                 }
             }
-            if (ms == GLP_OPT || cb.bound_met) r->status = ILP_OPTIMAL;
-            else if (ret == GLP_ETMLIM || cb.time.fired) r->status = ILP_TIME;
-            else if (cb.budget_spent) r->status = ILP_BUDGET;
-            else r->status = ILP_FAILED;
+            if (ms == GLP_OPT || cb.bound_met)
+                r->status = ILP_OPTIMAL;
+            else if (ret == GLP_ETMLIM || cb.time.fired)
+                r->status = ILP_TIME;
+            else if (cb.budget_spent)
+                r->status = ILP_BUDGET;
+            else
+                r->status = ILP_FAILED;
         }
     }
     ilp_delete(P);

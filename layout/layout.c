@@ -20,26 +20,20 @@
 /* Sorting by precomputed keys (qsort has no context argument, so the keys   */
 /* travel with the index).                                                   */
 
-int lay_key_cmp(const void *pa, const void *pb)
-{
+int lay_key_cmp(const void *pa, const void *pb) {
     const lay_key *a = pa, *b = pb;
-    if (a->k1 != b->k1)
-        return a->k1 < b->k1 ? -1 : 1;
-    if (a->k2 != b->k2)
-        return a->k2 < b->k2 ? -1 : 1;
-    if (a->k3 != b->k3)
-        return a->k3 < b->k3 ? -1 : 1;
+    if (a->k1 != b->k1) return a->k1 < b->k1 ? -1 : 1;
+    if (a->k2 != b->k2) return a->k2 < b->k2 ? -1 : 1;
+    if (a->k3 != b->k3) return a->k3 < b->k3 ? -1 : 1;
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
 /* Maps a signed step to an unsigned key with the same order. */
-static uint64_t lay_step_key(int64_t t)
-{
+static uint64_t lay_step_key(int64_t t) {
     return (uint64_t)t ^ 0x8000000000000000ULL;
 }
 
-int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev)
-{
+int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev) {
     ev->allocs = malloc((n ? n : 1) * sizeof *ev->allocs);
     ev->frees = malloc((n ? n : 1) * sizeof *ev->frees);
     ev->m = 0;
@@ -48,8 +42,7 @@ int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev)
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size == 0)
-            continue; /* nothing to allocate */
+        if (bufs[i].size == 0) continue; /* nothing to allocate */
         ev->allocs[ev->m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
         ev->frees[ev->m] = (lay_key){lay_step_key(bufs[i].end), 0, 0, i};
         ev->m++;
@@ -59,8 +52,7 @@ int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev)
     return 0;
 }
 
-void lay_events_free(lay_events *ev)
-{
+void lay_events_free(lay_events *ev) {
     free(ev->allocs);
     free(ev->frees);
     ev->allocs = ev->frees = NULL;
@@ -70,8 +62,7 @@ void lay_events_free(lay_events *ev)
 /* ------------------------------------------------------------------------ */
 /* Live peak and height                                                      */
 
-uint64_t layout_live_peak(const layout_buffer *bufs, size_t n)
-{
+uint64_t layout_live_peak(const layout_buffer *bufs, size_t n) {
     /* Sweep over time: a buffer adds its size at start and removes it at
      * end + 1; removals at a step happen before additions at that step,
      * because a buffer ending at t - 1 is no longer live at t. */
@@ -93,23 +84,19 @@ uint64_t layout_live_peak(const layout_buffer *bufs, size_t n)
     uint64_t live = 0;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
-        while (j < n && ends[j].k1 <= starts[i].k1)
-            live -= bufs[ends[j++].idx].size;
+        while (j < n && ends[j].k1 <= starts[i].k1) live -= bufs[ends[j++].idx].size;
         live += bufs[starts[i].idx].size;
-        if (live > peak)
-            peak = live;
+        if (live > peak) peak = live;
     }
     free(starts);
     free(ends);
     return peak;
 }
 
-uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offsets)
-{
+uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offsets) {
     uint64_t h = 0;
     for (size_t i = 0; i < n; i++)
-        if (bufs[i].size > 0 && offsets[i] + bufs[i].size > h)
-            h = offsets[i] + bufs[i].size;
+        if (bufs[i].size > 0 && offsets[i] + bufs[i].size > h) h = offsets[i] + bufs[i].size;
     return h;
 }
 
@@ -118,21 +105,18 @@ uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offs
 
 /* Do [oa, oa + sa) and [ob, ob + sb) intersect?  Written without oa + sa so
  * that absurd offsets cannot overflow into a false "valid". */
-static int lay_addr_overlap(uint64_t oa, uint64_t sa, uint64_t ob, uint64_t sb)
-{
-    if (sa == 0 || sb == 0)
-        return 0;
+static int lay_addr_overlap(uint64_t oa, uint64_t sa, uint64_t ob, uint64_t sb) {
+    if (sa == 0 || sb == 0) return 0;
     return oa <= ob ? ob - oa < sa : oa - ob < sb;
 }
 
-int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets,
-                    uint64_t align, size_t *a, size_t *b)
-{
+int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets, uint64_t align,
+                    size_t *a, size_t *b) {
     assert(align >= 1);
     for (size_t i = 0; i < n; i++) {
-        if (offsets[i] % align != 0 || (bufs[i].size > 0 && offsets[i] > UINT64_MAX - bufs[i].size)) {
-            if (a && b)
-                *a = *b = i;
+        if (offsets[i] % align != 0 ||
+            (bufs[i].size > 0 && offsets[i] > UINT64_MAX - bufs[i].size)) {
+            if (a && b) *a = *b = i;
             return -1;
         }
     }
@@ -151,8 +135,7 @@ int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets
     }
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size == 0)
-            continue; /* occupies no address, conflicts with nothing */
+        if (bufs[i].size == 0) continue; /* occupies no address, conflicts with nothing */
         starts[m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
         ends[m] = (lay_key){lay_step_key((int64_t)bufs[i].end + 1), 0, 0, i};
         m++;
@@ -237,17 +220,14 @@ typedef struct lay_arena {
                                           span of each holds the next */
 } lay_arena;
 
-static size_t lay_size_class(size_t cap)
-{
+static size_t lay_size_class(size_t cap) {
     size_t k = 0;
-    while ((size_t)4 << k < cap)
-        k++;
+    while ((size_t)4 << k < cap) k++;
     return k;
 }
 
 /* An array of cap spans (cap = 4 * 2^k), NULL when memory runs out. */
-static lay_span *lay_arena_take(lay_arena *a, size_t cap)
-{
+static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
     size_t k = lay_size_class(cap);
     assert(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
     lay_span *v = a->spare[k];
@@ -258,11 +238,9 @@ static lay_span *lay_arena_take(lay_arena *a, size_t cap)
     lay_chunk *c = a->chunks;
     if (!c || c->cap - c->used < cap) {
         size_t ccap = c && c->cap < ((size_t)1 << 20) ? 2 * c->cap : c ? c->cap : 256;
-        if (ccap < cap)
-            ccap = cap;
+        if (ccap < cap) ccap = cap;
         c = malloc(sizeof *c + ccap * sizeof(lay_span));
-        if (!c)
-            return NULL;
+        if (!c) return NULL;
         c->next = a->chunks;
         c->used = 0;
         c->cap = ccap;
@@ -273,15 +251,13 @@ static lay_span *lay_arena_take(lay_arena *a, size_t cap)
     return v;
 }
 
-static void lay_arena_give(lay_arena *a, lay_span *v, size_t cap)
-{
+static void lay_arena_give(lay_arena *a, lay_span *v, size_t cap) {
     size_t k = lay_size_class(cap);
     memcpy(v, &a->spare[k], sizeof v);
     a->spare[k] = v;
 }
 
-static void lay_arena_free(lay_arena *a)
-{
+static void lay_arena_free(lay_arena *a) {
     while (a->chunks) {
         lay_chunk *c = a->chunks;
         a->chunks = c->next;
@@ -289,20 +265,14 @@ static void lay_arena_free(lay_arena *a)
     }
 }
 
-static int lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more)
-{
-    if (s->n + more <= s->cap)
-        return 0;
+static int lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more) {
+    if (s->n + more <= s->cap) return 0;
     size_t cap = s->cap ? s->cap : 4;
-    while (cap < s->n + more)
-        cap *= 2;
+    while (cap < s->n + more) cap *= 2;
     lay_span *v = lay_arena_take(a, cap);
-    if (!v)
-        return -1;
-    if (s->n)
-        memcpy(v, s->v, s->n * sizeof *v);
-    if (s->cap)
-        lay_arena_give(a, s->v, s->cap);
+    if (!v) return -1;
+    if (s->n) memcpy(v, s->v, s->n * sizeof *v);
+    if (s->cap) lay_arena_give(a, s->v, s->cap);
     s->v = v;
     s->cap = cap;
     return 0;
@@ -310,8 +280,7 @@ static int lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more)
 
 /* Adds [lo, hi) to a sorted array of disjoint blocks (a union: the blocks it
  * touches or overlaps are merged with it). */
-static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi)
-{
+static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi) {
     size_t i = 0, r = b->n; /* first block that ends at or after lo */
     while (i < r) {
         size_t mid = i + (r - i) / 2;
@@ -322,15 +291,12 @@ static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi)
     }
     size_t j = i; /* blocks [i, j) merge with the new one */
     while (j < b->n && b->v[j].lo <= hi) {
-        if (b->v[j].lo < lo)
-            lo = b->v[j].lo;
-        if (b->v[j].hi > hi)
-            hi = b->v[j].hi;
+        if (b->v[j].lo < lo) lo = b->v[j].lo;
+        if (b->v[j].hi > hi) hi = b->v[j].hi;
         j++;
     }
     if (j == i) { /* nothing to merge: insert */
-        if (lay_spans_reserve(a, b, 1) != 0)
-            return -1;
+        if (lay_spans_reserve(a, b, 1) != 0) return -1;
         memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
         b->n++;
     } else if (j > i + 1) { /* replace blocks [i, j) by one */
@@ -342,12 +308,12 @@ static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi)
 }
 
 typedef struct lay_index {
-    int64_t *steps;   /* sorted distinct starts and ends: the leaves */
+    int64_t *steps; /* sorted distinct starts and ends: the leaves */
     size_t nsteps;
-    size_t cap;       /* leaves, a power of two >= nsteps */
-    lay_spans *own;   /* 2 * cap nodes (1 = root) */
+    size_t cap;     /* leaves, a power of two >= nsteps */
+    lay_spans *own; /* 2 * cap nodes (1 = root) */
     lay_spans *sub;
-    size_t *stamp;    /* per node: last insertion that updated its sub */
+    size_t *stamp; /* per node: last insertion that updated its sub */
     size_t inserts;
     /* read[v]: 1 when v is a canonical node of some non-empty buffer's
      * lifetime, the only nodes whose sub a query reads (queries come from
@@ -391,10 +357,8 @@ typedef struct lay_log {
  * buffers, few, and every insertion there would invalidate the cache. */
 #define LAY_PU_TAIL 7
 
-static void lay_index_free(lay_index *ix)
-{
-    for (size_t v = 0; ix->log && v < ix->pu_lim; v++)
-        free(ix->log[v].v);
+static void lay_index_free(lay_index *ix) {
+    for (size_t v = 0; ix->log && v < ix->pu_lim; v++) free(ix->log[v].v);
     free(ix->log);
     lay_arena_free(&ix->arena);
     free(ix->own);
@@ -407,20 +371,17 @@ static void lay_index_free(lay_index *ix)
     free(ix->own_at);
 }
 
-static int lay_i64_cmp(const void *pa, const void *pb)
-{
+static int lay_i64_cmp(const void *pa, const void *pb) {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
     return (a > b) - (a < b);
 }
 
 static size_t lay_index_leaf(const lay_index *ix, int64_t t);
 
-static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
-{
+static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n) {
     memset(ix, 0, sizeof *ix);
     ix->steps = malloc((2 * n + 1) * sizeof *ix->steps);
-    if (!ix->steps)
-        return -1;
+    if (!ix->steps) return -1;
     for (size_t i = 0; i < n; i++) {
         ix->steps[2 * i] = bufs[i].start;
         ix->steps[2 * i + 1] = bufs[i].end;
@@ -430,8 +391,7 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
         if (ix->nsteps == 0 || ix->steps[ix->nsteps - 1] != ix->steps[i])
             ix->steps[ix->nsteps++] = ix->steps[i];
     ix->cap = 1;
-    while (ix->cap < ix->nsteps)
-        ix->cap *= 2;
+    while (ix->cap < ix->nsteps) ix->cap *= 2;
     ix->own = calloc(2 * ix->cap, sizeof *ix->own);
     ix->sub = calloc(2 * ix->cap, sizeof *ix->sub);
     ix->stamp = calloc(2 * ix->cap, sizeof *ix->stamp);
@@ -441,19 +401,17 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
     ix->read = calloc(2 * ix->cap, sizeof *ix->read);
     ix->pu_lim = (2 * ix->cap) >> LAY_PU_TAIL; /* the nodes at or above the path unions' level */
     ix->log = calloc(ix->pu_lim ? ix->pu_lim : 1, sizeof *ix->log);
-    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read || !ix->log) {
+    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read ||
+        !ix->log) {
         lay_index_free(ix);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size == 0)
-            continue; /* never queried */
+        if (bufs[i].size == 0) continue; /* never queried */
         size_t l = lay_index_leaf(ix, bufs[i].start), r = lay_index_leaf(ix, bufs[i].end) + 1;
         for (; l < r; l /= 2, r /= 2) {
-            if (l & 1)
-                ix->read[l++] = 1;
-            if (r & 1)
-                ix->read[--r] = 1;
+            if (l & 1) ix->read[l++] = 1;
+            if (r & 1) ix->read[--r] = 1;
         }
     }
     return 0;
@@ -461,8 +419,7 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n)
 
 /* dst = a deep copy of src (its lists in arrays of its own arena).  Returns 0, or
  * -1 when memory runs out (dst is then freed). */
-static int lay_index_clone(lay_index *dst, const lay_index *src)
-{
+static int lay_index_clone(lay_index *dst, const lay_index *src) {
     memset(dst, 0, sizeof *dst);
     size_t nodes = 2 * src->cap;
     dst->nsteps = src->nsteps;
@@ -478,8 +435,8 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     dst->read = malloc(nodes * sizeof *dst->read);
     dst->pu_lim = src->pu_lim;
     dst->log = calloc(src->pu_lim ? src->pu_lim : 1, sizeof *dst->log);
-    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at || !dst->own_at ||
-        !dst->read || !dst->log) {
+    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at ||
+        !dst->own_at || !dst->read || !dst->log) {
         lay_index_free(dst);
         return -1;
     }
@@ -490,8 +447,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
     memcpy(dst->read, src->read, nodes * sizeof *dst->read);
     for (size_t v = 0; v < src->pu_lim; v++) {
         const lay_log *from = &src->log[v];
-        if (from->n == 0)
-            continue;
+        if (from->n == 0) continue;
         dst->log[v].v = malloc(from->n * sizeof *from->v);
         if (!dst->log[v].v) {
             lay_index_free(dst);
@@ -504,8 +460,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
         const lay_spans *from[3] = {&src->own[v], &src->sub[v], &src->pu[v]};
         lay_spans *to[3] = {&dst->own[v], &dst->sub[v], &dst->pu[v]};
         for (int k = 0; k < 3; k++) {
-            if (from[k]->n == 0)
-                continue;
+            if (from[k]->n == 0) continue;
             if (lay_spans_reserve(&dst->arena, to[k], from[k]->n) != 0) {
                 lay_index_free(dst);
                 return -1;
@@ -518,8 +473,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src)
 }
 
 /* Leaf node of step t, which is one of the steps of the index. */
-static size_t lay_index_leaf(const lay_index *ix, int64_t t)
-{
+static size_t lay_index_leaf(const lay_index *ix, int64_t t) {
     size_t lo = 0, hi = ix->nsteps;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -533,27 +487,22 @@ static size_t lay_index_leaf(const lay_index *ix, int64_t t)
 }
 
 /* Records a buffer with lifetime [s, e] as placed at addresses [lo, hi). */
-static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uint64_t hi)
-{
+static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uint64_t hi) {
     ix->inserts++;
     size_t l = lay_index_leaf(ix, s), r = lay_index_leaf(ix, e) + 1;
     for (; l < r; l /= 2, r /= 2) {
         size_t canon[2], nc = 0;
-        if (l & 1)
-            canon[nc++] = l++;
-        if (r & 1)
-            canon[nc++] = --r;
+        if (l & 1) canon[nc++] = l++;
+        if (r & 1) canon[nc++] = --r;
         for (size_t c = 0; c < nc; c++) {
-            if (lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi) != 0)
-                return -1;
+            if (lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi) != 0) return -1;
             ix->own_at[canon[c]] = ix->inserts;
             if (canon[c] < ix->pu_lim) {
                 lay_log *lg = &ix->log[canon[c]];
                 if (lg->n == lg->cap) {
                     size_t cap = lg->cap ? 2 * lg->cap : 8;
                     lay_log_entry *v = realloc(lg->v, cap * sizeof *v);
-                    if (!v)
-                        return -1;
+                    if (!v) return -1;
                     lg->v = v;
                     lg->cap = cap;
                 }
@@ -562,8 +511,7 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
             /* sub of the node and its ancestors, each once, where read */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
-                if (ix->read[v] && lay_blocks_add(&ix->arena, &ix->sub[v], lo, hi) != 0)
-                    return -1;
+                if (ix->read[v] && lay_blocks_add(&ix->arena, &ix->sub[v], lo, hi) != 0) return -1;
             }
         }
     }
@@ -576,27 +524,23 @@ typedef struct lay_lists {
     size_t n, cap;
 } lay_lists;
 
-static void lay_lists_push(lay_lists *l, const lay_spans *x)
-{
+static void lay_lists_push(lay_lists *l, const lay_spans *x) {
     assert(l->n < l->cap);
-    if (x->n > 0)
-        l->v[l->n++] = x;
+    if (x->n > 0) l->v[l->n++] = x;
 }
 
 /* out = the union of the sorted block lists a and b (a may be NULL),
  * blocks that touch or overlap merged, as lay_blocks_add keeps them. */
-static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a, const lay_spans *b)
-{
+static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
+                           const lay_spans *b) {
     size_t na = a ? a->n : 0;
     out->n = 0;
-    if (lay_spans_reserve(arena, out, na + b->n) != 0)
-        return -1;
+    if (lay_spans_reserve(arena, out, na + b->n) != 0) return -1;
     size_t i = 0, j = 0;
     while (i < na || j < b->n) {
         lay_span x = j == b->n || (i < na && a->v[i].lo < b->v[j].lo) ? a->v[i++] : b->v[j++];
         if (out->n && x.lo <= out->v[out->n - 1].hi) {
-            if (x.hi > out->v[out->n - 1].hi)
-                out->v[out->n - 1].hi = x.hi;
+            if (x.hi > out->v[out->n - 1].hi) out->v[out->n - 1].hi = x.hi;
         } else
             out->v[out->n++] = x;
     }
@@ -611,20 +555,16 @@ static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
  * each node on the path that is out of date takes the ranges added on its
  * path since, or is rebuilt from its parent's (current by then).  NULL when
  * memory runs out. */
-static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
-{
+static const lay_spans *lay_index_pu(lay_index *ix, size_t a) {
     size_t path[64], from[64], d = 0;
-    for (size_t v = a; v >= 1; v /= 2)
-        path[d++] = v; /* leaf-most first */
+    for (size_t v = a; v >= 1; v /= 2) path[d++] = v; /* leaf-most first */
     assert(a < ix->pu_lim);
     size_t changed = 0; /* latest change to own on the path so far */
     for (size_t k = d; k-- > 0;) {
         size_t v = path[k];
         lay_spans *pu = &ix->pu[v];
-        if (ix->own_at[v] > changed)
-            changed = ix->own_at[v];
-        if (ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed)
-            continue; /* current */
+        if (ix->own_at[v] > changed) changed = ix->own_at[v];
+        if (ix->pu_at[v] != 0 && ix->pu_at[v] - 1 >= changed) continue; /* current */
         size_t pending = SIZE_MAX;
         if (ix->pu_at[v] != 0) {
             size_t done = ix->pu_at[v] - 1;
@@ -632,8 +572,7 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
             for (size_t j = k; j < d && pending <= LAY_PU_ADD_MAX; j++) {
                 const lay_log *lg = &ix->log[path[j]];
                 from[j] = lg->n;
-                if (ix->own_at[path[j]] <= done)
-                    continue;
+                if (ix->own_at[path[j]] <= done) continue;
                 size_t lo = 0, hi = lg->n; /* first entry after done */
                 while (lo < hi) {
                     size_t mid = lo + (hi - lo) / 2;
@@ -649,9 +588,11 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
         if (pending <= LAY_PU_ADD_MAX) {
             for (size_t j = k; j < d; j++)
                 for (size_t e = from[j]; e < ix->log[path[j]].n; e++)
-                    if (lay_blocks_add(&ix->arena, pu, ix->log[path[j]].v[e].lo, ix->log[path[j]].v[e].hi) != 0)
+                    if (lay_blocks_add(&ix->arena, pu, ix->log[path[j]].v[e].lo,
+                                       ix->log[path[j]].v[e].hi) != 0)
                         return NULL;
-        } else if (lay_spans_union(&ix->arena, pu, k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]) != 0)
+        } else if (lay_spans_union(&ix->arena, pu, k + 1 < d ? &ix->pu[path[k + 1]] : NULL,
+                                   &ix->own[v]) != 0)
             return NULL;
         ix->pu_at[v] = ix->inserts + 1;
     }
@@ -666,29 +607,24 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a)
  * only binary-searches each list (lay_range_free) gains nothing from it and
  * would rebuild unions that every insertion invalidates.  Returns 0, or -1
  * when memory runs out. */
-static int lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, int merged)
-{
+static int lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, int merged) {
     size_t ls = lay_index_leaf(ix, s), le = lay_index_leaf(ix, e);
     out->n = 0;
     for (int side = 0; side < 2; side++) {
         size_t leaf = side ? le : ls;
-        if (side && le == ls)
-            break;
+        if (side && le == ls) break;
         size_t v = leaf;
         for (int lev = 0; (lev < LAY_PU_TAIL || !merged) && v >= 1; lev++, v /= 2)
             lay_lists_push(out, &ix->own[v]);
         if (v >= 1) {
             const lay_spans *pu = lay_index_pu(ix, v);
-            if (!pu)
-                return -1;
+            if (!pu) return -1;
             lay_lists_push(out, pu);
         }
     }
     for (size_t l = ls, r = le + 1; l < r; l /= 2, r /= 2) {
-        if (l & 1)
-            lay_lists_push(out, &ix->sub[l++]);
-        if (r & 1)
-            lay_lists_push(out, &ix->sub[--r]);
+        if (l & 1) lay_lists_push(out, &ix->sub[l++]);
+        if (r & 1) lay_lists_push(out, &ix->sub[--r]);
     }
     return 0;
 }
@@ -707,16 +643,12 @@ typedef struct lay_cursor {
 } lay_cursor;
 
 /* Restores the heap order (smallest at->lo on top) below position i. */
-static void lay_heap_down(lay_cursor *h, size_t n, size_t i)
-{
+static void lay_heap_down(lay_cursor *h, size_t n, size_t i) {
     for (;;) {
         size_t m = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && h[l].at->lo < h[m].at->lo)
-            m = l;
-        if (r < n && h[r].at->lo < h[m].at->lo)
-            m = r;
-        if (m == i)
-            return;
+        if (l < n && h[l].at->lo < h[m].at->lo) m = l;
+        if (r < n && h[r].at->lo < h[m].at->lo) m = r;
+        if (m == i) return;
         lay_cursor t = h[i];
         h[i] = h[m];
         h[m] = t;
@@ -727,16 +659,15 @@ static void lay_heap_down(lay_cursor *h, size_t n, size_t i)
 /* The first block at or after p (within [p, end)) that ends above covered:
  * blocks of one list are disjoint and sorted, so their ends increase, and
  * an exponential then binary search finds it in O(log skipped). */
-static const lay_span *lay_skip_covered(const lay_span *p, const lay_span *end, uint64_t covered)
-{
-    if (p == end || p->hi > covered)
-        return p;
+static const lay_span *lay_skip_covered(const lay_span *p, const lay_span *end, uint64_t covered) {
+    if (p == end || p->hi > covered) return p;
     size_t step = 1; /* p->hi <= covered holds throughout */
     while (step < (size_t)(end - p) && p[step].hi <= covered) {
         p += step;
         step *= 2;
     }
-    const lay_span *hi = step < (size_t)(end - p) ? p + step : end; /* hi == end or hi->hi > covered */
+    const lay_span *hi =
+        step < (size_t)(end - p) ? p + step : end; /* hi == end or hi->hi > covered */
     while (hi - p > 1) {
         const lay_span *mid = p + (hi - p) / 2;
         if (mid->hi <= covered)
@@ -760,13 +691,11 @@ static const lay_span *lay_skip_covered(const lay_span *p, const lay_span *end, 
  * quadratic in all for a deep network: each index node's list holds a
  * scattered subset of the stacked activations.)  The gaps, and so the
  * answer, are the same. */
-static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_t sz, lay_fit fit)
-{
+static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_t sz, lay_fit fit) {
     size_t n = 0;
     for (size_t i = 0; i < lists->n; i++)
         heap[n++] = (lay_cursor){lists->v[i]->v, lists->v[i]->v + lists->v[i]->n};
-    for (size_t i = n / 2; i-- > 0;)
-        lay_heap_down(heap, n, i);
+    for (size_t i = n / 2; i-- > 0;) lay_heap_down(heap, n, i);
     uint64_t covered = 0; /* the union so far ends here */
     uint64_t best = UINT64_MAX, best_waste = UINT64_MAX;
     while (n > 0) {
@@ -782,11 +711,9 @@ static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_
                 }
             }
         }
-        if (r->hi > covered)
-            covered = r->hi;
+        if (r->hi > covered) covered = r->hi;
         heap[0].at = lay_skip_covered(heap[0].at + 1, heap[0].end, covered);
-        if (heap[0].at == heap[0].end)
-            heap[0] = heap[--n];
+        if (heap[0].at == heap[0].end) heap[0] = heap[--n];
         lay_heap_down(heap, n, 0);
     }
     return best != UINT64_MAX ? best : covered;
@@ -794,23 +721,19 @@ static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_
 
 /* Places the buffers in the given order (a permutation of 0..n-1). */
 static uint64_t lay_place_in_order(const layout_buffer *bufs, size_t n, uint64_t align,
-                                   const lay_key *order, lay_fit fit, uint64_t *offsets)
-{
+                                   const lay_key *order, lay_fit fit, uint64_t *offsets) {
     assert(align >= 1);
     lay_index ix;
-    if (lay_index_init(&ix, bufs, n) != 0)
-        return UINT64_MAX;
+    if (lay_index_init(&ix, bufs, n) != 0) return UINT64_MAX;
     size_t levels = 1;
-    for (size_t c = ix.cap; c > 1; c /= 2)
-        levels++;
+    for (size_t c = ix.cap; c > 1; c /= 2) levels++;
     lay_lists lists = {malloc(4 * levels * sizeof *lists.v), 0, 4 * levels};
     lay_cursor *heap = malloc(4 * levels * sizeof *heap);
     uint64_t rc = lists.v && heap ? 0 : UINT64_MAX;
     for (size_t k = 0; k < n && rc == 0; k++) {
         size_t i = order[k].idx;
         offsets[i] = 0;
-        if (bufs[i].size == 0)
-            continue;
+        if (bufs[i].size == 0) continue;
         uint64_t sz = lay_round_up(bufs[i].size, align);
         if (lay_index_query(&ix, bufs[i].start, bufs[i].end, &lists, 1) != 0) {
             rc = UINT64_MAX;
@@ -836,12 +759,10 @@ typedef enum lay_order {
     LAY_ORDER_SIZE_LONG   /* size desc, length desc */
 } lay_order;
 
-static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
-                              lay_order how, lay_fit fit, uint64_t *offsets)
-{
+static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t align, lay_order how,
+                              lay_fit fit, uint64_t *offsets) {
     lay_key *order = malloc((n ? n : 1) * sizeof *order);
-    if (!order)
-        return UINT64_MAX;
+    if (!order) return UINT64_MAX;
     for (size_t i = 0; i < n; i++) {
         uint64_t len = (uint64_t)((int64_t)bufs[i].end - bufs[i].start) + 1;
         uint64_t size = bufs[i].size;
@@ -849,9 +770,12 @@ static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t alig
         lay_key *k = &order[i];
         *k = (lay_key){0, 0, 0, i};
         switch (how) {
-        case LAY_ORDER_LONG_FIRST: k->k1 = ~len; k->k2 = ~size; break;
-        case LAY_ORDER_SIZE:       k->k1 = ~size; break;
-        case LAY_ORDER_START:      k->k1 = lay_step_key(bufs[i].start); break;
+        case LAY_ORDER_LONG_FIRST:
+            k->k1 = ~len;
+            k->k2 = ~size;
+            break;
+        case LAY_ORDER_SIZE: k->k1 = ~size; break;
+        case LAY_ORDER_START: k->k1 = lay_step_key(bufs[i].start); break;
         case LAY_ORDER_AREA: {
             /* size * len can overflow 64 bits: compare in floating point,
              * whose order is monotone, then exactly by size. */
@@ -862,7 +786,10 @@ static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t alig
             k->k2 = ~size;
             break;
         }
-        case LAY_ORDER_SIZE_LONG:  k->k1 = ~size; k->k2 = ~len; break;
+        case LAY_ORDER_SIZE_LONG:
+            k->k1 = ~size;
+            k->k2 = ~len;
+            break;
         }
     }
     qsort(order, n, sizeof *order, lay_key_cmp);
@@ -871,13 +798,11 @@ static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t alig
     return h;
 }
 
-uint64_t layout_llfb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
-{
+uint64_t layout_llfb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets) {
     return lay_heuristic(bufs, n, align, LAY_ORDER_LONG_FIRST, LAY_BEST_FIT, offsets);
 }
 
-uint64_t layout_greedy(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
-{
+uint64_t layout_greedy(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets) {
     return lay_heuristic(bufs, n, align, LAY_ORDER_SIZE, LAY_FIRST_FIT, offsets);
 }
 
@@ -893,11 +818,10 @@ typedef struct lay_free_list {
     uint64_t *lo, *hi;        /* per gap id */
     size_t *spare;            /* unused gap ids, a stack */
     size_t nspare;
-    uint64_t top;             /* end of the highest live range */
+    uint64_t top; /* end of the highest live range */
 } lay_free_list;
 
-static void lay_gap_add(lay_free_list *f, uint64_t lo, uint64_t hi)
-{
+static void lay_gap_add(lay_free_list *f, uint64_t lo, uint64_t hi) {
     assert(f->nspare > 0 && lo < hi);
     size_t id = f->spare[--f->nspare];
     f->lo[id] = lo;
@@ -906,16 +830,14 @@ static void lay_gap_add(lay_free_list *f, uint64_t lo, uint64_t hi)
     lay_set_insert(&f->by_addr, id, lo, 0);
 }
 
-static void lay_gap_remove(lay_free_list *f, size_t id)
-{
+static void lay_gap_remove(lay_free_list *f, size_t id) {
     lay_set_erase(&f->by_size, id);
     lay_set_erase(&f->by_addr, id);
     f->spare[f->nspare++] = id;
 }
 
 /* Returns the offset of a new range of sz bytes. */
-static uint64_t lay_fl_alloc(lay_free_list *f, uint64_t sz)
-{
+static uint64_t lay_fl_alloc(lay_free_list *f, uint64_t sz) {
     size_t id = lay_set_ceil(&f->by_size, sz, 0);
     if (id == LAY_NIL) {
         uint64_t o = f->top;
@@ -924,13 +846,11 @@ static uint64_t lay_fl_alloc(lay_free_list *f, uint64_t sz)
     }
     uint64_t lo = f->lo[id], hi = f->hi[id];
     lay_gap_remove(f, id);
-    if (hi - lo > sz)
-        lay_gap_add(f, lo + sz, hi);
+    if (hi - lo > sz) lay_gap_add(f, lo + sz, hi);
     return lo;
 }
 
-static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi)
-{
+static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi) {
     size_t left = lay_set_floor(&f->by_addr, lo, 0);
     if (left != LAY_NIL && f->hi[left] == lo) {
         lo = f->lo[left];
@@ -947,8 +867,7 @@ static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi)
         lay_gap_add(f, lo, hi);
 }
 
-uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets)
-{
+uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets) {
     assert(align >= 1);
     lay_events ev;
     int have_ev = lay_events_init(bufs, n, &ev) == 0;
@@ -960,10 +879,8 @@ uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uin
     sets += sets && lay_set_init(&f.by_addr, n + 1) == 0;
     uint64_t rc = UINT64_MAX;
     if (have_ev && f.lo && f.hi && f.spare && sets == 2) {
-        for (size_t id = 0; id <= n; id++)
-            f.spare[f.nspare++] = n - id;
-        for (size_t i = 0; i < n; i++)
-            offsets[i] = 0;
+        for (size_t id = 0; id <= n; id++) f.spare[f.nspare++] = n - id;
+        for (size_t i = 0; i < n; i++) offsets[i] = 0;
         size_t j = 0;
         for (size_t k = 0; k < ev.m; k++) {
             size_t i = ev.allocs[k].idx;
@@ -976,15 +893,12 @@ uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uin
         }
         rc = layout_height(bufs, n, offsets);
     }
-    if (sets >= 1)
-        lay_set_free(&f.by_size);
-    if (sets == 2)
-        lay_set_free(&f.by_addr);
+    if (sets >= 1) lay_set_free(&f.by_size);
+    if (sets == 2) lay_set_free(&f.by_addr);
     free(f.lo);
     free(f.hi);
     free(f.spare);
-    if (have_ev)
-        lay_events_free(&ev);
+    if (have_ev) lay_events_free(&ev);
     return rc;
 }
 
@@ -1009,26 +923,23 @@ static const struct {
 };
 
 uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
-                               uint64_t *offsets, const char **name)
-{
+                               uint64_t *offsets, const char **name) {
     uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
     uint64_t best = UINT64_MAX;
-    if (!tmp)
-        return UINT64_MAX;
-    if (name)
-        *name = NULL;
+    if (!tmp) return UINT64_MAX;
+    if (name) *name = NULL;
     uint64_t lb = layout_live_peak(bufs, n);
     for (size_t c = 0; c < sizeof lay_candidates / sizeof lay_candidates[0] && best > lb; c++) {
-        if (lay_candidates[c].extra && n > LAY_EXTRA_MAX_N)
-            continue;
-        uint64_t h = lay_candidates[c].order == LAY_ORDER_START && lay_candidates[c].fit == LAY_BEST_FIT
-                         ? layout_bestfit(bufs, n, align, tmp)
-                         : lay_heuristic(bufs, n, align, lay_candidates[c].order, lay_candidates[c].fit, tmp);
+        if (lay_candidates[c].extra && n > LAY_EXTRA_MAX_N) continue;
+        uint64_t h =
+            lay_candidates[c].order == LAY_ORDER_START && lay_candidates[c].fit == LAY_BEST_FIT
+                ? layout_bestfit(bufs, n, align, tmp)
+                : lay_heuristic(bufs, n, align, lay_candidates[c].order, lay_candidates[c].fit,
+                                tmp);
         if (h < best) {
             best = h;
             memcpy(offsets, tmp, n * sizeof *tmp);
-            if (name)
-                *name = lay_candidates[c].name;
+            if (name) *name = lay_candidates[c].name;
         }
     }
     free(tmp);
@@ -1049,12 +960,10 @@ struct lay_placer {
     lay_cursor *heap;
 };
 
-lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align)
-{
+lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align) {
     assert(align >= 1);
     lay_placer *pl = calloc(1, sizeof *pl);
-    if (!pl)
-        return NULL;
+    if (!pl) return NULL;
     pl->bufs = bufs;
     pl->n = n;
     pl->align = align;
@@ -1063,8 +972,7 @@ lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align)
         return NULL;
     }
     size_t levels = 1;
-    for (size_t c = pl->ix.cap; c > 1; c /= 2)
-        levels++;
+    for (size_t c = pl->ix.cap; c > 1; c /= 2) levels++;
     pl->lists = (lay_lists){malloc(4 * levels * sizeof *pl->lists.v), 0, 4 * levels};
     pl->heap = malloc(4 * levels * sizeof *pl->heap);
     if (!pl->lists.v || !pl->heap) {
@@ -1074,11 +982,9 @@ lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align)
     return pl;
 }
 
-lay_placer *lay_placer_clone(const lay_placer *pl)
-{
+lay_placer *lay_placer_clone(const lay_placer *pl) {
     lay_placer *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     c->bufs = pl->bufs;
     c->n = pl->n;
     c->align = pl->align;
@@ -1095,10 +1001,8 @@ lay_placer *lay_placer_clone(const lay_placer *pl)
     return c;
 }
 
-void lay_placer_free(lay_placer *pl)
-{
-    if (!pl)
-        return;
+void lay_placer_free(lay_placer *pl) {
+    if (!pl) return;
     free(pl->lists.v);
     free(pl->heap);
     lay_index_free(&pl->ix);
@@ -1107,8 +1011,7 @@ void lay_placer_free(lay_placer *pl)
 
 /* 1 when [lo, hi) meets none of the ranges in the lists (each sorted and
  * disjoint, so one binary search per list). */
-static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi)
-{
+static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi) {
     for (size_t i = 0; i < lists->n; i++) {
         const lay_spans *b = lists->v[i];
         size_t a = 0, r = b->n; /* first block that ends after lo */
@@ -1119,36 +1022,28 @@ static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi)
             else
                 r = mid;
         }
-        if (a < b->n && b->v[a].lo < hi)
-            return 0;
+        if (a < b->n && b->v[a].lo < hi) return 0;
     }
     return 1;
 }
 
-int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset)
-{
+int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset) {
     assert(i < pl->n && offset % pl->align == 0);
     const layout_buffer *b = &pl->bufs[i];
-    if (b->size == 0)
-        return 1;
+    if (b->size == 0) return 1;
     uint64_t sz = lay_round_up(b->size, pl->align);
-    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 0) != 0)
-        return -1;
-    if (!lay_range_free(&pl->lists, offset, offset + sz))
-        return 0;
+    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 0) != 0) return -1;
+    if (!lay_range_free(&pl->lists, offset, offset + sz)) return 0;
     return lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz) != 0 ? -1 : 1;
 }
 
-int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset)
-{
+int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset) {
     assert(i < pl->n);
     const layout_buffer *b = &pl->bufs[i];
     *offset = 0;
-    if (b->size == 0)
-        return 0;
+    if (b->size == 0) return 0;
     uint64_t sz = lay_round_up(b->size, pl->align);
-    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1) != 0)
-        return -1;
+    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1) != 0) return -1;
     *offset = lay_choose_gap(&pl->lists, pl->heap, sz, best_fit ? LAY_BEST_FIT : LAY_FIRST_FIT);
     assert(*offset % pl->align == 0);
     return lay_index_place(&pl->ix, b->start, b->end, *offset, *offset + sz) != 0 ? -1 : 0;

@@ -18,9 +18,9 @@
 #include <stdio.h>
 
 typedef struct layout_buffer {
-    uint64_t size;  /* bytes; 0 is allowed (such a buffer never conflicts) */
-    int32_t start;  /* first step the buffer is live */
-    int32_t end;    /* last step the buffer is live; start <= end */
+    uint64_t size; /* bytes; 0 is allowed (such a buffer never conflicts) */
+    int32_t start; /* first step the buffer is live */
+    int32_t end;   /* last step the buffer is live; start <= end */
 } layout_buffer;
 
 /* Sum of sizes of buffers live at the busiest step: the lower bound of any
@@ -35,8 +35,8 @@ uint64_t layout_height(const layout_buffer *bufs, size_t n, const uint64_t *offs
  * valid; otherwise -1, and when a and b are not NULL stores the indices of
  * one offending pair (b == a for a misaligned offset).  O(n log n + conflicts
  * found). */
-int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets,
-                    uint64_t align, size_t *a, size_t *b);
+int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets, uint64_t align,
+                    size_t *a, size_t *b);
 
 /* Heuristic layouts.  Each writes one offset per buffer into offsets[n]
  * (multiples of align; sizes are used as given, callers round them up to
@@ -78,11 +78,11 @@ uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t ali
  * Returns the height, or UINT64_MAX when out of host memory or (stats->oom)
  * when a request found no room under the limit. */
 typedef struct layout_pytorch_stats {
-    uint64_t reserved_peak;   /* most bytes of segments held at once (without a limit: == height) */
-    uint64_t allocated_peak;  /* max over time of bytes in allocated blocks */
-    size_t segments;          /* segments reserved */
-    size_t released;          /* segments given back under the limit */
-    int oom;                  /* the replay ran out of device memory under the limit */
+    uint64_t reserved_peak;  /* most bytes of segments held at once (without a limit: == height) */
+    uint64_t allocated_peak; /* max over time of bytes in allocated blocks */
+    size_t segments;         /* segments reserved */
+    size_t released;         /* segments given back under the limit */
+    int oom;                 /* the replay ran out of device memory under the limit */
 } layout_pytorch_stats;
 
 uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uint64_t *offsets,
@@ -129,18 +129,18 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
 #define LAYOUT_GLPK_NODE_DIV 600
 
 typedef struct layout_effort {
-    uint64_t work;        /* work budget; 0 means LAYOUT_DEFAULT_WORK */
-    double time_limit_s;  /* backstop in seconds; <= 0 means none */
-    uint64_t goal;        /* also stop once the height is <= goal (0: only the
+    uint64_t work;       /* work budget; 0 means LAYOUT_DEFAULT_WORK */
+    double time_limit_s; /* backstop in seconds; <= 0 means none */
+    uint64_t goal;       /* also stop once the height is <= goal (0: only the
                              live-size lower bound stops early) */
 } layout_effort;
 
 typedef struct layout_result {
-    uint64_t height;      /* of the layout written (UINT64_MAX: out of memory) */
-    int proven_optimal;   /* the height is the lower bound or proved minimal */
-    int stopped_by_time;  /* 1: the time backstop cut a step, so another run
+    uint64_t height;     /* of the layout written (UINT64_MAX: out of memory) */
+    int proven_optimal;  /* the height is the lower bound or proved minimal */
+    int stopped_by_time; /* 1: the time backstop cut a step, so another run
                              may give a different layout */
-    uint64_t work_spent;  /* work units used, <= the budget */
+    uint64_t work_spent; /* work units used, <= the budget */
 } layout_result;
 
 /* Always a valid layout in offsets, never worse than warm_offsets (which
@@ -148,8 +148,8 @@ typedef struct layout_result {
  * also stops it as soon as the height is <= goal.  effort NULL means the
  * defaults with no backstop.  Returns res->height. */
 uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *warm_offsets, const layout_effort *effort,
-                      uint64_t *offsets, layout_result *res);
+                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
+                      layout_result *res);
 
 /* The GLPK layout model alone (the MODeL-like whole-graph baseline, what
  * --layout ilp plans with), warm-started from LLFB, on a work budget (all
@@ -211,8 +211,8 @@ void layout_csv_free(layout_csv *csv);
 #define LAYOUT_ROAM_BOTTOM 1u /* group flag: stacked first (persistent buffers) */
 
 typedef struct layout_roam_input {
-    const int *group;            /* per buffer: 0..n_groups-1, or -1: a leftover */
-    const unsigned char *low;    /* per buffer, may be NULL: long-lived in its group.
+    const int *group;         /* per buffer: 0..n_groups-1, or -1: a leftover */
+    const unsigned char *low; /* per buffer, may be NULL: long-lived in its group.
                                     NULL: those live across the longest stretch of
                                     steps where none of the group's buffers starts
                                     or ends (the gap between a forward range and
@@ -229,20 +229,20 @@ typedef struct layout_roam_input {
 } layout_roam_input;
 
 typedef struct layout_roam_stats {
-    size_t groups;            /* non-empty groups laid out */
-    size_t groups_proven;     /* of them, both parts proven minimal by layout_exact */
+    size_t groups;             /* non-empty groups laid out */
+    size_t groups_proven;      /* of them, both parts proven minimal by layout_exact */
     size_t grouped, leftovers; /* buffers in a group, in none */
-    size_t low;               /* long-lived buffers */
-    size_t repaired;          /* grouped buffers re-placed after stacking */
-    uint64_t stacked;         /* height of the stacked groups before the repair */
-    int stacking;             /* the stacking order that won: 0 by window (the
+    size_t low;                /* long-lived buffers */
+    size_t repaired;           /* grouped buffers re-placed after stacking */
+    uint64_t stacked;          /* height of the stacked groups before the repair */
+    int stacking;              /* the stacking order that won: 0 by window (the
                                  paper's), 1 by first step, 2 by last step */
-    int fallback;             /* 1: invalid result, layout_best_heuristic returned */
-    int stopped_by_time;      /* 1: a group's exact layout hit the time backstop */
+    int fallback;              /* 1: invalid result, layout_best_heuristic returned */
+    int stopped_by_time;       /* 1: a group's exact layout hit the time backstop */
 } layout_roam_stats;
 
-uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const layout_roam_input *in,
-                     uint64_t *offsets, layout_roam_stats *st);
+uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
+                     const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *st);
 
 /* Exact solver for a buffer list (`roamc layout`).  The searches behind it
  * are two complete branch and bounds run round robin: the skyline search
@@ -253,18 +253,18 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
  * every combination stays exact, only slower) to measure each one's worth:
  * layout_bnb.c explains them. */
 typedef struct layout_bnb_rules {
-    int canonical;  /* placements in nondecreasing (offset, rank) */
-    int dominance;  /* nothing above a gap an unplaced buffer could fill */
-    int section;    /* per section: floor + unplaced sizes <= capacity */
-    int monotonic;  /* floors at least the offset of the last placement
+    int canonical; /* placements in nondecreasing (offset, rank) */
+    int dominance; /* nothing above a gap an unplaced buffer could fill */
+    int section;   /* per section: floor + unplaced sizes <= capacity */
+    int monotonic; /* floors at least the offset of the last placement
                        (needs canonical, ignored without it) */
-    int tight;      /* a section with no room to waste can be covered */
-    int floor;      /* floor raised to the lowest min offset live there */
-    int fit;        /* every unplaced buffer fits above its min offset */
-    int twins;      /* same lifetime and size: placed in rank order */
-    int decompose;  /* independent time ranges solved apart */
-    int mirror;     /* also search the problem mirrored in time */
-    int energy;     /* skyline search, per section: the unplaced buffers
+    int tight;     /* a section with no room to waste can be covered */
+    int floor;     /* floor raised to the lowest min offset live there */
+    int fit;       /* every unplaced buffer fits above its min offset */
+    int twins;     /* same lifetime and size: placed in rank order */
+    int decompose; /* independent time ranges solved apart */
+    int mirror;    /* also search the problem mirrored in time */
+    int energy;    /* skyline search, per section: the unplaced buffers
                        whose lowest possible offset is >= h fit in [h, cap)
                        for every such h (layout_search.c); off by
                        default: it costs more than it prunes */
@@ -284,24 +284,24 @@ typedef enum layout_solve_status {
 } layout_solve_status;
 
 typedef struct layout_solve_opts {
-    uint64_t capacity;     /* > 0: find a layout within it or prove none;
+    uint64_t capacity;   /* > 0: find a layout within it or prove none;
                               0: minimise the height */
-    uint64_t work;         /* work budget (layout_effort units); 0: none */
-    double time_limit_s;   /* > 0: stop after it; used to the end unless
+    uint64_t work;       /* work budget (layout_effort units); 0: none */
+    double time_limit_s; /* > 0: stop after it; used to the end unless
                               proved earlier */
-    int engines;           /* LAYOUT_ENGINE_* bits; 0: skyline and bnb (the
+    int engines;         /* LAYOUT_ENGINE_* bits; 0: skyline and bnb (the
                               sweep only when its bit is given) */
     layout_bnb_rules rules;
 } layout_solve_opts;
 
 typedef struct layout_solve_result {
     layout_solve_status status;
-    uint64_t height;       /* of the layout in offsets (the warm start's when
+    uint64_t height;      /* of the layout in offsets (the warm start's when
                               nothing better was found) */
-    uint64_t lower_bound;  /* proved: no layout is lower (>= live size) */
-    uint64_t nodes;        /* search nodes, all probes */
-    unsigned probes;       /* capacities searched */
-    int stopped_by_time;   /* the clock, not the work, stopped a probe */
+    uint64_t lower_bound; /* proved: no layout is lower (>= live size) */
+    uint64_t nodes;       /* search nodes, all probes */
+    unsigned probes;      /* capacities searched */
+    int stopped_by_time;  /* the clock, not the work, stopped a probe */
 } layout_solve_result;
 
 /* Defaults: minimise, no work budget, 10 s, skyline and bnb engines, all

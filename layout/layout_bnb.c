@@ -54,8 +54,7 @@
 
 #define BNB_NONE UINT64_MAX
 
-void lay_bnb_defaults(lay_bnb_params *p)
-{
+void lay_bnb_defaults(lay_bnb_params *p) {
     /* energy is off (roamc layout --with-energy turns it on): under the
      * same work budget it saves 0-4% of the nodes on zero-slack instances
      * (gen_perfect, gen_brick) and costs up to 2x the time per node */
@@ -70,25 +69,25 @@ typedef struct bnb_undo {
 typedef struct bnb {
     lay_bnb_params p;
     size_t n, nsec;
-    size_t *orig;        /* search buffer -> input buffer */
-    uint64_t *size;      /* units */
-    size_t *sa, *sb;     /* sections spanned [sa, sb) */
-    uint32_t *ov_begin;  /* buffers whose lifetime meets b's: CSR */
+    size_t *orig;       /* search buffer -> input buffer */
+    uint64_t *size;     /* units */
+    size_t *sa, *sb;    /* sections spanned [sa, sb) */
+    uint32_t *ov_begin; /* buffers whose lifetime meets b's: CSR */
     uint32_t *ov;
     size_t *sec_begin, *sec_buf; /* buffers live in each section: CSR */
-    size_t *twin;        /* previous buffer (by rank) with same sa, sb, size */
-    uint64_t cap;        /* units */
+    size_t *twin;                /* previous buffer (by rank) with same sa, sb, size */
+    uint64_t cap;                /* units */
 
     /* state */
-    uint64_t *off;       /* per buffer, BNB_NONE while unplaced */
-    uint64_t *minoff;    /* per buffer */
-    uint64_t *floor;     /* per section */
-    uint64_t *total;     /* per section: units of unplaced buffers */
-    uint64_t *cuts;      /* per boundary k|k+1: unplaced buffers crossing it */
+    uint64_t *off;    /* per buffer, BNB_NONE while unplaced */
+    uint64_t *minoff; /* per buffer */
+    uint64_t *floor;  /* per section */
+    uint64_t *total;  /* per section: units of unplaced buffers */
+    uint64_t *cuts;   /* per boundary k|k+1: unplaced buffers crossing it */
     uint64_t *solution;
-    size_t *rank;        /* per buffer: position in the preorder */
-    size_t *raised;      /* scratch of bnb_place: buffers whose min offset rose */
-    uint64_t *seen;      /* per section: stamp of the last visit (rule floor) */
+    size_t *rank;   /* per buffer: position in the preorder */
+    size_t *raised; /* scratch of bnb_place: buffers whose min offset rose */
+    uint64_t *seen; /* per section: stamp of the last visit (rule floor) */
     uint64_t stamp;
     bnb_undo *undo;
     size_t nundo, undo_cap;
@@ -102,13 +101,11 @@ typedef struct bnb {
 
 typedef enum bnb_rc { BNB_FOUND, BNB_NOTFOUND, BNB_ABORT, BNB_NOMEM } bnb_rc;
 
-static int bnb_set(bnb *s, uint64_t *where, uint64_t value)
-{
+static int bnb_set(bnb *s, uint64_t *where, uint64_t value) {
     if (s->nundo == s->undo_cap) {
         size_t cap = s->undo_cap ? 2 * s->undo_cap : 4096;
         bnb_undo *u = realloc(s->undo, cap * sizeof *u);
-        if (!u)
-            return -1;
+        if (!u) return -1;
         s->undo = u;
         s->undo_cap = cap;
     }
@@ -117,8 +114,7 @@ static int bnb_set(bnb *s, uint64_t *where, uint64_t value)
     return 0;
 }
 
-static void bnb_rollback(bnb *s, size_t mark)
-{
+static void bnb_rollback(bnb *s, size_t mark) {
     while (s->nundo > mark) {
         s->nundo--;
         *s->undo[s->nundo].where = s->undo[s->nundo].old;
@@ -139,25 +135,19 @@ static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt);
 /* Places b at o and updates floors, totals, cuts and minimum offsets (all
  * through the undo log); raises the floors of the sections where a
  * minimum offset rose (rule floor).  Returns 0, or -1 (memory). */
-static int bnb_place(bnb *s, size_t b, uint64_t o)
-{
+static int bnb_place(bnb *s, size_t b, uint64_t o) {
     uint64_t top = o + s->size[b];
-    if (bnb_set(s, &s->off[b], o) != 0)
-        return -1;
+    if (bnb_set(s, &s->off[b], o) != 0) return -1;
     for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
-        if (top > s->floor[k] && bnb_set(s, &s->floor[k], top) != 0)
-            return -1;
-        if (bnb_set(s, &s->total[k], s->total[k] - s->size[b]) != 0)
-            return -1;
-        if (k + 1 < s->sb[b] && bnb_set(s, &s->cuts[k], s->cuts[k] - 1) != 0)
-            return -1;
+        if (top > s->floor[k] && bnb_set(s, &s->floor[k], top) != 0) return -1;
+        if (bnb_set(s, &s->total[k], s->total[k] - s->size[b]) != 0) return -1;
+        if (k + 1 < s->sb[b] && bnb_set(s, &s->cuts[k], s->cuts[k] - 1) != 0) return -1;
     }
     size_t nraised = 0;
     for (uint32_t j = s->ov_begin[b]; j < s->ov_begin[b + 1]; j++) {
         size_t c = s->ov[j];
         if (s->off[c] == BNB_NONE && s->minoff[c] < top) {
-            if (bnb_set(s, &s->minoff[c], top) != 0)
-                return -1;
+            if (bnb_set(s, &s->minoff[c], top) != 0) return -1;
             s->raised[nraised++] = c;
         }
     }
@@ -165,21 +155,17 @@ static int bnb_place(bnb *s, size_t b, uint64_t o)
         /* Sections where a minimum offset rose, outside b's own (already
          * at top, where every buffer live there starts): each once. */
         s->stamp++;
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            s->seen[k] = s->stamp;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->seen[k] = s->stamp;
         for (size_t j = 0; j < nraised; j++) {
             size_t c = s->raised[j];
             for (size_t k = s->sa[c]; k < s->sb[c]; k++) {
-                if (s->seen[k] == s->stamp)
-                    continue;
+                if (s->seen[k] == s->stamp) continue;
                 s->seen[k] = s->stamp;
-                if (s->floor[k] >= top || s->total[k] == 0)
-                    continue;
+                if (s->floor[k] >= top || s->total[k] == 0) continue;
                 uint64_t lo = BNB_NONE;
                 for (size_t i = s->sec_begin[k]; i < s->sec_begin[k + 1] && lo > s->floor[k]; i++) {
                     size_t d = s->sec_buf[i];
-                    if (s->off[d] == BNB_NONE && s->minoff[d] < lo)
-                        lo = s->minoff[d];
+                    if (s->off[d] == BNB_NONE && s->minoff[d] < lo) lo = s->minoff[d];
                 }
                 if (lo != BNB_NONE && lo > s->floor[k] && bnb_set(s, &s->floor[k], lo) != 0)
                     return -1;
@@ -191,18 +177,14 @@ static int bnb_place(bnb *s, size_t b, uint64_t o)
 
 /* The bounds after a placement at offset o: returns 0 when some section of
  * the part can no longer hold its unplaced buffers. */
-static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost)
-{
-    if (!s->p.section)
-        return 1;
+static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost) {
+    if (!s->p.section) return 1;
     uint64_t mono = s->p.monotonic && s->p.canonical ? o : 0;
     *cost += pt->hi - pt->lo;
     for (size_t k = pt->lo; k < pt->hi; k++) {
-        if (s->total[k] == 0)
-            continue;
+        if (s->total[k] == 0) continue;
         uint64_t f = s->floor[k] > mono ? s->floor[k] : mono;
-        if (f + s->total[k] > s->cap)
-            return 0;
+        if (f + s->total[k] > s->cap) return 0;
         if (s->p.tight && f + s->total[k] == s->cap) {
             /* no room to waste: the cell at f must be covered by a buffer
              * at exactly f, so one of them must still be able to go that
@@ -214,8 +196,7 @@ static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost)
                 coverable = s->off[d] == BNB_NONE && s->minoff[d] <= f;
             }
             *cost += (i - s->sec_begin[k]) / 4;
-            if (!coverable)
-                return 0;
+            if (!coverable) return 0;
         }
     }
     return 1;
@@ -223,10 +204,8 @@ static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost)
 
 /* Charges a node; returns 0 when the node limit, the work or the time is
  * out. */
-static int bnb_charge(bnb *s, uint64_t cost)
-{
-    if (s->nodes_left-- <= 0)
-        return 0;
+static int bnb_charge(bnb *s, uint64_t cost) {
+    if (s->nodes_left-- <= 0) return 0;
     if (*s->work < cost) {
         s->out_of_work = 1;
         return 0;
@@ -246,67 +225,51 @@ typedef struct bnb_cand {
     size_t rank, b;
 } bnb_cand;
 
-static int bnb_cand_cmp(const void *pa, const void *pb)
-{
+static int bnb_cand_cmp(const void *pa, const void *pb) {
     const bnb_cand *x = pa, *y = pb;
-    if (x->off != y->off)
-        return x->off < y->off ? -1 : 1;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* After b was placed: did it free a boundary inside the part?  Then the
  * part falls apart and each piece is solved alone. */
-static bnb_rc bnb_after_place(bnb *s, const bnb_part *pt, size_t b, uint64_t o)
-{
+static bnb_rc bnb_after_place(bnb *s, const bnb_part *pt, size_t b, uint64_t o) {
     if (s->p.decompose) {
         int split = 0;
         for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++)
             split = k + 1 > pt->lo && k + 1 < pt->hi && s->cuts[k] == 0;
-        if (split)
-            return bnb_solve_part(s, pt);
+        if (split) return bnb_solve_part(s, pt);
     }
     return bnb_search(s, pt, o, s->rank[b]);
 }
 
-static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t last_rank)
-{
+static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t last_rank) {
     uint64_t cost = 1 + pt->nbuf / 4;
-    if (!bnb_charge(s, cost))
-        return BNB_ABORT;
+    if (!bnb_charge(s, cost)) return BNB_ABORT;
     /* lowest top any unplaced buffer can have (rule dominance), and the
      * buffers that fit at all (rule fit) */
     uint64_t min_top = BNB_NONE;
     size_t left = 0;
     for (size_t i = 0; i < pt->nbuf; i++) {
         size_t b = pt->buf[i];
-        if (s->off[b] != BNB_NONE)
-            continue;
+        if (s->off[b] != BNB_NONE) continue;
         left++;
         uint64_t t = s->minoff[b] + s->size[b];
-        if (s->p.fit && t > s->cap)
-            return BNB_NOTFOUND;
-        if (t < min_top)
-            min_top = t;
+        if (s->p.fit && t > s->cap) return BNB_NOTFOUND;
+        if (t < min_top) min_top = t;
     }
-    if (left == 0)
-        return BNB_FOUND;
+    if (left == 0) return BNB_FOUND;
     bnb_cand *cand = malloc(left * sizeof *cand);
-    if (!cand)
-        return BNB_NOMEM;
+    if (!cand) return BNB_NOMEM;
     size_t nc = 0;
     for (size_t i = 0; i < pt->nbuf; i++) {
         size_t b = pt->buf[i];
-        if (s->off[b] != BNB_NONE)
-            continue;
+        if (s->off[b] != BNB_NONE) continue;
         uint64_t o = s->minoff[b];
-        if (o + s->size[b] > s->cap)
-            continue;
-        if (s->p.canonical && (o < last_off || (o == last_off && s->rank[b] < last_rank)))
-            continue;
-        if (s->p.dominance && o >= min_top)
-            continue;
-        if (s->p.twins && s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == BNB_NONE)
-            continue;
+        if (o + s->size[b] > s->cap) continue;
+        if (s->p.canonical && (o < last_off || (o == last_off && s->rank[b] < last_rank))) continue;
+        if (s->p.dominance && o >= min_top) continue;
+        if (s->p.twins && s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == BNB_NONE) continue;
         cand[nc++] = (bnb_cand){o, s->rank[b], b};
     }
     qsort(cand, nc, sizeof *cand, bnb_cand_cmp);
@@ -322,39 +285,32 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
             int ok = bnb_check(s, pt, o, &c2);
             if (ok) {
                 rc = bnb_after_place(s, pt, b, o);
-                if (rc == BNB_FOUND)
-                    s->solution[b] = o;
+                if (rc == BNB_FOUND) s->solution[b] = o;
             }
         }
         bnb_rollback(s, mark);
     }
     free(cand);
-    if (rc == BNB_NOTFOUND)
-        s->st->backtracks++;
+    if (rc == BNB_NOTFOUND) s->st->backtracks++;
     return rc;
 }
 
 /* Solves part pt piece by piece: pieces are maximal runs of sections
  * joined by unplaced buffers that cross their boundaries. */
-static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt)
-{
+static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
     size_t *sub = malloc((pt->nbuf ? pt->nbuf : 1) * sizeof *sub);
-    if (!sub)
-        return BNB_NOMEM;
+    if (!sub) return BNB_NOMEM;
     bnb_rc rc = BNB_FOUND;
     for (size_t a = pt->lo; a < pt->hi && rc == BNB_FOUND;) {
         size_t z = a + 1;
-        while (z < pt->hi && s->cuts[z - 1] > 0)
-            z++;
+        while (z < pt->hi && s->cuts[z - 1] > 0) z++;
         bnb_part q = {sub, 0, a, z};
         for (size_t i = 0; i < pt->nbuf; i++) {
             size_t b = pt->buf[i];
-            if (s->off[b] == BNB_NONE && s->sa[b] >= a && s->sb[b] <= z)
-                sub[q.nbuf++] = b;
+            if (s->off[b] == BNB_NONE && s->sa[b] >= a && s->sb[b] <= z) sub[q.nbuf++] = b;
         }
         if (q.nbuf > 0) {
-            if (pt->hi - pt->lo > z - a)
-                s->st->splits++;
+            if (pt->hi - pt->lo > z - a) s->st->splits++;
             rc = bnb_search(s, &q, 0, 0);
         }
         a = z;
@@ -372,48 +328,36 @@ typedef struct bnb_pre {
     size_t b;
 } bnb_pre;
 
-static int bnb_pre_cmp_keys(const bnb_pre *x, const bnb_pre *y, const char *keys)
-{
+static int bnb_pre_cmp_keys(const bnb_pre *x, const bnb_pre *y, const char *keys) {
     for (const char *k = keys; *k; k++) {
-        if (*k == 'T' && x->total != y->total)
-            return x->total > y->total ? -1 : 1;
-        if (*k == 'W' && x->width != y->width)
-            return x->width > y->width ? -1 : 1;
-        if (*k == 'Z' && x->size != y->size)
-            return x->size > y->size ? -1 : 1;
-        if (*k == 'A' && x->area != y->area)
-            return x->area > y->area ? -1 : 1;
+        if (*k == 'T' && x->total != y->total) return x->total > y->total ? -1 : 1;
+        if (*k == 'W' && x->width != y->width) return x->width > y->width ? -1 : 1;
+        if (*k == 'Z' && x->size != y->size) return x->size > y->size ? -1 : 1;
+        if (*k == 'A' && x->area != y->area) return x->area > y->area ? -1 : 1;
     }
     return (x->b > y->b) - (x->b < y->b);
 }
 
 /* Merge sort with the keys as an argument (qsort has no context and a
  * static would not be thread safe). */
-static void bnb_pre_sort(bnb_pre *v, bnb_pre *tmp, size_t n, const char *keys)
-{
-    if (n < 2)
-        return;
+static void bnb_pre_sort(bnb_pre *v, bnb_pre *tmp, size_t n, const char *keys) {
+    if (n < 2) return;
     size_t h = n / 2;
     bnb_pre_sort(v, tmp, h, keys);
     bnb_pre_sort(v + h, tmp, n - h, keys);
     size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = bnb_pre_cmp_keys(&v[j], &v[i], keys) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
+    while (i < h && j < n) tmp[k++] = bnb_pre_cmp_keys(&v[j], &v[i], keys) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
     memcpy(v, tmp, n * sizeof *v);
 }
 
-static int bnb_i64_cmp(const void *pa, const void *pb)
-{
+static int bnb_i64_cmp(const void *pa, const void *pb) {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
     return (a > b) - (a < b);
 }
 
-static size_t bnb_find(const int64_t *v, size_t n, int64_t t)
-{
+static size_t bnb_find(const int64_t *v, size_t n, int64_t t) {
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -425,8 +369,7 @@ static size_t bnb_find(const int64_t *v, size_t n, int64_t t)
     return lo;
 }
 
-static void bnb_free(bnb *s)
-{
+static void bnb_free(bnb *s) {
     free(s->orig);
     free(s->size);
     free(s->sa);
@@ -452,8 +395,7 @@ static void bnb_free(bnb *s)
 /* Builds sections, overlap lists and section lists of the reduced problem
  * red of bufs (lifetimes read from bufs, which may be mirrored).  Returns
  * 0, or -1 when memory runs out. */
-static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, uint64_t capacity)
-{
+static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, uint64_t capacity) {
     memset(s, 0, sizeof *s);
     size_t n = red->n;
     s->n = n;
@@ -476,8 +418,7 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
     qsort(bp, 2 * n, sizeof *bp, bnb_i64_cmp);
     size_t nbp = 0;
     for (size_t i = 0; i < 2 * n; i++)
-        if (nbp == 0 || bp[nbp - 1] != bp[i])
-            bp[nbp++] = bp[i];
+        if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
     s->nsec = nbp - 1;
     size_t spans = 0;
     for (size_t b = 0; b < n; b++) {
@@ -495,13 +436,10 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
         return -1;
     }
     for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            s->sec_begin[k + 1]++;
-    for (size_t k = 0; k < ns; k++)
-        s->sec_begin[k + 1] += s->sec_begin[k];
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_begin[k + 1]++;
+    for (size_t k = 0; k < ns; k++) s->sec_begin[k + 1] += s->sec_begin[k];
     for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
     free(fill);
 
     /* Overlaps: b and c meet when their section ranges intersect.  Sweep
@@ -512,8 +450,7 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
         free(by);
         return -1;
     }
-    for (size_t b = 0; b < n; b++)
-        by[b] = (lay_key){s->sa[b], s->sb[b], 0, b};
+    for (size_t b = 0; b < n; b++) by[b] = (lay_key){s->sa[b], s->sb[b], 0, b};
     qsort(by, n, sizeof *by, lay_key_cmp);
     /* count, then fill: pairs (i < j in sweep order) with sa[j] < sb[i] */
     uint64_t pairs = 0;
@@ -527,8 +464,7 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
         free(by);
         return -1;
     }
-    for (size_t b = 0; b < n; b++)
-        s->ov_begin[b + 1] += s->ov_begin[b];
+    for (size_t b = 0; b < n; b++) s->ov_begin[b + 1] += s->ov_begin[b];
     s->ov = malloc((pairs ? 2 * pairs : 1) * sizeof *s->ov);
     uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
     if (!s->ov || !pos) {
@@ -536,8 +472,7 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
         free(pos);
         return -1;
     }
-    for (size_t b = 0; b < n; b++)
-        pos[b] = s->ov_begin[b];
+    for (size_t b = 0; b < n; b++) pos[b] = s->ov_begin[b];
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n && by[j].k1 < by[i].k2; j++) {
             s->ov[pos[by[i].idx]++] = (uint32_t)by[j].idx;
@@ -556,35 +491,30 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
     s->rank = malloc(n * sizeof *s->rank);
     s->raised = malloc(n * sizeof *s->raised);
     s->seen = calloc(ns ? ns : 1, sizeof *s->seen);
-    if (!s->raised || !s->seen)
-        return -1;
+    if (!s->raised || !s->seen) return -1;
     if (!s->twin || !s->off || !s->minoff || !s->floor || !s->total || !s->cuts || !s->solution ||
         !s->rank)
         return -1;
     return 0;
 }
 
-static void bnb_reset(bnb *s)
-{
+static void bnb_reset(bnb *s) {
     for (size_t b = 0; b < s->n; b++) {
         s->off[b] = BNB_NONE;
         s->minoff[b] = 0;
     }
-    for (size_t k = 0; k < s->nsec; k++)
-        s->floor[k] = s->total[k] = s->cuts[k] = 0;
+    for (size_t k = 0; k < s->nsec; k++) s->floor[k] = s->total[k] = s->cuts[k] = 0;
     for (size_t b = 0; b < s->n; b++)
         for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
             s->total[k] += s->size[b];
-            if (k + 1 < s->sb[b])
-                s->cuts[k]++;
+            if (k + 1 < s->sb[b]) s->cuts[k]++;
         }
     s->nundo = 0;
 }
 
 /* Ranks the buffers by the keys and finds twins (same sections and size,
  * adjacent in every preorder since they tie on every key). */
-static int bnb_preorder(bnb *s, const char *keys)
-{
+static int bnb_preorder(bnb *s, const char *keys) {
     bnb_pre *v = malloc(s->n * sizeof *v), *tmp = malloc(s->n * sizeof *tmp);
     if (!v || !tmp) {
         free(v);
@@ -594,15 +524,13 @@ static int bnb_preorder(bnb *s, const char *keys)
     for (size_t b = 0; b < s->n; b++) {
         uint64_t t = 0;
         for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            if (s->total[k] > t)
-                t = s->total[k];
+            if (s->total[k] > t) t = s->total[k];
         v[b] = (bnb_pre){t, s->sb[b] - s->sa[b], s->size[b], 0, b};
         /* area in sections x size keeps mirrored runs alike */
         v[b].area = (double)s->size[b] * (double)(s->sb[b] - s->sa[b]);
     }
     bnb_pre_sort(v, tmp, s->n, keys);
-    for (size_t i = 0; i < s->n; i++)
-        s->rank[v[i].b] = i;
+    for (size_t i = 0; i < s->n; i++) s->rank[v[i].b] = i;
     /* twins: scan by (sa, sb, size, rank) */
     lay_key *k = (lay_key *)tmp; /* reuse as scratch when large enough */
     lay_key *own = NULL;
@@ -643,24 +571,19 @@ struct lay_bnb_ctx {
     lay_bnb_stats *st;
 };
 
-void lay_bnb_free(lay_bnb_ctx *c)
-{
-    if (!c)
-        return;
-    for (size_t d = 0; d < c->ndir; d++)
-        bnb_free(&c->dir[d]);
+void lay_bnb_free(lay_bnb_ctx *c) {
+    if (!c) return;
+    for (size_t d = 0; d < c->ndir; d++) bnb_free(&c->dir[d]);
     free(c->all);
     free(c);
 }
 
 lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
                          const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
-                         lay_bnb_stats *st)
-{
+                         lay_bnb_stats *st) {
     assert(red->n > 0 && red->base <= capacity);
     lay_bnb_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     if (params)
         c->p = *params;
     else
@@ -668,8 +591,7 @@ lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror,
     c->red = red;
     c->n = n;
     c->st = st;
-    if (!c->p.mirror)
-        mirror = NULL;
+    if (!c->p.mirror) mirror = NULL;
     for (; c->ndir < (mirror ? 2u : 1u); c->ndir++)
         if (bnb_setup(&c->dir[c->ndir], c->ndir ? mirror : bufs, red, capacity) != 0) {
             c->ndir++;
@@ -681,24 +603,20 @@ lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror,
         lay_bnb_free(c);
         return NULL;
     }
-    for (size_t b = 0; b < red->n; b++)
-        c->all[b] = b;
+    for (size_t b = 0; b < red->n; b++) c->all[b] = b;
     return c;
 }
 
-size_t lay_bnb_strategies(const lay_bnb_ctx *c)
-{
+size_t lay_bnb_strategies(const lay_bnb_ctx *c) {
     return BNB_NORDERS * c->ndir;
 }
 
 lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work, double deadline,
-                       int *out_of_work, int *timed_out, uint64_t *offsets)
-{
+                       int *out_of_work, int *timed_out, uint64_t *offsets) {
     bnb *s = &c->dir[h % c->ndir];
     s->p = c->p;
     bnb_reset(s);
-    if (bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS]) != 0)
-        return LAY_NOMEM;
+    if (bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS]) != 0) return LAY_NOMEM;
     s->nodes_left = limit;
     s->work = work;
     s->deadline = deadline;
@@ -715,31 +633,23 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
             offsets[s->orig[b]] = c->red->base + s->solution[b] * c->red->unit;
         return LAY_FOUND;
     }
-    if (rc == BNB_NOTFOUND)
-        return LAY_INFEASIBLE;
-    if (rc == BNB_NOMEM)
-        return LAY_NOMEM;
-    if (!*out_of_work && lay_now() > deadline)
-        *timed_out = 1;
+    if (rc == BNB_NOTFOUND) return LAY_INFEASIBLE;
+    if (rc == BNB_NOMEM) return LAY_NOMEM;
+    if (!*out_of_work && lay_now() > deadline) *timed_out = 1;
     return LAY_GAVE_UP;
 }
 
 lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                    const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
-                   lay_bnb_stats *st, int *timed_out_out)
-{
+                   lay_bnb_stats *st, int *timed_out_out) {
     lay_bnb_stats local;
-    if (!st)
-        st = &local;
+    if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    if (timed_out_out)
-        *timed_out_out = 0;
+    if (timed_out_out) *timed_out_out = 0;
     uint64_t unlimited = UINT64_MAX;
-    if (!work)
-        work = &unlimited;
+    if (!work) work = &unlimited;
     lay_reduced red;
-    if (lay_reduce(bufs, n, align, &red) != 0)
-        return LAY_NOMEM;
+    if (lay_reduce(bufs, n, align, &red) != 0) return LAY_NOMEM;
     lay_status result = LAY_NOMEM;
     layout_buffer *mirror = NULL;
     lay_bnb_ctx *c = NULL;
@@ -754,8 +664,7 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
         goto done;
     }
     mirror = malloc(n * sizeof *mirror);
-    if (!mirror)
-        goto done;
+    if (!mirror) goto done;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].start == INT32_MIN) { /* cannot negate: no mirror */
             free(mirror);
@@ -765,20 +674,17 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
         mirror[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
     }
     c = lay_bnb_new(bufs, mirror, n, &red, capacity, params, st);
-    if (!c)
-        goto done;
+    if (!c) goto done;
     result = LAY_GAVE_UP;
-    for (long long limit = 2 * (long long)red.n; result == LAY_GAVE_UP && !timed_out && !out_of_work;
-         limit *= 2) {
-        for (size_t h = 0; h < lay_bnb_strategies(c) && result == LAY_GAVE_UP && !timed_out && !out_of_work;
-             h++)
+    for (long long limit = 2 * (long long)red.n;
+         result == LAY_GAVE_UP && !timed_out && !out_of_work; limit *= 2) {
+        for (size_t h = 0;
+             h < lay_bnb_strategies(c) && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++)
             result = lay_bnb_run(c, h, limit, work, deadline, &out_of_work, &timed_out, offsets);
-        if (limit > (1LL << 52))
-            break;
+        if (limit > (1LL << 52)) break;
     }
 done:
-    if (timed_out_out)
-        *timed_out_out = result == LAY_GAVE_UP && timed_out;
+    if (timed_out_out) *timed_out_out = result == LAY_GAVE_UP && timed_out;
     lay_bnb_free(c);
     free(mirror);
     lay_reduced_free(&red);

@@ -69,22 +69,20 @@
 
 /* How a step is bounded: the work it may spend and the time backstop. */
 typedef struct ilp_budget {
-    uint64_t work;     /* work left */
-    double deadline;   /* lay_now() seconds; INFINITY: none */
-    int timed_out;     /* some step was cut by the deadline */
+    uint64_t work;   /* work left */
+    double deadline; /* lay_now() seconds; INFINITY: none */
+    int timed_out;   /* some step was cut by the deadline */
 } ilp_budget;
 
 /* Takes num/den of the work left out of bud for a step; the step hands back
  * what it did not spend with ilp_refund. */
-static uint64_t ilp_take(ilp_budget *bud, uint64_t num, uint64_t den)
-{
+static uint64_t ilp_take(ilp_budget *bud, uint64_t num, uint64_t den) {
     uint64_t w = bud->work / den * num + bud->work % den * num / den;
     bud->work -= w;
     return w;
 }
 
-static void ilp_refund(ilp_budget *bud, uint64_t unspent)
-{
+static void ilp_refund(ilp_budget *bud, uint64_t unspent) {
     bud->work += unspent;
 }
 
@@ -96,10 +94,8 @@ typedef struct ilp_best {
 
 /* Takes cand when it is valid and lower than the incumbent. */
 static void ilp_offer(ilp_best *best, const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *cand)
-{
-    if (layout_validate(bufs, n, cand, align, NULL, NULL) != 0)
-        return;
+                      const uint64_t *cand) {
+    if (layout_validate(bufs, n, cand, align, NULL, NULL) != 0) return;
     uint64_t h = layout_height(bufs, n, cand);
     if (h < best->height) {
         best->height = h;
@@ -120,11 +116,9 @@ typedef struct ilp_start {
     size_t a;
 } ilp_start;
 
-static int ilp_start_cmp(const void *pa, const void *pb)
-{
+static int ilp_start_cmp(const void *pa, const void *pb) {
     const ilp_start *x = pa, *y = pb;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
     return (x->a > y->a) - (x->a < y->a);
 }
 
@@ -132,8 +126,8 @@ static int ilp_start_cmp(const void *pa, const void *pb)
  * sweep over start steps that keeps the buffers still live: O(n log n +
  * pairs).  Returns NULL with *np = SIZE_MAX when there are more than max,
  * NULL with *np = 0 when memory runs out. */
-static ilp_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t max, size_t *np)
-{
+static ilp_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t max,
+                           size_t *np) {
     ilp_pair *pairs = malloc((max ? max : 1) * sizeof *pairs);
     ilp_start *order = malloc((r->n ? r->n : 1) * sizeof *order);
     size_t *live = malloc((r->n ? r->n : 1) * sizeof *live);
@@ -144,15 +138,13 @@ static ilp_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size
         pairs = NULL;
         goto out;
     }
-    for (size_t a = 0; a < r->n; a++)
-        order[a] = (ilp_start){bufs[r->orig[a]].start, a};
+    for (size_t a = 0; a < r->n; a++) order[a] = (ilp_start){bufs[r->orig[a]].start, a};
     qsort(order, r->n, sizeof *order, ilp_start_cmp);
     for (size_t k = 0; k < r->n; k++) {
         size_t b = order[k].a;
         size_t keep = 0; /* drop the buffers that ended before b starts */
         for (size_t j = 0; j < nlive; j++)
-            if (bufs[r->orig[live[j]]].end >= order[k].start)
-                live[keep++] = live[j];
+            if (bufs[r->orig[live[j]]].end >= order[k].start) live[keep++] = live[j];
         nlive = keep;
         for (size_t j = 0; j < nlive; j++) {
             if (*np == max) {
@@ -174,17 +166,16 @@ out:
 
 /* What the GLPK callback needs. */
 typedef struct ilp_cb {
-    double *warm;   /* column values of the incumbent, [1..ncols] */
+    double *warm; /* column values of the incumbent, [1..ncols] */
     int warm_given;
-    double target;  /* stop when the incumbent objective reaches this */
-    uint64_t work;  /* work left */
+    double target; /* stop when the incumbent objective reaches this */
+    uint64_t work; /* work left */
     uint64_t node_cost;
     int out_of_work;
     glpk_backstop time; /* deadline in lay_now() seconds */
 } ilp_cb;
 
-static void ilp_callback(glp_tree *tree, void *info)
-{
+static void ilp_callback(glp_tree *tree, void *info) {
     ilp_cb *cb = info;
     glpk_backstop_check(&cb->time, tree, lay_now());
     switch (glp_ios_reason(tree)) {
@@ -207,22 +198,18 @@ static void ilp_callback(glp_tree *tree, void *info)
         break;
     case GLP_IBINGO:
         /* A new incumbent: stop when it meets the lower bound. */
-        if (glp_mip_obj_val(glp_ios_get_prob(tree)) <= cb->target + 0.5)
-            glp_ios_terminate(tree);
+        if (glp_mip_obj_val(glp_ios_get_prob(tree)) <= cb->target + 0.5) glp_ios_terminate(tree);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
 /* Work units a GLPK node costs in a model of rows rows: rows^2.5 /
  * LAYOUT_GLPK_NODE_DIV (layout.h), in integers so that it is the same
  * everywhere, and at least 1. */
-static uint64_t ilp_node_cost(uint64_t rows)
-{
+static uint64_t ilp_node_cost(uint64_t rows) {
     uint64_t root = 0; /* floor(sqrt(rows)) */
-    while ((root + 1) * (root + 1) <= rows)
-        root++;
+    while ((root + 1) * (root + 1) <= rows) root++;
     uint64_t c = rows * rows * root / LAYOUT_GLPK_NODE_DIV;
     return c ? c : 1;
 }
@@ -233,12 +220,10 @@ static uint64_t ilp_node_cost(uint64_t rows)
  * optimality, else 0.  *timed_out is set to 1 when tm_lim stopped GLPK. */
 static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
                     const ilp_pair *pairs, size_t np, uint64_t lb_units, uint64_t *work,
-                    double deadline, int *timed_out, ilp_best *best)
-{
+                    double deadline, int *timed_out, ilp_best *best) {
     double seconds = deadline - lay_now();
     uint64_t node_cost = ilp_node_cost(r->n + 2 * np);
-    if (r->n == 0 || *work < node_cost)
-        return 0;
+    if (r->n == 0 || *work < node_cost) return 0;
     if (seconds < 0.05) {
         *timed_out = 1;
         return 0;
@@ -249,8 +234,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     uint64_t ub = 0;
     for (size_t a = 0; a < r->n; a++) {
         uint64_t top = (best->offsets[r->orig[a]] - r->base) / r->unit + r->size[a];
-        if (top > ub)
-            ub = top;
+        if (top > ub) ub = top;
     }
     const double M = (double)ub;
     size_t ncols = r->n + 1 + np; /* k_a, H, z_p */
@@ -271,8 +255,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     else
         glp_set_col_bnds(lp, (int)hcol, GLP_FX, M, M);
     glp_set_obj_coef(lp, (int)hcol, 1.0);
-    for (size_t p = 0; p < np; p++)
-        glp_set_col_kind(lp, (int)(hcol + 1 + p), GLP_BV);
+    for (size_t p = 0; p < np; p++) glp_set_col_kind(lp, (int)(hcol + 1 + p), GLP_BV);
 
     /* Rows: H - k_a >= size_a; and per pair, z = 1 meaning i below j:
      *   k_i - k_j + M z <= M - size_i
@@ -304,8 +287,11 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     }
 
     /* The incumbent as column values, for glp_ios_heur_sol. */
-    ilp_cb cb = {.warm = malloc((ncols + 1) * sizeof(double)), .target = (double)lb_units,
-                 .work = *work, .node_cost = node_cost, .time = {.deadline = deadline}};
+    ilp_cb cb = {.warm = malloc((ncols + 1) * sizeof(double)),
+                 .target = (double)lb_units,
+                 .work = *work,
+                 .node_cost = node_cost,
+                 .time = {.deadline = deadline}};
     if (cb.warm) {
         cb.warm[hcol] = (double)ub;
         for (size_t a = 0; a < r->n; a++)
@@ -324,8 +310,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     /* a node's LP takes at most about as long as the root's */
     double lp_seconds = lay_now() - t_lp;
     glpk_backstop_calibrate(&cb.time, lp_seconds, lp_seconds, glp_get_it_cnt(lp));
-    if (sret == GLP_ETMLIM)
-        *timed_out = 1;
+    if (sret == GLP_ETMLIM) *timed_out = 1;
     if (sret == 0 && glp_get_status(lp) == GLP_OPT) {
         double left = deadline - lay_now();
         glp_iocp io;
@@ -339,8 +324,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
         io.br_tech = GLP_BR_DTH;
         io.bt_tech = GLP_BT_BLB;
         int ret = glp_intopt(lp, &io);
-        if (ret == GLP_ETMLIM || cb.time.fired)
-            *timed_out = 1;
+        if (ret == GLP_ETMLIM || cb.time.fired) *timed_out = 1;
         *work = cb.work;
         int st = glp_mip_status(lp);
         if (st == GLP_OPT || st == GLP_FEAS) {
@@ -376,8 +360,7 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 #define ILP_PLACE_WORK 16
 
 /* xorshift64 from a fixed seed: the walk is the same on every machine. */
-static uint64_t ilp_rand(uint64_t *state)
-{
+static uint64_t ilp_rand(uint64_t *state) {
     uint64_t x = *state;
     x ^= x << 13;
     x ^= x >> 7;
@@ -395,11 +378,9 @@ static uint64_t ilp_rand(uint64_t *state)
  * passes give_up (the caller rejects such an order anyway); it then
  * returns that top, and off[] is incomplete. */
 static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, const size_t *order,
-                          uint64_t *off, const uint64_t *known, size_t keep, uint64_t give_up)
-{
+                          uint64_t *off, const uint64_t *known, size_t keep, uint64_t give_up) {
     lay_placer *pl = lay_placer_new(bufs, n, align);
-    if (!pl)
-        return UINT64_MAX;
+    if (!pl) return UINT64_MAX;
     uint64_t h = 0;
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
@@ -411,10 +392,8 @@ static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, c
             break;
         }
         uint64_t top = bufs[i].size ? off[i] + lay_round_up(bufs[i].size, align) : 0;
-        if (top > h)
-            h = top;
-        if (h > give_up)
-            break;
+        if (top > h) h = top;
+        if (h > give_up) break;
     }
     lay_placer_free(pl);
     return h;
@@ -426,11 +405,9 @@ typedef struct ilp_at {
     size_t i;
 } ilp_at;
 
-static int ilp_at_cmp(const void *pa, const void *pb)
-{
+static int ilp_at_cmp(const void *pa, const void *pb) {
     const ilp_at *x = pa, *y = pb;
-    if (x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
     return (x->i > y->i) - (x->i < y->i);
 }
 
@@ -448,13 +425,12 @@ typedef struct ilp_walk {
     size_t n;
     size_t *order, *trial, *tops;
     uint64_t *cur, *off;
-    uint64_t h;     /* height of cur, the placement of order */
-    uint64_t seed;  /* xorshift state */
-    int ready;      /* order, cur and h hold a walk in progress */
+    uint64_t h;    /* height of cur, the placement of order */
+    uint64_t seed; /* xorshift state */
+    int ready;     /* order, cur and h hold a walk in progress */
 } ilp_walk;
 
-static int ilp_walk_init(ilp_walk *wk, size_t n)
-{
+static int ilp_walk_init(ilp_walk *wk, size_t n) {
     size_t m = n ? n : 1;
     *wk = (ilp_walk){.n = n,
                      .order = malloc(m * sizeof(size_t)),
@@ -465,8 +441,7 @@ static int ilp_walk_init(ilp_walk *wk, size_t n)
     return wk->order && wk->trial && wk->tops && wk->cur && wk->off ? 0 : -1;
 }
 
-static void ilp_walk_free(ilp_walk *wk)
-{
+static void ilp_walk_free(ilp_walk *wk) {
     free(wk->order);
     free(wk->trial);
     free(wk->tops);
@@ -478,28 +453,21 @@ static void ilp_walk_free(ilp_walk *wk)
  * the incumbent is at stop_at or *work is spent (ILP_PLACE_WORK a buffer
  * placed). */
 static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs, uint64_t align,
-                        uint64_t stop_at, ilp_budget *bud, uint64_t *work)
-{
+                        uint64_t stop_at, ilp_budget *bud, uint64_t *work) {
     const size_t n = wk->n;
     const uint64_t cost = (uint64_t)ILP_PLACE_WORK * (n ? n : 1);
-    if (n < 2)
-        return;
+    if (n < 2) return;
     if (!wk->ready) {
-        if (*work < cost)
-            return;
+        if (*work < cost) return;
         ilp_at *at = malloc(n * sizeof *at);
-        if (!at)
-            return;
-        for (size_t i = 0; i < n; i++)
-            at[i] = (ilp_at){best->offsets[i], i};
+        if (!at) return;
+        for (size_t i = 0; i < n; i++) at[i] = (ilp_at){best->offsets[i], i};
         qsort(at, n, sizeof *at, ilp_at_cmp);
-        for (size_t k = 0; k < n; k++)
-            wk->order[k] = at[k].i;
+        for (size_t k = 0; k < n; k++) wk->order[k] = at[k].i;
         free(at);
         *work -= cost;
         wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX - 1);
-        if (wk->h == UINT64_MAX)
-            return;
+        if (wk->h == UINT64_MAX) return;
         ilp_offer(best, bufs, n, align, wk->cur);
         /* Any fixed seed keeps the walk deterministic; the walk's luck varies
          * with it (of four seeds tried, two took vit_b_16_b1 under 0.1%). */
@@ -520,8 +488,7 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
                 tops[ntops++] = k;
         }
         *work -= cost;
-        if (ntops == 0)
-            break; /* only the first buffer reaches the top: nothing to move */
+        if (ntops == 0) break; /* only the first buffer reaches the top: nothing to move */
         size_t j = tops[ilp_rand(&wk->seed) % ntops];
         size_t to = (size_t)(ilp_rand(&wk->seed) % j);
         memcpy(trial, order, n * sizeof *trial);
@@ -536,8 +503,7 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
             wk->h = th;
             memcpy(order, trial, n * sizeof *order);
             memcpy(wk->cur, wk->off, n * sizeof *wk->cur);
-            if (th < best->height)
-                ilp_offer(best, bufs, n, align, wk->cur);
+            if (th < best->height) ilp_offer(best, bufs, n, align, wk->cur);
         }
     }
 }
@@ -545,22 +511,18 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
 /* ------------------------------------------------------------------------ */
 
 /* The time backstop of an effort, as a lay_now() deadline. */
-static double ilp_deadline(const layout_effort *effort)
-{
-    if (!effort || !(effort->time_limit_s > 0))
-        return INFINITY;
+static double ilp_deadline(const layout_effort *effort) {
+    if (!effort || !(effort->time_limit_s > 0)) return INFINITY;
     return lay_now() + effort->time_limit_s;
 }
 
-static uint64_t ilp_work(const layout_effort *effort)
-{
+static uint64_t ilp_work(const layout_effort *effort) {
     return effort && effort->work ? effort->work : LAYOUT_DEFAULT_WORK;
 }
 
 uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *warm_offsets, const layout_effort *effort,
-                      uint64_t *offsets, layout_result *res)
-{
+                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
+                      layout_result *res) {
     assert(align >= 1);
     ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
     const uint64_t work0 = bud.work;
@@ -574,28 +536,22 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     if (!best.offsets || !cand) {
         free(best.offsets);
         free(cand);
-        if (res)
-            *res = (layout_result){UINT64_MAX, 0, 0, 0};
+        if (res) *res = (layout_result){UINT64_MAX, 0, 0, 0};
         return UINT64_MAX;
     }
 
     /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
-    if (warm_offsets)
-        ilp_offer(&best, bufs, n, align, warm_offsets);
+    if (warm_offsets) ilp_offer(&best, bufs, n, align, warm_offsets);
     if (layout_best_heuristic(bufs, n, align, cand, NULL) != UINT64_MAX)
         ilp_offer(&best, bufs, n, align, cand);
-    if (best.height == UINT64_MAX)
-        goto out; /* out of memory */
+    if (best.height == UINT64_MAX) goto out; /* out of memory */
     uint64_t lb = layout_live_peak(bufs, n);
-    if (best.height <= lb || best.height <= goal)
-        goto done;
-    if (lay_reduce(bufs, n, align, &red) != 0)
-        goto done;
+    if (best.height <= lb || best.height <= goal) goto done;
+    if (lay_reduce(bufs, n, align, &red) != 0) goto done;
 
     /* Problems too big for the search keep the incumbent (the heuristics
      * are all that scale to them). */
-    if (red.n > LAYOUT_SEARCH_MAX_BUFFERS)
-        goto done;
+    if (red.n > LAYOUT_SEARCH_MAX_BUFFERS) goto done;
 
     /* 1b. The first ILP_QUICK_PLACEMENTS placements of step 4's walk: on
      * most plans the incumbent is a few buffers off the bound, which the
@@ -604,22 +560,19 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
      * share, so that the steps in between get the same budgets as without
      * it, and step 4 resumes the same walk (ilp_walk): where it does not
      * reach the bound, the layout is the one the steps give without it. */
-    if (ilp_walk_init(&walk, n) != 0)
-        goto done;
+    if (ilp_walk_init(&walk, n) != 0) goto done;
     {
         /* At most a seventh of the work: step 4's share is at least
          * (1 - 2/5) / 2 / 2 = 3/20 of it, whatever steps 2-3 spend, so the
          * quick placements always fit in it. */
         uint64_t q = (uint64_t)ILP_QUICK_PLACEMENTS * ILP_PLACE_WORK * n;
-        if (q > bud.work / 7)
-            q = bud.work / 7;
+        if (q > bud.work / 7) q = bud.work / 7;
         uint64_t w = q;
         ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
         quick_spent = q - w;
         quick_height = best.height;
     }
-    if (best.height <= lb || best.height <= goal)
-        goto done;
+    if (best.height <= lb || best.height <= goal) goto done;
 
     /* 2. A layout at the lower bound (or at the goal, if higher)?  The
      * search works with sizes rounded up to align, so its target is the
@@ -641,8 +594,7 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         else
             all_proofs = 0;
     }
-    if (best.height <= lb || best.height <= goal)
-        goto done;
+    if (best.height <= lb || best.height <= goal) goto done;
 
     /* 3. The GLPK model, when small. */
     size_t np = 0;
@@ -656,8 +608,7 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         ilp_refund(&bud, w);
         free(pairs);
     }
-    if (proven || best.height <= lb || best.height <= goal)
-        goto done;
+    if (proven || best.height <= lb || best.height <= goal) goto done;
 
     /* 4. Local search over placement orders from the incumbent: the search
      * alone seldom gets anywhere when the bound is out of reach. */
@@ -667,19 +618,16 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         uint64_t q = quick_spent < w ? quick_spent : w;
         w -= q;
         quick_spent -= q;
-        if (best.height < quick_height)
-            walk.ready = 0; /* GLPK moved the incumbent: walk from it */
+        if (best.height < quick_height) walk.ready = 0; /* GLPK moved the incumbent: walk from it */
         ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
         ilp_refund(&bud, w);
     }
-    if (best.height <= lb || best.height <= goal)
-        goto done;
+    if (best.height <= lb || best.height <= goal) goto done;
 
     /* 5. Bisection on the height with the search, in steps of align, while
      * the work lasts (the deadline is the backstop). */
     uint64_t lo = known_bad > target ? known_bad : target;
-    if (red.n > ILP_BISECT_MAX_BUFFERS)
-        all_proofs = 0; /* not run: nothing proved above lo */
+    if (red.n > ILP_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
     while (lo < best.height && red.n <= ILP_BISECT_MAX_BUFFERS &&
            bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
         if (lay_now() > bud.deadline) {
@@ -688,10 +636,8 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         }
         uint64_t hi = best.height - 1; /* try to beat the incumbent */
         uint64_t mid = lay_round_up(lo + (hi - lo) / 2, align);
-        if (mid > hi)
-            mid = hi / align * align;
-        if (mid < lo)
-            break;
+        if (mid > hi) mid = hi / align * align;
+        if (mid < lo) break;
         uint64_t w = ilp_take(&bud, 1, ILP_PROBE_SHARE_DEN);
         int cut = 0;
         int rc = lay_search(bufs, n, align, mid, &w, bud.deadline, LAYOUT_SEARCH_MAX_BUFFERS, cand,
@@ -701,19 +647,15 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         if (rc == 1) {
             ilp_offer(&best, bufs, n, align, cand);
         } else {
-            if (rc != 0)
-                all_proofs = 0;
-            if (rc == -2)
-                break;
+            if (rc != 0) all_proofs = 0;
+            if (rc == -2) break;
             lo = mid + 1;
         }
     }
-    if (all_proofs && lo >= best.height)
-        proven = 1;
+    if (all_proofs && lo >= best.height) proven = 1;
 
 done:
-    if (best.height <= lb)
-        proven = 1;
+    if (best.height <= lb) proven = 1;
     memcpy(offsets, best.offsets, n * sizeof *offsets);
 out:
     /* quick placements not charged to step 4 (the steps before it closed
@@ -730,28 +672,24 @@ out:
 
 uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
                          const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                         uint64_t *offsets, int *proven_optimal)
-{
+                         uint64_t *offsets, int *proven_optimal) {
     /* A non-positive limit used to mean "no time": keep it tiny, not none. */
     layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
     layout_result res;
     uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
-    if (proven_optimal)
-        *proven_optimal = res.proven_optimal;
+    if (proven_optimal) *proven_optimal = res.proven_optimal;
     return h;
 }
 
 uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                    const uint64_t *warm_offsets, double time_limit_s,
-                    uint64_t *offsets, int *proven_optimal)
-{
+                    const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
+                    int *proven_optimal) {
     return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
 }
 
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
-                           int *too_large)
-{
+                           int *too_large) {
     ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
     uint64_t *warm = malloc((n ? n : 1) * sizeof *warm);
     lay_reduced red;
@@ -763,8 +701,7 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
         lay_reduce(bufs, n, align, &red) != 0) {
         free(best.offsets);
         free(warm);
-        if (res)
-            *res = (layout_result){UINT64_MAX, 0, 0, 0};
+        if (res) *res = (layout_result){UINT64_MAX, 0, 0, 0};
         return UINT64_MAX;
     }
     ilp_offer(&best, bufs, n, align, warm);
@@ -780,10 +717,8 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     } else if (np == SIZE_MAX) {
         *too_large = 1;
     }
-    if (best.height <= lb)
-        proven = 1;
-    if (res)
-        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
+    if (best.height <= lb) proven = 1;
+    if (res) *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
     memcpy(offsets, best.offsets, n * sizeof *offsets);
     uint64_t h = best.height;
     free(best.offsets);
@@ -793,17 +728,14 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
 }
 
 uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
-                     uint64_t *offsets, int *proven_optimal, int *too_large)
-{
+                     uint64_t *offsets, int *proven_optimal, int *too_large) {
     layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
     layout_result res;
     uint64_t h = layout_glpk_exact(bufs, n, align, &e, offsets, &res, too_large);
-    if (proven_optimal)
-        *proven_optimal = h != UINT64_MAX && res.proven_optimal;
+    if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
     return h;
 }
 
-void layout_ilp_thread_done(void)
-{
+void layout_ilp_thread_done(void) {
     glp_free_env();
 }

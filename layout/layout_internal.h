@@ -21,14 +21,14 @@
 #define LAY_NIL ((size_t)-1)
 
 typedef struct lay_set_node {
-    uint64_t k1, k2;      /* the key */
-    size_t left, right;   /* children, LAY_NIL when none */
-    uint64_t prio;        /* heap priority: larger is nearer the root */
-    int in_set;           /* 1 while inserted; catches double inserts */
+    uint64_t k1, k2;    /* the key */
+    size_t left, right; /* children, LAY_NIL when none */
+    uint64_t prio;      /* heap priority: larger is nearer the root */
+    int in_set;         /* 1 while inserted; catches double inserts */
 } lay_set_node;
 
 typedef struct lay_set {
-    lay_set_node *nodes;  /* cap nodes, indexed by id */
+    lay_set_node *nodes; /* cap nodes, indexed by id */
     size_t cap;
     size_t root;
     size_t count;
@@ -68,8 +68,7 @@ int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
 void lay_events_free(lay_events *ev);
 
 /* x rounded up to a multiple of a (a >= 1). */
-static inline uint64_t lay_round_up(uint64_t x, uint64_t a)
-{
+static inline uint64_t lay_round_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;
 }
 
@@ -190,8 +189,8 @@ void lay_bnb_free(lay_bnb_ctx *c);
 #define LAY_ENGINE_BNB LAYOUT_ENGINE_BNB
 
 typedef struct lay_search_opts {
-    int engines;           /* LAY_ENGINE_*; both by default */
-    lay_bnb_params bnb;    /* the branch and bound's rules */
+    int engines;        /* LAY_ENGINE_*; both by default */
+    lay_bnb_params bnb; /* the branch and bound's rules */
 } lay_search_opts;
 
 void lay_search_defaults(lay_search_opts *o);
@@ -211,13 +210,14 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
 /* layout_exact (layout.h) with the default work budget and time_limit_s
  * as the backstop.  warm_offsets (valid layout, may be NULL) seeds the
  * incumbent.  Stops when the incumbent reaches the live-size lower bound,
- * or when the work or time_limit_s runs out.  Always writes a valid layout into offsets: the ILP's answer when
- * it is better than the warm start, the warm start (or LLFB) otherwise.
+ * or when the work or time_limit_s runs out.  Always writes a valid
+ * layout into offsets: the ILP's answer when it is better than the warm
+ * start, the warm start (or LLFB) otherwise.
  * Returns the height; *proven_optimal (may be NULL) is set to 1 when the
  * height equals the lower bound or GLPK proved optimality. */
 uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                    const uint64_t *warm_offsets, double time_limit_s,
-                    uint64_t *offsets, int *proven_optimal);
+                    const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
+                    int *proven_optimal);
 
 /* layout_ilp with a goal: as layout_ilp, but it also stops as soon as the
  * height is <= goal (goal 0: only the lower bound stops it early). */

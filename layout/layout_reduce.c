@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t red_gcd(uint64_t a, uint64_t b)
-{
+static uint64_t red_gcd(uint64_t a, uint64_t b) {
     while (b) {
         uint64_t t = a % b;
         a = b;
@@ -21,8 +20,7 @@ static uint64_t red_gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r)
-{
+int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r) {
     assert(align >= 1);
     memset(r, 0, sizeof *r);
     r->orig = malloc((n ? n : 1) * sizeof *r->orig);
@@ -33,13 +31,11 @@ int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced 
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size == 0)
-            continue;
+        if (bufs[i].size == 0) continue;
         r->unit = red_gcd(r->unit, lay_round_up(bufs[i].size, align));
         r->orig[r->n++] = i;
     }
-    if (r->unit == 0)
-        r->unit = align;
+    if (r->unit == 0) r->unit = align;
     /* One buffer conflicts with all others when it starts no later than the
      * earliest end and ends no earlier than the latest start.  Taking those
      * out can make more of them, so repeat. */
@@ -48,10 +44,8 @@ int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced 
         int64_t min_end = INT64_MAX, max_start = INT64_MIN;
         for (size_t b = 0; b < r->n; b++) {
             const layout_buffer *x = &bufs[r->orig[b]];
-            if (x->end < min_end)
-                min_end = x->end;
-            if (x->start > max_start)
-                max_start = x->start;
+            if (x->end < min_end) min_end = x->end;
+            if (x->start > max_start) max_start = x->start;
         }
         size_t keep = 0;
         for (size_t b = 0; b < r->n; b++) {
@@ -71,8 +65,7 @@ int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced 
     return 0;
 }
 
-void lay_reduced_free(lay_reduced *r)
-{
+void lay_reduced_free(lay_reduced *r) {
     free(r->orig);
     free(r->size);
     free(r->offsets);

@@ -20,13 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t roam_len(const layout_buffer *b)
-{
+static uint64_t roam_len(const layout_buffer *b) {
     return (uint64_t)((int64_t)b->end - b->start) + 1;
 }
 
-static uint64_t roam_step_key(int32_t t)
-{
+static uint64_t roam_step_key(int32_t t) {
     return (uint64_t)(int64_t)t ^ 0x8000000000000000ULL;
 }
 
@@ -40,8 +38,7 @@ typedef struct roam_group {
     uint64_t height;     /* height of its whole layout */
 } roam_group;
 
-static int roam_i32_cmp(const void *pa, const void *pb)
-{
+static int roam_i32_cmp(const void *pa, const void *pb) {
     int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
     return (a > b) - (a < b);
 }
@@ -49,11 +46,9 @@ static int roam_i32_cmp(const void *pa, const void *pb)
 /* The default long-lived marks of one group: buffers live across the
  * longest stretch between consecutive start/end steps of the group (only
  * when that stretch holds at least one step of its own). */
-static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, unsigned char *low)
-{
+static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, unsigned char *low) {
     int32_t *ev = malloc((2 * gr->n + 1) * sizeof *ev);
-    if (!ev)
-        return -1;
+    if (!ev) return -1;
     for (size_t k = 0; k < gr->n; k++) {
         ev[2 * k] = bufs[gr->idx[k]].start;
         ev[2 * k + 1] = bufs[gr->idx[k]].end;
@@ -75,19 +70,16 @@ static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, uns
 /* Exact layout of a subset of the buffers at base, within *work: writes
  * offsets of the subset, returns its height (0 when empty, UINT64_MAX on out
  * of memory) and takes what it spent from *work. */
-static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t n, uint64_t align, uint64_t *work,
-                           uint64_t share, double deadline, uint64_t base, uint64_t *offsets, int *proven,
-                           int *timed_out)
-{
+static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t n, uint64_t align,
+                           uint64_t *work, uint64_t share, double deadline, uint64_t base,
+                           uint64_t *offsets, int *proven, int *timed_out) {
     *proven = 1;
-    if (n == 0)
-        return 0;
+    if (n == 0) return 0;
     layout_buffer *sub = calloc(n, sizeof *sub);
     uint64_t *off = malloc(n * sizeof *off);
     uint64_t h = UINT64_MAX;
     if (sub && off) {
-        for (size_t k = 0; k < n; k++)
-            sub[k] = bufs[idx[k]];
+        for (size_t k = 0; k < n; k++) sub[k] = bufs[idx[k]];
         double left = deadline - lay_now();
         /* a work budget of 0 would mean the default: give at least 1 */
         layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
@@ -97,8 +89,7 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
         *timed_out |= res.stopped_by_time;
         *work -= res.work_spent < *work ? res.work_spent : *work;
         if (h != UINT64_MAX)
-            for (size_t k = 0; k < n; k++)
-                offsets[idx[k]] = base + off[k];
+            for (size_t k = 0; k < n; k++) offsets[idx[k]] = base + off[k];
     }
     free(sub);
     free(off);
@@ -112,37 +103,30 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
  * When the group is then lower than hl + hs, their offsets in rel (relative
  * to base) are replaced.  Returns the group's height either way (UINT64_MAX: out of
  * memory). */
-static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t nl, size_t n, uint64_t align,
-                          uint64_t base, uint64_t stacked_height, uint64_t *rel)
-{
+static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t nl, size_t n,
+                          uint64_t align, uint64_t base, uint64_t stacked_height, uint64_t *rel) {
     layout_buffer *sub = calloc(n ? n : 1, sizeof *sub);
     uint64_t *off = malloc((n ? n : 1) * sizeof *off);
     lay_key *ord = malloc((n ? n : 1) * sizeof *ord);
     lay_placer *pl = NULL;
     uint64_t h = UINT64_MAX;
     int rc = sub && off && ord ? 0 : -1;
-    for (size_t k = 0; k < n && rc == 0; k++)
-        sub[k] = bufs[idx[k]];
-    if (rc == 0 && !(pl = lay_placer_new(sub, n, align)))
-        rc = -1;
+    for (size_t k = 0; k < n && rc == 0; k++) sub[k] = bufs[idx[k]];
+    if (rc == 0 && !(pl = lay_placer_new(sub, n, align))) rc = -1;
     for (size_t k = 0; k < nl && rc == 0; k++) {
         off[k] = rel[idx[k]] - base;
         int r = lay_placer_try(pl, k, off[k]);
         assert(r != 0); /* an exact layout of the long-lived part is valid */
-        if (r < 0)
-            rc = -1;
+        if (r < 0) rc = -1;
     }
-    for (size_t k = nl; k < n; k++)
-        ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
-    if (rc == 0)
-        qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
+    for (size_t k = nl; k < n; k++) ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
+    if (rc == 0) qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
     for (size_t k = 0; k < n - nl && rc == 0; k++)
         rc = lay_placer_fit(pl, ord[k].idx, 1, &off[ord[k].idx]);
     if (rc == 0) {
         h = layout_height(sub, n, off);
         if (h < stacked_height)
-            for (size_t k = nl; k < n; k++)
-                rel[idx[k]] = base + off[k];
+            for (size_t k = nl; k < n; k++) rel[idx[k]] = base + off[k];
         else
             h = stacked_height;
     }
@@ -157,19 +141,19 @@ static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t n
  * offsets of all grouped buffers within their group's layout.  Groups are
  * solved in the paper's stacking order, which only decides how the work
  * budget is shared.  Returns 0, or -1 on out of memory. */
-static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in, roam_group *grs,
-                       const unsigned char *low, uint64_t *rel, layout_roam_stats *st)
-{
+static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in,
+                       roam_group *grs, const unsigned char *low, uint64_t *rel,
+                       layout_roam_stats *st) {
     size_t ng = in->n_groups;
     lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
     size_t *tmp = NULL, cap = 0;
-    if (!ord)
-        return -1;
+    if (!ord) return -1;
     size_t nonempty = 0;
     for (size_t g = 0; g < ng; g++) {
         /* bottom groups first, then the longest windows */
         uint64_t w = grs[g].n ? (uint64_t)((int64_t)grs[g].hi - grs[g].lo) + 1 : 0;
-        ord[g] = (lay_key){(grs[g].flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1, ~w, roam_step_key(grs[g].lo), g};
+        ord[g] =
+            (lay_key){(grs[g].flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1, ~w, roam_step_key(grs[g].lo), g};
         nonempty += grs[g].n > 0;
     }
     qsort(ord, ng, sizeof *ord, lay_key_cmp);
@@ -180,8 +164,7 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
     size_t left = nonempty;
     for (size_t r = 0; r < ng && rc == 0; r++) {
         roam_group *gr = &grs[ord[r].idx];
-        if (gr->n == 0)
-            continue;
+        if (gr->n == 0) continue;
         if (gr->n > cap) {
             free(tmp);
             cap = gr->n;
@@ -194,11 +177,9 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
         /* long-lived part first, then the rest above it (or around it: fill) */
         size_t nl = 0, ns = 0;
         for (size_t k = 0; k < gr->n; k++)
-            if (low[gr->idx[k]])
-                tmp[nl++] = gr->idx[k];
+            if (low[gr->idx[k]]) tmp[nl++] = gr->idx[k];
         for (size_t k = 0; k < gr->n; k++)
-            if (!low[gr->idx[k]])
-                tmp[nl + ns++] = gr->idx[k];
+            if (!low[gr->idx[k]]) tmp[nl + ns++] = gr->idx[k];
         /* an equal share of the work left, split by buffer counts; work
          * (unlike time) keeps the result the same on every machine */
         uint64_t share = work / left--;
@@ -206,14 +187,14 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
         uint64_t sl = (uint64_t)((double)share * (double)nl / (double)gr->n);
         uint64_t hl = roam_exact(bufs, tmp, nl, align, &work, sl, deadline, base, rel, &pl,
                                  &st->stopped_by_time);
-        if (hl != UINT64_MAX)
-            hl = lay_round_up(hl, align); /* keeps every base aligned */
+        if (hl != UINT64_MAX) hl = lay_round_up(hl, align); /* keeps every base aligned */
         uint64_t ss = share - (sl < share ? sl : share);
         uint64_t hs = hl == UINT64_MAX ? UINT64_MAX
-                                       : roam_exact(bufs, tmp + nl, ns, align, &work, ss, deadline, base + hl,
-                                                    rel, &ps, &st->stopped_by_time);
-        uint64_t hg = hs == UINT64_MAX || !in->fill ? hl + hs
-                                                    : roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel);
+                                       : roam_exact(bufs, tmp + nl, ns, align, &work, ss, deadline,
+                                                    base + hl, rel, &ps, &st->stopped_by_time);
+        uint64_t hg = hs == UINT64_MAX || !in->fill
+                          ? hl + hs
+                          : roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel);
         if (hs == UINT64_MAX || hg == UINT64_MAX) {
             rc = -1;
             break;
@@ -243,9 +224,8 @@ typedef enum roam_stacking {
 /* Stacks the groups in one order (eq. 9): proposed[i] = base of i's group
  * + rel[i] for every grouped buffer.  Returns the stacked height (before
  * any repair), UINT64_MAX on out of memory. */
-static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, const int *group, size_t n,
-                           const uint64_t *rel, uint64_t *proposed)
-{
+static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, const int *group,
+                           size_t n, const uint64_t *rel, uint64_t *proposed) {
     lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
     uint64_t *base = malloc((ng ? ng : 1) * sizeof *base);
     if (!ord || !base) {
@@ -255,7 +235,8 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
     }
     for (size_t g = 0; g < ng; g++) {
         const roam_group *gr = &grs[g];
-        uint64_t bottom = (gr->flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1; /* bottom groups first in every order */
+        uint64_t bottom =
+            (gr->flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1; /* bottom groups first in every order */
         uint64_t w = gr->n ? (uint64_t)((int64_t)gr->hi - gr->lo) + 1 : 0;
         switch (how) {
         case ROAM_STACK_WINDOW: ord[g] = (lay_key){bottom, ~w, roam_step_key(gr->lo), g}; break;
@@ -268,13 +249,11 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
     for (size_t r = 0; r < ng; r++) {
         const roam_group *gr = &grs[ord[r].idx];
         base[ord[r].idx] = b;
-        if (gr->n && b + gr->height > top)
-            top = b + gr->height;
+        if (gr->n && b + gr->height > top) top = b + gr->height;
         b += gr->low_height; /* eq. 9: the next group starts on top of the long-lived part */
     }
     for (size_t i = 0; i < n; i++)
-        if (group[i] >= 0)
-            proposed[i] = base[group[i]] + rel[i];
+        if (group[i] >= 0) proposed[i] = base[group[i]] + rel[i];
     free(ord);
     free(base);
     return top;
@@ -282,9 +261,9 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
 
 /* Fits the re-placed buffers (moved, in order) and the ungrouped ones
  * (rest) into pl; returns the height, UINT64_MAX on out of memory. */
-static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t n, const lay_key *moved, size_t nm,
-                              const lay_key *rest, size_t nr, uint64_t *offsets)
-{
+static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t n,
+                              const lay_key *moved, size_t nm, const lay_key *rest, size_t nr,
+                              uint64_t *offsets) {
     int rc = 0;
     for (size_t k = 0; k < nm && rc == 0; k++)
         rc = lay_placer_fit(pl, moved[k].idx, 0, &offsets[moved[k].idx]);
@@ -299,10 +278,9 @@ static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t 
  * placer is copied for the second order (the keep pass is most of the
  * work).  *repaired gets the number re-placed.  Returns 0, or -1 on out of
  * memory. */
-static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep, size_t nk,
-                      const uint64_t *proposed, const lay_key *rest, size_t nr, uint64_t *off_small,
-                      uint64_t *off_large, uint64_t h[2], size_t *repaired)
-{
+static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep,
+                      size_t nk, const uint64_t *proposed, const lay_key *rest, size_t nr,
+                      uint64_t *off_small, uint64_t *off_large, uint64_t h[2], size_t *repaired) {
     lay_placer *pl = lay_placer_new(bufs, n, align), *pl2 = NULL;
     lay_key *moved = malloc((nk ? nk : 1) * sizeof *moved);
     size_t nm = 0;
@@ -318,8 +296,7 @@ static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const
         else
             moved[nm++] = (lay_key){bufs[i].size, roam_len(&bufs[i]), 0, i};
     }
-    if (rc == 0 && !(pl2 = lay_placer_clone(pl)))
-        rc = -1;
+    if (rc == 0 && !(pl2 = lay_placer_clone(pl))) rc = -1;
     if (rc == 0) {
         qsort(moved, nm, sizeof *moved, lay_key_cmp);
         h[0] = roam_fit_rest(pl, bufs, n, moved, nm, rest, nr, off_small);
@@ -328,7 +305,8 @@ static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const
         for (size_t k = 0; k < nm; k++) /* largest first: complemented keys */
             moved[k] = (lay_key){~moved[k].k1, ~moved[k].k2, 0, moved[k].idx};
         qsort(moved, nm, sizeof *moved, lay_key_cmp);
-        h[1] = h[0] == UINT64_MAX ? UINT64_MAX : roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
+        h[1] = h[0] == UINT64_MAX ? UINT64_MAX
+                                  : roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
         rc = h[0] == UINT64_MAX || h[1] == UINT64_MAX ? -1 : 0;
     }
     lay_placer_free(pl);
@@ -338,9 +316,8 @@ static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const
     return rc;
 }
 
-uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const layout_roam_input *in,
-                     uint64_t *offsets, layout_roam_stats *stp)
-{
+uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
+                     const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *stp) {
     assert(align >= 1 && in && (in->group || n == 0));
     layout_roam_stats local;
     layout_roam_stats *st = stp ? stp : &local;
@@ -359,8 +336,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
     /* buffers by group (counting sort keeps index order within a group) */
     for (size_t i = 0; i < n && rc == 0; i++) {
         assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
-        if (in->group[i] >= 0)
-            count[in->group[i] + 1]++;
+        if (in->group[i] >= 0) count[in->group[i] + 1]++;
     }
     for (size_t g = 0; g < ng && rc == 0; g++) {
         count[g + 1] += count[g];
@@ -377,18 +353,13 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
         }
         roam_group *gr = &grs[g];
         gr->idx[gr->n++] = i;
-        if (bufs[i].start < gr->lo)
-            gr->lo = bufs[i].start;
-        if (bufs[i].end > gr->hi)
-            gr->hi = bufs[i].end;
-        if (in->low)
-            low[i] = in->low[i] != 0;
+        if (bufs[i].start < gr->lo) gr->lo = bufs[i].start;
+        if (bufs[i].end > gr->hi) gr->hi = bufs[i].end;
+        if (in->low) low[i] = in->low[i] != 0;
     }
     for (size_t g = 0; g < ng && rc == 0 && !in->low; g++)
-        if (grs[g].n && roam_default_low(bufs, &grs[g], low))
-            rc = -1;
-    if (rc == 0)
-        rc = roam_groups(bufs, align, in, grs, low, rel, st);
+        if (grs[g].n && roam_default_low(bufs, &grs[g], low)) rc = -1;
+    if (rc == 0) rc = roam_groups(bufs, align, in, grs, low, rel, st);
     if (rc == 0) {
         /* keep order: long-lived first (they are the base of eq. 9), then
          * larger and longer-lived buffers, whose moving would cost most */
@@ -416,8 +387,7 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align, const 
                 }
             }
         }
-        if (rc)
-            h = UINT64_MAX;
+        if (rc) h = UINT64_MAX;
     }
     if (h != UINT64_MAX && layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
         assert(!"layout_roam built an invalid layout");

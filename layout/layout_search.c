@@ -72,11 +72,11 @@ typedef struct srch_undo {
 
 /* The reduced problem and the search state. */
 typedef struct srch {
-    size_t n;            /* buffers in the search */
-    size_t *orig;        /* search buffer -> input buffer */
-    uint64_t *size;      /* in units */
-    int64_t *len;        /* lifetime length in steps */
-    size_t *sa, *sb;     /* sections spanned: [sa, sb) */
+    size_t n;        /* buffers in the search */
+    size_t *orig;    /* search buffer -> input buffer */
+    uint64_t *size;  /* in units */
+    int64_t *len;    /* lifetime length in steps */
+    size_t *sa, *sb; /* sections spanned: [sa, sb) */
     size_t nsec;
     size_t *start_begin; /* buffers starting in section k, in the current */
     size_t *start_buf;   /*   preorder: start_buf[start_begin[k] .. [k+1]) */
@@ -84,34 +84,34 @@ typedef struct srch {
     size_t *sec_buf;     /*   sec_buf[sec_begin[k] .. [k+1]) */
     uint64_t cap;        /* capacity in units */
 
-    uint64_t *off;       /* per buffer: offset, SRCH_NONE while unplaced */
-    uint64_t *solution;  /* per buffer: offsets of the layout found */
-    uint64_t *floor;     /* per section */
-    uint64_t *total;     /* per section: units of unplaced buffers */
-    uint64_t *cuts;      /* per boundary k|k+1: unplaced buffers crossing it */
-    unsigned char *reach;/* per section + 1: scratch of the valley check */
-    size_t *count;       /* per section + 1: scratch, options per cell */
-    uint64_t *maxf;      /* per buffer: scratch, highest floor along it */
-    size_t *twin;        /* per buffer: the previous one (by index) with the
+    uint64_t *off;                  /* per buffer: offset, SRCH_NONE while unplaced */
+    uint64_t *solution;             /* per buffer: offsets of the layout found */
+    uint64_t *floor;                /* per section */
+    uint64_t *total;                /* per section: units of unplaced buffers */
+    uint64_t *cuts;                 /* per boundary k|k+1: unplaced buffers crossing it */
+    unsigned char *reach;           /* per section + 1: scratch of the valley check */
+    size_t *count;                  /* per section + 1: scratch, options per cell */
+    uint64_t *maxf;                 /* per buffer: scratch, highest floor along it */
+    size_t *twin;                   /* per buffer: the previous one (by index) with the
                             same sections and size, or SIZE_MAX */
-    uint64_t *owner;     /* per section: the buffer whose top is the floor,
+    uint64_t *owner;                /* per section: the buffer whose top is the floor,
                             SRCH_NONE after a raise or at the start */
-    size_t *rank;        /* per buffer: position in the current preorder */
+    size_t *rank;                   /* per buffer: position in the current preorder */
     struct srch_pre *pre, *pre_tmp; /* preorder keys, and sort scratch */
-    size_t *next;        /* scratch of srch_preorder */
+    size_t *next;                   /* scratch of srch_preorder */
 
-    srch_undo *undo;     /* undo log, a stack */
+    srch_undo *undo; /* undo log, a stack */
     size_t nundo, undo_cap;
 
     long long nodes_left;
-    uint64_t *work;      /* work left (shared by both directions): a node
+    uint64_t *work; /* work left (shared by both directions): a node
                             costs the sections it scans, 1 + hi - lo */
     int out_of_work;
-    double deadline;     /* the time backstop */
+    double deadline; /* the time backstop */
     int timed_out;
-    lay_bnb_stats *st;   /* nodes counted */
-    uint64_t *rnd_tmp;   /* per buffer: scratch for the R key */
-    int energy;          /* the energy rule (layout_bnb_rules.energy) */
+    lay_bnb_stats *st;      /* nodes counted */
+    uint64_t *rnd_tmp;      /* per buffer: scratch for the R key */
+    int energy;             /* the energy rule (layout_bnb_rules.energy) */
     struct srch_lift *lift; /* per buffer: scratch of the energy rule */
 } srch;
 
@@ -123,13 +123,11 @@ typedef struct srch_lift {
 /* ------------------------------------------------------------------------ */
 /* Undo log                                                                  */
 
-static int srch_set(srch *s, uint64_t *where, uint64_t value)
-{
+static int srch_set(srch *s, uint64_t *where, uint64_t value) {
     if (s->nundo == s->undo_cap) {
         size_t cap = s->undo_cap ? 2 * s->undo_cap : 1024;
         srch_undo *u = realloc(s->undo, cap * sizeof *u);
-        if (!u)
-            return -1;
+        if (!u) return -1;
         s->undo = u;
         s->undo_cap = cap;
     }
@@ -138,8 +136,7 @@ static int srch_set(srch *s, uint64_t *where, uint64_t value)
     return 0;
 }
 
-static void srch_rollback(srch *s, size_t mark)
-{
+static void srch_rollback(srch *s, size_t mark) {
     while (s->nundo > mark) {
         s->nundo--;
         *s->undo[s->nundo].where = s->undo[s->nundo].old;
@@ -147,28 +144,23 @@ static void srch_rollback(srch *s, size_t mark)
 }
 
 /* Places b at offset o (through the undo log).  Returns 0, or -1 (memory). */
-static int srch_place(srch *s, size_t b, uint64_t o)
-{
-    if (srch_set(s, &s->off[b], o) != 0)
-        return -1;
+static int srch_place(srch *s, size_t b, uint64_t o) {
+    if (srch_set(s, &s->off[b], o) != 0) return -1;
     for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
         assert(s->floor[k] <= o);
         if (srch_set(s, &s->floor[k], o + s->size[b]) != 0 || srch_set(s, &s->owner[k], b) != 0 ||
             srch_set(s, &s->total[k], s->total[k] - s->size[b]) != 0)
             return -1;
-        if (k + 1 < s->sb[b] && srch_set(s, &s->cuts[k], s->cuts[k] - 1) != 0)
-            return -1;
+        if (k + 1 < s->sb[b] && srch_set(s, &s->cuts[k], s->cuts[k] - 1) != 0) return -1;
     }
     return 0;
 }
 
-static int srch_active(const srch *s, size_t k)
-{
+static int srch_active(const srch *s, size_t k) {
     return s->total[k] > 0;
 }
 
-static int srch_tight(const srch *s, size_t k)
-{
+static int srch_tight(const srch *s, size_t k) {
     return s->floor[k] + s->total[k] == s->cap;
 }
 
@@ -184,8 +176,7 @@ typedef struct srch_cell {
 } srch_cell;
 
 /* Does unplaced buffer b fit at m inside the valley [a, z)? */
-static int srch_fits(const srch *s, size_t b, size_t a, size_t z, uint64_t m)
-{
+static int srch_fits(const srch *s, size_t b, size_t a, size_t z, uint64_t m) {
     return s->off[b] == SRCH_NONE && s->sa[b] >= a && s->sb[b] <= z && m + s->size[b] <= s->cap;
 }
 
@@ -198,13 +189,10 @@ static int srch_fits(const srch *s, size_t b, size_t a, size_t z, uint64_t m)
  *     that are not tight.
  * Otherwise offers its most constrained tight cell to *best (fewest
  * options; ties: the leftmost found first). */
-static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
-{
+static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best) {
     int any_tight = 0;
-    for (size_t k = a; k < z && !any_tight; k++)
-        any_tight = srch_tight(s, k);
-    if (!any_tight)
-        return 1;
+    for (size_t k = a; k < z && !any_tight; k++) any_tight = srch_tight(s, k);
+    if (!any_tight) return 1;
     /* options per section: a difference array over the buffers that fit */
     memset(s->count + a, 0, (z + 1 - a) * sizeof *s->count);
     memset(s->reach + a, 0, z + 1 - a);
@@ -213,19 +201,15 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
     for (size_t k = a; k < z; k++) {
         for (size_t i = s->start_begin[k]; i < s->start_begin[k + 1]; i++) {
             size_t b = s->start_buf[i];
-            if (!srch_fits(s, b, a, z, m))
-                continue;
+            if (!srch_fits(s, b, a, z, m)) continue;
             running++;
             s->count[s->sb[b]]++; /* ends before section sb */
-            if (s->reach[k])
-                s->reach[s->sb[b]] = 1;
+            if (s->reach[k]) s->reach[s->sb[b]] = 1;
         }
         running -= s->count[k];
-        if (s->reach[k] && !srch_tight(s, k))
-            s->reach[k + 1] = 1;
+        if (s->reach[k] && !srch_tight(s, k)) s->reach[k + 1] = 1;
         if (srch_tight(s, k)) {
-            if (running == 0)
-                return 0;
+            if (running == 0) return 0;
             if (best->k == SIZE_MAX || running < best->options)
                 *best = (srch_cell){k, a, z, m, running, 1};
         }
@@ -236,17 +220,14 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
 /* Does no section along b's lifetime have a floor above m?  (Asked only
  * for the buffers of a tight section at floor m, so each scan stops at the
  * first higher floor; cheaper than every buffer's highest floor per node.) */
-static int srch_flat(const srch *s, size_t b, uint64_t m)
-{
+static int srch_flat(const srch *s, size_t b, uint64_t m) {
     for (size_t q = s->sa[b]; q < s->sb[b]; q++)
-        if (s->floor[q] > m)
-            return 0;
+        if (s->floor[q] > m) return 0;
     return 1;
 }
 
 /* Highest lowest offset first. */
-static int srch_lift_cmp(const void *pa, const void *pb)
-{
+static int srch_lift_cmp(const void *pa, const void *pb) {
     const srch_lift *x = pa, *y = pb;
     return (x->low < y->low) - (x->low > y->low);
 }
@@ -254,30 +235,23 @@ static int srch_lift_cmp(const void *pa, const void *pb)
 /* Scans sections [lo, hi): returns 0 when the bound fails somewhere, else 1
  * with *cell the cell to branch on (k == SIZE_MAX: nothing left): the most
  * constrained tight cell, or else the lowest cell (leftmost on ties). */
-static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
-{
+static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell) {
     size_t low = SIZE_MAX;
     for (size_t q = lo; q < hi; q++) {
-        if (!srch_active(s, q))
-            continue;
-        if (s->floor[q] + s->total[q] > s->cap)
-            return 0;
-        if (low == SIZE_MAX || s->floor[q] < s->floor[low])
-            low = q;
+        if (!srch_active(s, q)) continue;
+        if (s->floor[q] + s->total[q] > s->cap) return 0;
+        if (low == SIZE_MAX || s->floor[q] < s->floor[low]) low = q;
     }
     cell->k = SIZE_MAX;
-    if (low == SIZE_MAX)
-        return 1;
+    if (low == SIZE_MAX) return 1;
     /* A tight section k must get a buffer at exactly its floor, and such a
      * buffer finds no floor above that along its lifetime. */
     for (size_t j = s->start_begin[lo]; s->energy && j < s->start_begin[hi]; j++) {
         size_t b = s->start_buf[j];
-        if (s->off[b] != SRCH_NONE)
-            continue;
+        if (s->off[b] != SRCH_NONE) continue;
         uint64_t f = 0;
         for (size_t q = s->sa[b]; q < s->sb[b]; q++)
-            if (s->floor[q] > f)
-                f = s->floor[q];
+            if (s->floor[q] > f) f = s->floor[q];
         s->maxf[b] = f;
     }
     /* Energy: a buffer cannot go below its highest floor maxf, so for every
@@ -287,8 +261,7 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
      * sections fill unevenly fails here long before its sections run out
      * of room). */
     for (size_t q = lo; s->energy && q < hi; q++) {
-        if (!srch_active(s, q))
-            continue;
+        if (!srch_active(s, q)) continue;
         size_t nl = 0;
         uint64_t all = 0, top = 0;
         for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1]; j++) {
@@ -296,32 +269,27 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
             if (s->off[b] == SRCH_NONE && s->maxf[b] > s->floor[q]) {
                 s->lift[nl++] = (srch_lift){s->maxf[b], s->size[b]};
                 all += s->size[b];
-                if (s->maxf[b] > top)
-                    top = s->maxf[b];
+                if (s->maxf[b] > top) top = s->maxf[b];
             }
         }
         /* all of them fit above the highest of their floors: every h
          * passes, no need to sort */
-        if (nl == 0 || top + all <= s->cap)
-            continue;
+        if (nl == 0 || top + all <= s->cap) continue;
         qsort(s->lift, nl, sizeof *s->lift, srch_lift_cmp);
         uint64_t sum = 0;
         for (size_t i = 0; i < nl; i++) {
             sum += s->lift[i].size;
-            if (s->lift[i].low + sum > s->cap)
-                return 0;
+            if (s->lift[i].low + sum > s->cap) return 0;
         }
     }
     for (size_t q = lo; q < hi; q++) {
-        if (!srch_active(s, q) || !srch_tight(s, q))
-            continue;
+        if (!srch_active(s, q) || !srch_tight(s, q)) continue;
         int coverable = 0;
         for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1] && !coverable; j++) {
             size_t b = s->sec_buf[j];
             coverable = s->off[b] == SRCH_NONE && srch_flat(s, b, s->floor[q]);
         }
-        if (!coverable)
-            return 0;
+        if (!coverable) return 0;
     }
     /* valleys: maximal runs of active sections at one floor whose
      * neighbours are higher or have nothing left */
@@ -332,19 +300,16 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell)
         }
         uint64_t m = s->floor[a];
         size_t z = a + 1;
-        while (z < hi && srch_active(s, z) && s->floor[z] == m)
-            z++;
+        while (z < hi && srch_active(s, z) && s->floor[z] == m) z++;
         int left_ok = a == lo || !srch_active(s, a - 1) || s->floor[a - 1] > m;
         int right_ok = z == hi || !srch_active(s, z) || s->floor[z] > m;
-        if (left_ok && right_ok && !srch_valley(s, a, z, m, cell))
-            return 0;
+        if (left_ok && right_ok && !srch_valley(s, a, z, m, cell)) return 0;
         a = z;
     }
     if (cell->k == SIZE_MAX) {
         /* no tight cell: the lowest one; its valley is a local minimum */
         size_t z = low + 1;
-        while (z < hi && srch_active(s, z) && s->floor[z] == s->floor[low])
-            z++;
+        while (z < hi && srch_active(s, z) && s->floor[z] == s->floor[low]) z++;
         *cell = (srch_cell){low, low, z, s->floor[low], 0, 0};
     }
     return 1;
@@ -357,8 +322,7 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi);
 static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi);
 
 /* Places b at m and searches on. */
-static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
-{
+static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m) {
     size_t mark = s->nundo;
     srch_rc rc;
     if (srch_place(s, b, m) != 0) {
@@ -367,11 +331,9 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
         /* Did b free a boundary inside its lifetime?  Then [lo, hi) falls
          * apart into independent pieces. */
         int split = 0;
-        for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++)
-            split = s->cuts[k] == 0;
+        for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++) split = s->cuts[k] == 0;
         rc = split ? srch_solve_range(s, lo, hi) : srch_dfs(s, lo, hi);
-        if (rc == SRCH_FOUND)
-            s->solution[b] = m;
+        if (rc == SRCH_FOUND) s->solution[b] = m;
     }
     srch_rollback(s, mark);
     return rc;
@@ -380,15 +342,13 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m)
 /* Branch B, the lowest cell (section k at floor m) stays empty: returns
  * the floor k can be raised to, the lowest offset any buffer live there
  * can then take. */
-static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, uint64_t m)
-{
+static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, uint64_t m) {
     /* The smallest unplaced size in the part: the least a buffer that does
      * not go at m rises by when it rests on a buffer placed later. */
     uint64_t min_size = SRCH_NONE;
     for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
         size_t c = s->start_buf[j];
-        if (s->off[c] == SRCH_NONE && s->size[c] < min_size)
-            min_size = s->size[c];
+        if (s->off[c] == SRCH_NONE && s->size[c] < min_size) min_size = s->size[c];
     }
     /* Each buffer live in k goes at least to its highest floor, or, when
      * that is m too (nothing placed under it reaches above m), onto a buffer
@@ -396,15 +356,12 @@ static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, 
     uint64_t level = SRCH_NONE;
     for (size_t j = s->sec_begin[k]; j < s->sec_begin[k + 1]; j++) {
         size_t b = s->sec_buf[j];
-        if (s->off[b] != SRCH_NONE)
-            continue;
+        if (s->off[b] != SRCH_NONE) continue;
         uint64_t highest = 0;
         for (size_t q = s->sa[b]; q < s->sb[b]; q++)
-            if (s->floor[q] > highest)
-                highest = s->floor[q];
+            if (s->floor[q] > highest) highest = s->floor[q];
         uint64_t lb = highest > m ? highest : m + min_size;
-        if (lb < level)
-            level = lb;
+        if (lb < level) level = lb;
     }
     assert(level != SRCH_NONE && level > m);
     return level;
@@ -415,8 +372,7 @@ typedef struct srch_cand {
     size_t rank, b;
 } srch_cand;
 
-static int srch_cand_cmp(const void *pa, const void *pb)
-{
+static int srch_cand_cmp(const void *pa, const void *pb) {
     const srch_cand *x = pa, *y = pb;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
@@ -430,10 +386,8 @@ static int srch_cand_cmp(const void *pa, const void *pb)
  *    same-lifetime buffers go in preorder from the bottom, the order in
  *    which candidates are tried.  (Twins tie in every preorder key, so
  *    their preorder is their index order too.) */
-static int srch_symmetric(const srch *s, size_t b)
-{
-    if (s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == SRCH_NONE)
-        return 1;
+static int srch_symmetric(const srch *s, size_t b) {
+    if (s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == SRCH_NONE) return 1;
     uint64_t below = s->owner[s->sa[b]];
     return below != SRCH_NONE && s->rank[below] > s->rank[b] && s->sa[below] == s->sa[b] &&
            s->sb[below] == s->sb[b] && s->off[below] + s->size[below] == s->floor[s->sa[b]];
@@ -442,8 +396,7 @@ static int srch_symmetric(const srch *s, size_t b)
 /* Solves the unplaced buffers of sections [lo, hi) (none crosses lo or hi).
  * Branch B (the cell stays empty) is the last alternative of a node, so it
  * is a loop here rather than a recursion: raise the floor, look again. */
-static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
-{
+static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
     size_t mark = s->nundo;
     srch_rc rc = SRCH_INFEASIBLE;
     for (;;) {
@@ -496,13 +449,12 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
         for (size_t i = 0; i < nc && rc == SRCH_INFEASIBLE; i++)
             rc = srch_try(s, lo, hi, cand[i].b, c.m);
         free(cand);
-        if (rc != SRCH_INFEASIBLE || srch_tight(s, c.k))
-            break; /* done, or no room to waste */
+        if (rc != SRCH_INFEASIBLE || srch_tight(s, c.k)) break; /* done, or no room to waste */
         /* Branch B */
         uint64_t level = srch_waste_level(s, lo, hi, c.k, c.m);
-        if (level + s->total[c.k] > s->cap)
-            break;
-        if (srch_set(s, &s->floor[c.k], level) != 0 || srch_set(s, &s->owner[c.k], SRCH_NONE) != 0) {
+        if (level + s->total[c.k] > s->cap) break;
+        if (srch_set(s, &s->floor[c.k], level) != 0 ||
+            srch_set(s, &s->owner[c.k], SRCH_NONE) != 0) {
             rc = SRCH_NOMEM;
             break;
         }
@@ -516,20 +468,16 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi)
  * there, and no other buffer can use their addresses: in any layout their
  * ranges can be cut out and moved to the bottom.  So they are stacked at
  * the floor first, without branching. */
-static srch_rc srch_solve_piece(srch *s, size_t a, size_t z)
-{
+static srch_rc srch_solve_piece(srch *s, size_t a, size_t z) {
     size_t mark = s->nundo;
     int flat = 1;
-    for (size_t k = a + 1; k < z && flat; k++)
-        flat = s->floor[k] == s->floor[a];
+    for (size_t k = a + 1; k < z && flat; k++) flat = s->floor[k] == s->floor[a];
     srch_rc rc = SRCH_INFEASIBLE;
     for (size_t i = s->start_begin[a]; flat && i < s->start_begin[a + 1]; i++) {
         size_t b = s->start_buf[i];
-        if (s->off[b] != SRCH_NONE || s->sb[b] != z)
-            continue;
+        if (s->off[b] != SRCH_NONE || s->sb[b] != z) continue;
         uint64_t m = s->floor[a];
-        if (m + s->size[b] > s->cap)
-            goto out; /* rc: infeasible */
+        if (m + s->size[b] > s->cap) goto out; /* rc: infeasible */
         if (srch_place(s, b, m) != 0) {
             rc = SRCH_NOMEM;
             goto out;
@@ -544,13 +492,11 @@ out:
 }
 
 /* Solves sections [lo, hi), split at boundaries no unplaced buffer crosses. */
-static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi)
-{
+static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi) {
     srch_rc rc = SRCH_FOUND;
     for (size_t a = lo; a < hi && rc == SRCH_FOUND;) {
         size_t z = a + 1; /* the piece is [a, z) */
-        while (z < hi && s->cuts[z - 1] > 0)
-            z++;
+        while (z < hi && s->cuts[z - 1] > 0) z++;
         rc = srch_solve_piece(s, a, z);
         a = z;
     }
@@ -562,57 +508,44 @@ static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi)
 
 /* The keys of one buffer for the preorders. */
 typedef struct srch_pre { /* (the struct tag is used in srch) */
-    uint64_t total;  /* T: the largest section total along its lifetime */
-    uint64_t width;  /* W: sections spanned */
-    uint64_t size;   /* Z */
-    uint64_t rnd;    /* R: a hash of the buffer and the round (see lay_search_ex) */
-    double area;     /* A: size x length in steps */
+    uint64_t total;       /* T: the largest section total along its lifetime */
+    uint64_t width;       /* W: sections spanned */
+    uint64_t size;        /* Z */
+    uint64_t rnd;         /* R: a hash of the buffer and the round (see lay_search_ex) */
+    double area;          /* A: size x length in steps */
     size_t b;
 } srch_pre;
 
 /* Is x tried before y under the keys (each descending; ties by index)? */
-static int srch_pre_before(const srch_pre *x, const srch_pre *y, const char *keys)
-{
+static int srch_pre_before(const srch_pre *x, const srch_pre *y, const char *keys) {
     for (const char *k = keys; *k; k++) {
-        if (*k == 'T' && x->total != y->total)
-            return x->total > y->total;
-        if (*k == 'W' && x->width != y->width)
-            return x->width > y->width;
-        if (*k == 'Z' && x->size != y->size)
-            return x->size > y->size;
-        if (*k == 'R' && x->rnd != y->rnd)
-            return x->rnd > y->rnd;
-        if (*k == 'A' && x->area != y->area)
-            return x->area > y->area;
+        if (*k == 'T' && x->total != y->total) return x->total > y->total;
+        if (*k == 'W' && x->width != y->width) return x->width > y->width;
+        if (*k == 'Z' && x->size != y->size) return x->size > y->size;
+        if (*k == 'R' && x->rnd != y->rnd) return x->rnd > y->rnd;
+        if (*k == 'A' && x->area != y->area) return x->area > y->area;
     }
     return x->b < y->b;
 }
 
 /* Merge sort (qsort has no context argument for the keys). */
-static void srch_pre_sort(srch_pre *v, srch_pre *tmp, size_t n, const char *keys)
-{
-    if (n < 2)
-        return;
+static void srch_pre_sort(srch_pre *v, srch_pre *tmp, size_t n, const char *keys) {
+    if (n < 2) return;
     size_t h = n / 2;
     srch_pre_sort(v, tmp, h, keys);
     srch_pre_sort(v + h, tmp, n - h, keys);
     size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = srch_pre_before(&v[j], &v[i], keys) ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
+    while (i < h && j < n) tmp[k++] = srch_pre_before(&v[j], &v[i], keys) ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
     memcpy(v, tmp, n * sizeof *v);
 }
 
 /* Sorts pre (n records) by keys and fills the start lists in that order;
  * tmp (n records) and next (nsec entries) are scratch. */
-static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, const char *keys)
-{
+static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, const char *keys) {
     srch_pre_sort(pre, tmp, s->n, keys);
-    for (size_t k = 0; k < s->nsec; k++)
-        next[k] = s->start_begin[k];
+    for (size_t k = 0; k < s->nsec; k++) next[k] = s->start_begin[k];
     for (size_t i = 0; i < s->n; i++) {
         size_t b = pre[i].b;
         s->rank[b] = i;
@@ -623,15 +556,13 @@ static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, c
 /* ------------------------------------------------------------------------ */
 /* Setting up                                                                */
 
-static int srch_i64_cmp(const void *pa, const void *pb)
-{
+static int srch_i64_cmp(const void *pa, const void *pb) {
     int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
     return (a > b) - (a < b);
 }
 
 /* Index of t in the sorted distinct array v[0..n). */
-static size_t srch_find(const int64_t *v, size_t n, int64_t t)
-{
+static size_t srch_find(const int64_t *v, size_t n, int64_t t) {
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -644,8 +575,7 @@ static size_t srch_find(const int64_t *v, size_t n, int64_t t)
     return lo;
 }
 
-static void srch_free(srch *s)
-{
+static void srch_free(srch *s) {
     free(s->orig);
     free(s->size);
     free(s->len);
@@ -676,8 +606,7 @@ static void srch_free(srch *s)
 
 /* Builds sections and the two section -> buffer lists for the s->n buffers
  * in s->orig.  Returns 0, or -1 when memory runs out. */
-static int srch_build(srch *s, const layout_buffer *bufs)
-{
+static int srch_build(srch *s, const layout_buffer *bufs) {
     size_t n = s->n;
     int64_t *bp = malloc((2 * n + 1) * sizeof *bp);
     s->sa = malloc(n * sizeof *s->sa);
@@ -695,8 +624,7 @@ static int srch_build(srch *s, const layout_buffer *bufs)
     qsort(bp, 2 * n, sizeof *bp, srch_i64_cmp);
     size_t nbp = 0;
     for (size_t i = 0; i < 2 * n; i++)
-        if (nbp == 0 || bp[nbp - 1] != bp[i])
-            bp[nbp++] = bp[i];
+        if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
     s->nsec = nbp - 1;
     size_t spans = 0;
     for (size_t b = 0; b < n; b++) {
@@ -721,16 +649,14 @@ static int srch_build(srch *s, const layout_buffer *bufs)
     /* counts, then prefix sums, then fill (CSR) */
     for (size_t b = 0; b < n; b++) {
         s->start_begin[s->sa[b] + 1]++;
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            s->sec_begin[k + 1]++;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_begin[k + 1]++;
     }
     for (size_t k = 0; k < ns; k++) {
         s->start_begin[k + 1] += s->start_begin[k];
         s->sec_begin[k + 1] += s->sec_begin[k];
     }
     for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
+        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
     free(fill);
 
     s->off = malloc(n * sizeof *s->off);
@@ -751,10 +677,8 @@ static int srch_build(srch *s, const layout_buffer *bufs)
 }
 
 /* Resets the state to "nothing placed". */
-static void srch_reset(srch *s)
-{
-    for (size_t b = 0; b < s->n; b++)
-        s->off[b] = SRCH_NONE;
+static void srch_reset(srch *s) {
+    for (size_t b = 0; b < s->n; b++) s->off[b] = SRCH_NONE;
     for (size_t k = 0; k < s->nsec; k++) {
         s->floor[k] = s->total[k] = s->cuts[k] = 0;
         s->owner[k] = SRCH_NONE;
@@ -762,8 +686,7 @@ static void srch_reset(srch *s)
     for (size_t b = 0; b < s->n; b++)
         for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
             s->total[k] += s->size[b];
-            if (k + 1 < s->sb[b])
-                s->cuts[k]++;
+            if (k + 1 < s->sb[b]) s->cuts[k]++;
         }
     s->nundo = 0;
 }
@@ -775,29 +698,23 @@ typedef struct srch_shape {
     size_t b;
 } srch_shape;
 
-static int srch_shape_cmp(const void *pa, const void *pb)
-{
+static int srch_shape_cmp(const void *pa, const void *pb) {
     const srch_shape *x = pa, *y = pb;
-    if (x->sa != y->sa)
-        return x->sa < y->sa ? -1 : 1;
-    if (x->sb != y->sb)
-        return x->sb < y->sb ? -1 : 1;
-    if (x->size != y->size)
-        return x->size < y->size ? -1 : 1;
+    if (x->sa != y->sa) return x->sa < y->sa ? -1 : 1;
+    if (x->sb != y->sb) return x->sb < y->sb ? -1 : 1;
+    if (x->size != y->size) return x->size < y->size ? -1 : 1;
     return (x->b > y->b) - (x->b < y->b);
 }
 
 /* Fills s->twin.  Returns 0 or -1. */
-static int srch_find_twins(srch *s)
-{
+static int srch_find_twins(srch *s) {
     srch_shape *v = malloc(s->n * sizeof *v);
-    if (!v)
-        return -1;
-    for (size_t b = 0; b < s->n; b++)
-        v[b] = (srch_shape){s->sa[b], s->sb[b], s->size[b], b};
+    if (!v) return -1;
+    for (size_t b = 0; b < s->n; b++) v[b] = (srch_shape){s->sa[b], s->sb[b], s->size[b], b};
     qsort(v, s->n, sizeof *v, srch_shape_cmp);
     for (size_t i = 0; i < s->n; i++) {
-        int same = i > 0 && v[i - 1].sa == v[i].sa && v[i - 1].sb == v[i].sb && v[i - 1].size == v[i].size;
+        int same =
+            i > 0 && v[i - 1].sa == v[i].sa && v[i - 1].sb == v[i].sb && v[i - 1].size == v[i].size;
         s->twin[v[i].b] = same ? v[i - 1].b : SIZE_MAX;
     }
     free(v);
@@ -806,66 +723,57 @@ static int srch_find_twins(srch *s)
 
 /* Sets up s for the reduced problem red of bufs (whose steps may be
  * mirrored: only the lifetimes are read from bufs).  Returns 0 or -1. */
-static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red, uint64_t capacity)
-{
+static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red,
+                      uint64_t capacity) {
     memset(s, 0, sizeof *s);
     s->n = red->n;
     s->cap = (capacity - red->base) / red->unit;
     s->orig = malloc(s->n * sizeof *s->orig);
     s->size = malloc(s->n * sizeof *s->size);
-    if (!s->orig || !s->size)
-        return -1;
+    if (!s->orig || !s->size) return -1;
     memcpy(s->orig, red->orig, s->n * sizeof *s->orig);
     memcpy(s->size, red->size, s->n * sizeof *s->size);
-    if (srch_build(s, bufs) != 0)
-        return -1;
-    if (srch_find_twins(s) != 0)
-        return -1;
+    if (srch_build(s, bufs) != 0) return -1;
+    if (srch_find_twins(s) != 0) return -1;
     s->pre = malloc(s->n * sizeof *s->pre);
     s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
     s->next = malloc((s->nsec + 1) * sizeof *s->next);
     s->rnd_tmp = malloc(s->n * sizeof *s->rnd_tmp);
     s->lift = malloc(s->n * sizeof *s->lift);
-    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp || !s->lift)
-        return -1;
+    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp || !s->lift) return -1;
     srch_reset(s);
     for (size_t b = 0; b < s->n; b++) {
         uint64_t t = 0;
         for (size_t k = s->sa[b]; k < s->sb[b]; k++)
-            if (s->total[k] > t)
-                t = s->total[k];
-        s->pre[b] = (srch_pre){t, s->sb[b] - s->sa[b], s->size[b],
-                               (double)s->size[b] * (double)s->len[b], 0, b};
+            if (s->total[k] > t) t = s->total[k];
+        s->pre[b] = (srch_pre){
+            t, s->sb[b] - s->sa[b], s->size[b], (double)s->size[b] * (double)s->len[b], 0, b};
     }
     return 0;
 }
 
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  double time_limit_s, size_t max_buffers, uint64_t *offsets)
-{
+                  double time_limit_s, size_t max_buffers, uint64_t *offsets) {
     uint64_t work = UINT64_MAX;
     return lay_search(bufs, n, align, capacity, &work, lay_now() + time_limit_s, max_buffers,
                       offsets, NULL);
 }
 
-void lay_search_defaults(lay_search_opts *o)
-{
+void lay_search_defaults(lay_search_opts *o) {
     o->engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
     lay_bnb_defaults(&o->bnb);
 }
 
 int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-               int *timed_out_out)
-{
+               int *timed_out_out) {
     return lay_search_ex(bufs, n, align, capacity, work, deadline, max_buffers, offsets,
                          timed_out_out, NULL, NULL);
 }
 
 int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                   uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                  int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st)
-{
+                  int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st) {
     assert(work != NULL);
     lay_search_opts defaults;
     if (!opts) {
@@ -873,19 +781,16 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
         opts = &defaults;
     }
     lay_bnb_stats local_st;
-    if (!st)
-        st = &local_st;
+    if (!st) st = &local_st;
     memset(st, 0, sizeof *st);
     lay_bnb_ctx *bnb = NULL;
-    if (timed_out_out)
-        *timed_out_out = 0;
+    if (timed_out_out) *timed_out_out = 0;
     srch dir[2]; /* the problem as given, and with time running backwards */
     size_t ndir = 0;
     layout_buffer *mirror = NULL;
     lay_reduced red;
     int timed_out = 0, out_of_work = 0;
-    if (lay_reduce(bufs, n, align, &red) != 0)
-        return -2;
+    if (lay_reduce(bufs, n, align, &red) != 0) return -2;
     lay_status result = LAY_NOMEM;
     if (red.base > capacity) {
         result = LAY_INFEASIBLE; /* the buffers that conflict with all others alone */
@@ -903,8 +808,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     /* Time reversed is the same problem (same layouts) but the search walks
      * it differently: a second chance for free. */
     mirror = malloc(n * sizeof *mirror);
-    if (!mirror)
-        goto done;
+    if (!mirror) goto done;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].start == INT32_MIN) { /* cannot negate: no mirror */
             free(mirror);
@@ -922,8 +826,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
         }
     if (opts->engines & LAY_ENGINE_BNB) {
         bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);
-        if (!bnb)
-            goto done;
+        if (!bnb) goto done;
     }
 
     /* Round robin over directions and preorders, doubling the node limit
@@ -931,20 +834,21 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     static const char *const orders[] = {"WZ", "ZW", "AW", "TWZ", "TR", "WR"};
     const size_t norders = sizeof orders / sizeof orders[0];
     result = LAY_GAVE_UP;
-    for (long long limit = 4 * (long long)red.n; result == LAY_GAVE_UP && !timed_out && !out_of_work;
-         limit *= 2) {
-        for (size_t h = 0; h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
+    for (long long limit = 4 * (long long)red.n;
+         result == LAY_GAVE_UP && !timed_out && !out_of_work; limit *= 2) {
+        for (size_t h = 0;
+             h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
             srch_reset(s);
             for (size_t b = 0; b < s->n; b++) { /* fresh ties for R each round */
-                uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
+                uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^
+                             (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
                 x ^= x >> 31;
                 x *= 0x94d049bb133111ebull;
                 x ^= x >> 29;
                 s->rnd_tmp[b] = x;
             }
-            for (size_t i = 0; i < s->n; i++)
-                s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
+            for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
             srch_preorder(s, s->pre, s->pre_tmp, s->next, orders[h / ndir]);
             s->deadline = deadline;
             s->st = st;
@@ -972,25 +876,21 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
         /* then the same limit for each strategy of the canonical branch
          * and bound, which wins where this search wanders (instances
          * whose sections keep some slack) */
-        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == LAY_GAVE_UP && !timed_out &&
-                           !out_of_work;
+        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == LAY_GAVE_UP &&
+                           !timed_out && !out_of_work;
              h++) {
             int oow = 0, cut = 0;
             lay_status rc = lay_bnb_run(bnb, h, limit, work, deadline, &oow, &cut, offsets);
-            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE || rc == LAY_NOMEM)
-                result = rc;
+            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE || rc == LAY_NOMEM) result = rc;
             out_of_work |= oow;
             timed_out |= cut;
         }
-        if (limit > (1LL << 50))
-            break;
+        if (limit > (1LL << 50)) break;
     }
 done:
     lay_bnb_free(bnb);
-    if (timed_out_out)
-        *timed_out_out = result == LAY_GAVE_UP && timed_out;
-    for (size_t d = 0; d < ndir; d++)
-        srch_free(&dir[d]);
+    if (timed_out_out) *timed_out_out = result == LAY_GAVE_UP && timed_out;
+    for (size_t d = 0; d < ndir; d++) srch_free(&dir[d]);
     free(mirror);
     lay_reduced_free(&red);
     return result;

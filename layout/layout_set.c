@@ -11,8 +11,7 @@
 
 /* splitmix64: a good 64-bit mix, so priorities of consecutive ids are
  * unrelated and the tree stays balanced whatever the insertion order. */
-static uint64_t set_hash(uint64_t x)
-{
+static uint64_t set_hash(uint64_t x) {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -20,26 +19,21 @@ static uint64_t set_hash(uint64_t x)
 }
 
 /* Is the key of node a less than the key (k1, k2)? */
-static int set_less(const lay_set_node *a, uint64_t k1, uint64_t k2)
-{
+static int set_less(const lay_set_node *a, uint64_t k1, uint64_t k2) {
     return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
 }
 
-int lay_set_init(lay_set *set, size_t cap)
-{
+int lay_set_init(lay_set *set, size_t cap) {
     set->nodes = calloc(cap ? cap : 1, sizeof *set->nodes);
-    if (!set->nodes)
-        return -1;
+    if (!set->nodes) return -1;
     set->cap = cap;
     set->root = LAY_NIL;
     set->count = 0;
-    for (size_t i = 0; i < cap; i++)
-        set->nodes[i].prio = set_hash(i);
+    for (size_t i = 0; i < cap; i++) set->nodes[i].prio = set_hash(i);
     return 0;
 }
 
-void lay_set_free(lay_set *set)
-{
+void lay_set_free(lay_set *set) {
     free(set->nodes);
     set->nodes = NULL;
     set->cap = set->count = 0;
@@ -47,9 +41,8 @@ void lay_set_free(lay_set *set)
 }
 
 /* Splits tree t into nodes with key < (k1, k2) (*lo) and the rest (*hi). */
-static void set_split(lay_set_node *nodes, size_t t, uint64_t k1, uint64_t k2,
-                      size_t *lo, size_t *hi)
-{
+static void set_split(lay_set_node *nodes, size_t t, uint64_t k1, uint64_t k2, size_t *lo,
+                      size_t *hi) {
     if (t == LAY_NIL) {
         *lo = *hi = LAY_NIL;
     } else if (set_less(&nodes[t], k1, k2)) {
@@ -62,12 +55,9 @@ static void set_split(lay_set_node *nodes, size_t t, uint64_t k1, uint64_t k2,
 }
 
 /* Joins trees a and b where every key of a is below every key of b. */
-static size_t set_merge(lay_set_node *nodes, size_t a, size_t b)
-{
-    if (a == LAY_NIL)
-        return b;
-    if (b == LAY_NIL)
-        return a;
+static size_t set_merge(lay_set_node *nodes, size_t a, size_t b) {
+    if (a == LAY_NIL) return b;
+    if (b == LAY_NIL) return a;
     if (nodes[a].prio > nodes[b].prio) {
         nodes[a].right = set_merge(nodes, nodes[a].right, b);
         return a;
@@ -76,8 +66,7 @@ static size_t set_merge(lay_set_node *nodes, size_t a, size_t b)
     return b;
 }
 
-void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2)
-{
+void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2) {
     assert(id < set->cap && !set->nodes[id].in_set);
     lay_set_node *x = &set->nodes[id];
     x->k1 = k1;
@@ -90,8 +79,7 @@ void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2)
     set->count++;
 }
 
-void lay_set_erase(lay_set *set, size_t id)
-{
+void lay_set_erase(lay_set *set, size_t id) {
     assert(id < set->cap && set->nodes[id].in_set);
     lay_set_node *nodes = set->nodes;
     /* Find the link that points at id, then replace it by its children. */
@@ -99,16 +87,14 @@ void lay_set_erase(lay_set *set, size_t id)
     while (*link != id) {
         assert(*link != LAY_NIL);
         const lay_set_node *t = &nodes[*link];
-        link = set_less(t, nodes[id].k1, nodes[id].k2) ? &nodes[*link].right
-                                                       : &nodes[*link].left;
+        link = set_less(t, nodes[id].k1, nodes[id].k2) ? &nodes[*link].right : &nodes[*link].left;
     }
     *link = set_merge(nodes, nodes[id].left, nodes[id].right);
     nodes[id].in_set = 0;
     set->count--;
 }
 
-size_t lay_set_ceil(const lay_set *set, uint64_t k1, uint64_t k2)
-{
+size_t lay_set_ceil(const lay_set *set, uint64_t k1, uint64_t k2) {
     size_t best = LAY_NIL;
     for (size_t t = set->root; t != LAY_NIL;) {
         if (set_less(&set->nodes[t], k1, k2)) {
@@ -121,8 +107,7 @@ size_t lay_set_ceil(const lay_set *set, uint64_t k1, uint64_t k2)
     return best;
 }
 
-size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2)
-{
+size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2) {
     size_t best = LAY_NIL;
     for (size_t t = set->root; t != LAY_NIL;) {
         const lay_set_node *x = &set->nodes[t];
@@ -136,8 +121,7 @@ size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2)
     return best;
 }
 
-double lay_now(void)
-{
+double lay_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;

@@ -22,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void layout_solve_defaults(layout_solve_opts *o)
-{
+void layout_solve_defaults(layout_solve_opts *o) {
     memset(o, 0, sizeof *o);
     o->time_limit_s = 10.0;
     lay_bnb_defaults(&o->rules); /* energy off, as in plans */
@@ -36,10 +35,9 @@ void layout_solve_defaults(layout_solve_opts *o)
  * by default it would only take their time.  Not under a work budget (it
  * stops on the clock only).  Returns 1 when it found a layout (in cand). */
 static int solve_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
-                       const layout_solve_opts *o, double deadline, uint64_t *cand, layout_solve_result *r)
-{
-    if (o->work || !(o->engines & LAYOUT_ENGINE_SWEEP))
-        return 0;
+                       const layout_solve_opts *o, double deadline, uint64_t *cand,
+                       layout_solve_result *r) {
+    if (o->work || !(o->engines & LAYOUT_ENGINE_SWEEP)) return 0;
     double now = lay_now();
     int alone = o->engines == LAYOUT_ENGINE_SWEEP;
     double dl = isinf(deadline) ? now + 5.0 : alone ? deadline : now + (deadline - now) / 2;
@@ -54,8 +52,7 @@ static int solve_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint
 static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
                               const layout_solve_opts *o, const lay_search_opts *so,
                               uint64_t *work_left, double deadline, uint64_t *cand,
-                              layout_solve_result *r, int last)
-{
+                              layout_solve_result *r, int last) {
     uint64_t w = UINT64_MAX;
     if (o->work) {
         w = last ? *work_left : *work_left / 2;
@@ -66,26 +63,23 @@ static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t alig
     lay_bnb_stats st;
     int cut = 0;
     uint64_t w0 = w;
-    int rc = lay_search_ex(bufs, n, align, cap, &w, dl, 5 * LAYOUT_SEARCH_MAX_BUFFERS, cand, &cut, so, &st);
-    if (o->work)
-        *work_left += w; /* unspent */
+    int rc = lay_search_ex(bufs, n, align, cap, &w, dl, 5 * LAYOUT_SEARCH_MAX_BUFFERS, cand, &cut,
+                           so, &st);
+    if (o->work) *work_left += w; /* unspent */
     (void)w0;
     r->nodes += st.nodes;
     r->probes++;
-    if (rc == LAY_GAVE_UP && (cut || lay_now() > deadline))
-        r->stopped_by_time = 1;
+    if (rc == LAY_GAVE_UP && (cut || lay_now() > deadline)) r->stopped_by_time = 1;
     return (lay_status)rc;
 }
 
 layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t align,
                                  const uint64_t *warm_offsets, const layout_solve_opts *o,
-                                 uint64_t *offsets, layout_solve_result *r)
-{
+                                 uint64_t *offsets, layout_solve_result *r) {
     memset(r, 0, sizeof *r);
     lay_search_opts so;
     lay_search_defaults(&so);
-    if (o->engines)
-        so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
+    if (o->engines) so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
     so.bnb = o->rules;
     double deadline = o->time_limit_s > 0 ? lay_now() + o->time_limit_s : INFINITY;
     uint64_t work_left = o->work;
@@ -108,11 +102,11 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
             r->status = LAYOUT_SOLVE_INFEASIBLE;
         } else {
             uint64_t cap = o->capacity / align * align;
-            lay_status rc = cap < lb                                               ? LAY_INFEASIBLE
+            lay_status rc = cap < lb ? LAY_INFEASIBLE
                             : solve_sweep(bufs, n, align, cap, o, deadline, cand, r) ? LAY_FOUND
-                            : !so.engines                                          ? LAY_GAVE_UP
-                                          : solve_probe(bufs, n, align, cap, o, &so, &work_left, deadline,
-                                                        cand, r, 1);
+                            : !so.engines                                            ? LAY_GAVE_UP
+                                          : solve_probe(bufs, n, align, cap, o, &so, &work_left,
+                                                        deadline, cand, r, 1);
             if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0) {
                 memcpy(offsets, cand, n * sizeof *offsets);
                 r->height = best = layout_height(bufs, n, cand);
@@ -136,28 +130,24 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
             r->stopped_by_time = 1;
             break;
         }
-        if (need_work && work_left < 1000)
-            break;
+        if (need_work && work_left < 1000) break;
         uint64_t hi = best - align; /* beat the incumbent */
         uint64_t mid = r->probes == 0 ? try_lo : lay_round_up(try_lo + (hi - try_lo) / 2, align);
-        if (mid > hi)
-            mid = hi;
-        if (mid < try_lo)
-            break;
-        lay_status rc = r->probes == 0 && solve_sweep(bufs, n, align, mid, o, deadline, cand, r) ? LAY_FOUND
-                        : !so.engines ? LAY_GAVE_UP
-                                      : solve_probe(bufs, n, align, mid, o, &so, &work_left, deadline, cand, r, 0);
-        if (!so.engines)
-            r->probes++;
+        if (mid > hi) mid = hi;
+        if (mid < try_lo) break;
+        lay_status rc =
+            r->probes == 0 && solve_sweep(bufs, n, align, mid, o, deadline, cand, r) ? LAY_FOUND
+            : !so.engines
+                ? LAY_GAVE_UP
+                : solve_probe(bufs, n, align, mid, o, &so, &work_left, deadline, cand, r, 0);
+        if (!so.engines) r->probes++;
         if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0 &&
             layout_height(bufs, n, cand) < best) {
             memcpy(offsets, cand, n * sizeof *offsets);
             best = layout_height(bufs, n, cand);
         } else if (rc == LAY_INFEASIBLE) {
-            if (mid + align > lb)
-                lb = mid + align;
-            if (try_lo < lb)
-                try_lo = lb;
+            if (mid + align > lb) lb = mid + align;
+            if (try_lo < lb) try_lo = lb;
         } else if (rc == LAY_NOMEM) {
             failed = 1;
             break;

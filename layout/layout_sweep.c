@@ -45,13 +45,13 @@ typedef struct swp {
     size_t n;
     swp_buf *b;
     uint64_t cap;
-    int32_t *times;     /* distinct start times, ascending */
+    int32_t *times; /* distinct start times, ascending */
     size_t nt;
-    size_t *st_begin;   /* starters of times[i]: st_buf[st_begin[i] .. [i+1]) */
+    size_t *st_begin; /* starters of times[i]: st_buf[st_begin[i] .. [i+1]) */
     size_t *st_buf;
-    size_t *stack;      /* live lists of the levels, one after another */
+    size_t *stack; /* live lists of the levels, one after another */
     size_t stack_cap;
-    uint64_t *fail;     /* open addressing set of failed (t, live) hashes */
+    uint64_t *fail; /* open addressing set of failed (t, live) hashes */
     size_t fail_mask, fail_n;
     long long nodes_left;
     uint64_t nodes;
@@ -60,8 +60,7 @@ typedef struct swp {
     uint64_t rnd;
 } swp;
 
-static uint64_t swp_mix(uint64_t x)
-{
+static uint64_t swp_mix(uint64_t x) {
     x ^= x >> 31;
     x *= 0x94d049bb133111ebull;
     x ^= x >> 29;
@@ -70,25 +69,19 @@ static uint64_t swp_mix(uint64_t x)
     return x;
 }
 
-static int swp_fail_has(const swp *s, uint64_t key)
-{
+static int swp_fail_has(const swp *s, uint64_t key) {
     key |= 1; /* 0 marks an empty slot */
     for (size_t i = key & s->fail_mask;; i = (i + 1) & s->fail_mask) {
-        if (s->fail[i] == 0)
-            return 0;
-        if (s->fail[i] == key)
-            return 1;
+        if (s->fail[i] == 0) return 0;
+        if (s->fail[i] == key) return 1;
     }
 }
 
-static void swp_fail_add(swp *s, uint64_t key)
-{
-    if (s->fail_n * 2 > s->fail_mask)
-        return; /* full enough: stop remembering */
+static void swp_fail_add(swp *s, uint64_t key) {
+    if (s->fail_n * 2 > s->fail_mask) return; /* full enough: stop remembering */
     key |= 1;
     size_t i = key & s->fail_mask;
-    while (s->fail[i] != 0 && s->fail[i] != key)
-        i = (i + 1) & s->fail_mask;
+    while (s->fail[i] != 0 && s->fail[i] != key) i = (i + 1) & s->fail_mask;
     if (s->fail[i] == 0) {
         s->fail[i] = key;
         s->fail_n++;
@@ -97,8 +90,7 @@ static void swp_fail_add(swp *s, uint64_t key)
 
 /* Insertion sort of the live list by offset (lists are short and mostly
  * sorted: the previous level's order plus the new starters). */
-static void swp_sort_live(const swp *s, size_t *v, size_t k)
-{
+static void swp_sort_live(const swp *s, size_t *v, size_t k) {
     for (size_t i = 1; i < k; i++) {
         size_t x = v[i];
         size_t j = i;
@@ -118,15 +110,12 @@ static swp_rc swp_step(swp *s, size_t ti, size_t live0, size_t nlive_prev);
  * h at address p on.  live0: where the step's live list starts in the
  * stack, nlive its length (the starters placed so far appended). */
 static swp_rc swp_fill(swp *s, size_t ti, size_t live0, size_t nlive, const uint64_t *hv, size_t nh,
-                       size_t h, uint64_t p)
-{
+                       size_t h, uint64_t p) {
     while (h < nh && p >= hv[2 * h + 1]) {
         h++;
-        if (h < nh)
-            p = hv[2 * h];
+        if (h < nh) p = hv[2 * h];
     }
-    if (h == nh)
-        return swp_step(s, ti + 1, live0, nlive);
+    if (h == nh) return swp_step(s, ti + 1, live0, nlive);
     if (--s->nodes_left < 0 || ((s->nodes & 1023) == 0 && lay_now() > s->deadline)) {
         s->aborted = 1;
         return SWP_ABORT;
@@ -138,26 +127,22 @@ static swp_rc swp_fill(swp *s, size_t ti, size_t live0, size_t nlive, const uint
     for (size_t i = a; i < z; i++)
         if (s->b[s->st_buf[i]].off == SWP_NONE && s->b[s->st_buf[i]].size < min_size)
             min_size = s->b[s->st_buf[i]].size;
-    if (min_size == SWP_NONE || min_size > rest)
-        return SWP_FAILED;
+    if (min_size == SWP_NONE || min_size > rest) return SWP_FAILED;
     swp_rc rc = SWP_FAILED;
     for (size_t i = a; i < z && rc == SWP_FAILED; i++) {
         size_t c = s->st_buf[i];
         swp_buf *x = &s->b[c];
-        if (x->off != SWP_NONE || x->size > rest)
-            continue;
+        if (x->off != SWP_NONE || x->size > rest) continue;
         int seen = 0; /* an interchangeable one tried already here */
         for (size_t j = a; j < i && !seen; j++) {
             const swp_buf *y = &s->b[s->st_buf[j]];
             seen = y->off == SWP_NONE && y->size == x->size && y->end == x->end;
         }
-        if (seen)
-            continue;
+        if (seen) continue;
         x->off = p;
         s->stack[live0 + nlive] = c;
         rc = swp_fill(s, ti, live0, nlive + 1, hv, nh, h, p + x->size);
-        if (rc != SWP_FOUND)
-            x->off = SWP_NONE;
+        if (rc != SWP_FOUND) x->off = SWP_NONE;
     }
     return rc;
 }
@@ -165,10 +150,8 @@ static swp_rc swp_fill(swp *s, size_t ti, size_t live0, size_t nlive, const uint
 /* Enters step ti: the buffers of the previous live list (at prev0, nprev
  * long) still live at times[ti] form the new live list; computes the holes
  * and fills them. */
-static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev)
-{
-    if (ti == s->nt)
-        return SWP_FOUND;
+static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev) {
+    if (ti == s->nt) return SWP_FOUND;
     int32_t t = s->times[ti];
     size_t live0 = prev0 + nprev;
     size_t nstart = s->st_begin[ti + 1] - s->st_begin[ti];
@@ -183,14 +166,12 @@ static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev)
             key ^= swp_mix(s->b[b].zob ^ s->b[b].off * 0xd6e8feb86659fd93ull);
         }
     }
-    if (swp_fail_has(s, key))
-        return SWP_FAILED;
+    if (swp_fail_has(s, key)) return SWP_FAILED;
     swp_sort_live(s, s->stack + live0, nlive);
     /* holes: the gaps between the live buffers, in address order */
     size_t nh = 0;
     uint64_t *hv = malloc(2 * (nlive + 1) * sizeof *hv);
-    if (!hv)
-        return SWP_NOMEM;
+    if (!hv) return SWP_NOMEM;
     uint64_t at = 0, free_sum = 0;
     for (size_t i = 0; i <= nlive; i++) {
         uint64_t lo = i < nlive ? s->b[s->stack[live0 + i]].off : s->cap;
@@ -202,8 +183,7 @@ static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev)
         }
         if (i < nlive) {
             uint64_t top = s->b[s->stack[live0 + i]].off + s->b[s->stack[live0 + i]].size;
-            if (top > at)
-                at = top;
+            if (top > at) at = top;
         }
     }
     uint64_t start_sum = 0;
@@ -216,15 +196,13 @@ static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev)
         rc = swp_fill(s, ti, live0, nlive, hv, nh, 0, nh ? hv[0] : 0);
     }
     free(hv);
-    if (rc == SWP_FAILED)
-        swp_fail_add(s, key);
+    if (rc == SWP_FAILED) swp_fail_add(s, key);
     return rc;
 }
 
 /* Orders the starters of each time: by size descending (round 0), or
  * shuffled (later rounds). */
-static void swp_order(swp *s, unsigned round)
-{
+static void swp_order(swp *s, unsigned round) {
     for (size_t ti = 0; ti < s->nt; ti++) {
         size_t *v = s->st_buf + s->st_begin[ti];
         size_t k = s->st_begin[ti + 1] - s->st_begin[ti];
@@ -249,29 +227,23 @@ static void swp_order(swp *s, unsigned round)
     }
 }
 
-static int swp_i32_cmp(const void *pa, const void *pb)
-{
+static int swp_i32_cmp(const void *pa, const void *pb) {
     int32_t x = *(const int32_t *)pa, y = *(const int32_t *)pb;
     return (x > y) - (x < y);
 }
 
 lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                     double deadline, uint64_t *offsets, uint64_t *nodes_out)
-{
-    if (nodes_out)
-        *nodes_out = 0;
+                     double deadline, uint64_t *offsets, uint64_t *nodes_out) {
+    if (nodes_out) *nodes_out = 0;
     lay_reduced red;
-    if (lay_reduce(bufs, n, align, &red) != 0)
-        return LAY_NOMEM;
+    if (lay_reduce(bufs, n, align, &red) != 0) return LAY_NOMEM;
     lay_status result = LAY_GAVE_UP;
     swp s;
     memset(&s, 0, sizeof s);
-    if (red.base > capacity)
-        goto done;
+    if (red.base > capacity) goto done;
     s.n = red.n;
     s.cap = (capacity - red.base) / red.unit;
-    if ((capacity - red.base) % red.unit != 0 && red.n > 0)
-        goto done;
+    if ((capacity - red.base) % red.unit != 0 && red.n > 0) goto done;
     if (red.n == 0) {
         memcpy(offsets, red.offsets, n * sizeof *offsets);
         result = LAY_FOUND;
@@ -287,14 +259,14 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
     }
     for (size_t i = 0; i < s.n; i++) {
         const layout_buffer *x = &bufs[red.orig[i]];
-        s.b[i] = (swp_buf){red.size[i], SWP_NONE, x->start, x->end, swp_mix(i * 0x9e3779b97f4a7c15ull + 7)};
+        s.b[i] = (swp_buf){red.size[i], SWP_NONE, x->start, x->end,
+                           swp_mix(i * 0x9e3779b97f4a7c15ull + 7)};
         s.times[i] = x->start;
     }
     qsort(s.times, s.n, sizeof *s.times, swp_i32_cmp);
     s.nt = 0;
     for (size_t i = 0; i < s.n; i++)
-        if (s.nt == 0 || s.times[s.nt - 1] != s.times[i])
-            s.times[s.nt++] = s.times[i];
+        if (s.nt == 0 || s.times[s.nt - 1] != s.times[i]) s.times[s.nt++] = s.times[i];
     /* zero slack everywhere: the live size is the capacity at every step
      * from the first start to the last end (steps where it changes are
      * starts and ends + 1) */
@@ -312,24 +284,20 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
         int32_t last = ev[2 * s.n - 1];
         int ok = 1;
         for (size_t e = 0; e < 2 * s.n && ok; e++) {
-            if ((e > 0 && ev[e] == ev[e - 1]) || ev[e] == last)
-                continue;
+            if ((e > 0 && ev[e] == ev[e - 1]) || ev[e] == last) continue;
             uint64_t live = 0;
             for (size_t i = 0; i < s.n; i++)
-                if (s.b[i].start <= ev[e] && ev[e] <= s.b[i].end)
-                    live += s.b[i].size;
+                if (s.b[i].start <= ev[e] && ev[e] <= s.b[i].end) live += s.b[i].size;
             ok = live == s.cap;
         }
         free(ev);
-        if (!ok)
-            goto done; /* gave up: not a zero-slack problem */
+        if (!ok) goto done; /* gave up: not a zero-slack problem */
     }
     size_t k = 0;
     for (size_t ti = 0; ti < s.nt; ti++) {
         s.st_begin[ti] = k;
         for (size_t i = 0; i < s.n; i++)
-            if (s.b[i].start == s.times[ti])
-                s.st_buf[k++] = i;
+            if (s.b[i].start == s.times[ti]) s.st_buf[k++] = i;
     }
     s.st_begin[s.nt] = k;
     /* the live lists: each level at most n long, levels at most nt + 1 */
@@ -350,8 +318,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
         swp_order(&s, round);
         s.nodes_left = (long long)(1000 * (s.n + 1)) << (round < 20 ? round : 20);
         s.aborted = 0;
-        for (size_t i = 0; i < s.n; i++)
-            s.b[i].off = SWP_NONE;
+        for (size_t i = 0; i < s.n; i++) s.b[i].off = SWP_NONE;
         swp_rc rc = swp_step(&s, 0, 0, 0);
         if (rc == SWP_FOUND) {
             for (size_t i = 0; i < s.n; i++)
@@ -364,12 +331,10 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
             result = LAY_NOMEM;
             break;
         }
-        if (rc == SWP_FAILED)
-            break; /* exhausted (up to the hash): leave the proof to the others */
+        if (rc == SWP_FAILED) break; /* exhausted (up to the hash): leave the proof to the others */
     }
 done:
-    if (nodes_out)
-        *nodes_out = s.nodes;
+    if (nodes_out) *nodes_out = s.nodes;
     free(s.b);
     free(s.times);
     free(s.st_begin);

@@ -20,11 +20,17 @@ static int partition_fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-static const char *const partition_placement_names[] = {"rule", "immediate", "program", "late", "reference"};
-static const char *const partition_floating_names[] = {"rule", "just-in-time", "early", "reference"};
+static const char *const partition_placement_names[] = {"rule", "immediate", "program", "late",
+                                                        "reference"};
+static const char *const partition_floating_names[] = {"rule", "just-in-time", "early",
+                                                       "reference"};
 
-const char *partition_placement_name(partition_placement p) { return partition_placement_names[p]; }
-const char *partition_floating_name(partition_floating f) { return partition_floating_names[f]; }
+const char *partition_placement_name(partition_placement p) {
+    return partition_placement_names[p];
+}
+const char *partition_floating_name(partition_floating f) {
+    return partition_floating_names[f];
+}
 
 /* --------------------------------------------- memory-insensitive ops
  *
@@ -36,7 +42,8 @@ const char *partition_floating_name(partition_floating f) { return partition_flo
  *   (b) symmetrically every op before v is an ancestor: the prefix maximum
  *       of "earliest successor position" over positions < i is <= i.
  * Both are prefix/suffix scans: linear, no n x n bitsets. */
-int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n, bool *mi) {
+int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n,
+                                 bool *mi) {
     int *pos = malloc((g->n_ops ? g->n_ops : 1) * sizeof *pos);
     int *latest_pred = malloc((n ? n : 1) * sizeof *latest_pred);
     int *earliest_succ = malloc((n ? n : 1) * sizeof *earliest_succ);
@@ -65,7 +72,8 @@ int partition_memory_insensitive(const graph *g, const bool *mask, const int *to
         if (latest_pred[i] < run) run = latest_pred[i];
     }
     for (size_t i = 0; i < n; i++) {
-        if (suffix_min[i] >= (int)i && (i == 0 || prefix_max <= (int)i)) mi[topo[i]] = true, count++;
+        if (suffix_min[i] >= (int)i && (i == 0 || prefix_max <= (int)i))
+            mi[topo[i]] = true, count++;
         if (earliest_succ[i] > prefix_max) prefix_max = earliest_succ[i];
     }
     free(pos), free(latest_pred), free(earliest_succ);
@@ -93,10 +101,12 @@ static bool partition_is_seed(const graph *g, int op) {
  * backward pass: it is not an update op, and neither is anything it needs.
  * Forward ops never are (without that rule, everything in a training graph
  * leads only to updates).  Both passes go in reverse topological order. */
-static size_t partition_find_updates(const graph *g, const int *topo, const bool *forward, bool *update) {
+static size_t partition_find_updates(const graph *g, const int *topo, const bool *forward,
+                                     bool *update) {
     size_t n = g->n_ops;
     bool *cand = calloc(n ? n : 1, sizeof *cand);
-    int *outside = calloc(g->n_storages ? g->n_storages : 1, sizeof *outside); /* touchers not candidates */
+    int *outside =
+        calloc(g->n_storages ? g->n_storages : 1, sizeof *outside); /* touchers not candidates */
     if (!cand || !outside) {
         free(cand), free(outside);
         return 0; /* no update ops: a valid, if coarser, partition */
@@ -105,17 +115,20 @@ static size_t partition_find_updates(const graph *g, const int *topo, const bool
         int v = topo[i];
         size_t ns = g->succ_start[v + 1] - g->succ_start[v];
         bool all = true;
-        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && all; k++) all = cand[g->succ[k]];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && all; k++)
+            all = cand[g->succ[k]];
         cand[v] = !forward[v] && all && (ns > 0 || partition_is_seed(g, v));
     }
     for (size_t v = 0; v < n; v++)
         if (!cand[v])
-            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) outside[g->touch[k]]++;
+            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+                outside[g->touch[k]]++;
     size_t count = 0;
     for (size_t i = n; i-- > 0;) {
         int v = topo[i];
         bool ok = cand[v];
-        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && ok; k++) ok = update[g->succ[k]];
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1] && ok; k++)
+            ok = update[g->succ[k]];
         for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1] && ok; k++) {
             const graph_storage *st = &g->storages[g->touch[k]];
             if (!st->persistent && !st->has_input && outside[g->touch[k]]) ok = false;
@@ -132,7 +145,8 @@ static size_t partition_find_updates(const graph *g, const int *topo, const bool
 void partition_free(partition *P) {
     if (!P) return;
     free(P->update), free(P->mi), free(P->forward), free(P->block);
-    for (size_t i = 0; P->nodes && i < P->n_nodes; i++) free(P->nodes[i].ops), free(P->nodes[i].boundary);
+    for (size_t i = 0; P->nodes && i < P->n_nodes; i++)
+        free(P->nodes[i].ops), free(P->nodes[i].boundary);
     free(P->nodes);
     memset(P, 0, sizeof *P);
 }
@@ -145,14 +159,14 @@ typedef struct partition_work {
     int *topo;      /* all ops in program order */
     int *main_topo; /* anchored ops (neither update nor floating), program order */
     size_t n_main;
-    int *mi_list;   /* MI ops in order; k of them */
+    int *mi_list; /* MI ops in order; k of them */
     int k;
-    int *coarse;    /* per op: coarse block (segment i = 2i, MI op i = 2i+1) */
-    bool *floating; /* per op: left out of the MI analysis (see partition_find_floating) */
+    int *coarse;        /* per op: coarse block (segment i = 2i, MI op i = 2i+1) */
+    bool *floating;     /* per op: left out of the MI analysis (see partition_find_floating) */
     int *ref_mi_before; /* per op: MI ops before it in the reference order, or NULL */
     size_t n_floating;
-    int n_coarse;   /* 2k + 1 */
-    int pivot;      /* number of forward MI ops */
+    int n_coarse; /* 2k + 1 */
+    int pivot;    /* number of forward MI ops */
 } partition_work;
 
 static double partition_alpha(const graph *g) {
@@ -205,7 +219,8 @@ static int partition_find_floating(partition_work *w) {
         int v = w->topo[i];
         if (P->update[v]) continue;
         for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++)
-            if (!P->update[g->pred[q]] && asap[g->pred[q]] + 1 > asap[v]) asap[v] = asap[g->pred[q]] + 1;
+            if (!P->update[g->pred[q]] && asap[g->pred[q]] + 1 > asap[v])
+                asap[v] = asap[g->pred[q]] + 1;
         if (asap[v] > depth) depth = asap[v];
     }
     for (size_t i = n; i-- > 0;) {
@@ -213,7 +228,8 @@ static int partition_find_floating(partition_work *w) {
         alap[v] = depth;
         if (P->update[v]) continue;
         for (size_t q = g->succ_start[v]; q < g->succ_start[v + 1]; q++)
-            if (!P->update[g->succ[q]] && alap[g->succ[q]] - 1 < alap[v]) alap[v] = alap[g->succ[q]] - 1;
+            if (!P->update[g->succ[q]] && alap[g->succ[q]] - 1 < alap[v])
+                alap[v] = alap[g->succ[q]] - 1;
     }
     for (size_t i = 0; i < n; i++) {
         int v = w->topo[i];
@@ -247,7 +263,8 @@ static int partition_place_floating(partition_work *w) {
         for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++) {
             int p = g->pred[q];
             if (P->update[p]) continue;
-            int seg = w->floating[p] ? base[p] : (w->coarse[p] & 1 ? w->coarse[p] / 2 + 1 : w->coarse[p] / 2);
+            int seg = w->floating[p] ? base[p]
+                                     : (w->coarse[p] & 1 ? w->coarse[p] / 2 + 1 : w->coarse[p] / 2);
             if (seg > base[v]) base[v] = seg;
         }
     }
@@ -258,7 +275,8 @@ static int partition_place_floating(partition_work *w) {
         for (size_t q = g->succ_start[v]; q < g->succ_start[v + 1]; q++) {
             int s = g->succ[q];
             if (P->update[s]) continue;
-            int seg = w->floating[s] ? lim[s] : w->coarse[s] / 2; /* MI i: segment i; segment j: j */
+            int seg =
+                w->floating[s] ? lim[s] : w->coarse[s] / 2; /* MI i: segment i; segment j: j */
             if (seg < lim[v]) lim[v] = seg;
         }
     }
@@ -267,17 +285,18 @@ static int partition_place_floating(partition_work *w) {
         if (P->update[v] || !w->floating[v]) continue;
         assert(base[v] <= lim[v]);
         int seg = lim[v];
-        if (w->opt->floating == PARTITION_FLOAT_EARLY) seg = base[v];
+        if (w->opt->floating == PARTITION_FLOAT_EARLY)
+            seg = base[v];
         else if (w->opt->floating == PARTITION_FLOAT_REFERENCE && w->ref_mi_before) {
             seg = w->ref_mi_before[v];
             if (seg < base[v]) seg = base[v];
             if (seg > lim[v]) seg = lim[v];
-        }
-        else if (w->opt->floating == PARTITION_FLOAT_RULE) {
+        } else if (w->opt->floating == PARTITION_FLOAT_RULE) {
             /* early when it reads more than it creates (it may free its
              * inputs), else just in time */
             uint64_t made = 0, read = 0;
-            for (size_t q = g->make_start[v]; q < g->make_start[v + 1]; q++) made += g->storages[g->make[q]].size;
+            for (size_t q = g->make_start[v]; q < g->make_start[v + 1]; q++)
+                made += g->storages[g->make[q]].size;
             for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
                 const graph_storage *st = &g->storages[g->touch[q]];
                 if (!st->persistent) read += st->size;
@@ -319,7 +338,8 @@ static int partition_reference(partition_work *w) {
 
 /* Span of a storage over coarse blocks, from the ops with the given filter.
  * first = block of its maker (-1 without one), last = last toucher. */
-static void partition_spans(const partition_work *w, bool main_only, int32_t *first, int32_t *last) {
+static void partition_spans(const partition_work *w, bool main_only, int32_t *first,
+                            int32_t *last) {
     const graph *g = w->g;
     for (size_t s = 0; s < g->n_storages; s++) first[s] = -1, last[s] = -1;
     for (size_t v = 0; v < g->n_ops; v++) {
@@ -341,14 +361,17 @@ static void partition_find_loss(const graph *g, partition *P) {
     const char *name = fe_meta(m, "roamc.loss");
     if (name) {
         int v = fe_find_value(m, name);
-        if (v >= 0 && m->values[v].producer >= 0) P->loss_op = m->values[v].producer, P->loss_from_metadata = true;
+        if (v >= 0 && m->values[v].producer >= 0)
+            P->loss_op = m->values[v].producer, P->loss_from_metadata = true;
     }
     if (P->loss_op < 0) {
         uint64_t best = UINT64_MAX;
         for (size_t i = 0; i < m->n_outputs; i++) {
             int v = m->outputs[i];
-            if (v < 0 || m->values[v].producer < 0 || g->storages[g->storage_of[v]].has_input) continue;
-            if (m->values[v].bytes < best) best = m->values[v].bytes, P->loss_op = m->values[v].producer;
+            if (v < 0 || m->values[v].producer < 0 || g->storages[g->storage_of[v]].has_input)
+                continue;
+            if (m->values[v].bytes < best)
+                best = m->values[v].bytes, P->loss_op = m->values[v].producer;
         }
     }
     if (P->loss_op < 0) return;
@@ -373,7 +396,8 @@ static int partition_place_updates(partition_work *w, const int32_t *first, cons
     int k = w->k;
     /* mem_atvs per segment (eq. 5): main storages that may be alive in it */
     int64_t *atvs = calloc((size_t)k + 2, sizeof *atvs);
-    int *mi_before = malloc(g->n_ops * sizeof *mi_before); /* MI ops before each op in program order */
+    int *mi_before =
+        malloc(g->n_ops * sizeof *mi_before); /* MI ops before each op in program order */
     if (!atvs || !mi_before) {
         free(atvs), free(mi_before);
         return -1;
@@ -386,7 +410,8 @@ static int partition_place_updates(partition_work *w, const int32_t *first, cons
         atvs[a] += (int64_t)st->size;
         atvs[b + 1] -= (int64_t)st->size;
         int maker = g->model->values[st->root].producer;
-        if (maker >= 0 && P->forward[maker] && last[s] >= 0 && last[s] > 2 * w->pivot) esti_pm += st->size;
+        if (maker >= 0 && P->forward[maker] && last[s] >= 0 && last[s] > 2 * w->pivot)
+            esti_pm += st->size;
     }
     int64_t run = 0, max_atvs = 0;
     for (int s = 0; s <= k; s++) {
@@ -481,14 +506,19 @@ static int partition_blocks(partition_work *w, const int *program_pos) {
             continue;
         }
         graph_leaf L;
-        if (graph_leaf_init(g, &B, c, &L)) { rc = -1; break; }
+        if (graph_leaf_init(g, &B, c, &L)) {
+            rc = -1;
+            break;
+        }
         int *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
         bool along_reference = w->ref_mi_before && w->opt->placement == PARTITION_PLACE_REFERENCE;
-        if (!a || !b || graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a) ||
+        if (!a || !b ||
+            graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a) ||
             graph_leaf_lescea(&L, b))
             rc = -1;
         if (rc == 0) {
-            const int *best = !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
+            const int *best =
+                !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
             size_t parts = (n + limit - 1) / limit, chunk = (n + parts - 1) / parts;
             for (size_t i = 0; i < n; i++) P->block[L.ops[best[i]]] = next + (int)(i / chunk);
             next += (int)((n + chunk - 1) / chunk);
@@ -503,8 +533,8 @@ static int partition_blocks(partition_work *w, const int *program_pos) {
 
 /* Appends a tree node with the ops of final blocks [b0, b1] and of coarse
  * ranges given by the caller through in_node marks. */
-static int partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops, size_t n,
-                              const int *boundary, size_t nb, size_t *cap) {
+static int partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops,
+                              size_t n, const int *boundary, size_t nb, size_t *cap) {
     if (P->n_nodes == *cap) {
         size_t c = *cap ? 2 * *cap : 16;
         partition_node *p = realloc(P->nodes, c * sizeof *p);
@@ -536,8 +566,8 @@ static int partition_int_cmp(const void *a, const void *b) {
 /* Dependent subgraphs of an independent one: its final blocks in order
  * (the forward side, then the backward side), grouped greedily into runs of
  * at most node_limit ops. */
-static int partition_split(partition *P, int ig, const int *ops_by_block, const size_t *block_start, const int *blist,
-                           size_t nbl, size_t limit, size_t *cap) {
+static int partition_split(partition *P, int ig, const int *ops_by_block, const size_t *block_start,
+                           const int *blist, size_t nbl, size_t limit, size_t *cap) {
     int *buf = malloc((P->nodes[ig].n_ops ? P->nodes[ig].n_ops : 1) * sizeof *buf);
     if (!buf) return -1;
     size_t n = 0;
@@ -551,7 +581,8 @@ static int partition_split(partition *P, int ig, const int *ops_by_block, const 
             n = 0;
         }
         if (i < nbl)
-            for (size_t j = block_start[blist[i]]; j < block_start[blist[i] + 1]; j++) buf[n++] = ops_by_block[j];
+            for (size_t j = block_start[blist[i]]; j < block_start[blist[i] + 1]; j++)
+                buf[n++] = ops_by_block[j];
     }
     free(buf);
     return rc;
@@ -578,27 +609,33 @@ static int partition_tree(partition_work *w) {
     }
     /* ops by coarse block and by final block */
     int nc = w->n_coarse, nb = P->n_blocks;
-    size_t *cstart = calloc((size_t)nc + 1, sizeof *cstart), *bstart = calloc((size_t)nb + 1, sizeof *bstart);
+    size_t *cstart = calloc((size_t)nc + 1, sizeof *cstart),
+           *bstart = calloc((size_t)nb + 1, sizeof *bstart);
     int *cops = malloc(g->n_ops * sizeof *cops), *bops = malloc(g->n_ops * sizeof *bops);
     int *coarse_of_block = malloc(((size_t)nb + 1) * sizeof *coarse_of_block);
-    int32_t *first = malloc((g->n_storages + 1) * sizeof *first), *last = malloc((g->n_storages + 1) * sizeof *last);
-    int *members = malloc(g->n_ops * sizeof *members), *blist = malloc(((size_t)nb + 1) * sizeof *blist);
+    int32_t *first = malloc((g->n_storages + 1) * sizeof *first),
+            *last = malloc((g->n_storages + 1) * sizeof *last);
+    int *members = malloc(g->n_ops * sizeof *members),
+        *blist = malloc(((size_t)nb + 1) * sizeof *blist);
     /* first final block of each coarse block: partition_blocks numbers the
      * final blocks in coarse order, so the members of a coarse range are a
      * range of final blocks, found without a pass over all of them for each
      * independent subgraph (a graph with many has as many passes) */
     int *cblock = malloc(((size_t)nc + 1) * sizeof *cblock);
     int rc = 0;
-    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members || !blist || !cblock)
+    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members ||
+        !blist || !cblock)
         rc = -1;
     if (rc == 0) {
         for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
         for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
         for (int b = 0; b < nb; b++) bstart[b + 1] += bstart[b];
         size_t *cp = calloc((size_t)nc + 1, sizeof *cp), *bp = calloc((size_t)nb + 1, sizeof *bp);
-        if (!cp || !bp) rc = -1;
+        if (!cp || !bp)
+            rc = -1;
         else {
-            memcpy(cp, cstart, (size_t)nc * sizeof *cp), memcpy(bp, bstart, (size_t)nb * sizeof *bp);
+            memcpy(cp, cstart, (size_t)nc * sizeof *cp),
+                memcpy(bp, bstart, (size_t)nb * sizeof *bp);
             for (size_t v = 0; v < g->n_ops; v++) {
                 cops[cp[w->coarse[v]]++] = (int)v;
                 bops[bp[P->block[v]]++] = (int)v;
@@ -680,13 +717,14 @@ static int partition_tree(partition_work *w) {
         fo = fo - 2 < -1 ? -1 : fo - 2;
         bo = bo + 2 > nc ? nc : bo + 2;
     }
-    free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first), free(last);
+    free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first),
+        free(last);
     free(members), free(blist), free(cblock);
     return rc;
 }
 
-int partition_build(const graph *g, const partition_options *opt, const int *program_pos, partition *P, char *err,
-                    size_t errlen) {
+int partition_build(const graph *g, const partition_options *opt, const int *program_pos,
+                    partition *P, char *err, size_t errlen) {
     memset(P, 0, sizeof *P);
     size_t n = g->n_ops, n1 = n ? n : 1;
     P->n_ops = n;
@@ -702,10 +740,11 @@ int partition_build(const graph *g, const partition_options *opt, const int *pro
     w.coarse = malloc(n1 * sizeof *w.coarse);
     w.floating = calloc(n1, sizeof *w.floating);
     bool *mask = calloc(n1, sizeof *mask);
-    int32_t *first = malloc((g->n_storages + 1) * sizeof *first), *last = malloc((g->n_storages + 1) * sizeof *last);
+    int32_t *first = malloc((g->n_storages + 1) * sizeof *first),
+            *last = malloc((g->n_storages + 1) * sizeof *last);
     int rc = 0;
-    if (!P->update || !P->mi || !P->forward || !P->block || !w.topo || !w.main_topo || !w.mi_list || !w.coarse || !w.floating ||
-        !mask || !first || !last)
+    if (!P->update || !P->mi || !P->forward || !P->block || !w.topo || !w.main_topo || !w.mi_list ||
+        !w.coarse || !w.floating || !mask || !first || !last)
         rc = -1;
     if (rc == 0) {
         for (size_t v = 0; v < n; v++) w.topo[program_pos[v]] = (int)v;
@@ -714,10 +753,12 @@ int partition_build(const graph *g, const partition_options *opt, const int *pro
         if (partition_find_floating(&w)) rc = -1;
         P->n_floating = w.n_floating;
         for (size_t i = 0; i < n; i++)
-            if (!P->update[w.topo[i]] && !w.floating[w.topo[i]]) w.main_topo[w.n_main++] = w.topo[i];
+            if (!P->update[w.topo[i]] && !w.floating[w.topo[i]])
+                w.main_topo[w.n_main++] = w.topo[i];
         for (size_t v = 0; v < n; v++) mask[v] = !P->update[v] && !w.floating[v];
         int k = rc ? -1 : partition_memory_insensitive(g, mask, w.main_topo, w.n_main, P->mi);
-        if (k < 0) rc = -1;
+        if (k < 0)
+            rc = -1;
         else {
             w.k = k, w.n_coarse = 2 * k + 1;
             P->n_mi = (size_t)k, P->n_segments = (size_t)k + 1;
@@ -733,11 +774,14 @@ int partition_build(const graph *g, const partition_options *opt, const int *pro
         }
     }
     if (rc == 0) {
-        if (n <= (size_t)opt->node_limit) P->n_blocks = 1; /* the whole graph is one leaf: block 0 */
-        else rc = partition_blocks(&w, program_pos);
+        if (n <= (size_t)opt->node_limit)
+            P->n_blocks = 1; /* the whole graph is one leaf: block 0 */
+        else
+            rc = partition_blocks(&w, program_pos);
     }
     if (rc == 0) rc = partition_tree(&w);
-    free(w.topo), free(w.main_topo), free(w.mi_list), free(w.coarse), free(w.floating), free(w.ref_mi_before), free(mask), free(first), free(last);
+    free(w.topo), free(w.main_topo), free(w.mi_list), free(w.coarse), free(w.floating),
+        free(w.ref_mi_before), free(mask), free(first), free(last);
     if (rc) {
         partition_free(P);
         return partition_fail(err, errlen, "out of memory partitioning %zu ops", n);
@@ -766,8 +810,9 @@ static int partition_leaf_of(const partition *P, int *leaf_of) {
     return n_leaves;
 }
 
-int partition_layout_groups(const graph *g, const partition *P, const int *order, const int32_t *start,
-                            const int32_t *end, int *group, bool *activation) {
+int partition_layout_groups(const graph *g, const partition *P, const int *order,
+                            const int32_t *start, const int32_t *end, int *group,
+                            bool *activation) {
     assert(g->n_ops == P->n_ops);
     int *leaf_of = malloc((g->n_ops ? g->n_ops : 1) * sizeof *leaf_of);
     if (!leaf_of) return -1;
@@ -782,10 +827,14 @@ int partition_layout_groups(const graph *g, const partition *P, const int *order
             int lc = leaf_of[c], lf = leaf_of[f];
             bool fwd_c = P->forward[c], fwd_f = P->forward[f];
             act = fwd_c && !fwd_f;
-            if (lc == lf) group[s] = lc;         /* its whole life in one subgraph */
-            else if (!fwd_c) group[s] = lc;      /* CIFO: temporaries of the backward pass */
-            else if (!fwd_f) group[s] = lf;      /* COFI: activations, where the backward frees them */
-            else group[s] = -1;                  /* forward to forward across subgraphs: a leftover */
+            if (lc == lf)
+                group[s] = lc; /* its whole life in one subgraph */
+            else if (!fwd_c)
+                group[s] = lc; /* CIFO: temporaries of the backward pass */
+            else if (!fwd_f)
+                group[s] = lf; /* COFI: activations, where the backward frees them */
+            else
+                group[s] = -1; /* forward to forward across subgraphs: a leftover */
         }
         if (activation) activation[s] = act;
     }
@@ -802,7 +851,8 @@ int partition_dump_tree(const partition *P, const graph *g, FILE *f, char *err, 
         const partition_node *nd = &P->nodes[i];
         json_t *o = json_object(), *ops = json_array(), *bnd = json_array();
         for (size_t k = 0; k < nd->n_ops; k++) json_array_append_new(ops, json_integer(nd->ops[k]));
-        for (size_t k = 0; k < nd->n_boundary; k++) json_array_append_new(bnd, json_integer(nd->boundary[k]));
+        for (size_t k = 0; k < nd->n_boundary; k++)
+            json_array_append_new(bnd, json_integer(nd->boundary[k]));
         json_object_set_new(o, "id", json_integer((json_int_t)i));
         json_object_set_new(o, "kind", json_string(kinds[nd->kind]));
         json_object_set_new(o, "parent", json_integer(nd->parent));

@@ -32,7 +32,8 @@
  * step in every valid order of it.  topo lists the masked ops in a valid
  * order (n entries).  O(n + edges).  Returns the count, or -1 on out of
  * memory. */
-int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n, bool *mi);
+int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n,
+                                 bool *mi);
 
 /* Where update ops go. */
 typedef enum partition_placement {
@@ -49,9 +50,10 @@ const char *partition_placement_name(partition_placement p);
 /* Where floating ops go (ops analysed apart from the MI ops, see
  * partition.c): between their anchored ancestors and descendants. */
 typedef enum partition_floating {
-    PARTITION_FLOAT_RULE, /* early when it reads more than twice what it creates, else just in time */
-    PARTITION_FLOAT_LATE, /* just before the first anchored consumer */
-    PARTITION_FLOAT_EARLY, /* just after the last anchored producer */
+    /* early when it reads more than twice what it creates, else just in time */
+    PARTITION_FLOAT_RULE,
+    PARTITION_FLOAT_LATE,      /* just before the first anchored consumer */
+    PARTITION_FLOAT_EARLY,     /* just after the last anchored producer */
     PARTITION_FLOAT_REFERENCE, /* the segment where the reference order runs it */
     PARTITION_FLOAT_COUNT
 } partition_floating;
@@ -79,10 +81,10 @@ typedef enum partition_node_kind {
 
 typedef struct partition_node {
     partition_node_kind kind;
-    int parent;             /* node index, -1 for the root */
-    int *ops;               /* op indices, ascending */
+    int parent; /* node index, -1 for the root */
+    int *ops;   /* op indices, ascending */
     size_t n_ops;
-    int *boundary;          /* MI ops that bound it (outer_fwd, outer_bwd), if any */
+    int *boundary; /* MI ops that bound it (outer_fwd, outer_bwd), if any */
     size_t n_boundary;
     int n_children;
 } partition_node;
@@ -94,7 +96,7 @@ typedef struct partition {
     bool *forward; /* per op: in the forward pass (ancestor of the loss, or it) */
     int loss_op;   /* the op that produces the loss, -1 when none was found */
     bool loss_from_metadata;
-    double alpha;  /* gradient multiplier of the rule: 3 adam/adamw, 1 sgd */
+    double alpha; /* gradient multiplier of the rule: 3 adam/adamw, 1 sgd */
     size_t n_mi, n_update, n_segments, n_floating;
     /* Block assignment: block[op] in 0..n_blocks-1, monotone along edges. */
     int *block;
@@ -107,8 +109,8 @@ typedef struct partition {
 
 /* Analyses g and builds blocks and tree.  program_pos: per op, its step in
  * graph_program_order.  Returns 0, or -1 with a message in err. */
-int partition_build(const graph *g, const partition_options *opt, const int *program_pos, partition *P, char *err,
-                    size_t errlen);
+int partition_build(const graph *g, const partition_options *opt, const int *program_pos,
+                    partition *P, char *err, size_t errlen);
 void partition_free(partition *P);
 
 /* Layout groups of the subgraph tree (the paper's section IV-B, Fig. 8):
@@ -132,8 +134,8 @@ void partition_free(partition *P);
  * backward (an activation, long-lived in its group), or a persistent one.
  * Returns the number of groups (leaves + 1: the last is the persistent
  * group, possibly empty), or -1 on out of memory. */
-int partition_layout_groups(const graph *g, const partition *P, const int *order, const int32_t *start,
-                            const int32_t *end, int *group, bool *activation);
+int partition_layout_groups(const graph *g, const partition *P, const int *order,
+                            const int32_t *start, const int32_t *end, int *group, bool *activation);
 
 /* Writes the tree as JSON to f: {"nodes": [{"id", "kind", "parent",
  * "operators": [...], "boundary": [...]}, ...], plus the counts} (the

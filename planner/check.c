@@ -117,17 +117,20 @@ static int check_mutation(void *ctx, const graph_mutation *mu) {
         snprintf(via, sizeof via, "the view '%s'", read);
     if (other_writes)
         check_problem(mc->c,
-                      "%s overwrites the storage of '%s' in place at step %d, before %s overwrites it at step %d; "
+                      "%s overwrites the storage of '%s' in place at step %d, before %s overwrites "
+                      "it at step %d; "
                       "the file has %s's write first",
                       r, written, mc->step_of[other], w, mc->step_of[mu->writer], w);
     else if (mu->writer == mu->after)
         check_problem(mc->c,
-                      "%s overwrites '%s' in place at step %d, before %s reads that storage through %s at step %d; "
+                      "%s overwrites '%s' in place at step %d, before %s reads that storage "
+                      "through %s at step %d; "
                       "the file reads it before the write",
                       w, written, mc->step_of[mu->writer], r, via, mc->step_of[other]);
     else
         check_problem(mc->c,
-                      "%s reads the storage of '%s' through %s at step %d, before %s overwrites it in place at "
+                      "%s reads the storage of '%s' through %s at step %d, before %s overwrites it "
+                      "in place at "
                       "step %d; the file reads it after the write",
                       r, written, via, mc->step_of[other], w, mc->step_of[mu->writer]);
     return 0;
@@ -167,8 +170,11 @@ static int check_identity(const fe_model *m, json_t *plan, const char *plan_path
     for (int k = 0; k < 2; k++) {
         json_t *dg = json_object_get(plan, keys[k]);
         if (!dg) {
-            fprintf(c->out, "note: %s records no %s (written by an older roamc or another tool): not checked that "
-                    "it was made for %s%s\n", plan_path, keys[k], m->path, k ? " as sized now" : "");
+            fprintf(c->out,
+                    "note: %s records no %s (written by an older roamc or another tool): not "
+                    "checked that "
+                    "it was made for %s%s\n",
+                    plan_path, keys[k], m->path, k ? " as sized now" : "");
             continue;
         }
         const char *v = json_is_string(dg) ? json_string_value(dg) : "";
@@ -178,13 +184,18 @@ static int check_identity(const fe_model *m, json_t *plan, const char *plan_path
         }
         if (strcmp(v, have[k]) == 0) continue;
         if (k == 0) {
-            check_problem(c, "the plan was made for another model: it names '%s', SHA-256 %.16s..., "
-                          "but %s has SHA-256 %.16s...", for_model, v, m->path, have[k]);
+            check_problem(c,
+                          "the plan was made for another model: it names '%s', SHA-256 %.16s..., "
+                          "but %s has SHA-256 %.16s...",
+                          for_model, v, m->path, have[k]);
         } else {
             char sym[512];
             check_symbols(m, sym, sizeof sym);
-            check_problem(c, "the plan was made for %s sized otherwise (other --input-shape/--dim bindings): its "
-                          "sizes_sha256 is %.16s..., this check sizes the model to %.16s... (input symbols: %s)",
+            check_problem(c,
+                          "the plan was made for %s sized otherwise (other --input-shape/--dim "
+                          "bindings): its "
+                          "sizes_sha256 is %.16s..., this check sizes the model to %.16s... (input "
+                          "symbols: %s)",
                           m->path, v, have[k], sym);
         }
         return 1;
@@ -197,8 +208,8 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     check_ctx c = {out, 0};
     size_t n = g->n_ops;
     json_t *fmt = json_object_get(plan, "format"), *ver = json_object_get(plan, "version");
-    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "roam-plan") != 0 || !json_is_integer(ver) ||
-        json_integer_value(ver) != 1) {
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "roam-plan") != 0 ||
+        !json_is_integer(ver) || json_integer_value(ver) != 1) {
         check_problem(&c, "plan must have format 'roam-plan' and version 1");
         return check_verdict(&c);
     }
@@ -235,8 +246,10 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     for (size_t s = 0; perm && s < n; s++) {
         json_t *v = json_array_get(sched, s);
         long long idx = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (idx < 0 || (size_t)idx >= n || step_of[idx] >= 0) perm = false;
-        else step_of[idx] = (int)s, order[s] = (int)idx;
+        if (idx < 0 || (size_t)idx >= n || step_of[idx] >= 0)
+            perm = false;
+        else
+            step_of[idx] = (int)s, order[s] = (int)idx;
     }
     if (!perm) {
         check_problem(&c, "schedule must list every node index 0..%zu exactly once", n - 1);
@@ -251,7 +264,8 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             int t = nd->inputs[k];
             if (t < 0 || m->values[t].producer < 0) continue;
             if (step_of[m->values[t].producer] >= (int)s)
-                check_problem(&c, "node %d (step %zu) reads '%s' before its producer runs", order[s], s, m->values[t].name);
+                check_problem(&c, "node %d (step %zu) reads '%s' before its producer runs",
+                              order[s], s, m->values[t].name);
         }
     }
     if ((rc = check_verdict(&c))) goto done;
@@ -276,7 +290,8 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     size_t nb = json_array_size(jb);
     bufs = calloc(nb ? nb : 1, sizeof *bufs);
     if (!bufs) goto done;
-    for (size_t i = 0; i < m->n_values; i++) sorted[i] = (check_name){m->values[i].name, (int)i}, buf_of[i] = -1;
+    for (size_t i = 0; i < m->n_values; i++)
+        sorted[i] = (check_name){m->values[i].name, (int)i}, buf_of[i] = -1;
     qsort(sorted, m->n_values, sizeof *sorted, check_name_cmp);
     for (size_t bi = 0; bi < nb; bi++) {
         json_t *b = json_array_get(jb, bi);
@@ -287,24 +302,32 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             rc = check_verdict(&c);
             goto done;
         }
-        if (!check_int(&c, b, "size", bi, &B->size) || !check_int(&c, b, "offset", bi, &B->offset) ||
+        if (!check_int(&c, b, "size", bi, &B->size) ||
+            !check_int(&c, b, "offset", bi, &B->offset) ||
             !check_int(&c, b, "start", bi, &B->start) || !check_int(&c, b, "end", bi, &B->end)) {
             rc = check_verdict(&c);
             goto done;
         }
-        if (B->size < 0 || B->offset < 0 || !(0 <= B->start && B->start <= B->end && B->end < (long long)n))
-            check_problem(&c, "buffer %zu has a negative size/offset or a lifetime outside the schedule", bi);
+        if (B->size < 0 || B->offset < 0 ||
+            !(0 <= B->start && B->start <= B->end && B->end < (long long)n))
+            check_problem(
+                &c, "buffer %zu has a negative size/offset or a lifetime outside the schedule", bi);
         if (align > 1 && B->offset % align)
-            check_problem(&c, "buffer %zu offset %lld is not a multiple of align %lld", bi, B->offset, align);
+            check_problem(&c, "buffer %zu offset %lld is not a multiple of align %lld", bi,
+                          B->offset, align);
         for (size_t k = 0; k < json_array_size(tens); k++) {
             json_t *tn = json_array_get(tens, k);
-            int t = json_is_string(tn) ? check_lookup(sorted, m->n_values, json_string_value(tn)) : -1;
+            int t =
+                json_is_string(tn) ? check_lookup(sorted, m->n_values, json_string_value(tn)) : -1;
             if (t < 0) continue; /* not a value of the model: nothing to size or place */
-            if (buf_of[t] >= 0) check_problem(&c, "tensor '%s' is in buffers %d and %zu", m->values[t].name, buf_of[t], bi);
+            if (buf_of[t] >= 0)
+                check_problem(&c, "tensor '%s' is in buffers %d and %zu", m->values[t].name,
+                              buf_of[t], bi);
             buf_of[t] = (int)bi;
             if ((long long)m->values[t].bytes > B->size)
-                check_problem(&c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)", bi, B->size,
-                              m->values[t].name, (unsigned long long)m->values[t].bytes);
+                check_problem(
+                    &c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)", bi,
+                    B->size, m->values[t].name, (unsigned long long)m->values[t].bytes);
         }
     }
     /* every tensor an operator touches is in a buffer live at that step */
@@ -314,13 +337,15 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             int t = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
             if (t < 0) continue;
             if (buf_of[t] < 0) {
-                check_problem(&c, "tensor '%s' (node %d) is in no buffer", m->values[t].name, order[s]);
+                check_problem(&c, "tensor '%s' (node %d) is in no buffer", m->values[t].name,
+                              order[s]);
                 continue;
             }
             const check_buffer *B = &bufs[buf_of[t]];
             if (!(B->start <= (long long)s && (long long)s <= B->end))
-                check_problem(&c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",
-                              m->values[t].name, s, B->start, B->end);
+                check_problem(
+                    &c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",
+                    m->values[t].name, s, B->start, B->end);
         }
     }
     for (size_t i = 0; i < m->n_outputs; i++) {
@@ -341,10 +366,12 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
         for (size_t t = 0; t < m->n_values; t++) {
             int bi = buf_of[t];
             if (bi < 0) continue;
-            if (first_storage[bi] < 0) first_storage[bi] = g->storage_of[t];
+            if (first_storage[bi] < 0)
+                first_storage[bi] = g->storage_of[t];
             else if (first_storage[bi] != g->storage_of[t] && first_storage[bi] != -2) {
-                check_problem(&c, "buffer %d holds tensors no aliasing node ties together (e.g. '%s')", bi,
-                              m->values[t].name);
+                check_problem(&c,
+                              "buffer %d holds tensors no aliasing node ties together (e.g. '%s')",
+                              bi, m->values[t].name);
                 first_storage[bi] = -2;
             }
         }
@@ -357,12 +384,14 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     offs = malloc((nb ? nb : 1) * sizeof *offs);
     if (!lb || !offs) goto done;
     for (size_t bi = 0; bi < nb; bi++) {
-        lb[bi] = (layout_buffer){(uint64_t)bufs[bi].size, (int32_t)bufs[bi].start, (int32_t)bufs[bi].end};
+        lb[bi] = (layout_buffer){(uint64_t)bufs[bi].size, (int32_t)bufs[bi].start,
+                                 (int32_t)bufs[bi].end};
         offs[bi] = (uint64_t)bufs[bi].offset;
     }
     size_t x, y;
     if (layout_validate(lb, nb, offs, 1, &x, &y)) {
-        check_problem(&c, "buffers %zu and %zu overlap in address while both live", x < y ? x : y, x < y ? y : x);
+        check_problem(&c, "buffers %zu and %zu overlap in address while both live", x < y ? x : y,
+                      x < y ? y : x);
         rc = check_verdict(&c);
         goto done;
     }
@@ -373,14 +402,19 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     json_t *pt = json_object_get(peak, "theoretical"), *pa = json_object_get(peak, "actual");
     if (!json_is_integer(pt) || (uint64_t)json_integer_value(pt) != theoretical)
         check_problem(&c, "plan claims theoretical peak %lld, buffers give %llu",
-                      json_is_integer(pt) ? json_integer_value(pt) : -1LL, (unsigned long long)theoretical);
+                      json_is_integer(pt) ? json_integer_value(pt) : -1LL,
+                      (unsigned long long)theoretical);
     if (!json_is_integer(pa) || (uint64_t)json_integer_value(pa) != actual)
         check_problem(&c, "plan claims actual peak %lld, buffers give %llu",
-                      json_is_integer(pa) ? json_integer_value(pa) : -1LL, (unsigned long long)actual);
+                      json_is_integer(pa) ? json_integer_value(pa) : -1LL,
+                      (unsigned long long)actual);
     if ((rc = check_verdict(&c))) goto done;
-    fprintf(out, "VALID %s: %zu nodes, %zu buffers, theoretical %llu B, actual %llu B, fragmentation %.3f%%\n",
+    fprintf(out,
+            "VALID %s: %zu nodes, %zu buffers, theoretical %llu B, actual %llu B, fragmentation "
+            "%.3f%%\n",
             plan_path, n, nb, (unsigned long long)theoretical, (unsigned long long)actual,
-            theoretical ? 100.0 * ((double)actual - (double)theoretical) / (double)theoretical : 0.0);
+            theoretical ? 100.0 * ((double)actual - (double)theoretical) / (double)theoretical
+                        : 0.0);
     rc = 0;
 done:
     free(step_of);
@@ -393,7 +427,8 @@ done:
     return rc;
 }
 
-int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path, FILE *out, FILE *err) {
+int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
+                    FILE *out, FILE *err) {
     char msg[1024];
     fe_model m;
     if (fe_load(model_path, fopt, &m, msg, sizeof msg)) {
@@ -409,12 +444,13 @@ int plan_check_file(const char *model_path, const fe_options *fopt, const char *
     json_error_t jerr;
     json_t *plan = json_load_file(plan_path, 0, &jerr);
     int rc;
-    if (!plan && jerr.line < 0) { /* jansson gives no position when the file itself cannot be read */
+    if (!plan &&
+        jerr.line < 0) { /* jansson gives no position when the file itself cannot be read */
         fprintf(err, "roamc: %s: not a readable JSON plan: %s\n", plan_path, jerr.text);
         rc = 2;
     } else if (!plan) {
-        fprintf(err, "roamc: %s: not a readable JSON plan: %s (line %d, column %d)\n", plan_path, jerr.text, jerr.line,
-                jerr.column);
+        fprintf(err, "roamc: %s: not a readable JSON plan: %s (line %d, column %d)\n", plan_path,
+                jerr.text, jerr.line, jerr.column);
         rc = 2;
     } else if (!json_is_object(plan)) {
         fprintf(err, "roamc: %s: a plan is a JSON object\n", plan_path);

@@ -20,91 +20,84 @@
 
 typedef struct cl_options {
     const char *input;
-    const char *output;  /* NULL: report only */
-    uint64_t capacity;   /* 0: none */
+    const char *output; /* NULL: report only */
+    uint64_t capacity;  /* 0: none */
     int has_capacity;
-    double time_limit;   /* seconds, for the roam method */
+    double time_limit; /* seconds, for the roam method */
     uint64_t align;
     const char *method;
-    uint64_t work;       /* roam: work budget of the exact search, 0: time only */
-    int engines;         /* roam: LAYOUT_ENGINE_* (dev), 0: both */
+    uint64_t work;          /* roam: work budget of the exact search, 0: time only */
+    int engines;            /* roam: LAYOUT_ENGINE_* (dev), 0: both */
     layout_bnb_rules rules; /* roam: pruning rules (dev flags --no-RULE) */
 } cl_options;
 
 /* The dev flags --no-RULE: each turns one pruning rule of the branch and
  * bound off, to measure what it is worth (the answer stays exact). */
-static int *cl_rule(layout_bnb_rules *r, const char *name)
-{
-    static const char *const names[] = {"canonical", "dominance", "section", "monotonic", "tight",
-                                        "floor", "fit", "twins", "decompose", "mirror", "energy"};
-    int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic, &r->tight,
-                     &r->floor, &r->fit, &r->twins, &r->decompose, &r->mirror, &r->energy};
+static int *cl_rule(layout_bnb_rules *r, const char *name) {
+    static const char *const names[] = {"canonical", "dominance", "section", "monotonic",
+                                        "tight",     "floor",     "fit",     "twins",
+                                        "decompose", "mirror",    "energy"};
+    int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic,
+                     &r->tight,     &r->floor,     &r->fit,     &r->twins,
+                     &r->decompose, &r->mirror,    &r->energy};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (strcmp(name, names[k]) == 0)
-            return fields[k];
+        if (strcmp(name, names[k]) == 0) return fields[k];
     return NULL;
 }
 
-static void cl_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: roamc layout BUFFERS.csv [-o OUT.csv] [--capacity BYTES] [--time-limit SECONDS]\n"
-            "                    [--align BYTES] [--method roam|llfb|greedy|bestfit|pytorch]\n"
-            "  BUFFERS.csv: header id,lower,upper,size (or buffer,start,end,size), lifetimes [lower, upper)\n"
-            "  -o OUT.csv: the input columns plus offset (written only on success)\n"
-            "  --capacity: exit 3 unless the layout fits in BYTES\n"
-            "  --time-limit: seconds for the whole command, reading and writing included (above 0,\n"
-            "            at most 1000000; default 10); the exact steps of roam stop on a work budget\n"
-            "            and use it as a backstop, and the report says when it cut them; shorter than\n"
-            "            the heuristics need, the bestfit layout is given and the report says so\n"
-            "  --align: offsets are multiples of BYTES, a power of two from 1 to 2^30, sizes are\n"
-            "            rounded up to it (default 1)\n"
-            "  --method: roam (default: best heuristic, then exact search and ILP), a heuristic,\n"
-            "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n"
-            "  roam: with --capacity, a layout within it or a proof that none exists (exit 3);\n"
-            "            without, the least height (the report gives the proven lower bound, the gap,\n"
-            "            and 'optimal' or 'stopped by time'); unproven, the search uses --time-limit\n"
-            "            to the end\n"
-            "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
-            "            answer is then the same on every run and machine)\n"
-            "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
-            "            tight floor fit twins decompose mirror) to measure each pruning rule;\n"
-            "            --with-energy turns on the energy rule (off by default)\n");
+static void cl_usage(FILE *f) {
+    fprintf(
+        f,
+        "usage: roamc layout BUFFERS.csv [-o OUT.csv] [--capacity BYTES] [--time-limit SECONDS]\n"
+        "                    [--align BYTES] [--method roam|llfb|greedy|bestfit|pytorch]\n"
+        "  BUFFERS.csv: header id,lower,upper,size (or buffer,start,end,size), lifetimes [lower, "
+        "upper)\n"
+        "  -o OUT.csv: the input columns plus offset (written only on success)\n"
+        "  --capacity: exit 3 unless the layout fits in BYTES\n"
+        "  --time-limit: seconds for the whole command, reading and writing included (above 0,\n"
+        "            at most 1000000; default 10); the exact steps of roam stop on a work budget\n"
+        "            and use it as a backstop, and the report says when it cut them; shorter than\n"
+        "            the heuristics need, the bestfit layout is given and the report says so\n"
+        "  --align: offsets are multiples of BYTES, a power of two from 1 to 2^30, sizes are\n"
+        "            rounded up to it (default 1)\n"
+        "  --method: roam (default: best heuristic, then exact search and ILP), a heuristic,\n"
+        "            or pytorch (replay of the CUDA caching allocator; ignores --align)\n"
+        "  roam: with --capacity, a layout within it or a proof that none exists (exit 3);\n"
+        "            without, the least height (the report gives the proven lower bound, the gap,\n"
+        "            and 'optimal' or 'stopped by time'); unproven, the search uses --time-limit\n"
+        "            to the end\n"
+        "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
+        "            answer is then the same on every run and machine)\n"
+        "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
+        "            tight floor fit twins decompose mirror) to measure each pruning rule;\n"
+        "            --with-energy turns on the energy rule (off by default)\n");
 }
 
-static int cl_parse_u64(const char *s, uint64_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
+static int cl_parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return -1;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end)
-        return -1;
+    if (errno || *end) return -1;
     *out = v;
     return 0;
 }
 
 /* Takes the value of option argv[*i]: "--name=value" or "--name value". */
-static const char *cl_value(int argc, char **argv, int *i, const char *name)
-{
+static const char *cl_value(int argc, char **argv, int *i, const char *name) {
     size_t len = strlen(name);
-    if (argv[*i][len] == '=')
-        return argv[*i] + len + 1;
-    if (*i + 1 < argc)
-        return argv[++*i];
+    if (argv[*i][len] == '=') return argv[*i] + len + 1;
+    if (*i + 1 < argc) return argv[++*i];
     return NULL;
 }
 
-static int cl_is_option(const char *arg, const char *name)
-{
+static int cl_is_option(const char *arg, const char *name) {
     size_t len = strlen(name);
     return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
 }
 
 /* Returns 0, or an exit status. */
-static int cl_parse(int argc, char **argv, cl_options *o)
-{
+static int cl_parse(int argc, char **argv, cl_options *o) {
     *o = (cl_options){NULL, NULL, 0, 0, 10.0, 1, "roam", 0, 0, {0}};
     layout_solve_opts defaults;
     layout_solve_defaults(&defaults);
@@ -124,8 +117,11 @@ static int cl_parse(int argc, char **argv, cl_options *o)
         } else if (cl_is_option(a, "--capacity")) {
             v = cl_value(argc, argv, &i, "--capacity");
             if (cl_parse_u64(v, &o->capacity) != 0) {
-                fprintf(stderr, "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
-                                "not '%s'\nTry 'roamc layout --help'.\n", v ? v : "");
+                fprintf(
+                    stderr,
+                    "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
+                    "not '%s'\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
                 return CL_EXIT_USAGE;
             }
             o->has_capacity = 1;
@@ -139,16 +135,21 @@ static int cl_parse(int argc, char **argv, cl_options *o)
             }
         } else if (cl_is_option(a, "--align")) {
             v = cl_value(argc, argv, &i, "--align");
-            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 || o->align > ((uint64_t)1 << 30) ||
-                (o->align & (o->align - 1))) {
-                fprintf(stderr, "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
-                                "not '%s'\nTry 'roamc layout --help'.\n", v ? v : "");
+            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 ||
+                o->align > ((uint64_t)1 << 30) || (o->align & (o->align - 1))) {
+                fprintf(
+                    stderr,
+                    "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
+                    "not '%s'\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (cl_is_option(a, "--work")) {
             v = cl_value(argc, argv, &i, "--work");
             if (cl_parse_u64(v, &o->work) != 0 || o->work == 0) {
-                fprintf(stderr, "roamc layout: --work needs a number of work units >= 1, got '%s'\n", v ? v : "");
+                fprintf(stderr,
+                        "roamc layout: --work needs a number of work units >= 1, got '%s'\n",
+                        v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (cl_is_option(a, "--engine")) {
@@ -162,7 +163,8 @@ static int cl_parse(int argc, char **argv, cl_options *o)
             } else if (v && strcmp(v, "sweep") == 0) {
                 o->engines = LAYOUT_ENGINE_SWEEP;
             } else {
-                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, sweep, both)\n", v ? v : "");
+                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, sweep, both)\n",
+                        v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {
@@ -174,11 +176,13 @@ static int cl_parse(int argc, char **argv, cl_options *o)
             static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
             o->method = NULL;
             for (size_t k = 0; v && k < sizeof methods / sizeof methods[0]; k++)
-                if (strcmp(v, methods[k]) == 0)
-                    o->method = methods[k];
+                if (strcmp(v, methods[k]) == 0) o->method = methods[k];
             if (!o->method) {
-                fprintf(stderr, "roamc layout: unknown --method '%s' (choose from roam, llfb, greedy, bestfit, "
-                                "pytorch)\nTry 'roamc layout --help'.\n", v ? v : "");
+                fprintf(
+                    stderr,
+                    "roamc layout: unknown --method '%s' (choose from roam, llfb, greedy, bestfit, "
+                    "pytorch)\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
                 return CL_EXIT_USAGE;
             }
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -199,8 +203,7 @@ static int cl_parse(int argc, char **argv, cl_options *o)
 }
 
 /* Writes the CSV to path all or nothing (planner_output_set). */
-static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64_t *offsets)
-{
+static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64_t *offsets) {
     planner_output_set set = {0};
     char err[2048];
     planner_outputs_add(&set, "-o", path);
@@ -210,22 +213,19 @@ static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64
     }
     int ok = layout_csv_write(set.slot[0].f, csv, offsets) == 0;
     if (planner_outputs_commit(&set, ok, err, sizeof err) != 0) {
-        if (!ok)
-            snprintf(err, sizeof err, "-o %s: cannot write: I/O error", path);
+        if (!ok) snprintf(err, sizeof err, "-o %s: cannot write: I/O error", path);
         fprintf(stderr, "roamc layout: %s\n", err);
         return -1;
     }
     return 0;
 }
 
-int cmd_layout(int argc, char **argv)
-{
+int cmd_layout(int argc, char **argv) {
     /* --time-limit bounds the whole command, from here to exit */
     double t_start = planner_now();
     cl_options o;
     int rc = cl_parse(argc, argv, &o);
-    if (rc != 0)
-        return rc < 0 ? CL_EXIT_OK : rc;
+    if (rc != 0) return rc < 0 ? CL_EXIT_OK : rc;
 
     layout_csv csv;
     char err[2048];
@@ -258,7 +258,8 @@ int cmd_layout(int argc, char **argv)
         bufs[i] = csv.bufs[i];
         uint64_t s = bufs[i].size;
         if (s % o.align != 0 && s > UINT64_MAX - o.align) {
-            fprintf(stderr, "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
+            fprintf(stderr,
+                    "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
                     o.input, csv.ids[i], o.align);
             rc = CL_EXIT_USAGE;
             goto out;
@@ -270,7 +271,8 @@ int cmd_layout(int argc, char **argv)
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size > UINT64_MAX - sum) {
-            fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n", o.input);
+            fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n",
+                    o.input);
             rc = CL_EXIT_USAGE;
             goto out;
         }
@@ -294,8 +296,8 @@ int cmd_layout(int argc, char **argv)
     const char *winner = NULL; /* roam: the best heuristic and its height */
     uint64_t h0 = UINT64_MAX;
     int proven = 0;
-    int timed_out = 0; /* the time backstop cut the exact steps */
-    int too_short = 0; /* the time was up before the heuristics: bestfit */
+    int timed_out = 0;  /* the time backstop cut the exact steps */
+    int too_short = 0;  /* the time was up before the heuristics: bestfit */
     int have_solve = 0; /* roam: sr holds the exact search's result */
     layout_solve_result sr = {0};
     layout_pytorch_stats pt;
@@ -317,7 +319,8 @@ int cmd_layout(int argc, char **argv)
         h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
         height = h0;
         if (h0 != UINT64_MAX) {
-            double left = 0.9 * (t_start + o.time_limit - planner_now()); /* a tenth for checking and writing */
+            double left = 0.9 * (t_start + o.time_limit -
+                                 planner_now()); /* a tenth for checking and writing */
             /* The plans' exact layout first (search at the bound, GLPK on
              * small problems, local search over first-fit orders), with at
              * most half of the time: on the committed models' buffer lists
@@ -366,7 +369,8 @@ int cmd_layout(int argc, char **argv)
     /* Never report a layout that is not one (a bug, if it happens). */
     size_t a, b;
     uint64_t check_align = strcmp(o.method, "pytorch") == 0 ? 1 : o.align;
-    if (layout_validate(strcmp(o.method, "pytorch") == 0 ? csv.bufs : bufs, n, offsets, check_align, &a, &b) != 0) {
+    if (layout_validate(strcmp(o.method, "pytorch") == 0 ? csv.bufs : bufs, n, offsets, check_align,
+                        &a, &b) != 0) {
         fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",
                 csv.ids[a], csv.ids[b]);
         rc = CL_EXIT_ERROR;
@@ -378,9 +382,8 @@ int cmd_layout(int argc, char **argv)
     double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
     fprintf(rep, "buffers: %zu\n", n);
     fprintf(rep, "method: %s%s%s%s\n", o.method, *detail ? " (exact steps " : "", detail,
-           *detail ? " the heuristic)" : "");
-    if (winner)
-        fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
+            *detail ? " the heuristic)" : "");
+    if (winner) fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
     fprintf(rep, "height: %" PRIu64 " bytes\n", height);
     fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
     fprintf(rep, "fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
@@ -390,25 +393,34 @@ int cmd_layout(int argc, char **argv)
                                              "stopped", "out of memory"};
         fprintf(rep, "status: %s%s\n", status[sr.status],
                 sr.status != LAYOUT_SOLVE_STOPPED ? ""
-                : sr.stopped_by_time || !o.work ? " by time (not proved)" : " by --work (not proved)");
+                : sr.stopped_by_time || !o.work   ? " by time (not proved)"
+                                                  : " by --work (not proved)");
         if (!o.has_capacity || sr.status == LAYOUT_SOLVE_INFEASIBLE)
             fprintf(rep, "proven lower bound: %" PRIu64 " bytes, gap %.4f%%\n", sr.lower_bound,
                     sr.lower_bound && sr.lower_bound < height
-                        ? 100.0 * (double)(height - sr.lower_bound) / (double)sr.lower_bound : 0.0);
+                        ? 100.0 * (double)(height - sr.lower_bound) / (double)sr.lower_bound
+                        : 0.0);
         fprintf(rep, "search: %" PRIu64 " nodes, %u capacities probed\n", sr.nodes, sr.probes);
     }
     if (strcmp(o.method, "pytorch") == 0)
-        fprintf(rep, "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64 " bytes, %zu segments\n",
-               pt.reserved_peak, pt.allocated_peak, pt.segments);
+        fprintf(rep,
+                "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64
+                " bytes, %zu segments\n",
+                pt.reserved_peak, pt.allocated_peak, pt.segments);
     fprintf(rep, "time: %.3f s\n", secs);
     if (too_short)
-        fprintf(rep, "time limit: %g s was too short: this is the fastest valid layout (bestfit), not roam's\n",
+        fprintf(rep,
+                "time limit: %g s was too short: this is the fastest valid layout (bestfit), not "
+                "roam's\n",
                 o.time_limit);
     else if (timed_out)
-        fprintf(rep, "time limit: %g s cut the exact steps before their work budget: another run may differ\n",
+        fprintf(rep,
+                "time limit: %g s cut the exact steps before their work budget: another run may "
+                "differ\n",
                 o.time_limit);
 
-    if (o.has_capacity && height > o.capacity && have_solve && sr.status == LAYOUT_SOLVE_INFEASIBLE) {
+    if (o.has_capacity && height > o.capacity && have_solve &&
+        sr.status == LAYOUT_SOLVE_INFEASIBLE) {
         fprintf(stderr,
                 "roamc layout: proved that no layout fits within the capacity of %" PRIu64
                 " bytes (%" PRIu64 " search nodes); no output written\n",

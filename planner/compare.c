@@ -27,12 +27,16 @@ typedef struct compare_row {
 } compare_row;
 
 static const char *compare_human(uint64_t b, char *buf, size_t len) {
-    if (b >= (1ull << 30)) snprintf(buf, len, "%.2f GiB", (double)b / (1024.0 * 1024 * 1024));
-    else snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+    if (b >= (1ull << 30))
+        snprintf(buf, len, "%.2f GiB", (double)b / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
     return buf;
 }
 
-static double compare_pct(double num, double den) { return den > 0 ? 100.0 * (num - den) / den : 0.0; }
+static double compare_pct(double num, double den) {
+    return den > 0 ? 100.0 * (num - den) / den : 0.0;
+}
 
 /* Fills the note of a row: what fell back, what ran out of time. */
 static void compare_note(compare_row *r) {
@@ -43,11 +47,13 @@ static void compare_note(compare_row *r) {
     if (r->p.ilp_note[0]) snprintf(r->note, sizeof r->note, "%s", r->p.ilp_note);
     if (r->p.time_short) {
         size_t k = strlen(r->note);
-        snprintf(r->note + k, sizeof r->note - k, "%stime limit too short: the fastest valid plan (program order, %s layout)",
+        snprintf(r->note + k, sizeof r->note - k,
+                 "%stime limit too short: the fastest valid plan (program order, %s layout)",
                  k ? "; " : "", planner_layout_name(r->p.opt.layout));
     } else if (r->p.time_cut[0]) {
         size_t k = strlen(r->note);
-        snprintf(r->note + k, sizeof r->note - k, "%stime limit cut %s", k ? "; " : "", r->p.time_cut);
+        snprintf(r->note + k, sizeof r->note - k, "%stime limit cut %s", k ? "; " : "",
+                 r->p.time_cut);
     }
     if (r->p.layout_note[0] && !r->p.ilp_note[0]) {
         size_t k = strlen(r->note);
@@ -55,8 +61,8 @@ static void compare_note(compare_row *r) {
     }
 }
 
-int plan_compare(const graph *g, const planner_options *base, const char *model_path, const planner_files *files,
-                 int json, FILE *out, char *err, size_t errlen) {
+int plan_compare(const graph *g, const planner_options *base, const char *model_path,
+                 const planner_files *files, int json, FILE *out, char *err, size_t errlen) {
     const char *out_path = files->plan, *svg_path = files->svg;
     /* the rows in the order of planner_methods: PyTorch first, ROAM last */
     compare_row rows[8] = {{0}};
@@ -94,11 +100,12 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         base_name = base_name ? base_name + 1 : model_path;
         char t1[256], t2[256], r1[32];
         /* the same units as the picture's own numbers ("actual 1.22 GiB") */
-        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %s)", base_name,
-                 compare_human(torch->actual, r1, sizeof r1));
+        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %s)",
+                 base_name, compare_human(torch->actual, r1, sizeof r1));
         snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
         const char *titles[2] = {t1, t2};
-        if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen)) rc = -1;
+        if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen))
+            rc = -1;
     }
     planner_progress_end();
     if (rc == 0 && !out) {
@@ -120,9 +127,12 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
             json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
             json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
             json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
-            json_object_set_new(o, "fragmentation_percent", json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
-            json_object_set_new(o, "reduction_vs_pytorch_percent",
-                                json_real(i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual)));
+            json_object_set_new(
+                o, "fragmentation_percent",
+                json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
+            json_object_set_new(
+                o, "reduction_vs_pytorch_percent",
+                json_real(i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual)));
             json_object_set_new(o, "seconds", json_real(w->seconds));
             json_object_set_new(o, "note", json_string(w->note));
             json_array_append_new(arr, o);
@@ -133,31 +143,38 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         json_decref(r);
     } else if (rc == 0) {
         char a[32], b[32];
-        fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n", ROAMC_VERSION, model_path,
-                g->n_ops, g->n_tensors, g->n_storages);
-        fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout", "theoretical",
-                "actual", "frag", "vs PyTorch", "time");
+        fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n",
+                ROAMC_VERSION, model_path, g->n_ops, g->n_tensors, g->n_storages);
+        fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout",
+                "theoretical", "actual", "frag", "vs PyTorch", "time");
         for (size_t i = 0; i < nrows; i++) {
             const compare_row *w = &rows[i];
-            fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
-                    planner_order_name(w->m->order), planner_layout_name(w->m->layout),
-                    compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
-                    compare_pct((double)w->actual, (double)w->p.theoretical),
-                    i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
+            fprintf(
+                out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
+                planner_order_name(w->m->order), planner_layout_name(w->m->layout),
+                compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
+                compare_pct((double)w->actual, (double)w->p.theoretical),
+                i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
         }
         /* The bound caps what any plan can save: tells a user whether a
          * small saving is ROAM's limit or the model's. */
-        fprintf(out, "  lower bound of the theoretical peak: %s (no plan saves more than %.2f%% vs PyTorch); "
-                     "persistent %s\n",
+        fprintf(out,
+                "  lower bound of the theoretical peak: %s (no plan saves more than %.2f%% vs "
+                "PyTorch); "
+                "persistent %s\n",
                 compare_human(roam->p.lower_bound, a, sizeof a),
                 -compare_pct((double)roam->p.lower_bound, (double)torch->actual),
                 compare_human(roam->p.persistent, b, sizeof b));
         if (strcmp(planner_graph_kind(g->model), "training") == 0)
-            fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager PyTorch holds .grad,\n"
-                         "  actual peak = what its caching allocator reserves; vs PyTorch = saving in actual peak.\n");
+            fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager "
+                         "PyTorch holds .grad,\n"
+                         "  actual peak = what its caching allocator reserves; vs PyTorch = saving "
+                         "in actual peak.\n");
         else
-            fprintf(out, "  PyTorch: program order of this inference graph, actual peak = what its caching allocator\n"
-                         "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
+            fprintf(out,
+                    "  PyTorch: program order of this inference graph, actual peak = what its "
+                    "caching allocator\n"
+                    "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
         for (size_t i = 0; i < nrows; i++)
             if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].m->title, rows[i].note);
         if (out_path) fprintf(out, "  ROAM plan written  %s\n", out_path);

@@ -31,16 +31,28 @@
  * since people write "16gb" as often as "16GB"; a bare "G" is refused
  * because it means 10^9 to some tools and 2^30 to others. */
 static uint64_t fit_unit(const char *u) {
-    static const struct { const char *name; uint64_t bytes; } units[] = {
-        {"", 1}, {"b", 1},
-        {"kb", 1000ull}, {"mb", 1000000ull}, {"gb", 1000000000ull}, {"tb", 1000000000000ull},
+    static const struct {
+        const char *name;
+        uint64_t bytes;
+    } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"kb", 1000ull},
+        {"mb", 1000000ull},
+        {"gb", 1000000000ull},
+        {"tb", 1000000000000ull},
         {"pb", 1000000000000000ull},
-        {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40}, {"pib", 1ull << 50},
+        {"kib", 1ull << 10},
+        {"mib", 1ull << 20},
+        {"gib", 1ull << 30},
+        {"tib", 1ull << 40},
+        {"pib", 1ull << 50},
     };
     char low[8];
     size_t n = strlen(u);
     if (n >= sizeof low) return 0;
-    for (size_t i = 0; i <= n; i++) low[i] = (char)(u[i] >= 'A' && u[i] <= 'Z' ? u[i] - 'A' + 'a' : u[i]);
+    for (size_t i = 0; i <= n; i++)
+        low[i] = (char)(u[i] >= 'A' && u[i] <= 'Z' ? u[i] - 'A' + 'a' : u[i]);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(low, units[i].name) == 0) return units[i].bytes;
     return 0;
@@ -58,17 +70,22 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
             dot = true;
             continue;
         }
-        if (__builtin_mul_overflow(mant, 10, &mant) || __builtin_add_overflow(mant, (uint64_t)(*p - '0'), &mant) ||
+        if (__builtin_mul_overflow(mant, 10, &mant) ||
+            __builtin_add_overflow(mant, (uint64_t)(*p - '0'), &mant) ||
             (dot && __builtin_mul_overflow(scale, 10, &scale)))
-            return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
+            return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes",
+                                  s);
         digits++;
     }
     if (digits == 0)
-        return planner_errorf(err, errlen, "'%s' is not a size: give bytes, or a number with a unit such as 16GiB or 80GB", s);
+        return planner_errorf(
+            err, errlen,
+            "'%s' is not a size: give bytes, or a number with a unit such as 16GiB or 80GB", s);
     uint64_t unit = fit_unit(p);
     if (unit == 0)
         return planner_errorf(err, errlen,
-                              "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; KiB, MiB, GiB, TiB, "
+                              "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
+                              "KiB, MiB, GiB, TiB, "
                               "PiB powers of 1024)",
                               s, p);
     uint64_t hi;
@@ -98,10 +115,11 @@ static const char *fit_grouped(uint64_t v, char *buf, size_t len) {
     return buf;
 }
 
-
 /* ------------------------------------------------------------ one verdict */
 
-static bool fit_fits(const planner_budget *b, uint64_t need) { return need <= b->budget - b->reserve; }
+static bool fit_fits(const planner_budget *b, uint64_t need) {
+    return need <= b->budget - b->reserve;
+}
 
 /* Margin (positive) or shortfall (negative) in bytes, as a double so that
  * it has a sign for any uint64 pair. */
@@ -115,9 +133,11 @@ static json_t *fit_verdict_json(const planner_budget *b, uint64_t need, uint64_t
     json_object_set_new(o, "needs", json_integer((json_int_t)need));
     json_object_set_new(o, "fits", json_boolean(fit_fits(b, need)));
     /* the margin is exact in bytes; json_int_t holds it for any budget up to 2^63 */
-    int64_t m = fit_fits(b, need) ? (int64_t)(b->budget - b->reserve - need) : -(int64_t)(need - (b->budget - b->reserve));
+    int64_t m = fit_fits(b, need) ? (int64_t)(b->budget - b->reserve - need)
+                                  : -(int64_t)(need - (b->budget - b->reserve));
     json_object_set_new(o, "margin", json_integer((json_int_t)m));
-    json_object_set_new(o, "margin_percent_of_budget", json_real(100.0 * fit_margin(b, need) / (double)b->budget));
+    json_object_set_new(o, "margin_percent_of_budget",
+                        json_real(100.0 * fit_margin(b, need) / (double)b->budget));
     return o;
 }
 
@@ -133,36 +153,45 @@ static json_t *fit_budget_json(const planner_budget *b) {
 
 static void fit_budget_text(FILE *f, const planner_budget *b) {
     char g1[40], g2[40], g3[40];
-    fprintf(f, "  budget        %s = %s B; reserve %s = %s B outside the arena; %s B for the step\n", b->budget_text,
-            fit_grouped(b->budget, g1, sizeof g1), b->reserve_text ? b->reserve_text : "0",
-            fit_grouped(b->reserve, g2, sizeof g2), fit_grouped(b->budget - b->reserve, g3, sizeof g3));
+    fprintf(f,
+            "  budget        %s = %s B; reserve %s = %s B outside the arena; %s B for the step\n",
+            b->budget_text, fit_grouped(b->budget, g1, sizeof g1),
+            b->reserve_text ? b->reserve_text : "0", fit_grouped(b->reserve, g2, sizeof g2),
+            fit_grouped(b->budget - b->reserve, g3, sizeof g3));
 }
 
 static void fit_verdict_text(FILE *f, const planner_budget *b, const char *who, uint64_t need) {
     char h[32], g[40], hm[32];
     bool fits = fit_fits(b, need);
     uint64_t gap = fits ? b->budget - b->reserve - need : need - (b->budget - b->reserve);
-    fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who, planner_bytes_human(need, h, sizeof h),
-            fit_grouped(need, g, sizeof g), fits ? "FITS" : "DOES NOT FIT", planner_bytes_human(gap, hm, sizeof hm),
+    fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who,
+            planner_bytes_human(need, h, sizeof h), fit_grouped(need, g, sizeof g),
+            fits ? "FITS" : "DOES NOT FIT", planner_bytes_human(gap, hm, sizeof hm),
             100.0 * (double)gap / (double)b->budget);
 }
 
-int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch, json_t *json) {
+int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
+                       json_t *json) {
     if (json) {
         json_t *o = fit_budget_json(b);
-        json_object_set_new(o, "pytorch", fit_verdict_json(b, plan_device_bytes(pytorch), pytorch->theoretical));
-        json_object_set_new(o, "plan", fit_verdict_json(b, plan_device_bytes(chosen), chosen->theoretical));
+        json_object_set_new(o, "pytorch",
+                            fit_verdict_json(b, plan_device_bytes(pytorch), pytorch->theoretical));
+        json_object_set_new(o, "plan",
+                            fit_verdict_json(b, plan_device_bytes(chosen), chosen->theoretical));
         json_object_set_new(json, "budget", o);
     } else if (f) {
         fit_budget_text(f, b);
         fit_verdict_text(f, b, "PyTorch", plan_device_bytes(pytorch));
         fit_verdict_text(f, b, "this plan", plan_device_bytes(chosen));
         if (pytorch->pytorch_released)
-            fprintf(f, "  note          near the budget PyTorch's allocator gave %zu cached segments back to the "
-                       "device (as it does before it reports out of memory)\n",
+            fprintf(f,
+                    "  note          near the budget PyTorch's allocator gave %zu cached segments "
+                    "back to the "
+                    "device (as it does before it reports out of memory)\n",
                     pytorch->pytorch_released);
         if (pytorch->pytorch_oom)
-            fprintf(f, "  note          PyTorch would stop with out of memory; it needs what it reserves with no limit\n");
+            fprintf(f, "  note          PyTorch would stop with out of memory; it needs what it "
+                       "reserves with no limit\n");
     }
     return fit_fits(b, plan_device_bytes(chosen)) ? 0 : PLANNER_EXIT_NO_FIT;
 }
@@ -185,7 +214,8 @@ typedef struct fit_row {
      * over the budget (need is then that peak, a lower bound) */
     enum { FIT_ARENA_EXACT, FIT_ARENA_AT_MOST, FIT_ARENA_SKIPPED } arena;
     double seconds;
-    bool cut; /* --time-limit: some plan of this batch was cut short (plan.time_short or time_cut) */
+    /* --time-limit: some plan of this batch was cut short (plan.time_short or time_cut) */
+    bool cut;
 } fit_row;
 
 typedef struct fit_search {
@@ -199,12 +229,14 @@ typedef struct fit_search {
 
 /* Loads the model (or its --train step) with q's bindings and symbol =
  * batch, and builds its graph.  Returns 0, or 2 with a message. */
-static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g, char *err, size_t errlen) {
+static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g, char *err,
+                    size_t errlen) {
     /* q's bindings plus one: shares q's strings, owns only the array */
     fe_options o = *q->bindings;
     o.dims = malloc((q->bindings->n_dims + 1) * sizeof *o.dims);
     if (!o.dims) return planner_errorf(err, errlen, "out of memory"), 2;
-    if (q->bindings->n_dims) memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
+    if (q->bindings->n_dims)
+        memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
     int rc;
     if (q->train) {
@@ -226,12 +258,13 @@ static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, gr
 /* Plans g as method pytorch (who FIT_PYTORCH) or with q's options
  * (FIT_PLAN; with quick, its order and the fast llfb layout).  Returns 0,
  * or 1 with a message. */
-static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool quick, plan *p, char *err,
-                    size_t errlen) {
+static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool quick, plan *p,
+                    char *err, size_t errlen) {
     planner_options opt = q->opt;
     if (who == FIT_PYTORCH) planner_method_apply(planner_method_find("pytorch"), &opt);
     if (quick) opt.layout = PLANNER_LAYOUT_LLFB;
-    if (opt.layout == PLANNER_LAYOUT_PYTORCH) opt.device_limit = q->budget->budget - q->budget->reserve;
+    if (opt.layout == PLANNER_LAYOUT_PYTORCH)
+        opt.device_limit = q->budget->budget - q->budget->reserve;
     opt.progress = 0;
     return plan_build(g, &opt, p, err, errlen) ? 1 : 0;
 }
@@ -262,7 +295,8 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
      * represent: any failure is the model's, reported */
     if ((s->status = fit_load(s->q, b, &m, &g, why, sizeof why)))
-        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
+        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
+               NULL;
     for (int who = FIT_PYTORCH; who <= FIT_PLAN && s->status == 0; who++) {
         plan p;
         /* The slow layout only where it decides: its arena is at least the
@@ -287,7 +321,8 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
         if (s->status) break;
         row->cut |= p.time_short || p.time_cut[0];
         row->theoretical[who] = p.theoretical;
-        row->need[who] = who == FIT_PLAN && row->arena == FIT_ARENA_SKIPPED ? p.theoretical : plan_device_bytes(&p);
+        row->need[who] = who == FIT_PLAN && row->arena == FIT_ARENA_SKIPPED ? p.theoretical
+                                                                            : plan_device_bytes(&p);
         row->fits[who] = fit_fits(s->q->budget, row->need[who]);
         /* the chosen plan's graph frees each gradient after its last use;
          * PyTorch's holds them to the end, so its bound is another one */
@@ -296,11 +331,14 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     }
     graph_free(&g);
     fe_free(&m);
-    if (s->status) return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
+    if (s->status)
+        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
+               NULL;
     row->fits[FIT_BOUND] = fit_fits(s->q->budget, row->need[FIT_BOUND]);
     row->seconds = planner_now() - t0;
     planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
-                            row->fits[0] ? "fits" : "does not fit", row->fits[1] ? "fits" : "does not fit");
+                            row->fits[0] ? "fits" : "does not fit",
+                            row->fits[1] ? "fits" : "does not fit");
     s->n_rows++;
     return row;
 }
@@ -324,8 +362,10 @@ static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
         int64_t mid = lo + (hi - lo) / 2;
         const fit_row *r = fit_probe(s, mid);
         if (!r) return -1;
-        if (r->fits[who]) lo = mid;
-        else hi = mid;
+        if (r->fits[who])
+            lo = mid;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -363,40 +403,55 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
     ymax += ymax / 10;
     const double H = 400, Y0 = 60;
 #define FIT_Y(v) (Y0 + H - H * (double)(v) / (double)ymax)
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1100\" "
-               "height=\"540\" viewBox=\"0 0 1100 540\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-               "<style>text{font-family:sans-serif;font-size:12px}.t{font-size:14px;font-weight:bold}"
-               ".ax{stroke:#888}.b{stroke:#e15759;stroke-dasharray:6 4}</style>\n");
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+            "width=\"1100\" "
+            "height=\"540\" viewBox=\"0 0 1100 540\">\n<rect width=\"100%%\" height=\"100%%\" "
+            "fill=\"white\"/>\n"
+            "<style>text{font-family:sans-serif;font-size:12px}.t{font-size:14px;font-weight:bold}"
+            ".ax{stroke:#888}.b{stroke:#e15759;stroke-dasharray:6 4}</style>\n");
     const char *base = strrchr(q->model_path, '/');
     char h1[32], h2[32];
     fprintf(f, "<text class=\"t\" x=\"80\" y=\"24\">");
     for (const char *c = base ? base + 1 : q->model_path; *c; c++) {
-        if (*c == '<' || *c == '>' || *c == '&' || *c == '"') fprintf(f, "&#%d;", *c);
-        else fputc(*c, f);
+        if (*c == '<' || *c == '>' || *c == '&' || *c == '"')
+            fprintf(f, "&#%d;", *c);
+        else
+            fputc(*c, f);
     }
-    fprintf(f, ": device memory against batch '%s'; budget %s (reserve %s): PyTorch fits %" PRId64
-               ", roamc's plan %" PRId64 "</text>\n",
-            q->symbol, planner_bytes_human(q->budget->budget, h1, sizeof h1), planner_bytes_human(q->budget->reserve, h2, sizeof h2), best[0],
-            best[1]);
+    fprintf(f,
+            ": device memory against batch '%s'; budget %s (reserve %s): PyTorch fits %" PRId64
+            ", roamc's plan %" PRId64 "</text>\n",
+            q->symbol, planner_bytes_human(q->budget->budget, h1, sizeof h1),
+            planner_bytes_human(q->budget->reserve, h2, sizeof h2), best[0], best[1]);
     /* axes with ticks: bytes up (5 ticks), batch across (powers of two) */
-    fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/>\n", Y0 + H, Y0 + H);
+    fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/>\n", Y0 + H,
+            Y0 + H);
     fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n", Y0, Y0 + H);
     /* round ticks: 1, 2 or 5 times a power of ten, in GiB or MiB */
-    double unit = ymax >= (1ull << 30) ? (double)(1ull << 30) : (double)(1ull << 20), raw = (double)ymax / unit / 5, step = 1;
+    double unit = ymax >= (1ull << 30) ? (double)(1ull << 30) : (double)(1ull << 20),
+           raw = (double)ymax / unit / 5, step = 1;
     while (step * 10 <= raw) step *= 10;
     step *= raw > 5 * step ? 10 : raw > 2 * step ? 5 : raw > step ? 2 : 1;
     for (double v = 0; v * unit <= (double)ymax; v += step)
-        fprintf(f, "<text x=\"74\" y=\"%.1f\" text-anchor=\"end\">%g %s</text><line class=\"ax\" x1=\"76\" "
-                   "y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n",
-                FIT_Y(v * unit) + 4, v, unit > (double)(1ull << 20) ? "GiB" : "MiB", FIT_Y(v * unit), FIT_Y(v * unit));
+        fprintf(f,
+                "<text x=\"74\" y=\"%.1f\" text-anchor=\"end\">%g %s</text><line class=\"ax\" "
+                "x1=\"76\" "
+                "y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n",
+                FIT_Y(v * unit) + 4, v, unit > (double)(1ull << 20) ? "GiB" : "MiB",
+                FIT_Y(v * unit), FIT_Y(v * unit));
     for (int64_t b = 1; b <= top; b *= 2)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRId64 "</text>\n", fit_svg_x(b, top),
-                Y0 + H + 16, b);
-    fprintf(f, "<text x=\"535\" y=\"%.1f\" text-anchor=\"middle\">batch (log scale)</text>\n", Y0 + H + 34);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRId64 "</text>\n",
+                fit_svg_x(b, top), Y0 + H + 16, b);
+    fprintf(f, "<text x=\"535\" y=\"%.1f\" text-anchor=\"middle\">batch (log scale)</text>\n",
+            Y0 + H + 34);
     /* budget line: what the step may use, the reserve taken off */
-    fprintf(f, "<line class=\"b\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/><text x=\"994\" y=\"%.1f\" "
-               "fill=\"#e15759\">budget</text>\n",
-            FIT_Y(q->budget->budget - q->budget->reserve), FIT_Y(q->budget->budget - q->budget->reserve),
+    fprintf(f,
+            "<line class=\"b\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/><text x=\"994\" "
+            "y=\"%.1f\" "
+            "fill=\"#e15759\">budget</text>\n",
+            FIT_Y(q->budget->budget - q->budget->reserve),
+            FIT_Y(q->budget->budget - q->budget->reserve),
             FIT_Y(q->budget->budget - q->budget->reserve) + 4);
     static const char *const colors[FIT_N] = {"#f28e2b", "#4e79a7", "#bab0ac"};
     static const char *const names[FIT_N] = {"PyTorch (allocator reserves)", "roamc plan (arena)",
@@ -409,12 +464,19 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
             fprintf(f, "%.1f,%.1f ", fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]));
         fprintf(f, "\"/>\n");
         for (size_t i = 0; i < s->n_rows; i++)
-            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"><title>batch %" PRId64 ": %s</title></circle>\n",
-                        fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]),
-                        s->rows[i].batch == best[w] ? "5" : w == FIT_BOUND ? "1.5" : "2.5", colors[w], s->rows[i].batch,
-                        planner_bytes_human(s->rows[i].need[w], h1, sizeof h1));
-        fprintf(f, "<rect x=\"%d\" y=\"36\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"42\">%s: "
-                   "largest batch %" PRId64 "</text>\n",
+            fprintf(f,
+                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"><title>batch %" PRId64
+                    ": %s</title></circle>\n",
+                    fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]),
+                    s->rows[i].batch == best[w] ? "5"
+                    : w == FIT_BOUND            ? "1.5"
+                                                : "2.5",
+                    colors[w], s->rows[i].batch,
+                    planner_bytes_human(s->rows[i].need[w], h1, sizeof h1));
+        fprintf(f,
+                "<rect x=\"%d\" y=\"36\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" "
+                "y=\"42\">%s: "
+                "largest batch %" PRId64 "</text>\n",
                 80 + 340 * w, colors[w], 98 + 340 * w, names[w], best[w]);
     }
 #undef FIT_Y
@@ -439,8 +501,10 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
         if (s->kind != FE_SYMBOL_INPUT) continue;
         if (q->symbol && strcmp(s->name, q->symbol) == 0) {
             if (s->value >= 0)
-                rc = planner_errorf(err, errlen, "%s: --max-batch searches '%s', which --dim binds to %" PRId64
-                                                 "; leave it unbound", q->model_path, q->symbol, s->value);
+                rc = planner_errorf(err, errlen,
+                                    "%s: --max-batch searches '%s', which --dim binds to %" PRId64
+                                    "; leave it unbound",
+                                    q->model_path, q->symbol, s->value);
             only = s->name;
             n_unbound = 1;
             break;
@@ -449,26 +513,35 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
             if (!bound) bound = s;
             continue;
         }
-        if (len < sizeof names) len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'", n_unbound ? ", " : "", s->name);
+        if (len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
+                                    n_unbound ? ", " : "", s->name);
         only = s->name;
         n_unbound++;
     }
     if (rc == 0 && q->symbol && !(only && strcmp(only, q->symbol) == 0))
-        rc = planner_errorf(err, errlen, "%s: the model has no symbolic dim '%s'%s%s", q->model_path, q->symbol,
-                            n_unbound ? "; its unbound symbols: " : "", names);
+        rc =
+            planner_errorf(err, errlen, "%s: the model has no symbolic dim '%s'%s%s", q->model_path,
+                           q->symbol, n_unbound ? "; its unbound symbols: " : "", names);
     else if (rc == 0 && n_unbound == 0 && bound)
-        rc = planner_errorf(err, errlen, "%s: --max-batch searches a symbolic dim, and --dim binds every one ('%s' to %" PRId64
-                                         "): leave the batch unbound",
-                            q->model_path, bound->name, bound->value);
+        rc = planner_errorf(
+            err, errlen,
+            "%s: --max-batch searches a symbolic dim, and --dim binds every one ('%s' to %" PRId64
+            "): leave the batch unbound",
+            q->model_path, bound->name, bound->value);
     else if (rc == 0 && n_unbound == 0)
-        rc = planner_errorf(err, errlen,
-                            "%s: --max-batch needs a symbolic batch dim, and the model has none left unbound (its input "
-                            "shapes are fixed). Export it with one: torch.onnx.export(..., dynamic_axes={'INPUT': {0: "
-                            "'batch'}}), or for a training step `models/export.py --model NAME --symbolic-batch`",
-                            q->model_path);
+        rc = planner_errorf(
+            err, errlen,
+            "%s: --max-batch needs a symbolic batch dim, and the model has none left unbound (its "
+            "input "
+            "shapes are fixed). Export it with one: torch.onnx.export(..., dynamic_axes={'INPUT': "
+            "{0: "
+            "'batch'}}), or for a training step `models/export.py --model NAME --symbolic-batch`",
+            q->model_path);
     else if (rc == 0 && n_unbound > 1)
         rc = planner_errorf(err, errlen,
-                            "%s: the model has %zu unbound symbols (%s); bind all but the batch with --dim SYMBOL=V, "
+                            "%s: the model has %zu unbound symbols (%s); bind all but the batch "
+                            "with --dim SYMBOL=V, "
                             "or name the batch: --max-batch=SYMBOL",
                             q->model_path, n_unbound, names);
     if (rc == 0 && !(*sym = strdup(only))) rc = planner_errorf(err, errlen, "out of memory");
@@ -495,7 +568,8 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     int64_t above[FIT_N] = {0};
     for (size_t i = 0; rc == 0 && i < s.n_rows; i++)
         for (int w = 0; w < FIT_N; w++)
-            if (s.rows[i].fits[w] && s.rows[i].batch > best[w] && !above[w]) above[w] = s.rows[i].batch;
+            if (s.rows[i].fits[w] && s.rows[i].batch > best[w] && !above[w])
+                above[w] = s.rows[i].batch;
     plan chosen = {0};
     fe_model cm = {0};
     graph cg = {0};
@@ -516,11 +590,15 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
         planner_output_set set = {0};
         int i_plan = planner_outputs_add(&set, "-o", have_plan ? q.out_path : NULL);
         int i_svg = planner_outputs_add(&set, "--svg", q.svg_path);
-        if (planner_outputs_open(&set, err, errlen)) rc = 1;
+        if (planner_outputs_open(&set, err, errlen))
+            rc = 1;
         else {
-            int ok = i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
+            int ok =
+                i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
             if (ok && i_svg >= 0) fit_svg(&s, best, set.slot[i_svg].f);
-            if (!ok) planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory", q.out_path);
+            if (!ok)
+                planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory",
+                               q.out_path);
             if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
         }
     }
@@ -550,9 +628,12 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
             json_t *o = json_object();
             json_object_set_new(o, "batch", json_integer(s.rows[i].batch));
             for (int w = 0; w < FIT_N; w++)
-                json_object_set_new(o, keys[w], fit_verdict_json(q.budget, s.rows[i].need[w], s.rows[i].theoretical[w]));
+                json_object_set_new(
+                    o, keys[w],
+                    fit_verdict_json(q.budget, s.rows[i].need[w], s.rows[i].theoretical[w]));
             static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
-            json_object_set_new(json_object_get(o, "plan"), "arena", json_string(arena[s.rows[i].arena]));
+            json_object_set_new(json_object_get(o, "plan"), "arena",
+                                json_string(arena[s.rows[i].arena]));
             json_object_set_new(o, "seconds", json_real(s.rows[i].seconds));
             json_object_set_new(o, "time_limit_cut", json_boolean(s.rows[i].cut));
             json_array_append_new(rows, o);
@@ -567,44 +648,67 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
         char g1[40], h5[32];
         bool slow = false;
         for (size_t i = 0; i < s.n_rows; i++) slow |= s.rows[i].arena != FIT_ARENA_EXACT;
-        fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q.model_path, q.symbol);
+        fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q.model_path,
+                q.symbol);
         fit_budget_text(out, q.budget);
-        fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.", "reserved",
-                "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
+        fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch",
+                "PyTorch th.", "reserved", "fits", "plan th.", "arena", "fits", "lower bound",
+                "fits", "time");
         for (size_t i = 0; i < s.n_rows; i++) {
             const fit_row *r = &s.rows[i];
-            fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
-                    planner_bytes_human(r->theoretical[0], h1, sizeof h1), planner_bytes_human(r->need[0], h2, sizeof h2),
-                    r->fits[0] ? "yes" : "no", planner_bytes_human(r->theoretical[1], h3, sizeof h3),
+            fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n",
+                    r->batch, planner_bytes_human(r->theoretical[0], h1, sizeof h1),
+                    planner_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
+                    planner_bytes_human(r->theoretical[1], h3, sizeof h3),
                     fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
-                    planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no", r->seconds);
+                    planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
+                    r->seconds);
         }
         for (int w = 0; w < FIT_N; w++) {
-            if (best[w] == 0) fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
-            else if (capped[w]) fprintf(out, "  %-15s fits batch %" PRId64 " (the search stops there)\n", who[w], best[w]);
-            else fprintf(out, "  %-15s fits batch %" PRId64 " and not %" PRId64 "\n", who[w], best[w], best[w] + 1);
+            if (best[w] == 0)
+                fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
+            else if (capped[w])
+                fprintf(out, "  %-15s fits batch %" PRId64 " (the search stops there)\n", who[w],
+                        best[w]);
+            else
+                fprintf(out, "  %-15s fits batch %" PRId64 " and not %" PRId64 "\n", who[w],
+                        best[w], best[w] + 1);
             if (above[w])
-                fprintf(out, "  note: %s also fits batch %" PRId64 ", above that: its need does not grow with the "
-                             "batch everywhere, so a larger batch may fit\n",
+                fprintf(out,
+                        "  note: %s also fits batch %" PRId64
+                        ", above that: its need does not grow with the "
+                        "batch everywhere, so a larger batch may fit\n",
                         who[w], above[w]);
         }
         if (best[0] > 0 && best[1] > 0)
-            fprintf(out, "  PyTorch fits batch %" PRId64 ", roamc's plan (order %s, layout %s) fits batch %" PRId64
-                         " (%+.1f%%); no plan of this step fits more than batch %" PRId64 " (the lower bound)\n",
-                    best[0], planner_order_name(q.opt.order), planner_layout_name(q.opt.layout), best[1],
-                    100.0 * ((double)best[1] - (double)best[0]) / (double)best[0], best[2]);
-        fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s.n_rows, seconds);
+            fprintf(out,
+                    "  PyTorch fits batch %" PRId64
+                    ", roamc's plan (order %s, layout %s) fits batch %" PRId64
+                    " (%+.1f%%); no plan of this step fits more than batch %" PRId64
+                    " (the lower bound)\n",
+                    best[0], planner_order_name(q.opt.order), planner_layout_name(q.opt.layout),
+                    best[1], 100.0 * ((double)best[1] - (double)best[0]) / (double)best[0],
+                    best[2]);
+        fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s.n_rows,
+                seconds);
         if (slow)
-            fprintf(out, "  arena         laid out by layout %s where that decides the fit; <=: llfb's arena, which fits "
-                         "already (layout %s does no worse); -: not laid out, the theoretical peak is over the budget\n",
+            fprintf(out,
+                    "  arena         laid out by layout %s where that decides the fit; <=: llfb's "
+                    "arena, which fits "
+                    "already (layout %s does no worse); -: not laid out, the theoretical peak is "
+                    "over the budget\n",
                     planner_layout_name(q.opt.layout), planner_layout_name(q.opt.layout));
         size_t n_cut = 0;
         for (size_t i = 0; i < s.n_rows; i++) n_cut += s.rows[i].cut;
         if (n_cut)
-            fprintf(out, "  time limit    %g s cut the plans of %zu of the %zu batches (the fastest valid plan, or solvers "
-                         "stopped early): the boundary may move with more time\n",
+            fprintf(out,
+                    "  time limit    %g s cut the plans of %zu of the %zu batches (the fastest "
+                    "valid plan, or solvers "
+                    "stopped early): the boundary may move with more time\n",
                     q.opt.time_limit, n_cut, s.n_rows);
-        if (have_plan) fprintf(out, "  plan written  %s (batch %s)\n", q.out_path, fit_grouped((uint64_t)best[1], g1, sizeof g1));
+        if (have_plan)
+            fprintf(out, "  plan written  %s (batch %s)\n", q.out_path,
+                    fit_grouped((uint64_t)best[1], g1, sizeof g1));
         if (q.svg_path) fprintf(out, "  picture written %s\n", q.svg_path);
     }
     if (have_plan) {

@@ -125,7 +125,8 @@ static const char check_usage[] =
     "exit status: 0 valid, 1 invalid, 2 unreadable model or plan, or bad usage.\n";
 
 static const char shapes_usage[] =
-    "usage: roamc shapes MODEL.onnx [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V] [--report text|json]\n"
+    "usage: roamc shapes MODEL.onnx [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V] [--report "
+    "text|json]\n"
     "\n"
     "Prints every value's element type and shape as roamc infers them (unbound\n"
     "dims by their symbol), the producer, and whether the shape came from the\n"
@@ -141,8 +142,10 @@ static int main_getopt_error(int c, char **argv, const char *cmd) {
     const char *arg = argv[optind - 1];
     char shortopt[3] = {'-', (char)optopt, 0};
     if (optopt && strncmp(arg, "--", 2) != 0) arg = shortopt;
-    if (c == ':') fprintf(stderr, "roamc: option '%s' needs a value\n", arg);
-    else fprintf(stderr, "roamc: unknown option '%s'\n", arg);
+    if (c == ':')
+        fprintf(stderr, "roamc: option '%s' needs a value\n", arg);
+    else
+        fprintf(stderr, "roamc: unknown option '%s'\n", arg);
     fprintf(stderr, "Try 'roamc %s%s--help'.\n", cmd ? cmd : "", cmd ? " " : "");
     return 2;
 }
@@ -152,13 +155,16 @@ static double main_t_start;
 
 /* The options every command that reads a model takes. */
 enum { OPT_INPUT_SHAPE = 512, OPT_DIM };
-#define MAIN_BINDING_OPTIONS \
-    {"input-shape", required_argument, NULL, OPT_INPUT_SHAPE}, {"dim", required_argument, NULL, OPT_DIM}
+#define MAIN_BINDING_OPTIONS                                                                       \
+    {"input-shape", required_argument, NULL, OPT_INPUT_SHAPE}, {                                   \
+        "dim", required_argument, NULL, OPT_DIM                                                    \
+    }
 
 /* Adds one --input-shape or --dim; returns 0, or 2 after a usage message. */
 static int main_binding(fe_options *fopt, int c, const char *arg) {
     char err[512];
-    if (fe_options_parse(fopt, c == OPT_DIM ? "--dim" : "--input-shape", arg, err, sizeof err) == 0) return 0;
+    if (fe_options_parse(fopt, c == OPT_DIM ? "--dim" : "--input-shape", arg, err, sizeof err) == 0)
+        return 0;
     fprintf(stderr, "roamc: %s\nTry 'roamc --help'.\n", err);
     return 2;
 }
@@ -183,10 +189,12 @@ static int main_parse_u64(const char *s, uint64_t *out) {
 
 /* --train and its options (frontend/train.c derives the step). */
 enum { OPT_TRAIN = 400, OPT_LOSS, OPT_OPTIMIZER, OPT_FROZEN, OPT_EMIT_TRAIN };
-#define MAIN_TRAIN_OPTIONS                                                                                     \
-    {"train", no_argument, NULL, OPT_TRAIN}, {"loss", required_argument, NULL, OPT_LOSS},                      \
-        {"optimizer", required_argument, NULL, OPT_OPTIMIZER}, {"frozen", required_argument, NULL, OPT_FROZEN}, \
-        {"emit-train", required_argument, NULL, OPT_EMIT_TRAIN}
+#define MAIN_TRAIN_OPTIONS                                                                         \
+    {"train", no_argument, NULL, OPT_TRAIN}, {"loss", required_argument, NULL, OPT_LOSS},          \
+        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},                                     \
+        {"frozen", required_argument, NULL, OPT_FROZEN}, {                                         \
+        "emit-train", required_argument, NULL, OPT_EMIT_TRAIN                                      \
+    }
 #define MAIN_MAX_FROZEN 256
 typedef struct main_train {
     bool on, other; /* --train given; some --train-only option given */
@@ -196,14 +204,17 @@ typedef struct main_train {
 
 /* One --train option; returns 0, or 2 after a usage message. */
 static int main_train_option(main_train *tr, int c, const char *arg) {
-    if (c == OPT_TRAIN) tr->on = true;
-    else tr->other = true;
+    if (c == OPT_TRAIN)
+        tr->on = true;
+    else
+        tr->other = true;
     if (c == OPT_LOSS && fe_train_loss_parse(arg, &tr->t.loss))
         return main_usage_error("--loss is cross-entropy, mse or none, not '%s'", arg);
     if (c == OPT_OPTIMIZER && fe_train_optimizer_parse(arg, &tr->t.optimizer))
         return main_usage_error("--optimizer is adam, adamw, sgd, momentum or none, not '%s'", arg);
     if (c == OPT_FROZEN) {
-        if (tr->t.n_frozen == MAIN_MAX_FROZEN) return main_usage_error("%s", "at most 256 --frozen patterns");
+        if (tr->t.n_frozen == MAIN_MAX_FROZEN)
+            return main_usage_error("%s", "at most 256 --frozen patterns");
         tr->frozen[tr->t.n_frozen++] = arg;
         tr->t.frozen = tr->frozen;
     }
@@ -213,10 +224,12 @@ static int main_train_option(main_train *tr, int c, const char *arg) {
 
 /* Loads the model, or with --train derives its training step (and prints
  * what was derived to report, when not NULL).  0, or 2 after a message. */
-static int main_load(const char *path, const fe_options *fopt, const main_train *tr, fe_model *m, FILE *report) {
+static int main_load(const char *path, const fe_options *fopt, const main_train *tr, fe_model *m,
+                     FILE *report) {
     char err[2048];
     char *summary = NULL;
-    int rc = tr->on ? fe_train(path, fopt, &tr->t, m, &summary, err, sizeof err) : fe_load(path, fopt, m, err, sizeof err);
+    int rc = tr->on ? fe_train(path, fopt, &tr->t, m, &summary, err, sizeof err)
+                    : fe_load(path, fopt, m, err, sizeof err);
     if (rc) {
         planner_progress_end();
         fprintf(stderr, "roamc: %s\n", err);
@@ -232,23 +245,50 @@ static int main_load(const char *path, const fe_options *fopt, const main_train 
 
 static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt);
 
-enum { OPT_ORDER = 256, OPT_LAYOUT, OPT_ALIGN, OPT_REPORT, OPT_SVG,
-       OPT_NODE_LIMIT, OPT_DELAY_RADIUS, OPT_THREADS, OPT_TIME_LIMIT, OPT_DUMP_TREE, OPT_COMPARE,
-       OPT_METHOD, OPT_BUDGET, OPT_RESERVE, OPT_MAX_BATCH, OPT_DUMP_BUFFERS };
+enum {
+    OPT_ORDER = 256,
+    OPT_LAYOUT,
+    OPT_ALIGN,
+    OPT_REPORT,
+    OPT_SVG,
+    OPT_NODE_LIMIT,
+    OPT_DELAY_RADIUS,
+    OPT_THREADS,
+    OPT_TIME_LIMIT,
+    OPT_DUMP_TREE,
+    OPT_COMPARE,
+    OPT_METHOD,
+    OPT_BUDGET,
+    OPT_RESERVE,
+    OPT_MAX_BATCH,
+    OPT_DUMP_BUFFERS
+};
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"order", required_argument, NULL, OPT_ORDER},
-        {"layout", required_argument, NULL, OPT_LAYOUT}, {"align", required_argument, NULL, OPT_ALIGN},
-        {"report", required_argument, NULL, OPT_REPORT}, {"svg", required_argument, NULL, OPT_SVG}, {"quiet", no_argument, NULL, 'q'},
-        {"node-limit", required_argument, NULL, OPT_NODE_LIMIT}, {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
-        {"threads", required_argument, NULL, OPT_THREADS}, {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE}, {"dump-buffers", required_argument, NULL, OPT_DUMP_BUFFERS},
+        {"output", required_argument, NULL, 'o'},
+        {"order", required_argument, NULL, OPT_ORDER},
+        {"layout", required_argument, NULL, OPT_LAYOUT},
+        {"align", required_argument, NULL, OPT_ALIGN},
+        {"report", required_argument, NULL, OPT_REPORT},
+        {"svg", required_argument, NULL, OPT_SVG},
+        {"quiet", no_argument, NULL, 'q'},
+        {"node-limit", required_argument, NULL, OPT_NODE_LIMIT},
+        {"delay-radius", required_argument, NULL, OPT_DELAY_RADIUS},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
+        {"dump-tree", required_argument, NULL, OPT_DUMP_TREE},
+        {"dump-buffers", required_argument, NULL, OPT_DUMP_BUFFERS},
         {"compare", no_argument, NULL, OPT_COMPARE},
-        {"method", required_argument, NULL, OPT_METHOD}, {"budget", required_argument, NULL, OPT_BUDGET},
-        {"reserve", required_argument, NULL, OPT_RESERVE}, {"max-batch", optional_argument, NULL, OPT_MAX_BATCH},
-        MAIN_BINDING_OPTIONS, MAIN_TRAIN_OPTIONS,
-        {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+        {"method", required_argument, NULL, OPT_METHOD},
+        {"budget", required_argument, NULL, OPT_BUDGET},
+        {"reserve", required_argument, NULL, OPT_RESERVE},
+        {"max-batch", optional_argument, NULL, OPT_MAX_BATCH},
+        MAIN_BINDING_OPTIONS,
+        MAIN_TRAIN_OPTIONS,
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
     fe_options fopt = {0};
     int rc = main_plan_run(argc, argv, longopts, &fopt);
     fe_options_free(&fopt);
@@ -256,11 +296,15 @@ static int main_plan(int argc, char **argv) {
 }
 
 static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt) {
-    planner_options opt = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_ROAM,
-                           .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
+    planner_options opt = {.align = 512,
+                           .order = PLANNER_ORDER_ROAM,
+                           .layout = PLANNER_LAYOUT_ROAM,
+                           .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
+                           .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                            .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
     uint64_t num;
-    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *buffers_path = NULL, *method = NULL, *batch_symbol = NULL;
+    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *buffers_path = NULL,
+               *method = NULL, *batch_symbol = NULL;
     planner_budget budget = {0};
     int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
     char err[2048];
@@ -281,19 +325,23 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
         case OPT_ORDER:
             if (planner_order_parse(optarg, &opt.order))
-                return main_usage_error("unknown order '%s' (choose from roam, program, lescea, ilp)", optarg);
+                return main_usage_error(
+                    "unknown order '%s' (choose from roam, program, lescea, ilp)", optarg);
             order_or_layout = 1;
             break;
         case OPT_LAYOUT:
             if (planner_layout_parse(optarg, &opt.layout))
-                return main_usage_error("unknown layout '%s' (choose from roam, llfb, greedy, bestfit, pytorch, ilp)", optarg);
+                return main_usage_error(
+                    "unknown layout '%s' (choose from roam, llfb, greedy, bestfit, pytorch, ilp)",
+                    optarg);
             order_or_layout = 1;
             break;
         case OPT_METHOD: {
             const planner_method *m = planner_method_find(optarg);
             if (!m) {
-                fprintf(stderr, "roamc: unknown method '%s' (choose from %s)\nTry 'roamc --help'.\n", optarg,
-                        planner_method_names());
+                fprintf(stderr,
+                        "roamc: unknown method '%s' (choose from %s)\nTry 'roamc --help'.\n",
+                        optarg, planner_method_names());
                 return 2;
             }
             planner_method_apply(m, &opt);
@@ -302,8 +350,10 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         }
         case OPT_BUDGET:
         case OPT_RESERVE:
-            if (c == OPT_RESERVE && strspn(optarg, "0") == strlen(optarg) && *optarg) budget.reserve = 0; /* "0" is the default */
-            else if (planner_size_parse(optarg, c == OPT_BUDGET ? &budget.budget : &budget.reserve, err, sizeof err))
+            if (c == OPT_RESERVE && strspn(optarg, "0") == strlen(optarg) && *optarg)
+                budget.reserve = 0; /* "0" is the default */
+            else if (planner_size_parse(optarg, c == OPT_BUDGET ? &budget.budget : &budget.reserve,
+                                        err, sizeof err))
                 return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
             *(c == OPT_BUDGET ? &budget.budget_text : &budget.reserve_text) = optarg;
             break;
@@ -313,25 +363,34 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             break;
         case OPT_ALIGN:
             /* offsets are multiples of align: a power of two, as every allocator's */
-            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30) || (opt.align & (opt.align - 1)))
-                return main_usage_error("--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'", optarg);
+            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30) ||
+                (opt.align & (opt.align - 1)))
+                return main_usage_error(
+                    "--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'",
+                    optarg);
             break;
         case OPT_SVG: svg_path = optarg; break;
         case OPT_NODE_LIMIT:
-            if (main_parse_u64(optarg, &num) || num > 100000) return main_usage_error("--node-limit wants 1 to 100000, not '%s'", optarg);
+            if (main_parse_u64(optarg, &num) || num > 100000)
+                return main_usage_error("--node-limit wants 1 to 100000, not '%s'", optarg);
             opt.node_limit = (int)num;
             break;
         case OPT_DELAY_RADIUS:
-            if (strcmp(optarg, "0") == 0) opt.delay_radius = 0;
-            else if (main_parse_u64(optarg, &num) || num > 100000) return main_usage_error("--delay-radius wants 0 to 100000, not '%s'", optarg);
-            else opt.delay_radius = (int)num;
+            if (strcmp(optarg, "0") == 0)
+                opt.delay_radius = 0;
+            else if (main_parse_u64(optarg, &num) || num > 100000)
+                return main_usage_error("--delay-radius wants 0 to 100000, not '%s'", optarg);
+            else
+                opt.delay_radius = (int)num;
             break;
         case OPT_THREADS:
-            if (main_parse_u64(optarg, &num) || num > 1024) return main_usage_error("--threads wants 1 to 1024, not '%s'", optarg);
+            if (main_parse_u64(optarg, &num) || num > 1024)
+                return main_usage_error("--threads wants 1 to 1024, not '%s'", optarg);
             opt.threads = (int)num;
             break;
         case OPT_TIME_LIMIT:
-            if (planner_time_limit_parse(optarg, &opt.time_limit, err, sizeof err)) return main_usage_error("%s", err);
+            if (planner_time_limit_parse(optarg, &opt.time_limit, err, sizeof err))
+                return main_usage_error("%s", err);
             break;
         case OPT_DUMP_TREE: tree_path = optarg; break;
         case OPT_DUMP_BUFFERS: buffers_path = optarg; break;
@@ -341,34 +400,53 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             if (main_binding(fopt, c, optarg)) return 2;
             break;
         case OPT_REPORT:
-            if (strcmp(optarg, "json") == 0) json_report = 1;
-            else if (strcmp(optarg, "text") == 0) json_report = 0;
-            else return main_usage_error("--report is text or json, not '%s'", optarg);
+            if (strcmp(optarg, "json") == 0)
+                json_report = 1;
+            else if (strcmp(optarg, "text") == 0)
+                json_report = 0;
+            else
+                return main_usage_error("--report is text or json, not '%s'", optarg);
             break;
         default: return main_getopt_error(c, argv, NULL);
         }
     }
     if (optind != argc - 1)
         return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
-    if (method && order_or_layout) return main_usage_error("%s", "--method sets the order and the layout: give one or the other");
-    if (method && compare) return main_usage_error("%s", "--compare plans every method: drop --method");
-    if (budget.reserve_text && !budget.budget_text) return main_usage_error("%s", "--reserve needs --budget");
-    if (max_batch && !budget.budget_text) return main_usage_error("%s", "--max-batch needs --budget SIZE");
-    if (budget.budget_text && compare) return main_usage_error("%s", "--budget works on one plan, not with --compare");
-    if (max_batch && tree_path) return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
-    if (max_batch && buffers_path) return main_usage_error("%s", "--dump-buffers writes one plan's buffers, not with --max-batch");
+    if (method && order_or_layout)
+        return main_usage_error("%s",
+                                "--method sets the order and the layout: give one or the other");
+    if (method && compare)
+        return main_usage_error("%s", "--compare plans every method: drop --method");
+    if (budget.reserve_text && !budget.budget_text)
+        return main_usage_error("%s", "--reserve needs --budget");
+    if (max_batch && !budget.budget_text)
+        return main_usage_error("%s", "--max-batch needs --budget SIZE");
+    if (budget.budget_text && compare)
+        return main_usage_error("%s", "--budget works on one plan, not with --compare");
+    if (max_batch && tree_path)
+        return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
+    if (max_batch && buffers_path)
+        return main_usage_error("%s",
+                                "--dump-buffers writes one plan's buffers, not with --max-batch");
     if (budget.reserve >= budget.budget && budget.budget_text)
         return main_usage_error("%s", "--reserve must be below --budget");
     /* the allocator replay sees the device's limit, as PyTorch does */
-    if (budget.budget_text && opt.layout == PLANNER_LAYOUT_PYTORCH) opt.device_limit = budget.budget - budget.reserve;
-    if (batch_symbol && !*batch_symbol) return main_usage_error("%s", "--max-batch= needs a symbol name");
-    if (train.other && !train.on) return main_usage_error("%s", "--loss, --optimizer, --frozen and --emit-train need --train");
+    if (budget.budget_text && opt.layout == PLANNER_LAYOUT_PYTORCH)
+        opt.device_limit = budget.budget - budget.reserve;
+    if (batch_symbol && !*batch_symbol)
+        return main_usage_error("%s", "--max-batch= needs a symbol name");
+    if (train.other && !train.on)
+        return main_usage_error("%s",
+                                "--loss, --optimizer, --frozen and --emit-train need --train");
     if (train.t.emit_path && max_batch)
-        return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch (bind the batch with --dim)");
+        return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch "
+                                      "(bind the batch with --dim)");
     /* --time-limit bounds the whole command, from its start */
     opt.deadline = main_t_start + opt.time_limit;
     if (tree_path && !compare && opt.order != PLANNER_ORDER_ROAM)
-        return main_usage_error("%s", "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
+        return main_usage_error(
+            "%s",
+            "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
     opt.progress = !quiet && isatty(STDERR_FILENO);
     const char *model_path = argv[optind];
     /* Every output checked before any work: a bad path costs nothing and
@@ -385,16 +463,25 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         return 2;
     }
     if (train.t.emit_path && strcmp(train.t.emit_path, "-") == 0)
-        return main_usage_error("%s", "--emit-train writes a file the plan names: give a file name, not -");
+        return main_usage_error(
+            "%s", "--emit-train writes a file the plan names: give a file name, not -");
     /* with an output on stdout, the report goes to stderr */
     FILE *report = quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
-    planner_files files = {.plan = out_path, .svg = svg_path, .tree = tree_path, .buffers = buffers_path};
+    planner_files files = {
+        .plan = out_path, .svg = svg_path, .tree = tree_path, .buffers = buffers_path};
 
     planner_progress_start(opt.progress);
     if (max_batch) {
-        planner_batch_query q = {.model_path = model_path, .bindings = fopt, .symbol = batch_symbol, .opt = opt,
-                                 .budget = &budget, .out_path = out_path, .svg_path = svg_path, .json = json_report,
-                                 .progress = opt.progress, .train = train.on ? &train.t : NULL};
+        planner_batch_query q = {.model_path = model_path,
+                                 .bindings = fopt,
+                                 .symbol = batch_symbol,
+                                 .opt = opt,
+                                 .budget = &budget,
+                                 .out_path = out_path,
+                                 .svg_path = svg_path,
+                                 .json = json_report,
+                                 .progress = opt.progress,
+                                 .train = train.on ? &train.t : NULL};
         int rc = planner_max_batch(&q, report, err, sizeof err);
         planner_progress_end();
         if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
@@ -430,8 +517,9 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         /* --budget: PyTorch's plan of the same step beside this one */
         plan torch = {0};
         const plan *torch_p = &p;
-        if (rc == 0 && budget.budget_text && !(opt.retain_gradients && opt.layout == PLANNER_LAYOUT_PYTORCH &&
-                                                opt.order == PLANNER_ORDER_PROGRAM && opt.device_limit)) {
+        if (rc == 0 && budget.budget_text &&
+            !(opt.retain_gradients && opt.layout == PLANNER_LAYOUT_PYTORCH &&
+              opt.order == PLANNER_ORDER_PROGRAM && opt.device_limit)) {
             planner_options topt = opt;
             planner_method_apply(planner_method_find("pytorch"), &topt);
             topt.device_limit = budget.budget - budget.reserve;
@@ -448,8 +536,8 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
             const plan *plans[1] = {&p};
             char title[256];
             const char *base = strrchr(model_path, '/');
-            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path, planner_order_name(p.opt.order),
-                     planner_layout_name(p.opt.layout));
+            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
+                     planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
             const char *titles[1] = {title};
             if (planner_files_write(&files, &p, model_path, plans, titles, 1, err, sizeof err)) {
                 planner_progress_end();
@@ -460,11 +548,16 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         p.times.total = planner_now() - t0;
         planner_progress_end();
         json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
-        int fit = rc == 0 && budget.budget_text ? planner_fit_report(NULL, &budget, &p, torch_p, extra) : 0;
+        int fit = rc == 0 && budget.budget_text
+                      ? planner_fit_report(NULL, &budget, &p, torch_p, extra)
+                      : 0;
         if (rc == 0 && report) {
-            if (json_report) plan_report_json(report, &p, model_path, &files, extra);
-            else plan_report_text(report, &p, model_path, &files);
-            if (!json_report && budget.budget_text) planner_fit_report(report, &budget, &p, torch_p, NULL);
+            if (json_report)
+                plan_report_json(report, &p, model_path, &files, extra);
+            else
+                plan_report_text(report, &p, model_path, &files);
+            if (!json_report && budget.budget_text)
+                planner_fit_report(report, &budget, &p, torch_p, NULL);
         }
         if (rc == 0) rc = fit;
         json_decref(extra);
@@ -479,8 +572,10 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
 /* `roamc check MODEL PLAN [bindings]` and `roamc shapes MODEL [bindings]
  * [--report json]`: argv[0] is the command. */
 static int main_check_or_shapes(int argc, char **argv) {
-    static const struct option longopts[] = {MAIN_BINDING_OPTIONS, {"report", required_argument, NULL, OPT_REPORT},
-                                             {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {MAIN_BINDING_OPTIONS,
+                                             {"report", required_argument, NULL, OPT_REPORT},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     bool check = strcmp(argv[0], "check") == 0;
     fe_options fopt = {.allow_unresolved = !check};
     int json = 0, c, rc = 0;
@@ -488,20 +583,28 @@ static int main_check_or_shapes(int argc, char **argv) {
     opterr = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': fputs(check ? check_usage : shapes_usage, stdout); fe_options_free(&fopt); return 0;
+        case 'h':
+            fputs(check ? check_usage : shapes_usage, stdout);
+            fe_options_free(&fopt);
+            return 0;
         case OPT_INPUT_SHAPE:
         case OPT_DIM: rc = main_binding(&fopt, c, optarg); break;
         case OPT_REPORT:
-            if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0)) json = optarg[0] == 'j';
-            else rc = check ? main_usage_error("%s", "check prints VALID or INVALID lines: it takes no --report")
-                            : main_usage_error("--report is text or json, not '%s'", optarg);
+            if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0))
+                json = optarg[0] == 'j';
+            else
+                rc = check ? main_usage_error(
+                                 "%s", "check prints VALID or INVALID lines: it takes no --report")
+                           : main_usage_error("--report is text or json, not '%s'", optarg);
             break;
         default: rc = main_getopt_error(c, argv, argv[0]); break;
         }
     }
     if (rc == 0 && argc - optind != (check ? 2 : 1))
-        rc = main_usage_error("%s", check ? "check wants MODEL.onnx PLAN.json" : "shapes wants one MODEL.onnx");
-    if (rc == 0 && check) rc = plan_check_file(argv[optind], &fopt, argv[optind + 1], stdout, stderr);
+        rc = main_usage_error("%s", check ? "check wants MODEL.onnx PLAN.json"
+                                          : "shapes wants one MODEL.onnx");
+    if (rc == 0 && check)
+        rc = plan_check_file(argv[optind], &fopt, argv[optind + 1], stdout, stderr);
     else if (rc == 0) {
         char err[2048];
         fe_model m;
@@ -520,15 +623,22 @@ static int main_check_or_shapes(int argc, char **argv) {
 /* `roamc help [COMMAND]`: the help of the command (plan: the main one). */
 static int main_help(int argc, char **argv) {
     const char *cmd = argc >= 2 ? argv[1] : "plan";
-    if (argc > 2) return main_usage_error("%s", "help takes one command: plan, check, shapes or layout");
-    if (strcmp(cmd, "plan") == 0) fputs(usage_text, stdout);
-    else if (strcmp(cmd, "check") == 0) fputs(check_usage, stdout);
-    else if (strcmp(cmd, "shapes") == 0) fputs(shapes_usage, stdout);
+    if (argc > 2)
+        return main_usage_error("%s", "help takes one command: plan, check, shapes or layout");
+    if (strcmp(cmd, "plan") == 0)
+        fputs(usage_text, stdout);
+    else if (strcmp(cmd, "check") == 0)
+        fputs(check_usage, stdout);
+    else if (strcmp(cmd, "shapes") == 0)
+        fputs(shapes_usage, stdout);
     else if (strcmp(cmd, "layout") == 0) {
         char *args[] = {"layout", "--help", NULL};
         return cmd_layout(2, args);
     } else {
-        fprintf(stderr, "roamc: no command '%s' (choose from plan, check, shapes, layout)\nTry 'roamc --help'.\n", cmd);
+        fprintf(stderr,
+                "roamc: no command '%s' (choose from plan, check, shapes, layout)\nTry 'roamc "
+                "--help'.\n",
+                cmd);
         return 2;
     }
     return 0;
@@ -537,11 +647,14 @@ static int main_help(int argc, char **argv) {
 int main(int argc, char **argv) {
     main_t_start = planner_now();
     int rc;
-    if (argc >= 2 && strcmp(argv[1], "help") == 0) rc = main_help(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "help") == 0)
+        rc = main_help(argc - 1, argv + 1);
     else if (argc >= 2 && (strcmp(argv[1], "check") == 0 || strcmp(argv[1], "shapes") == 0))
         rc = main_check_or_shapes(argc - 1, argv + 1);
-    else if (argc >= 2 && strcmp(argv[1], "layout") == 0) rc = cmd_layout(argc - 1, argv + 1);
-    else rc = main_plan(argc, argv);
+    else if (argc >= 2 && strcmp(argv[1], "layout") == 0)
+        rc = cmd_layout(argc - 1, argv + 1);
+    else
+        rc = main_plan(argc, argv);
     planner_progress_end(); /* the progress line never outlives the command */
     return rc;
 }

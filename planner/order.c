@@ -60,19 +60,20 @@
 
 /* How a leaf was solved. */
 typedef enum order_how {
-    ORDER_TRIVIAL,   /* one op */
-    ORDER_HEUR_OPT,  /* a heuristic met the lower bound */
-    ORDER_SKIP,      /* a heuristic is below the peak other blocks reach anyway */
-    ORDER_DP,        /* exact DP */
-    ORDER_ILP_OPT,   /* ILP proved optimal */
-    ORDER_BUDGET,    /* best found within the budgets */
-    ORDER_TIME,      /* deadline passed: heuristic kept */
+    ORDER_TRIVIAL,  /* one op */
+    ORDER_HEUR_OPT, /* a heuristic met the lower bound */
+    ORDER_SKIP,     /* a heuristic is below the peak other blocks reach anyway */
+    ORDER_DP,       /* exact DP */
+    ORDER_ILP_OPT,  /* ILP proved optimal */
+    ORDER_BUDGET,   /* best found within the budgets */
+    ORDER_TIME,     /* deadline passed: heuristic kept */
 } order_how;
 
 /* Orders block b: the better of the program and LESCEA orders of the leaf,
  * improved when exact is set.  Writes global op ids into out. */
-static int order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos, bool exact,
-                       uint64_t target, double deadline, double time_limit, int *out, order_how *how) {
+static int order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos,
+                       bool exact, uint64_t target, double deadline, double time_limit, int *out,
+                       order_how *how) {
     size_t n = B->op_start[b + 1] - B->op_start[b];
     if (n == 1) {
         out[0] = B->ops[B->op_start[b]];
@@ -89,17 +90,21 @@ static int order_block(const graph *g, const graph_blocks *B, int b, const int *
                  ? -1
                  : 0;
     if (rc == 0) {
-        uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c), pd = graph_leaf_peak(&L, d);
+        uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c),
+                 pd = graph_leaf_peak(&L, d);
         if (pd < pa) memcpy(a, d, n * sizeof *a), pa = pd;
         int *best = pc < pa ? c : a;
         uint64_t peak = pc < pa ? pc : pa;
         *how = ORDER_BUDGET;
-        if (peak <= graph_leaf_lower_bound(&L)) *how = ORDER_HEUR_OPT;
-        else if (peak <= target) *how = ORDER_SKIP;
+        if (peak <= graph_leaf_lower_bound(&L))
+            *how = ORDER_HEUR_OPT;
+        else if (peak <= target)
+            *how = ORDER_SKIP;
         else if (exact && n <= 512) {
             uint64_t dp_peak;
             int r = graph_leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak);
-            if (r < 0) rc = -1;
+            if (r < 0)
+                rc = -1;
             else if (r == 1) {
                 *how = ORDER_DP;
                 if (dp_peak < peak) best = d, peak = dp_peak;
@@ -108,7 +113,8 @@ static int order_block(const graph *g, const graph_blocks *B, int b, const int *
                 int *e = malloc(n * sizeof *e);
                 uint64_t beam_peak;
                 int rb = e ? graph_leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) : -1;
-                if (rb < 0) rc = -1;
+                if (rb < 0)
+                    rc = -1;
                 else if (rb == 1 && beam_peak < peak) {
                     memcpy(d, e, n * sizeof *d);
                     memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
@@ -117,15 +123,21 @@ static int order_block(const graph *g, const graph_blocks *B, int b, const int *
                 free(e);
             }
             if (rc == 0 && *how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
-                if (planner_now() > deadline) *how = ORDER_TIME;
+                if (planner_now() > deadline)
+                    *how = ORDER_TIME;
                 else {
-                    ilp_order_options io = {.node_budget = ORDER_ILP_NODES, .time_limit = time_limit,
-                                            .max_vars = ORDER_ILP_MAX_VARS, .goal = target};
+                    ilp_order_options io = {.node_budget = ORDER_ILP_NODES,
+                                            .time_limit = time_limit,
+                                            .max_vars = ORDER_ILP_MAX_VARS,
+                                            .goal = target};
                     ilp_order_result ir;
-                    if (ilp_order_leaf(&L, best, &io, d, &ir)) rc = -1;
+                    if (ilp_order_leaf(&L, best, &io, d, &ir))
+                        rc = -1;
                     else {
                         best = d;
-                        *how = ir.status == ILP_OPTIMAL ? ORDER_ILP_OPT : ir.status == ILP_TIME ? ORDER_TIME : ORDER_BUDGET;
+                        *how = ir.status == ILP_OPTIMAL ? ORDER_ILP_OPT
+                               : ir.status == ILP_TIME  ? ORDER_TIME
+                                                        : ORDER_BUDGET;
                     }
                 }
             }
@@ -143,11 +155,11 @@ typedef struct order_pool {
     const graph *g;
     const graph_blocks *B;
     const int *const *ref_pos; /* program and LESCEA positions */
-    int *tasks; /* blocks with >= 2 ops, in block order */
+    int *tasks;                /* blocks with >= 2 ops, in block order */
     size_t n_tasks, next, done;
-    int *out;   /* schedule: block b's ops go to out[op_start[b]..] */
+    int *out; /* schedule: block b's ops go to out[op_start[b]..] */
     order_how *how;
-    uint64_t target; /* a peak the blocks reach whatever their orders: see order_target */
+    uint64_t target;    /* a peak the blocks reach whatever their orders: see order_target */
     uint64_t best_peak; /* the best whole-graph peak known before the leaves, for progress */
     double deadline, time_limit;
     int failed, progress;
@@ -171,8 +183,8 @@ static void *order_worker(void *arg) {
         p->how[b] = how;
         if (rc) p->failed = 1;
         p->done++;
-        planner_progress_count("ordering (roam): leaves %zu/%zu, best peak so far %.1f MiB", p->done, p->n_tasks,
-                               (double)p->best_peak / (1024.0 * 1024.0));
+        planner_progress_count("ordering (roam): leaves %zu/%zu, best peak so far %.1f MiB",
+                               p->done, p->n_tasks, (double)p->best_peak / (1024.0 * 1024.0));
         pthread_mutex_unlock(&p->lock);
     }
     ilp_thread_cleanup();
@@ -180,11 +192,13 @@ static void *order_worker(void *arg) {
 }
 
 /* Quick order of a block assignment: heuristics only, single thread. */
-static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos, int *out) {
+static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos,
+                              int *out) {
     for (int b = 0; b < B->n_blocks; b++) {
         order_how how;
         if (B->op_start[b + 1] == B->op_start[b]) continue;
-        if (order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how)) return -1;
+        if (order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how))
+            return -1;
     }
     return 0;
 }
@@ -196,7 +210,8 @@ static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *
  * so it is not worth solving: most leaves of a training graph are such. */
 static uint64_t order_target(const graph *g, const graph_blocks *B, const int *quick) {
     size_t ns = g->n_storages, n = g->n_ops;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start), *end = malloc((ns ? ns : 1) * sizeof *end);
+    int32_t *start = malloc((ns ? ns : 1) * sizeof *start),
+            *end = malloc((ns ? ns : 1) * sizeof *end);
     int64_t *delta = calloc(n + 1, sizeof *delta);
     uint64_t target = 0;
     if (!start || !end || !delta) {
@@ -241,8 +256,8 @@ static int order_threads(const planner_options *opt) {
     return n > 0 ? (int)n : 1;
 }
 
-static int order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos, int *order,
-                      planner_order_stats *st, char *err, size_t errlen) {
+static int order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
+                      int *order, planner_order_stats *st, char *err, size_t errlen) {
     const int *program_pos = ref_pos[0];
     double t0 = planner_now();
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
@@ -281,10 +296,12 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         if (peak < best_peak) {
             partition_free(&best_p);
             best_p = P, best_peak = peak;
-            st->placement = cand_i < n_rules ? partition_placement_name((partition_placement)pl)
-                                              : cand_i == n_rules ? "as program order" : "as LESCEA";
+            st->placement = cand_i < n_rules    ? partition_placement_name((partition_placement)pl)
+                            : cand_i == n_rules ? "as program order"
+                                                : "as LESCEA";
             st->floating = partition_floating_name((partition_floating)fl);
-            st->part_placement = pl, st->part_floating = fl, st->part_reference = cand_i < n_rules ? -1 : cand_i - n_rules;
+            st->part_placement = pl, st->part_floating = fl,
+            st->part_reference = cand_i < n_rules ? -1 : cand_i - n_rules;
             st->has_partition = 1;
         } else
             partition_free(&P);
@@ -292,7 +309,8 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     free(cand);
     partition *P = &best_p;
     st->n_mi = P->n_mi, st->n_update = P->n_update, st->n_blocks = (size_t)P->n_blocks;
-    st->n_independent = P->n_independent, st->n_dependent = P->n_dependent, st->largest_leaf = P->largest_leaf;
+    st->n_independent = P->n_independent, st->n_dependent = P->n_dependent,
+    st->largest_leaf = P->largest_leaf;
     double t1 = planner_now();
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */
@@ -301,7 +319,11 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         partition_free(P);
         return planner_errorf(err, errlen, "out of memory");
     }
-    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .progress = opt->progress,
+    order_pool pool = {.g = g,
+                       .B = &B,
+                       .ref_pos = ref_pos,
+                       .out = order,
+                       .progress = opt->progress,
                        .best_peak = best_peak};
     {
         /* the quick order of the winner gives the target */
@@ -319,8 +341,10 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     if (rc == 0) {
         for (int b = 0; b < B.n_blocks; b++) {
             size_t n = B.op_start[b + 1] - B.op_start[b];
-            if (n == 1) order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
-            else if (n > 1) pool.tasks[pool.n_tasks++] = b;
+            if (n == 1)
+                order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
+            else if (n > 1)
+                pool.tasks[pool.n_tasks++] = b;
         }
         /* The deadline leaves a fifth of what is left for layout and writing. */
         pool.deadline = order_stage_deadline(opt, t0);
@@ -364,8 +388,9 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
 }
 
 /* t_run: when planner_order_run started. */
-static int order_whole_ilp(const graph *g, const planner_options *opt, double t_run, const int *warm, int *order,
-                           planner_order_stats *st, char *err, size_t errlen) {
+static int order_whole_ilp(const graph *g, const planner_options *opt, double t_run,
+                           const int *warm, int *order, planner_order_stats *st, char *err,
+                           size_t errlen) {
     double t0 = planner_now();
     graph_leaf L;
     if (graph_leaf_init_all(g, &L)) return planner_errorf(err, errlen, "out of memory");
@@ -374,7 +399,8 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, double t_
      * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
      * to its deadline, model building included (ilp.h). */
     double left = order_stage_deadline(opt, t_run) - planner_now();
-    ilp_order_options io = {.node_budget = 1L << 40, .time_limit = left > 1e-6 ? left : 1e-6,
+    ilp_order_options io = {.node_budget = 1L << 40,
+                            .time_limit = left > 1e-6 ? left : 1e-6,
                             .max_vars = ORDER_ILP_MAX_VARS};
     ilp_order_result ir;
     int rc = ilp_order_leaf(&L, warm, &io, order, &ir);
@@ -391,9 +417,11 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, double t_
     return rc ? planner_errorf(err, errlen, "out of memory in the ILP") : 0;
 }
 
-int planner_order_partition(const graph *g, const planner_options *opt, const planner_order_stats *st,
-                            struct partition *P, char *err, size_t errlen) {
-    if (!st->has_partition) return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
+int planner_order_partition(const graph *g, const planner_options *opt,
+                            const planner_order_stats *st, struct partition *P, char *err,
+                            size_t errlen) {
+    if (!st->has_partition)
+        return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
     size_t n = g->n_ops;
     int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
     int *ref = NULL, *ref_pos = NULL, rc = 0;
@@ -402,19 +430,25 @@ int planner_order_partition(const graph *g, const planner_options *opt, const pl
     if (rc == 0 && st->part_reference >= 0) {
         /* the reference order of the winning candidate, as order_roam had it */
         ref = malloc((n ? n : 1) * sizeof *ref), ref_pos = malloc((n ? n : 1) * sizeof *ref_pos);
-        if (!ref || !ref_pos) rc = -1;
-        else if (st->part_reference == 0) memcpy(ref, prog, n * sizeof *ref);
-        else if (graph_order_lescea(g, ref)) rc = -1;
+        if (!ref || !ref_pos)
+            rc = -1;
+        else if (st->part_reference == 0)
+            memcpy(ref, prog, n * sizeof *ref);
+        else if (graph_order_lescea(g, ref))
+            rc = -1;
         for (size_t i = 0; i < n && rc == 0; i++) ref_pos[ref[i]] = (int)i;
     }
     /* the defaults planner_order_run applied */
-    partition_options po = {.node_limit = opt->node_limit > 0 ? opt->node_limit : PLANNER_DEFAULT_NODE_LIMIT,
+    partition_options po = {.node_limit =
+                                opt->node_limit > 0 ? opt->node_limit : PLANNER_DEFAULT_NODE_LIMIT,
                             .delay_radius = opt->delay_radius < 0 ? 0 : opt->delay_radius,
                             .placement = (partition_placement)st->part_placement,
                             .floating = (partition_floating)st->part_floating,
                             .reference_pos = ref_pos};
-    if (rc == 0) rc = partition_build(g, &po, pos, P, err, errlen);
-    else planner_errorf(err, errlen, "out of memory rebuilding the subgraph tree");
+    if (rc == 0)
+        rc = partition_build(g, &po, pos, P, err, errlen);
+    else
+        planner_errorf(err, errlen, "out of memory rebuilding the subgraph tree");
     free(prog), free(pos), free(ref), free(ref_pos);
     return rc;
 }
@@ -457,8 +491,8 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
     }
 }
 
-int planner_order_run(const graph *g, const planner_options *opt_in, int *order, planner_order_stats *stp, char *err,
-                      size_t errlen) {
+int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
+                      planner_order_stats *stp, char *err, size_t errlen) {
     /* options left at zero (a caller that predates them) get the defaults */
     double t_run = planner_now(); /* the time limit counts from here */
     planner_options fixed = *opt_in;
@@ -489,7 +523,9 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
     uint64_t best_heur_peak = best_heur == les ? st->peak_lescea : st->peak_program;
     int rc = 0;
     switch (opt->order) {
-    case PLANNER_ORDER_PROGRAM: memcpy(order, prog, n * sizeof *order), st->source = "program"; break;
+    case PLANNER_ORDER_PROGRAM:
+        memcpy(order, prog, n * sizeof *order), st->source = "program";
+        break;
     case PLANNER_ORDER_LESCEA: memcpy(order, les, n * sizeof *order), st->source = "lescea"; break;
     case PLANNER_ORDER_ROAM:
         rc = order_roam(g, opt, ref_pos, order, st, err, errlen);
@@ -502,15 +538,20 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
         if (rc == 0 && memcmp(order, best_heur, n * sizeof *order) == 0) {
             st->source = best_heur == les ? "lescea" : "program";
             st->heuristic_kept = !st->ilp_too_large;
-        } else st->source = "ilp";
+        } else
+            st->source = "ilp";
         break;
     }
     if (rc == 0 && (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP)) {
         /* Never worse than a heuristic: a bug in a leaf must not cost memory
          * either, so an invalid order is also replaced (and asserted on). */
-        uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0 ? graph_peak(g, order, NULL, NULL) : UINT64_MAX;
+        uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0
+                            ? graph_peak(g, order, NULL, NULL)
+                            : UINT64_MAX;
         if (peak == UINT64_MAX) planner_progress_clear();
-        if (peak == UINT64_MAX) fprintf(stderr, "roamc: internal error: the %s order is invalid; using a heuristic\n", st->source);
+        if (peak == UINT64_MAX)
+            fprintf(stderr, "roamc: internal error: the %s order is invalid; using a heuristic\n",
+                    st->source);
         if (peak > best_heur_peak) {
             memcpy(order, best_heur, n * sizeof *order);
             st->heuristic_kept = 1;

@@ -29,7 +29,8 @@
  * renaming a temporary over what /dev/stdout resolves to would detach the
  * file the shell redirected into. */
 static int output_is_direct_name(const char *path) {
-    return strcmp(path, "-") == 0 || strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
+    return strcmp(path, "-") == 0 || strncmp(path, "/dev/", 5) == 0 ||
+           strncmp(path, "/proc/", 6) == 0;
 }
 
 /* "-", or a name of the file standard output already is (/dev/stdout,
@@ -38,7 +39,8 @@ static int output_is_direct_name(const char *path) {
 static int output_is_stdout(const char *path) {
     if (strcmp(path, "-") == 0) return 1;
     struct stat a, b;
-    return stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    return stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 /* Opens path directly for writing (stdout for "-"). */
@@ -55,7 +57,8 @@ static int output_open_direct(planner_output *o, const char *path) {
 int planner_output_open(planner_output *o, const char *path) {
     memset(o, 0, sizeof *o);
     struct stat st;
-    if (output_is_direct_name(path) || output_is_stdout(path) || (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+    if (output_is_direct_name(path) || output_is_stdout(path) ||
+        (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
         return output_open_direct(o, path);
     /* the file a symlink points to, so that the link survives the rename;
      * a dangling link is written through by fopen */
@@ -128,9 +131,12 @@ int planner_output_close(planner_output *o, int ok) {
 /* The folder of path ("." for a bare name), in buf. */
 static void output_dirname(const char *path, char *buf, size_t len) {
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(buf, len, ".");
-    else if (slash == path) snprintf(buf, len, "/");
-    else snprintf(buf, len, "%.*s", (int)(slash - path), path);
+    if (!slash)
+        snprintf(buf, len, ".");
+    else if (slash == path)
+        snprintf(buf, len, "/");
+    else
+        snprintf(buf, len, "%.*s", (int)(slash - path), path);
 }
 
 /* What a path will name once written, to compare outputs with each other:
@@ -157,7 +163,8 @@ static int output_key_of(const char *path, output_key *k, char *why, size_t whyl
             output_dirname(real, dir, sizeof dir);
             free(real);
             if (access(dir, W_OK | X_OK) != 0)
-                return planner_errorf(why, whylen, "cannot create a file in %s: %s", dir, strerror(errno));
+                return planner_errorf(why, whylen, "cannot create a file in %s: %s", dir,
+                                      strerror(errno));
         } else if (access(path, W_OK) != 0) {
             return planner_errorf(why, whylen, "%s", strerror(errno));
         }
@@ -180,7 +187,8 @@ static int output_key_of(const char *path, output_key *k, char *why, size_t whyl
     }
     output_dirname(path, dir, sizeof dir);
     struct stat dst;
-    if (stat(dir, &dst) != 0) return planner_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
+    if (stat(dir, &dst) != 0)
+        return planner_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
     if (!S_ISDIR(dst.st_mode)) return planner_errorf(why, whylen, "%s is not a folder", dir);
     if (access(dir, W_OK | X_OK) != 0)
         return planner_errorf(why, whylen, "cannot create a file in %s: %s", dir, strerror(errno));
@@ -206,8 +214,8 @@ int planner_outputs_add(planner_output_set *s, const char *what, const char *pat
     return (int)s->n++;
 }
 
-int planner_outputs_check(const planner_output_set *s, const char *const *inputs, size_t n_inputs, char *err,
-                          size_t errlen) {
+int planner_outputs_check(const planner_output_set *s, const char *const *inputs, size_t n_inputs,
+                          char *err, size_t errlen) {
     output_key keys[PLANNER_MAX_OUTPUTS];
     size_t made = 0;
     int rc = 0, n_stdout = 0;
@@ -221,23 +229,27 @@ int planner_outputs_check(const planner_output_set *s, const char *const *inputs
         }
         if (output_is_stdout(o->path)) {
             if (n_stdout++)
-                rc = planner_errorf(err, errlen, "%s %s: only one output can go to standard output", o->what, o->path);
+                rc = planner_errorf(err, errlen, "%s %s: only one output can go to standard output",
+                                    o->what, o->path);
             continue;
         }
         if (output_key_of(o->path, &keys[i], why, sizeof why)) {
-            rc = planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path, why);
+            rc =
+                planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path, why);
             break;
         }
         for (size_t j = 0; j < n_inputs && rc == 0; j++) {
             struct stat in;
-            if (inputs[j] && keys[i].exists && stat(inputs[j], &in) == 0 && in.st_dev == keys[i].dev &&
-                in.st_ino == keys[i].ino)
-                rc = planner_errorf(err, errlen, "%s %s: that is the input %s; refusing to overwrite it", o->what,
-                                    o->path, inputs[j]);
+            if (inputs[j] && keys[i].exists && stat(inputs[j], &in) == 0 &&
+                in.st_dev == keys[i].dev && in.st_ino == keys[i].ino)
+                rc = planner_errorf(err, errlen,
+                                    "%s %s: that is the input %s; refusing to overwrite it",
+                                    o->what, o->path, inputs[j]);
         }
         for (size_t j = 0; j < i && rc == 0; j++)
             if (!output_is_stdout(s->slot[j].path) && output_key_same(&keys[i], &keys[j]))
-                rc = planner_errorf(err, errlen, "%s %s and %s %s are the same file: give each output its own",
+                rc = planner_errorf(err, errlen,
+                                    "%s %s and %s %s are the same file: give each output its own",
                                     s->slot[j].what, s->slot[j].path, o->what, o->path);
     }
     for (size_t i = 0; i < made && i < s->n; i++) free(keys[i].name);
@@ -279,7 +291,8 @@ int planner_outputs_open(planner_output_set *s, char *err, size_t errlen) {
         if (!o->f) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path, strerror(e));
+            return planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path,
+                                  strerror(e));
         }
     }
     return 0;
@@ -313,7 +326,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (bad) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path, e ? strerror(e) : "I/O error");
+            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                                  e ? strerror(e) : "I/O error");
         }
     }
     /* 2. direct targets, which cannot be taken back, before any rename */
@@ -323,7 +337,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (output_write_direct(o->path, o->buf, o->buf_len)) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path, e ? strerror(e) : "I/O error");
+            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                                  e ? strerror(e) : "I/O error");
         }
         free(o->buf);
         o->buf = NULL;
@@ -335,7 +350,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (o->direct || !o->out.f) continue;
         if (planner_output_close(&o->out, rc == 0) && rc == 0) {
             int e = errno;
-            rc = planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path, e ? strerror(e) : "I/O error");
+            rc = planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                                e ? strerror(e) : "I/O error");
         }
     }
     return rc;

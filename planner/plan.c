@@ -11,12 +11,17 @@
 #include "partition.h"
 
 static const char *const planner_order_names[] = {"program", "lescea", "roam", "ilp"};
-static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy", "pytorch", "roam", "ilp"};
+static const char *const planner_layout_names[] = {"bestfit", "llfb", "greedy",
+                                                   "pytorch", "roam", "ilp"};
 
 #define PLANNER_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-const char *planner_order_name(planner_order o) { return planner_order_names[o]; }
-const char *planner_layout_name(planner_layout l) { return planner_layout_names[l]; }
+const char *planner_order_name(planner_order o) {
+    return planner_order_names[o];
+}
+const char *planner_layout_name(planner_layout l) {
+    return planner_layout_names[l];
+}
 
 int planner_order_parse(const char *s, planner_order *out) {
     for (size_t i = 0; i < PLANNER_COUNT(planner_order_names); i++)
@@ -44,7 +49,9 @@ const planner_method *planner_method_find(const char *name) {
     return NULL;
 }
 
-const char *planner_method_names(void) { return "pytorch, heuristics, ilp, roam"; }
+const char *planner_method_names(void) {
+    return "pytorch, heuristics, ilp, roam";
+}
 
 void planner_method_apply(const planner_method *m, planner_options *opt) {
     opt->order = m->order;
@@ -52,14 +59,17 @@ void planner_method_apply(const planner_method *m, planner_options *opt) {
     opt->retain_gradients = m->retain_gradients;
 }
 
-uint64_t plan_device_bytes(const plan *p) { return p->pytorch_reserved ? p->pytorch_reserved : p->actual; }
+uint64_t plan_device_bytes(const plan *p) {
+    return p->pytorch_reserved ? p->pytorch_reserved : p->actual;
+}
 
 int planner_time_limit_parse(const char *s, double *out, char *err, size_t errlen) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || end == s || !(v > 0 && v <= PLANNER_MAX_TIME_LIMIT))
-        return planner_errorf(err, errlen, "--time-limit wants seconds above 0 and at most %.0f, not '%s'",
+        return planner_errorf(err, errlen,
+                              "--time-limit wants seconds above 0 and at most %.0f, not '%s'",
                               PLANNER_MAX_TIME_LIMIT, s);
     *out = v;
     return 0;
@@ -105,7 +115,8 @@ static layout_buffer *plan_buffers(const plan *p) {
 
 /* Appends a formatted note to buf (cap bytes), "; " after any note already
  * there; what does not fit is cut. */
-static void plan_note_add(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void plan_note_add(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void plan_note_add(char *buf, size_t cap, const char *fmt, ...) {
     size_t k = strlen(buf);
     if (k && k + 2 < cap) k += (size_t)snprintf(buf + k, cap - k, "; ");
@@ -116,30 +127,38 @@ static void plan_note_add(char *buf, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 /* A stage that the time limit cut, and why a solver of the ILPs stopped. */
-#define plan_time_cut(p, ...) plan_note_add((p)->time_cut, sizeof (p)->time_cut, __VA_ARGS__)
-#define plan_ilp_note(p, ...) plan_note_add((p)->ilp_note, sizeof (p)->ilp_note, __VA_ARGS__)
+#define plan_time_cut(p, ...) plan_note_add((p)->time_cut, sizeof(p)->time_cut, __VA_ARGS__)
+#define plan_ilp_note(p, ...) plan_note_add((p)->ilp_note, sizeof(p)->ilp_note, __VA_ARGS__)
 
 /* The ordering's solvers that the time limit stopped. */
 static void plan_time_cuts_order(plan *p) {
     const planner_order_stats *o = p->ostats;
     if (!o || p->time_short) return;
     if (o->candidates_tried < o->candidates)
-        plan_time_cut(p, "ordering: %zu of %zu partition candidates tried", o->candidates_tried, o->candidates);
-    if (p->opt.order == PLANNER_ORDER_ILP && o->time_stopped) plan_time_cut(p, "ordering: the order ILP stopped");
-    else if (o->time_stopped) plan_time_cut(p, "ordering: %zu leaves kept their heuristic order", o->time_stopped);
+        plan_time_cut(p, "ordering: %zu of %zu partition candidates tried", o->candidates_tried,
+                      o->candidates);
+    if (p->opt.order == PLANNER_ORDER_ILP && o->time_stopped)
+        plan_time_cut(p, "ordering: the order ILP stopped");
+    else if (o->time_stopped)
+        plan_time_cut(p, "ordering: %zu leaves kept their heuristic order", o->time_stopped);
 }
 
 /* Why the order ILP stopped, for the report. */
 static void plan_order_ilp_note(plan *p) {
     const planner_order_stats *o = p->ostats;
     if (!o || p->opt.order != PLANNER_ORDER_ILP) return;
-    if (o->ilp_too_large) plan_ilp_note(p, "order ILP: too large to build, %s order kept", o->source);
-    else if (o->leaves_ilp_optimal) plan_ilp_note(p, "order ILP: proven optimal");
+    if (o->ilp_too_large)
+        plan_ilp_note(p, "order ILP: too large to build, %s order kept", o->source);
+    else if (o->leaves_ilp_optimal)
+        plan_ilp_note(p, "order ILP: proven optimal");
     else if (o->time_stopped)
-        plan_ilp_note(p, "order ILP: stopped by the time limit after %ld nodes (%zu columns)%s", o->ilp_nodes, o->ilp_vars,
+        plan_ilp_note(p, "order ILP: stopped by the time limit after %ld nodes (%zu columns)%s",
+                      o->ilp_nodes, o->ilp_vars,
                       o->heuristic_kept ? ", nothing better than the heuristic warm start" : "");
-    else plan_ilp_note(p, "order ILP: stopped without proof after %ld nodes (%zu columns)%s", o->ilp_nodes, o->ilp_vars,
-                       o->heuristic_kept ? ", nothing better than the heuristic warm start" : "");
+    else
+        plan_ilp_note(p, "order ILP: stopped without proof after %ld nodes (%zu columns)%s",
+                      o->ilp_nodes, o->ilp_vars,
+                      o->heuristic_kept ? ", nothing better than the heuristic warm start" : "");
 }
 
 /* The ILP baselines fall back to the best heuristic plan they had
@@ -160,15 +179,20 @@ static int plan_ilp_fallback(plan *p) {
     const char *kept_order = NULL, *kept_layout = NULL;
     for (int k = 0; k < tries && rc == 0; k++) {
         const char *order_name = "the same";
-        if (p->opt.order != PLANNER_ORDER_ILP) memcpy(ord, p->order, n * sizeof *ord);
-        else if (k == 0) rc = graph_program_order(g, ord), order_name = "program";
-        else rc = graph_order_lescea(g, ord), order_name = "lescea";
+        if (p->opt.order != PLANNER_ORDER_ILP)
+            memcpy(ord, p->order, n * sizeof *ord);
+        else if (k == 0)
+            rc = graph_program_order(g, ord), order_name = "program";
+        else
+            rc = graph_order_lescea(g, ord), order_name = "lescea";
         if (rc) break;
         graph_lifetimes(g, ord, st, en);
-        for (size_t s = 0; s < g->n_storages; s++) b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};
+        for (size_t s = 0; s < g->n_storages; s++)
+            b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};
         const char *winner = "?";
         uint64_t h = layout_best_heuristic(b, g->n_storages, p->opt.align, off, &winner);
-        if (h == UINT64_MAX) rc = -1;
+        if (h == UINT64_MAX)
+            rc = -1;
         else if (h < p->actual) {
             kept_order = order_name, kept_layout = winner;
             memcpy(p->order, ord, n * sizeof *ord);
@@ -178,12 +202,14 @@ static int plan_ilp_fallback(plan *p) {
             p->actual = h;
             p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
             p->layout_optimal = h <= p->theoretical;
-            if (p->ostats && p->opt.order == PLANNER_ORDER_ILP) p->ostats->source = order_name, p->ostats->heuristic_kept = 1;
+            if (p->ostats && p->opt.order == PLANNER_ORDER_ILP)
+                p->ostats->source = order_name, p->ostats->heuristic_kept = 1;
         }
     }
     if (kept_order)
-        plan_ilp_note(p, "the ILPs' plan (%llu B) was above %s order with the %s layout (%llu B): kept that",
-                      (unsigned long long)ilp_actual, kept_order, kept_layout, (unsigned long long)p->actual);
+        plan_ilp_note(
+            p, "the ILPs' plan (%llu B) was above %s order with the %s layout (%llu B): kept that",
+            (unsigned long long)ilp_actual, kept_order, kept_layout, (unsigned long long)p->actual);
     free(ord), free(st), free(en), free(off), free(b);
     return rc;
 }
@@ -192,7 +218,8 @@ static int plan_ilp_fallback(plan *p) {
  * leaf subgraph partition_layout_groups gives it, persistent ones at the
  * bottom, laid out by layout_roam within work (seconds: backstop).  Writes
  * offsets and returns the height, UINT64_MAX when it could not run. */
-static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work, double seconds, uint64_t *offsets) {
+static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work, double seconds,
+                                 uint64_t *offsets) {
     const graph *g = p->g;
     size_t ns = g->n_storages ? g->n_storages : 1;
     partition P;
@@ -202,22 +229,31 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
     bool *act = malloc(ns * sizeof *act);
     unsigned char *low = malloc(ns);
     uint64_t h = UINT64_MAX;
-    int ng = group && act && low ? partition_layout_groups(g, &P, p->order, p->start, p->end, group, act) : -1;
+    int ng = group && act && low
+                 ? partition_layout_groups(g, &P, p->order, p->start, p->end, group, act)
+                 : -1;
     unsigned *flags = ng > 0 ? calloc((size_t)ng, sizeof *flags) : NULL;
     if (flags) {
         flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
         for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
-        layout_roam_input in = {.group = group, .low = low, .n_groups = (size_t)ng, .group_flags = flags,
-                                .work = work, .time_limit_s = seconds, .fill = 1};
+        layout_roam_input in = {.group = group,
+                                .low = low,
+                                .n_groups = (size_t)ng,
+                                .group_flags = flags,
+                                .work = work,
+                                .time_limit_s = seconds,
+                                .fill = 1};
         layout_roam_stats st;
         h = layout_roam(b, g->n_storages, p->opt.align, &in, offsets, &st);
         p->tree_layout.groups = st.groups, p->tree_layout.groups_proven = st.groups_proven;
         p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
         static const char *const stackings[] = {"window", "first step", "last step"};
-        p->tree_layout.stacking = st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
+        p->tree_layout.stacking =
+            st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
         if (st.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
-                     "tree layout stopped by the time limit, not by its work budget: another run may differ");
+                     "tree layout stopped by the time limit, not by its work budget: another run "
+                     "may differ");
             plan_time_cut(p, "layout: the tree layout stopped");
         }
     }
@@ -234,9 +270,13 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     if (!b) return planner_errorf(err, errlen, "out of memory for %zu buffers", g->n_storages);
     uint64_t h = UINT64_MAX;
     switch (p->opt.layout) {
-    case PLANNER_LAYOUT_BESTFIT: h = layout_bestfit(b, g->n_storages, p->opt.align, p->offsets); break;
+    case PLANNER_LAYOUT_BESTFIT:
+        h = layout_bestfit(b, g->n_storages, p->opt.align, p->offsets);
+        break;
     case PLANNER_LAYOUT_LLFB: h = layout_llfb(b, g->n_storages, p->opt.align, p->offsets); break;
-    case PLANNER_LAYOUT_GREEDY: h = layout_greedy(b, g->n_storages, p->opt.align, p->offsets); break;
+    case PLANNER_LAYOUT_GREEDY:
+        h = layout_greedy(b, g->n_storages, p->opt.align, p->offsets);
+        break;
     case PLANNER_LAYOUT_PYTORCH: {
         /* The replay rounds to 512 B itself and its segments start at
          * multiples of 2 MiB, so any align dividing 512 keeps offsets aligned.
@@ -244,7 +284,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
          * memory PyTorch would reserve (whole segments) is reported apart. */
         if (512 % p->opt.align) {
             free(b);
-            return planner_errorf(err, errlen, "layout pytorch places blocks at multiples of 512 B; use an --align that divides 512");
+            return planner_errorf(err, errlen,
+                                  "layout pytorch places blocks at multiples of 512 B; use an "
+                                  "--align that divides 512");
         }
         layout_pytorch_stats st;
         uint64_t r = layout_pytorch(b, g->n_storages, p->opt.device_limit, p->offsets, &st);
@@ -276,9 +318,11 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
             double t0 = planner_now();
             th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
             p->tree_layout.seconds = planner_now() - t0;
-            e.time_limit_s = budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
+            e.time_limit_s =
+                budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
         }
-        h = layout_exact(b, g->n_storages, p->opt.align, th != UINT64_MAX ? tree : NULL, &e, p->offsets, &lr);
+        h = layout_exact(b, g->n_storages, p->opt.align, th != UINT64_MAX ? tree : NULL, &e,
+                         p->offsets, &lr);
         p->layout_optimal = lr.proven_optimal;
         if (th != UINT64_MAX) {
             p->tree_layout.used = 1;
@@ -292,8 +336,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         }
         free(tree);
         if (lr.stopped_by_time) {
-            snprintf(p->layout_note, sizeof p->layout_note,
-                     "layout stopped by the time limit, not by its work budget: another run may differ");
+            snprintf(
+                p->layout_note, sizeof p->layout_note,
+                "layout stopped by the time limit, not by its work budget: another run may differ");
             plan_time_cut(p, "layout: the exact search stopped");
         }
         break;
@@ -306,27 +351,35 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         layout_result lr;
         h = layout_glpk_exact(b, g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
         p->layout_optimal = lr.proven_optimal;
-        plan_ilp_note(p, "layout ILP: %s", lr.proven_optimal ? "proven minimal"
-                                           : too_large        ? "too large (too many overlapping pairs), LLFB kept"
-                                           : lr.stopped_by_time ? "stopped by the time limit"
-                                                                : "stopped by its work budget, not proven minimal");
-        if (too_large) snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
+        plan_ilp_note(p, "layout ILP: %s",
+                      lr.proven_optimal    ? "proven minimal"
+                      : too_large          ? "too large (too many overlapping pairs), LLFB kept"
+                      : lr.stopped_by_time ? "stopped by the time limit"
+                                           : "stopped by its work budget, not proven minimal");
+        if (too_large)
+            snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
         else if (lr.stopped_by_time) {
             snprintf(p->layout_note, sizeof p->layout_note,
-                     "layout ILP stopped by the time limit, not by its work budget: another run may differ");
+                     "layout ILP stopped by the time limit, not by its work budget: another run "
+                     "may differ");
             plan_time_cut(p, "layout: the layout ILP stopped");
         }
         break;
     }
     }
     free(b);
-    if (h == UINT64_MAX) return planner_errorf(err, errlen, "out of memory in layout %s", planner_layout_name(p->opt.layout));
-    if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) && !p->layout_optimal &&
-        !p->layout_note[0])
+    if (h == UINT64_MAX)
+        return planner_errorf(err, errlen, "out of memory in layout %s",
+                              planner_layout_name(p->opt.layout));
+    if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) &&
+        !p->layout_optimal && !p->layout_note[0])
         snprintf(p->layout_note, sizeof p->layout_note,
-                 "%llu B (%.4f%%) above the live-size bound; stopped by its work budget, not proven minimal",
+                 "%llu B (%.4f%%) above the live-size bound; stopped by its work budget, not "
+                 "proven minimal",
                  (unsigned long long)(h - p->theoretical),
-                 p->theoretical ? 100.0 * ((double)h - (double)p->theoretical) / (double)p->theoretical : 0.0);
+                 p->theoretical
+                     ? 100.0 * ((double)h - (double)p->theoretical) / (double)p->theoretical
+                     : 0.0);
     p->actual = h;
     return 0;
 }
@@ -374,8 +427,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     /* Every order goes through the ordering driver (planner/order.c), which
      * also measures program order and LESCEA for the report. */
     p->ostats = calloc(1, sizeof *p->ostats);
-    if (!p->ostats) rc = planner_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
-    else rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
+    if (!p->ostats)
+        rc = planner_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+    else
+        rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
     if (rc) {
         plan_free(p);
         return -1;
@@ -383,7 +438,8 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     graph_lifetimes(g, p->order, p->start, p->end);
     p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
     p->lower_bound = graph_lower_bound(g);
-    if (p->ostats && p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
+    if (p->ostats && p->ostats->lower_bound > p->lower_bound)
+        p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = planner_now();
     plan_time_cuts_order(p);
@@ -392,19 +448,24 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
      * of what the ordering left (a tenth kept for the self-check and
      * writing).  With nothing left, the fastest layout. */
     double budget = 0.9 * (p->opt.deadline - t1);
-    if (budget <= 0 && (p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP)) {
-        plan_time_cut(p, "layout: bestfit, not %s (no time left after the ordering)", planner_layout_name(p->opt.layout));
+    if (budget <= 0 &&
+        (p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP)) {
+        plan_time_cut(p, "layout: bestfit, not %s (no time left after the ordering)",
+                      planner_layout_name(p->opt.layout));
         p->opt.layout = PLANNER_LAYOUT_BESTFIT;
     }
     if (budget < 1e-3) budget = 1e-3;
-    planner_progress_stage("layout (%s) of %zu storages", planner_layout_name(p->opt.layout), g->n_storages);
+    planner_progress_stage("layout (%s) of %zu storages", planner_layout_name(p->opt.layout),
+                           g->n_storages);
     if (plan_layout(p, budget, err, errlen)) {
         plan_free(p);
         return -1;
     }
-    if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) && plan_ilp_fallback(p)) {
+    if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) &&
+        plan_ilp_fallback(p)) {
         plan_free(p);
-        return planner_errorf(err, errlen, "out of memory comparing the ILP plan with the heuristics");
+        return planner_errorf(err, errlen,
+                              "out of memory comparing the ILP plan with the heuristics");
     }
     double t2 = planner_now();
     p->times.order = t1 - t0;
@@ -415,7 +476,8 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         char why[512];
         snprintf(why, sizeof why, "%s", err);
         plan_free(p);
-        return planner_errorf(err, errlen, "internal error, refusing to write an invalid plan: %s", why);
+        return planner_errorf(err, errlen, "internal error, refusing to write an invalid plan: %s",
+                              why);
     }
     return 0;
 }
@@ -433,26 +495,33 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
         graph_lifetimes(g, p->order, start, end);
         for (size_t s = 0; s < g->n_storages && rc == 0; s++)
             if (start[s] != p->start[s] || end[s] != p->end[s])
-                rc = planner_errorf(err, errlen, "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
-                                  p->start[s], p->end[s], start[s], end[s]);
+                rc = planner_errorf(
+                    err, errlen,
+                    "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
+                    p->start[s], p->end[s], start[s], end[s]);
     }
     size_t x = 0, y = 0;
     if (rc == 0 && layout_validate(b, g->n_storages, p->offsets, p->opt.align, &x, &y)) {
         if (x == y)
-            rc = planner_errorf(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
-                              (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
+            rc =
+                planner_errorf(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
+                               (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
         else
             rc = planner_errorf(err, errlen,
-                              "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) steps [%d,%d] overlap", x,
-                              (unsigned long long)p->offsets[x], (unsigned long long)b[x].size, b[x].start, b[x].end, y,
-                              (unsigned long long)p->offsets[y], (unsigned long long)b[y].size, b[y].start, b[y].end);
+                                "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) "
+                                "steps [%d,%d] overlap",
+                                x, (unsigned long long)p->offsets[x], (unsigned long long)b[x].size,
+                                b[x].start, b[x].end, y, (unsigned long long)p->offsets[y],
+                                (unsigned long long)b[y].size, b[y].start, b[y].end);
     }
     if (rc == 0) {
-        uint64_t live = layout_live_peak(b, g->n_storages), h = layout_height(b, g->n_storages, p->offsets);
+        uint64_t live = layout_live_peak(b, g->n_storages),
+                 h = layout_height(b, g->n_storages, p->offsets);
         if (live != p->theoretical || h != p->actual)
-            rc = planner_errorf(err, errlen, "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
-                              (unsigned long long)p->theoretical, (unsigned long long)live,
-                              (unsigned long long)p->actual, (unsigned long long)h);
+            rc = planner_errorf(err, errlen,
+                                "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
+                                (unsigned long long)p->theoretical, (unsigned long long)live,
+                                (unsigned long long)p->actual, (unsigned long long)h);
     }
     free(start);
     free(end);

@@ -39,10 +39,12 @@ int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]
             }
             text = p;
         }
-        n += (size_t)sprintf(text + n, "%zu:%s %d ", strlen(v[i]->name), v[i]->name, (int)v[i]->elem_type);
+        n += (size_t)sprintf(text + n, "%zu:%s %d ", strlen(v[i]->name), v[i]->name,
+                             (int)v[i]->elem_type);
         for (int d = 0; d < v[i]->rank; d++)
             n += (size_t)sprintf(text + n, "%s%lld", d ? "," : "", (long long)v[i]->dims[d].value);
-        n += (size_t)sprintf(text + n, " %lld %llu\n", (long long)v[i]->seq_len, (unsigned long long)v[i]->bytes);
+        n += (size_t)sprintf(text + n, " %lld %llu\n", (long long)v[i]->seq_len,
+                             (unsigned long long)v[i]->bytes);
     }
     uint8_t d[32];
     fe_sha256(text, n, d);
@@ -100,7 +102,8 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_t *peak = json_object();
     json_object_set_new(peak, "theoretical", json_integer((json_int_t)p->theoretical));
     json_object_set_new(peak, "actual", json_integer((json_int_t)p->actual));
-    json_object_set_new(peak, "theoretical_without_persistent", json_integer((json_int_t)p->theoretical_np));
+    json_object_set_new(peak, "theoretical_without_persistent",
+                        json_integer((json_int_t)p->theoretical_np));
     json_object_set_new(peak, "persistent", json_integer((json_int_t)p->persistent));
     json_object_set_new(peak, "lower_bound", json_integer((json_int_t)p->lower_bound));
     json_object_set_new(root, "peak", peak);
@@ -146,8 +149,8 @@ static int plan_write_buffers(const plan *p, FILE *f) {
 }
 
 int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
-                        const plan *const *svg_plans, const char *const *titles, size_t n_svg, char *err,
-                        size_t errlen) {
+                        const plan *const *svg_plans, const char *const *titles, size_t n_svg,
+                        char *err, size_t errlen) {
     planner_output_set set = {0};
     int i_plan = planner_outputs_add(&set, "-o", files->plan);
     int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
@@ -158,13 +161,16 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     int rc = 0;
     char why[512] = "";
     if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
-        rc = planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error", files->plan);
+        rc = planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error",
+                            files->plan);
     if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
         rc = planner_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
     if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
-        rc = planner_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error", files->buffers);
+        rc = planner_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
+                            files->buffers);
     if (rc == 0 && i_svg >= 0 && plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f))
-        rc = planner_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory", files->svg);
+        rc = planner_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory",
+                            files->svg);
     if (rc) {
         planner_outputs_commit(&set, 0, NULL, 0);
         return -1;
@@ -200,20 +206,30 @@ static size_t plan_n_persistent(const graph *g) {
 
 static void plan_report_order_text(FILE *f, const planner_order_stats *o) {
     char a[32], b[32];
-    fprintf(f, "  orders        program %s, lescea %s; chosen: %s%s\n", planner_bytes_human(o->peak_program, a, sizeof a),
-            o->peak_lescea ? planner_bytes_human(o->peak_lescea, b, sizeof b) : "not run", o->source ? o->source : "?",
+    fprintf(f, "  orders        program %s, lescea %s; chosen: %s%s\n",
+            planner_bytes_human(o->peak_program, a, sizeof a),
+            o->peak_lescea ? planner_bytes_human(o->peak_lescea, b, sizeof b) : "not run",
+            o->source ? o->source : "?",
             o->heuristic_kept ? " (the tree/ILP result was not better: heuristic kept)" : "");
-    if (o->ilp_too_large) fprintf(f, "  ilp           the whole-graph model is too large to build: best heuristic kept\n");
+    if (o->ilp_too_large)
+        fprintf(
+            f,
+            "  ilp           the whole-graph model is too large to build: best heuristic kept\n");
     if (o->leaves && o->n_blocks)
-        fprintf(f, "  tree          %zu independent, %zu dependent subgraphs; %zu MI ops, %zu update ops (placement %s); "
-                   "floating ops %s; %zu blocks, largest leaf %zu ops\n",
-                o->n_independent, o->n_dependent, o->n_mi, o->n_update, o->placement ? o->placement : "-",
-                o->floating ? o->floating : "-", o->n_blocks, o->largest_leaf);
+        fprintf(f,
+                "  tree          %zu independent, %zu dependent subgraphs; %zu MI ops, %zu update "
+                "ops (placement %s); "
+                "floating ops %s; %zu blocks, largest leaf %zu ops\n",
+                o->n_independent, o->n_dependent, o->n_mi, o->n_update,
+                o->placement ? o->placement : "-", o->floating ? o->floating : "-", o->n_blocks,
+                o->largest_leaf);
     if (o->leaves)
-        fprintf(f, "  leaves        %zu: %zu single-op, %zu heuristic optimal, %zu off the peak, %zu exact DP, %zu ILP optimal, "
-                   "%zu stopped by budget, %zu stopped by time (%d threads)\n",
-                o->leaves, o->leaves_trivial, o->leaves_heuristic_optimal, o->leaves_not_critical, o->leaves_dp,
-                o->leaves_ilp_optimal, o->leaves_budget, o->time_stopped, o->threads);
+        fprintf(f,
+                "  leaves        %zu: %zu single-op, %zu heuristic optimal, %zu off the peak, %zu "
+                "exact DP, %zu ILP optimal, "
+                "%zu stopped by budget, %zu stopped by time (%d threads)\n",
+                o->leaves, o->leaves_trivial, o->leaves_heuristic_optimal, o->leaves_not_critical,
+                o->leaves_dp, o->leaves_ilp_optimal, o->leaves_budget, o->time_stopped, o->threads);
     if (o->t_partition > 0 || o->t_solve > 0)
         fprintf(f, "  order time    partition %.3f s, leaves %.3f s\n", o->t_partition, o->t_solve);
 }
@@ -235,7 +251,8 @@ static json_t *plan_order_json(const planner_order_stats *o) {
     json_object_set_new(j, "largest_leaf", json_integer((json_int_t)o->largest_leaf));
     json_object_set_new(j, "leaves", json_integer((json_int_t)o->leaves));
     json_object_set_new(j, "leaves_single_op", json_integer((json_int_t)o->leaves_trivial));
-    json_object_set_new(j, "leaves_heuristic_optimal", json_integer((json_int_t)o->leaves_heuristic_optimal));
+    json_object_set_new(j, "leaves_heuristic_optimal",
+                        json_integer((json_int_t)o->leaves_heuristic_optimal));
     json_object_set_new(j, "leaves_off_peak", json_integer((json_int_t)o->leaves_not_critical));
     json_object_set_new(j, "leaves_exact_dp", json_integer((json_int_t)o->leaves_dp));
     json_object_set_new(j, "leaves_ilp_optimal", json_integer((json_int_t)o->leaves_ilp_optimal));
@@ -250,45 +267,62 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
     const graph *g = p->g;
     char a[32], b[32], c[32];
     fprintf(f, "roamc %s: %s\n", ROAMC_VERSION, model_path);
-    fprintf(f, "  graph         %zu operators, %zu tensors, %zu storages (%zu persistent, %s)\n", g->n_ops,
-            g->n_tensors, g->n_storages, plan_n_persistent(g), planner_bytes_human(p->persistent, a, sizeof a));
+    fprintf(f, "  graph         %zu operators, %zu tensors, %zu storages (%zu persistent, %s)\n",
+            g->n_ops, g->n_tensors, g->n_storages, plan_n_persistent(g),
+            planner_bytes_human(p->persistent, a, sizeof a));
     if (strcmp(planner_graph_kind(g->model), "training") == 0)
         fprintf(f, "  kind          training step (nodes update parameters or state in place)\n");
     else
-        fprintf(f, "  kind          inference pass (updates nothing: initializers and outputs persist, the rest lives "
+        fprintf(f, "  kind          inference pass (updates nothing: initializers and outputs "
+                   "persist, the rest lives "
                    "as its readers need)\n");
     if (g->model->n_inferred || g->model->n_symbols) planner_shapes_text_summary(f, g->model);
-    fprintf(f, "  plan          order %s, layout %s, align %llu%s\n", planner_order_name(p->opt.order),
-            planner_layout_name(p->opt.layout), (unsigned long long)p->opt.align,
-            p->opt.retain_gradients ? "; gradients held to the end of the step, as eager PyTorch holds .grad" : "");
-    fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n", planner_bytes_human(p->theoretical, a, sizeof a),
-            (unsigned long long)p->theoretical, planner_bytes_human(p->theoretical_np, b, sizeof b));
+    fprintf(f, "  plan          order %s, layout %s, align %llu%s\n",
+            planner_order_name(p->opt.order), planner_layout_name(p->opt.layout),
+            (unsigned long long)p->opt.align,
+            p->opt.retain_gradients
+                ? "; gradients held to the end of the step, as eager PyTorch holds .grad"
+                : "");
+    fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n",
+            planner_bytes_human(p->theoretical, a, sizeof a), (unsigned long long)p->theoretical,
+            planner_bytes_human(p->theoretical_np, b, sizeof b));
     fprintf(f, "  lower bound   %s (%llu B); the plan is at most %.2f%% above the best schedule\n",
             planner_bytes_human(p->lower_bound, c, sizeof c), (unsigned long long)p->lower_bound,
             plan_pct(p->theoretical, p->lower_bound));
     if (p->ostats) plan_report_order_text(f, p->ostats);
-    fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n", planner_bytes_human(p->actual, a, sizeof a),
-            (unsigned long long)p->actual, plan_pct(p->actual, p->theoretical));
-    if (p->layout_optimal) fprintf(f, "  layout        proven minimal for this order\n");
-    else if (p->layout_note[0]) fprintf(f, "  layout        %s\n", p->layout_note);
+    fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n",
+            planner_bytes_human(p->actual, a, sizeof a), (unsigned long long)p->actual,
+            plan_pct(p->actual, p->theoretical));
+    if (p->layout_optimal)
+        fprintf(f, "  layout        proven minimal for this order\n");
+    else if (p->layout_note[0])
+        fprintf(f, "  layout        %s\n", p->layout_note);
     if (p->ilp_note[0]) fprintf(f, "  ILP           %s\n", p->ilp_note);
     if (p->tree_layout.used)
-        fprintf(f, "  tree layout   %s (%zu groups, %zu proven, stacked by %s, %zu repaired, %zu leftovers, %.3f s); "
-                   "global from it %s; kept: %s\n",
+        fprintf(f,
+                "  tree layout   %s (%zu groups, %zu proven, stacked by %s, %zu repaired, %zu "
+                "leftovers, %.3f s); "
+                "global from it %s; kept: %s\n",
                 planner_bytes_human(p->tree_layout.tree_height, a, sizeof a), p->tree_layout.groups,
-                p->tree_layout.groups_proven, p->tree_layout.stacking, p->tree_layout.repaired, p->tree_layout.leftovers,
-                p->tree_layout.seconds, planner_bytes_human(p->tree_layout.global_height, b, sizeof b), p->tree_layout.winner);
+                p->tree_layout.groups_proven, p->tree_layout.stacking, p->tree_layout.repaired,
+                p->tree_layout.leftovers, p->tree_layout.seconds,
+                planner_bytes_human(p->tree_layout.global_height, b, sizeof b),
+                p->tree_layout.winner);
     if (p->pytorch_reserved)
         fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
-                planner_bytes_human(p->pytorch_reserved, a, sizeof a), (unsigned long long)p->pytorch_reserved);
-    fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total, p->times.load,
-            p->times.order, p->times.layout);
+                planner_bytes_human(p->pytorch_reserved, a, sizeof a),
+                (unsigned long long)p->pytorch_reserved);
+    fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total,
+            p->times.load, p->times.order, p->times.layout);
     if (p->time_short)
-        fprintf(f, "  time limit    %g s was too short: this is the fastest valid plan (program order, bestfit "
-                   "layout, no LESCEA, simple lower bound), which took %.3f s\n",
+        fprintf(f,
+                "  time limit    %g s was too short: this is the fastest valid plan (program "
+                "order, bestfit "
+                "layout, no LESCEA, simple lower bound), which took %.3f s\n",
                 p->opt.time_limit, p->times.total);
     else if (p->time_cut[0])
-        fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit, p->time_cut);
+        fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit,
+                p->time_cut);
 #define PLAN_NAME(path) (strcmp(path, "-") == 0 ? "standard output" : path)
     if (files->plan) fprintf(f, "  plan written  %s\n", PLAN_NAME(files->plan));
     if (files->tree) fprintf(f, "  tree written  %s\n", PLAN_NAME(files->tree));
@@ -296,7 +330,9 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
 #undef PLAN_NAME
 }
 
-static int plan_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int plan_cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* {"count", "bytes"} of the graph inputs named in the comma-separated list. */
 static json_t *plan_named_inputs_json(const fe_model *m, const char *list) {
@@ -338,7 +374,8 @@ static json_t *plan_train_json(const fe_model *m) {
         const fe_value *v = &m->values[lv];
         char eb[32];
         json_t *l = json_object(), *shape = json_array();
-        for (int d = 0; d < v->rank; d++) json_array_append_new(shape, json_integer((json_int_t)v->dims[d].value));
+        for (int d = 0; d < v->rank; d++)
+            json_array_append_new(shape, json_integer((json_int_t)v->dims[d].value));
         json_object_set_new(l, "name", json_string(v->name));
         json_object_set_new(l, "dtype", json_string(fe_elem_name(v->elem_type, eb, sizeof eb)));
         json_object_set_new(l, "shape", shape);
@@ -349,12 +386,14 @@ static json_t *plan_train_json(const fe_model *m) {
     json_object_set_new(t, "parameters", plan_named_inputs_json(m, META("roamc.parameters")));
     json_object_set_new(t, "frozen", plan_named_inputs_json(m, META("roamc.frozen")));
     json_object_set_new(t, "optimizer", json_string(META("roamc.optimizer")));
-    json_object_set_new(t, "optimizer_state", plan_named_inputs_json(m, META("roamc.optimizer_state")));
+    json_object_set_new(t, "optimizer_state",
+                        plan_named_inputs_json(m, META("roamc.optimizer_state")));
 #undef META
     return t;
 }
 
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, json_t *extra) {
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files,
+                      json_t *extra) {
     const graph *g = p->g;
     json_t *r = json_object();
     json_object_set_new(r, "model", json_string(model_path));
@@ -375,9 +414,11 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
     json_object_set_new(r, "align", json_integer((json_int_t)p->opt.align));
     json_object_set_new(r, "retain_gradients", json_boolean(p->opt.retain_gradients));
     json_object_set_new(r, "theoretical_peak", json_integer((json_int_t)p->theoretical));
-    json_object_set_new(r, "theoretical_peak_without_persistent", json_integer((json_int_t)p->theoretical_np));
+    json_object_set_new(r, "theoretical_peak_without_persistent",
+                        json_integer((json_int_t)p->theoretical_np));
     json_object_set_new(r, "lower_bound", json_integer((json_int_t)p->lower_bound));
-    json_object_set_new(r, "gap_to_lower_bound_percent", json_real(plan_pct(p->theoretical, p->lower_bound)));
+    json_object_set_new(r, "gap_to_lower_bound_percent",
+                        json_real(plan_pct(p->theoretical, p->lower_bound)));
     if (p->ostats) json_object_set_new(r, "ordering", plan_order_json(p->ostats));
     json_object_set_new(r, "actual_peak", json_integer((json_int_t)p->actual));
     json_object_set_new(r, "fragmentation_percent", json_real(plan_pct(p->actual, p->theoretical)));
@@ -398,7 +439,8 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
         json_object_set_new(t, "seconds", json_real(tl->seconds));
         json_object_set_new(r, "tree_layout", t);
     }
-    if (p->pytorch_reserved) json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));
+    if (p->pytorch_reserved)
+        json_object_set_new(r, "pytorch_reserved", json_integer((json_int_t)p->pytorch_reserved));
     json_t *t = json_object();
     json_object_set_new(t, "load", json_real(p->times.load));
     json_object_set_new(t, "order", json_real(p->times.order));

@@ -32,7 +32,8 @@ typedef enum planner_layout {
 
 /* Writes a printf-style message into err (errlen bytes; err may be NULL) and
  * returns -1, so that a failing function can `return planner_errorf(...)`. */
-int planner_errorf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int planner_errorf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The progress line on stderr (planner/progress.c): main starts it when
  * stderr is a terminal and -q is not given; every stage that can take more
  * than a second names itself, and a ticker thread redraws "roamc: PREFIX:
@@ -69,21 +70,21 @@ int planner_order_parse(const char *s, planner_order *out);
 int planner_layout_parse(const char *s, planner_layout *out);
 
 typedef struct planner_options {
-    uint64_t align;       /* storage sizes and offsets, bytes; >= 1 */
+    uint64_t align; /* storage sizes and offsets, bytes; >= 1 */
     planner_order order;
     planner_layout layout;
     /* operator ordering (planner/order.c) */
-    int node_limit;      /* most ops in a leaf of the subgraph tree */
-    int delay_radius;    /* r of the weight-update rule, in segments */
-    int threads;         /* leaf solver threads; 0: all cores */
-    double time_limit;   /* --time-limit: seconds for the whole command (the report states it) */
+    int node_limit;    /* most ops in a leaf of the subgraph tree */
+    int delay_radius;  /* r of the weight-update rule, in segments */
+    int threads;       /* leaf solver threads; 0: all cores */
+    double time_limit; /* --time-limit: seconds for the whole command (the report states it) */
     /* when the time is up, on planner_now()'s clock: the command's start +
      * time_limit (main sets it); 0: time_limit from the start of plan_build */
     double deadline;
     /* set by plan_build when the time was up before the ordering: program
      * order without LESCEA and the costly bounds (the fastest valid plan) */
     int fastest;
-    int progress;        /* a progress line on stderr (main sets it when a tty) */
+    int progress; /* a progress line on stderr (main sets it when a tty) */
     /* gradients held to the end of the step, as eager PyTorch holds .grad
      * until the next zero_grad (method pytorch); plan_build then plans a
      * copy of the graph built that way */
@@ -121,26 +122,26 @@ typedef struct planner_times {
  * storages grouped by the leaf subgraphs of the order's tree, layout_roam),
  * then the global exact layout warm-started from it; the lower one is kept. */
 typedef struct planner_tree_layout {
-    int used;                 /* 1 when the tree-based layout ran */
-    uint64_t tree_height;     /* height of the tree-based layout */
-    uint64_t global_height;   /* height of the global exact layout warm-started from it */
-    const char *winner;       /* "tree" (the global layout found nothing lower) or "global" */
+    int used;               /* 1 when the tree-based layout ran */
+    uint64_t tree_height;   /* height of the tree-based layout */
+    uint64_t global_height; /* height of the global exact layout warm-started from it */
+    const char *winner;     /* "tree" (the global layout found nothing lower) or "global" */
     size_t groups, groups_proven, repaired, leftovers;
-    const char *stacking;     /* the stacking order that won (layout_roam_stats) */
-    double seconds;           /* time of the tree-based layout */
+    const char *stacking; /* the stacking order that won (layout_roam_stats) */
+    double seconds;       /* time of the tree-based layout */
 } planner_tree_layout;
 
 typedef struct plan {
     const graph *g;
     planner_options opt;
-    int *order;       /* n_ops op indices: the schedule */
-    int32_t *start;   /* per storage: closed lifetime under the schedule */
+    int *order;     /* n_ops op indices: the schedule */
+    int32_t *start; /* per storage: closed lifetime under the schedule */
     int32_t *end;
-    uint64_t *offsets; /* per storage */
+    uint64_t *offsets;                    /* per storage */
     uint64_t theoretical, theoretical_np; /* peak, and without persistent storages */
-    uint64_t actual;      /* layout height */
-    uint64_t lower_bound; /* graph_lower_bound */
-    uint64_t persistent;  /* bytes of persistent storages */
+    uint64_t actual;                      /* layout height */
+    uint64_t lower_bound;                 /* graph_lower_bound */
+    uint64_t persistent;                  /* bytes of persistent storages */
     uint64_t pytorch_reserved; /* layout pytorch: most bytes of segments held at once, else 0 */
     size_t pytorch_released;   /* layout pytorch: segments given back under opt.device_limit */
     int pytorch_oom;           /* layout pytorch: out of memory under opt.device_limit (the
@@ -197,8 +198,8 @@ typedef struct planner_files {
  * plans and titles, all or nothing (planner_output_set).  Returns 0, or -1
  * with a message and no file written. */
 int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
-                        const plan *const *svg_plans, const char *const *titles, size_t n_svg, char *err,
-                        size_t errlen);
+                        const plan *const *svg_plans, const char *const *titles, size_t n_svg,
+                        char *err, size_t errlen);
 /* The same file into f (an output of a planner_output_set).  Returns 0, -1
  * on out of memory or a write error. */
 int plan_write_stream(const plan *p, const char *model_path, FILE *f);
@@ -236,9 +237,9 @@ int planner_output_close(planner_output *o, int ok);
 #define PLANNER_MAX_OUTPUTS 6
 typedef struct planner_output_slot {
     const char *what, *path;
-    FILE *f;          /* after planner_outputs_open: write here */
-    int direct;       /* stdout, a device, a FIFO: buffered, written at the commit */
-    FILE *buf_f;      /* the memory stream of a direct output */
+    FILE *f;     /* after planner_outputs_open: write here */
+    int direct;  /* stdout, a device, a FIFO: buffered, written at the commit */
+    FILE *buf_f; /* the memory stream of a direct output */
     char *buf;
     size_t buf_len;
     planner_output out; /* a regular file's temporary */
@@ -254,8 +255,8 @@ int planner_outputs_add(planner_output_set *s, const char *what, const char *pat
  * one of the inputs (same device and inode, through symlinks), no two are
  * the same file, at most one is "-".  Creates nothing.  Returns 0, or -1
  * with a message naming the option, the path and the reason. */
-int planner_outputs_check(const planner_output_set *s, const char *const *inputs, size_t n_inputs, char *err,
-                          size_t errlen);
+int planner_outputs_check(const planner_output_set *s, const char *const *inputs, size_t n_inputs,
+                          char *err, size_t errlen);
 /* 1 when some output is "-" (the report then goes to stderr). */
 int planner_outputs_uses_stdout(const planner_output_set *s);
 /* Opens every output for writing.  Returns 0, or -1 with a message and
@@ -270,15 +271,16 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
  * extra added, when not NULL; the caller keeps its reference). */
 struct json_t;
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const planner_files *files);
-void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files, struct json_t *extra);
+void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files,
+                      struct json_t *extra);
 
 /* Draws n plans of the same graph one above the other on one scale (time
  * across, address up, one rectangle per storage, persistent storages shaded
  * apart, the actual peak marked, the live-bytes curve under each) into an SVG
  * file, written atomically.  Storages below a pixel are merged, so the file
  * stays small for 10,000+ storages.  Returns 0, or -1 with a message. */
-int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
-                   size_t errlen);
+int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
+                   char *err, size_t errlen);
 /* The same picture into f; 0, or -1 on out of memory. */
 int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f);
 
@@ -287,8 +289,8 @@ int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t 
  * ILPs) and ROAM, and prints one table (or JSON when json != 0) to out.
  * Writes the ROAM plan (and its tree) and the PyTorch and ROAM layouts to
  * the files asked for, all or nothing.  Returns 0, or -1 with a message. */
-int plan_compare(const graph *g, const planner_options *base, const char *model_path, const planner_files *files,
-                 int json, FILE *out, char *err, size_t errlen);
+int plan_compare(const graph *g, const planner_options *base, const char *model_path,
+                 const planner_files *files, int json, FILE *out, char *err, size_t errlen);
 
 /* `roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]
  * [--align B] [--method roam|llfb|greedy|bestfit|pytorch]` (cmd_layout.c):
@@ -305,7 +307,8 @@ int cmd_layout(int argc, char **argv);
  * fopt (NULL: none).  Prints "VALID ..." or up to 20 "INVALID: ..." lines to
  * out and returns 0 (valid), 1 (invalid) or 2 (unreadable model or plan;
  * message to err). */
-int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path, FILE *out, FILE *err);
+int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
+                    FILE *out, FILE *err);
 
 /* ------------------------------------------------ will it fit (planner/fit.c) */
 
@@ -326,9 +329,9 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen);
 /* A device memory budget: the step fits when what it needs plus reserve
  * is at most budget.  reserve < budget. */
 typedef struct planner_budget {
-    uint64_t budget;         /* bytes of device memory */
-    uint64_t reserve;        /* spent outside the arena: CUDA context, workspaces */
-    const char *budget_text; /* as the user wrote them, echoed in reports */
+    uint64_t budget;          /* bytes of device memory */
+    uint64_t reserve;         /* spent outside the arena: CUDA context, workspaces */
+    const char *budget_text;  /* as the user wrote them, echoed in reports */
     const char *reserve_text; /* NULL when not given (0) */
 } planner_budget;
 
@@ -336,20 +339,22 @@ typedef struct planner_budget {
  * step (method pytorch): each fits or not, by how much.  Text lines to f,
  * or (json != NULL) a "budget" member added to json.  Returns 0 when
  * `chosen` fits, PLANNER_EXIT_NO_FIT when it does not. */
-int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch, struct json_t *json);
+int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
+                       struct json_t *json);
 
 /* --max-batch: what to search. */
 typedef struct planner_batch_query {
     const char *model_path;
     const fe_options *bindings; /* the user's --input-shape/--dim; must leave the batch unbound */
     const char *symbol;         /* the batch dim, or NULL: the one input symbol left unbound */
-    const fe_train_options *train; /* plan the training step derived from the model (--train), or NULL */
-    planner_options opt;        /* the plan to size against PyTorch's (method pytorch) */
+    /* plan the training step derived from the model (--train), or NULL */
+    const fe_train_options *train;
+    planner_options opt; /* the plan to size against PyTorch's (method pytorch) */
     const planner_budget *budget;
-    const char *out_path;       /* write the plan at the largest batch that fits, or NULL */
-    const char *svg_path;       /* draw need against batch, or NULL */
-    int json;                   /* the table as one JSON object */
-    int progress;               /* a line per batch on stderr */
+    const char *out_path; /* write the plan at the largest batch that fits, or NULL */
+    const char *svg_path; /* draw need against batch, or NULL */
+    int json;             /* the table as one JSON object */
+    int progress;         /* a line per batch on stderr */
 } planner_batch_query;
 
 /* Finds, for PyTorch's plan and for the chosen one, the largest batch that
@@ -398,18 +403,20 @@ struct json_t *planner_shapes_summary_json(const fe_model *m);
 
 typedef struct planner_order_stats {
     uint64_t peak_program, peak_lescea, peak_chosen; /* theoretical peaks */
-    uint64_t lower_bound;    /* graph_order_lower_bound: valid for every schedule */
-    const char *source;      /* what gave the chosen order: "roam", "ilp", "program", "lescea" */
-    const char *placement;   /* weight-update placement that won (roam) */
-    const char *floating;    /* floating-op placement that won (roam) */
-    int heuristic_kept;      /* the tree / ILP result was not better than a heuristic */
-    int ilp_too_large;       /* order ilp: the model was too large, heuristic kept */
-    size_t ilp_vars;         /* order ilp: columns of the model (0: not built) */
-    long ilp_nodes;          /* order ilp: branch-and-bound nodes explored */
+    uint64_t lower_bound;  /* graph_order_lower_bound: valid for every schedule */
+    const char *source;    /* what gave the chosen order: "roam", "ilp", "program", "lescea" */
+    const char *placement; /* weight-update placement that won (roam) */
+    const char *floating;  /* floating-op placement that won (roam) */
+    int heuristic_kept;    /* the tree / ILP result was not better than a heuristic */
+    int ilp_too_large;     /* order ilp: the model was too large, heuristic kept */
+    size_t ilp_vars;       /* order ilp: columns of the model (0: not built) */
+    long ilp_nodes;        /* order ilp: branch-and-bound nodes explored */
     size_t n_mi, n_update, n_blocks, n_independent, n_dependent, largest_leaf;
-    size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp, leaves_ilp_optimal;
+    size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp,
+        leaves_ilp_optimal;
     size_t leaves_budget, time_stopped;
-    size_t candidates, candidates_tried; /* roam: partition candidates, and how many the time limit let run */
+    size_t candidates,
+        candidates_tried; /* roam: partition candidates, and how many the time limit let run */
     int threads;
     double t_partition, t_solve; /* seconds */
     /* order roam: the winning candidate partition, for planner_order_partition */
@@ -422,8 +429,8 @@ typedef struct planner_order_stats {
  * ops); st (may be NULL) gets the statistics.  Never worse than the better
  * of program order and LESCEA for ROAM and ILP.  Returns 0, or -1 with a
  * message in err. */
-int planner_order_run(const graph *g, const planner_options *opt, int *order, planner_order_stats *st, char *err,
-                      size_t errlen);
+int planner_order_run(const graph *g, const planner_options *opt, int *order,
+                      planner_order_stats *st, char *err, size_t errlen);
 
 /* The partition (subgraph tree) that order roam chose, rebuilt from st (a
  * planner_order_run result with st->has_partition) with the same options:
@@ -431,7 +438,8 @@ int planner_order_run(const graph *g, const planner_options *opt, int *order, pl
  * partition_free (partition/partition.h).  Returns 0, or -1 with a message
  * in err. */
 struct partition;
-int planner_order_partition(const graph *g, const planner_options *opt, const planner_order_stats *st,
-                            struct partition *P, char *err, size_t errlen);
+int planner_order_partition(const graph *g, const planner_options *opt,
+                            const planner_order_stats *st, struct partition *P, char *err,
+                            size_t errlen);
 
 #endif

@@ -11,11 +11,11 @@
 #include <time.h>
 
 static struct {
-    int on;        /* the ticker runs */
+    int on; /* the ticker runs */
     int stop;
-    int drawn;     /* something is on the line */
+    int drawn; /* something is on the line */
     char prefix[128], stage[192];
-    double since;  /* when the stage started */
+    double since; /* when the stage started */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -24,8 +24,9 @@ static struct {
 /* Draws the line; the caller holds the lock. */
 static void progress_draw(void) {
     if (!progress.stage[0] && !progress.prefix[0]) return;
-    fprintf(stderr, "\r\033[Kroamc: %s%s%s (%.1f s)", progress.prefix, progress.prefix[0] && progress.stage[0] ? ": " : "",
-            progress.stage, planner_now() - progress.since);
+    fprintf(stderr, "\r\033[Kroamc: %s%s%s (%.1f s)", progress.prefix,
+            progress.prefix[0] && progress.stage[0] ? ": " : "", progress.stage,
+            planner_now() - progress.since);
     fflush(stderr);
     progress.drawn = 1;
 }
@@ -55,8 +56,10 @@ void planner_progress_start(int enabled) {
 
 static void progress_set(char *dst, size_t len, const char *fmt, va_list ap) {
     pthread_mutex_lock(&progress.lock);
-    if (fmt) vsnprintf(dst, len, fmt, ap);
-    else dst[0] = 0;
+    if (fmt)
+        vsnprintf(dst, len, fmt, ap);
+    else
+        dst[0] = 0;
     progress.stage[0] = dst == progress.prefix ? 0 : progress.stage[0];
     progress.since = planner_now();
     pthread_mutex_unlock(&progress.lock);

@@ -14,11 +14,15 @@
 
 #include "layout.h"
 
-#define SVG_W 1200     /* plot width, px */
+#define SVG_W 1200 /* plot width, px */
 /* Panel heights: one plan gets room; a comparison of several stays on one
  * screen. */
-static int svg_layout_h(size_t n) { return n > 1 ? 200 : 360; }
-static int svg_curve_h(size_t n) { return n > 1 ? 60 : 120; }
+static int svg_layout_h(size_t n) {
+    return n > 1 ? 200 : 360;
+}
+static int svg_curve_h(size_t n) {
+    return n > 1 ? 60 : 120;
+}
 #define SVG_MARGIN 70
 #define SVG_GAP 60
 #define SVG_CELL 2     /* raster cell, px */
@@ -38,9 +42,12 @@ static void svg_escape(FILE *f, const char *s) {
 
 /* "123.4 MiB" / "1.23 GiB": the unit that keeps 3-4 digits. */
 static const char *svg_size(double b, char *buf, size_t len) {
-    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-    else if (b >= 1024.0 * 1024) snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
-    else snprintf(buf, len, "%.1f KiB", b / 1024.0);
+    if (b >= 1024.0 * 1024 * 1024)
+        snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024)
+        snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024));
+    else
+        snprintf(buf, len, "%.1f KiB", b / 1024.0);
     return buf;
 }
 
@@ -57,7 +64,8 @@ static double svg_tick_step(double top, int want) {
 
 /* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
  * bytes fill the layout height (the same for every panel of a picture). */
-static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top, size_t n_panels) {
+static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
+                     size_t n_panels) {
     const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
     char b1[32], b2[32];
     const graph *g = p->g;
@@ -73,9 +81,13 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     fprintf(f, "<text x=\"0\" y=\"-8\" class=\"title\">");
     svg_escape(f, title);
     fprintf(f, ": theoretical %s, actual %s, fragmentation %.2f%%</text>\n",
-            svg_size((double)p->theoretical, b1, sizeof b1), svg_size((double)p->actual, b2, sizeof b2),
-            p->theoretical ? 100.0 * ((double)p->actual - (double)p->theoretical) / (double)p->theoretical : 0.0);
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", SVG_W, layout_h);
+            svg_size((double)p->theoretical, b1, sizeof b1),
+            svg_size((double)p->actual, b2, sizeof b2),
+            p->theoretical
+                ? 100.0 * ((double)p->actual - (double)p->theoretical) / (double)p->theoretical
+                : 0.0);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", SVG_W,
+            layout_h);
     size_t drawn = 0;
     for (size_t s = 0; s < ns; s++) {
         uint64_t size = g->storages[s].size;
@@ -85,8 +97,9 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
         double h = (double)size * ys;
         int pers = g->storages[s].persistent;
         if (x1 - x0 >= SVG_MIN_PX && h >= SVG_MIN_PX) {
-            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"%s\"/>\n", x0, top, x1 - x0,
-                    h, pers ? "p" : "a");
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"%s\"/>\n",
+                    x0, top, x1 - x0, h, pers ? "p" : "a");
             drawn++;
             continue;
         }
@@ -98,7 +111,8 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
         if (r1 >= rows) r1 = rows - 1;
         for (int r = r0; r <= r1; r++)
             for (int c = c0; c <= c1; c++)
-                if (cell[(size_t)r * cols + c] < 1 + pers) cell[(size_t)r * cols + c] = (unsigned char)(1 + pers);
+                if (cell[(size_t)r * cols + c] < 1 + pers)
+                    cell[(size_t)r * cols + c] = (unsigned char)(1 + pers);
     }
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols;) {
@@ -106,14 +120,16 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
             int e = c;
             while (e < cols && cell[(size_t)r * cols + e] == v) e++;
             if (v)
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n", c * SVG_CELL,
-                        r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL, v == 2 ? "p" : "a");
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n",
+                        c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL,
+                        v == 2 ? "p" : "a");
             c = e;
         }
     free(cell);
     /* the actual peak */
     double peak_y = layout_h - (double)p->actual * ys;
-    fprintf(f, "<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"peak\"/>\n", peak_y, SVG_W, peak_y);
+    fprintf(f, "<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"peak\"/>\n", peak_y, SVG_W,
+            peak_y);
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"label\">%s</text>\n", SVG_W + 4, peak_y + 4,
             svg_size((double)p->actual, b1, sizeof b1));
     /* address ticks at round byte counts, step ticks along the bottom */
@@ -121,14 +137,15 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     double tick = svg_tick_step((double)scale_top / unit, 5);
     for (double a = 0; a * unit <= (double)scale_top; a += tick) {
         double y = layout_h - a * unit * ys;
-        fprintf(f, "<line x1=\"-4\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" class=\"tick\"/>"
-                   "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%g %s</text>\n",
+        fprintf(f,
+                "<line x1=\"-4\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" class=\"tick\"/>"
+                "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%g %s</text>\n",
                 y, y, y + 4, a, unit > 1024.0 * 1024 ? "GiB" : "MiB");
     }
     double stick = svg_tick_step((double)steps, 8);
     for (double t = 0; t <= (double)steps; t += stick)
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%.0f</text>\n", t * xs,
-                layout_h + 13, t);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%.0f</text>\n",
+                t * xs, layout_h + 13, t);
 
     /* live bytes per step, as the max within each pixel column */
     int64_t *delta = calloc(steps + 1, sizeof *delta);
@@ -150,22 +167,30 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
             if ((double)live > colmax[c]) colmax[c] = (double)live;
     }
     double cy0 = layout_h + 22, cys = (double)curve_h / (double)(scale_top ? scale_top : 1);
-    fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0, SVG_W, curve_h);
+    fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0,
+            SVG_W, curve_h);
     /* the strip's own axis: 0, half and the top of the shared scale */
     for (int k = 0; k <= 2; k++) {
         double v = (double)scale_top * k / 2, y = cy0 + curve_h - v * cys;
-        fprintf(f, "<line x1=\"-4\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" class=\"tick\"/>"
-                   "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
+        fprintf(f,
+                "<line x1=\"-4\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" class=\"tick\"/>"
+                "<text x=\"-6\" y=\"%.1f\" class=\"axis\" text-anchor=\"end\">%s</text>\n",
                 y, y, y + 4, k ? svg_size(v, b1, sizeof b1) : "0");
     }
     fprintf(f, "<polyline class=\"curve\" points=\"");
     for (int c = 0; c < SVG_W; c++)
-        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + curve_h - colmax[c] * cys, c + 1, cy0 + curve_h - colmax[c] * cys);
+        fprintf(f, "%d,%.1f %d,%.1f ", c, cy0 + curve_h - colmax[c] * cys, c + 1,
+                cy0 + curve_h - colmax[c] * cys);
     double tp_y = cy0 + curve_h - (double)p->theoretical * cys;
-    fprintf(f, "\"/>\n<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"tpeak\"/>\n", tp_y, SVG_W, tp_y);
-    fprintf(f, "<text x=\"0\" y=\"%.1f\" class=\"axis\">live bytes per step (theoretical peak %s, dashed); "
-               "%zu steps, %zu storages (%zu drawn one by one, the rest merged per %d px cell)</text>\n",
-            cy0 + curve_h + 16, svg_size((double)p->theoretical, b1, sizeof b1), steps, ns, drawn, SVG_CELL);
+    fprintf(f, "\"/>\n<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"tpeak\"/>\n", tp_y,
+            SVG_W, tp_y);
+    fprintf(
+        f,
+        "<text x=\"0\" y=\"%.1f\" class=\"axis\">live bytes per step (theoretical peak %s, "
+        "dashed); "
+        "%zu steps, %zu storages (%zu drawn one by one, the rest merged per %d px cell)</text>\n",
+        cy0 + curve_h + 16, svg_size((double)p->theoretical, b1, sizeof b1), steps, ns, drawn,
+        SVG_CELL);
     free(delta);
     free(colmax);
     fprintf(f, "</g>\n");
@@ -180,32 +205,41 @@ int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t 
     }
     double panel_h = svg_layout_h(n) + 22 + svg_curve_h(n) + 24;
     double total_h = 40 + (double)n * (panel_h + SVG_GAP) - SVG_GAP / 2;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 "
+            "%d %.0f\">\n",
             SVG_W + 2 * SVG_MARGIN + 40, total_h, SVG_W + 2 * SVG_MARGIN + 40, total_h);
     fputs("<style>.a{fill:#4e79a7}.p{fill:#bab0ac}.frame{fill:none;stroke:#888;stroke-width:0.5}"
-          ".peak{stroke:#e15759;stroke-width:1;stroke-dasharray:4 3}.curve{fill:none;stroke:#59a14f;stroke-width:1}"
+          ".peak{stroke:#e15759;stroke-width:1;stroke-dasharray:4 "
+          "3}.curve{fill:none;stroke:#59a14f;stroke-width:1}"
           "text{font-family:sans-serif;font-size:12px}.title{font-size:14px;font-weight:bold}"
           ".label{fill:#e15759}.axis{fill:#555;font-size:11px}.tick{stroke:#888}"
-          ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n", f);
+          ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n",
+          f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP), top, n);
+        rc = svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP),
+                       top, n);
     /* legend */
-    fprintf(f, "<g transform=\"translate(%d,16)\" class=\"axis\">"
-               "<rect width=\"12\" height=\"10\" class=\"a\"/><text x=\"16\" y=\"10\">activations and temporaries</text>"
-               "<rect x=\"190\" width=\"12\" height=\"10\" class=\"p\"/><text x=\"206\" y=\"10\">persistent "
-               "(parameters, optimizer state, outputs)</text>"
-               "<line x1=\"520\" y1=\"5\" x2=\"540\" y2=\"5\" class=\"peak\"/><text x=\"544\" y=\"10\">actual peak</text>"
-               "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
+    fprintf(f,
+            "<g transform=\"translate(%d,16)\" class=\"axis\">"
+            "<rect width=\"12\" height=\"10\" class=\"a\"/><text x=\"16\" y=\"10\">activations and "
+            "temporaries</text>"
+            "<rect x=\"190\" width=\"12\" height=\"10\" class=\"p\"/><text x=\"206\" "
+            "y=\"10\">persistent "
+            "(parameters, optimizer state, outputs)</text>"
+            "<line x1=\"520\" y1=\"5\" x2=\"540\" y2=\"5\" class=\"peak\"/><text x=\"544\" "
+            "y=\"10\">actual peak</text>"
+            "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
     return rc;
 }
 
-int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path, char *err,
-                   size_t errlen) {
+int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
+                   char *err, size_t errlen) {
     planner_files files = {.svg = path};
     return n ? planner_files_write(&files, plans[0], "", plans, titles, n, err, errlen) : 0;
 }

@@ -24,13 +24,16 @@ static tg *m_residual(void) {
     tg *t = tg_new();
     tg_input(t, "x0", "32x128");
     tg_initializer(t, "w", "128x128");
-    const char *names[][5] = {{"x0", "h1", "h2", "h3", "x1"}, {"x1", "g1", "g2", "g3", "x2"}, {"x2", "k1", "k2", "k3", "x3"}};
+    const char *names[][5] = {{"x0", "h1", "h2", "h3", "x1"},
+                              {"x1", "g1", "g2", "g3", "x2"},
+                              {"x2", "k1", "k2", "k3", "x3"}};
     for (int b = 0; b < 3; b++) {
         char in[64];
         tg_node(t, "", "MatMul", (snprintf(in, sizeof in, "%s,w", names[b][0]), in), names[b][1]);
         tg_node(t, "", "Relu", names[b][1], names[b][2]);
         tg_node(t, "", "MatMul", (snprintf(in, sizeof in, "%s,w", names[b][2]), in), names[b][3]);
-        tg_node(t, "", "Add", (snprintf(in, sizeof in, "%s,%s", names[b][3], names[b][0]), in), names[b][4]);
+        tg_node(t, "", "Add", (snprintf(in, sizeof in, "%s,%s", names[b][3], names[b][0]), in),
+                names[b][4]);
         for (int k = 1; k < 5; k++)
             if (b < 2 || k < 4) tg_value(t, names[b][k], "32x128");
     }
@@ -172,19 +175,22 @@ static tg *m_training(void) {
     tg_alias(t, n, "0", 1);
     n = tg_node(t, "aten", "sub_", "w1,m1b", "w1b");
     tg_alias(t, n, "0", 1);
-    const char *v[][2] = {{"h", "64x512"}, {"a", "64x512"}, {"o", "64x10"}, {"d", "64x10"}, {"sq", "64x10"},
-                          {"gd", "64x10"}, {"aT", "512x64"}, {"gw2", "512x10"}, {"w2T", "10x512"}, {"ga", "64x512"},
-                          {"gh", "64x512"}, {"xT", "256x64"}, {"gw1", "256x512"}, {"m2a", "512x10"},
-                          {"m2b", "512x10"}, {"w2b", "512x10"}, {"m1a", "256x512"}, {"m1b", "256x512"},
-                          {"w1b", "256x512"}};
+    const char *v[][2] = {
+        {"h", "64x512"},    {"a", "64x512"},    {"o", "64x10"},    {"d", "64x10"},
+        {"sq", "64x10"},    {"gd", "64x10"},    {"aT", "512x64"},  {"gw2", "512x10"},
+        {"w2T", "10x512"},  {"ga", "64x512"},   {"gh", "64x512"},  {"xT", "256x64"},
+        {"gw1", "256x512"}, {"m2a", "512x10"},  {"m2b", "512x10"}, {"w2b", "512x10"},
+        {"m1a", "256x512"}, {"m1b", "256x512"}, {"w1b", "256x512"}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) tg_value(t, v[i][0], v[i][1]);
     tg_output(t, "loss", "");
     return t;
 }
 
 const test_model test_models_valid[] = {
-    {"diamond", m_diamond}, {"residual", m_residual}, {"views", m_views},     {"inplace", m_inplace},
-    {"multiout", m_multiout}, {"dtypes", m_dtypes},   {"training", m_training}, {NULL, NULL},
+    {"diamond", m_diamond},   {"residual", m_residual},
+    {"views", m_views},       {"inplace", m_inplace},
+    {"multiout", m_multiout}, {"dtypes", m_dtypes},
+    {"training", m_training}, {NULL, NULL},
 };
 
 /* ------------------------------------------------------------- bad ones */
@@ -211,10 +217,14 @@ static tg *b_reads_unproduced(const char *name) {
     return t;
 }
 
-static tg *b_unproduced(void) { return b_reads_unproduced("ghost"); }
+static tg *b_unproduced(void) {
+    return b_reads_unproduced("ghost");
+}
 
 /* a name that would clear the terminal if printed as is */
-static tg *b_control_name(void) { return b_reads_unproduced("gh\x1b[2Jost"); }
+static tg *b_control_name(void) {
+    return b_reads_unproduced("gh\x1b[2Jost");
+}
 
 static tg *b_twice(void) {
     tg *t = tg_new();
@@ -255,7 +265,7 @@ static tg *b_bytes_overflow(void) {
     tg *t = tg_new();
     tg_input(t, "x", "4");
     tg_node(t, "com.example", "Widen", "x", "wide"); /* sized by its value_info only */
-    tg_value(t, "wide", "f64:4611686018427387904"); /* 2^62 elements x 8 bytes */
+    tg_value(t, "wide", "f64:4611686018427387904");  /* 2^62 elements x 8 bytes */
     tg_output(t, "wide", "f64:4611686018427387904");
     return t;
 }

@@ -122,7 +122,8 @@ static void with_schedule(const char *plan_src, const int *sched, size_t n, cons
 
 /* Both checkers reject `plan` (exit 1); roamc's message holds each of
  * the fragments (NULL-terminated). */
-static void expect_rejected(const char *tag, const char *model, const char *plan, const char *const *fragments) {
+static void expect_rejected(const char *tag, const char *model, const char *plan,
+                            const char *const *fragments) {
     char *argv[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, NULL};
     int rc = run(tag, argv);
     if (rc != 1) {
@@ -143,7 +144,8 @@ static void test_mutation_order_through_views(void **state) {
     (void)state;
     const char *model = path_in_work("mutation.onnx"), *ok = path_in_work("mutation_ok.json");
     write_tg(m_mutation(), model);
-    char *plan[] = {(char *)roamc_bin, (char *)model, "--order", "program", "-q", "-o", (char *)ok, NULL};
+    char *plan[] = {(char *)roamc_bin, (char *)model, "--order", "program", "-q", "-o",
+                    (char *)ok,        NULL};
     assert_int_equal(run("mutation_plan", plan), 0);
     char *check[] = {(char *)roamc_bin, "check", (char *)model, (char *)ok, NULL};
     assert_int_equal(run("mutation_ok", check), 0);
@@ -151,7 +153,8 @@ static void test_mutation_order_through_views(void **state) {
     const char *orders[] = {"roam", "lescea", "ilp"};
     for (size_t i = 0; i < 3; i++) {
         const char *p = path_in_work("mutation_order.json");
-        char *pl[] = {(char *)roamc_bin, (char *)model, "--order", (char *)orders[i], "-q", "-o", (char *)p, NULL};
+        char *pl[] = {(char *)roamc_bin, (char *)model, "--order", (char *)orders[i], "-q", "-o",
+                      (char *)p,         NULL};
         assert_int_equal(run("mutation_plan2", pl), 0);
         char *ck[] = {(char *)roamc_bin, "check", (char *)model, (char *)p, NULL};
         if (run("mutation_check2", ck) != 0) fail_msg("--order %s: plan rejected", orders[i]);
@@ -161,32 +164,39 @@ static void test_mutation_order_through_views(void **state) {
     const int before[] = {0, 2, 1, 3, 4, 5};
     const char *bad1 = path_in_work("mutation_view_before.json");
     with_schedule(ok, before, 6, bad1);
-    const char *f1[] = {"node 2 (add_) overwrites 'w' in place at step 1, before node 1 (mm) reads that storage "
-                        "through the view 'wt' at step 2",
-                        NULL};
+    const char *f1[] = {
+        "node 2 (add_) overwrites 'w' in place at step 1, before node 1 (mm) reads that storage "
+        "through the view 'wt' at step 2",
+        NULL};
     expect_rejected("view_before", model, bad1, f1);
 
     /* the second write before the mm that reads through the view made after the first */
     const int after[] = {0, 1, 2, 3, 5, 4};
     const char *bad2 = path_in_work("mutation_view_after.json");
     with_schedule(ok, after, 6, bad2);
-    const char *f2[] = {"node 5 (mul_) overwrites 'w2' in place at step 4, before node 4 (mm) reads that storage "
-                        "through the view 'v' at step 5",
-                        NULL};
+    const char *f2[] = {
+        "node 5 (mul_) overwrites 'w2' in place at step 4, before node 4 (mm) reads that storage "
+        "through the view 'v' at step 5",
+        NULL};
     expect_rejected("view_after", model, bad2, f2);
 }
-
 
 /* FIPS 180-4 / NIST example vectors, and the padding edges around 55/56/64 bytes. */
 static void test_sha256_vectors(void **state) {
     (void)state;
-    struct { const char *msg; size_t repeat; const char *hex; } v[] = {
+    struct {
+        const char *msg;
+        size_t repeat;
+        const char *hex;
+    } v[] = {
         {"", 1, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
         {"abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
         {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrst"
-         "nopqrstu", 1, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrl"
+         "mnopqrsmnopqrst"
+         "nopqrstu",
+         1, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
         {"a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
         {"a", 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
         {"a", 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
@@ -195,7 +205,8 @@ static void test_sha256_vectors(void **state) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t len = strlen(v[i].msg) * v[i].repeat;
         char *buf = malloc(len + 1);
-        for (size_t r = 0; r < v[i].repeat; r++) memcpy(buf + r * strlen(v[i].msg), v[i].msg, strlen(v[i].msg));
+        for (size_t r = 0; r < v[i].repeat; r++)
+            memcpy(buf + r * strlen(v[i].msg), v[i].msg, strlen(v[i].msg));
         uint8_t d[32];
         char hex[65];
         fe_sha256(buf, len, d);
@@ -220,8 +231,10 @@ static void with_field(const char *plan_src, const char *key, const char *value,
     json_error_t je;
     json_t *plan = json_load_file(plan_src, 0, &je);
     assert_non_null(plan);
-    if (value) json_object_set_new(plan, key, json_string(value));
-    else json_object_del(plan, key);
+    if (value)
+        json_object_set_new(plan, key, json_string(value));
+    else
+        json_object_del(plan, key);
     assert_int_equal(json_dump_file(plan, out, JSON_COMPACT), 0);
     json_decref(plan);
 }
@@ -272,7 +285,8 @@ static void test_plan_names_its_model(void **state) {
     with_field(old2, "sizes_sha256", NULL, old);
     char *cko[] = {(char *)roamc_bin, "check", (char *)model, (char *)old, NULL};
     assert_int_equal(run("digest_none", cko), 0);
-    expect_output("digest_none", "records no model_sha256 (written by an older roamc or another tool)");
+    expect_output("digest_none",
+                  "records no model_sha256 (written by an older roamc or another tool)");
     expect_output("digest_none", "VALID");
 
     /* check_plan.py ignores the new fields */
@@ -290,7 +304,8 @@ static void test_plan_names_its_model(void **state) {
     write_tg(t, sym);
     char *b5[] = {(char *)roamc_bin, (char *)sym, "--dim", "N=5", "-q", "-o", (char *)p5, NULL};
     assert_int_equal(run("digest_n5", b5), 0);
-    char *c5[] = {(char *)roamc_bin, "check", (char *)sym, (char *)p5, "--input-shape", "x=5,256", NULL};
+    char *c5[] = {(char *)roamc_bin, "check",   (char *)sym, (char *)p5,
+                  "--input-shape",   "x=5,256", NULL};
     assert_int_equal(run("digest_c5", c5), 0);
     char *c6[] = {(char *)roamc_bin, "check", (char *)sym, (char *)p5, "--dim", "N=6", NULL};
     assert_int_equal(run("digest_c6", c6), 1);
@@ -299,11 +314,12 @@ static void test_plan_names_its_model(void **state) {
 
 #ifdef ROAMC_MODELS_DIR
     /* the case: alexnet_b32's plan against alexnet_b1 */
-    const char *b32 = ROAMC_MODELS_DIR "/alexnet_b32.onnx", *b1 = ROAMC_MODELS_DIR "/alexnet_b1.onnx";
+    const char *b32 = ROAMC_MODELS_DIR "/alexnet_b32.onnx",
+               *b1 = ROAMC_MODELS_DIR "/alexnet_b1.onnx";
     if (access(b32, R_OK) == 0 && access(b1, R_OK) == 0) {
         const char *p32 = path_in_work("alexnet_b32.json");
-        char *m32[] = {(char *)roamc_bin, (char *)b32, "--order", "program", "--layout", "bestfit", "-q", "-o",
-                       (char *)p32, NULL};
+        char *m32[] = {(char *)roamc_bin, (char *)b32, "--order", "program",   "--layout",
+                       "bestfit",         "-q",        "-o",      (char *)p32, NULL};
         assert_int_equal(run("alexnet_b32", m32), 0);
         char *c1[] = {(char *)roamc_bin, "check", (char *)b1, (char *)p32, NULL};
         assert_int_equal(run("alexnet_b32_vs_b1", c1), 1);
@@ -325,10 +341,13 @@ int main(int argc, char **argv) {
     workdir = argv[3];
     mkdir(workdir, 0777);
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null",
-             check_py);
+    snprintf(
+        cmd, sizeof cmd,
+        "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null",
+        check_py);
     have_check_py = system(cmd) == 0;
-    if (!have_check_py) fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
+    if (!have_check_py)
+        fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mutation_order_through_views),
         cmocka_unit_test(test_sha256_vectors),

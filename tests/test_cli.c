@@ -104,7 +104,8 @@ static void test_valid_models_all_layouts(void **state) {
             char plan[1024], tag[256];
             snprintf(plan, sizeof plan, "%s/%s.%s.plan.json", workdir, m->name, layouts[l]);
             snprintf(tag, sizeof tag, "%s.%s", m->name, layouts[l]);
-            char *argv[] = {(char *)roamc_bin, model, "-o", plan, "--layout", (char *)layouts[l], NULL};
+            char *argv[] = {(char *)roamc_bin,  model, "-o", plan, "--layout",
+                            (char *)layouts[l], NULL};
             int rc = run(tag, argv);
             if (rc != 0) fail_msg("%s: roamc exited %d: %s", tag, rc, output_of(tag, "stderr"));
             char *rep = output_of(tag, "stdout");
@@ -112,14 +113,17 @@ static void test_valid_models_all_layouts(void **state) {
             assert_non_null(strstr(rep, "fragmentation"));
             free(rep);
             rc = roamc_check("check", model, plan);
-            if (rc != 0) fail_msg("%s: roamc check exited %d: %s", tag, rc, output_of("check", "stdout"));
+            if (rc != 0)
+                fail_msg("%s: roamc check exited %d: %s", tag, rc, output_of("check", "stdout"));
             if (have_check_py) {
                 rc = check_plan_py("py", model, plan);
-                if (rc != 0) fail_msg("%s: check_plan.py exited %d: %s", tag, rc, output_of("py", "stdout"));
+                if (rc != 0)
+                    fail_msg("%s: check_plan.py exited %d: %s", tag, rc, output_of("py", "stdout"));
             }
         }
     }
-    if (!have_check_py) print_message("SKIP: check_plan.py (needs /usr/bin/python3 with python3-onnx)\n");
+    if (!have_check_py)
+        print_message("SKIP: check_plan.py (needs /usr/bin/python3 with python3-onnx)\n");
 }
 
 static void test_report_json_and_determinism(void **state) {
@@ -127,7 +131,8 @@ static void test_report_json_and_determinism(void **state) {
     const char *model = path_in_work("training.onnx");
     write_model(&test_models_valid[6], model);
     assert_string_equal(test_models_valid[6].name, "training");
-    char *a1[] = {(char *)roamc_bin, (char *)model, "-o", path_in_work("det1.json"), "--report", "json", NULL};
+    char *a1[] = {(char *)roamc_bin, (char *)model, "-o", path_in_work("det1.json"),
+                  "--report",        "json",        NULL};
     char *a2[] = {(char *)roamc_bin, (char *)model, "-o", path_in_work("det2.json"), "-q", NULL};
     assert_int_equal(run("det1", a1), 0);
     assert_int_equal(run("det2", a2), 0);
@@ -138,10 +143,12 @@ static void test_report_json_and_determinism(void **state) {
     json_t *r = json_loads(rep, 0, &je);
     assert_non_null(r);
     json_t *plan = json_loads(p1, 0, &je);
-    assert_int_equal(json_integer_value(json_object_get(r, "theoretical_peak")),
-                     json_integer_value(json_object_get(json_object_get(plan, "peak"), "theoretical")));
+    assert_int_equal(
+        json_integer_value(json_object_get(r, "theoretical_peak")),
+        json_integer_value(json_object_get(json_object_get(plan, "peak"), "theoretical")));
     assert_int_equal(json_integer_value(json_object_get(r, "operators")), 20);
-    assert_true(json_integer_value(json_object_get(r, "lower_bound")) <= json_integer_value(json_object_get(r, "theoretical_peak")));
+    assert_true(json_integer_value(json_object_get(r, "lower_bound")) <=
+                json_integer_value(json_object_get(r, "theoretical_peak")));
     char *quiet = output_of("det2", "stdout");
     assert_string_equal(quiet, "");
     json_decref(r);
@@ -235,13 +242,16 @@ static json_t *buffer_of(json_t *plan, const char *tensor) {
     for (size_t i = 0; i < json_array_size(bufs); i++) {
         json_t *t = json_object_get(json_array_get(bufs, i), "tensors");
         for (size_t k = 0; k < json_array_size(t); k++)
-            if (strcmp(json_string_value(json_array_get(t, k)), tensor) == 0) return json_array_get(bufs, i);
+            if (strcmp(json_string_value(json_array_get(t, k)), tensor) == 0)
+                return json_array_get(bufs, i);
     }
     fail_msg("no buffer holds %s", tensor);
     return NULL;
 }
 
-static void set_int(json_t *o, const char *k, json_int_t v) { json_object_set_new(o, k, json_integer(v)); }
+static void set_int(json_t *o, const char *k, json_int_t v) {
+    json_object_set_new(o, k, json_integer(v));
+}
 
 /* Two buffers live together placed at the same offset. */
 static void break_overlap(json_t *plan, const char *model) {
@@ -256,7 +266,8 @@ static void break_order(json_t *plan, const char *model) {
     json_t *s = json_object_get(plan, "schedule");
     size_t n = json_array_size(s);
     for (size_t i = 0; i < n / 2; i++) {
-        json_t *a = json_incref(json_array_get(s, i)), *b = json_incref(json_array_get(s, n - 1 - i));
+        json_t *a = json_incref(json_array_get(s, i)),
+               *b = json_incref(json_array_get(s, n - 1 - i));
         json_array_set_new(s, i, b);
         json_array_set_new(s, n - 1 - i, a);
     }
@@ -324,7 +335,6 @@ static void check_broken(const char *model, const char *plan_src, const char *na
     }
 }
 
-
 /* Symbolic dims: unbound, the plan is refused with the symbol and the flag
  * that binds it; bound by --dim or --input-shape, the plan passes both
  * checkers given the same binding; `roamc shapes` shows the symbol. */
@@ -358,18 +368,23 @@ static void test_bindings(void **state) {
     char *p = slurp(plan);
     assert_non_null(strstr(p, "\"graph\":\"inference\""));
     free(p);
-    char *check_bound[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, "--dim", "N=5", NULL};
+    char *check_bound[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan,
+                           "--dim",           "N=5",   NULL};
     assert_int_equal(run("check_bound", check_bound), 0);
-    char *check_other[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, "--input-shape", "x=6,256", NULL};
-    assert_int_equal(run("check_other", check_other), 1); /* sized for another batch: buffers too small */
+    char *check_other[] = {(char *)roamc_bin, "check",   (char *)model, (char *)plan,
+                           "--input-shape",   "x=6,256", NULL};
+    assert_int_equal(run("check_other", check_other),
+                     1); /* sized for another batch: buffers too small */
     if (have_check_py) {
-        char *py[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, "--input-shape", "x=5,256", NULL};
+        char *py[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan,
+                      "--input-shape",    "x=5,256",        NULL};
         rc = run("py_bound", py);
         if (rc) fail_msg("check_plan.py: exit %d: %s", rc, output_of("py_bound", "stdout"));
     }
     /* --input-shape gives the same plan, byte for byte */
     const char *plan2 = path_in_work("symbolic2.plan.json");
-    char *shaped[] = {(char *)roamc_bin, (char *)model, "--input-shape", "x:5x256", "-q", "-o", (char *)plan2, NULL};
+    char *shaped[] = {(char *)roamc_bin, (char *)model, "--input-shape", "x:5x256", "-q", "-o",
+                      (char *)plan2,     NULL};
     assert_int_equal(run("shaped", shaped), 0);
     char *a = slurp(plan), *b = slurp(plan2);
     assert_string_equal(a, b);
@@ -381,7 +396,8 @@ static void test_bindings(void **state) {
     char *txt = output_of("shapes", "stdout");
     assert_non_null(strstr(txt, "y  float32[N,256]"));
     free(txt);
-    char *shapes_json[] = {(char *)roamc_bin, "shapes", (char *)model, "--dim", "N=3", "--report", "json", NULL};
+    char *shapes_json[] = {(char *)roamc_bin, "shapes", (char *)model, "--dim", "N=3",
+                           "--report",        "json",   NULL};
     assert_int_equal(run("shapes_json", shapes_json), 0);
     char *js = output_of("shapes_json", "stdout");
     json_error_t je;
@@ -397,7 +413,9 @@ static void test_bindings(void **state) {
     free(js);
 
     /* bad bindings: exit 2 with the flag named, no plan */
-    struct { const char *flag, *spec, *msg; } bad[] = {
+    struct {
+        const char *flag, *spec, *msg;
+    } bad[] = {
         {"--dim", "N=abc", "--dim N wants an integer"},
         {"--dim", "N", "--dim wants SYMBOL=VALUE"},
         {"--input-shape", "x=5,9", "dim 1 is 256 in the file"},
@@ -407,11 +425,13 @@ static void test_bindings(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *bad_plan = path_in_work("bad_binding.json");
-        char *argv[] = {(char *)roamc_bin, (char *)model, (char *)bad[i].flag, (char *)bad[i].spec, "-q", "-o",
-                        (char *)bad_plan, NULL};
+        char *argv[] = {(char *)roamc_bin,   (char *)model, (char *)bad[i].flag,
+                        (char *)bad[i].spec, "-q",          "-o",
+                        (char *)bad_plan,    NULL};
         assert_int_equal(run("bad_binding", argv), 2);
         char *e = output_of("bad_binding", "stderr");
-        if (!strstr(e, bad[i].msg)) fail_msg("%s %s: expected '%s' in: %s", bad[i].flag, bad[i].spec, bad[i].msg, e);
+        if (!strstr(e, bad[i].msg))
+            fail_msg("%s %s: expected '%s' in: %s", bad[i].flag, bad[i].spec, bad[i].msg, e);
         free(e);
         assert_false(exists(bad_plan));
     }
@@ -425,8 +445,10 @@ static void test_check_rejects_broken_plans(void **state) {
     assert_string_equal(test_models_valid[3].name, "inplace");
     const char *tp = path_in_work("train_ok.json"), *ip = path_in_work("inplace_ok.json");
     /* program order, so that the breakers know which node is where */
-    char *a1[] = {(char *)roamc_bin, (char *)train, "-o", (char *)tp, "-q", "--order", "program", NULL};
-    char *a2[] = {(char *)roamc_bin, (char *)inpl, "-o", (char *)ip, "-q", "--order", "program", NULL};
+    char *a1[] = {(char *)roamc_bin, (char *)train, "-o", (char *)tp, "-q",
+                  "--order",         "program",     NULL};
+    char *a2[] = {(char *)roamc_bin, (char *)inpl, "-o", (char *)ip, "-q",
+                  "--order",         "program",    NULL};
     assert_int_equal(run("ok1", a1), 0);
     assert_int_equal(run("ok2", a2), 0);
     check_broken(train, tp, "overlap", break_overlap);
@@ -444,7 +466,8 @@ static void test_check_rejects_broken_plans(void **state) {
     /* a missing plan: the reason, and no made-up position */
     assert_int_equal(roamc_check("g", train, path_in_work("no_such_plan.json")), 2);
     char *err = output_of("g", "stderr");
-    if (!strstr(err, "no_such_plan.json") || strstr(err, "line -1")) fail_msg("missing plan: %s", err);
+    if (!strstr(err, "no_such_plan.json") || strstr(err, "line -1"))
+        fail_msg("missing plan: %s", err);
     free(err);
 }
 
@@ -472,15 +495,16 @@ static void test_time_limit_whole_run(void **state) {
     }
     const double limit = 1.0, margin = 3.0;
     const char *plan = path_in_work("time_limit.plan.json");
-    char *argv[] = {(char *)roamc_bin, (char *)model, "--order", "ilp", "--layout", "ilp", "--time-limit", "1",
-                    "-o", (char *)plan, NULL};
+    char *argv[] = {(char *)roamc_bin, (char *)model, "--order", "ilp",        "--layout", "ilp",
+                    "--time-limit",    "1",           "-o",      (char *)plan, NULL};
     double t0 = now_s();
     int rc = run("time_limit", argv);
     double wall = now_s() - t0;
     if (rc != 0) fail_msg("roamc exited %d: %s", rc, output_of("time_limit", "stderr"));
     if (wall > limit + margin) fail_msg("--time-limit %.0f: the run took %.2f s", limit, wall);
     char *rep = output_of("time_limit", "stdout");
-    if (!strstr(rep, "1 stopped by time")) fail_msg("the order ILP's time backstop is not reported:\n%s", rep);
+    if (!strstr(rep, "1 stopped by time"))
+        fail_msg("the order ILP's time backstop is not reported:\n%s", rep);
     /* stopped long before its root LP ends, the ILP hands back LESCEA's
      * order, and the report must name that order, not "ilp" */
     if (!strstr(rep, "chosen: lescea")) fail_msg("the order kept is not named:\n%s", rep);
@@ -489,7 +513,8 @@ static void test_time_limit_whole_run(void **state) {
     if (rc != 0) fail_msg("roamc check exited %d: %s", rc, output_of("time_limit_check", "stdout"));
     if (have_check_py) {
         rc = check_plan_py("time_limit_py", model, plan);
-        if (rc != 0) fail_msg("check_plan.py exited %d: %s", rc, output_of("time_limit_py", "stdout"));
+        if (rc != 0)
+            fail_msg("check_plan.py exited %d: %s", rc, output_of("time_limit_py", "stdout"));
     }
 #else
     skip();
@@ -506,9 +531,13 @@ int main(int argc, char **argv) {
     workdir = argv[3];
     mkdir(workdir, 0777);
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null", check_py);
+    snprintf(
+        cmd, sizeof cmd,
+        "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null",
+        check_py);
     have_check_py = system(cmd) == 0;
-    if (!have_check_py) fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
+    if (!have_check_py)
+        fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_models_all_layouts),
         cmocka_unit_test(test_report_json_and_determinism),

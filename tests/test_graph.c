@@ -111,7 +111,8 @@ static void test_training_persistent_and_view_order(void **state) {
     graph g;
     load("training", &m, &g);
     const char *persistent[] = {"w1", "w2", "m1", "m2", "loss"};
-    for (size_t i = 0; i < 5; i++) assert_true(g.storages[g.storage_of[fe_find_value(&m, persistent[i])]].persistent);
+    for (size_t i = 0; i < 5; i++)
+        assert_true(g.storages[g.storage_of[fe_find_value(&m, persistent[i])]].persistent);
     assert_false(g.storages[g.storage_of[fe_find_value(&m, "x")]].persistent);
     assert_false(g.storages[g.storage_of[fe_find_value(&m, "h")]].persistent);
     /* mm(gd, w2T) reads w2 through a view: it must precede sub_(w2). */
@@ -154,8 +155,11 @@ static void test_dtype_sizes(void **state) {
     fe_model m;
     graph g;
     load("dtypes", &m, &g);
-    struct { const char *name; uint64_t bytes; } want[] = {
-        {"a", 2000}, {"b", 8000}, {"c", 501}, {"d", 160}, {"s", 4}, {"b8", 1000}, {"dbf", 40}, {"out", 24168}};
+    struct {
+        const char *name;
+        uint64_t bytes;
+    } want[] = {{"a", 2000}, {"b", 8000},  {"c", 501},  {"d", 160},
+                {"s", 4},    {"b8", 1000}, {"dbf", 40}, {"out", 24168}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         assert_int_equal(m.values[fe_find_value(&m, want[i].name)].bytes, want[i].bytes);
     /* storages are rounded up to the alignment */
@@ -198,8 +202,10 @@ static void test_bad_models_rejected_with_names(void **state) {
             fe_free(&m);
         }
         if (rc == 0) fail_msg("%s was accepted", b->name);
-        if (!strstr(err, b->message)) fail_msg("%s: message lacks \"%s\": %s", b->name, b->message, err);
-        if (strncmp(err, b->name, strlen(b->name)) != 0) fail_msg("%s: message does not start with the file: %s", b->name, err);
+        if (!strstr(err, b->message))
+            fail_msg("%s: message lacks \"%s\": %s", b->name, b->message, err);
+        if (strncmp(err, b->name, strlen(b->name)) != 0)
+            fail_msg("%s: message does not start with the file: %s", b->name, err);
         free(bytes);
         tg_free(t);
     }

@@ -28,8 +28,7 @@ typedef struct rng {
     uint64_t s;
 } rng;
 
-static uint64_t rng_next(rng *r)
-{
+static uint64_t rng_next(rng *r) {
     uint64_t x = r->s;
     x ^= x << 13;
     x ^= x >> 7;
@@ -38,43 +37,36 @@ static uint64_t rng_next(rng *r)
 }
 
 /* Uniform in [lo, hi]. */
-static uint64_t rng_in(rng *r, uint64_t lo, uint64_t hi)
-{
+static uint64_t rng_in(rng *r, uint64_t lo, uint64_t hi) {
     return lo + rng_next(r) % (hi - lo + 1);
 }
 
-static int lifetimes_meet(const layout_buffer *a, const layout_buffer *b)
-{
+static int lifetimes_meet(const layout_buffer *a, const layout_buffer *b) {
     return a->start <= b->end && b->start <= a->end;
 }
 
 /* The independent checker: 1 when valid. */
-static int check_layout(const layout_buffer *bufs, size_t n, const uint64_t *off, uint64_t align)
-{
+static int check_layout(const layout_buffer *bufs, size_t n, const uint64_t *off, uint64_t align) {
     for (size_t i = 0; i < n; i++) {
-        if (off[i] % align != 0)
-            return 0;
+        if (off[i] % align != 0) return 0;
         for (size_t j = i + 1; j < n; j++) {
             if (bufs[i].size == 0 || bufs[j].size == 0 || !lifetimes_meet(&bufs[i], &bufs[j]))
                 continue;
-            if (off[i] < off[j] + bufs[j].size && off[j] < off[i] + bufs[i].size)
-                return 0;
+            if (off[i] < off[j] + bufs[j].size && off[j] < off[i] + bufs[i].size) return 0;
         }
     }
     return 1;
 }
 
 /* Live-size lower bound, the slow way: the busiest start step. */
-static uint64_t naive_live_peak(const layout_buffer *bufs, size_t n)
-{
+static uint64_t naive_live_peak(const layout_buffer *bufs, size_t n) {
     uint64_t peak = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t live = 0;
         for (size_t j = 0; j < n; j++)
             if (bufs[j].start <= bufs[i].start && bufs[i].start <= bufs[j].end)
                 live += bufs[j].size;
-        if (live > peak)
-            peak = live;
+        if (live > peak) peak = live;
     }
     return peak;
 }
@@ -82,8 +74,7 @@ static uint64_t naive_live_peak(const layout_buffer *bufs, size_t n)
 /* A "perfect" instance: a capacity x steps rectangle cut into n pieces by
  * recursive guillotine cuts in time or address (as tests/bench/gen_perfect.c
  * does), so that the optimum is the lower bound, capacity, with no slack. */
-static void make_perfect(rng *r, size_t n, int32_t steps, uint64_t capacity, layout_buffer *bufs)
-{
+static void make_perfect(rng *r, size_t n, int32_t steps, uint64_t capacity, layout_buffer *bufs) {
     typedef struct {
         int32_t t0, t1; /* [t0, t1) */
         uint64_t a0, a1;
@@ -95,8 +86,7 @@ static void make_perfect(rng *r, size_t n, int32_t steps, uint64_t capacity, lay
     while (np < n) {
         piece *x = &p[rng_in(r, 0, np - 1)];
         int can_t = x->t1 - x->t0 > 1, can_a = x->a1 - x->a0 > 1;
-        if (!can_t && !can_a)
-            continue;
+        if (!can_t && !can_a) continue;
         piece y = *x;
         if (can_t && (!can_a || rng_next(r) % 2)) {
             x->t1 = y.t0 = (int32_t)rng_in(r, (uint64_t)x->t0 + 1, (uint64_t)x->t1 - 1);
@@ -110,8 +100,7 @@ static void make_perfect(rng *r, size_t n, int32_t steps, uint64_t capacity, lay
     free(p);
 }
 
-static char *write_temp(const char *content)
-{
+static char *write_temp(const char *content) {
     char *path = strdup("/tmp/test_layout_XXXXXX");
     assert_non_null(path);
     int fd = mkstemp(path);
@@ -129,8 +118,7 @@ static const layout_buffer five[] = {
     {4, 0, 2}, {4, 3, 8}, {4, 0, 8}, {4, 9, 20}, {4, 0, 20},
 };
 
-static void test_measures(void **state)
-{
+static void test_measures(void **state) {
     (void)state;
     uint64_t off[5] = {0};
     assert_int_equal(layout_live_peak(NULL, 0), 0);
@@ -166,8 +154,7 @@ static void test_measures(void **state)
 
 /* layout_validate agrees with the independent checker on random layouts,
  * valid ones and ones with a buffer moved at random. */
-static void test_validate_random(void **state)
-{
+static void test_validate_random(void **state) {
     (void)state;
     rng r = {12345};
     layout_buffer bufs[40];
@@ -179,8 +166,7 @@ static void test_validate_random(void **state)
             bufs[i] = (layout_buffer){rng_in(&r, 0, 20), s, s + (int32_t)rng_in(&r, 0, 10)};
         }
         assert_int_not_equal(layout_llfb(bufs, n, 1, off), UINT64_MAX);
-        if (it % 2)
-            off[rng_in(&r, 0, n - 1)] = rng_in(&r, 0, 60);
+        if (it % 2) off[rng_in(&r, 0, n - 1)] = rng_in(&r, 0, 60);
         size_t a, b;
         int ok = layout_validate(bufs, n, off, 1, &a, &b) == 0;
         assert_int_equal(ok, check_layout(bufs, n, off, 1));
@@ -195,10 +181,10 @@ static void test_validate_random(void **state)
 /* ------------------------------------------------------------------------ */
 /* Heuristics                                                                */
 
-static void test_five_buffers(void **state)
-{
+static void test_five_buffers(void **state) {
     (void)state;
-    char *path = write_temp("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n");
+    char *path =
+        write_temp("id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n");
     layout_csv csv;
     char err[256];
     assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
@@ -223,8 +209,7 @@ static void test_five_buffers(void **state)
     free(path);
 }
 
-static void test_heuristics_by_hand(void **state)
-{
+static void test_heuristics_by_hand(void **state) {
     (void)state;
     /* greedy by size: lowest offset where it fits */
     layout_buffer g[4] = {{8, 0, 9}, {4, 0, 4}, {4, 5, 9}, {2, 0, 9}};
@@ -261,8 +246,7 @@ static void test_heuristics_by_hand(void **state)
 
 typedef uint64_t (*heuristic_fn)(const layout_buffer *, size_t, uint64_t, uint64_t *);
 
-static void test_random_instances(void **state)
-{
+static void test_random_instances(void **state) {
     (void)state;
     static const heuristic_fn fns[] = {layout_llfb, layout_greedy, layout_bestfit};
     static const uint64_t aligns[] = {1, 8, 512};
@@ -304,8 +288,7 @@ static void test_random_instances(void **state)
             uint64_t h = layout_ilp(bufs, n, align, warm, 0.05, off, &proven);
             assert_true(check_layout(bufs, n, off, align));
             assert_true(h <= hb && h >= lb);
-            if (h == lb)
-                assert_int_equal(proven, 1);
+            if (h == lb) assert_int_equal(proven, 1);
         }
     }
 }
@@ -314,23 +297,21 @@ static void test_random_instances(void **state)
  * lifetime length desc, size desc; greedy: size desc; ties by index), each
  * in the lowest (first fit) or tightest (best fit, ties lowest) gap among
  * the placed buffers whose lifetimes meet its own. */
-static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, int llfb, uint64_t *off)
-{
+static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, int llfb,
+                            uint64_t *off) {
     size_t *ord = malloc((n ? n : 1) * sizeof *ord), np = 0;
     size_t *placed = malloc((n ? n : 1) * sizeof *placed);
-    uint64_t (*used)[2] = malloc((n ? n : 1) * sizeof *used);
+    uint64_t(*used)[2] = malloc((n ? n : 1) * sizeof *used);
     assert_non_null(ord);
     assert_non_null(placed);
     assert_non_null(used);
-    for (size_t i = 0; i < n; i++)
-        ord[i] = i;
+    for (size_t i = 0; i < n; i++) ord[i] = i;
     for (size_t i = 1; i < n; i++) /* insertion sort: stable, so ties stay by index */
         for (size_t j = i; j > 0; j--) {
             const layout_buffer *x = &b[ord[j - 1]], *y = &b[ord[j]];
             uint64_t lx = (uint64_t)(x->end - x->start), ly = (uint64_t)(y->end - y->start);
             int after = llfb ? (ly > lx || (ly == lx && y->size > x->size)) : y->size > x->size;
-            if (!after)
-                break;
+            if (!after) break;
             size_t t = ord[j];
             ord[j] = ord[j - 1];
             ord[j - 1] = t;
@@ -338,8 +319,7 @@ static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, in
     for (size_t k = 0; k < n; k++) {
         size_t i = ord[k];
         off[i] = 0;
-        if (b[i].size == 0)
-            continue;
+        if (b[i].size == 0) continue;
         uint64_t sz = lay_round_up(b[i].size, align);
         size_t nu = 0;
         for (size_t q = 0; q < np; q++) {
@@ -362,8 +342,7 @@ static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, in
                 waste = used[x][0] - top - sz;
                 best = top;
             }
-            if (used[x][1] > top)
-                top = used[x][1];
+            if (used[x][1] > top) top = used[x][1];
         }
         off[i] = best != UINT64_MAX ? best : top;
         placed[np++] = i;
@@ -380,8 +359,7 @@ static uint64_t naive_place(const layout_buffer *b, size_t n, uint64_t align, in
  * deep-network-like instances: nested long lifetimes over hundreds of steps
  * (so the upper levels and their path unions are used), short ones, empty
  * buffers. */
-static void test_heuristics_against_naive(void **state)
-{
+static void test_heuristics_against_naive(void **state) {
     (void)state;
     static const uint64_t aligns[] = {1, 64, 512};
     rng r = {1919};
@@ -401,8 +379,7 @@ static void test_heuristics_against_naive(void **state)
             if (rng_in(&r, 0, 2) == 0) { /* nested: forward step s, backward step steps-1-s */
                 s = (int32_t)rng_in(&r, 0, (uint64_t)(steps - 1) / 2);
                 e = steps - 1 - s - (int32_t)rng_in(&r, 0, 2);
-                if (e < s)
-                    e = s;
+                if (e < s) e = s;
             } else {
                 s = (int32_t)rng_in(&r, 0, (uint64_t)steps - 1);
                 e = s + (int32_t)rng_in(&r, 0, rng_in(&r, 0, 3) == 0 ? (uint64_t)steps / 2 : 8);
@@ -410,7 +387,8 @@ static void test_heuristics_against_naive(void **state)
             bufs[i] = (layout_buffer){size, s, e};
         }
         for (int llfb = 0; llfb < 2; llfb++) {
-            uint64_t h = llfb ? layout_llfb(bufs, n, align, off) : layout_greedy(bufs, n, align, off);
+            uint64_t h =
+                llfb ? layout_llfb(bufs, n, align, off) : layout_greedy(bufs, n, align, off);
             uint64_t hr = naive_place(bufs, n, align, llfb, ref);
             assert_int_equal(h, hr);
             assert_memory_equal(off, ref, n * sizeof *off);
@@ -424,8 +402,7 @@ static void test_heuristics_against_naive(void **state)
 /* The heuristics on a training-like problem of 50,000 buffers: parameters
  * live throughout, activations freed in reverse order, short temporaries.
  * An O(n^2) heuristic would not finish in the test's time. */
-static void test_large(void **state)
-{
+static void test_large(void **state) {
     (void)state;
     enum { N = 50000, STEPS = 50000 };
     rng r = {4242};
@@ -463,18 +440,15 @@ static void test_large(void **state)
 /* Exact layouts                                                             */
 
 /* The smallest height by brute force: offsets of buffer i tried in order. */
-static int brute_fits(const layout_buffer *b, size_t n, uint64_t height, uint64_t *off, size_t i)
-{
-    if (i == n)
-        return 1;
+static int brute_fits(const layout_buffer *b, size_t n, uint64_t height, uint64_t *off, size_t i) {
+    if (i == n) return 1;
     for (uint64_t o = 0; o + b[i].size <= height; o++) {
         int ok = 1;
         for (size_t j = 0; j < i && ok; j++)
             if (lifetimes_meet(&b[i], &b[j]) && off[j] < o + b[i].size && o < off[j] + b[j].size)
                 ok = 0;
         off[i] = o;
-        if (ok && brute_fits(b, n, height, off, i + 1))
-            return 1;
+        if (ok && brute_fits(b, n, height, off, i + 1)) return 1;
     }
     return 0;
 }
@@ -484,8 +458,7 @@ static const layout_buffer gap7[7] = {
     {6, 4, 9}, {5, 2, 6}, {7, 0, 1}, {8, 7, 12}, {5, 1, 2}, {6, 0, 0}, {4, 1, 5},
 };
 
-static void test_search_against_brute_force(void **state)
-{
+static void test_search_against_brute_force(void **state) {
     (void)state;
     rng r = {99};
     layout_buffer b[6];
@@ -497,8 +470,7 @@ static void test_search_against_brute_force(void **state)
             b[i] = (layout_buffer){rng_in(&r, 1, 5), s, s + (int32_t)rng_in(&r, 0, 4)};
         }
         uint64_t opt = layout_live_peak(b, n);
-        while (!brute_fits(b, n, opt, off, 0))
-            opt++;
+        while (!brute_fits(b, n, opt, off, 0)) opt++;
         assert_int_equal(layout_search(b, n, 1, opt, 5.0, 100, off), 1);
         assert_true(check_layout(b, n, off, 1));
         assert_true(layout_height(b, n, off) <= opt);
@@ -515,8 +487,7 @@ static void test_search_against_brute_force(void **state)
     assert_int_equal(layout_search(gap7, 7, 1, 17, 5.0, 3, off), -1);
 }
 
-static void test_ilp_optimum_above_bound(void **state)
-{
+static void test_ilp_optimum_above_bound(void **state) {
     (void)state;
     uint64_t warm[7], off[7];
     int proven = 0, too_large = 1;
@@ -549,8 +520,7 @@ static void test_ilp_optimum_above_bound(void **state)
 
 /* GLPK alone on a small perfect instance: it improves on LLFB, returns a
  * valid layout; and a problem with too many pairs keeps LLFB. */
-static void test_glpk_alone(void **state)
-{
+static void test_glpk_alone(void **state) {
     (void)state;
     rng r = {5};
     layout_buffer b[12];
@@ -588,8 +558,7 @@ static void test_glpk_alone(void **state)
  * rule), finds the brute-force optimum of small random
  * instances and proves that one unit less does not fit: the rules only
  * prune, never lose a layout. */
-static void test_bnb_rules_against_brute_force(void **state)
-{
+static void test_bnb_rules_against_brute_force(void **state) {
     (void)state;
     layout_solve_opts d;
     layout_solve_defaults(&d);
@@ -606,8 +575,7 @@ static void test_bnb_rules_against_brute_force(void **state)
         if (it % 3 == 0) /* twins */
             b[n - 1] = b[0];
         uint64_t opt = layout_live_peak(b, n);
-        while (!brute_fits(b, n, opt, off, 0))
-            opt++;
+        while (!brute_fits(b, n, opt, off, 0)) opt++;
         for (size_t k = 0; k <= nrules + 3; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
@@ -626,7 +594,8 @@ static void test_bnb_rules_against_brute_force(void **state)
                 o.engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
             uint64_t w = UINT64_MAX;
             lay_bnb_stats st;
-            assert_int_equal(lay_search_ex(b, n, 1, opt, &w, 1e300, 100, off, NULL, &o, &st), LAY_FOUND);
+            assert_int_equal(lay_search_ex(b, n, 1, opt, &w, 1e300, 100, off, NULL, &o, &st),
+                             LAY_FOUND);
             assert_true(check_layout(b, n, off, 1));
             assert_true(layout_height(b, n, off) <= opt);
             w = UINT64_MAX;
@@ -645,12 +614,14 @@ static void test_bnb_rules_against_brute_force(void **state)
  * guillotine tilings of a capacity x steps rectangle (every step covered
  * exactly) are solved at the capacity with a valid layout;
  * gap7 (slack at some step) is not its kind of problem: it gives up. */
-static void test_sweep(void **state)
-{
+static void test_sweep(void **state) {
     (void)state;
     rng r = {99};
     for (int it = 0; it < 200; it++) {
-        typedef struct { int32_t t0, t1; uint64_t a0, a1; } piece;
+        typedef struct {
+            int32_t t0, t1;
+            uint64_t a0, a1;
+        } piece;
         piece p[12];
         size_t np = 1;
         uint64_t cap = rng_in(&r, 2, 12);
@@ -689,8 +660,7 @@ static void test_sweep(void **state)
  * reported optimal; gap7 minimised to 17 with the bound proved (16 is
  * infeasible); with capacity 16 it proves infeasibility; a work budget
  * gives the same answer twice. */
-static void test_solve(void **state)
-{
+static void test_solve(void **state) {
     (void)state;
     rng r = {77};
     enum { N = 120 };
@@ -732,8 +702,7 @@ static void test_solve(void **state)
     free(off);
 }
 
-static void test_perfect_instances(void **state)
-{
+static void test_perfect_instances(void **state) {
     (void)state;
     rng r = {2024};
     layout_buffer b[60];
@@ -755,8 +724,7 @@ static void test_perfect_instances(void **state)
 /* With slack and tiny sizes, branch B raises floors in tiny steps: long
  * chains that once overflowed the stack.  The search must give up or
  * succeed within its time, and layout_ilp must stay valid. */
-static void test_search_slack_tiny_sizes(void **state)
-{
+static void test_search_slack_tiny_sizes(void **state) {
     (void)state;
     rng r = {77};
     enum { N = 300 };
@@ -765,8 +733,7 @@ static void test_search_slack_tiny_sizes(void **state)
     assert_non_null(b);
     assert_non_null(off);
     make_perfect(&r, N, 4 * N, 1048576, b);
-    for (size_t i = 0; i < N; i += 7)
-        b[i].size = b[i].size / 2 + 1; /* leave slack and odd sizes */
+    for (size_t i = 0; i < N; i += 7) b[i].size = b[i].size / 2 + 1; /* leave slack and odd sizes */
     uint64_t lb = layout_live_peak(b, N);
     int rc = layout_search(b, N, 1, lb + lb / 100, 0.5, LAYOUT_SEARCH_MAX_BUFFERS, off);
     assert_true(rc == 1 || rc == -1);
@@ -785,8 +752,7 @@ static void test_search_slack_tiny_sizes(void **state)
 /* layout_exact stops on its work budget, not the clock: the same effort
  * gives the same layout and the same work, a tiny budget still gives a
  * valid layout, and a generous one is proved optimal. */
-static void test_exact_work_budget(void **state)
-{
+static void test_exact_work_budget(void **state) {
     (void)state;
     rng r = {77};
     enum { N = 300 };
@@ -843,8 +809,7 @@ typedef struct thread_job {
     int ok;
 } thread_job;
 
-static void *thread_main(void *arg)
-{
+static void *thread_main(void *arg) {
     thread_job *job = arg;
     rng r = {job->seed};
     layout_buffer b[40];
@@ -861,8 +826,7 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void test_threads(void **state)
-{
+static void test_threads(void **state) {
     (void)state;
     enum { T = 4 };
     pthread_t th[T];
@@ -880,8 +844,7 @@ static void test_threads(void **state)
 /* ------------------------------------------------------------------------ */
 /* PyTorch caching allocator replay                                          */
 
-static layout_pytorch_stats replay(const layout_buffer *b, size_t n, uint64_t *off)
-{
+static layout_pytorch_stats replay(const layout_buffer *b, size_t n, uint64_t *off) {
     layout_pytorch_stats st;
     uint64_t h = layout_pytorch(b, n, 0, off, &st);
     assert_int_equal(h, st.reserved_peak);
@@ -889,8 +852,7 @@ static layout_pytorch_stats replay(const layout_buffer *b, size_t n, uint64_t *o
     return st;
 }
 
-static void test_pytorch_pools(void **state)
-{
+static void test_pytorch_pools(void **state) {
     (void)state;
     uint64_t off[4];
     /* 1000 B -> 1024 B from a 2 MiB small segment; 2 MiB from a 20 MiB
@@ -925,8 +887,7 @@ static void test_pytorch_pools(void **state)
     assert_int_equal(st.segments, 1);
 }
 
-static void test_pytorch_split_rule(void **state)
-{
+static void test_pytorch_split_rule(void **state) {
     (void)state;
     uint64_t off[3];
     /* large pool: 9 MiB in a 20 MiB segment leaves 11 MiB (> 1 MiB: split);
@@ -953,8 +914,7 @@ static void test_pytorch_split_rule(void **state)
     assert_int_equal(st.allocated_peak, 2 * MIB);
 }
 
-static void test_pytorch_merge_and_reuse(void **state)
-{
+static void test_pytorch_merge_and_reuse(void **state) {
     (void)state;
     uint64_t off[5];
     /* A, B, C, D of 512 KiB fill one small segment; A, B and D end at step
@@ -991,10 +951,10 @@ static void test_pytorch_merge_and_reuse(void **state)
 /* ------------------------------------------------------------------------ */
 /* CSV                                                                       */
 
-static void test_csv_ok(void **state)
-{
+static void test_csv_ok(void **state) {
     (void)state;
-    char *path = write_temp("buffer , start,end ,size\r\n\r\n x , 0 , 2 , 10 \r\nlong-id,1,5,0\r\n  \n");
+    char *path =
+        write_temp("buffer , start,end ,size\r\n\r\n x , 0 , 2 , 10 \r\nlong-id,1,5,0\r\n  \n");
     layout_csv csv;
     char err[256];
     assert_int_equal(layout_csv_read(path, &csv, err, sizeof err), 0);
@@ -1036,12 +996,11 @@ static void test_csv_ok(void **state)
     free(path);
 }
 
-static void test_csv_errors(void **state)
-{
+static void test_csv_errors(void **state) {
     (void)state;
     static const struct {
         const char *content;
-        const char *where;  /* ":line:" or ":line:column:" after the path */
+        const char *where; /* ":line:" or ":line:column:" after the path */
         const char *what;
     } cases[] = {
         {"", ":1:", "empty file"},
@@ -1054,7 +1013,8 @@ static void test_csv_errors(void **state)
         {"id,lower,upper,size\nb1,0,3,4\nb2,-1,3,4\n", ":3:4:", "negative"},
         {"id,lower,upper,size\nb1,0,3,18446744073709551616\n", ":2:8:", "too large"},
         {"id,lower,upper,size\nb1,0,2147483648,4\n", ":2:6:", "too large"},
-        {"id,lower,upper,size\nb1,0,3,4\nb1,1,2,4\n", ":3:1:", "duplicate id 'b1' (first on line 2)"},
+        {"id,lower,upper,size\nb1,0,3,4\nb1,1,2,4\n",
+         ":3:1:", "duplicate id 'b1' (first on line 2)"},
         {"id,lower,upper,size\nb1,3,3,4\n", ":2:6:", "empty lifetime"},
         {"id,lower,upper,size\nb1,4,3,4\n", ":2:6:", "empty lifetime"},
         {"id,lower,upper,size\nb1,0,3\n", ":2:", "missing column 'size'"},
@@ -1084,8 +1044,7 @@ static void test_csv_errors(void **state)
     assert_non_null(strstr(err, "/nonexistent/dir/x.csv"));
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_measures),
         cmocka_unit_test(test_validate_random),

@@ -29,7 +29,9 @@ static uint32_t rng(void) { /* xorshift32: the same graphs on every run */
     rng_state ^= rng_state << 5;
     return rng_state;
 }
-static int rnd(int n) { return (int)(rng() % (uint32_t)n); }
+static int rnd(int n) {
+    return (int)(rng() % (uint32_t)n);
+}
 
 /* Loads t with align 1 (sizes stay distinct); 0, or -1 when graph_build
  * rejects it (a random in-place write can make a cycle). */
@@ -71,17 +73,23 @@ static tg *random_dag(int n) {
         snprintf(d1, sizeof d1, "%dx4", 1 + rnd(8));
         snprintf(d2, sizeof d2, "%dx4", 1 + rnd(8));
         int nout = kind == 4 || kind == 5 ? 2 : 1;
-        if (kind <= 3 || b == a) snprintf(in, sizeof in, "%s", names[a]);
-        else snprintf(in, sizeof in, "%s,%s", names[a], names[b]);
+        if (kind <= 3 || b == a)
+            snprintf(in, sizeof in, "%s", names[a]);
+        else
+            snprintf(in, sizeof in, "%s,%s", names[a], names[b]);
         read[a] = true;
         if (kind > 3 && b != a) read[b] = true;
         snprintf(names[nv], sizeof names[nv], "v%d", nv);
         if (nout == 2) snprintf(names[nv + 1], sizeof names[nv + 1], "v%d", nv + 1);
-        if (nout == 2) snprintf(out, sizeof out, "%s,%s", names[nv], names[nv + 1]);
-        else snprintf(out, sizeof out, "%s", names[nv]);
+        if (nout == 2)
+            snprintf(out, sizeof out, "%s,%s", names[nv], names[nv + 1]);
+        else
+            snprintf(out, sizeof out, "%s", names[nv]);
         int node = tg_node(t, "aten", kind <= 1 ? "view" : kind <= 3 ? "add_" : "mm", in, out);
-        if (kind <= 1) tg_alias(t, node, "0", 0);
-        else if (kind <= 3) tg_alias(t, node, "0", 1);
+        if (kind <= 1)
+            tg_alias(t, node, "0", 0);
+        else if (kind <= 3)
+            tg_alias(t, node, "0", 1);
         for (int k = 0; k < nout; k++) tg_value(t, names[nv + k], k ? d2 : d1);
         nv += nout;
     }
@@ -133,7 +141,8 @@ static uint64_t ref_order_lower_bound(const graph *g) {
     uint64_t best = graph_lower_bound(g);
     for (size_t v = 0; v < g->n_ops; v++) {
         uint64_t live = 0;
-        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) live += g->storages[g->touch[k]].size;
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
+            live += g->storages[g->touch[k]].size;
         for (size_t s = 0; s < g->n_storages; s++) {
             const graph_storage *st = &g->storages[s];
             int mk = -1;
@@ -143,8 +152,10 @@ static uint64_t ref_order_lower_bound(const graph *g) {
                     if (g->make[k] == (int)s) mk = (int)u;
                 for (size_t k = g->touch_start[u]; k < g->touch_start[u + 1]; k++)
                     if (g->touch[k] == (int)s) {
-                        if (u == v) touched = true;
-                        else if (ref_reaches(g, (int)v, (int)u)) after = true;
+                        if (u == v)
+                            touched = true;
+                        else if (ref_reaches(g, (int)v, (int)u))
+                            after = true;
                     }
             }
             bool before = st->has_input || (mk >= 0 && ref_reaches(g, mk, (int)v));
@@ -207,13 +218,18 @@ static void brute_init(brute *b, const graph *g) {
     b->g = g;
     b->best = UINT64_MAX;
     for (size_t v = 0; v < 16; v++) b->min_live[v] = UINT64_MAX;
-    for (size_t v = 0; v < g->n_ops; v++) b->indeg[v] = (int)(g->pred_start[v + 1] - g->pred_start[v]);
+    for (size_t v = 0; v < g->n_ops; v++)
+        b->indeg[v] = (int)(g->pred_start[v + 1] - g->pred_start[v]);
 }
 
 static planner_options roam_options(int node_limit, int threads) {
-    planner_options o = {.align = 1, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_BESTFIT,
-                         .node_limit = node_limit, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
-                         .threads = threads, .time_limit = 60};
+    planner_options o = {.align = 1,
+                         .order = PLANNER_ORDER_ROAM,
+                         .layout = PLANNER_LAYOUT_BESTFIT,
+                         .node_limit = node_limit,
+                         .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
+                         .threads = threads,
+                         .time_limit = 60};
     return o;
 }
 
@@ -221,7 +237,8 @@ static planner_options roam_options(int node_limit, int threads) {
 
 static void test_random_dags_against_brute_force(void **state) {
     (void)state;
-    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0, cut_tight = 0, split_tight = 0, split_raised = 0;
+    int tested = 0, with_mi = 0, with_fixed_inner = 0, ilp_checked = 0, attempts = 0, lb_tight = 0,
+        cut_tight = 0, split_tight = 0, split_raised = 0;
     while (tested < 1200) {
         attempts++;
         assert_true(attempts < 20000);
@@ -238,7 +255,8 @@ static void test_random_dags_against_brute_force(void **state) {
         }
         int indeg[16];
         bool used[16] = {false};
-        for (size_t v = 0; v < g.n_ops; v++) indeg[v] = (int)(g.pred_start[v + 1] - g.pred_start[v]);
+        for (size_t v = 0; v < g.n_ops; v++)
+            indeg[v] = (int)(g.pred_start[v + 1] - g.pred_start[v]);
         if (count_orders(&g, indeg, used, 0, 3000) >= 3000) { /* keep the test fast */
             graph_free(&g), fe_free(&m);
             continue;
@@ -259,7 +277,8 @@ static void test_random_dags_against_brute_force(void **state) {
         for (size_t v = 0; v < g.n_ops; v++) {
             bool fixed = (b.pos_mask[v] & (b.pos_mask[v] - 1)) == 0;
             expect += fixed;
-            if (fixed != mi[v]) fail_msg("graph %d: op %zu fixed=%d mi=%d", tested, v, fixed, mi[v]);
+            if (fixed != mi[v])
+                fail_msg("graph %d: op %zu fixed=%d mi=%d", tested, v, fixed, mi[v]);
             if (fixed && v > 0 && v + 1 < g.n_ops) with_fixed_inner++;
         }
         assert_int_equal(k, expect);
@@ -278,8 +297,8 @@ static void test_random_dags_against_brute_force(void **state) {
             all[v] = (int)v;
             uint64_t cut = graph_min_live(&g, all + v, 1);
             if (cut != b.min_live[v])
-                fail_msg("graph %d: op %zu min live %llu, cut %llu", tested, v, (unsigned long long)b.min_live[v],
-                         (unsigned long long)cut);
+                fail_msg("graph %d: op %zu min live %llu, cut %llu", tested, v,
+                         (unsigned long long)b.min_live[v], (unsigned long long)cut);
         }
         uint64_t cut_all = graph_min_live(&g, all, g.n_ops);
         assert_true(cut_all >= lb && cut_all <= b.best);
@@ -293,9 +312,10 @@ static void test_random_dags_against_brute_force(void **state) {
                 if (cands == 8 && split > split_max) split_max = split;
                 split_raised += split > b.min_live[v];
                 if (split < b.min_live[v] || split > b.best)
-                    fail_msg("graph %d: op %zu split bound %llu (%zu candidates), min live %llu, optimum %llu", tested,
-                             v, (unsigned long long)split, cands, (unsigned long long)b.min_live[v],
-                             (unsigned long long)b.best);
+                    fail_msg("graph %d: op %zu split bound %llu (%zu candidates), min live %llu, "
+                             "optimum %llu",
+                             tested, v, (unsigned long long)split, cands,
+                             (unsigned long long)b.min_live[v], (unsigned long long)b.best);
             }
         }
         split_tight += split_max == b.best;
@@ -383,7 +403,8 @@ static void test_random_dags_against_brute_force(void **state) {
     assert_true(ilp_checked >= 100);
     assert_true(lb_tight > tested / 2);
     assert_true(cut_tight >= lb_tight);
-    print_message("lower bounds at the optimum: per-op %d, cut %d of %d; ilp_checked %d; split %d (raised above the cut at %d op x candidate counts)\n",
+    print_message("lower bounds at the optimum: per-op %d, cut %d of %d; ilp_checked %d; split %d "
+                  "(raised above the cut at %d op x candidate counts)\n",
                   lb_tight, cut_tight, tested, ilp_checked, split_tight, split_raised);
     assert_true(split_tight >= cut_tight);
 }
@@ -422,7 +443,8 @@ static void test_blocks_are_independent(void **state) {
         if (rc) continue;
         int indeg[16];
         bool used[16] = {false};
-        for (size_t v = 0; v < g.n_ops; v++) indeg[v] = (int)(g.pred_start[v + 1] - g.pred_start[v]);
+        for (size_t v = 0; v < g.n_ops; v++)
+            indeg[v] = (int)(g.pred_start[v + 1] - g.pred_start[v]);
         if (g.n_ops > 12 || count_orders(&g, indeg, used, 0, 3000) >= 3000) {
             graph_free(&g), fe_free(&m);
             continue;
@@ -430,7 +452,8 @@ static void test_blocks_are_independent(void **state) {
         int prog[16], pos[16];
         graph_program_order(&g, prog);
         for (size_t s = 0; s < g.n_ops; s++) pos[prog[s]] = (int)s;
-        partition_options po = {.node_limit = 1 + rnd((int)g.n_ops), .delay_radius = rnd(4),
+        partition_options po = {.node_limit = 1 + rnd((int)g.n_ops),
+                                .delay_radius = rnd(4),
                                 .placement = (partition_placement)rnd(PARTITION_PLACE_COUNT),
                                 .floating = (partition_floating)rnd(PARTITION_FLOAT_COUNT),
                                 .reference_pos = rnd(2) ? pos : NULL};
@@ -451,7 +474,8 @@ static void test_blocks_are_independent(void **state) {
         for (size_t i = 1; i < P.n_nodes; i++) {
             const partition_node *nd = &P.nodes[i];
             assert_true(nd->parent >= 0 && (size_t)nd->parent < i);
-            if (nd->kind == PARTITION_DEPENDENT) assert_true(nd->n_ops <= (size_t)po.node_limit || nd->n_ops == 1);
+            if (nd->kind == PARTITION_DEPENDENT)
+                assert_true(nd->n_ops <= (size_t)po.node_limit || nd->n_ops == 1);
             if (nd->kind != PARTITION_INDEPENDENT) continue;
             for (size_t k = 0; k < nd->n_ops; k++) {
                 assert_int_equal(owner[nd->ops[k]], -1);
@@ -486,7 +510,8 @@ static tg *update_graph(bool delay_wins, bool program_immediate) {
     tg_meta(t, "roamc.loss", "loss");
     tg_meta(t, "roamc.parameters", "w1,w2");
     tg_meta(t, "roamc.optimizer", "sgd");
-    const char *big = "64x4", *grad = delay_wins ? "4x4" : "128x4", *tmp = delay_wins ? "48x4" : "4x4";
+    const char *big = "64x4", *grad = delay_wins ? "4x4" : "128x4",
+               *tmp = delay_wins ? "48x4" : "4x4";
     /* forward */
     tg_node(t, "aten", "mm", "x,w1", "h1");
     tg_node(t, "aten", "mm", "h1,w2", "h2");
@@ -496,7 +521,8 @@ static tg *update_graph(bool delay_wins, bool program_immediate) {
     tg_node(t, "aten", "mm", "gh2,h1", "gw2");
     tg_node(t, "aten", "mm", "gh2,w2", "gh1"); /* reads w2: before its update */
     int upd_first = -1;
-    const char *update_nodes[][3] = {{"mul", "gw2", "u1"}, {"mul", "u1", "u2"}, {"add_", "w2,u2", "w2b"}};
+    const char *update_nodes[][3] = {
+        {"mul", "gw2", "u1"}, {"mul", "u1", "u2"}, {"add_", "w2,u2", "w2b"}};
     if (program_immediate) {
         for (int i = 0; i < 3; i++) {
             int nd = tg_node(t, "aten", update_nodes[i][0], update_nodes[i][1], update_nodes[i][2]);
@@ -546,8 +572,10 @@ static void check_update_case(bool delay_wins) {
     tg *imm = update_graph(delay_wins, true), *late = update_graph(delay_wins, false);
     uint64_t p_imm = peak_of_program(imm), p_late = peak_of_program(late);
     /* the graph does what it is built for */
-    if (delay_wins) assert_true(p_late < p_imm);
-    else assert_true(p_imm < p_late);
+    if (delay_wins)
+        assert_true(p_late < p_imm);
+    else
+        assert_true(p_imm < p_late);
     /* roamc, started from the worse program order, finds the better one */
     tg *worse = delay_wins ? imm : late;
     fe_model m;
@@ -563,9 +591,12 @@ static void check_update_case(bool delay_wins) {
     assert_true(pk <= (p_imm < p_late ? p_imm : p_late));
     assert_true(st.n_update >= 3);
     if (getenv("TEST_ORDER_VERBOSE"))
-        fprintf(stderr, "delay_wins=%d imm=%llu late=%llu roam=%llu placement=%s program=%llu lescea=%llu kept=%d\n", delay_wins,
-                (unsigned long long)p_imm, (unsigned long long)p_late, (unsigned long long)pk, st.placement,
-                (unsigned long long)st.peak_program, (unsigned long long)st.peak_lescea, st.heuristic_kept);
+        fprintf(stderr,
+                "delay_wins=%d imm=%llu late=%llu roam=%llu placement=%s program=%llu lescea=%llu "
+                "kept=%d\n",
+                delay_wins, (unsigned long long)p_imm, (unsigned long long)p_late,
+                (unsigned long long)pk, st.placement, (unsigned long long)st.peak_program,
+                (unsigned long long)st.peak_lescea, st.heuristic_kept);
     /* the rule of eqs. 4-6 itself: delays the w2 update past the heavy
      * backward step exactly when that wins */
     int prog[64], pos[64];
@@ -574,11 +605,13 @@ static void check_update_case(bool delay_wins) {
     partition_options po = {.node_limit = 3, .delay_radius = 4, .placement = PARTITION_PLACE_RULE};
     partition P;
     assert_int_equal(partition_build(&g, &po, pos, &P, err, sizeof err), 0);
-    int heavy = m.values[fe_find_value(&m, "gh1b")].producer, upd = m.values[fe_find_value(&m, "u1")].producer;
+    int heavy = m.values[fe_find_value(&m, "gh1b")].producer,
+        upd = m.values[fe_find_value(&m, "u1")].producer;
     assert_true(P.update[upd] && !P.update[heavy]);
     assert_true(P.loss_from_metadata);
     uint64_t rule_peak = peak_by_blocks(&g, &P);
-    if (getenv("TEST_ORDER_VERBOSE")) fprintf(stderr, "rule placement: exact blocks give %llu\n", (unsigned long long)rule_peak);
+    if (getenv("TEST_ORDER_VERBOSE"))
+        fprintf(stderr, "rule placement: exact blocks give %llu\n", (unsigned long long)rule_peak);
     assert_true(rule_peak <= (p_imm < p_late ? p_imm : p_late));
     partition_free(&P);
     graph_free(&g), fe_free(&m);
@@ -639,8 +672,10 @@ static void test_names(void **state) {
     }
     planner_order o;
     assert_int_equal(planner_order_parse("nope", &o), -1);
-    for (int p = 0; p < PARTITION_PLACE_COUNT; p++) assert_non_null(partition_placement_name((partition_placement)p));
-    for (int f = 0; f < PARTITION_FLOAT_COUNT; f++) assert_non_null(partition_floating_name((partition_floating)f));
+    for (int p = 0; p < PARTITION_PLACE_COUNT; p++)
+        assert_non_null(partition_placement_name((partition_placement)p));
+    for (int f = 0; f < PARTITION_FLOAT_COUNT; f++)
+        assert_non_null(partition_floating_name((partition_floating)f));
     for (int s = ILP_OPTIMAL; s <= ILP_FAILED; s++) assert_non_null(ilp_status_name((ilp_status)s));
 }
 

@@ -27,22 +27,21 @@ static const char *models_dir;
 
 /* Independent checker: every pair with intersecting lifetimes is disjoint in
  * address, offsets aligned; returns the height. */
-static uint64_t check_layout(const layout_buffer *b, size_t n, const uint64_t *off, uint64_t align)
-{
+static uint64_t check_layout(const layout_buffer *b, size_t n, const uint64_t *off,
+                             uint64_t align) {
     uint64_t h = 0;
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(off[i] % align, 0);
-        if (b[i].size && off[i] + b[i].size > h)
-            h = off[i] + b[i].size;
+        if (b[i].size && off[i] + b[i].size > h) h = off[i] + b[i].size;
         for (size_t j = i + 1; j < n; j++) {
-            if (!b[i].size || !b[j].size)
-                continue;
+            if (!b[i].size || !b[j].size) continue;
             bool time = b[i].start <= b[j].end && b[j].start <= b[i].end;
             bool addr = off[i] < off[j] + b[j].size && off[j] < off[i] + b[i].size;
             if (time && addr)
-                fail_msg("buffers %zu [%d,%d] @%llu+%llu and %zu [%d,%d] @%llu+%llu overlap", i, b[i].start,
-                         b[i].end, (unsigned long long)off[i], (unsigned long long)b[i].size, j, b[j].start,
-                         b[j].end, (unsigned long long)off[j], (unsigned long long)b[j].size);
+                fail_msg("buffers %zu [%d,%d] @%llu+%llu and %zu [%d,%d] @%llu+%llu overlap", i,
+                         b[i].start, b[i].end, (unsigned long long)off[i],
+                         (unsigned long long)b[i].size, j, b[j].start, b[j].end,
+                         (unsigned long long)off[j], (unsigned long long)b[j].size);
         }
     }
     return h;
@@ -52,8 +51,7 @@ static uint64_t check_layout(const layout_buffer *b, size_t n, const uint64_t *o
  * activation is live, between the outer one's forward and backward
  * temporaries.  Stacked per eq. 9, the inner layout starts on top of the
  * outer activation and shares addresses with the outer temporaries. */
-static void test_nested_groups_share_addresses(void **state)
-{
+static void test_nested_groups_share_addresses(void **state) {
     (void)state;
     layout_buffer b[] = {
         {100, 0, 10}, /* 0: outer activation */
@@ -72,7 +70,7 @@ static void test_nested_groups_share_addresses(void **state)
     assert_int_equal(h, 220); /* the live-size bound: 100 + 80 + 40 */
     assert_int_equal(h, layout_live_peak(b, 5));
     assert_int_equal(off[0], 0);
-    assert_int_equal(off[3], 100); /* base = the outer activations (eq. 9) */
+    assert_int_equal(off[3], 100);    /* base = the outer activations (eq. 9) */
     assert_int_equal(off[1], off[3]); /* not live together: same addresses */
     assert_int_equal(st.groups, 2);
     assert_int_equal(st.low, 2);
@@ -95,8 +93,7 @@ static void test_nested_groups_share_addresses(void **state)
 /* Fill: a backward temporary of a group reuses the space of an activation
  * of the same group that is already freed, instead of sitting above all of
  * them (Fig. 8). */
-static void test_fill_reuses_freed_activations(void **state)
-{
+static void test_fill_reuses_freed_activations(void **state) {
     (void)state;
     layout_buffer b[] = {
         {100, 0, 10}, /* 0: activation, freed last */
@@ -119,8 +116,7 @@ static void test_fill_reuses_freed_activations(void **state)
 /* Windows that are not nested: after stacking, the inner group's layout
  * collides with an outer temporary that is still live; the smaller,
  * shorter-lived buffer moves, and leftovers go last. */
-static void test_conflicts_repaired(void **state)
-{
+static void test_conflicts_repaired(void **state) {
     (void)state;
     layout_buffer b[] = {
         {100, 0, 10}, /* 0: outer activation */
@@ -156,14 +152,12 @@ static void test_conflicts_repaired(void **state)
 /* Random groups, marks and leftovers: always valid, never below the live
  * bound, deterministic. */
 static uint64_t xs = 88172645463325252ULL;
-static uint64_t rnd(uint64_t n)
-{
+static uint64_t rnd(uint64_t n) {
     xs ^= xs << 13, xs ^= xs >> 7, xs ^= xs << 17;
     return xs % n;
 }
 
-static void test_random_valid(void **state)
-{
+static void test_random_valid(void **state) {
     (void)state;
     for (int it = 0; it < 200; it++) {
         size_t n = 1 + rnd(60), ng = 1 + rnd(6);
@@ -175,12 +169,16 @@ static void test_random_valid(void **state)
         uint64_t *off = malloc(n * sizeof *off), *off2 = malloc(n * sizeof *off2);
         for (size_t i = 0; i < n; i++) {
             int32_t s = (int32_t)rnd(40), len = (int32_t)rnd(it % 2 ? 40 : 8);
-            b[i] = (layout_buffer){(rnd(10) == 0 ? 0 : 1 + rnd(1000)) * (align == 1 ? 1 : align), s, s + len};
+            b[i] = (layout_buffer){(rnd(10) == 0 ? 0 : 1 + rnd(1000)) * (align == 1 ? 1 : align), s,
+                                   s + len};
             group[i] = (int)rnd(ng + 1) - 1;
             low[i] = rnd(3) == 0;
         }
         flags[0] = rnd(2) ? LAYOUT_ROAM_BOTTOM : 0;
-        layout_roam_input in = {.group = group, .low = it % 4 ? low : NULL, .n_groups = ng, .group_flags = flags,
+        layout_roam_input in = {.group = group,
+                                .low = it % 4 ? low : NULL,
+                                .n_groups = ng,
+                                .group_flags = flags,
                                 .fill = it % 5 < 2};
         layout_roam_stats st;
         uint64_t h = layout_roam(b, n, align, &in, off, &st);
@@ -198,8 +196,7 @@ static void test_random_valid(void **state)
 /* A committed model: the groups follow the rule of partition.h, and the
  * plan with order roam and layout roam ran the tree-based layout, kept the
  * lower of it and the global layout, and is valid. */
-static void test_model_groups_and_plan(void **state)
-{
+static void test_model_groups_and_plan(void **state) {
     (void)state;
     if (!models_dir) {
         print_message("SKIP: no models folder given\n");
@@ -209,14 +206,12 @@ static void test_model_groups_and_plan(void **state)
     snprintf(path, sizeof path, "%s/mobilenet_v2_b1.onnx", models_dir);
     fe_model m;
     graph g;
-    if (fe_load(path, NULL, &m, err, sizeof err))
-        fail_msg("%s", err);
-    if (graph_build(&m, 512, &g, err, sizeof err))
-        fail_msg("%s", err);
-    planner_options o = {.align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_ROAM, .threads = 2};
+    if (fe_load(path, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+    if (graph_build(&m, 512, &g, err, sizeof err)) fail_msg("%s", err);
+    planner_options o = {
+        .align = 512, .order = PLANNER_ORDER_ROAM, .layout = PLANNER_LAYOUT_ROAM, .threads = 2};
     plan p;
-    if (plan_build(&g, &o, &p, err, sizeof err))
-        fail_msg("%s", err);
+    if (plan_build(&g, &o, &p, err, sizeof err)) fail_msg("%s", err);
     assert_true(p.tree_layout.used);
     assert_true(p.tree_layout.groups > 1);
     assert_true(p.actual <= p.tree_layout.tree_height);
@@ -231,13 +226,11 @@ static void test_model_groups_and_plan(void **state)
     assert_true(ng >= 2);
     /* leaf of every op, from the tree */
     int *leaf = malloc(g.n_ops * sizeof *leaf);
-    for (size_t v = 0; v < g.n_ops; v++)
-        leaf[v] = -1;
+    for (size_t v = 0; v < g.n_ops; v++) leaf[v] = -1;
     int nl = 0;
     for (size_t i = 0; i < P.n_nodes; i++)
         if (P.nodes[i].n_children == 0 && (i > 0 || P.n_nodes == 1)) {
-            for (size_t k = 0; k < P.nodes[i].n_ops; k++)
-                leaf[P.nodes[i].ops[k]] = nl;
+            for (size_t k = 0; k < P.nodes[i].n_ops; k++) leaf[P.nodes[i].ops[k]] = nl;
             nl++;
         }
     assert_int_equal(ng, nl + 1);
@@ -248,14 +241,18 @@ static void test_model_groups_and_plan(void **state)
             continue;
         }
         int c = p.order[p.start[s]], f = p.order[p.end[s]];
-        int want = leaf[c] == leaf[f] ? leaf[c] : !P.forward[c] ? leaf[c] : !P.forward[f] ? leaf[f] : -1;
+        int want = leaf[c] == leaf[f] ? leaf[c]
+                   : !P.forward[c]    ? leaf[c]
+                   : !P.forward[f]    ? leaf[f]
+                                      : -1;
         assert_int_equal(group[s], want);
         assert_int_equal(act[s], P.forward[c] && !P.forward[f]);
         shared += leaf[c] != leaf[f];
     }
-    print_message("mobilenet_v2_b1: %d groups, %zu shared storages; tree %llu, global %llu, kept %s\n", ng,
-                  shared, (unsigned long long)p.tree_layout.tree_height,
-                  (unsigned long long)p.tree_layout.global_height, p.tree_layout.winner);
+    print_message(
+        "mobilenet_v2_b1: %d groups, %zu shared storages; tree %llu, global %llu, kept %s\n", ng,
+        shared, (unsigned long long)p.tree_layout.tree_height,
+        (unsigned long long)p.tree_layout.global_height, p.tree_layout.winner);
     free(group), free(act), free(leaf);
     partition_free(&P);
     plan_free(&p);
@@ -263,13 +260,11 @@ static void test_model_groups_and_plan(void **state)
     fe_free(&m);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
 #ifdef ROAMC_MODELS_DIR
     models_dir = ROAMC_MODELS_DIR;
 #endif
-    if (argc > 1)
-        models_dir = argv[1];
+    if (argc > 1) models_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nested_groups_share_addresses),
         cmocka_unit_test(test_fill_reuses_freed_activations),

@@ -31,7 +31,9 @@ static char *tg_dup(const char *s) {
     return d;
 }
 
-tg *tg_new(void) { return calloc(1, sizeof(tg)); }
+tg *tg_new(void) {
+    return calloc(1, sizeof(tg));
+}
 
 static void tg_vi_free(tg_vi *v, size_t n) {
     for (size_t i = 0; i < n; i++) free(v[i].name), free(v[i].dims);
@@ -68,7 +70,8 @@ void tg_meta(tg *t, const char *key, const char *value) {
     t->meta_v[t->n_meta++] = tg_dup(value);
 }
 
-int tg_node(tg *t, const char *domain, const char *op_type, const char *inputs, const char *outputs) {
+int tg_node(tg *t, const char *domain, const char *op_type, const char *inputs,
+            const char *outputs) {
     tg_nd *n = &t->nodes[t->n_nodes];
     n->domain = tg_dup(strcmp(domain, "aten") == 0 ? "org.pytorch.aten" : domain);
     n->op_type = tg_dup(op_type);
@@ -112,12 +115,15 @@ static void tg_parse_dims(const char *spec, int32_t *elem, int64_t *dims, size_t
     *elem = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
     const char *colon = strchr(spec, ':');
     if (colon) {
-        static const struct { const char *k; int32_t v; } types[] = {
-            {"f32", 1}, {"u8", 2}, {"i8", 3}, {"u16", 4}, {"i16", 5}, {"i32", 6}, {"i64", 7}, {"str", 8},
-            {"bool", 9}, {"f16", 10}, {"f64", 11}, {"u32", 12}, {"u64", 13}, {"c64", 14}, {"c128", 15},
-            {"bf16", 16}, {"u4", 21}, {"i4", 22}};
+        static const struct {
+            const char *k;
+            int32_t v;
+        } types[] = {{"f32", 1},  {"u8", 2},   {"i8", 3},    {"u16", 4},   {"i16", 5},  {"i32", 6},
+                     {"i64", 7},  {"str", 8},  {"bool", 9},  {"f16", 10},  {"f64", 11}, {"u32", 12},
+                     {"u64", 13}, {"c64", 14}, {"c128", 15}, {"bf16", 16}, {"u4", 21},  {"i4", 22}};
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-            if (strlen(types[i].k) == (size_t)(colon - spec) && strncmp(spec, types[i].k, (size_t)(colon - spec)) == 0)
+            if (strlen(types[i].k) == (size_t)(colon - spec) &&
+                strncmp(spec, types[i].k, (size_t)(colon - spec)) == 0)
                 *elem = types[i].v;
         spec = colon + 1;
     }
@@ -315,7 +321,8 @@ static void tg_unbuild(const tg *t, tg_built *b) {
     }
     free(b->in), free(b->val), free(b->out), free(b->inits), free(b->init_ptrs), free(b->init_dims);
     free(b->nodes), free(b->node_ptrs), free(b->attrs), free(b->attr_ptrs), free(b->alias_ints);
-    free(b->node_in), free(b->node_out), free(b->n_in), free(b->n_out), free(b->meta), free(b->meta_ptrs);
+    free(b->node_in), free(b->node_out), free(b->n_in), free(b->n_out), free(b->meta),
+        free(b->meta_ptrs);
 }
 
 uint8_t *tg_pack(const tg *t, size_t *len) {

@@ -32,7 +32,8 @@ void tg_meta(tg *t, const char *key, const char *value);
 
 /* Adds a node; returns its index. domain "" is the standard domain, "aten"
  * stands for org.pytorch.aten. */
-int tg_node(tg *t, const char *domain, const char *op_type, const char *inputs, const char *outputs);
+int tg_node(tg *t, const char *domain, const char *op_type, const char *inputs,
+            const char *outputs);
 /* Sets the alias (one entry per output, -1 for none) and inplace attributes
  * of node idx. */
 void tg_alias(tg *t, int idx, const char *alias_csv, int inplace);

@@ -38,14 +38,13 @@
 #include <string.h>
 
 typedef struct brick {
-    int64_t t0, t1; /* lifetime [t0, t1); t1 < 0 while live */
+    int64_t t0, t1;  /* lifetime [t0, t1); t1 < 0 while live */
     uint64_t a0, a1; /* addresses [a0, a1) */
 } brick;
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)
-{
+static uint64_t rng_next(void) {
     uint64_t x = rng_state;
     x ^= x << 13;
     x ^= x >> 7;
@@ -54,37 +53,31 @@ static uint64_t rng_next(void)
 }
 
 /* Uniform in [lo, hi), hi > lo. */
-static uint64_t rng_range(uint64_t lo, uint64_t hi)
-{
+static uint64_t rng_range(uint64_t lo, uint64_t hi) {
     return lo + rng_next() % (hi - lo);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
+static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Cuts [a0, a1) at m - 1 distinct random points into `cuts` (m + 1 bounds,
  * a0 first and a1 last); m <= a1 - a0. */
-static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts)
-{
+static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts) {
     cuts[0] = a0;
     size_t k = 1;
     while (k < m) {
         uint64_t c = rng_range(a0 + 1, a1);
         int dup = 0;
-        for (size_t i = 1; i < k; i++)
-            dup |= cuts[i] == c;
-        if (!dup)
-            cuts[k++] = c;
+        for (size_t i = 1; i < k; i++) dup |= cuts[i] == c;
+        if (!dup) cuts[k++] = c;
     }
     qsort(cuts + 1, m - 1, sizeof *cuts, cmp_u64);
     cuts[m] = a1;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3 || argc > 6) {
         fprintf(stderr, "usage: gen_brick N SEED [LIVE] [CAPACITY] [RUN]\n");
         return 2;
@@ -98,14 +91,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gen_brick: N, LIVE and RUN must be >= 1, CAPACITY >= max(LIVE, 4)\n");
         return 2;
     }
-    if (live_target > n)
-        live_target = n;
+    if (live_target > n) live_target = n;
     brick *b = malloc(n * sizeof *b);
     size_t *live = malloc(n * sizeof *live); /* live bricks in address order */
     uint64_t cuts[8];
     uint64_t *first = malloc((live_target + 1) * sizeof *first);
-    if (!b || !live || !first)
-        return 1;
+    if (!b || !live || !first) return 1;
     cut_interval(0, capacity, live_target, first);
     size_t nb = 0, nl = 0;
     for (size_t i = 0; i < live_target; i++) {
@@ -114,8 +105,7 @@ int main(int argc, char **argv)
     }
     free(first);
     size_t *next = malloc(n * sizeof *next);
-    if (!next)
-        return 1;
+    if (!next) return 1;
     int64_t t = 0;
     while (nb < n) {
         t++;
@@ -132,21 +122,17 @@ int main(int argc, char **argv)
                 continue;
             }
             size_t r = 1 + rng_range(0, 3);
-            if (r > nl - i)
-                r = nl - i;
+            if (r > nl - i) r = nl - i;
             uint64_t a0 = b[live[i]].a0, a1 = b[live[i + r - 1]].a1;
-            for (size_t k = i; k < i + r; k++)
-                b[live[k]].t1 = t;
+            for (size_t k = i; k < i + r; k++) b[live[k]].t1 = t;
             size_t now = nn + (nl - i - r); /* live count without this run's new bricks */
             size_t m = 1 + rng_range(0, 4);
             if (now + m < live_target && m < 4)
                 m++;
             else if (now + m > live_target && m > 1)
                 m--;
-            if (m > n - nb)
-                m = n - nb;
-            if (m > a1 - a0)
-                m = (size_t)(a1 - a0);
+            if (m > n - nb) m = n - nb;
+            if (m > a1 - a0) m = (size_t)(a1 - a0);
             cut_interval(a0, a1, m, cuts);
             for (size_t k = 0; k < m; k++) {
                 b[nb] = (brick){t, -1, cuts[k], cuts[k + 1]};
@@ -158,11 +144,11 @@ int main(int argc, char **argv)
         nl = nn;
     }
     free(next);
-    for (size_t i = 0; i < nl; i++)
-        b[live[i]].t1 = t + 1;
+    for (size_t i = 0; i < nl; i++) b[live[i]].t1 = t + 1;
     printf("id,lower,upper,size\n");
     for (size_t i = 0; i < nb; i++)
-        printf("b%zu,%" PRId64 ",%" PRId64 ",%" PRIu64 "\n", i, b[i].t0, b[i].t1, b[i].a1 - b[i].a0);
+        printf("b%zu,%" PRId64 ",%" PRId64 ",%" PRIu64 "\n", i, b[i].t0, b[i].t1,
+               b[i].a1 - b[i].a0);
     free(b);
     free(live);
     return 0;

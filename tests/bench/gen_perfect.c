@@ -21,14 +21,13 @@
 #include <stdlib.h>
 
 typedef struct piece {
-    int64_t t0, t1; /* lifetime [t0, t1) */
+    int64_t t0, t1;  /* lifetime [t0, t1) */
     uint64_t a0, a1; /* addresses [a0, a1) */
 } piece;
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)
-{
+static uint64_t rng_next(void) {
     uint64_t x = rng_state;
     x ^= x << 13;
     x ^= x >> 7;
@@ -37,13 +36,11 @@ static uint64_t rng_next(void)
 }
 
 /* Uniform in [lo, hi), hi > lo. */
-static uint64_t rng_range(uint64_t lo, uint64_t hi)
-{
+static uint64_t rng_range(uint64_t lo, uint64_t hi) {
     return lo + rng_next() % (hi - lo);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 3 || argc > 5) {
         fprintf(stderr, "usage: gen_perfect N SEED [STEPS] [CAPACITY]\n");
         return 2;
@@ -57,8 +54,7 @@ int main(int argc, char **argv)
         return 2;
     }
     piece *p = malloc(n * sizeof *p);
-    if (!p)
-        return 1;
+    if (!p) return 1;
     size_t np = 1;
     p[0] = (piece){0, steps, 0, capacity};
     size_t tries = 0;
@@ -66,8 +62,7 @@ int main(int argc, char **argv)
         tries++;
         piece *x = &p[rng_range(0, np)];
         int can_time = x->t1 - x->t0 > 1, can_addr = x->a1 - x->a0 > 1;
-        if (!can_time && !can_addr)
-            continue;
+        if (!can_time && !can_addr) continue;
         int in_time = can_time && (!can_addr || rng_next() % 2);
         piece y = *x;
         if (in_time) {
@@ -83,7 +78,8 @@ int main(int argc, char **argv)
     }
     printf("id,lower,upper,size\n");
     for (size_t i = 0; i < np; i++)
-        printf("b%zu,%" PRId64 ",%" PRId64 ",%" PRIu64 "\n", i, p[i].t0, p[i].t1, p[i].a1 - p[i].a0);
+        printf("b%zu,%" PRId64 ",%" PRId64 ",%" PRIu64 "\n", i, p[i].t0, p[i].t1,
+               p[i].a1 - p[i].a0);
     free(p);
     return 0;
 }

@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #error "ROAMC_FUZZ_MODELS: the folder of the check target's models"
 #endif
 
-static const char *const models[] = {"training.onnx", "inplace.onnx", "views.onnx", "multiout.onnx"};
+static const char *const models[] = {"training.onnx", "inplace.onnx", "views.onnx",
+                                     "multiout.onnx"};
 #define N_MODELS (sizeof models / sizeof models[0])
 
 static char plan_path[512];

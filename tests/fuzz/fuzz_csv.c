@@ -35,8 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const aligns[] = {"1", "512", "3"};
     unsigned h = 0;
     for (size_t i = 0; i < size; i++) h = h * 31u + data[i];
-    char *argv[] = {"layout", in_path, "-o", out_path, "--method", (char *)methods[h % 5], "--align",
-                    (char *)aligns[(h / 5) % 3], "--time-limit", "0.05", NULL};
+    char *argv[] = {"layout",
+                    in_path,
+                    "-o",
+                    out_path,
+                    "--method",
+                    (char *)methods[h % 5],
+                    "--align",
+                    (char *)aligns[(h / 5) % 3],
+                    "--time-limit",
+                    "0.05",
+                    NULL};
     (void)cmd_layout(10, argv);
     unlink(out_path);
     return 0;

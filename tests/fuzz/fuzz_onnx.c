@@ -34,9 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)graph_persistent_bytes(&g);
     if (g.n_ops <= 64) {
         (void)graph_order_lower_bound(&g, 64);
-        planner_options opt = {.align = 512, .order = PLANNER_ORDER_PROGRAM, .layout = PLANNER_LAYOUT_BESTFIT,
-                               .node_limit = PLANNER_DEFAULT_NODE_LIMIT, .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
-                               .threads = 1, .time_limit = 5};
+        planner_options opt = {.align = 512,
+                               .order = PLANNER_ORDER_PROGRAM,
+                               .layout = PLANNER_LAYOUT_BESTFIT,
+                               .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
+                               .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
+                               .threads = 1,
+                               .time_limit = 5};
         plan p;
         if (plan_build(&g, &opt, &p, err, sizeof err) == 0) plan_free(&p);
     }

@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    static const char *const symbols[] = {"batch", "N", "sequence", "seq_len", "height", "width", "batch_size",
-                                          "unk__0"};
+    static const char *const symbols[] = {"batch",  "N",     "sequence",   "seq_len",
+                                          "height", "width", "batch_size", "unk__0"};
     char err[2048], spec[64];
     fe_options opt = {0};
     uint8_t pick = data[0];
