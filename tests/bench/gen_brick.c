@@ -37,25 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_rng.h"
+
 typedef struct brick {
     int64_t t0, t1;  /* lifetime [t0, t1); t1 < 0 while live */
     uint64_t a0, a1; /* addresses [a0, a1) */
 } brick;
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-/* Uniform in [lo, hi), hi > lo. */
-static uint64_t rng_range(uint64_t lo, uint64_t hi) {
-    return lo + rng_next() % (hi - lo);
-}
+static bench_rng rng; /* one generator per run */
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -68,7 +57,7 @@ static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts) {
     cuts[0] = a0;
     size_t k = 1;
     while (k < m) {
-        uint64_t c = rng_range(a0 + 1, a1);
+        uint64_t c = bench_rng_range(&rng, a0 + 1, a1);
         int dup = 0;
         for (size_t i = 1; i < k; i++) dup |= cuts[i] == c;
         if (!dup) cuts[k++] = c;
@@ -83,7 +72,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t n = strtoull(argv[1], NULL, 10);
-    rng_state = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
+    rng = bench_rng_seed(argv[2]);
     size_t live_target = argc > 3 ? strtoull(argv[3], NULL, 10) : 8 + n / 25;
     uint64_t capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 1048576;
     uint64_t run = argc > 5 ? strtoull(argv[5], NULL, 10) : 3;
@@ -117,16 +106,16 @@ int main(int argc, char **argv) {
          * several holes. */
         size_t nn = 0, i = 0;
         while (i < nl) {
-            if (nb >= n || rng_next() % run != 0) {
+            if (nb >= n || bench_rng_next(&rng) % run != 0) {
                 next[nn++] = live[i++];
                 continue;
             }
-            size_t r = 1 + rng_range(0, 3);
+            size_t r = 1 + bench_rng_range(&rng, 0, 3);
             if (r > nl - i) r = nl - i;
             uint64_t a0 = b[live[i]].a0, a1 = b[live[i + r - 1]].a1;
             for (size_t k = i; k < i + r; k++) b[live[k]].t1 = t;
             size_t now = nn + (nl - i - r); /* live count without this run's new bricks */
-            size_t m = 1 + rng_range(0, 4);
+            size_t m = 1 + bench_rng_range(&rng, 0, 4);
             if (now + m < live_target && m < 4)
                 m++;
             else if (now + m > live_target && m > 1)

@@ -20,25 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_rng.h"
+
 typedef struct piece {
     int64_t t0, t1;  /* lifetime [t0, t1) */
     uint64_t a0, a1; /* addresses [a0, a1) */
 } piece;
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
-}
-
-/* Uniform in [lo, hi), hi > lo. */
-static uint64_t rng_range(uint64_t lo, uint64_t hi) {
-    return lo + rng_next() % (hi - lo);
-}
+static bench_rng rng; /* one generator per run */
 
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 5) {
@@ -46,7 +35,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t n = strtoull(argv[1], NULL, 10);
-    rng_state = strtoull(argv[2], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
+    rng = bench_rng_seed(argv[2]);
     int64_t steps = argc > 3 ? strtoll(argv[3], NULL, 10) : 4 * (int64_t)n;
     uint64_t capacity = argc > 4 ? strtoull(argv[4], NULL, 10) : 1048576;
     if (n < 1 || steps < 1 || capacity < 1) {
@@ -60,17 +49,17 @@ int main(int argc, char **argv) {
     size_t tries = 0;
     while (np < n && tries < 1000 * n) {
         tries++;
-        piece *x = &p[rng_range(0, np)];
+        piece *x = &p[bench_rng_range(&rng, 0, np)];
         int can_time = x->t1 - x->t0 > 1, can_addr = x->a1 - x->a0 > 1;
         if (!can_time && !can_addr) continue;
-        int in_time = can_time && (!can_addr || rng_next() % 2);
+        int in_time = can_time && (!can_addr || bench_rng_next(&rng) % 2);
         piece y = *x;
         if (in_time) {
-            int64_t cut = (int64_t)rng_range((uint64_t)x->t0 + 1, (uint64_t)x->t1);
+            int64_t cut = (int64_t)bench_rng_range(&rng, (uint64_t)x->t0 + 1, (uint64_t)x->t1);
             x->t1 = cut;
             y.t0 = cut;
         } else {
-            uint64_t cut = rng_range(x->a0 + 1, x->a1);
+            uint64_t cut = bench_rng_range(&rng, x->a0 + 1, x->a1);
             x->a1 = cut;
             y.a0 = cut;
         }
