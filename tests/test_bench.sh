@@ -6,6 +6,7 @@
 set -u
 roamc=$1 check_py=$2 models=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 [ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3"; exit 77; }
 rm -rf "$work" && mkdir -p "$work/models"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -38,7 +39,7 @@ assert all(roam <= x["actual_peak"] for x in rows.values()), "ROAM above another
 assert rows["pytorch"]["theoretical_peak"] >= rows["roam"]["theoretical_peak"]
 EOF
   "$roamc" check "$model" "$work/$name.plan.json" > /dev/null || fail "$name: roamc check of the --compare plan"
-  if /usr/bin/python3 -c 'import onnx' 2>/dev/null && [ -f "$check_py" ]; then
+  if test_check_plan_runs "$check_py"; then
     /usr/bin/python3 "$check_py" "$model" "$work/$name.plan.json" > /dev/null \
         || fail "$name: check_plan.py of the --compare plan"
   else
@@ -76,5 +77,4 @@ assert abs(got_pt - want_pt) < 0.006 and abs(got_cap - want_cap) < 0.006, (got_p
 assert got_cap >= got_pt - 0.006, "ROAM saved more than the bound allows"
 EOF
 echo "ok   bench.py on 2 models"
-# passed, but without check_plan.py: say SKIP (77), never a silent pass
-if [ "${skipped_check:-0}" = 1 ]; then echo "SKIP: check_plan.py ($check_py) did not run"; exit 77; fi
+test_finish test_bench 0 "$((1 - ${skipped_check:-0}))"

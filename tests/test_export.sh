@@ -12,10 +12,8 @@
 # Exit 0 on pass, 1 on failure, 77 (skip) when /usr/bin/python3 lacks torch.
 set -u
 
-if [ $# -ne 3 ]; then
-    echo "usage: $0 ROAMC_BINARY CHECK_PLAN_PY OUTDIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+test_usage 3 3 "ROAMC_BINARY CHECK_PLAN_PY OUTDIR" "$@"
 ROAMC=$1
 CHECK=$2
 OUT=$3
@@ -23,10 +21,7 @@ PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORT=$HERE/../models/export.py
 
-if ! "$PY" -c "import torch, torchvision, onnx" >/dev/null 2>&1; then
-    echo "SKIP: $PY cannot import torch, torchvision and onnx (python3-torch, python3-torchvision, python3-onnx)"
-    exit 77
-fi
+test_need_python "torch, torchvision, onnx" "python3-torch, python3-torchvision, python3-onnx"
 
 # shared/tools/check_plan.py lives beside the repository, not in it: a clone
 # without it still checks every plan with `roamc check`, and says what it skipped.
@@ -219,11 +214,4 @@ then
     failed "--module bad inputs"
 fi
 
-if [ $fail -ne 0 ]; then
-    echo "test_export: FAILED"
-    exit 1
-fi
-# passed without check_plan.py: SKIP (77), never a silent pass
-if [ ! -f "$CHECK" ]; then echo "SKIP: $CHECK not found: the check_plan.py steps did not run"; exit 77; fi
-echo "test_export: passed"
-exit 0
+test_finish test_export "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"

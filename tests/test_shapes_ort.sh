@@ -14,10 +14,8 @@
 # --ignore-scripts in the repository root) or /usr/bin/python3 with torch.
 set -u
 
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-    echo "usage: $0 ROAMC WORKDIR [CHECK_PLAN_PY]" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+test_usage 2 3 "ROAMC WORKDIR [CHECK_PLAN_PY]" "$@"
 ROAMC=$1
 WORK=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,8 +26,7 @@ PY=/usr/bin/python3
 command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
 [ -d "$REPO/node_modules/onnxruntime-node" ] ||
     { echo "SKIP: onnxruntime-node is not installed (cd $REPO && npm install --ignore-scripts)"; exit 77; }
-"$PY" -c "import torch, torchvision, onnx" >/dev/null 2>&1 ||
-    { echo "SKIP: $PY cannot import torch, torchvision and onnx"; exit 77; }
+test_need_python "torch, torchvision, onnx"
 [ -x "$ROAMC" ] || { echo "FAIL: roamc binary $ROAMC not found or not executable"; exit 1; }
 
 mkdir -p "$WORK" || exit 1
@@ -82,11 +79,4 @@ sys.exit(0 if r["theoretical_peak"] <= min(o["theoretical_peak_program"], o["the
 done <<< "$models"
 echo "test_shapes_ort: $planned plans valid"
 
-if [ $fail -ne 0 ]; then
-    echo "test_shapes_ort: FAILED"
-    exit 1
-fi
-# passed without check_plan.py: SKIP (77), never a silent pass
-if [ ! -f "$CHECK" ]; then echo "SKIP: $CHECK not found: the check_plan.py steps did not run"; exit 77; fi
-echo "test_shapes_ort: passed"
-exit 0
+test_finish test_shapes_ort "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"

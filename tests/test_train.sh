@@ -12,19 +12,14 @@
 # no plan and no derived file.
 # Exit 0 on pass, 1 on failure, 77 (skip) when /usr/bin/python3 lacks onnx.
 set -u
-if [ $# -ne 3 ]; then
-    echo "usage: $0 ROAMC_BINARY CHECK_PLAN_PY OUTDIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+test_usage 3 3 "ROAMC_BINARY CHECK_PLAN_PY OUTDIR" "$@"
 ROAMC=$1
 CHECK=$2
 OUT=$3
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-if ! "$PY" -c "import onnx, numpy" >/dev/null 2>&1; then
-    echo "SKIP: $PY cannot import onnx and numpy (python3-onnx)"
-    exit 77
-fi
+test_need_python "onnx, numpy" "python3-onnx"
 rm -rf "$OUT" && mkdir -p "$OUT" || exit 1
 "$PY" "$HERE/gen_train_models.py" "$OUT" || { echo "FAIL: gen_train_models.py"; exit 1; }
 fail=0
@@ -144,7 +139,4 @@ cmp -s "$OUT/cnn.onnx" "$OUT/cnn.copy" || failed "emit_over_input: the input fil
 mkdir -p "$OUT/adir"
 bad emit_to_directory 2 "a directory\\|a folder" "$OUT/cnn.onnx" --train --emit-train "$OUT/adir"
 
-# passed without check_plan.py: SKIP (77), never a silent pass
-if [ $fail = 0 ] && [ ! -f "$CHECK" ]; then echo "SKIP: $CHECK not found: the check_plan.py steps did not run"; exit 77; fi
-[ $fail = 0 ] && echo "PASS" || echo "FAILED"
-exit $fail
+test_finish test_train "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"
