@@ -152,27 +152,28 @@ def svg_plot(rows, fits, path, title):
            'font-size="12">' % (W, H),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="%d" y="22" font-size="14">%s</text>' % (L, title)]
-    for e in range(x0, x1 + 1):
-        for m in range(1, 10):
-            v = m * 10 ** e
-            if v < 10 ** x0 or v > 10 ** x1:
-                continue
-            X = px(v)
-            out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>' %
-                       (X, T, X, H - B, "#cccccc" if m == 1 else "#eeeeee"))
-            if m in (1, 2, 5):
-                out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
-                           (X, H - B + 16, "{:,}".format(v)))
-    for e in range(y0, y1 + 1):
-        for m in range(1, 10):
-            v = m * 10.0 ** e
-            if v < 10.0 ** y0 or v > 10.0 ** y1:
-                continue
-            Y = py(v)
-            out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>' %
-                       (L, Y, W - R, Y, "#cccccc" if m == 1 else "#eeeeee"))
-            if m == 1:
-                out.append('<text x="%d" y="%.1f" text-anchor="end">%g s</text>' % (L - 6, Y + 4, v))
+    def log_ticks(lo, hi):
+        """(value, mantissa) of the grid lines 1..9 x 10^e between 10^lo and
+        10^hi, e.g. log_ticks(0, 1) -> (1, 1), (2, 2), ..., (10, 1)."""
+        for e in range(lo, hi + 1):
+            for m in range(1, 10):
+                v = m * 10 ** e
+                if 10 ** lo <= v <= 10 ** hi:
+                    yield v, m
+
+    for v, m in log_ticks(x0, x1):
+        X = px(v)
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>' %
+                   (X, T, X, H - B, "#cccccc" if m == 1 else "#eeeeee"))
+        if m in (1, 2, 5):
+            out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
+                       (X, H - B + 16, "{:,}".format(v)))
+    for v, m in log_ticks(y0, y1):
+        Y = py(v)
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>' %
+                   (L, Y, W - R, Y, "#cccccc" if m == 1 else "#eeeeee"))
+        if m == 1:
+            out.append('<text x="%d" y="%.1f" text-anchor="end">%g s</text>' % (L - 6, Y + 4, v))
     out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="black"/>' %
                (L, T, W - L - R, H - T - B))
     out.append('<text x="%d" y="%d" text-anchor="middle">operators</text>' % ((L + W - R) / 2, H - 18))
