@@ -35,12 +35,13 @@ typedef struct fe_err {
 
 int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt,
                va_list ap) {
-    if (buf && len) {
-        int k = snprintf(buf, len, "%s: %s%s", path, tag ? tag : "", tag ? ": " : "");
-        if (k < 0) k = 0;
-        if ((size_t)k < len) vsnprintf(buf + k, len - (size_t)k, fmt, ap);
-        fe_make_printable(buf);
-    }
+    if (!buf || !len) return -1;
+    size_t n = strlen(path) + (tag ? strlen(tag) + 2 : 0) + 3;
+    char *prefix = xmalloc(n);
+    snprintf(prefix, n, "%s: %s%s", path, tag ? tag : "", tag ? ": " : "");
+    roamc_verrorf(buf, len, prefix, fmt, ap);
+    free(prefix);
+    fe_make_printable(buf);
     return -1;
 }
 

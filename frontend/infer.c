@@ -109,7 +109,7 @@ static const char *fi_label(const Onnx__NodeProto *np) {
 static int fi_record(fi_ctx *cx, int prefix_len, const char *fmt, va_list ap) {
     cx->failed = true;
     size_t k = prefix_len > 0 ? (size_t)prefix_len : 0;
-    if (k < cx->errlen) vsnprintf(cx->err + k, cx->errlen - k, fmt, ap);
+    if (k < cx->errlen) roamc_verrorf(cx->err + k, cx->errlen - k, NULL, fmt, ap);
     return -1;
 }
 

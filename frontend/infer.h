@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "frontend.h"
 #include "onnx.pb-c.h"
 

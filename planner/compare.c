@@ -77,16 +77,16 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
          * share of what is left (PyTorch and Heuristics take little, so the
          * ILP and ROAM get most of it) */
         if (base->deadline > 0) {
-            double now = planner_now();
+            double now = roamc_now();
             opt.deadline = now + (base->deadline - now) / (double)(nrows - i);
         }
-        double t0 = planner_now();
+        double t0 = roamc_now();
         planner_progress_prefix("--compare: %s (%zu/%zu)", rows[i].m->title, i + 1, nrows);
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
             rc = -1;
             break;
         }
-        rows[i].seconds = planner_now() - t0;
+        rows[i].seconds = roamc_now() - t0;
         rows[i].ok = 1;
         rows[i].actual = plan_device_bytes(&rows[i].p);
         compare_note(&rows[i]);

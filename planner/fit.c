@@ -73,21 +73,20 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
         if (__builtin_mul_overflow(mant, 10, &mant) ||
             __builtin_add_overflow(mant, (uint64_t)(*p - '0'), &mant) ||
             (dot && __builtin_mul_overflow(scale, 10, &scale)))
-            return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes",
-                                  s);
+            return roamc_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
         digits++;
     }
     if (digits == 0)
-        return planner_errorf(
+        return roamc_errorf(
             err, errlen,
             "'%s' is not a size: give bytes, or a number with a unit such as 16GiB or 80GB", s);
     uint64_t unit = fit_unit(p);
     if (unit == 0)
-        return planner_errorf(err, errlen,
-                              "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
-                              "KiB, MiB, GiB, TiB, "
-                              "PiB powers of 1024)",
-                              s, p);
+        return roamc_errorf(err, errlen,
+                            "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
+                            "KiB, MiB, GiB, TiB, "
+                            "PiB powers of 1024)",
+                            s, p);
     uint64_t hi;
     /* mant * unit / scale without overflow: unit and scale are powers of
      * ten or two, so divide first where it is exact */
@@ -96,8 +95,8 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
     hi = (uint64_t)(v >> 64);
     /* 2^63 - 1 (8 EiB) keeps every size a JSON integer */
     if (hi != 0 || (uint64_t)v > (uint64_t)INT64_MAX)
-        return planner_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
-    if (v == 0) return planner_errorf(err, errlen, "'%s' is zero bytes", s);
+        return roamc_errorf(err, errlen, "'%s' is too large: sizes go up to 2^63 - 1 bytes", s);
+    if (v == 0) return roamc_errorf(err, errlen, "'%s' is zero bytes", s);
     *out = (uint64_t)v;
     return 0;
 }
@@ -234,7 +233,7 @@ static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, gr
     /* q's bindings plus one: shares q's strings, owns only the array */
     fe_options o = *q->bindings;
     o.dims = malloc((q->bindings->n_dims + 1) * sizeof *o.dims);
-    if (!o.dims) return planner_errorf(err, errlen, "out of memory"), 2;
+    if (!o.dims) return roamc_errorf(err, errlen, "out of memory"), 2;
     if (q->bindings->n_dims)
         memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
@@ -278,14 +277,14 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     if (s->n_rows == s->cap_rows) {
         size_t cap = s->cap_rows ? 2 * s->cap_rows : 32;
         fit_row *r = realloc(s->rows, cap * sizeof *r);
-        if (!r) return s->status = 1, planner_errorf(s->err, s->errlen, "out of memory"), NULL;
+        if (!r) return s->status = 1, roamc_errorf(s->err, s->errlen, "out of memory"), NULL;
         s->rows = r;
         s->cap_rows = cap;
     }
     fit_row *row = &s->rows[s->n_rows];
     memset(row, 0, sizeof *row);
     row->batch = b;
-    double t0 = planner_now();
+    double t0 = roamc_now();
     planner_progress_prefix("--max-batch: batch %" PRId64, b);
     planner_layout chosen = s->q->opt.layout;
     bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
@@ -295,8 +294,7 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
      * represent: any failure is the model's, reported */
     if ((s->status = fit_load(s->q, b, &m, &g, why, sizeof why)))
-        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
-               NULL;
+        return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     for (int who = FIT_PYTORCH; who <= FIT_PLAN && s->status == 0; who++) {
         plan p;
         /* The slow layout only where it decides: its arena is at least the
@@ -332,10 +330,9 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     graph_free(&g);
     fe_free(&m);
     if (s->status)
-        return planner_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
-               NULL;
+        return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     row->fits[FIT_BOUND] = fit_fits(s->q->budget, row->need[FIT_BOUND]);
-    row->seconds = planner_now() - t0;
+    row->seconds = roamc_now() - t0;
     planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
                             row->fits[0] ? "fits" : "does not fit",
                             row->fits[1] ? "fits" : "does not fit");
@@ -501,10 +498,10 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
         if (s->kind != FE_SYMBOL_INPUT) continue;
         if (q->symbol && strcmp(s->name, q->symbol) == 0) {
             if (s->value >= 0)
-                rc = planner_errorf(err, errlen,
-                                    "%s: --max-batch searches '%s', which --dim binds to %" PRId64
-                                    "; leave it unbound",
-                                    q->model_path, q->symbol, s->value);
+                rc = roamc_errorf(err, errlen,
+                                  "%s: --max-batch searches '%s', which --dim binds to %" PRId64
+                                  "; leave it unbound",
+                                  q->model_path, q->symbol, s->value);
             only = s->name;
             n_unbound = 1;
             break;
@@ -520,17 +517,16 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
         n_unbound++;
     }
     if (rc == 0 && q->symbol && !(only && strcmp(only, q->symbol) == 0))
-        rc =
-            planner_errorf(err, errlen, "%s: the model has no symbolic dim '%s'%s%s", q->model_path,
-                           q->symbol, n_unbound ? "; its unbound symbols: " : "", names);
+        rc = roamc_errorf(err, errlen, "%s: the model has no symbolic dim '%s'%s%s", q->model_path,
+                          q->symbol, n_unbound ? "; its unbound symbols: " : "", names);
     else if (rc == 0 && n_unbound == 0 && bound)
-        rc = planner_errorf(
+        rc = roamc_errorf(
             err, errlen,
             "%s: --max-batch searches a symbolic dim, and --dim binds every one ('%s' to %" PRId64
             "): leave the batch unbound",
             q->model_path, bound->name, bound->value);
     else if (rc == 0 && n_unbound == 0)
-        rc = planner_errorf(
+        rc = roamc_errorf(
             err, errlen,
             "%s: --max-batch needs a symbolic batch dim, and the model has none left unbound (its "
             "input "
@@ -539,12 +535,12 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
             "'batch'}}), or for a training step `models/export.py --model NAME --symbolic-batch`",
             q->model_path);
     else if (rc == 0 && n_unbound > 1)
-        rc = planner_errorf(err, errlen,
-                            "%s: the model has %zu unbound symbols (%s); bind all but the batch "
-                            "with --dim SYMBOL=V, "
-                            "or name the batch: --max-batch=SYMBOL",
-                            q->model_path, n_unbound, names);
-    if (rc == 0 && !(*sym = strdup(only))) rc = planner_errorf(err, errlen, "out of memory");
+        rc = roamc_errorf(err, errlen,
+                          "%s: the model has %zu unbound symbols (%s); bind all but the batch "
+                          "with --dim SYMBOL=V, "
+                          "or name the batch: --max-batch=SYMBOL",
+                          q->model_path, n_unbound, names);
+    if (rc == 0 && !(*sym = strdup(only))) rc = roamc_errorf(err, errlen, "out of memory");
     fe_free(&m);
     return rc;
 }
@@ -555,13 +551,13 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     if (fit_find_symbol(&q, &sym, err, errlen)) return 2;
     q.symbol = sym;
     fit_search s = {.q = &q, .err = err, .errlen = errlen};
-    double t0 = planner_now();
+    double t0 = roamc_now();
     int64_t best[FIT_N] = {0};
     bool capped[FIT_N] = {false};
     int rc = 0;
     for (int w = 0; w < FIT_N && rc == 0; w++)
         if ((best[w] = fit_search_one(&s, w, &capped[w])) < 0) rc = s.status ? s.status : 1;
-    double seconds = planner_now() - t0;
+    double seconds = roamc_now() - t0;
     planner_progress_prefix("%s", "--max-batch: writing");
     if (rc == 0) qsort(s.rows, s.n_rows, sizeof *s.rows, fit_row_cmp);
     /* a batch above the boundary that fits: the need is not monotone */
@@ -597,8 +593,8 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
                 i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
             if (ok && i_svg >= 0) fit_svg(&s, best, set.slot[i_svg].f);
             if (!ok)
-                planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory",
-                               q.out_path);
+                roamc_errorf(err, errlen, "-o %s: cannot write the plan: out of memory",
+                             q.out_path);
             if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
         }
     }

@@ -499,7 +499,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
         fe_free(&m);
         return 2;
     }
-    double t1 = planner_now();
+    double t1 = roamc_now();
     plan p;
     int rc = 0;
     if (compare) {
@@ -545,7 +545,7 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
                 rc = 1;
             }
         }
-        p.times.total = planner_now() - t0;
+        p.times.total = roamc_now() - t0;
         planner_progress_end();
         json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
         int fit = rc == 0 && budget.budget_text
@@ -645,7 +645,7 @@ static int main_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    main_t_start = planner_now();
+    main_t_start = roamc_now();
     int rc;
     if (argc >= 2 && strcmp(argv[1], "help") == 0)
         rc = main_help(argc - 1, argv + 1);

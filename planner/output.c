@@ -155,22 +155,22 @@ static int output_key_of(const char *path, output_key *k, char *why, size_t whyl
     struct stat st;
     if (stat(path, &st) == 0) {
         k->exists = 1, k->dev = st.st_dev, k->ino = st.st_ino;
-        if (S_ISDIR(st.st_mode)) return planner_errorf(why, whylen, "it is a folder");
+        if (S_ISDIR(st.st_mode)) return roamc_errorf(why, whylen, "it is a folder");
         if (S_ISREG(st.st_mode) && !output_is_direct_name(path)) {
             /* renamed over: the folder of the file (a symlink's target) must take a new file */
             char *real = realpath(path, NULL), dir[PATH_MAX];
-            if (!real) return planner_errorf(why, whylen, "%s", strerror(errno));
+            if (!real) return roamc_errorf(why, whylen, "%s", strerror(errno));
             output_dirname(real, dir, sizeof dir);
             free(real);
             if (access(dir, W_OK | X_OK) != 0)
-                return planner_errorf(why, whylen, "cannot create a file in %s: %s", dir,
-                                      strerror(errno));
+                return roamc_errorf(why, whylen, "cannot create a file in %s: %s", dir,
+                                    strerror(errno));
         } else if (access(path, W_OK) != 0) {
-            return planner_errorf(why, whylen, "%s", strerror(errno));
+            return roamc_errorf(why, whylen, "%s", strerror(errno));
         }
         return 0;
     }
-    if (errno != ENOENT) return planner_errorf(why, whylen, "%s", strerror(errno));
+    if (errno != ENOENT) return roamc_errorf(why, whylen, "%s", strerror(errno));
     /* a new file, or a dangling symlink (fopen creates its target) */
     char link[PATH_MAX], target[2 * PATH_MAX + 2], dir[2 * PATH_MAX + 2];
     ssize_t n = readlink(path, link, sizeof link - 1);
@@ -188,18 +188,18 @@ static int output_key_of(const char *path, output_key *k, char *why, size_t whyl
     output_dirname(path, dir, sizeof dir);
     struct stat dst;
     if (stat(dir, &dst) != 0)
-        return planner_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(dst.st_mode)) return planner_errorf(why, whylen, "%s is not a folder", dir);
+        return roamc_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(dst.st_mode)) return roamc_errorf(why, whylen, "%s is not a folder", dir);
     if (access(dir, W_OK | X_OK) != 0)
-        return planner_errorf(why, whylen, "cannot create a file in %s: %s", dir, strerror(errno));
+        return roamc_errorf(why, whylen, "cannot create a file in %s: %s", dir, strerror(errno));
     char *real = realpath(dir, NULL);
-    if (!real) return planner_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
+    if (!real) return roamc_errorf(why, whylen, "folder %s: %s", dir, strerror(errno));
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t len = strlen(real) + strlen(base) + 2;
     if ((k->name = malloc(len))) snprintf(k->name, len, "%s/%s", real, base);
     free(real);
-    return k->name ? 0 : planner_errorf(why, whylen, "out of memory");
+    return k->name ? 0 : roamc_errorf(why, whylen, "out of memory");
 }
 
 static int output_key_same(const output_key *a, const output_key *b) {
@@ -224,33 +224,32 @@ int planner_outputs_check(const planner_output_set *s, const char *const *inputs
         const planner_output_slot *o = &s->slot[i];
         memset(&keys[i], 0, sizeof keys[i]);
         if (!*o->path) {
-            rc = planner_errorf(err, errlen, "%s: an empty file name", o->what);
+            rc = roamc_errorf(err, errlen, "%s: an empty file name", o->what);
             break;
         }
         if (output_is_stdout(o->path)) {
             if (n_stdout++)
-                rc = planner_errorf(err, errlen, "%s %s: only one output can go to standard output",
-                                    o->what, o->path);
+                rc = roamc_errorf(err, errlen, "%s %s: only one output can go to standard output",
+                                  o->what, o->path);
             continue;
         }
         if (output_key_of(o->path, &keys[i], why, sizeof why)) {
-            rc =
-                planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path, why);
+            rc = roamc_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path, why);
             break;
         }
         for (size_t j = 0; j < n_inputs && rc == 0; j++) {
             struct stat in;
             if (inputs[j] && keys[i].exists && stat(inputs[j], &in) == 0 &&
                 in.st_dev == keys[i].dev && in.st_ino == keys[i].ino)
-                rc = planner_errorf(err, errlen,
-                                    "%s %s: that is the input %s; refusing to overwrite it",
-                                    o->what, o->path, inputs[j]);
+                rc = roamc_errorf(err, errlen,
+                                  "%s %s: that is the input %s; refusing to overwrite it", o->what,
+                                  o->path, inputs[j]);
         }
         for (size_t j = 0; j < i && rc == 0; j++)
             if (!output_is_stdout(s->slot[j].path) && output_key_same(&keys[i], &keys[j]))
-                rc = planner_errorf(err, errlen,
-                                    "%s %s and %s %s are the same file: give each output its own",
-                                    s->slot[j].what, s->slot[j].path, o->what, o->path);
+                rc = roamc_errorf(err, errlen,
+                                  "%s %s and %s %s are the same file: give each output its own",
+                                  s->slot[j].what, s->slot[j].path, o->what, o->path);
     }
     for (size_t i = 0; i < made && i < s->n; i++) free(keys[i].name);
     return rc;
@@ -291,8 +290,8 @@ int planner_outputs_open(planner_output_set *s, char *err, size_t errlen) {
         if (!o->f) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path,
-                                  strerror(e));
+            return roamc_errorf(err, errlen, "%s %s: cannot write there: %s", o->what, o->path,
+                                strerror(e));
         }
     }
     return 0;
@@ -326,8 +325,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (bad) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
-                                  e ? strerror(e) : "I/O error");
+            return roamc_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                                e ? strerror(e) : "I/O error");
         }
     }
     /* 2. direct targets, which cannot be taken back, before any rename */
@@ -337,8 +336,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (output_write_direct(o->path, o->buf, o->buf_len)) {
             int e = errno;
             output_set_abort(s);
-            return planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
-                                  e ? strerror(e) : "I/O error");
+            return roamc_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                                e ? strerror(e) : "I/O error");
         }
         free(o->buf);
         o->buf = NULL;
@@ -350,8 +349,8 @@ int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errl
         if (o->direct || !o->out.f) continue;
         if (planner_output_close(&o->out, rc == 0) && rc == 0) {
             int e = errno;
-            rc = planner_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
-                                e ? strerror(e) : "I/O error");
+            rc = roamc_errorf(err, errlen, "%s %s: cannot write: %s", o->what, o->path,
+                              e ? strerror(e) : "I/O error");
         }
     }
     return rc;

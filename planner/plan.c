@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "layout.h"
 #include "partition.h"
@@ -68,27 +67,11 @@ int planner_time_limit_parse(const char *s, double *out, char *err, size_t errle
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || end == s || !(v > 0 && v <= PLANNER_MAX_TIME_LIMIT))
-        return planner_errorf(err, errlen,
-                              "--time-limit wants seconds above 0 and at most %.0f, not '%s'",
-                              PLANNER_MAX_TIME_LIMIT, s);
+        return roamc_errorf(err, errlen,
+                            "--time-limit wants seconds above 0 and at most %.0f, not '%s'",
+                            PLANNER_MAX_TIME_LIMIT, s);
     *out = v;
     return 0;
-}
-
-double planner_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int planner_errorf(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
 }
 
 void plan_free(plan *p) {
@@ -267,7 +250,7 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
     layout_buffer *b = plan_buffers(p);
-    if (!b) return planner_errorf(err, errlen, "out of memory for %zu buffers", g->n_storages);
+    if (!b) return roamc_errorf(err, errlen, "out of memory for %zu buffers", g->n_storages);
     uint64_t h = UINT64_MAX;
     switch (p->opt.layout) {
     case PLANNER_LAYOUT_BESTFIT:
@@ -284,9 +267,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
          * memory PyTorch would reserve (whole segments) is reported apart. */
         if (512 % p->opt.align) {
             free(b);
-            return planner_errorf(err, errlen,
-                                  "layout pytorch places blocks at multiples of 512 B; use an "
-                                  "--align that divides 512");
+            return roamc_errorf(err, errlen,
+                                "layout pytorch places blocks at multiples of 512 B; use an "
+                                "--align that divides 512");
         }
         layout_pytorch_stats st;
         uint64_t r = layout_pytorch(b, g->n_storages, p->opt.device_limit, p->offsets, &st);
@@ -315,9 +298,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         uint64_t *tree = NULL, th = UINT64_MAX;
         if (p->opt.order == PLANNER_ORDER_ROAM && p->ostats && p->ostats->has_partition &&
             (tree = malloc((g->n_storages ? g->n_storages : 1) * sizeof *tree))) {
-            double t0 = planner_now();
+            double t0 = roamc_now();
             th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
-            p->tree_layout.seconds = planner_now() - t0;
+            p->tree_layout.seconds = roamc_now() - t0;
             e.time_limit_s =
                 budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
         }
@@ -369,8 +352,8 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     }
     free(b);
     if (h == UINT64_MAX)
-        return planner_errorf(err, errlen, "out of memory in layout %s",
-                              planner_layout_name(p->opt.layout));
+        return roamc_errorf(err, errlen, "out of memory in layout %s",
+                            planner_layout_name(p->opt.layout));
     if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) &&
         !p->layout_optimal && !p->layout_note[0])
         snprintf(p->layout_note, sizeof p->layout_note,
@@ -389,7 +372,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (opt->retain_gradients && !g->retain_gradients) {
         /* lifetimes are the graph's: plan a copy that keeps gradients */
         if (!(p->own_graph = calloc(1, sizeof *p->own_graph)))
-            return planner_errorf(err, errlen, "out of memory for a graph of %zu ops", g->n_ops);
+            return roamc_errorf(err, errlen, "out of memory for a graph of %zu ops", g->n_ops);
         if (graph_build(g->model, g->align, p->own_graph, err, errlen)) {
             free(p->own_graph);
             p->own_graph = NULL;
@@ -400,7 +383,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     }
     p->g = g;
     p->opt = *opt;
-    double t0 = planner_now();
+    double t0 = roamc_now();
     /* --time-limit bounds the whole command: one deadline for every stage.
      * Already past it, the fastest valid plan (program order, bestfit
      * layout, no costly bounds), and the report says the limit was too short. */
@@ -420,7 +403,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     p->offsets = malloc(ns * sizeof *p->offsets);
     if (!p->order || !p->start || !p->end || !p->offsets) {
         plan_free(p);
-        return planner_errorf(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
+        return roamc_errorf(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
     }
     int rc = 0;
     planner_progress_stage("ordering (%s)", planner_order_name(opt->order));
@@ -428,7 +411,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
      * also measures program order and LESCEA for the report. */
     p->ostats = calloc(1, sizeof *p->ostats);
     if (!p->ostats)
-        rc = planner_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
+        rc = roamc_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
     else
         rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
     if (rc) {
@@ -441,7 +424,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if (p->ostats && p->ostats->lower_bound > p->lower_bound)
         p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
-    double t1 = planner_now();
+    double t1 = roamc_now();
     plan_time_cuts_order(p);
     plan_order_ilp_note(p);
     /* The exact layouts stop on work budgets; their time backstop is most
@@ -464,10 +447,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) &&
         plan_ilp_fallback(p)) {
         plan_free(p);
-        return planner_errorf(err, errlen,
-                              "out of memory comparing the ILP plan with the heuristics");
+        return roamc_errorf(err, errlen,
+                            "out of memory comparing the ILP plan with the heuristics");
     }
-    double t2 = planner_now();
+    double t2 = roamc_now();
     p->times.order = t1 - t0;
     p->times.layout = t2 - t1;
     planner_progress_stage("checking the plan");
@@ -476,8 +459,8 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         char why[512];
         snprintf(why, sizeof why, "%s", err);
         plan_free(p);
-        return planner_errorf(err, errlen, "internal error, refusing to write an invalid plan: %s",
-                              why);
+        return roamc_errorf(err, errlen, "internal error, refusing to write an invalid plan: %s",
+                            why);
     }
     return 0;
 }
@@ -490,12 +473,12 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     int32_t *start = malloc(ns * sizeof *start), *end = malloc(ns * sizeof *end);
     layout_buffer *b = plan_buffers(p);
     int rc = 0;
-    if (!start || !end || !b) rc = planner_errorf(err, errlen, "out of memory");
+    if (!start || !end || !b) rc = roamc_errorf(err, errlen, "out of memory");
     if (rc == 0) {
         graph_lifetimes(g, p->order, start, end);
         for (size_t s = 0; s < g->n_storages && rc == 0; s++)
             if (start[s] != p->start[s] || end[s] != p->end[s])
-                rc = planner_errorf(
+                rc = roamc_errorf(
                     err, errlen,
                     "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
                     p->start[s], p->end[s], start[s], end[s]);
@@ -503,25 +486,24 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     size_t x = 0, y = 0;
     if (rc == 0 && layout_validate(b, g->n_storages, p->offsets, p->opt.align, &x, &y)) {
         if (x == y)
-            rc =
-                planner_errorf(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
-                               (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
+            rc = roamc_errorf(err, errlen, "storage %zu: offset %llu is not a multiple of %llu", x,
+                              (unsigned long long)p->offsets[x], (unsigned long long)p->opt.align);
         else
-            rc = planner_errorf(err, errlen,
-                                "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) "
-                                "steps [%d,%d] overlap",
-                                x, (unsigned long long)p->offsets[x], (unsigned long long)b[x].size,
-                                b[x].start, b[x].end, y, (unsigned long long)p->offsets[y],
-                                (unsigned long long)b[y].size, b[y].start, b[y].end);
+            rc = roamc_errorf(err, errlen,
+                              "storages %zu [%llu,+%llu) steps [%d,%d] and %zu [%llu,+%llu) "
+                              "steps [%d,%d] overlap",
+                              x, (unsigned long long)p->offsets[x], (unsigned long long)b[x].size,
+                              b[x].start, b[x].end, y, (unsigned long long)p->offsets[y],
+                              (unsigned long long)b[y].size, b[y].start, b[y].end);
     }
     if (rc == 0) {
         uint64_t live = layout_live_peak(b, g->n_storages),
                  h = layout_height(b, g->n_storages, p->offsets);
         if (live != p->theoretical || h != p->actual)
-            rc = planner_errorf(err, errlen,
-                                "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
-                                (unsigned long long)p->theoretical, (unsigned long long)live,
-                                (unsigned long long)p->actual, (unsigned long long)h);
+            rc = roamc_errorf(err, errlen,
+                              "peaks disagree: theoretical %llu vs %llu, actual %llu vs %llu",
+                              (unsigned long long)p->theoretical, (unsigned long long)live,
+                              (unsigned long long)p->actual, (unsigned long long)h);
     }
     free(start);
     free(end);

@@ -125,7 +125,7 @@ int plan_write(const plan *p, const char *model_path, const char *path, char *er
 
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
     if (!p->ostats || !p->ostats->has_partition)
-        return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
+        return roamc_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
     partition P;
     if (planner_order_partition(p->g, &p->opt, p->ostats, &P, err, errlen)) return -1;
     int rc = partition_dump_tree(&P, p->g, f, err, errlen);
@@ -161,16 +161,16 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     int rc = 0;
     char why[512] = "";
     if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
-        rc = planner_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error",
-                            files->plan);
+        rc = roamc_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error",
+                          files->plan);
     if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
-        rc = planner_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
+        rc = roamc_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
     if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
-        rc = planner_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
-                            files->buffers);
+        rc = roamc_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
+                          files->buffers);
     if (rc == 0 && i_svg >= 0 && plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f))
-        rc = planner_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory",
-                            files->svg);
+        rc = roamc_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory",
+                          files->svg);
     if (rc) {
         planner_outputs_commit(&set, 0, NULL, 0);
         return -1;

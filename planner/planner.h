@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base.h"
 #include "graph.h"
 
 typedef enum planner_order {
@@ -30,10 +31,11 @@ typedef enum planner_layout {
     PLANNER_LAYOUT_ILP,  /* one GLPK model for all storages (the MODeL-like baseline) */
 } planner_layout;
 
-/* Writes a printf-style message into err (errlen bytes; err may be NULL) and
- * returns -1, so that a failing function can `return planner_errorf(...)`. */
-int planner_errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* The error formatter and the clock are graph/base.h's roamc_errorf and
+ * roamc_now; these two names remain only until planner/order.c and
+ * planner/cmd_layout.c use those (then delete them). */
+#define planner_errorf roamc_errorf
+#define planner_now roamc_now
 /* The progress line on stderr (planner/progress.c): main starts it when
  * stderr is a terminal and -q is not given; every stage that can take more
  * than a second names itself, and a ticker thread redraws "roamc: PREFIX:
@@ -60,8 +62,6 @@ int planner_time_limit_parse(const char *s, double *out, char *err, size_t errle
 /* Human-readable bytes into buf: "512 B", "987.25 MiB", "1.22 GiB" (B, KiB,
  * MiB, GiB or TiB with 2 decimals).  Returns buf. */
 const char *planner_bytes_human(uint64_t b, char *buf, size_t len);
-/* Monotonic wall-clock seconds, for the report's timings. */
-double planner_now(void);
 
 const char *planner_order_name(planner_order o);
 const char *planner_layout_name(planner_layout l);
@@ -78,7 +78,7 @@ typedef struct planner_options {
     int delay_radius;  /* r of the weight-update rule, in segments */
     int threads;       /* leaf solver threads; 0: all cores */
     double time_limit; /* --time-limit: seconds for the whole command (the report states it) */
-    /* when the time is up, on planner_now()'s clock: the command's start +
+    /* when the time is up, on roamc_now()'s clock: the command's start +
      * time_limit (main sets it); 0: time_limit from the start of plan_build */
     double deadline;
     /* set by plan_build when the time was up before the ordering: program

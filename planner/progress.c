@@ -26,7 +26,7 @@ static void progress_draw(void) {
     if (!progress.stage[0] && !progress.prefix[0]) return;
     fprintf(stderr, "\r\033[Kroamc: %s%s%s (%.1f s)", progress.prefix,
             progress.prefix[0] && progress.stage[0] ? ": " : "", progress.stage,
-            planner_now() - progress.since);
+            roamc_now() - progress.since);
     fflush(stderr);
     progress.drawn = 1;
 }
@@ -41,7 +41,7 @@ static void *progress_ticker(void *arg) {
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&progress.wake, &progress.lock, &ts);
         /* a stage shorter than half a second is not worth a line */
-        if (!progress.stop && planner_now() - progress.since >= 0.5) progress_draw();
+        if (!progress.stop && roamc_now() - progress.since >= 0.5) progress_draw();
     }
     pthread_mutex_unlock(&progress.lock);
     return NULL;
@@ -50,7 +50,7 @@ static void *progress_ticker(void *arg) {
 void planner_progress_start(int enabled) {
     if (!enabled || progress.on) return;
     progress.stop = 0;
-    progress.since = planner_now();
+    progress.since = roamc_now();
     if (pthread_create(&progress.thread, NULL, progress_ticker, NULL) == 0) progress.on = 1;
 }
 
@@ -61,7 +61,7 @@ static void progress_set(char *dst, size_t len, const char *fmt, va_list ap) {
     else
         dst[0] = 0;
     progress.stage[0] = dst == progress.prefix ? 0 : progress.stage[0];
-    progress.since = planner_now();
+    progress.since = roamc_now();
     pthread_mutex_unlock(&progress.lock);
 }
 
