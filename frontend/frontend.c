@@ -58,13 +58,6 @@ void fe_make_printable(char *s) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
 }
 
-static char *fe_strdup(const char *s) {
-    size_t n = strlen(s ? s : "") + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s ? s : "", n);
-    return d;
-}
-
 /* ------------------------------------------------------ name -> value index */
 
 /* Open addressing, FNV-1a; the table stores value indices and compares names
@@ -75,13 +68,11 @@ typedef struct fe_names {
     const fe_value *values;
 } fe_names;
 
-static int fe_names_init(fe_names *t, size_t expected) {
+static void fe_names_init(fe_names *t, size_t expected) {
     t->cap = 16;
     while (t->cap < 2 * expected + 1) t->cap *= 2;
-    t->slots = malloc(t->cap * sizeof *t->slots);
-    if (!t->slots) return -1;
+    t->slots = xmallocarray(t->cap, sizeof *t->slots);
     for (size_t i = 0; i < t->cap; i++) t->slots[i] = -1;
-    return 0;
 }
 
 /* Returns the slot where name is or would go. */
@@ -254,8 +245,7 @@ verbatim:
 }
 
 Onnx__ModelProto *fe_unpack_model(const uint8_t *bytes, size_t len) {
-    fe_wire w = {.base = bytes, .out = malloc(len + 10 * (FE_MAX_NESTING + 2))};
-    if (!w.out) return NULL;
+    fe_wire w = {.base = bytes, .out = xmalloc(len + 10 * (FE_MAX_NESTING + 2))};
     Onnx__ModelProto *mp = NULL;
     if (!fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0))
         mp = onnx__model_proto__unpack(NULL, w.n, w.out);
@@ -271,7 +261,6 @@ typedef struct fe_loader {
     const Onnx__GraphProto *g;
     fe_model *m;
     fe_names names;
-    size_t cap_values;
     fe_err err;
 } fe_loader;
 
@@ -280,16 +269,15 @@ static const char *fe_node_label(const Onnx__NodeProto *n) {
 }
 
 /* Adds a value named name; returns its index, or -1 when it already exists
- * (the caller reports who defined it first). */
+ * (the caller reports who defined it first).  The value array has room for
+ * every value the graph can define (fe_build sizes it up front). */
 static int fe_add_value(fe_loader *L, const char *name, int producer, unsigned kind) {
     size_t slot = fe_names_slot(&L->names, name);
     if (L->names.slots[slot] >= 0) return -1;
     fe_model *m = L->m;
-    if (m->n_values == L->cap_values) return -2; /* cannot happen: sized up front */
     fe_value *v = &m->values[m->n_values];
     memset(v, 0, sizeof *v);
-    v->name = fe_strdup(name);
-    if (!v->name) return -2;
+    v->name = xstrdup(name);
     v->producer = producer;
     v->kind = kind;
     L->names.slots[slot] = (int)m->n_values;
@@ -443,18 +431,16 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
     if (fi_infer_model(L->mp, opt, &cx, msg, sizeof msg)) return fe_fail(&L->err, "%s", msg);
     int rc = 0;
     m->n_symbols = fi_symbol_count(cx);
-    m->symbols = calloc(m->n_symbols ? m->n_symbols : 1, sizeof *m->symbols);
-    if (!m->symbols) rc = fe_fail(&L->err, "out of memory");
-    for (size_t i = 0; rc == 0 && i < m->n_symbols; i++) {
+    m->symbols = xcalloc(m->n_symbols, sizeof *m->symbols);
+    for (size_t i = 0; i < m->n_symbols; i++) {
         const char *name;
         fe_symbol *s = &m->symbols[i];
         fi_symbol_get(cx, i, &name, &s->value, &s->kind, &s->node);
-        if (!(s->name = fe_strdup(name))) rc = fe_fail(&L->err, "out of memory");
+        s->name = xstrdup(name);
     }
     const char *first;
     m->n_conflicts = fi_conflicts(cx, &first);
-    if (rc == 0 && m->n_conflicts && !(m->first_conflict = fe_strdup(first)))
-        rc = fe_fail(&L->err, "out of memory");
+    if (m->n_conflicts) m->first_conflict = xstrdup(first);
     bool allow = opt && opt->allow_unresolved;
     for (size_t i = 0; rc == 0 && i < m->n_values; i++) {
         fe_value *v = &m->values[i];
@@ -466,11 +452,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         if (v->inferred) m->n_inferred++;
         if (v->upper_bound) m->has_upper_bounds = true;
         if (v->rank >= 0) {
-            v->dims = malloc(((size_t)v->rank + 1) * sizeof *v->dims);
-            if (!v->dims) {
-                rc = fe_fail(&L->err, "out of memory");
-                break;
-            }
+            v->dims = xmallocarray((size_t)v->rank, sizeof *v->dims);
             for (int d = 0; d < v->rank; d++)
                 v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
         }
@@ -553,11 +535,7 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
         return -1;
     }
     size_t name_len = (size_t)(sep - spec);
-    char *name = malloc(name_len + 1);
-    if (!name) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    char *name = xmalloc(name_len + 1);
     memcpy(name, spec, name_len);
     name[name_len] = '\0';
     if (dim) {
@@ -568,16 +546,13 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
                 free(name);
                 return -1;
             }
-        fe_dim_binding *p = fe_parse_dim(sep + 1, strlen(sep + 1), &v)
-                                ? NULL
-                                : realloc(o->dims, (o->n_dims + 1) * sizeof *p);
-        if (!p) {
+        if (fe_parse_dim(sep + 1, strlen(sep + 1), &v)) {
             snprintf(err, errlen, "--dim %s wants an integer from 0 to 2^62, not '%s'", name,
                      sep + 1);
             free(name);
             return -1;
         }
-        o->dims = p;
+        o->dims = xreallocarray(o->dims, o->n_dims + 1, sizeof *o->dims);
         o->dims[o->n_dims++] = (fe_dim_binding){name, v};
         return 0;
     }
@@ -592,10 +567,10 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
     const char *p = sep + 1;
     size_t cap = 1;
     for (const char *q = p; *q; q++) cap += (*q == ',' || *q == 'x');
-    int64_t *dims = malloc(cap * sizeof *dims);
+    int64_t *dims = xmallocarray(cap, sizeof *dims);
     size_t rank = 0;
-    int bad = !dims;
-    if (!bad && *p) {
+    int bad = 0;
+    if (*p) {
         while (!bad) {
             size_t len = strcspn(p, ",x");
             bad = fe_parse_dim(p, len, &dims[rank]);
@@ -604,8 +579,7 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
             p += len + 1;
         }
     }
-    fe_input_shape *s = bad ? NULL : realloc(o->shapes, (o->n_shapes + 1) * sizeof *s);
-    if (!s) {
+    if (bad) {
         snprintf(err, errlen,
                  "--input-shape %s wants dims from 0 to 2^62 separated by ',' (or 'x'), not '%s'",
                  name, sep + 1);
@@ -613,7 +587,7 @@ int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *er
         free(dims);
         return -1;
     }
-    o->shapes = s;
+    o->shapes = xreallocarray(o->shapes, o->n_shapes + 1, sizeof *o->shapes);
     o->shapes[o->n_shapes++] = (fe_input_shape){name, dims, rank};
     return 0;
 }
@@ -641,11 +615,9 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         if (!g->node[i]) return fe_fail(&L->err, "node #%zu is empty", i);
         cap += g->node[i]->n_output;
     }
-    L->cap_values = cap;
-    m->values = calloc(cap ? cap : 1, sizeof *m->values);
-    m->inputs = calloc(cap ? cap : 1, sizeof *m->inputs);
-    if (!m->values || !m->inputs || fe_names_init(&L->names, cap))
-        return fe_fail(&L->err, "out of memory for %zu values", cap);
+    m->values = xcalloc(cap, sizeof *m->values);
+    m->inputs = xcalloc(cap, sizeof *m->inputs);
+    fe_names_init(&L->names, cap);
     L->names.values = m->values;
     char who[256];
 
@@ -654,8 +626,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         if (!vi || !vi->name || !vi->name[0])
             return fe_fail(&L->err, "graph input #%zu has no name", i);
         int idx = fe_add_value(L, vi->name, -1, FE_GRAPH_INPUT);
-        if (idx == -1) return fe_fail(&L->err, "graph input '%s' is listed twice", vi->name);
-        if (idx < 0) return fe_fail(&L->err, "out of memory");
+        if (idx < 0) return fe_fail(&L->err, "graph input '%s' is listed twice", vi->name);
         m->inputs[m->n_inputs++] = idx;
     }
     for (size_t i = 0; i < g->n_initializer; i++) {
@@ -666,8 +637,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         if (idx >= 0 && (m->values[idx].kind & FE_INITIALIZER))
             return fe_fail(&L->err, "initializer '%s' is listed twice", t->name);
         if (idx < 0) { /* IR >= 4: initializers need not be graph inputs */
-            idx = fe_add_value(L, t->name, -1, 0);
-            if (idx < 0) return fe_fail(&L->err, "out of memory");
+            idx = fe_add_value(L, t->name, -1, 0); /* not there: cannot fail */
             m->inputs[m->n_inputs++] = idx;
         }
         m->values[idx].kind |= FE_INITIALIZER;
@@ -678,44 +648,37 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
             const char *name = n->output[k];
             if (!name || !name[0]) continue;
             int idx = fe_add_value(L, name, (int)i, 0);
-            if (idx == -1) {
+            if (idx < 0) {
                 fe_describe_definer(L, fe_names_get(&L->names, name), who, sizeof who);
                 return fe_fail(&L->err,
                                "value '%s' is produced twice: by %s and by node '%s' (#%zu)", name,
                                who, fe_node_label(n), i);
             }
-            if (idx < 0) return fe_fail(&L->err, "out of memory");
         }
     }
 
     /* Nodes: resolve inputs and outputs to value indices. */
-    m->nodes = calloc(g->n_node ? g->n_node : 1, sizeof *m->nodes);
-    if (!m->nodes) return fe_fail(&L->err, "out of memory for %zu nodes", g->n_node);
+    m->nodes = xcalloc(g->n_node, sizeof *m->nodes);
     m->n_nodes = g->n_node;
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         fe_node *fn = &m->nodes[i];
-        fn->name = fe_strdup(n->name);
-        fn->op_type = fe_strdup(n->op_type);
-        fn->domain = fe_strdup(n->domain);
-        if (!fn->name || !fn->op_type || !fn->domain) return fe_fail(&L->err, "out of memory");
+        fn->name = xstrdup(n->name);
+        fn->op_type = xstrdup(n->op_type);
+        fn->domain = xstrdup(n->domain);
         if (!fn->op_type[0])
             return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
         const char **outer = NULL;
         size_t n_outer = 0;
         if (fi_outer_reads(n, &outer, &n_outer))
-            return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep or out of memory",
-                           fe_node_label(n), i);
+            return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep", fe_node_label(n),
+                           i);
         fn->n_explicit_inputs = n->n_input;
         fn->n_inputs = n->n_input + n_outer;
-        fn->inputs = malloc((fn->n_inputs ? fn->n_inputs : 1) * sizeof *fn->inputs);
+        fn->inputs = xmallocarray(fn->n_inputs, sizeof *fn->inputs);
         fn->n_outputs = n->n_output;
-        fn->outputs = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->outputs);
-        fn->alias = malloc((fn->n_outputs ? fn->n_outputs : 1) * sizeof *fn->alias);
-        if (!fn->inputs || !fn->outputs || !fn->alias) {
-            free(outer);
-            return fe_fail(&L->err, "out of memory");
-        }
+        fn->outputs = xmallocarray(fn->n_outputs, sizeof *fn->outputs);
+        fn->alias = xmallocarray(fn->n_outputs, sizeof *fn->alias);
         for (size_t k = 0; k < fn->n_inputs; k++) {
             const char *name = k < n->n_input ? n->input[k] : outer[k - n->n_input];
             if (!name || !name[0]) {
@@ -740,8 +703,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         if (fe_node_alias(L, i, fn)) return -1;
     }
 
-    m->outputs = calloc(g->n_output ? g->n_output : 1, sizeof *m->outputs);
-    if (!m->outputs) return fe_fail(&L->err, "out of memory");
+    m->outputs = xcalloc(g->n_output, sizeof *m->outputs);
     for (size_t i = 0; i < g->n_output; i++) {
         const Onnx__ValueInfoProto *vi = g->output[i];
         if (!vi || !vi->name || !vi->name[0])
@@ -759,8 +721,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
     return fe_apply_shapes(L, opt);
 }
 
-static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
-    fe_model *m = L->m;
+static void fe_copy_header(fe_model *m, const Onnx__ModelProto *mp) {
     m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *op = mp->opset_import[i];
@@ -769,18 +730,15 @@ static int fe_copy_header(fe_loader *L, const Onnx__ModelProto *mp) {
             m->opset = op->version;
     }
     if (mp->n_metadata_props) {
-        m->meta_keys = calloc(mp->n_metadata_props, sizeof *m->meta_keys);
-        m->meta_values = calloc(mp->n_metadata_props, sizeof *m->meta_values);
-        if (!m->meta_keys || !m->meta_values) return fe_fail(&L->err, "out of memory");
+        m->meta_keys = xcalloc(mp->n_metadata_props, sizeof *m->meta_keys);
+        m->meta_values = xcalloc(mp->n_metadata_props, sizeof *m->meta_values);
         for (size_t i = 0; i < mp->n_metadata_props; i++) {
             const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
-            m->meta_keys[i] = fe_strdup(e ? e->key : "");
-            m->meta_values[i] = fe_strdup(e ? e->value : "");
+            m->meta_keys[i] = xstrdup(e ? e->key : "");
+            m->meta_values[i] = xstrdup(e ? e->value : "");
             m->n_meta++;
-            if (!m->meta_keys[i] || !m->meta_values[i]) return fe_fail(&L->err, "out of memory");
         }
     }
-    return 0;
 }
 
 int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
@@ -788,8 +746,7 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
-    fe_wire w = {.base = bytes, .out = malloc(len + 10 * (FE_MAX_NESTING + 2))};
-    if (!w.out) return fe_fail(&L.err, "out of memory for %zu bytes", len);
+    fe_wire w = {.base = bytes, .out = xmalloc(len + 10 * (FE_MAX_NESTING + 2))};
     if (fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0)) {
         free(w.out);
         return fe_fail(
@@ -816,9 +773,9 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     if (rc == 0) {
         L.g = mp->graph;
         L.mp = mp;
-        m->path = fe_strdup(path);
-        rc = (!m->path) ? fe_fail(&L.err, "out of memory") : fe_copy_header(&L, mp);
-        if (rc == 0) rc = fe_build(&L, opt);
+        m->path = xstrdup(path);
+        fe_copy_header(m, mp);
+        rc = fe_build(&L, opt);
     }
     free(L.names.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
@@ -872,13 +829,7 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
                                FE_MAX_FILE_BYTES);
             }
             cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *p = realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return fe_fail(&e, "out of memory reading %zu bytes", cap);
-            }
-            buf = p;
+            buf = xreallocarray(buf, cap, 1);
         }
         size_t got = fread(buf + len, 1, cap - len, f);
         len += got;

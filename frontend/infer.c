@@ -75,12 +75,7 @@ static void *fi_alloc(fi_ctx *cx, size_t bytes) {
             cx->failed = true;
             return NULL;
         }
-        c = malloc(sizeof *c + cap);
-        if (!c) {
-            snprintf(cx->err, cx->errlen, "out of memory during shape inference");
-            cx->failed = true;
-            return NULL;
-        }
+        c = xmalloc(sizeof *c + cap);
         c->next = cx->arena;
         c->used = 0;
         c->cap = cap;
@@ -166,9 +161,7 @@ static int32_t fi_symbol_add(fi_ctx *cx, const char *name, int64_t value, int ki
     if (cx->failed) return -1;
     if (cx->n_syms == cx->cap_syms) {
         size_t cap = cx->cap_syms ? 2 * cx->cap_syms : 16;
-        fi_symbol *p = realloc(cx->syms, cap * sizeof *p);
-        if (!p) return fi_ctx_fail(cx, "out of memory during shape inference");
-        cx->syms = p;
+        cx->syms = xreallocarray(cx->syms, cap, sizeof *cx->syms);
         cx->cap_syms = cap;
     }
     char *copy = fi_strdup(cx, name);
@@ -741,8 +734,8 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     }
     /* consumers as CSR over (producer, consumer) pairs */
     size_t n_pairs = 0, cap_pairs = 64;
-    int *pa = malloc(cap_pairs * sizeof *pa), *pb = malloc(cap_pairs * sizeof *pb);
-    int rc = (pa && pb) ? 0 : -1;
+    int *pa = xmallocarray(cap_pairs, sizeof *pa), *pb = xmallocarray(cap_pairs, sizeof *pb);
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < n_nodes; i++) {
         const Onnx__NodeProto *np = nodes[i];
         fi_names reads = {0};
@@ -759,23 +752,16 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
             if (!p) continue;
             if (n_pairs == cap_pairs) {
                 cap_pairs *= 2;
-                int *qa = realloc(pa, cap_pairs * sizeof *qa);
-                if (qa) pa = qa;
-                int *qb = realloc(pb, cap_pairs * sizeof *qb);
-                if (qb) pb = qb;
-                if (!qa || !qb) {
-                    rc = -1;
-                    break;
-                }
+                pa = xreallocarray(pa, cap_pairs, sizeof *pa);
+                pb = xreallocarray(pb, cap_pairs, sizeof *pb);
             }
             pa[n_pairs] = p->rank;
             pb[n_pairs++] = (int)i;
             missing[i]++;
         }
     }
-    size_t *start = rc == 0 ? calloc(n_nodes + 2, sizeof *start) : NULL;
-    int *cons = rc == 0 ? malloc((n_pairs + 1) * sizeof *cons) : NULL;
-    if (!start || !cons) rc = -1;
+    size_t *start = xcalloc(n_nodes + 2, sizeof *start);
+    int *cons = xmallocarray(n_pairs, sizeof *cons);
     if (rc == 0) {
         for (size_t e = 0; e < n_pairs; e++) start[pa[e] + 2]++;
         for (size_t i = 0; i < n_nodes; i++) start[i + 2] += start[i + 1];
@@ -797,9 +783,7 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     free(start);
     free(cons);
     if (rc) {
-        fi_ctx_fail(cx,
-                    "subgraphs nested more than %d deep, or out of memory during shape inference",
-                    FI_MAX_DEPTH);
+        fi_ctx_fail(cx, "subgraphs nested more than %d deep", FI_MAX_DEPTH);
         return NULL;
     }
     if (tail < n_nodes) {
@@ -921,23 +905,18 @@ static bool fi_strset_has(const fi_strset *set, const char *name) {
 }
 
 /* Hashed, so that a subgraph with 100,000 names costs 100,000 steps. */
-static int fi_strset_add(fi_strset *set, const char *name) {
-    if (fi_strset_has(set, name)) return 0;
+static void fi_strset_add(fi_strset *set, const char *name) {
+    if (fi_strset_has(set, name)) return;
     if (set->n == set->cap) {
         size_t cap = set->cap ? 2 * set->cap : 8;
-        const char **p = realloc(set->s, cap * sizeof *p);
-        if (!p) return -1;
-        set->s = p;
-        size_t *slots = calloc(2 * cap, sizeof *slots);
-        if (!slots) return -1;
+        set->s = xreallocarray(set->s, cap, sizeof *set->s);
         free(set->slots);
-        set->slots = slots;
+        set->slots = xcalloc(2 * cap, sizeof *set->slots);
         set->cap = cap;
         for (size_t k = 0; k < set->n; k++) set->slots[fi_strset_slot(set, set->s[k])] = k + 1;
     }
     set->slots[fi_strset_slot(set, name)] = set->n + 1;
     set->s[set->n++] = name;
-    return 0;
 }
 
 static void fi_strset_free(fi_strset *set) {
@@ -965,24 +944,21 @@ static int fi_collect_node_subgraphs(const Onnx__NodeProto *n, fi_strset *define
 static int fi_collect_graph(const Onnx__GraphProto *g, fi_strset *defined, fi_strset *used,
                             int depth) {
     for (size_t i = 0; i < g->n_input; i++)
-        if (g->input[i] && g->input[i]->name && fi_strset_add(defined, g->input[i]->name))
-            return -1;
+        if (g->input[i] && g->input[i]->name) fi_strset_add(defined, g->input[i]->name);
     for (size_t i = 0; i < g->n_initializer; i++)
-        if (g->initializer[i] && g->initializer[i]->name &&
-            fi_strset_add(defined, g->initializer[i]->name))
-            return -1;
+        if (g->initializer[i] && g->initializer[i]->name)
+            fi_strset_add(defined, g->initializer[i]->name);
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *n = g->node[i];
         if (!n) continue;
         for (size_t k = 0; k < n->n_output; k++)
-            if (n->output[k] && n->output[k][0] && fi_strset_add(defined, n->output[k])) return -1;
+            if (n->output[k] && n->output[k][0]) fi_strset_add(defined, n->output[k]);
         for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && n->input[k][0] && fi_strset_add(used, n->input[k])) return -1;
+            if (n->input[k] && n->input[k][0]) fi_strset_add(used, n->input[k]);
         if (fi_collect_node_subgraphs(n, defined, used, depth)) return -1;
     }
     for (size_t i = 0; i < g->n_output; i++)
-        if (g->output[i] && g->output[i]->name && fi_strset_add(used, g->output[i]->name))
-            return -1;
+        if (g->output[i] && g->output[i]->name) fi_strset_add(used, g->output[i]->name);
     return 0;
 }
 
@@ -996,7 +972,7 @@ int fi_outer_reads(const Onnx__NodeProto *n, const char ***names, size_t *count)
     fi_strset defined = {0}, used = {0}, outer = {0};
     int rc = fi_collect_node_subgraphs(n, &defined, &used, 0);
     for (size_t i = 0; rc == 0 && i < used.n; i++)
-        if (!fi_strset_has(&defined, used.s[i])) rc = fi_strset_add(&outer, used.s[i]);
+        if (!fi_strset_has(&defined, used.s[i])) fi_strset_add(&outer, used.s[i]);
     fi_strset_free(&defined);
     fi_strset_free(&used);
     free(outer.slots);
@@ -1014,11 +990,7 @@ int fi_outer_reads(const Onnx__NodeProto *n, const char ***names, size_t *count)
 int fi_infer_model(const Onnx__ModelProto *mp, const fe_options *opt, fi_ctx **out, char *err,
                    size_t errlen) {
     *out = NULL;
-    fi_ctx *cx = calloc(1, sizeof *cx);
-    if (!cx) {
-        snprintf(err, errlen, "out of memory during shape inference");
-        return -1;
-    }
+    fi_ctx *cx = xcalloc(1, sizeof *cx);
     cx->mp = mp;
     cx->opt = opt;
     cx->err = err;

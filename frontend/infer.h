@@ -138,8 +138,8 @@ size_t fi_conflicts(const fi_ctx *cx, const char **first);
 
 /* The names n's subgraphs (If/Loop/Scan bodies) read from enclosing graphs:
  * everything read inside and not defined inside.  *names is a malloc'ed
- * array of names borrowed from n (free it); 0, or -1 on out of memory or
- * nesting deeper than FI_MAX_DEPTH. */
+ * array of names borrowed from n (free it); 0, or -1 on nesting deeper
+ * than FI_MAX_DEPTH. */
 int fi_outer_reads(const Onnx__NodeProto *n, const char ***names, size_t *count);
 
 /* -------------------------------------------------------- rule helpers */

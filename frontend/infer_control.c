@@ -180,8 +180,8 @@ static int fi_ctl_if(fi_node *n) {
     fi_tensor **out[2] = {NULL, NULL};
     int rc = 0;
     for (int b = first; rc == 0 && b <= last; b++) {
-        out[b] = calloc(n->n_out + 1, sizeof *out[b]);
-        rc = !out[b] ? fi_fail(n, "out of memory") : fi_run_subgraph(n, g[b], NULL, 0, out[b]);
+        out[b] = xcalloc(n->n_out + 1, sizeof *out[b]);
+        rc = fi_run_subgraph(n, g[b], NULL, 0, out[b]);
     }
     for (size_t k = 0; rc == 0 && k < n->n_out; k++)
         rc = known ? fi_ctl_copy_out(n, k, out[first][k])
@@ -311,12 +311,11 @@ static int fi_ctl_iterate(fi_node *n, fi_ctl_body *b, fi_tensor **fin) {
     return 0;
 }
 
-static int fi_ctl_body_alloc(fi_node *n, fi_ctl_body *b, fi_tensor ***fin) {
-    b->in = calloc(b->g->n_input + 1, sizeof *b->in);
-    b->out = calloc(b->g->n_output + 1, sizeof *b->out);
-    *fin = calloc(b->n_carried + 1, sizeof **fin);
-    b->first = calloc(b->n_carried + 1, sizeof *b->first);
-    return b->in && b->out && *fin && b->first ? 0 : fi_fail(n, "out of memory");
+static void fi_ctl_body_alloc(fi_ctl_body *b, fi_tensor ***fin) {
+    b->in = xcalloc(b->g->n_input + 1, sizeof *b->in);
+    b->out = xcalloc(b->g->n_output + 1, sizeof *b->out);
+    *fin = xcalloc(b->n_carried + 1, sizeof **fin);
+    b->first = xcalloc(b->n_carried + 1, sizeof *b->first);
 }
 
 static void fi_ctl_body_free(fi_ctl_body *b, fi_tensor **fin) {
@@ -336,8 +335,7 @@ static void fi_ctl_body_free(fi_ctl_body *b, fi_tensor **fin) {
 static int fi_ctl_grow_bound(fi_node *n, fi_ctl_body *b, fi_tensor **fin, fi_tensor *const *init,
                              int64_t trips) {
     if (trips < 0) return 0;
-    fi_tensor **probe = calloc(b->g->n_output + 1, sizeof *probe);
-    if (!probe) return fi_fail(n, "out of memory");
+    fi_tensor **probe = xcalloc(b->g->n_output + 1, sizeof *probe);
     for (size_t i = 0; i < b->n_carried; i++) b->in[b->in0 + i] = b->first[i];
     int rc = fi_run_subgraph(n, b->g, b->in, b->g->n_input, probe);
     bool bounded = false;
@@ -442,7 +440,8 @@ static int fi_ctl_loop(fi_node *n) {
     fi_ctl_body b = {.g = g, .in0 = 2, .out0 = 1, .n_carried = nc, .kind = "carried"};
     fi_tensor **fin = NULL;
     int64_t cond_true = 1;
-    int rc = fi_ctl_body_alloc(n, &b, &fin);
+    fi_ctl_body_alloc(&b, &fin);
+    int rc = 0;
     if (rc == 0) {
         b.in[0] = fi_ctl_scalar(n, FI_CTL_INT64, NULL);
         b.in[1] = fi_ctl_scalar(n, FI_CTL_BOOL, cond >= 0 ? &cond_true : NULL);
@@ -457,10 +456,9 @@ static int fi_ctl_loop(fi_node *n) {
     /* main-graph Loops only: two more body runs per nesting level would
      * make nested loops cost 4^depth runs */
     if (rc == 0 && t.exact != 0 && n->index >= 0) {
-        fi_tensor **init = calloc(nc + 1, sizeof *init);
-        for (size_t i = 0; init && i < nc; i++) init[i] = fi_in(n, 2 + i);
-        rc = init ? fi_ctl_grow_bound(n, &b, fin, init, t.exact >= 0 ? t.exact : t.upper)
-                  : fi_fail(n, "out of memory");
+        fi_tensor **init = xcalloc(nc + 1, sizeof *init);
+        for (size_t i = 0; i < nc; i++) init[i] = fi_in(n, 2 + i);
+        rc = fi_ctl_grow_bound(n, &b, fin, init, t.exact >= 0 ? t.exact : t.upper);
         free(init);
     }
     fi_dim trips = rc == 0 && ns ? fi_ctl_trips_dim(n, &t) : fi_known(0);
@@ -547,7 +545,8 @@ static int fi_ctl_scan(fi_node *n) {
     fi_ctl_body b = {.g = g, .in0 = 0, .out0 = 0, .n_carried = nst, .kind = "state"};
     fi_tensor **fin = NULL;
     fi_dim len = fi_unknown(-1), batch = fi_unknown(-1);
-    int rc = fi_ctl_body_alloc(n, &b, &fin);
+    fi_ctl_body_alloc(&b, &fin);
+    int rc = 0;
     for (size_t j = 0; rc == 0 && j < ms; j++) {
         b.in[nst + j] = fi_ctl_scan_slice(n, fi_in(n, lead + nst + j), in_axes ? in_axes[j] : 0, v8,
                                           &len, &batch);
@@ -603,8 +602,7 @@ static int fi_ctl_nonzero(fi_node *n) {
         for (size_t i = 0; i < len; i++) count += v[i] != 0;
         dims[1] = fi_known(count);
         if (count * r > FI_MAX_CONST_ELEMS) return fi_set_shape(n, 0, FI_CTL_INT64, 2, dims);
-        int64_t *idx = malloc(((size_t)(count * r) + 1) * sizeof *idx);
-        if (!idx) return fi_fail(n, "out of memory");
+        int64_t *idx = xmallocarray((size_t)(count * r), sizeof *idx);
         for (size_t i = 0, j = 0; i < len; i++) {
             if (v[i] == 0) continue;
             int64_t rest = (int64_t)i; /* row-major: the last dim varies fastest */

@@ -341,7 +341,8 @@ static bool fi_math_known(const fi_tensor *t) {
 }
 
 /* Makes v an empty value of elem with the given shape, with room for its
- * elements; false when too large or out of memory. */
+ * elements; false when too large (FI_MAX_CONST_ELEMS) or elem is neither an
+ * integer nor a float type. */
 static bool fi_math_val_init(fi_math_val *v, int32_t elem, int rank, const fi_dim *dims) {
     memset(v, 0, sizeof *v);
     int64_t count = 1;
@@ -353,9 +354,9 @@ static bool fi_math_val_init(fi_math_val *v, int32_t elem, int rank, const fi_di
     }
     v->t = (fi_tensor){.elem = elem, .rank = rank, .dims = v->dims, .n_const = count, .blame = -1};
     if (fi_is_int_type(elem))
-        v->t.ci = malloc((size_t)(count + 1) * sizeof *v->t.ci);
+        v->t.ci = xmallocarray((size_t)count, sizeof *v->t.ci);
     else if (fi_is_float_type(elem))
-        v->t.cf = malloc((size_t)(count + 1) * sizeof *v->t.cf);
+        v->t.cf = xmallocarray((size_t)count, sizeof *v->t.cf);
     return v->t.ci || v->t.cf;
 }
 
@@ -772,7 +773,7 @@ static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, in
         return;
     }
     bool ints = v.t.ci != NULL, ok = true;
-    unsigned char *seen = calloc((size_t)v.t.n_const + 1, 1);
+    unsigned char *seen = xcalloc((size_t)v.t.n_const, 1);
     fi_dim keep[FI_MAX_RANK];
     for (int d = 0; d < x->rank; d++) keep[d] = mask[d] ? fi_known(1) : x->dims[d];
     for (int64_t o = 0; o < v.t.n_const; o++) {
@@ -784,7 +785,7 @@ static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, in
     fi_math_iter it;
     fi_math_iter_init(&it, x->rank, x->dims);
     fi_math_iter_arg(&it, x->rank, keep);
-    for (int64_t i = 0; i < x->n_const && ok && seen; i++, fi_math_iter_next(&it)) {
+    for (int64_t i = 0; i < x->n_const && ok; i++, fi_math_iter_next(&it)) {
         int64_t o = it.off[0];
         if (ints) {
             int64_t r = x->ci[i];
@@ -798,10 +799,10 @@ static void fi_math_reduce_value(fi_node *n, fi_math_op op, const bool *mask, in
         seen[o] = 1;
     }
     /* Max/Min over nothing (a zero-size reduced dim) have no value */
-    for (int64_t o = 0; o < v.t.n_const && ok && seen; o++)
+    for (int64_t o = 0; o < v.t.n_const && ok; o++)
         if (!seen[o] && (op == FI_MATH_MAX || op == FI_MATH_MIN)) ok = false;
     for (int64_t o = 0; o < v.t.n_const && ok && ints; o++) ok = fi_math_fits(v.t.elem, v.t.ci[o]);
-    if (ok && seen)
+    if (ok)
         fi_math_emit(n, 0, &v);
     else
         fi_math_val_free(&v);

@@ -68,10 +68,10 @@ static bool fi_shape_buf_init(fi_shape_buf *b, int32_t elem, int64_t count) {
     b->ints = !fi_is_float_type(elem);
     b->count = count;
     if (b->ints)
-        b->i = malloc((size_t)(count + 1) * sizeof *b->i);
+        b->i = xmallocarray((size_t)count, sizeof *b->i);
     else
-        b->f = malloc((size_t)(count + 1) * sizeof *b->f);
-    return b->i || b->f;
+        b->f = xmallocarray((size_t)count, sizeof *b->f);
+    return true;
 }
 
 /* Element si of src's value into position pos. */

@@ -123,10 +123,6 @@ static int tr_fail(tr *T, const char *fmt, ...) {
     return -1;
 }
 
-static int tr_oom(tr *T) {
-    return tr_fail(T, "out of memory");
-}
-
 static const char *tr_node_label(const tr *T, int ni) {
     const fe_node *n = &T->f->nodes[ni];
     return n->name[0] ? n->name : n->op_type;
@@ -151,45 +147,35 @@ static bool tr_name_used(const tr *T, const char *name) {
     return T->slots[tr_slot(T, name)] >= 0;
 }
 
-static int tr_rehash(tr *T) {
+static void tr_rehash(tr *T) {
     size_t cap = T->cap_slots ? T->cap_slots * 2 : 1024;
     while (cap < 2 * T->nv + 2) cap *= 2;
-    int *s = malloc(cap * sizeof *s);
-    if (!s) return -1;
+    int *s = xmallocarray(cap, sizeof *s);
     for (size_t i = 0; i < cap; i++) s[i] = -1;
     free(T->slots);
     T->slots = s;
     T->cap_slots = cap;
     for (size_t k = 0; k < T->nv; k++) T->slots[tr_slot(T, T->v[k].name)] = (int)k;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- values */
 
-static int tr_grow_values(tr *T) {
-    if (T->nv < T->cap_v) return 0;
+static void tr_grow_values(tr *T) {
+    if (T->nv < T->cap_v) return;
     size_t cap = T->cap_v ? 2 * T->cap_v : 1024;
-    tr_value *v = realloc(T->v, cap * sizeof *v);
-    if (!v) return -1;
-    T->v = v;
-    int *g = realloc(T->grad, cap * sizeof *g);
-    if (!g) return -1;
-    T->grad = g;
-    bool *s = realloc(T->shared, cap * sizeof *s);
-    if (!s) return -1;
-    T->shared = s;
+    T->v = xreallocarray(T->v, cap, sizeof *T->v);
+    T->grad = xreallocarray(T->grad, cap, sizeof *T->grad);
+    T->shared = xreallocarray(T->shared, cap, sizeof *T->shared);
     T->cap_v = cap;
-    return 0;
 }
 
 /* Adds a value named name (made unique with a suffix when taken); returns
- * its index or -1 (out of memory, recorded). */
+ * its index (never fails). */
 static int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const int64_t *dims) {
-    if (tr_grow_values(T)) return tr_oom(T);
-    if (2 * (T->nv + 1) >= T->cap_slots && tr_rehash(T)) return tr_oom(T);
+    tr_grow_values(T);
+    if (2 * (T->nv + 1) >= T->cap_slots) tr_rehash(T);
     size_t len = strlen(name);
-    char *nm = malloc(len + 24);
-    if (!nm) return tr_oom(T);
+    char *nm = xmalloc(len + 24);
     memcpy(nm, name, len + 1);
     for (unsigned k = 1; tr_name_used(T, nm); k++) snprintf(nm + len, 24, "_%u", k);
     tr_value *v = &T->v[T->nv];
@@ -197,11 +183,7 @@ static int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const i
     v->elem = elem;
     v->rank = rank;
     v->tensor = true;
-    v->dims = malloc((rank > 0 ? (size_t)rank : 1) * sizeof *v->dims);
-    if (!v->dims) {
-        free(nm);
-        return tr_oom(T);
-    }
+    v->dims = xmallocarray(rank > 0 ? (size_t)rank : 0, sizeof *v->dims);
     if (rank > 0) memcpy(v->dims, dims, (size_t)rank * sizeof *dims);
     T->grad[T->nv] = -1;
     T->shared[T->nv] = false;
@@ -246,14 +228,12 @@ static int64_t tr_bytes(const tr *T, int v) {
 /* ----------------------------------------------------------------- nodes */
 
 /* Appends a node.  in/out end at the first -2; alias NULL: no output
- * aliases; otherwise one entry per output.  Returns 0 or -1. */
-static int tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias,
-                   int inplace) {
+ * aliases; otherwise one entry per output. */
+static void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias,
+                    int inplace) {
     if (T->nn == T->cap_n) {
         size_t cap = T->cap_n ? 2 * T->cap_n : 1024;
-        tr_node *n = realloc(T->n, cap * sizeof *n);
-        if (!n) return tr_oom(T);
-        T->n = n;
+        T->n = xreallocarray(T->n, cap, sizeof *T->n);
         T->cap_n = cap;
     }
     size_t ni = 0, no = 0;
@@ -262,15 +242,9 @@ static int tr_emit(tr *T, const char *op, const int *in, const int *out, const i
     tr_node *n = &T->n[T->nn];
     memset(n, 0, sizeof *n);
     n->op = op;
-    n->in = malloc((ni ? ni : 1) * sizeof *n->in);
-    n->out = malloc((no ? no : 1) * sizeof *n->out);
-    n->alias = malloc((no ? no : 1) * sizeof *n->alias);
-    if (!n->in || !n->out || !n->alias) {
-        free(n->in);
-        free(n->out);
-        free(n->alias);
-        return tr_oom(T);
-    }
+    n->in = xmallocarray(ni, sizeof *n->in);
+    n->out = xmallocarray(no, sizeof *n->out);
+    n->alias = xmallocarray(no, sizeof *n->alias);
     memcpy(n->in, in, ni * sizeof *in);
     memcpy(n->out, out, no * sizeof *out);
     for (size_t k = 0; k < no; k++) n->alias[k] = alias ? alias[k] : -1;
@@ -278,33 +252,29 @@ static int tr_emit(tr *T, const char *op, const int *in, const int *out, const i
     n->n_out = no;
     n->inplace = inplace;
     T->nn++;
-    return 0;
 }
 
 #define END (-2)
 #define INS(...) ((const int[]){__VA_ARGS__, END})
 
-/* One new output shaped like `like`; returns it or -1. */
+/* One new output shaped like `like`; returns it. */
 static int tr_op(tr *T, const char *op, int like, int32_t elem, const int *in) {
     int o = tr_new_like(T, op, like, elem);
-    if (o < 0) return -1;
-    if (tr_emit(T, op, in, INS(o), NULL, 0)) return -1;
+    tr_emit(T, op, in, INS(o), NULL, 0);
     return o;
 }
 
 /* A view of src (shares its storage), shaped like `like`. */
 static int tr_view(tr *T, const char *op, int src, int like) {
     int o = tr_new_like(T, op, like, T->v[src].elem);
-    if (o < 0) return -1;
-    if (tr_emit(T, op, INS(src), INS(o), (const int[]){0}, 0)) return -1;
+    tr_emit(T, op, INS(src), INS(o), (const int[]){0}, 0);
     return o;
 }
 
 /* An in-place update of in[0]: the new version of its storage. */
 static int tr_inplace(tr *T, const char *op, const int *in) {
     int o = tr_new_like(T, op, in[0], 0);
-    if (o < 0) return -1;
-    if (tr_emit(T, op, in, INS(o), (const int[]){0}, 1)) return -1;
+    tr_emit(T, op, in, INS(o), (const int[]){0}, 1);
     return o;
 }
 
@@ -558,7 +528,7 @@ static int tr_batched_like(tr *T, const char *op, int y, int x, const int *in) {
     dims[ry - 2] = T->v[x].dims[rx - 2];
     dims[ry - 1] = T->v[x].dims[rx - 1];
     int o = tr_new_shape(T, op, T->v[x].elem, ry, dims);
-    if (o < 0 || tr_emit(T, op, in, INS(o), NULL, 0)) return -1;
+    tr_emit(T, op, in, INS(o), NULL, 0);
     return o;
 }
 /* MatMul keeps both operands.  A 2-D right operand is torch's folded
@@ -596,11 +566,9 @@ static int r_conv(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "convolution_backward", IN(c, k), 0)) < 0)
-            return -1;
+        if (NEED(c, k)) o[k] = tr_new_like(T, "convolution_backward", IN(c, k), 0);
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    if (tr_emit(T, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)), o, NULL, 0))
-        return -1;
+    tr_emit(T, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)), o, NULL, 0);
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
@@ -612,13 +580,10 @@ static int r_batchnorm(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_batch_norm_backward", IN(c, k), 0)) < 0)
-            return -1;
+        if (NEED(c, k)) o[k] = tr_new_like(T, "native_batch_norm_backward", IN(c, k), 0);
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
     int m = OUT(c, 1) >= 0 ? OUT(c, 1) : IN(c, 3), v = OUT(c, 2) >= 0 ? OUT(c, 2) : IN(c, 4);
-    if (tr_emit(T, "native_batch_norm_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v), o, NULL,
-                0))
-        return -1;
+    tr_emit(T, "native_batch_norm_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v), o, NULL, 0);
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
@@ -628,12 +593,10 @@ static int r_layernorm(tr_ctx *c) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k) && (o[k] = tr_new_like(T, "native_layer_norm_backward", IN(c, k), 0)) < 0)
-            return -1;
+        if (NEED(c, k)) o[k] = tr_new_like(T, "native_layer_norm_backward", IN(c, k), 0);
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    if (tr_emit(T, "native_layer_norm_backward",
-                INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)), o, NULL, 0))
-        return -1;
+    tr_emit(T, "native_layer_norm_backward",
+            INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)), o, NULL, 0);
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
@@ -686,20 +649,17 @@ static int r_split(tr_ctx *c) {
     size_t no = c->n->n_outputs;
     if (no + 1 > TR_MAX_IO)
         return tr_fail(T, "node '%s' (#%d): %zu outputs", tr_node_label(T, c->ni), c->ni, no);
-    int *in = malloc((no + 1) * sizeof *in);
-    if (!in) return tr_oom(T);
-    int rc = 0;
+    int *in = xmallocarray(no + 1, sizeof *in);
     size_t k = 0;
-    for (; k < no && rc == 0; k++) {
+    for (; k < no; k++) {
         in[k] = GY(c, k);
         if (in[k] < 0 && OUT(c, k) >= 0) {
             in[k] = tr_new_like(T, "new_zeros", OUT(c, k), 0);
-            if (in[k] < 0 || tr_emit(T, "new_zeros", (const int[]){END}, INS(in[k]), NULL, 0))
-                rc = -1;
+            tr_emit(T, "new_zeros", (const int[]){END}, INS(in[k]), NULL, 0);
         }
     }
     in[k] = END;
-    int g = rc ? -1 : tr_op(T, "cat", IN(c, 0), 0, in);
+    int g = tr_op(T, "cat", IN(c, 0), 0, in);
     free(in);
     return tr_give(T, IN(c, 0), g, false);
 }
@@ -1048,26 +1008,22 @@ static int tr_analyse(tr *T) {
 /* ---------------------------------------------------- forward adjustments */
 
 /* Output k of forward node ni, added when the file omits it. */
-static int tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem, int rank,
-                         const int64_t *dims) {
+static void tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t elem, int rank,
+                          const int64_t *dims) {
     const fe_node *n = &T->f->nodes[ni];
     tr_fwd *fw = &T->fwd[ni];
     if (!fw->out || k >= fw->n_out) {
         size_t no = n->n_outputs > k + 1 ? n->n_outputs : k + 1;
-        int *out = realloc(fw->out, no * sizeof *out);
-        if (!out) return tr_oom(T);
+        int *out = xreallocarray(fw->out, no, sizeof *out);
         for (size_t j = fw->out ? fw->n_out : 0; j < no; j++)
             out[j] = j < n->n_outputs ? n->outputs[j] : -1;
         fw->out = out;
         fw->n_out = no;
     }
-    if (fw->out[k] >= 0) return 0;
+    if (fw->out[k] >= 0) return;
     char name[512];
     snprintf(name, sizeof name, "%s_%s", T->v[fw->out[0]].name, what);
-    int o = tr_add_value(T, name, elem, rank, dims);
-    if (o < 0) return -1;
-    fw->out[k] = o;
-    return 0;
+    fw->out[k] = tr_add_value(T, name, elem, rank, dims);
 }
 
 /* Element 0 of a constant value (an initializer, or a Constant node's value /
@@ -1132,20 +1088,18 @@ static bool tr_dropout_identity(const tr *T, const fe_node *n) {
     return r == 0;
 }
 
-static int tr_adjust_nodes(tr *T, bool *bufview);
-static int tr_adjust_forward(tr *T) {
+static void tr_adjust_nodes(tr *T, bool *bufview);
+static void tr_adjust_forward(tr *T) {
     const fe_model *f = T->f;
     /* values that are a non-trained initializer or a view of one */
-    bool *bufview = calloc(f->n_values + 1, 1);
-    if (!bufview) return tr_oom(T);
+    bool *bufview = xcalloc(f->n_values, 1);
     for (size_t v = 0; v < f->n_values; v++)
         bufview[v] = (f->values[v].kind & FE_INITIALIZER) && !T->req[v];
-    int rc = tr_adjust_nodes(T, bufview);
+    tr_adjust_nodes(T, bufview);
     free(bufview);
-    return rc;
 }
 
-static int tr_adjust_nodes(tr *T, bool *bufview) {
+static void tr_adjust_nodes(tr *T, bool *bufview) {
     const fe_model *f = T->f;
     for (size_t i = 0; i < f->n_nodes; i++) {
         const fe_node *n = &f->nodes[i];
@@ -1196,7 +1150,6 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
              !strcmp(op, "Unsqueeze") || !strcmp(op, "Identity")))
             bufview[y] = true; /* standard views (graph/ makes them share storage) */
         if (!grad_path) continue;
-        int rc = 0;
         /* copies: the table may move while outputs are added */
         int64_t ydims[FI_MAX_RANK], xdims[FI_MAX_RANK];
         int yrank = T->v[y].rank, xrank = x >= 0 ? T->v[x].rank : 0;
@@ -1204,11 +1157,11 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
         memcpy(ydims, T->v[y].dims, (size_t)(yrank > 0 ? yrank : 0) * sizeof *ydims);
         if (x >= 0) memcpy(xdims, T->v[x].dims, (size_t)(xrank > 0 ? xrank : 0) * sizeof *xdims);
         if (!strcmp(op, "MaxPool"))
-            rc = tr_fwd_output(T, (int)i, 1, "indices", 7 /* INT64 */, yrank, ydims);
+            tr_fwd_output(T, (int)i, 1, "indices", 7 /* INT64 */, yrank, ydims);
         else if (!strcmp(op, "Dropout") && !T->fwd[i].identity)
-            rc = tr_fwd_output(T, (int)i, 1, "mask", 9 /* BOOL */, yrank, ydims);
+            tr_fwd_output(T, (int)i, 1, "mask", 9 /* BOOL */, yrank, ydims);
         else if (!strcmp(op, "SoftmaxCrossEntropyLoss"))
-            rc = tr_fwd_output(T, (int)i, 1, "log_prob", xelem, xrank, xdims);
+            tr_fwd_output(T, (int)i, 1, "log_prob", xelem, xrank, xdims);
         else if (!strcmp(op, "LayerNormalization") && x >= 0) {
             /* Mean and InvStdDev: X's dims before axis, 1 after (stash type float) */
             int64_t axis = -1;
@@ -1223,12 +1176,10 @@ static int tr_adjust_nodes(tr *T, bool *bufview) {
             if (axis < 0 || axis > rank) axis = rank ? rank - 1 : 0;
             int64_t dims[FI_MAX_RANK];
             for (int d = 0; d < rank; d++) dims[d] = d < axis ? xdims[d] : 1;
-            rc = tr_fwd_output(T, (int)i, 1, "mean", 1, rank, dims) ||
-                 tr_fwd_output(T, (int)i, 2, "rstd", 1, rank, dims);
+            tr_fwd_output(T, (int)i, 1, "mean", 1, rank, dims);
+            tr_fwd_output(T, (int)i, 2, "rstd", 1, rank, dims);
         }
-        if (rc) return -1;
     }
-    return 0;
 }
 
 /* ------------------------------------------------------------------- loss */
@@ -1280,22 +1231,16 @@ static void tr_shape_text(const tr *T, int v, char *buf, size_t len) {
  * nll_loss_forward (loss, total_weight); then the seed ones_like(loss),
  * nll_loss_backward, _log_softmax_backward_data.  Returns the gradient of y. */
 static int tr_cross_entropy(tr *T, int y, int label, bool nd) {
+    const char *fwd = nd ? "nll_loss2d_forward" : "nll_loss_forward";
     int lsm = tr_op(T, "_log_softmax", y, 0, INS(y));
-    if (lsm < 0) return -1;
-    int loss =
-        tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", T->v[y].elem, 0, NULL);
-    int tw = loss < 0 ? -1
-                      : tr_new_shape(T, nd ? "nll_loss2d_forward" : "nll_loss_forward",
-                                     T->v[y].elem, 0, NULL);
-    if (tw < 0 || tr_emit(T, nd ? "nll_loss2d_forward" : "nll_loss_forward", INS(lsm, label),
-                          INS(loss, tw), NULL, 0))
-        return -1;
+    int loss = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
+    int tw = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
+    tr_emit(T, fwd, INS(lsm, label), INS(loss, tw), NULL, 0);
     T->loss = loss;
     int seed = tr_op(T, "ones_like", loss, 0, INS(loss));
-    int g = seed < 0 ? -1
-                     : tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0,
-                             INS(seed, lsm, label, -1, tw));
-    return g < 0 ? -1 : tr_op(T, "_log_softmax_backward_data", y, 0, INS(g, lsm));
+    int g = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0,
+                  INS(seed, lsm, label, -1, tw));
+    return tr_op(T, "_log_softmax_backward_data", y, 0, INS(g, lsm));
 }
 
 static void tr_dims_text(int rank, const int64_t *dims, char *buf, size_t len) {
@@ -1368,10 +1313,10 @@ static int tr_build_loss(tr *T) {
     } else if (kind == FE_LOSS_MSE) {
         if (tr_label(T, y, elem, rank, T->v[y].dims) < 0) return -1;
         int loss = tr_new_shape(T, "mse_loss", elem, 0, NULL);
-        if (loss < 0 || tr_emit(T, "mse_loss", INS(y, T->label), INS(loss), NULL, 0)) return -1;
+        tr_emit(T, "mse_loss", INS(y, T->label), INS(loss), NULL, 0);
         T->loss = loss;
         int seed = tr_op(T, "ones_like", loss, 0, INS(loss));
-        g = seed < 0 ? -1 : tr_op(T, "mse_loss_backward", y, 0, INS(seed, y, T->label));
+        g = tr_op(T, "mse_loss_backward", y, 0, INS(seed, y, T->label));
     } else {
         if (rank < 2)
             return tr_fail(
@@ -1390,13 +1335,12 @@ static int tr_build_loss(tr *T) {
             if (tr_label(T, y, 7, 2, T->v[y].dims) < 0) return -1;
             int64_t flat[2] = {T->v[y].dims[0] * T->v[y].dims[1], T->v[y].dims[2]};
             int yv = tr_new_shape(T, "view", elem, 2, flat);
-            if (yv < 0 || tr_emit(T, "view", INS(y), INS(yv), (const int[]){0}, 0)) return -1;
+            tr_emit(T, "view", INS(y), INS(yv), (const int[]){0}, 0);
             int lv = tr_new_shape(T, "view", 7, 1, flat);
-            if (lv < 0 || tr_emit(T, "view", INS(T->label), INS(lv), (const int[]){0}, 0))
-                return -1;
+            tr_emit(T, "view", INS(T->label), INS(lv), (const int[]){0}, 0);
             T->label_view = lv;
             int g2 = tr_cross_entropy(T, yv, lv, false);
-            g = g2 < 0 ? -1 : tr_view(T, "view", g2, y);
+            g = tr_view(T, "view", g2, y);
         } else {
             /* [N, C, D1, ...]: classes on dim 1, torch's convention (nll_loss2d) */
             for (int d = 0, k = 0; d < rank; d++)
@@ -1439,16 +1383,13 @@ static int tr_backward(tr *T) {
 
 /* -------------------------------------------------------------- optimizer */
 
-static int tr_add_final(tr *T, int v) {
+static void tr_add_final(tr *T, int v) {
     if (T->n_final == T->cap_final) {
         size_t cap = T->cap_final ? 2 * T->cap_final : 256;
-        char **p = realloc(T->final, cap * sizeof *p);
-        if (!p) return tr_oom(T);
-        T->final = p;
+        T->final = xreallocarray(T->final, cap, sizeof *T->final);
         T->cap_final = cap;
     }
     T->final[T->n_final++] = T->v[v].name;
-    return 0;
 }
 
 /* A state input named after parameter p ("fc.weight.exp_avg"). */
@@ -1457,10 +1398,8 @@ static int tr_state(tr *T, int p, const char *suffix, int rank_like_p) {
     snprintf(name, sizeof name, "%s.%s", T->v[p].name, suffix);
     int s = rank_like_p ? tr_add_value(T, name, T->v[p].elem, T->v[p].rank, T->v[p].dims)
                         : tr_add_value(T, name, T->v[p].elem, 0, NULL);
-    if (s >= 0) {
-        T->n_state++;
-        T->n_state_bytes += tr_bytes(T, s);
-    }
+    T->n_state++;
+    T->n_state_bytes += tr_bytes(T, s);
     return s;
 }
 
@@ -1469,72 +1408,69 @@ typedef struct tr_list {
     size_t n, cap;
 } tr_list;
 
-static int tr_push(tr *T, tr_list *l, int v) {
+static void tr_push(tr_list *l, int v) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
-        int *p = realloc(l->v, cap * sizeof *p);
-        if (!p) return tr_oom(T);
-        l->v = p;
+        l->v = xreallocarray(l->v, cap, sizeof *l->v);
         l->cap = cap;
     }
     l->v[l->n++] = v;
-    return 0;
 }
 
 /* torch.optim with foreach=False, per parameter, the ops models/export.py
  * records (Adam: step += 1; exp_avg.mul_(b1).add_(g, 1-b1);
  * exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2); denom = (exp_avg_sq.sqrt() /
  * bias_correction2_sqrt).add_(eps); p.addcdiv_(exp_avg, denom, -step_size)). */
-static int tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states) {
+static void tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states) {
     size_t before = T->nn;
     int kind = T->opt->optimizer;
     for (size_t k = 0; k < params->n; k++) {
         int p = params->v[k], g = grads->v[k];
         if (g < 0) {
-            if (tr_add_final(T, p)) return -1;
+            tr_add_final(T, p);
             continue;
         }
         if (kind == FE_OPT_NONE) {
-            if (tr_add_final(T, p) || tr_add_final(T, g)) return -1;
+            tr_add_final(T, p);
+            tr_add_final(T, g);
             continue;
         }
         if (kind == FE_OPT_SGD) {
-            int p1 = tr_inplace(T, "add_", INS(p, g));
-            if (p1 < 0 || tr_add_final(T, p1)) return -1;
+            tr_add_final(T, tr_inplace(T, "add_", INS(p, g)));
             continue;
         }
         if (kind == FE_OPT_MOMENTUM) {
             int buf = tr_state(T, p, "momentum_buffer", 1);
-            if (buf < 0 || tr_push(T, states, buf)) return -1;
+            tr_push(states, buf);
             int b1 = tr_inplace(T, "mul_", INS(buf));
-            int b2 = b1 < 0 ? -1 : tr_inplace(T, "add_", INS(b1, g));
-            int p1 = b2 < 0 ? -1 : tr_inplace(T, "add_", INS(p, b2));
-            if (p1 < 0 || tr_add_final(T, p1) || tr_add_final(T, b2)) return -1;
+            int b2 = tr_inplace(T, "add_", INS(b1, g));
+            tr_add_final(T, tr_inplace(T, "add_", INS(p, b2)));
+            tr_add_final(T, b2);
             continue;
         }
         int step = tr_state(T, p, "step", 0);
-        int m = step < 0 ? -1 : tr_state(T, p, "exp_avg", 1);
-        int v = m < 0 ? -1 : tr_state(T, p, "exp_avg_sq", 1);
-        if (v < 0 || tr_push(T, states, step) || tr_push(T, states, m) || tr_push(T, states, v))
-            return -1;
+        int m = tr_state(T, p, "exp_avg", 1);
+        int v = tr_state(T, p, "exp_avg_sq", 1);
+        tr_push(states, step);
+        tr_push(states, m);
+        tr_push(states, v);
         int s1 = tr_inplace(T, "add_", INS(step));
         int pw = p;
-        if (s1 >= 0 && kind == FE_OPT_ADAMW)
-            pw = tr_inplace(T, "mul_", INS(p)); /* decoupled weight decay */
-        int m1 = pw < 0 || s1 < 0 ? -1 : tr_inplace(T, "mul_", INS(m));
-        int m2 = m1 < 0 ? -1 : tr_inplace(T, "add_", INS(m1, g));
-        int v1 = m2 < 0 ? -1 : tr_inplace(T, "mul_", INS(v));
-        int v2 = v1 < 0 ? -1 : tr_inplace(T, "addcmul_", INS(v1, g, g));
-        int d1 = v2 < 0 ? -1 : tr_op(T, "sqrt", v2, 0, INS(v2));
-        int d2 = d1 < 0 ? -1 : tr_op(T, "div", d1, 0, INS(d1));
-        int d3 = d2 < 0 ? -1 : tr_inplace(T, "add_", INS(d2));
-        int p1 = d3 < 0 ? -1 : tr_inplace(T, "addcdiv_", INS(pw, m2, d3));
-        if (p1 < 0 || tr_add_final(T, p1) || tr_add_final(T, s1) || tr_add_final(T, m2) ||
-            tr_add_final(T, v2))
-            return -1;
+        if (kind == FE_OPT_ADAMW) pw = tr_inplace(T, "mul_", INS(p)); /* decoupled weight decay */
+        int m1 = tr_inplace(T, "mul_", INS(m));
+        int m2 = tr_inplace(T, "add_", INS(m1, g));
+        int v1 = tr_inplace(T, "mul_", INS(v));
+        int v2 = tr_inplace(T, "addcmul_", INS(v1, g, g));
+        int d1 = tr_op(T, "sqrt", v2, 0, INS(v2));
+        int d2 = tr_op(T, "div", d1, 0, INS(d1));
+        int d3 = tr_inplace(T, "add_", INS(d2));
+        int p1 = tr_inplace(T, "addcdiv_", INS(pw, m2, d3));
+        tr_add_final(T, p1);
+        tr_add_final(T, s1);
+        tr_add_final(T, m2);
+        tr_add_final(T, v2);
     }
     T->n_optim = T->nn - before;
-    return 0;
 }
 
 /* --------------------------------------------------------------- protobuf */
@@ -1543,28 +1479,15 @@ static int tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states)
 typedef struct tr_arena {
     void **p;
     size_t n, cap;
-    bool failed;
 } tr_arena;
 
 static void *tr_mem(tr_arena *a, size_t size) {
-    if (a->failed) return NULL;
     if (a->n == a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 4096;
-        void **p = realloc(a->p, cap * sizeof *p);
-        if (!p) {
-            a->failed = true;
-            return NULL;
-        }
-        a->p = p;
+        a->p = xreallocarray(a->p, cap, sizeof *a->p);
         a->cap = cap;
     }
-    void *m = calloc(1, size ? size : 1);
-    if (!m) {
-        a->failed = true;
-        return NULL;
-    }
-    a->p[a->n++] = m;
-    return m;
+    return a->p[a->n++] = xcalloc(1, size);
 }
 
 static void tr_arena_free(tr_arena *a) {
@@ -1578,15 +1501,13 @@ static Onnx__ValueInfoProto *tr_vinfo(tr_arena *a, const tr_value *v) {
     Onnx__TypeProto__Tensor *tt = tr_mem(a, sizeof *tt);
     Onnx__TensorShapeProto *sp = tr_mem(a, sizeof *sp);
     Onnx__TensorShapeProto__Dimension **dims =
-        tr_mem(a, (size_t)(v->rank > 0 ? v->rank : 1) * sizeof *dims);
-    if (!vi || !tp || !tt || !sp || !dims) return NULL;
+        tr_mem(a, (size_t)(v->rank > 0 ? v->rank : 0) * sizeof *dims);
     *vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
     *tp = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
     *tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
     *sp = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
     for (int d = 0; d < v->rank; d++) {
         Onnx__TensorShapeProto__Dimension *dm = tr_mem(a, sizeof *dm);
-        if (!dm) return NULL;
         *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
         dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
         dm->dim_value = v->dims[d];
@@ -1605,11 +1526,10 @@ static Onnx__ValueInfoProto *tr_vinfo(tr_arena *a, const tr_value *v) {
 }
 
 /* The alias (INTS) and inplace (INT) attributes of DESIGN.md's convention. */
-static int tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inplace,
-                          Onnx__AttributeProto **out) {
+static void tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inplace,
+                           Onnx__AttributeProto **out) {
     Onnx__AttributeProto *al = tr_mem(a, sizeof *al), *ip = tr_mem(a, sizeof *ip);
-    int64_t *ints = tr_mem(a, (n_out ? n_out : 1) * sizeof *ints);
-    if (!al || !ip || !ints) return -1;
+    int64_t *ints = tr_mem(a, n_out * sizeof *ints);
     *al = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
     *ip = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
     for (size_t k = 0; k < n_out; k++) ints[k] = alias[k];
@@ -1625,7 +1545,6 @@ static int tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inpla
     ip->i = inplace;
     out[0] = al;
     out[1] = ip;
-    return 0;
 }
 
 static char *tr_vname(tr *T, int v) {
@@ -1636,7 +1555,6 @@ static Onnx__StringStringEntryProto *tr_meta(tr_arena *a, const char *key, const
     Onnx__StringStringEntryProto *e = tr_mem(a, sizeof *e);
     size_t kl = strlen(key), vl = strlen(value);
     char *k = tr_mem(a, kl + 1), *v = tr_mem(a, vl + 1);
-    if (!e || !k || !v) return NULL;
     memcpy(k, key, kl + 1);
     memcpy(v, value, vl + 1);
     *e = (Onnx__StringStringEntryProto)ONNX__STRING_STRING_ENTRY_PROTO__INIT;
@@ -1650,7 +1568,6 @@ static char *tr_join(tr *T, tr_arena *a, const int *v, size_t n) {
     size_t len = 1;
     for (size_t k = 0; k < n; k++) len += strlen(tr_vname(T, v[k])) + 1;
     char *s = tr_mem(a, len), *p = s;
-    if (!s) return NULL;
     for (size_t k = 0; k < n; k++) {
         size_t l = strlen(tr_vname(T, v[k]));
         if (k) *p++ = ',';
@@ -1666,17 +1583,15 @@ typedef struct tr_lists {
 } tr_lists;
 
 /* Packs the derived model into *bytes (malloc'd). */
-static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
+static void tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     const fe_model *f = T->f;
     const Onnx__ModelProto *mp = T->mp;
     const Onnx__GraphProto *og = mp->graph;
     tr_arena A = {0};
-    int rc = -1;
     Onnx__GraphProto *g = tr_mem(&A, sizeof *g);
     size_t nn = og->n_node + T->nn;
     Onnx__NodeProto **nodes = tr_mem(&A, nn * sizeof *nodes);
     bool *is_io = tr_mem(&A, T->nv * sizeof *is_io);
-    if (!g || !nodes || !is_io) goto out;
     *g = *og;
     /* forward nodes: the file's, with added outputs and alias attributes */
     for (size_t i = 0; i < og->n_node; i++) {
@@ -1686,22 +1601,19 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
             continue;
         }
         Onnx__NodeProto *c = tr_mem(&A, sizeof *c);
-        if (!c) goto out;
         *c = *og->node[i];
         if (fw->out) {
             char **outs = tr_mem(&A, fw->n_out * sizeof *outs);
-            if (!outs) goto out;
             for (size_t k = 0; k < fw->n_out; k++) outs[k] = tr_vname(T, fw->out[k]);
             c->output = outs;
             c->n_output = fw->n_out;
         }
         if (fw->has_alias) {
             Onnx__AttributeProto **at = tr_mem(&A, (c->n_attribute + 2) * sizeof *at);
-            if (!at) goto out;
             if (c->n_attribute) /* Slice, Cast, Dropout may have none: attribute is NULL */
                 memcpy(at, og->node[i]->attribute, c->n_attribute * sizeof *at);
             size_t no = c->n_output < 3 ? c->n_output : 3;
-            if (tr_alias_attrs(&A, fw->alias, no, fw->inplace, at + c->n_attribute)) goto out;
+            tr_alias_attrs(&A, fw->alias, no, fw->inplace, at + c->n_attribute);
             c->attribute = at;
             c->n_attribute += 2;
         }
@@ -1710,11 +1622,10 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     for (size_t j = 0; j < T->nn; j++) {
         const tr_node *n = &T->n[j];
         Onnx__NodeProto *c = tr_mem(&A, sizeof *c);
-        char **in = tr_mem(&A, (n->n_in ? n->n_in : 1) * sizeof *in);
-        char **outs = tr_mem(&A, (n->n_out ? n->n_out : 1) * sizeof *outs);
+        char **in = tr_mem(&A, n->n_in * sizeof *in);
+        char **outs = tr_mem(&A, n->n_out * sizeof *outs);
         Onnx__AttributeProto **at = tr_mem(&A, 2 * sizeof *at);
         char *name = tr_mem(&A, 32);
-        if (!c || !in || !outs || !at || !name) goto out;
         *c = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
         for (size_t k = 0; k < n->n_in; k++) in[k] = tr_vname(T, n->in[k]);
         for (size_t k = 0; k < n->n_out; k++) outs[k] = tr_vname(T, n->out[k]);
@@ -1726,7 +1637,7 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         c->n_input = n->n_in;
         c->output = outs;
         c->n_output = n->n_out;
-        if (tr_alias_attrs(&A, n->alias, n->n_out, n->inplace, at)) goto out;
+        tr_alias_attrs(&A, n->alias, n->n_out, n->inplace, at);
         c->attribute = at;
         c->n_attribute = 2;
         nodes[og->n_node + j] = c;
@@ -1737,21 +1648,18 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     /* inputs: data, label, parameters, optimizer state */
     size_t n_in = L->data.n + L->params.n + L->states.n + 1;
     Onnx__ValueInfoProto **inputs = tr_mem(&A, n_in * sizeof *inputs);
-    if (!inputs) goto out;
     size_t ni = 0;
     tr_list *in_lists[3] = {&L->data, &L->params, &L->states};
     for (int l = 0; l < 3; l++)
         for (size_t k = 0; k < in_lists[l]->n; k++) {
             int v = in_lists[l]->v[k];
-            if (!(inputs[ni++] = tr_vinfo(&A, &T->v[v]))) goto out;
+            inputs[ni++] = tr_vinfo(&A, &T->v[v]);
             is_io[v] = true;
         }
     g->input = inputs;
     g->n_input = ni;
     /* initializers: the file's, less the parameters (now inputs without data) */
-    Onnx__TensorProto **inits =
-        tr_mem(&A, (og->n_initializer ? og->n_initializer : 1) * sizeof *inits);
-    if (!inits) goto out;
+    Onnx__TensorProto **inits = tr_mem(&A, og->n_initializer * sizeof *inits);
     size_t nini = 0;
     for (size_t k = 0; k < og->n_initializer; k++) {
         const char *iname = og->initializer[k]->name ? og->initializer[k]->name : "";
@@ -1764,21 +1672,19 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     g->n_initializer = nini;
     /* outputs: the loss, then the final versions of parameters and state */
     Onnx__ValueInfoProto **outputs = tr_mem(&A, (T->n_final + 1) * sizeof *outputs);
-    if (!outputs) goto out;
     size_t no = 0;
-    if (!(outputs[no++] = tr_vinfo(&A, &T->v[T->loss]))) goto out;
+    outputs[no++] = tr_vinfo(&A, &T->v[T->loss]);
     is_io[T->loss] = true;
     for (size_t k = 0; k < T->n_final; k++) {
         int v = tr_name_used(T, T->final[k]) ? T->slots[tr_slot(T, T->final[k])] : -1;
         if (v < 0 || is_io[v]) continue;
-        if (!(outputs[no++] = tr_vinfo(&A, &T->v[v]))) goto out;
+        outputs[no++] = tr_vinfo(&A, &T->v[v]);
         is_io[v] = true;
     }
     g->output = outputs;
     g->n_output = no;
     /* value_info: every other tensor a node makes */
     Onnx__ValueInfoProto **vis = tr_mem(&A, T->nv * sizeof *vis);
-    if (!vis) goto out;
     size_t nvi = 0;
     for (size_t i = 0; i < og->n_node; i++) {
         const tr_fwd *fw = &T->fwd[i];
@@ -1786,7 +1692,7 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         for (size_t k = 0; k < nout; k++) {
             int v = fw->out ? fw->out[k] : f->nodes[i].outputs[k];
             if (v < 0 || is_io[v] || !T->v[v].tensor) continue;
-            if (!(vis[nvi++] = tr_vinfo(&A, &T->v[v]))) goto out;
+            vis[nvi++] = tr_vinfo(&A, &T->v[v]);
             is_io[v] = true;
         }
     }
@@ -1794,7 +1700,7 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         for (size_t k = 0; k < T->n[j].n_out; k++) {
             int v = T->n[j].out[k];
             if (v < 0 || is_io[v]) continue;
-            if (!(vis[nvi++] = tr_vinfo(&A, &T->v[v]))) goto out;
+            vis[nvi++] = tr_vinfo(&A, &T->v[v]);
             is_io[v] = true;
         }
     g->value_info = vis;
@@ -1811,7 +1717,6 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
             has_aten = true;
     Onnx__OperatorSetIdProto **ops = tr_mem(&A, (mp->n_opset_import + 1) * sizeof *ops);
     Onnx__OperatorSetIdProto *aten = tr_mem(&A, sizeof *aten);
-    if (!ops || !aten) goto out;
     memcpy(ops, mp->opset_import, mp->n_opset_import * sizeof *ops);
     m.opset_import = ops;
     if (!has_aten) {
@@ -1822,7 +1727,6 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         ops[m.n_opset_import++] = aten;
     }
     Onnx__StringStringEntryProto **meta = tr_mem(&A, (mp->n_metadata_props + 16) * sizeof *meta);
-    if (!meta) goto out;
     size_t nm = 0;
     for (size_t k = 0; k < mp->n_metadata_props; k++)
         if (mp->metadata_props[k]->key && strncmp(mp->metadata_props[k]->key, "roamc.", 6) != 0)
@@ -1843,29 +1747,21 @@ static int tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
         {"roamc.derived_from", T->path},
         {"roamc.exporter", "roamc --train " ROAMC_TRAIN_VERSION},
     };
-    for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++) {
-        if (!kv[k][1] || !(meta[nm++] = tr_meta(&A, kv[k][0], kv[k][1]))) goto out;
-    }
+    for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++)
+        meta[nm++] = tr_meta(&A, kv[k][0], kv[k][1]);
     m.metadata_props = meta;
     m.n_metadata_props = nm;
-    if (A.failed) goto out;
     *len = onnx__model_proto__get_packed_size(&m);
-    *bytes = malloc(*len ? *len : 1);
-    if (!*bytes) goto out;
+    *bytes = xmalloc(*len);
     onnx__model_proto__pack(&m, *bytes);
-    rc = 0;
-out:
     tr_arena_free(&A);
-    if (rc) tr_oom(T);
-    return rc;
 }
 
 /* ------------------------------------------------------------------ entry */
 
 static int tr_write_atomic(tr *T, const char *path, const uint8_t *b, size_t len) {
     size_t pl = strlen(path);
-    char *tmp = malloc(pl + 32);
-    if (!tmp) return tr_oom(T);
+    char *tmp = xmalloc(pl + 32);
     snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0644);
     if (fd < 0) {
@@ -1960,8 +1856,7 @@ static void tr_human(int64_t b, char *buf, size_t len) {
 }
 
 static char *tr_summary(tr *T, const tr_lists *L) {
-    char *s = malloc(2048);
-    if (!s) return NULL;
+    char *s = xmalloc(2048);
     char shape[256], lshape[256], pb[32], sb[32], fb[32];
     tr_shape_text(T, T->loss_out, shape, sizeof shape);
     tr_human(T->n_param_bytes, pb, sizeof pb);
@@ -2010,11 +1905,7 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
         if (!strcmp(opt->shapes[k].name, "target") || !strcmp(opt->shapes[k].name, "labels"))
             label_bind = &opt->shapes[k];
     if (label_bind) {
-        shapes = malloc((opt->n_shapes ? opt->n_shapes : 1) * sizeof *shapes);
-        if (!shapes) {
-            snprintf(err, errlen, "%s: --train: out of memory", path);
-            return -1;
-        }
+        shapes = xmallocarray(opt->n_shapes, sizeof *shapes);
         fopt.n_shapes = 0;
         fopt.shapes = shapes;
         for (size_t k = 0; k < opt->n_shapes; k++)
@@ -2045,21 +1936,16 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     size_t nv = f.n_values, nn = f.n_nodes;
     if (t->emit_path && tr_check_emit(&T, path, t->emit_path)) goto out;
     if (tr_read_proto(&T)) goto out;
-    T.req = calloc(nv + 1, 1);
-    T.useful = calloc(nv + 1, 1);
-    T.param = calloc(nv + 1, 1);
-    T.frozen = calloc(nv + 1, 1);
-    T.fused = calloc(nn + 1, 1);
-    T.gelu_x = malloc((nn + 1) * sizeof *T.gelu_x);
-    T.silu_x = malloc((nn + 1) * sizeof *T.silu_x);
-    T.fwd = calloc(nn + 1, sizeof *T.fwd);
-    int *readers = calloc(nv + 1, sizeof *readers);
-    if (!T.req || !T.useful || !T.param || !T.frozen || !T.fused || !T.gelu_x || !T.silu_x ||
-        !T.fwd || !readers || tr_rehash(&T)) {
-        free(readers);
-        tr_oom(&T);
-        goto out;
-    }
+    T.req = xcalloc(nv + 1, 1);
+    T.useful = xcalloc(nv + 1, 1);
+    T.param = xcalloc(nv + 1, 1);
+    T.frozen = xcalloc(nv + 1, 1);
+    T.fused = xcalloc(nn + 1, 1);
+    T.gelu_x = xmallocarray(nn + 1, sizeof *T.gelu_x);
+    T.silu_x = xmallocarray(nn + 1, sizeof *T.silu_x);
+    T.fwd = xcalloc(nn + 1, sizeof *T.fwd);
+    int *readers = xcalloc(nv + 1, sizeof *readers);
+    tr_rehash(&T);
     for (size_t i = 0; i < nn; i++) {
         T.gelu_x[i] = -1;
         T.silu_x[i] = -1;
@@ -2094,27 +1980,28 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     tr_find_gelu(&T, readers);
     tr_find_silu(&T, readers);
     free(readers);
-    if (tr_analyse(&T) || tr_adjust_forward(&T) || tr_build_loss(&T) || tr_backward(&T)) goto out;
+    if (tr_analyse(&T)) goto out;
+    tr_adjust_forward(&T);
+    if (tr_build_loss(&T) || tr_backward(&T)) goto out;
     for (size_t k = 0; k < f.n_inputs; k++) {
         int v = f.inputs[k];
         const fe_value *fv = &f.values[v];
-        int e = 0;
         if (T.param[v]) {
             int g = T.grad[v];
             if (g >= 0 && T.shared[v])
                 g = tr_op(&T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
-            e = tr_push(&T, &L.params, v) || tr_push(&T, &L.grads, g);
+            tr_push(&L.params, v);
+            tr_push(&L.grads, g);
         } else if (fv->kind & FE_INITIALIZER) {
-            if (tr_float(fv->elem_type)) e = tr_push(&T, &L.buffers, v);
-            if (!e && T.frozen[v]) e = tr_push(&T, &L.frozen, v);
+            if (tr_float(fv->elem_type)) tr_push(&L.buffers, v);
+            if (T.frozen[v]) tr_push(&L.frozen, v);
         } else {
-            e = tr_push(&T, &L.data, v);
+            tr_push(&L.data, v);
         }
-        if (e) goto out;
     }
-    if (T.label >= 0 && tr_push(&T, &L.data, T.label)) goto out;
-    if (tr_optimizer(&T, &L.params, &L.grads, &L.states)) goto out;
-    if (tr_pack(&T, &L, &bytes, &len)) goto out;
+    if (T.label >= 0) tr_push(&L.data, T.label);
+    tr_optimizer(&T, &L.params, &L.grads, &L.states);
+    tr_pack(&T, &L, &bytes, &len);
     const char *name = t->emit_path ? t->emit_path : path;
     if (fe_load_bytes(name, bytes, len, NULL, m, err, errlen)) {
         /* a derivation bug, not bad input: say so */
@@ -2127,11 +2014,7 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
         fe_free(m);
         goto out;
     }
-    if (!(*summary = tr_summary(&T, &L))) {
-        fe_free(m);
-        tr_oom(&T);
-        goto out;
-    }
+    *summary = tr_summary(&T, &L);
     rc = 0;
 out:
     free(bytes);
