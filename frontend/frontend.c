@@ -777,12 +777,15 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
         fe_copy_header(m, mp);
         rc = fe_build(&L, opt);
     }
-    free(L.names.slots);
     onnx__model_proto__free_unpacked(mp, NULL);
-    if (rc)
+    if (rc) {
+        free(L.names.slots);
         fe_free(m);
-    else
+    } else {
+        m->name_slots = L.names.slots; /* for fe_find_value */
+        m->name_cap = L.names.cap;
         fe_sha256(bytes, len, m->sha256);
+    }
     return rc;
 }
 
@@ -875,6 +878,7 @@ void fe_free(fe_model *m) {
     free(m->inputs);
     free(m->outputs);
     free(m->path);
+    free(m->name_slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -885,6 +889,10 @@ const char *fe_meta(const fe_model *m, const char *key) {
 }
 
 int fe_find_value(const fe_model *m, const char *name) {
+    if (m->name_slots) {
+        fe_names t = {m->name_slots, m->name_cap, m->values};
+        return fe_names_get(&t, name);
+    }
     for (size_t i = 0; i < m->n_values; i++)
         if (strcmp(m->values[i].name, name) == 0) return (int)i;
     return -1;

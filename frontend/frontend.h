@@ -134,6 +134,11 @@ typedef struct fe_model {
      * (external data files are not part of it).  A plan names its model by
      * it (planner/PLAN_FORMAT.md "model_sha256"). */
     uint8_t sha256[32];
+    /* frontend.c's hash of the value names (open addressing, name_cap
+     * slots of value indices, -1 empty), kept for fe_find_value; NULL in a
+     * model not made by fe_load */
+    int *name_slots;
+    size_t name_cap;
 } fe_model;
 
 /* Loads path with the bindings of opt (NULL: none).  Returns 0 and fills
@@ -177,7 +182,8 @@ void fe_hex(const uint8_t *bytes, size_t n, char *out);
 /* The metadata value for key, or NULL. */
 const char *fe_meta(const fe_model *m, const char *key);
 
-/* Index of the value named name, or -1.  O(n) — for tools, not hot paths. */
+/* Index of the value named name, or -1: O(1) expected in a model fe_load
+ * made (its name hash), O(n) in one built by hand. */
 int fe_find_value(const fe_model *m, const char *name);
 
 /* The name of an element type as numpy spells it ("float32", "int64"), or

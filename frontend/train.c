@@ -130,14 +130,8 @@ static const char *tr_node_label(const tr *T, int ni) {
 
 /* ------------------------------------------------------------ name table */
 
-static uint64_t tr_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static size_t tr_slot(const tr *T, const char *name) {
-    size_t i = (size_t)tr_hash(name) & (T->cap_slots - 1);
+    size_t i = (size_t)fi_hash(name) & (T->cap_slots - 1);
     while (T->slots[i] >= 0 && strcmp(T->v[T->slots[i]].name, name) != 0)
         i = (i + 1) & (T->cap_slots - 1);
     return i;

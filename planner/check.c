@@ -63,23 +63,6 @@ typedef struct check_buffer {
     long long size, offset, start, end;
 } check_buffer;
 
-/* Name -> value index: the model's values have unique names, the plan
- * names tensors by name; a sorted array answers in O(log n). */
-typedef struct check_name {
-    const char *name;
-    int value;
-} check_name;
-
-static int check_name_cmp(const void *a, const void *b) {
-    return strcmp(((const check_name *)a)->name, ((const check_name *)b)->name);
-}
-
-static int check_lookup(const check_name *sorted, size_t n, const char *name) {
-    check_name key = {name, -1};
-    const check_name *hit = bsearch(&key, sorted, n, sizeof *sorted, check_name_cmp);
-    return hit ? hit->value : -1;
-}
-
 typedef struct check_mutation_ctx {
     check_ctx *c;
     const graph *g;
@@ -155,14 +138,10 @@ static void check_symbols(const fe_model *m, char *buf, size_t len) {
  * bindings, is refused before anything else, since every other check would
  * then compare the sizes of two different graphs.  A plan that records no
  * digest (written before roamc did, or by another tool) gets a note and the
- * remaining checks.  Returns 1 when the plan is for another model, -1 on
- * out of memory. */
+ * remaining checks.  Returns 1 when the plan is for another model, else 0. */
 static int check_identity(const fe_model *m, json_t *plan, const char *plan_path, check_ctx *c) {
     char model_hex[65], sizes_hex[65];
-    if (plan_model_digests(m, model_hex, sizes_hex)) {
-        check_problem(c, "out of memory");
-        return -1;
-    }
+    plan_model_digests(m, model_hex, sizes_hex);
     json_t *named = json_object_get(plan, "model");
     const char *for_model = json_is_string(named) ? json_string_value(named) : "?";
     const char *keys[2] = {"model_sha256", "sizes_sha256"};
@@ -203,44 +182,39 @@ static int check_identity(const fe_model *m, json_t *plan, const char *plan_path
     return 0;
 }
 
-static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, FILE *out) {
-    const fe_model *m = g->model;
-    check_ctx c = {out, 0};
-    size_t n = g->n_ops;
+/* Format, version, the model the plan is for (check_identity) and align
+ * (*align, 1 when absent).  Returns 0, or 1 with the problems listed. */
+static int check_header(check_ctx *c, const fe_model *m, json_t *plan, const char *plan_path,
+                        long long *align) {
     json_t *fmt = json_object_get(plan, "format"), *ver = json_object_get(plan, "version");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "roam-plan") != 0 ||
         !json_is_integer(ver) || json_integer_value(ver) != 1) {
-        check_problem(&c, "plan must have format 'roam-plan' and version 1");
-        return check_verdict(&c);
+        check_problem(c, "plan must have format 'roam-plan' and version 1");
+        return check_verdict(c);
     }
-    if (check_identity(m, plan, plan_path, &c)) {
-        check_verdict(&c);
+    if (check_identity(m, plan, plan_path, c)) {
+        check_verdict(c);
         return 1;
     }
-    long long align = 1;
+    *align = 1;
     json_t *al = json_object_get(plan, "align");
     if (al) {
         if (!json_is_integer(al) || json_integer_value(al) < 1) {
-            check_problem(&c, "align must be a positive integer");
-            return check_verdict(&c);
+            check_problem(c, "align must be a positive integer");
+            return check_verdict(c);
         }
-        align = json_integer_value(al);
+        *align = json_integer_value(al);
     }
+    return 0;
+}
 
-    /* schedule: a permutation */
+/* The schedule: a permutation of the nodes (order[step], step_of[node]),
+ * topological, and in the mutation order of every storage written in place
+ * (DESIGN.md "Ordering edges").  Returns 0, or 1 with the problems listed. */
+static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_of, int *order) {
+    const fe_model *m = g->model;
+    size_t n = g->n_ops;
     json_t *sched = json_object_get(plan, "schedule");
-    int *step_of = malloc((n ? n : 1) * sizeof *step_of);
-    int *order = malloc((n ? n : 1) * sizeof *order);
-    check_name *sorted = malloc((m->n_values ? m->n_values : 1) * sizeof *sorted);
-    int *buf_of = malloc((m->n_values ? m->n_values : 1) * sizeof *buf_of);
-    check_buffer *bufs = NULL;
-    layout_buffer *lb = NULL;
-    uint64_t *offs = NULL;
-    int rc = 1;
-    if (!step_of || !order || !sorted || !buf_of) {
-        fprintf(out, "INVALID: out of memory\n");
-        goto done;
-    }
     for (size_t i = 0; i < n; i++) step_of[i] = -1;
     bool perm = json_is_array(sched) && json_array_size(sched) == n;
     for (size_t s = 0; perm && s < n; s++) {
@@ -252,9 +226,8 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             step_of[idx] = (int)s, order[s] = (int)idx;
     }
     if (!perm) {
-        check_problem(&c, "schedule must list every node index 0..%zu exactly once", n - 1);
-        rc = check_verdict(&c);
-        goto done;
+        check_problem(c, "schedule must list every node index 0..%zu exactly once", n - 1);
+        return check_verdict(c);
     }
 
     /* topological: every read after its producer */
@@ -264,166 +237,189 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             int t = nd->inputs[k];
             if (t < 0 || m->values[t].producer < 0) continue;
             if (step_of[m->values[t].producer] >= (int)s)
-                check_problem(&c, "node %d (step %zu) reads '%s' before its producer runs",
-                              order[s], s, m->values[t].name);
+                check_problem(c, "node %d (step %zu) reads '%s' before its producer runs", order[s],
+                              s, m->values[t].name);
         }
     }
-    if ((rc = check_verdict(&c))) goto done;
+    if (check_verdict(c)) return 1;
 
-    /* the mutation order of every storage written in place (DESIGN.md
-     * "Ordering edges"), walked by the same rule graph_build makes its edges
-     * from, so that a reader through a view of the storage counts */
-    check_mutation_ctx mc = {&c, g, step_of};
-    if (graph_mutation_order(g, check_mutation, &mc) < 0) {
-        fprintf(out, "INVALID: out of memory\n");
-        goto done;
-    }
-    if ((rc = check_verdict(&c))) goto done;
+    /* walked by the same rule graph_build makes its edges from, so that a
+     * reader through a view of the storage counts; check_mutation never
+     * stops the walk */
+    check_mutation_ctx mc = {c, g, step_of};
+    graph_mutation_order(g, check_mutation, &mc);
+    return check_verdict(c);
+}
 
-    /* buffers */
-    json_t *jb = json_object_get(plan, "buffers");
-    if (!json_is_array(jb)) {
-        check_problem(&c, "plan has no buffers list");
-        rc = check_verdict(&c);
-        goto done;
-    }
-    size_t nb = json_array_size(jb);
-    bufs = calloc(nb ? nb : 1, sizeof *bufs);
-    if (!bufs) goto done;
-    for (size_t i = 0; i < m->n_values; i++)
-        sorted[i] = (check_name){m->values[i].name, (int)i}, buf_of[i] = -1;
-    qsort(sorted, m->n_values, sizeof *sorted, check_name_cmp);
-    for (size_t bi = 0; bi < nb; bi++) {
+/* The plan's buffers into bufs[0..nb) and, for each tensor they name,
+ * buf_of[value] (-1: none): every field present, sizes and lifetimes in
+ * range, offsets aligned, no tensor twice, none larger than its buffer.
+ * Returns 0, or 1 after a buffer too malformed to read further (listed);
+ * the other problems are listed for the caller's verdict. */
+static int check_read_buffers(check_ctx *c, const graph *g, json_t *jb, long long align,
+                              check_buffer *bufs, int *buf_of) {
+    const fe_model *m = g->model;
+    for (size_t i = 0; i < m->n_values; i++) buf_of[i] = -1;
+    for (size_t bi = 0; bi < json_array_size(jb); bi++) {
         json_t *b = json_array_get(jb, bi);
         check_buffer *B = &bufs[bi];
         json_t *tens = json_is_object(b) ? json_object_get(b, "tensors") : NULL;
         if (!json_is_object(b) || !json_is_array(tens)) {
-            check_problem(&c, "buffer %zu lacks 'tensors'", bi);
-            rc = check_verdict(&c);
-            goto done;
+            check_problem(c, "buffer %zu lacks 'tensors'", bi);
+            return check_verdict(c);
         }
-        if (!check_int(&c, b, "size", bi, &B->size) ||
-            !check_int(&c, b, "offset", bi, &B->offset) ||
-            !check_int(&c, b, "start", bi, &B->start) || !check_int(&c, b, "end", bi, &B->end)) {
-            rc = check_verdict(&c);
-            goto done;
-        }
+        if (!check_int(c, b, "size", bi, &B->size) || !check_int(c, b, "offset", bi, &B->offset) ||
+            !check_int(c, b, "start", bi, &B->start) || !check_int(c, b, "end", bi, &B->end))
+            return check_verdict(c);
         if (B->size < 0 || B->offset < 0 ||
-            !(0 <= B->start && B->start <= B->end && B->end < (long long)n))
+            !(0 <= B->start && B->start <= B->end && B->end < (long long)g->n_ops))
             check_problem(
-                &c, "buffer %zu has a negative size/offset or a lifetime outside the schedule", bi);
+                c, "buffer %zu has a negative size/offset or a lifetime outside the schedule", bi);
         if (align > 1 && B->offset % align)
-            check_problem(&c, "buffer %zu offset %lld is not a multiple of align %lld", bi,
+            check_problem(c, "buffer %zu offset %lld is not a multiple of align %lld", bi,
                           B->offset, align);
         for (size_t k = 0; k < json_array_size(tens); k++) {
             json_t *tn = json_array_get(tens, k);
-            int t =
-                json_is_string(tn) ? check_lookup(sorted, m->n_values, json_string_value(tn)) : -1;
+            int t = json_is_string(tn) ? fe_find_value(m, json_string_value(tn)) : -1;
             if (t < 0) continue; /* not a value of the model: nothing to size or place */
             if (buf_of[t] >= 0)
-                check_problem(&c, "tensor '%s' is in buffers %d and %zu", m->values[t].name,
+                check_problem(c, "tensor '%s' is in buffers %d and %zu", m->values[t].name,
                               buf_of[t], bi);
             buf_of[t] = (int)bi;
             if ((long long)m->values[t].bytes > B->size)
-                check_problem(
-                    &c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)", bi,
-                    B->size, m->values[t].name, (unsigned long long)m->values[t].bytes);
+                check_problem(c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)",
+                              bi, B->size, m->values[t].name,
+                              (unsigned long long)m->values[t].bytes);
         }
     }
-    /* every tensor an operator touches is in a buffer live at that step */
+    return 0;
+}
+
+/* Lifetimes against the schedule: every tensor an operator touches is in a
+ * buffer live at that step, graph outputs live to the end, graph inputs
+ * from step 0; and tensors share a buffer only through aliasing nodes (one
+ * storage each).  Lists the problems for the caller's verdict. */
+static void check_lifetimes(check_ctx *c, const graph *g, const int *order,
+                            const check_buffer *bufs, size_t nb, const int *buf_of) {
+    const fe_model *m = g->model;
+    size_t n = g->n_ops;
     for (size_t s = 0; s < n; s++) {
         const fe_node *nd = &m->nodes[order[s]];
         for (size_t k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
             int t = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
             if (t < 0) continue;
             if (buf_of[t] < 0) {
-                check_problem(&c, "tensor '%s' (node %d) is in no buffer", m->values[t].name,
+                check_problem(c, "tensor '%s' (node %d) is in no buffer", m->values[t].name,
                               order[s]);
                 continue;
             }
             const check_buffer *B = &bufs[buf_of[t]];
             if (!(B->start <= (long long)s && (long long)s <= B->end))
                 check_problem(
-                    &c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",
+                    c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",
                     m->values[t].name, s, B->start, B->end);
         }
     }
     for (size_t i = 0; i < m->n_outputs; i++) {
         int t = m->outputs[i];
         if (buf_of[t] >= 0 && bufs[buf_of[t]].end != (long long)n - 1)
-            check_problem(&c, "graph output '%s' is freed before the end", m->values[t].name);
+            check_problem(c, "graph output '%s' is freed before the end", m->values[t].name);
     }
     for (size_t i = 0; i < m->n_inputs; i++) {
         int t = m->inputs[i];
         if ((m->values[t].kind & FE_GRAPH_INPUT) && buf_of[t] >= 0 && bufs[buf_of[t]].start != 0)
-            check_problem(&c, "graph input '%s' is not live from step 0", m->values[t].name);
+            check_problem(c, "graph input '%s' is not live from step 0", m->values[t].name);
     }
-    /* tensors share a buffer only through aliasing nodes: one storage each */
-    {
-        int *first_storage = malloc((nb ? nb : 1) * sizeof *first_storage);
-        if (!first_storage) goto done;
-        for (size_t bi = 0; bi < nb; bi++) first_storage[bi] = -1;
-        for (size_t t = 0; t < m->n_values; t++) {
-            int bi = buf_of[t];
-            if (bi < 0) continue;
-            if (first_storage[bi] < 0)
-                first_storage[bi] = g->storage_of[t];
-            else if (first_storage[bi] != g->storage_of[t] && first_storage[bi] != -2) {
-                check_problem(&c,
-                              "buffer %d holds tensors no aliasing node ties together (e.g. '%s')",
-                              bi, m->values[t].name);
-                first_storage[bi] = -2;
-            }
+    int *first_storage = xmallocarray(nb, sizeof *first_storage);
+    for (size_t bi = 0; bi < nb; bi++) first_storage[bi] = -1;
+    for (size_t t = 0; t < m->n_values; t++) {
+        int bi = buf_of[t];
+        if (bi < 0) continue;
+        if (first_storage[bi] < 0)
+            first_storage[bi] = g->storage_of[t];
+        else if (first_storage[bi] != g->storage_of[t] && first_storage[bi] != -2) {
+            check_problem(c, "buffer %d holds tensors no aliasing node ties together (e.g. '%s')",
+                          bi, m->values[t].name);
+            first_storage[bi] = -2;
         }
-        free(first_storage);
     }
-    if ((rc = check_verdict(&c))) goto done;
+    free(first_storage);
+}
 
-    /* address overlap of buffers live at the same time */
-    lb = malloc((nb ? nb : 1) * sizeof *lb);
-    offs = malloc((nb ? nb : 1) * sizeof *offs);
-    if (!lb || !offs) goto done;
+/* Addresses and peaks: no two buffers live at the same time overlap, and
+ * the peaks the plan claims are those of its buffers; then the VALID line.
+ * Returns 0 (valid), or 1 with the problems listed. */
+static int check_addresses(check_ctx *c, json_t *plan, const char *plan_path, size_t n,
+                           const check_buffer *bufs, size_t nb) {
+    layout_buffer *lb = xmallocarray(nb, sizeof *lb);
+    uint64_t *offs = xmallocarray(nb, sizeof *offs);
     for (size_t bi = 0; bi < nb; bi++) {
         lb[bi] = (layout_buffer){(uint64_t)bufs[bi].size, (int32_t)bufs[bi].start,
                                  (int32_t)bufs[bi].end};
         offs[bi] = (uint64_t)bufs[bi].offset;
     }
+    int rc = 1;
     size_t x, y;
     if (layout_validate(lb, nb, offs, 1, &x, &y)) {
-        check_problem(&c, "buffers %zu and %zu overlap in address while both live", x < y ? x : y,
+        check_problem(c, "buffers %zu and %zu overlap in address while both live", x < y ? x : y,
                       x < y ? y : x);
-        rc = check_verdict(&c);
+        rc = check_verdict(c);
         goto done;
     }
-
-    /* peaks */
     uint64_t theoretical = layout_live_peak(lb, nb), actual = layout_height(lb, nb, offs);
     json_t *peak = json_object_get(plan, "peak");
     json_t *pt = json_object_get(peak, "theoretical"), *pa = json_object_get(peak, "actual");
     if (!json_is_integer(pt) || (uint64_t)json_integer_value(pt) != theoretical)
-        check_problem(&c, "plan claims theoretical peak %lld, buffers give %llu",
+        check_problem(c, "plan claims theoretical peak %lld, buffers give %llu",
                       json_is_integer(pt) ? json_integer_value(pt) : -1LL,
                       (unsigned long long)theoretical);
     if (!json_is_integer(pa) || (uint64_t)json_integer_value(pa) != actual)
-        check_problem(&c, "plan claims actual peak %lld, buffers give %llu",
+        check_problem(c, "plan claims actual peak %lld, buffers give %llu",
                       json_is_integer(pa) ? json_integer_value(pa) : -1LL,
                       (unsigned long long)actual);
-    if ((rc = check_verdict(&c))) goto done;
-    fprintf(out,
+    if ((rc = check_verdict(c))) goto done;
+    fprintf(c->out,
             "VALID %s: %zu nodes, %zu buffers, theoretical %llu B, actual %llu B, fragmentation "
             "%.3f%%\n",
             plan_path, n, nb, (unsigned long long)theoretical, (unsigned long long)actual,
             theoretical ? 100.0 * ((double)actual - (double)theoretical) / (double)theoretical
                         : 0.0);
-    rc = 0;
 done:
-    free(step_of);
-    free(order);
-    free(sorted);
-    free(buf_of);
-    free(bufs);
     free(lb);
     free(offs);
+    return rc;
+}
+
+/* The checks of shared/tools/check_plan.py, group by group: each group
+ * lists its problems and the first group with any ends the check. */
+static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, FILE *out) {
+    check_ctx c = {out, 0};
+    long long align = 1;
+    if (check_header(&c, g->model, plan, plan_path, &align)) return 1;
+    int *step_of = xmallocarray(g->n_ops, sizeof *step_of);
+    int *order = xmallocarray(g->n_ops, sizeof *order);
+    int *buf_of = xmallocarray(g->model->n_values, sizeof *buf_of);
+    check_buffer *bufs = NULL;
+    int rc = check_schedule(&c, g, plan, step_of, order);
+    json_t *jb = json_object_get(plan, "buffers");
+    if (rc == 0 && !json_is_array(jb)) {
+        check_problem(&c, "plan has no buffers list");
+        rc = check_verdict(&c);
+    }
+    if (rc == 0) {
+        size_t nb = json_array_size(jb);
+        bufs = xcalloc(nb, sizeof *bufs);
+        rc = check_read_buffers(&c, g, jb, align, bufs, buf_of);
+        if (rc == 0) {
+            check_lifetimes(&c, g, order, bufs, nb, buf_of);
+            rc = check_verdict(&c);
+        }
+        if (rc == 0) rc = check_addresses(&c, plan, plan_path, g->n_ops, bufs, nb);
+    }
+    free(step_of);
+    free(order);
+    free(buf_of);
+    free(bufs);
     return rc;
 }
 
@@ -431,14 +427,9 @@ int plan_check_file(const char *model_path, const fe_options *fopt, const char *
                     FILE *out, FILE *err) {
     char msg[1024];
     fe_model m;
-    if (fe_load(model_path, fopt, &m, msg, sizeof msg)) {
-        fprintf(err, "roamc: %s\n", msg);
-        return 2;
-    }
     graph g;
-    if (graph_build(&m, 1, &g, msg, sizeof msg)) {
+    if (planner_model_load(model_path, fopt, NULL, 1, &m, &g, NULL, msg, sizeof msg)) {
         fprintf(err, "roamc: %s\n", msg);
-        fe_free(&m);
         return 2;
     }
     json_error_t jerr;

@@ -232,26 +232,13 @@ static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, gr
                     size_t errlen) {
     /* q's bindings plus one: shares q's strings, owns only the array */
     fe_options o = *q->bindings;
-    o.dims = malloc((q->bindings->n_dims + 1) * sizeof *o.dims);
-    if (!o.dims) return roamc_errorf(err, errlen, "out of memory"), 2;
+    o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
     if (q->bindings->n_dims)
         memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
-    int rc;
-    if (q->train) {
-        char *summary = NULL;
-        rc = fe_train(q->model_path, &o, q->train, m, &summary, err, errlen);
-        free(summary);
-    } else {
-        rc = fe_load(q->model_path, &o, m, err, errlen);
-    }
+    int rc = planner_model_load(q->model_path, &o, q->train, q->opt.align, m, g, NULL, err, errlen);
     free(o.dims);
-    if (rc) return 2;
-    if (graph_build(m, q->opt.align, g, err, errlen)) {
-        fe_free(m);
-        return 2;
-    }
-    return 0;
+    return rc ? 2 : 0;
 }
 
 /* Plans g as method pytorch (who FIT_PYTORCH) or with q's options
@@ -276,9 +263,7 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
         if (s->rows[i].batch == b) return &s->rows[i];
     if (s->n_rows == s->cap_rows) {
         size_t cap = s->cap_rows ? 2 * s->cap_rows : 32;
-        fit_row *r = realloc(s->rows, cap * sizeof *r);
-        if (!r) return s->status = 1, roamc_errorf(s->err, s->errlen, "out of memory"), NULL;
-        s->rows = r;
+        s->rows = xreallocarray(s->rows, cap, sizeof *s->rows);
         s->cap_rows = cap;
     }
     fit_row *row = &s->rows[s->n_rows];
@@ -540,7 +525,7 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
                           "with --dim SYMBOL=V, "
                           "or name the batch: --max-batch=SYMBOL",
                           q->model_path, n_unbound, names);
-    if (rc == 0 && !(*sym = strdup(only))) rc = roamc_errorf(err, errlen, "out of memory");
+    if (rc == 0) *sym = xstrdup(only);
     fe_free(&m);
     return rc;
 }
@@ -593,8 +578,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
                 i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
             if (ok && i_svg >= 0) fit_svg(&s, best, set.slot[i_svg].f);
             if (!ok)
-                roamc_errorf(err, errlen, "-o %s: cannot write the plan: out of memory",
-                             q.out_path);
+                roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", q.out_path);
             if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
         }
     }

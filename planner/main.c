@@ -223,23 +223,24 @@ static int main_train_option(main_train *tr, int c, const char *arg) {
 }
 
 /* Loads the model, or with --train derives its training step (and prints
- * what was derived to report, when not NULL).  0, or 2 after a message. */
-static int main_load(const char *path, const fe_options *fopt, const main_train *tr, fe_model *m,
-                     FILE *report) {
+ * what was derived to report, when not NULL), and builds its graph
+ * (planner_model_load).  0, or 2 after a message. */
+static int main_load(const char *path, const fe_options *fopt, const main_train *tr, uint64_t align,
+                     fe_model *m, graph *g, FILE *report) {
     char err[2048];
     char *summary = NULL;
-    int rc = tr->on ? fe_train(path, fopt, &tr->t, m, &summary, err, sizeof err)
-                    : fe_load(path, fopt, m, err, sizeof err);
-    if (rc) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s\n", err);
-        return 2;
-    }
+    int rc = planner_model_load(path, fopt, tr->on ? &tr->t : NULL, align, m, g, &summary, err,
+                                sizeof err);
     if (summary && report) {
         planner_progress_clear();
         fprintf(report, "roamc --train: %s\n%s", path, summary);
     }
     free(summary);
+    if (rc) {
+        planner_progress_end();
+        fprintf(stderr, "roamc: %s\n", err);
+        return 2;
+    }
     return 0;
 }
 
@@ -490,15 +491,10 @@ static int main_plan_run(int argc, char **argv, const struct option *longopts, f
     double t0 = main_t_start;
     fe_model m;
     planner_progress_stage("loading %s", model_path);
-    if (main_load(model_path, fopt, &train, &m, json_report ? NULL : report)) return 2;
-    if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
     graph g;
-    if (graph_build(&m, opt.align, &g, err, sizeof err)) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s\n", err);
-        fe_free(&m);
+    if (main_load(model_path, fopt, &train, opt.align, &m, &g, json_report ? NULL : report))
         return 2;
-    }
+    if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
     double t1 = roamc_now();
     plan p;
     int rc = 0;

@@ -67,15 +67,11 @@ int planner_output_open(planner_output *o, const char *path) {
     if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
         target = realpath(path, NULL);
         if (!target) return output_open_direct(o, path);
-    } else if (!(target = strdup(path))) {
-        return -1;
+    } else {
+        target = xstrdup(path);
     }
     size_t n = strlen(target);
-    char *tmp = malloc(n + 16);
-    if (!tmp) {
-        free(target);
-        return -1;
-    }
+    char *tmp = xmalloc(n + 16);
     snprintf(tmp, n + 16, "%s.tmp.XXXXXX", target);
     int fd = mkstemp(tmp);
     if (fd < 0) {
@@ -197,9 +193,10 @@ static int output_key_of(const char *path, output_key *k, char *why, size_t whyl
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     size_t len = strlen(real) + strlen(base) + 2;
-    if ((k->name = malloc(len))) snprintf(k->name, len, "%s/%s", real, base);
+    k->name = xmalloc(len);
+    snprintf(k->name, len, "%s/%s", real, base);
     free(real);
-    return k->name ? 0 : roamc_errorf(why, whylen, "out of memory");
+    return 0;
 }
 
 static int output_key_same(const output_key *a, const output_key *b) {

@@ -1,4 +1,4 @@
-/* The plan file and the report (see planner.h and docs/plan-format.md). */
+/* The plan file and the report (see planner.h and PLAN_FORMAT.md). */
 #include "planner.h"
 
 #include <errno.h>
@@ -15,29 +15,20 @@ static int plan_value_name_cmp(const void *a, const void *b) {
     return strcmp((*(const fe_value *const *)a)->name, (*(const fe_value *const *)b)->name);
 }
 
-int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]) {
+void plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]) {
     fe_hex(m->sha256, sizeof m->sha256, model_hex);
     /* one line per value, "<name length>:<name> <elem type> <dims> <seq> <bytes>\n";
      * the length prefix keeps any bytes a name may hold unambiguous */
-    const fe_value **v = malloc((m->n_values ? m->n_values : 1) * sizeof *v);
+    const fe_value **v = xmallocarray(m->n_values, sizeof *v);
     size_t cap = 4096, n = 0;
-    char *text = malloc(cap);
-    if (!v || !text) {
-        free(v), free(text);
-        return -1;
-    }
+    char *text = xmalloc(cap);
     for (size_t i = 0; i < m->n_values; i++) v[i] = &m->values[i];
     qsort(v, m->n_values, sizeof *v, plan_value_name_cmp);
     for (size_t i = 0; i < m->n_values; i++) {
         size_t need = strlen(v[i]->name) + 128 + 21 * (size_t)(v[i]->rank > 0 ? v[i]->rank : 0);
         if (n + need > cap) {
             while (n + need > cap) cap *= 2;
-            char *p = realloc(text, cap);
-            if (!p) {
-                free(v), free(text);
-                return -1;
-            }
-            text = p;
+            text = xreallocarray(text, cap, 1);
         }
         n += (size_t)sprintf(text + n, "%zu:%s %d ", strlen(v[i]->name), v[i]->name,
                              (int)v[i]->elem_type);
@@ -51,7 +42,6 @@ int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]
     fe_hex(d, sizeof d, sizes_hex);
     free(v);
     free(text);
-    return 0;
 }
 
 /* Everything in the file is a function of the model, the options and the
@@ -68,12 +58,7 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_object_set_new(root, "model", json_string(model_path));
     /* which model the plan is for: `roamc check` refuses it for any other */
     char model_hex[65], sizes_hex[65];
-    if (plan_model_digests(m, model_hex, sizes_hex)) {
-        json_decref(root);
-        json_decref(sched);
-        json_decref(bufs);
-        return NULL;
-    }
+    plan_model_digests(m, model_hex, sizes_hex);
     json_object_set_new(root, "model_sha256", json_string(model_hex));
     json_object_set_new(root, "sizes_sha256", json_string(sizes_hex));
     json_object_set_new(root, "graph", json_string(planner_graph_kind(m)));
@@ -112,7 +97,6 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
 
 int plan_write_stream(const plan *p, const char *model_path, FILE *f) {
     json_t *root = plan_to_json(p, model_path);
-    if (!root) return -1;
     int ok = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF;
     json_decref(root);
     return ok ? 0 : -1;
@@ -161,16 +145,13 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     int rc = 0;
     char why[512] = "";
     if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
-        rc = roamc_errorf(err, errlen, "-o %s: cannot write the plan: out of memory or I/O error",
-                          files->plan);
+        rc = roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", files->plan);
     if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
         rc = roamc_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
     if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
         rc = roamc_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
                           files->buffers);
-    if (rc == 0 && i_svg >= 0 && plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f))
-        rc = roamc_errorf(err, errlen, "--svg %s: cannot draw the picture: out of memory",
-                          files->svg);
+    if (rc == 0 && i_svg >= 0) plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f);
     if (rc) {
         planner_outputs_commit(&set, 0, NULL, 0);
         return -1;
@@ -338,17 +319,15 @@ static int plan_cmp_str(const void *a, const void *b) {
 static json_t *plan_named_inputs_json(const fe_model *m, const char *list) {
     size_t n = 0, cap = 1;
     for (const char *c = list; *c; c++) cap += *c == ',';
-    char *copy = strdup(list);
-    char **names = malloc(cap * sizeof *names);
+    char *copy = xstrdup(list);
+    char **names = xmallocarray(cap, sizeof *names);
     uint64_t bytes = 0;
-    if (copy && names) {
-        for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) names[n++] = tok;
-        qsort(names, n, sizeof *names, plan_cmp_str);
-        for (size_t k = 0; k < m->n_inputs; k++) {
-            const fe_value *v = &m->values[m->inputs[k]];
-            const char *key = v->name;
-            if (n && bsearch(&key, names, n, sizeof *names, plan_cmp_str)) bytes += v->bytes;
-        }
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) names[n++] = tok;
+    qsort(names, n, sizeof *names, plan_cmp_str);
+    for (size_t k = 0; k < m->n_inputs; k++) {
+        const fe_value *v = &m->values[m->inputs[k]];
+        const char *key = v->name;
+        if (n && bsearch(&key, names, n, sizeof *names, plan_cmp_str)) bytes += v->bytes;
     }
     json_t *o = json_object();
     json_object_set_new(o, "count", json_integer((json_int_t)n));

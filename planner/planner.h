@@ -182,8 +182,8 @@ int plan_validate(const plan *p, char *err, size_t errlen);
  * the model was loaded with (every value's name, element type, dims and
  * bytes, sorted by name), which the --input-shape/--dim bindings decide;
  * equal sizes give equal digests whichever flags spelled them.  Each is 64
- * hex digits and a NUL.  Returns 0, -1 on out of memory. */
-int plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]);
+ * hex digits and a NUL. */
+void plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]);
 
 /* Writes the roam-plan v1 file for p to path atomically: a temporary file in
  * the same folder, renamed over path only when complete.  model_path is
@@ -201,7 +201,7 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
                         const plan *const *svg_plans, const char *const *titles, size_t n_svg,
                         char *err, size_t errlen);
 /* The same file into f (an output of a planner_output_set).  Returns 0, -1
- * on out of memory or a write error. */
+ * on a write error. */
 int plan_write_stream(const plan *p, const char *model_path, FILE *f);
 /* --dump-tree: the subgraph tree of a plan ordered by roam (rebuilt from its
  * statistics, planner_order_partition) as JSON into f.  Returns 0, or -1
@@ -281,8 +281,8 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
  * stays small for 10,000+ storages.  Returns 0, or -1 with a message. */
 int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
                    char *err, size_t errlen);
-/* The same picture into f; 0, or -1 on out of memory. */
-int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f);
+/* The same picture into f (write errors show at the stream's close). */
+void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f);
 
 /* `roamc MODEL --compare`: plans g as PyTorch (program order, allocator
  * replay), Heuristics (LESCEA, LLFB), ILP (whole-graph order and layout
@@ -301,6 +301,16 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
  * and no layout fits it (proved by the lower bound, or none found in time;
  * no output file). */
 int cmd_layout(int argc, char **argv);
+
+/* Loads the model at path under the bindings of fopt (with train, not NULL:
+ * derives its training step, fe_train) and builds its graph with align
+ * (graph_build).  *summary (summary not NULL) gets fe_train's malloc'ed
+ * description, or NULL without train; it is set once the model loaded,
+ * even when the graph build then fails (free it either way).  Returns 0
+ * (free m and g), or -1 with a message in err and nothing else to free. */
+int planner_model_load(const char *path, const fe_options *fopt, const fe_train_options *train,
+                       uint64_t align, fe_model *m, graph *g, char **summary, char *err,
+                       size_t errlen);
 
 /* `roamc check MODEL PLAN [--input-shape ...] [--dim ...]`: the checks of
  * shared/tools/check_plan.py, with the model sized under the bindings of

@@ -64,8 +64,8 @@ static double svg_tick_step(double top, int want) {
 
 /* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
  * bytes fill the layout height (the same for every panel of a picture). */
-static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
-                     size_t n_panels) {
+static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
+                      size_t n_panels) {
     const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
     char b1[32], b2[32];
     const graph *g = p->g;
@@ -74,8 +74,7 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     double ys = (double)layout_h / (double)(scale_top ? scale_top : 1);
     int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
     /* raster cells: 0 empty, 1 activation, 2 persistent */
-    unsigned char *cell = calloc((size_t)cols * (size_t)rows, 1);
-    if (!cell) return -1;
+    unsigned char *cell = xcalloc((size_t)cols * (size_t)rows, 1);
 
     fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
     fprintf(f, "<text x=\"0\" y=\"-8\" class=\"title\">");
@@ -148,13 +147,8 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
                 t * xs, layout_h + 13, t);
 
     /* live bytes per step, as the max within each pixel column */
-    int64_t *delta = calloc(steps + 1, sizeof *delta);
-    double *colmax = calloc(SVG_W, sizeof *colmax);
-    if (!delta || !colmax) {
-        free(delta);
-        free(colmax);
-        return -1;
-    }
+    int64_t *delta = xcalloc(steps + 1, sizeof *delta);
+    double *colmax = xcalloc(SVG_W, sizeof *colmax);
     for (size_t s = 0; s < ns; s++) {
         delta[p->start[s]] += (int64_t)g->storages[s].size;
         delta[p->end[s] + 1] -= (int64_t)g->storages[s].size;
@@ -194,10 +188,9 @@ static int svg_panel(FILE *f, const plan *p, const char *title, double y0, uint6
     free(delta);
     free(colmax);
     fprintf(f, "</g>\n");
-    return 0;
 }
 
-int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f) {
+void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f) {
     uint64_t top = 1;
     for (size_t i = 0; i < n; i++) {
         if (plans[i]->actual > top) top = plans[i]->actual;
@@ -218,10 +211,9 @@ int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t 
           ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n",
           f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP),
-                       top, n);
+    for (size_t i = 0; i < n; i++)
+        svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP), top,
+                  n);
     /* legend */
     fprintf(f,
             "<g transform=\"translate(%d,16)\" class=\"axis\">"
@@ -235,7 +227,6 @@ int plan_svg_stream(const plan *const *plans, const char *const *titles, size_t 
             "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
-    return rc;
 }
 
 int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
