@@ -605,11 +605,11 @@ void fe_options_free(fe_options *o) {
 
 /* ---------------------------------------------------------------- main */
 
-static int fe_build(fe_loader *L, const fe_options *opt) {
+/* The value table: every value is a graph input, an initializer or a node
+ * output, each defined once.  Returns 0, or -1 with a message. */
+static int fe_build_values(fe_loader *L) {
     const Onnx__GraphProto *g = L->g;
     fe_model *m = L->m;
-
-    /* Every value is a graph input, an initializer or a node output. */
     size_t cap = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++) {
         if (!g->node[i]) return fe_fail(&L->err, "node #%zu is empty", i);
@@ -656,53 +656,59 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
             }
         }
     }
+    return 0;
+}
 
-    /* Nodes: resolve inputs and outputs to value indices. */
-    m->nodes = xcalloc(g->n_node, sizeof *m->nodes);
-    m->n_nodes = g->n_node;
-    for (size_t i = 0; i < g->n_node; i++) {
-        const Onnx__NodeProto *n = g->node[i];
-        fe_node *fn = &m->nodes[i];
-        fn->name = xstrdup(n->name);
-        fn->op_type = xstrdup(n->op_type);
-        fn->domain = xstrdup(n->domain);
-        if (!fn->op_type[0])
-            return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
-        const char **outer = NULL;
-        size_t n_outer = 0;
-        if (fi_outer_reads(n, &outer, &n_outer))
-            return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep", fe_node_label(n),
-                           i);
-        fn->n_explicit_inputs = n->n_input;
-        fn->n_inputs = n->n_input + n_outer;
-        fn->inputs = xmallocarray(fn->n_inputs, sizeof *fn->inputs);
-        fn->n_outputs = n->n_output;
-        fn->outputs = xmallocarray(fn->n_outputs, sizeof *fn->outputs);
-        fn->alias = xmallocarray(fn->n_outputs, sizeof *fn->alias);
-        for (size_t k = 0; k < fn->n_inputs; k++) {
-            const char *name = k < n->n_input ? n->input[k] : outer[k - n->n_input];
-            if (!name || !name[0]) {
-                fn->inputs[k] = -1;
-                continue;
-            }
-            int idx = fe_names_get(&L->names, name);
-            if (idx < 0) {
-                int rc = fe_fail(&L->err,
-                                 "node '%s' (#%zu) reads '%s'%s, which no node, graph input or "
-                                 "initializer produces",
-                                 fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
-                free(outer);
-                return rc;
-            }
-            fn->inputs[k] = idx;
+/* Node i with its inputs (those its subgraphs read from outside last) and
+ * outputs resolved to value indices, and its aliasing.  Returns 0, or -1
+ * with a message. */
+static int fe_build_node(fe_loader *L, size_t i) {
+    const Onnx__NodeProto *n = L->g->node[i];
+    fe_node *fn = &L->m->nodes[i];
+    fn->name = xstrdup(n->name);
+    fn->op_type = xstrdup(n->op_type);
+    fn->domain = xstrdup(n->domain);
+    if (!fn->op_type[0])
+        return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
+    const char **outer = NULL;
+    size_t n_outer = 0;
+    if (fi_outer_reads(n, &outer, &n_outer))
+        return fe_fail(&L->err, "node '%s' (#%zu): subgraphs nested too deep", fe_node_label(n), i);
+    fn->n_explicit_inputs = n->n_input;
+    fn->n_inputs = n->n_input + n_outer;
+    fn->inputs = xmallocarray(fn->n_inputs, sizeof *fn->inputs);
+    fn->n_outputs = n->n_output;
+    fn->outputs = xmallocarray(fn->n_outputs, sizeof *fn->outputs);
+    fn->alias = xmallocarray(fn->n_outputs, sizeof *fn->alias);
+    for (size_t k = 0; k < fn->n_inputs; k++) {
+        const char *name = k < n->n_input ? n->input[k] : outer[k - n->n_input];
+        if (!name || !name[0]) {
+            fn->inputs[k] = -1;
+            continue;
         }
-        free(outer);
-        for (size_t k = 0; k < fn->n_outputs; k++)
-            fn->outputs[k] =
-                (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
-        if (fe_node_alias(L, i, fn)) return -1;
+        int idx = fe_names_get(&L->names, name);
+        if (idx < 0) {
+            int rc = fe_fail(&L->err,
+                             "node '%s' (#%zu) reads '%s'%s, which no node, graph input or "
+                             "initializer produces",
+                             fe_node_label(n), i, name, k < n->n_input ? "" : " in a subgraph");
+            free(outer);
+            return rc;
+        }
+        fn->inputs[k] = idx;
     }
+    free(outer);
+    for (size_t k = 0; k < fn->n_outputs; k++)
+        fn->outputs[k] =
+            (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
+    return fe_node_alias(L, i, fn);
+}
 
+/* The graph outputs (listing one twice is harmless).  Returns 0, or -1
+ * with a message. */
+static int fe_build_outputs(fe_loader *L) {
+    const Onnx__GraphProto *g = L->g;
+    fe_model *m = L->m;
     m->outputs = xcalloc(g->n_output, sizeof *m->outputs);
     for (size_t i = 0; i < g->n_output; i++) {
         const Onnx__ValueInfoProto *vi = g->output[i];
@@ -717,7 +723,17 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
         m->values[idx].kind |= FE_GRAPH_OUTPUT;
         m->outputs[m->n_outputs++] = idx;
     }
+    return 0;
+}
 
+/* The model from the protobuf: values, nodes, outputs, then the shapes. */
+static int fe_build(fe_loader *L, const fe_options *opt) {
+    if (fe_build_values(L)) return -1;
+    L->m->nodes = xcalloc(L->g->n_node, sizeof *L->m->nodes);
+    L->m->n_nodes = L->g->n_node;
+    for (size_t i = 0; i < L->g->n_node; i++)
+        if (fe_build_node(L, i)) return -1;
+    if (fe_build_outputs(L)) return -1;
     return fe_apply_shapes(L, opt);
 }
 
