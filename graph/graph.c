@@ -82,20 +82,10 @@ static int graph_uf_find(int *parent, int x) {
     return x;
 }
 
-/* Value indices by name, sorted, to look up the metadata's name lists in
- * O((values + list) log values) rather than comparing every pair. */
-typedef struct graph_name {
-    const char *name;
-    int value;
-} graph_name;
-
-static int graph_name_cmp(const void *a, const void *b) {
-    return strcmp(((const graph_name *)a)->name, ((const graph_name *)b)->name);
-}
-
 /* Sets mark[v] for every value v named in the comma-separated list (names
- * not in the model are ignored: metadata is advice). */
-static void graph_mark_listed(const graph_name *sorted, size_t n, const char *list, bool *mark) {
+ * not in the model are ignored: metadata is advice); fe_find_value looks
+ * each up through the loader's name hash. */
+static void graph_mark_listed(const fe_model *m, const char *list, bool *mark) {
     char name[1024];
     for (const char *p = list; p && *p;) {
         const char *q = strchr(p, ',');
@@ -105,9 +95,8 @@ static void graph_mark_listed(const graph_name *sorted, size_t n, const char *li
         if (len && len < sizeof name) {
             memcpy(name, p, len);
             name[len] = 0;
-            graph_name key = {name, -1};
-            const graph_name *hit = bsearch(&key, sorted, n, sizeof *sorted, graph_name_cmp);
-            if (hit) mark[hit->value] = true;
+            int v = fe_find_value(m, name);
+            if (v >= 0) mark[v] = true;
         }
         if (!q) break;
         p = q + 1;
@@ -158,15 +147,12 @@ static int graph_build_storages(graph *g) {
         if (!g->storages[s].tensors) rc = -1;
     }
     /* metadata: parameters and optimizer state persist; gradients are marked */
-    graph_name *names = malloc((nt ? nt : 1) * sizeof *names);
     bool *state = calloc(nt ? nt : 1, sizeof *state), *grad = calloc(nt ? nt : 1, sizeof *grad);
-    if (!names || !state || !grad) rc = -1;
-    for (size_t t = 0; rc == 0 && t < nt; t++) names[t] = (graph_name){m->values[t].name, (int)t};
+    if (!state || !grad) rc = -1;
     if (rc == 0) {
-        qsort(names, nt, sizeof *names, graph_name_cmp);
-        graph_mark_listed(names, nt, fe_meta(m, "roamc.parameters"), state);
-        graph_mark_listed(names, nt, fe_meta(m, "roamc.optimizer_state"), state);
-        graph_mark_listed(names, nt, fe_meta(m, "roamc.gradients"), grad);
+        graph_mark_listed(m, fe_meta(m, "roamc.parameters"), state);
+        graph_mark_listed(m, fe_meta(m, "roamc.optimizer_state"), state);
+        graph_mark_listed(m, fe_meta(m, "roamc.gradients"), grad);
     }
     for (size_t t = 0; rc == 0 && t < nt; t++) {
         graph_storage *st = &g->storages[g->storage_of[t]];
@@ -181,7 +167,6 @@ static int graph_build_storages(graph *g) {
         if ((v->kind & FE_INITIALIZER) || (v->kind & FE_GRAPH_OUTPUT) || state[t])
             st->persistent = true;
     }
-    free(names);
     free(state);
     free(grad);
     /* An input written in place is state the step updates: it persists. */
