@@ -1,5 +1,6 @@
 /* The leaf order ILP (see ilp.h for the model and its determinism). */
 #include "ilp.h"
+#include "base.h" /* roamc_now: one deadline for the whole call */
 #include "glpk_backstop.h"
 
 #include <assert.h>
@@ -9,18 +10,9 @@
 
 #include <glpk.h>
 #include <math.h>
-#include <time.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-
-/* Monotonic seconds (the clock of planner_now): one deadline for the whole
- * call, model building, root LP and branch and bound together. */
-static double ilp_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Models with more nonzeros than this are deleted with ilp_delete. */
 #define ILP_BIG_NONZEROS 1000000
@@ -221,7 +213,7 @@ static int ilp_row_commit(glp_prob *P, ilp_row *r, int type, double lb, double u
     glp_set_row_bnds(P, row, type, lb - r->cst, ub - r->cst);
     glp_set_mat_row(P, row, r->len, r->ind, r->val);
     r->len = 0, r->cst = 0.0;
-    return (row & 63) == 0 && ilp_now() > deadline ? 1 : 0;
+    return (row & 63) == 0 && roamc_now() > deadline ? 1 : 0;
 }
 
 /* Where the rows of ilp_build_rows end (ilp_count_rows counts the same).
@@ -341,12 +333,12 @@ typedef struct ilp_cb {
     double goal; /* the leaf's lower bound, scaled: stop when met */
     long nodes, budget;
     bool bound_met, budget_spent;
-    glpk_backstop time; /* deadline in ilp_now() seconds */
+    glpk_backstop time; /* deadline in roamc_now() seconds */
 } ilp_cb;
 
 static void ilp_callback(glp_tree *T, void *info) {
     ilp_cb *cb = info;
-    glpk_backstop_check(&cb->time, T, ilp_now());
+    glpk_backstop_check(&cb->time, T, roamc_now());
     switch (glp_ios_reason(T)) {
     case GLP_IHEUR:
         if (!cb->warm_given) {
@@ -411,7 +403,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
         return 0;
     }
     /* one deadline for everything below, model building included */
-    const double t_call = ilp_now();
+    const double t_call = roamc_now();
     const double deadline =
         o->time_limit > 0 && o->time_limit < 2e6 ? t_call + o->time_limit : INFINITY;
     ilp_model m;
@@ -448,7 +440,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
          * copies the whole matrix: on a model of millions of nonzeros as
          * long as building it took.  So it gets the time left less that,
          * and does not start when not even the set-up would fit. */
-        double t_built = ilp_now();
+        double t_built = roamc_now();
         double setup = ILP_SETUP_PER_BUILD * (t_built - t_call);
         double left = deadline - t_built;
         glp_smcp sp;
@@ -462,7 +454,7 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                      .budget = o->node_budget,
                      .time = {.deadline = deadline}};
         int lp = left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
-        double t_root = ilp_now();
+        double t_root = roamc_now();
         if (lp != 0 || glp_get_status(P) != GLP_OPT) {
             r->status = lp == GLP_ETMLIM ? ILP_TIME : ILP_FAILED;
         } else {

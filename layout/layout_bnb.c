@@ -212,7 +212,7 @@ static int bnb_charge(bnb *s, uint64_t cost) {
     }
     *s->work -= cost;
     s->st->nodes++;
-    if ((s->st->nodes & 255) == 0 && lay_now() > s->deadline) {
+    if ((s->st->nodes & 255) == 0 && roamc_now() > s->deadline) {
         s->timed_out = 1;
         return 0;
     }
@@ -635,7 +635,7 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
     }
     if (rc == BNB_NOTFOUND) return LAY_INFEASIBLE;
     if (rc == BNB_NOMEM) return LAY_NOMEM;
-    if (!*out_of_work && lay_now() > deadline) *timed_out = 1;
+    if (!*out_of_work && roamc_now() > deadline) *timed_out = 1;
     return LAY_GAVE_UP;
 }
 

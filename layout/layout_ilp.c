@@ -70,7 +70,7 @@
 /* How a step is bounded: the work it may spend and the time backstop. */
 typedef struct ilp_budget {
     uint64_t work;   /* work left */
-    double deadline; /* lay_now() seconds; INFINITY: none */
+    double deadline; /* roamc_now() seconds; INFINITY: none */
     int timed_out;   /* some step was cut by the deadline */
 } ilp_budget;
 
@@ -172,12 +172,12 @@ typedef struct ilp_cb {
     uint64_t work; /* work left */
     uint64_t node_cost;
     int out_of_work;
-    glpk_backstop time; /* deadline in lay_now() seconds */
+    glpk_backstop time; /* deadline in roamc_now() seconds */
 } ilp_cb;
 
 static void ilp_callback(glp_tree *tree, void *info) {
     ilp_cb *cb = info;
-    glpk_backstop_check(&cb->time, tree, lay_now());
+    glpk_backstop_check(&cb->time, tree, roamc_now());
     switch (glp_ios_reason(tree)) {
     case GLP_IHEUR:
         /* Hand the incumbent to GLPK once, at the root. */
@@ -221,7 +221,7 @@ static uint64_t ilp_node_cost(uint64_t rows) {
 static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
                     const ilp_pair *pairs, size_t np, uint64_t lb_units, uint64_t *work,
                     double deadline, int *timed_out, ilp_best *best) {
-    double seconds = deadline - lay_now();
+    double seconds = deadline - roamc_now();
     uint64_t node_cost = ilp_node_cost(r->n + 2 * np);
     if (r->n == 0 || *work < node_cost) return 0;
     if (seconds < 0.05) {
@@ -305,14 +305,14 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.tm_lim = seconds < 2e6 ? (int)(seconds * 1000.0) : INT32_MAX;
-    double t_lp = lay_now();
+    double t_lp = roamc_now();
     int sret = glp_simplex(lp, &sm);
     /* a node's LP takes at most about as long as the root's */
-    double lp_seconds = lay_now() - t_lp;
+    double lp_seconds = roamc_now() - t_lp;
     glpk_backstop_calibrate(&cb.time, lp_seconds, lp_seconds, glp_get_it_cnt(lp));
     if (sret == GLP_ETMLIM) *timed_out = 1;
     if (sret == 0 && glp_get_status(lp) == GLP_OPT) {
-        double left = deadline - lay_now();
+        double left = deadline - roamc_now();
         glp_iocp io;
         glp_init_iocp(&io);
         io.msg_lev = GLP_MSG_OFF;
@@ -476,7 +476,7 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
     }
     size_t *order = wk->order, *trial = wk->trial, *tops = wk->tops;
     while (best->height > stop_at && *work >= cost) {
-        if (lay_now() > bud->deadline) {
+        if (roamc_now() > bud->deadline) {
             bud->timed_out = 1;
             break;
         }
@@ -510,10 +510,10 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
 
 /* ------------------------------------------------------------------------ */
 
-/* The time backstop of an effort, as a lay_now() deadline. */
+/* The time backstop of an effort, as a roamc_now() deadline. */
 static double ilp_deadline(const layout_effort *effort) {
     if (!effort || !(effort->time_limit_s > 0)) return INFINITY;
-    return lay_now() + effort->time_limit_s;
+    return roamc_now() + effort->time_limit_s;
 }
 
 static uint64_t ilp_work(const layout_effort *effort) {
@@ -630,7 +630,7 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     if (red.n > ILP_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
     while (lo < best.height && red.n <= ILP_BISECT_MAX_BUFFERS &&
            bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
-        if (lay_now() > bud.deadline) {
+        if (roamc_now() > bud.deadline) {
             bud.timed_out = 1;
             break;
         }

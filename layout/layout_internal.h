@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h" /* roamc_now: the clock of every deadline here */
 #include "layout.h"
 
 #define LAY_NIL ((size_t)-1)
@@ -96,15 +97,12 @@ void lay_reduced_free(lay_reduced *r);
 /* layout_search on a work budget: *work is the work left, in the units of
  * layout_effort.work (a search node costs 1 + the sections it scans), and
  * is decreased by what the search spends; when it runs out the search
- * gives up (-1), at the same point on every machine.  deadline (lay_now()
+ * gives up (-1), at the same point on every machine.  deadline (roamc_now()
  * seconds) is only a backstop: when it cuts the search, *timed_out (may be
  * NULL) is set to 1, else 0. */
 int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
                int *timed_out);
-
-/* Monotonic wall clock in seconds. */
-double lay_now(void);
 
 /* An incremental placer over a fixed buffer list (layout.c): buffers are
  * placed one at a time, each either at a given offset when that range is
@@ -158,7 +156,7 @@ typedef struct lay_bnb_stats {
 /* Exact branch and bound for a layout no higher than capacity (sizes are
  * rounded up to align): LAY_FOUND with offsets written, LAY_INFEASIBLE
  * when it proved none exists, LAY_GAVE_UP when *work (decreased by what
- * it spends; NULL: unlimited) or the deadline (lay_now() seconds, the
+ * it spends; NULL: unlimited) or the deadline (roamc_now() seconds, the
  * backstop; *timed_out set when it cut the search) ran out first.
  * params NULL: lay_bnb_defaults; st may be NULL.  Deterministic unless the
  * deadline fires.  Memory: the pairs of buffers whose lifetimes meet. */

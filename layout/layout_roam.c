@@ -80,7 +80,7 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
     uint64_t h = UINT64_MAX;
     if (sub && off) {
         for (size_t k = 0; k < n; k++) sub[k] = bufs[idx[k]];
-        double left = deadline - lay_now();
+        double left = deadline - roamc_now();
         /* a work budget of 0 would mean the default: give at least 1 */
         layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
         layout_result res = {0};
@@ -157,7 +157,7 @@ static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_r
         nonempty += grs[g].n > 0;
     }
     qsort(ord, ng, sizeof *ord, lay_key_cmp);
-    double deadline = in->time_limit_s > 0 ? lay_now() + in->time_limit_s : 1e300;
+    double deadline = in->time_limit_s > 0 ? roamc_now() + in->time_limit_s : 1e300;
     uint64_t work = in->work ? in->work : LAYOUT_DEFAULT_WORK;
     const uint64_t base = 0;
     int rc = 0;

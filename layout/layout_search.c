@@ -414,7 +414,7 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
         }
         *s->work -= cost;
         s->st->nodes++;
-        if ((s->nodes_left & 63) == 0 && lay_now() > s->deadline) {
+        if ((s->nodes_left & 63) == 0 && roamc_now() > s->deadline) {
             s->timed_out = 1;
             rc = SRCH_ABORT;
             break;
@@ -755,7 +755,7 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                   double time_limit_s, size_t max_buffers, uint64_t *offsets) {
     uint64_t work = UINT64_MAX;
-    return lay_search(bufs, n, align, capacity, &work, lay_now() + time_limit_s, max_buffers,
+    return lay_search(bufs, n, align, capacity, &work, roamc_now() + time_limit_s, max_buffers,
                       offsets, NULL);
 }
 
@@ -869,7 +869,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
                 result = LAY_NOMEM;
             } else if (s->out_of_work) {
                 out_of_work = 1;
-            } else if (s->timed_out || lay_now() > deadline) {
+            } else if (s->timed_out || roamc_now() > deadline) {
                 timed_out = 1;
             }
         }

@@ -7,7 +7,6 @@
 
 #include <assert.h>
 #include <stdlib.h>
-#include <time.h>
 
 /* splitmix64: a good 64-bit mix, so priorities of consecutive ids are
  * unrelated and the tree stays balanced whatever the insertion order. */
@@ -119,10 +118,4 @@ size_t lay_set_floor(const lay_set *set, uint64_t k1, uint64_t k2) {
         }
     }
     return best;
-}
-
-double lay_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

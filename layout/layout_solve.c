@@ -38,7 +38,7 @@ static int solve_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint
                        const layout_solve_opts *o, double deadline, uint64_t *cand,
                        layout_solve_result *r) {
     if (o->work || !(o->engines & LAYOUT_ENGINE_SWEEP)) return 0;
-    double now = lay_now();
+    double now = roamc_now();
     int alone = o->engines == LAYOUT_ENGINE_SWEEP;
     double dl = isinf(deadline) ? now + 5.0 : alone ? deadline : now + (deadline - now) / 2;
     uint64_t nodes = 0;
@@ -58,7 +58,7 @@ static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t alig
         w = last ? *work_left : *work_left / 2;
         *work_left -= w;
     }
-    double now = lay_now();
+    double now = roamc_now();
     double dl = isinf(deadline) || last ? deadline : now + (deadline - now) / 2;
     lay_bnb_stats st;
     int cut = 0;
@@ -69,7 +69,7 @@ static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t alig
     (void)w0;
     r->nodes += st.nodes;
     r->probes++;
-    if (rc == LAY_GAVE_UP && (cut || lay_now() > deadline)) r->stopped_by_time = 1;
+    if (rc == LAY_GAVE_UP && (cut || roamc_now() > deadline)) r->stopped_by_time = 1;
     return (lay_status)rc;
 }
 
@@ -81,7 +81,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     lay_search_defaults(&so);
     if (o->engines) so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
     so.bnb = o->rules;
-    double deadline = o->time_limit_s > 0 ? lay_now() + o->time_limit_s : INFINITY;
+    double deadline = o->time_limit_s > 0 ? roamc_now() + o->time_limit_s : INFINITY;
     uint64_t work_left = o->work;
     uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
     if (!cand) {
@@ -126,7 +126,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     uint64_t try_lo = lb; /* lowest capacity worth a probe */
     int failed = 0;
     while (lb < best && try_lo < best) {
-        if (lay_now() > deadline) {
+        if (roamc_now() > deadline) {
             r->stopped_by_time = 1;
             break;
         }

@@ -116,7 +116,7 @@ static swp_rc swp_fill(swp *s, size_t ti, size_t live0, size_t nlive, const uint
         if (h < nh) p = hv[2 * h];
     }
     if (h == nh) return swp_step(s, ti + 1, live0, nlive);
-    if (--s->nodes_left < 0 || ((s->nodes & 1023) == 0 && lay_now() > s->deadline)) {
+    if (--s->nodes_left < 0 || ((s->nodes & 1023) == 0 && roamc_now() > s->deadline)) {
         s->aborted = 1;
         return SWP_ABORT;
     }
@@ -314,7 +314,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
     }
     s.deadline = deadline;
     s.rnd = 12345;
-    for (unsigned round = 0; lay_now() < deadline; round++) {
+    for (unsigned round = 0; roamc_now() < deadline; round++) {
         swp_order(&s, round);
         s.nodes_left = (long long)(1000 * (s.n + 1)) << (round < 20 ? round : 20);
         s.aborted = 0;

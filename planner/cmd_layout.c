@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define CL_EXIT_OK 0
@@ -222,7 +221,7 @@ static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64
 
 int cmd_layout(int argc, char **argv) {
     /* --time-limit bounds the whole command, from here to exit */
-    double t_start = planner_now();
+    double t_start = roamc_now();
     cl_options o;
     int rc = cl_parse(argc, argv, &o);
     if (rc != 0) return rc < 0 ? CL_EXIT_OK : rc;
@@ -289,7 +288,7 @@ int cmd_layout(int argc, char **argv) {
         goto out;
     }
 
-    double t0 = planner_now();
+    double t0 = roamc_now();
     planner_progress_stage("layout (%s) of %zu buffers", o.method, n);
     uint64_t height;
     const char *detail = "";
@@ -309,7 +308,7 @@ int cmd_layout(int argc, char **argv) {
         height = layout_bestfit(bufs, n, o.align, offsets);
     } else if (strcmp(o.method, "pytorch") == 0) {
         height = layout_pytorch(csv.bufs, n, 0, offsets, &pt);
-    } else if (planner_now() >= t_start + o.time_limit) {
+    } else if (roamc_now() >= t_start + o.time_limit) {
         /* no time left after reading: the fastest valid layout */
         height = layout_bestfit(bufs, n, o.align, offsets);
         too_short = 1;
@@ -319,8 +318,8 @@ int cmd_layout(int argc, char **argv) {
         h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
         height = h0;
         if (h0 != UINT64_MAX) {
-            double left = 0.9 * (t_start + o.time_limit -
-                                 planner_now()); /* a tenth for checking and writing */
+            double left =
+                0.9 * (t_start + o.time_limit - roamc_now()); /* a tenth for checking and writing */
             /* The plans' exact layout first (search at the bound, GLPK on
              * small problems, local search over first-fit orders), with at
              * most half of the time: on the committed models' buffer lists
@@ -338,7 +337,7 @@ int cmd_layout(int argc, char **argv) {
                         memcpy(offsets, warm, n * sizeof *warm);
                     free(warm);
                 }
-                left = 0.9 * (t_start + o.time_limit - planner_now());
+                left = 0.9 * (t_start + o.time_limit - roamc_now());
             }
             layout_solve_opts so;
             layout_solve_defaults(&so);
@@ -359,7 +358,7 @@ int cmd_layout(int argc, char **argv) {
             detail = height < h0 ? "improved on" : "no better than";
         }
     }
-    double secs = planner_now() - t0;
+    double secs = roamc_now() - t0;
     planner_progress_end();
     if (height == UINT64_MAX) {
         fprintf(stderr, "roamc layout: out of memory\n");
