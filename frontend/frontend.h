@@ -206,7 +206,9 @@ typedef struct fe_train_options {
     int optimizer;       /* enum fe_optimizer */
     const char **frozen; /* fnmatch(3) patterns: float initializers they match stay fixed */
     size_t n_frozen;
-    const char *emit_path; /* also write the derived graph here (atomically), or NULL */
+    /* --emit-train: the path that names the derived graph (the caller
+     * writes it, from fe_train's *derived), or NULL */
+    const char *emit_path;
 } fe_train_options;
 
 /* Parses --loss / --optimizer values; 0, or -1 for an unknown name. */
@@ -215,8 +217,10 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
 
 /* Loads the forward graph at path with the bindings of opt, derives the
  * training step and loads that into *m, exactly as fe_load would load the
- * file --emit-train writes (which it writes when t->emit_path is set; the
- * model is then named by that path, so a plan of it checks against the file).
+ * bytes of the derived file, which *derived gets (malloc'd, *derived_len
+ * bytes; derived NULL: not wanted) for the caller to write (--emit-train:
+ * the frontend writes no file).  With t->emit_path the model is named by
+ * that path, so a plan of it checks against the file written there.
  * The step: the graph's first float output gets the loss (a label input is
  * added for cross-entropy and mse), the float initializers that reach it
  * through differentiable operators are the parameters (less those t->frozen
@@ -224,7 +228,7 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
  * optimizer updates each parameter in place with torch.optim's op sequence.
  * *summary gets a malloc'd text of a few report lines ("  train ...\n")
  * naming the label input, the parameters, the frozen ones and the optimizer.
- * Returns 0, or -1 with *m zeroed, *summary NULL, nothing written, and a
+ * Returns 0, or -1 with *m zeroed, *summary and *derived NULL, and a
  * message in err: the fe_load errors, and a graph with no float initializer,
  * no float output, no parameter that reaches the loss, a loss that does not
  * fit the output (cross-entropy on a scalar or an integer output, --loss none
@@ -234,6 +238,6 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
  * the graph has no input of that name): it must equal the shape the loss
  * needs, else an error names both shapes. */
 int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
-             char **summary, char *err, size_t errlen);
+             char **summary, uint8_t **derived, size_t *derived_len, char *err, size_t errlen);
 
 #endif

@@ -1753,34 +1753,6 @@ static void tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
 
 /* ------------------------------------------------------------------ entry */
 
-static int tr_write_atomic(tr *T, const char *path, const uint8_t *b, size_t len) {
-    size_t pl = strlen(path);
-    char *tmp = xmalloc(pl + 32);
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0644);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return tr_fail(T, "cannot write '%s': %s", path, strerror(e));
-    }
-    size_t off = 0;
-    int e = 0;
-    while (off < len) {
-        ssize_t w = write(fd, b + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            e = errno;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (close(fd) && !e) e = errno;
-    if (!e && rename(tmp, path)) e = errno;
-    if (e) unlink(tmp);
-    free(tmp);
-    return e ? tr_fail(T, "cannot write '%s': %s", path, strerror(e)) : 0;
-}
-
 /* Refuses an emit path that is a directory or the input file itself. */
 static int tr_check_emit(tr *T, const char *in, const char *out) {
     struct stat so, si;
@@ -1885,9 +1857,10 @@ static char *tr_summary(tr *T, const tr_lists *L) {
 }
 
 int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
-             char **summary, char *err, size_t errlen) {
+             char **summary, uint8_t **derived, size_t *derived_len, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     *summary = NULL;
+    if (derived) *derived = NULL, *derived_len = 0;
     fe_model f;
     /* An --input-shape for 'target'/'labels' that the forward graph does not
      * have binds the label input --train adds: held back from the forward
@@ -2004,11 +1977,11 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
         tr_fail(&T, "internal error: the derived training graph does not load: %s", inner);
         goto out;
     }
-    if (t->emit_path && tr_write_atomic(&T, t->emit_path, bytes, len)) {
-        fe_free(m);
-        goto out;
-    }
     *summary = tr_summary(&T, &L);
+    if (derived) { /* the caller writes it (--emit-train) */
+        *derived = bytes, *derived_len = len;
+        bytes = NULL;
+    }
     rc = 0;
 out:
     free(bytes);

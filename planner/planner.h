@@ -303,7 +303,8 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
 int cmd_layout(int argc, char **argv);
 
 /* Loads the model at path under the bindings of fopt (with train, not NULL:
- * derives its training step, fe_train) and builds its graph with align
+ * derives its training step, fe_train, and writes it to train->emit_path
+ * when set, all or nothing) and builds its graph with align
  * (graph_build).  *summary (summary not NULL) gets fe_train's malloc'ed
  * description, or NULL without train; it is set once the model loaded,
  * even when the graph build then fails (free it either way).  Returns 0
