@@ -1,6 +1,6 @@
 /* glpk_backstop.h — a time backstop for GLPK's branch and bound, shared by
- * the order model (ilp/ilp_order.c) and the layout model
- * (layout/layout_ilp.c).  Header only: layout/ uses it without linking ilp/.
+ * the order model (ilp_order.c) and the layout model (ilp_layout.c).
+ * Private to ilp/: no other part includes it.
  *
  * GLPK checks tm_lim once per node, and neither a node's LP (its set-up is
  * not under tm_lim: seconds on a model of millions of nonzeros) nor the

@@ -28,6 +28,16 @@ int lay_key_cmp(const void *pa, const void *pb) {
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+int lay_i64_cmp(const void *pa, const void *pb) {
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+int lay_i32_cmp(const void *pa, const void *pb) {
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
 /* Maps a signed step to an unsigned key with the same order. */
 static uint64_t lay_step_key(int64_t t) {
     return (uint64_t)t ^ 0x8000000000000000ULL;
@@ -369,11 +379,6 @@ static void lay_index_free(lay_index *ix) {
     free(ix->pu);
     free(ix->pu_at);
     free(ix->own_at);
-}
-
-static int lay_i64_cmp(const void *pa, const void *pb) {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
 }
 
 static size_t lay_index_leaf(const lay_index *ix, int64_t t);

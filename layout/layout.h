@@ -113,8 +113,8 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
  * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
- * root LP counts as one) costs rows^2.5 / LAYOUT_GLPK_NODE_DIV for a model
- * of that many rows, which is how the time of its LP re-solves grows
+ * root LP counts as one) costs rows^2.5 / ILP_LAYOUT_NODE_DIV (ilp.h) for a
+ * model of that many rows, which is how the time of its LP re-solves grows
  * (measured from 900 to 5000 rows).  Both are calibrated so that 10^7
  * units take about a second on one core of a 2020s x86 machine.
  * The budget is split in a fixed way between the steps:
@@ -126,7 +126,6 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * seventh of the budget) run before the search at the bound, and the
  * exact steps are skipped when they reach it. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
-#define LAYOUT_GLPK_NODE_DIV 600
 
 typedef struct layout_effort {
     uint64_t work;       /* work budget; 0 means LAYOUT_DEFAULT_WORK */

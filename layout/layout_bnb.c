@@ -219,18 +219,6 @@ static int bnb_charge(bnb *s, uint64_t cost) {
     return 1;
 }
 
-/* Candidates of a node, in (minimum offset, rank) order. */
-typedef struct bnb_cand {
-    uint64_t off;
-    size_t rank, b;
-} bnb_cand;
-
-static int bnb_cand_cmp(const void *pa, const void *pb) {
-    const bnb_cand *x = pa, *y = pb;
-    if (x->off != y->off) return x->off < y->off ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
 /* After b was placed: did it free a boundary inside the part?  Then the
  * part falls apart and each piece is solved alone. */
 static bnb_rc bnb_after_place(bnb *s, const bnb_part *pt, size_t b, uint64_t o) {
@@ -259,8 +247,8 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
         if (t < min_top) min_top = t;
     }
     if (left == 0) return BNB_FOUND;
-    bnb_cand *cand = malloc(left * sizeof *cand);
-    if (!cand) return BNB_NOMEM;
+    /* candidates in (minimum offset, rank) order: ranks are distinct */
+    lay_key *cand = xmallocarray(left, sizeof *cand);
     size_t nc = 0;
     for (size_t i = 0; i < pt->nbuf; i++) {
         size_t b = pt->buf[i];
@@ -270,13 +258,13 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
         if (s->p.canonical && (o < last_off || (o == last_off && s->rank[b] < last_rank))) continue;
         if (s->p.dominance && o >= min_top) continue;
         if (s->p.twins && s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == BNB_NONE) continue;
-        cand[nc++] = (bnb_cand){o, s->rank[b], b};
+        cand[nc++] = (lay_key){o, s->rank[b], 0, b};
     }
-    qsort(cand, nc, sizeof *cand, bnb_cand_cmp);
+    qsort(cand, nc, sizeof *cand, lay_key_cmp);
     bnb_rc rc = BNB_NOTFOUND;
     for (size_t i = 0; i < nc && rc == BNB_NOTFOUND; i++) {
-        size_t b = cand[i].b;
-        uint64_t o = cand[i].off;
+        size_t b = cand[i].idx;
+        uint64_t o = cand[i].k1;
         size_t mark = s->nundo;
         if (bnb_place(s, b, o) != 0) {
             rc = BNB_NOMEM;
@@ -352,11 +340,6 @@ static void bnb_pre_sort(bnb_pre *v, bnb_pre *tmp, size_t n, const char *keys) {
     memcpy(v, tmp, n * sizeof *v);
 }
 
-static int bnb_i64_cmp(const void *pa, const void *pb) {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 static size_t bnb_find(const int64_t *v, size_t n, int64_t t) {
     size_t lo = 0, hi = n;
     while (hi - lo > 1) {
@@ -415,7 +398,7 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
         bp[2 * b] = bufs[s->orig[b]].start;
         bp[2 * b + 1] = (int64_t)bufs[s->orig[b]].end + 1;
     }
-    qsort(bp, 2 * n, sizeof *bp, bnb_i64_cmp);
+    qsort(bp, 2 * n, sizeof *bp, lay_i64_cmp);
     size_t nbp = 0;
     for (size_t i = 0; i < 2 * n; i++)
         if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];

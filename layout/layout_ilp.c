@@ -1,6 +1,6 @@
 /* layout_ilp.c — the exact layout step of ROAM (paper section IV-B/D).
  *
- * layout_exact (and layout_ilp_goal, layout_ilp on top of it) runs, within
+ * layout_exact runs, within
  * one work budget:
  *   1. the warm start and the heuristics; the best is the incumbent;
  *      done if it meets the live-size lower bound (or the goal);
@@ -9,7 +9,7 @@
  *      fraction of the time the exact steps take to get there);
  *   2. layout_search for a layout at the lower bound (a complete
  *      branch and bound, fast on tight instances);
- *   3. the GLPK model of the paper when it is small enough
+ *   3. the GLPK model of the paper (ilp.h) when it is small enough
  *      (LAYOUT_ILP_MAX_PAIRS conflicting pairs): an offset per buffer, a
  *      binary per conflicting pair (big-M disjunction), minimize the height,
  *      seeded with the incumbent and stopped as soon as it meets the bound;
@@ -32,16 +32,14 @@
  * (buffers conflicting with all others stacked at the bottom, sizes in
  * units), which has the same optimum and fewer pairs.
  *
- * GLPK keeps one environment per thread (it is built with thread-local
- * storage); each call makes and deletes its own glp_prob, so concurrent calls
- * from different threads do not interact.
+ * The GLPK model itself is in ilp/ilp_layout.c (ilp.h: ilp_layout_solve),
+ * with the order model; this file translates the reduced problem to it.
  */
 #include "layout.h"
 #include "layout_internal.h"
-#include "glpk_backstop.h" /* header only, from ilp/ */
+#include "ilp.h" /* the GLPK model: ilp_layout_solve */
 
 #include <assert.h>
-#include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,246 +102,51 @@ static void ilp_offer(ilp_best *best, const layout_buffer *bufs, size_t n, uint6
 }
 
 /* ------------------------------------------------------------------------ */
-/* The GLPK model                                                            */
+/* The GLPK model (ilp/ilp_layout.c) on the reduced problem                 */
 
-typedef struct ilp_pair {
-    size_t i, j; /* reduced indices, i < j */
-} ilp_pair;
-
-/* Sort record: a reduced buffer by start step. */
-typedef struct ilp_start {
-    int64_t start;
-    size_t a;
-} ilp_start;
-
-static int ilp_start_cmp(const void *pa, const void *pb) {
-    const ilp_start *x = pa, *y = pb;
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    return (x->a > y->a) - (x->a < y->a);
-}
-
-/* Conflicting pairs among the reduced buffers (each with i < j), found by a
- * sweep over start steps that keeps the buffers still live: O(n log n +
- * pairs).  Returns NULL with *np = SIZE_MAX when there are more than max,
- * NULL with *np = 0 when memory runs out. */
-static ilp_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t max,
-                           size_t *np) {
-    ilp_pair *pairs = malloc((max ? max : 1) * sizeof *pairs);
-    ilp_start *order = malloc((r->n ? r->n : 1) * sizeof *order);
-    size_t *live = malloc((r->n ? r->n : 1) * sizeof *live);
-    size_t nlive = 0;
-    *np = 0;
-    if (!pairs || !order || !live) {
-        free(pairs);
-        pairs = NULL;
-        goto out;
+/* The conflicting pairs of the reduced problem (ilp_layout_pairs): NULL with
+ * *np = SIZE_MAX when there are more than LAYOUT_ILP_MAX_PAIRS. */
+static ilp_layout_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t *np) {
+    int32_t *start = xmallocarray(r->n, sizeof *start);
+    int32_t *end = xmallocarray(r->n, sizeof *end);
+    for (size_t a = 0; a < r->n; a++) {
+        start[a] = bufs[r->orig[a]].start;
+        end[a] = bufs[r->orig[a]].end;
     }
-    for (size_t a = 0; a < r->n; a++) order[a] = (ilp_start){bufs[r->orig[a]].start, a};
-    qsort(order, r->n, sizeof *order, ilp_start_cmp);
-    for (size_t k = 0; k < r->n; k++) {
-        size_t b = order[k].a;
-        size_t keep = 0; /* drop the buffers that ended before b starts */
-        for (size_t j = 0; j < nlive; j++)
-            if (bufs[r->orig[live[j]]].end >= order[k].start) live[keep++] = live[j];
-        nlive = keep;
-        for (size_t j = 0; j < nlive; j++) {
-            if (*np == max) {
-                free(pairs);
-                pairs = NULL;
-                *np = SIZE_MAX;
-                goto out;
-            }
-            size_t a = live[j];
-            pairs[(*np)++] = a < b ? (ilp_pair){a, b} : (ilp_pair){b, a};
-        }
-        live[nlive++] = b;
-    }
-out:
-    free(order);
-    free(live);
+    ilp_layout_pair *pairs = ilp_layout_pairs(start, end, r->n, LAYOUT_ILP_MAX_PAIRS, np);
+    free(start);
+    free(end);
     return pairs;
 }
 
-/* What the GLPK callback needs. */
-typedef struct ilp_cb {
-    double *warm; /* column values of the incumbent, [1..ncols] */
-    int warm_given;
-    double target; /* stop when the incumbent objective reaches this */
-    uint64_t work; /* work left */
-    uint64_t node_cost;
-    int out_of_work;
-    glpk_backstop time; /* deadline in roamc_now() seconds */
-} ilp_cb;
-
-static void ilp_callback(glp_tree *tree, void *info) {
-    ilp_cb *cb = info;
-    glpk_backstop_check(&cb->time, tree, roamc_now());
-    switch (glp_ios_reason(tree)) {
-    case GLP_IHEUR:
-        /* Hand the incumbent to GLPK once, at the root. */
-        if (!cb->warm_given && cb->warm) {
-            cb->warm_given = 1;
-            glp_ios_heur_sol(tree, cb->warm);
-        }
-        break;
-    case GLP_ISELECT:
-        /* A subproblem is about to be solved: charge it, or stop, at the
-         * same node on every machine (unlike tm_lim). */
-        if (cb->work < cb->node_cost) {
-            cb->out_of_work = 1;
-            glp_ios_terminate(tree);
-        } else {
-            cb->work -= cb->node_cost;
-        }
-        break;
-    case GLP_IBINGO:
-        /* A new incumbent: stop when it meets the lower bound. */
-        if (glp_mip_obj_val(glp_ios_get_prob(tree)) <= cb->target + 0.5) glp_ios_terminate(tree);
-        break;
-    default: break;
-    }
-}
-
-/* Work units a GLPK node costs in a model of rows rows: rows^2.5 /
- * LAYOUT_GLPK_NODE_DIV (layout.h), in integers so that it is the same
- * everywhere, and at least 1. */
-static uint64_t ilp_node_cost(uint64_t rows) {
-    uint64_t root = 0; /* floor(sqrt(rows)) */
-    while ((root + 1) * (root + 1) <= rows) root++;
-    uint64_t c = rows * rows * root / LAYOUT_GLPK_NODE_DIV;
-    return c ? c : 1;
-}
-
-/* Solves the reduced problem with GLPK, spending at most *work (decreased
- * by what it spends) before deadline.  best is the incumbent (its offsets
- * seed the model).  Offers GLPK's answer to best; returns 1 when GLPK proved
- * optimality, else 0.  *timed_out is set to 1 when tm_lim stopped GLPK. */
+/* Runs the GLPK model on the reduced problem r with its conflicting pairs,
+ * seeded with the incumbent, spending at most *work (decreased by what it
+ * spends) before deadline.  Offers GLPK's answer to best; returns 1 when
+ * GLPK proved optimality, else 0.  *timed_out is set to 1 when the deadline
+ * stopped GLPK. */
 static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
-                    const ilp_pair *pairs, size_t np, uint64_t lb_units, uint64_t *work,
+                    const ilp_layout_pair *pairs, size_t np, uint64_t lb, uint64_t *work,
                     double deadline, int *timed_out, ilp_best *best) {
-    double seconds = deadline - roamc_now();
-    uint64_t node_cost = ilp_node_cost(r->n + 2 * np);
-    if (r->n == 0 || *work < node_cost) return 0;
-    if (seconds < 0.05) {
-        *timed_out = 1;
-        return 0;
+    uint64_t *units = xmallocarray(r->n, sizeof *units);
+    uint64_t *found = xmallocarray(r->n, sizeof *found);
+    for (size_t a = 0; a < r->n; a++) units[a] = (best->offsets[r->orig[a]] - r->base) / r->unit;
+    ilp_layout_problem p = {.n = r->n,
+                            .size = r->size,
+                            .pairs = pairs,
+                            .np = np,
+                            .lower_bound = (lb > r->base ? lb - r->base : 0) / r->unit,
+                            .incumbent = units};
+    ilp_layout_status st = ilp_layout_solve(&p, work, deadline, timed_out, found);
+    if (st != ILP_LAYOUT_NONE) {
+        uint64_t *cand = xmallocarray(n, sizeof *cand);
+        memcpy(cand, best->offsets, n * sizeof *cand);
+        for (size_t a = 0; a < r->n; a++) cand[r->orig[a]] = r->base + found[a] * r->unit;
+        ilp_offer(best, bufs, n, align, cand);
+        free(cand);
     }
-    /* The root LP is charged as one node. */
-    *work -= node_cost;
-    /* Upper bound of the reduced height in units: the incumbent's. */
-    uint64_t ub = 0;
-    for (size_t a = 0; a < r->n; a++) {
-        uint64_t top = (best->offsets[r->orig[a]] - r->base) / r->unit + r->size[a];
-        if (top > ub) ub = top;
-    }
-    const double M = (double)ub;
-    size_t ncols = r->n + 1 + np; /* k_a, H, z_p */
-    size_t hcol = r->n + 1;
-    glp_term_out(GLP_OFF);
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_cols(lp, (int)ncols);
-    for (size_t a = 0; a < r->n; a++) {
-        glp_set_col_kind(lp, (int)a + 1, GLP_IV);
-        if (ub > r->size[a])
-            glp_set_col_bnds(lp, (int)a + 1, GLP_DB, 0.0, (double)(ub - r->size[a]));
-        else
-            glp_set_col_bnds(lp, (int)a + 1, GLP_FX, 0.0, 0.0);
-    }
-    if (lb_units < ub)
-        glp_set_col_bnds(lp, (int)hcol, GLP_DB, (double)lb_units, M);
-    else
-        glp_set_col_bnds(lp, (int)hcol, GLP_FX, M, M);
-    glp_set_obj_coef(lp, (int)hcol, 1.0);
-    for (size_t p = 0; p < np; p++) glp_set_col_kind(lp, (int)(hcol + 1 + p), GLP_BV);
-
-    /* Rows: H - k_a >= size_a; and per pair, z = 1 meaning i below j:
-     *   k_i - k_j + M z <= M - size_i
-     *   k_j - k_i - M z <= -size_j */
-    size_t nrows = r->n + 2 * np;
-    glp_add_rows(lp, (int)nrows);
-    int ind[4];
-    double val[4];
-    for (size_t a = 0; a < r->n; a++) {
-        int row = (int)a + 1;
-        glp_set_row_bnds(lp, row, GLP_LO, (double)r->size[a], 0.0);
-        ind[1] = (int)hcol, val[1] = 1.0;
-        ind[2] = (int)a + 1, val[2] = -1.0;
-        glp_set_mat_row(lp, row, 2, ind, val);
-    }
-    for (size_t p = 0; p < np; p++) {
-        int row = (int)(r->n + 2 * p) + 1;
-        int ki = (int)pairs[p].i + 1, kj = (int)pairs[p].j + 1, z = (int)(hcol + 1 + p);
-        glp_set_row_bnds(lp, row, GLP_UP, 0.0, M - (double)r->size[pairs[p].i]);
-        ind[1] = ki, val[1] = 1.0;
-        ind[2] = kj, val[2] = -1.0;
-        ind[3] = z, val[3] = M;
-        glp_set_mat_row(lp, row, 3, ind, val);
-        glp_set_row_bnds(lp, row + 1, GLP_UP, 0.0, -(double)r->size[pairs[p].j]);
-        ind[1] = kj, val[1] = 1.0;
-        ind[2] = ki, val[2] = -1.0;
-        ind[3] = z, val[3] = -M;
-        glp_set_mat_row(lp, row + 1, 3, ind, val);
-    }
-
-    /* The incumbent as column values, for glp_ios_heur_sol. */
-    ilp_cb cb = {.warm = malloc((ncols + 1) * sizeof(double)),
-                 .target = (double)lb_units,
-                 .work = *work,
-                 .node_cost = node_cost,
-                 .time = {.deadline = deadline}};
-    if (cb.warm) {
-        cb.warm[hcol] = (double)ub;
-        for (size_t a = 0; a < r->n; a++)
-            cb.warm[a + 1] = (double)((best->offsets[r->orig[a]] - r->base) / r->unit);
-        for (size_t p = 0; p < np; p++)
-            cb.warm[hcol + 1 + p] = cb.warm[pairs[p].i + 1] < cb.warm[pairs[p].j + 1] ? 1.0 : 0.0;
-    }
-
-    int proven = 0;
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = seconds < 2e6 ? (int)(seconds * 1000.0) : INT32_MAX;
-    double t_lp = roamc_now();
-    int sret = glp_simplex(lp, &sm);
-    /* a node's LP takes at most about as long as the root's */
-    double lp_seconds = roamc_now() - t_lp;
-    glpk_backstop_calibrate(&cb.time, lp_seconds, lp_seconds, glp_get_it_cnt(lp));
-    if (sret == GLP_ETMLIM) *timed_out = 1;
-    if (sret == 0 && glp_get_status(lp) == GLP_OPT) {
-        double left = deadline - roamc_now();
-        glp_iocp io;
-        glp_init_iocp(&io);
-        io.msg_lev = GLP_MSG_OFF;
-        io.presolve = GLP_OFF; /* the callback speaks of the original columns */
-        io.cb_func = ilp_callback;
-        io.cb_info = &cb;
-        io.tm_lim = left > 2e6 ? INT32_MAX : left > 0.01 ? (int)(left * 1000.0) : 10;
-        io.mip_gap = 0.0;
-        io.br_tech = GLP_BR_DTH;
-        io.bt_tech = GLP_BT_BLB;
-        int ret = glp_intopt(lp, &io);
-        if (ret == GLP_ETMLIM || cb.time.fired) *timed_out = 1;
-        *work = cb.work;
-        int st = glp_mip_status(lp);
-        if (st == GLP_OPT || st == GLP_FEAS) {
-            uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
-            if (cand) {
-                memcpy(cand, best->offsets, n * sizeof *cand);
-                for (size_t a = 0; a < r->n; a++) {
-                    double k = floor(glp_mip_col_val(lp, (int)a + 1) + 0.5);
-                    cand[r->orig[a]] = r->base + (uint64_t)(k < 0 ? 0 : k) * r->unit;
-                }
-                ilp_offer(best, bufs, n, align, cand);
-                free(cand);
-            }
-            proven = ret == 0 && st == GLP_OPT;
-        }
-    }
-    free(cb.warm);
-    glp_delete_prob(lp);
-    return proven;
+    free(units);
+    free(found);
+    return st == ILP_LAYOUT_OPTIMAL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -399,18 +202,6 @@ static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, c
     return h;
 }
 
-/* Sort record: a buffer by its incumbent offset. */
-typedef struct ilp_at {
-    uint64_t offset;
-    size_t i;
-} ilp_at;
-
-static int ilp_at_cmp(const void *pa, const void *pb) {
-    const ilp_at *x = pa, *y = pb;
-    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /* Improves the incumbent when the search cannot: with slack above the
  * bound the search rarely reaches a leaf, but a first-fit placement in
  * the incumbent's offset order gives the incumbent back (or lower), and
@@ -459,11 +250,11 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
     if (n < 2) return;
     if (!wk->ready) {
         if (*work < cost) return;
-        ilp_at *at = malloc(n * sizeof *at);
-        if (!at) return;
-        for (size_t i = 0; i < n; i++) at[i] = (ilp_at){best->offsets[i], i};
-        qsort(at, n, sizeof *at, ilp_at_cmp);
-        for (size_t k = 0; k < n; k++) wk->order[k] = at[k].i;
+        /* the buffers by incumbent offset, then index */
+        lay_key *at = xmallocarray(n, sizeof *at);
+        for (size_t i = 0; i < n; i++) at[i] = (lay_key){best->offsets[i], 0, 0, i};
+        qsort(at, n, sizeof *at, lay_key_cmp);
+        for (size_t k = 0; k < n; k++) wk->order[k] = at[k].idx;
         free(at);
         *work -= cost;
         wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX - 1);
@@ -598,12 +389,10 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
 
     /* 3. The GLPK model, when small. */
     size_t np = 0;
-    ilp_pair *pairs = ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np);
+    ilp_layout_pair *pairs = ilp_pairs(bufs, &red, &np);
     if (pairs) {
-        uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
         uint64_t w = ilp_take(&bud, ILP_GLPK_SHARE_NUM, ILP_GLPK_SHARE_DEN);
-        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, &w, bud.deadline, &bud.timed_out,
-                     &best))
+        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb, &w, bud.deadline, &bud.timed_out, &best))
             proven = 1;
         ilp_refund(&bud, w);
         free(pairs);
@@ -670,23 +459,6 @@ out:
     return h;
 }
 
-uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                         uint64_t *offsets, int *proven_optimal) {
-    /* A non-positive limit used to mean "no time": keep it tiny, not none. */
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
-    layout_result res;
-    uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
-    if (proven_optimal) *proven_optimal = res.proven_optimal;
-    return h;
-}
-
-uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                    const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
-                    int *proven_optimal) {
-    return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
-}
-
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
                            int *too_large) {
@@ -708,10 +480,9 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     assert(best.height != UINT64_MAX); /* LLFB is valid */
     uint64_t lb = layout_live_peak(bufs, n);
     size_t np = 0;
-    ilp_pair *pairs = best.height > lb ? ilp_pairs(bufs, &red, LAYOUT_ILP_MAX_PAIRS, &np) : NULL;
+    ilp_layout_pair *pairs = best.height > lb ? ilp_pairs(bufs, &red, &np) : NULL;
     if (pairs) {
-        uint64_t lb_units = (lb > red.base ? lb - red.base : 0) / red.unit;
-        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb_units, &bud.work, bud.deadline,
+        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb, &bud.work, bud.deadline,
                           &bud.timed_out, &best);
         free(pairs);
     } else if (np == SIZE_MAX) {
@@ -727,15 +498,6 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     return h;
 }
 
-uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
-                     uint64_t *offsets, int *proven_optimal, int *too_large) {
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
-    layout_result res;
-    uint64_t h = layout_glpk_exact(bufs, n, align, &e, offsets, &res, too_large);
-    if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
-    return h;
-}
-
 void layout_ilp_thread_done(void) {
-    glp_free_env();
+    ilp_thread_cleanup();
 }

@@ -7,7 +7,7 @@
  * allocates after lay_set_init.  Priorities come from a hash of the id, so the
  * shape (and thus every answer) is deterministic.  O(log n) expected per call.
  *
- * The layout search (layout_search.c) is declared here too: layout_ilp and the
+ * The layout search (layout_search.c) is declared here too: layout_exact and the
  * tests use it; it is not part of the public contract of layout.h.
  */
 #ifndef ROAMC_LAYOUT_INTERNAL_H
@@ -54,6 +54,9 @@ typedef struct lay_key {
 } lay_key;
 
 int lay_key_cmp(const void *pa, const void *pb);
+/* qsort comparators of plain int64_t and int32_t arrays, ascending. */
+int lay_i64_cmp(const void *pa, const void *pb);
+int lay_i32_cmp(const void *pa, const void *pb);
 
 /* A schedule replay's events: the non-empty buffers' allocations sorted by
  * (start, index) and their frees by (end, index), keys as in lay_key with k1
@@ -201,28 +204,6 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
                   uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
                   int *timed_out, const lay_search_opts *opts, lay_bnb_stats *st);
 
-/* ------------------------------------------------------------------------ */
-/* Time-limited exact entry points, used by the tests only (plans use
- * layout_exact and layout_glpk_exact of layout.h, which stop on work). */
-
-/* layout_exact (layout.h) with the default work budget and time_limit_s
- * as the backstop.  warm_offsets (valid layout, may be NULL) seeds the
- * incumbent.  Stops when the incumbent reaches the live-size lower bound,
- * or when the work or time_limit_s runs out.  Always writes a valid
- * layout into offsets: the ILP's answer when it is better than the warm
- * start, the warm start (or LLFB) otherwise.
- * Returns the height; *proven_optimal (may be NULL) is set to 1 when the
- * height equals the lower bound or GLPK proved optimality. */
-uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                    const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
-                    int *proven_optimal);
-
-/* layout_ilp with a goal: as layout_ilp, but it also stops as soon as the
- * height is <= goal (goal 0: only the lower bound stops it early). */
-uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                         const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                         uint64_t *offsets, int *proven_optimal);
-
 /* Exact search for a layout no higher than capacity: a depth-first branch
  * and bound that fills the address x time plane from the bottom, at the
  * most constrained free cell (layout_search.c explains the branching and
@@ -238,14 +219,5 @@ uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
 #define LAYOUT_SEARCH_MAX_BUFFERS 4000
 int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                   double time_limit_s, size_t max_buffers, uint64_t *offsets);
-
-/* The GLPK layout model alone (the MODeL-like whole-graph baseline),
- * warm-started from LLFB and bounded by time_limit_s seconds.  Writes the
- * better of LLFB and GLPK's answer; *proven_optimal as for layout_ilp;
- * *too_large = 1 (and LLFB is kept) when the model would have more than
- * LAYOUT_ILP_MAX_PAIRS conflicting pairs.  Returns the height, UINT64_MAX
- * when memory runs out. */
-uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align, double time_limit_s,
-                     uint64_t *offsets, int *proven_optimal, int *too_large);
 
 #endif

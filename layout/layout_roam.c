@@ -38,11 +38,6 @@ typedef struct roam_group {
     uint64_t height;     /* height of its whole layout */
 } roam_group;
 
-static int roam_i32_cmp(const void *pa, const void *pb) {
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    return (a > b) - (a < b);
-}
-
 /* The default long-lived marks of one group: buffers live across the
  * longest stretch between consecutive start/end steps of the group (only
  * when that stretch holds at least one step of its own). */
@@ -53,7 +48,7 @@ static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, uns
         ev[2 * k] = bufs[gr->idx[k]].start;
         ev[2 * k + 1] = bufs[gr->idx[k]].end;
     }
-    qsort(ev, 2 * gr->n, sizeof *ev, roam_i32_cmp);
+    qsort(ev, 2 * gr->n, sizeof *ev, lay_i32_cmp);
     int64_t best = 1;
     int32_t a = 0, b = 0;
     for (size_t k = 0; k + 1 < 2 * gr->n; k++)

@@ -556,11 +556,6 @@ static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, c
 /* ------------------------------------------------------------------------ */
 /* Setting up                                                                */
 
-static int srch_i64_cmp(const void *pa, const void *pb) {
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 /* Index of t in the sorted distinct array v[0..n). */
 static size_t srch_find(const int64_t *v, size_t n, int64_t t) {
     size_t lo = 0, hi = n;
@@ -621,7 +616,7 @@ static int srch_build(srch *s, const layout_buffer *bufs) {
         bp[2 * b] = bufs[s->orig[b]].start;
         bp[2 * b + 1] = (int64_t)bufs[s->orig[b]].end + 1;
     }
-    qsort(bp, 2 * n, sizeof *bp, srch_i64_cmp);
+    qsort(bp, 2 * n, sizeof *bp, lay_i64_cmp);
     size_t nbp = 0;
     for (size_t i = 0; i < 2 * n; i++)
         if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
@@ -691,34 +686,18 @@ static void srch_reset(srch *s) {
     s->nundo = 0;
 }
 
-/* Sort record for finding twins. */
-typedef struct srch_shape {
-    size_t sa, sb;
-    uint64_t size;
-    size_t b;
-} srch_shape;
-
-static int srch_shape_cmp(const void *pa, const void *pb) {
-    const srch_shape *x = pa, *y = pb;
-    if (x->sa != y->sa) return x->sa < y->sa ? -1 : 1;
-    if (x->sb != y->sb) return x->sb < y->sb ? -1 : 1;
-    if (x->size != y->size) return x->size < y->size ? -1 : 1;
-    return (x->b > y->b) - (x->b < y->b);
-}
-
-/* Fills s->twin.  Returns 0 or -1. */
-static int srch_find_twins(srch *s) {
-    srch_shape *v = malloc(s->n * sizeof *v);
-    if (!v) return -1;
-    for (size_t b = 0; b < s->n; b++) v[b] = (srch_shape){s->sa[b], s->sb[b], s->size[b], b};
-    qsort(v, s->n, sizeof *v, srch_shape_cmp);
+/* Fills s->twin: a buffer's twin is the previous one (in index order) with
+ * the same sections and size, SIZE_MAX for none. */
+static void srch_find_twins(srch *s) {
+    lay_key *v = xmallocarray(s->n, sizeof *v);
+    for (size_t b = 0; b < s->n; b++) v[b] = (lay_key){s->sa[b], s->sb[b], s->size[b], b};
+    qsort(v, s->n, sizeof *v, lay_key_cmp);
     for (size_t i = 0; i < s->n; i++) {
         int same =
-            i > 0 && v[i - 1].sa == v[i].sa && v[i - 1].sb == v[i].sb && v[i - 1].size == v[i].size;
-        s->twin[v[i].b] = same ? v[i - 1].b : SIZE_MAX;
+            i > 0 && v[i - 1].k1 == v[i].k1 && v[i - 1].k2 == v[i].k2 && v[i - 1].k3 == v[i].k3;
+        s->twin[v[i].idx] = same ? v[i - 1].idx : SIZE_MAX;
     }
     free(v);
-    return 0;
 }
 
 /* Sets up s for the reduced problem red of bufs (whose steps may be
@@ -734,7 +713,7 @@ static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red
     memcpy(s->orig, red->orig, s->n * sizeof *s->orig);
     memcpy(s->size, red->size, s->n * sizeof *s->size);
     if (srch_build(s, bufs) != 0) return -1;
-    if (srch_find_twins(s) != 0) return -1;
+    srch_find_twins(s);
     s->pre = malloc(s->n * sizeof *s->pre);
     s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
     s->next = malloc((s->nsec + 1) * sizeof *s->next);

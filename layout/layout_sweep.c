@@ -227,11 +227,6 @@ static void swp_order(swp *s, unsigned round) {
     }
 }
 
-static int swp_i32_cmp(const void *pa, const void *pb) {
-    int32_t x = *(const int32_t *)pa, y = *(const int32_t *)pb;
-    return (x > y) - (x < y);
-}
-
 lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                      double deadline, uint64_t *offsets, uint64_t *nodes_out) {
     if (nodes_out) *nodes_out = 0;
@@ -263,7 +258,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
                            swp_mix(i * 0x9e3779b97f4a7c15ull + 7)};
         s.times[i] = x->start;
     }
-    qsort(s.times, s.n, sizeof *s.times, swp_i32_cmp);
+    qsort(s.times, s.n, sizeof *s.times, lay_i32_cmp);
     s.nt = 0;
     for (size_t i = 0; i < s.n; i++)
         if (s.nt == 0 || s.times[s.nt - 1] != s.times[i]) s.times[s.nt++] = s.times[i];
@@ -280,7 +275,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
             ev[2 * i] = s.b[i].start;
             ev[2 * i + 1] = s.b[i].end == INT32_MAX ? INT32_MAX : s.b[i].end + 1;
         }
-        qsort(ev, 2 * s.n, sizeof *ev, swp_i32_cmp);
+        qsort(ev, 2 * s.n, sizeof *ev, lay_i32_cmp);
         int32_t last = ev[2 * s.n - 1];
         int ok = 1;
         for (size_t e = 0; e < 2 * s.n && ok; e++) {

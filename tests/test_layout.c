@@ -21,6 +21,39 @@
 
 #define MIB (1024ULL * 1024ULL)
 
+/* Time-limited entry points over layout_exact and layout_glpk_exact (which
+ * plans use and which stop on work): the default work budget with
+ * time_limit_s as the backstop (a non-positive limit is kept tiny, not
+ * none).  layout_ilp_goal also stops once the height is <= goal;
+ * *proven_optimal (may be NULL) is res.proven_optimal.  Only these tests
+ * call them, so they live here. */
+static uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                                const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                                uint64_t *offsets, int *proven_optimal) {
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
+    layout_result res;
+    uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
+    if (proven_optimal) *proven_optimal = res.proven_optimal;
+    return h;
+}
+
+static uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
+                           const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
+                           int *proven_optimal) {
+    return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
+}
+
+/* The GLPK model alone (layout_glpk_exact) under a time limit. */
+static uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align,
+                            double time_limit_s, uint64_t *offsets, int *proven_optimal,
+                            int *too_large) {
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
+    layout_result res;
+    uint64_t h = layout_glpk_exact(bufs, n, align, &e, offsets, &res, too_large);
+    if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
+    return h;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
