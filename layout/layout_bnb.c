@@ -632,7 +632,7 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
     uint64_t unlimited = UINT64_MAX;
     if (!work) work = &unlimited;
     lay_reduced red;
-    if (lay_reduce(bufs, n, align, &red) != 0) return LAY_NOMEM;
+    lay_reduce(bufs, n, align, &red);
     lay_status result = LAY_NOMEM;
     layout_buffer *mirror = NULL;
     lay_bnb_ctx *c = NULL;

@@ -221,15 +221,13 @@ typedef struct ilp_walk {
     int ready;     /* order, cur and h hold a walk in progress */
 } ilp_walk;
 
-static int ilp_walk_init(ilp_walk *wk, size_t n) {
-    size_t m = n ? n : 1;
+static void ilp_walk_init(ilp_walk *wk, size_t n) {
     *wk = (ilp_walk){.n = n,
-                     .order = malloc(m * sizeof(size_t)),
-                     .trial = malloc(m * sizeof(size_t)),
-                     .tops = malloc(m * sizeof(size_t)),
-                     .cur = malloc(m * sizeof(uint64_t)),
-                     .off = malloc(m * sizeof(uint64_t))};
-    return wk->order && wk->trial && wk->tops && wk->cur && wk->off ? 0 : -1;
+                     .order = xmallocarray(n, sizeof(size_t)),
+                     .trial = xmallocarray(n, sizeof(size_t)),
+                     .tops = xmallocarray(n, sizeof(size_t)),
+                     .cur = xmallocarray(n, sizeof(uint64_t)),
+                     .off = xmallocarray(n, sizeof(uint64_t))};
 }
 
 static void ilp_walk_free(ilp_walk *wk) {
@@ -246,8 +244,8 @@ static void ilp_walk_free(ilp_walk *wk) {
 static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs, uint64_t align,
                         uint64_t stop_at, ilp_budget *bud, uint64_t *work) {
     const size_t n = wk->n;
-    const uint64_t cost = (uint64_t)ILP_PLACE_WORK * (n ? n : 1);
     if (n < 2) return;
+    const uint64_t cost = (uint64_t)ILP_PLACE_WORK * n;
     if (!wk->ready) {
         if (*work < cost) return;
         /* the buffers by incumbent offset, then index */
@@ -311,171 +309,209 @@ static uint64_t ilp_work(const layout_effort *effort) {
     return effort && effort->work ? effort->work : LAYOUT_DEFAULT_WORK;
 }
 
-uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
-                      layout_result *res) {
-    assert(align >= 1);
-    ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
-    const uint64_t work0 = bud.work;
-    const uint64_t goal = effort ? effort->goal : 0;
-    int proven = 0;
-    ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
-    uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
-    lay_reduced red = {0};
-    ilp_walk walk = {0};
-    uint64_t quick_spent = 0, quick_height = UINT64_MAX;
-    if (!best.offsets || !cand) {
-        free(best.offsets);
-        free(cand);
-        if (res) *res = (layout_result){UINT64_MAX, 0, 0, 0};
-        return UINT64_MAX;
-    }
+/* The state of one layout_exact call, shared by its steps. */
+typedef struct ilp_exact {
+    const layout_buffer *bufs;
+    size_t n;
+    uint64_t align;
+    ilp_budget bud;
+    ilp_best best;
+    uint64_t *cand;                     /* scratch layout for the searches */
+    uint64_t lb;                        /* the live-size lower bound */
+    uint64_t goal;                      /* effort->goal */
+    lay_reduced red;                    /* the reduced problem of steps 2-5 */
+    ilp_walk walk;                      /* step 4's walk, begun in step 1b */
+    uint64_t quick_spent, quick_height; /* step 1b's work and result */
+    uint64_t target;                    /* step 2's height: the bound (or goal), aligned */
+    uint64_t known_bad;                 /* heights below this are proved impossible */
+    int all_proofs;                     /* every failed probe was a proof */
+} ilp_exact;
 
-    /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
-    if (warm_offsets) ilp_offer(&best, bufs, n, align, warm_offsets);
-    if (layout_best_heuristic(bufs, n, align, cand, NULL) != UINT64_MAX)
-        ilp_offer(&best, bufs, n, align, cand);
-    if (best.height == UINT64_MAX) goto out; /* out of memory */
-    uint64_t lb = layout_live_peak(bufs, n);
-    if (best.height <= lb || best.height <= goal) goto done;
-    if (lay_reduce(bufs, n, align, &red) != 0) goto done;
+/* The incumbent meets the lower bound or the goal: nothing more to do. */
+static int ilp_reached(const ilp_exact *x) {
+    return x->best.height <= x->lb || x->best.height <= x->goal;
+}
 
-    /* Problems too big for the search keep the incumbent (the heuristics
-     * are all that scale to them). */
-    if (red.n > LAYOUT_SEARCH_MAX_BUFFERS) goto done;
+/* 1b. The first ILP_QUICK_PLACEMENTS placements of step 4's walk: on most
+ * plans the incumbent is a few buffers off the bound, which the walk closes
+ * in a few placements where the search at the bound takes seconds to fail
+ * or to succeed.  Its work counts as part of step 4's share, so that the
+ * steps in between get the same budgets as without it, and step 4 resumes
+ * the same walk (ilp_walk): where it does not reach the bound, the layout
+ * is the one the steps give without it. */
+static void ilp_quick_walk(ilp_exact *x) {
+    ilp_walk_init(&x->walk, x->n);
+    /* At most a seventh of the work: step 4's share is at least
+     * (1 - 2/5) / 2 / 2 = 3/20 of it, whatever steps 2-3 spend, so the
+     * quick placements always fit in it. */
+    uint64_t q = (uint64_t)ILP_QUICK_PLACEMENTS * ILP_PLACE_WORK * x->n;
+    if (q > x->bud.work / 7) q = x->bud.work / 7;
+    uint64_t w = q;
+    ilp_reorder(&x->walk, &x->best, x->bufs, x->align, x->lb > x->goal ? x->lb : x->goal, &x->bud,
+                &w);
+    x->quick_spent = q - w;
+    x->quick_height = x->best.height;
+}
 
-    /* 1b. The first ILP_QUICK_PLACEMENTS placements of step 4's walk: on
-     * most plans the incumbent is a few buffers off the bound, which the
-     * walk closes in a few placements where the search at the bound takes
-     * seconds to fail or to succeed.  Its work counts as part of step 4's
-     * share, so that the steps in between get the same budgets as without
-     * it, and step 4 resumes the same walk (ilp_walk): where it does not
-     * reach the bound, the layout is the one the steps give without it. */
-    if (ilp_walk_init(&walk, n) != 0) goto done;
-    {
-        /* At most a seventh of the work: step 4's share is at least
-         * (1 - 2/5) / 2 / 2 = 3/20 of it, whatever steps 2-3 spend, so the
-         * quick placements always fit in it. */
-        uint64_t q = (uint64_t)ILP_QUICK_PLACEMENTS * ILP_PLACE_WORK * n;
-        if (q > bud.work / 7) q = bud.work / 7;
-        uint64_t w = q;
-        ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
-        quick_spent = q - w;
-        quick_height = best.height;
-    }
-    if (best.height <= lb || best.height <= goal) goto done;
+/* 2. A layout at the lower bound (or at the goal, if higher)?  The search
+ * works with sizes rounded up to align, so its target is the bound rounded
+ * up too: heights of aligned layouts move in steps. */
+static void ilp_search_bound(ilp_exact *x) {
+    x->target = lay_round_up(x->lb > x->goal ? x->lb : x->goal, x->align);
+    if (x->target >= x->best.height) return;
+    uint64_t w = ilp_take(&x->bud, ILP_SEARCH_SHARE_NUM, ILP_SEARCH_SHARE_DEN);
+    int cut = 0;
+    int rc = lay_search(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
+                        LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
+    ilp_refund(&x->bud, w);
+    x->bud.timed_out |= cut;
+    if (rc == 1)
+        ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
+    else if (rc == 0)
+        x->known_bad = x->target + 1;
+    else
+        x->all_proofs = 0;
+}
 
-    /* 2. A layout at the lower bound (or at the goal, if higher)?  The
-     * search works with sizes rounded up to align, so its target is the
-     * bound rounded up too: heights of aligned layouts move in steps. */
-    uint64_t target = lay_round_up(lb > goal ? lb : goal, align);
-    uint64_t known_bad = 0; /* heights below this are proved impossible */
-    int all_proofs = 1;     /* every failed probe was a proof */
-    if (target < best.height) {
-        uint64_t w = ilp_take(&bud, ILP_SEARCH_SHARE_NUM, ILP_SEARCH_SHARE_DEN);
-        int cut = 0;
-        int rc = lay_search(bufs, n, align, target, &w, bud.deadline, LAYOUT_SEARCH_MAX_BUFFERS,
-                            cand, &cut);
-        ilp_refund(&bud, w);
-        bud.timed_out |= cut;
-        if (rc == 1)
-            ilp_offer(&best, bufs, n, align, cand);
-        else if (rc == 0)
-            known_bad = target + 1;
-        else
-            all_proofs = 0;
-    }
-    if (best.height <= lb || best.height <= goal) goto done;
-
-    /* 3. The GLPK model, when small. */
+/* 3. The GLPK model, when small.  Returns 1 when GLPK proved optimality. */
+static int ilp_glpk_step(ilp_exact *x) {
     size_t np = 0;
-    ilp_layout_pair *pairs = ilp_pairs(bufs, &red, &np);
-    if (pairs) {
-        uint64_t w = ilp_take(&bud, ILP_GLPK_SHARE_NUM, ILP_GLPK_SHARE_DEN);
-        if (ilp_glpk(bufs, n, align, &red, pairs, np, lb, &w, bud.deadline, &bud.timed_out, &best))
-            proven = 1;
-        ilp_refund(&bud, w);
-        free(pairs);
-    }
-    if (proven || best.height <= lb || best.height <= goal) goto done;
+    ilp_layout_pair *pairs = ilp_pairs(x->bufs, &x->red, &np);
+    if (!pairs) return 0;
+    uint64_t w = ilp_take(&x->bud, ILP_GLPK_SHARE_NUM, ILP_GLPK_SHARE_DEN);
+    int proven = ilp_glpk(x->bufs, x->n, x->align, &x->red, pairs, np, x->lb, &w, x->bud.deadline,
+                          &x->bud.timed_out, &x->best);
+    ilp_refund(&x->bud, w);
+    free(pairs);
+    return proven;
+}
 
-    /* 4. Local search over placement orders from the incumbent: the search
-     * alone seldom gets anywhere when the bound is out of reach. */
-    {
-        uint64_t w = ilp_take(&bud, ILP_REORDER_SHARE_NUM, ILP_REORDER_SHARE_DEN);
-        /* the quick placements were the start of this walk's share */
-        uint64_t q = quick_spent < w ? quick_spent : w;
-        w -= q;
-        quick_spent -= q;
-        if (best.height < quick_height) walk.ready = 0; /* GLPK moved the incumbent: walk from it */
-        ilp_reorder(&walk, &best, bufs, align, lb > goal ? lb : goal, &bud, &w);
-        ilp_refund(&bud, w);
-    }
-    if (best.height <= lb || best.height <= goal) goto done;
+/* 4. Local search over placement orders from the incumbent: the search
+ * alone seldom gets anywhere when the bound is out of reach. */
+static void ilp_reorder_step(ilp_exact *x) {
+    uint64_t w = ilp_take(&x->bud, ILP_REORDER_SHARE_NUM, ILP_REORDER_SHARE_DEN);
+    /* the quick placements were the start of this walk's share */
+    uint64_t q = x->quick_spent < w ? x->quick_spent : w;
+    w -= q;
+    x->quick_spent -= q;
+    if (x->best.height < x->quick_height)
+        x->walk.ready = 0; /* GLPK moved the incumbent: walk from it */
+    ilp_reorder(&x->walk, &x->best, x->bufs, x->align, x->lb > x->goal ? x->lb : x->goal, &x->bud,
+                &w);
+    ilp_refund(&x->bud, w);
+}
 
-    /* 5. Bisection on the height with the search, in steps of align, while
-     * the work lasts (the deadline is the backstop). */
-    uint64_t lo = known_bad > target ? known_bad : target;
-    if (red.n > ILP_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
-    while (lo < best.height && red.n <= ILP_BISECT_MAX_BUFFERS &&
-           bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
-        if (roamc_now() > bud.deadline) {
-            bud.timed_out = 1;
+/* 5. Bisection on the height with the search, in steps of align, while the
+ * work lasts (the deadline is the backstop).  Returns 1 when every height
+ * below the incumbent was proved impossible. */
+static int ilp_bisect(ilp_exact *x) {
+    uint64_t lo = x->known_bad > x->target ? x->known_bad : x->target;
+    int all_proofs = x->all_proofs;
+    if (x->red.n > ILP_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
+    while (lo < x->best.height && x->red.n <= ILP_BISECT_MAX_BUFFERS &&
+           x->bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
+        if (roamc_now() > x->bud.deadline) {
+            x->bud.timed_out = 1;
             break;
         }
-        uint64_t hi = best.height - 1; /* try to beat the incumbent */
-        uint64_t mid = lay_round_up(lo + (hi - lo) / 2, align);
-        if (mid > hi) mid = hi / align * align;
+        uint64_t hi = x->best.height - 1; /* try to beat the incumbent */
+        uint64_t mid = lay_round_up(lo + (hi - lo) / 2, x->align);
+        if (mid > hi) mid = hi / x->align * x->align;
         if (mid < lo) break;
-        uint64_t w = ilp_take(&bud, 1, ILP_PROBE_SHARE_DEN);
+        uint64_t w = ilp_take(&x->bud, 1, ILP_PROBE_SHARE_DEN);
         int cut = 0;
-        int rc = lay_search(bufs, n, align, mid, &w, bud.deadline, LAYOUT_SEARCH_MAX_BUFFERS, cand,
-                            &cut);
-        ilp_refund(&bud, w);
-        bud.timed_out |= cut;
+        int rc = lay_search(x->bufs, x->n, x->align, mid, &w, x->bud.deadline,
+                            LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
+        ilp_refund(&x->bud, w);
+        x->bud.timed_out |= cut;
         if (rc == 1) {
-            ilp_offer(&best, bufs, n, align, cand);
+            ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
         } else {
             if (rc != 0) all_proofs = 0;
             if (rc == -2) break;
             lo = mid + 1;
         }
     }
-    if (all_proofs && lo >= best.height) proven = 1;
+    return all_proofs && lo >= x->best.height;
+}
 
-done:
-    if (best.height <= lb) proven = 1;
-    memcpy(offsets, best.offsets, n * sizeof *offsets);
-out:
+/* Steps 1 to 5 (the comment at the top of the file), each skipped once the
+ * incumbent reaches the bound or the goal.  Returns 1 when a step proved the
+ * incumbent optimal, else 0; -1 when the heuristics gave no layout (out of
+ * memory in them). */
+static int ilp_exact_steps(ilp_exact *x, const uint64_t *warm_offsets) {
+    /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
+    if (warm_offsets) ilp_offer(&x->best, x->bufs, x->n, x->align, warm_offsets);
+    if (layout_best_heuristic(x->bufs, x->n, x->align, x->cand, NULL) != UINT64_MAX)
+        ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
+    if (x->best.height == UINT64_MAX) return -1;
+    x->lb = layout_live_peak(x->bufs, x->n);
+    if (ilp_reached(x)) return 0;
+    lay_reduce(x->bufs, x->n, x->align, &x->red);
+    /* Problems too big for the search keep the incumbent (the heuristics
+     * are all that scale to them). */
+    if (x->red.n > LAYOUT_SEARCH_MAX_BUFFERS) return 0;
+    ilp_quick_walk(x);
+    if (ilp_reached(x)) return 0;
+    ilp_search_bound(x);
+    if (ilp_reached(x)) return 0;
+    if (ilp_glpk_step(x)) return 1;
+    if (ilp_reached(x)) return 0;
+    ilp_reorder_step(x);
+    if (ilp_reached(x)) return 0;
+    return ilp_bisect(x);
+}
+
+uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
+                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
+                      layout_result *res) {
+    assert(align >= 1);
+    ilp_exact x = {.bufs = bufs,
+                   .n = n,
+                   .align = align,
+                   .bud = {ilp_work(effort), ilp_deadline(effort), 0},
+                   .best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX},
+                   .cand = xmallocarray(n, sizeof(uint64_t)),
+                   .goal = effort ? effort->goal : 0,
+                   .quick_height = UINT64_MAX,
+                   .all_proofs = 1};
+    const uint64_t work0 = x.bud.work;
+    int proven = ilp_exact_steps(&x, warm_offsets);
+    if (proven >= 0) {
+        if (x.best.height <= x.lb) proven = 1;
+        memcpy(offsets, x.best.offsets, n * sizeof *offsets);
+    } else {
+        proven = 0;
+    }
     /* quick placements not charged to step 4 (the steps before it closed
      * the gap) still count as work spent */
     if (res)
-        *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work + quick_spent};
-    ilp_walk_free(&walk);
-    lay_reduced_free(&red);
-    free(cand);
-    uint64_t h = best.height;
-    free(best.offsets);
-    return h;
+        *res = (layout_result){x.best.height, proven, x.bud.timed_out,
+                               work0 - x.bud.work + x.quick_spent};
+    ilp_walk_free(&x.walk);
+    lay_reduced_free(&x.red);
+    free(x.cand);
+    free(x.best.offsets);
+    return x.best.height;
 }
 
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
                            int *too_large) {
-    ilp_best best = {malloc((n ? n : 1) * sizeof(uint64_t)), UINT64_MAX};
-    uint64_t *warm = malloc((n ? n : 1) * sizeof *warm);
+    ilp_best best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX};
+    uint64_t *warm = xmallocarray(n, sizeof *warm);
     lay_reduced red;
     int proven = 0;
     ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
     const uint64_t work0 = bud.work;
     *too_large = 0;
-    if (!best.offsets || !warm || layout_llfb(bufs, n, align, warm) == UINT64_MAX ||
-        lay_reduce(bufs, n, align, &red) != 0) {
+    if (layout_llfb(bufs, n, align, warm) == UINT64_MAX) { /* out of memory in LLFB */
         free(best.offsets);
         free(warm);
         if (res) *res = (layout_result){UINT64_MAX, 0, 0, 0};
         return UINT64_MAX;
     }
+    lay_reduce(bufs, n, align, &red);
     ilp_offer(&best, bufs, n, align, warm);
     assert(best.height != UINT64_MAX); /* LLFB is valid */
     uint64_t lb = layout_live_peak(bufs, n);

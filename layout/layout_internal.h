@@ -93,8 +93,8 @@ typedef struct lay_reduced {
     uint64_t *offsets; /* one per input buffer: set for stacked and empty ones */
 } lay_reduced;
 
-/* Returns 0, or -1 when memory runs out. */
-int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
+/* Fills *r (free it with lay_reduced_free).  Never fails. */
+void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
 void lay_reduced_free(lay_reduced *r);
 
 /* layout_search on a work budget: *work is the work left, in the units of

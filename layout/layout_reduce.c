@@ -20,16 +20,12 @@ static uint64_t red_gcd(uint64_t a, uint64_t b) {
     return a;
 }
 
-int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r) {
+void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r) {
     assert(align >= 1);
     memset(r, 0, sizeof *r);
-    r->orig = malloc((n ? n : 1) * sizeof *r->orig);
-    r->size = malloc((n ? n : 1) * sizeof *r->size);
-    r->offsets = calloc(n ? n : 1, sizeof *r->offsets);
-    if (!r->orig || !r->size || !r->offsets) {
-        lay_reduced_free(r);
-        return -1;
-    }
+    r->orig = xmallocarray(n, sizeof *r->orig);
+    r->size = xmallocarray(n, sizeof *r->size);
+    r->offsets = xcalloc(n, sizeof *r->offsets);
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size == 0) continue;
         r->unit = red_gcd(r->unit, lay_round_up(bufs[i].size, align));
@@ -62,7 +58,6 @@ int lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced 
     }
     for (size_t b = 0; b < r->n; b++)
         r->size[b] = lay_round_up(bufs[r->orig[b]].size, align) / r->unit;
-    return 0;
 }
 
 void lay_reduced_free(lay_reduced *r) {

@@ -769,7 +769,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     layout_buffer *mirror = NULL;
     lay_reduced red;
     int timed_out = 0, out_of_work = 0;
-    if (lay_reduce(bufs, n, align, &red) != 0) return -2;
+    lay_reduce(bufs, n, align, &red);
     lay_status result = LAY_NOMEM;
     if (red.base > capacity) {
         result = LAY_INFEASIBLE; /* the buffers that conflict with all others alone */

@@ -231,7 +231,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
                      double deadline, uint64_t *offsets, uint64_t *nodes_out) {
     if (nodes_out) *nodes_out = 0;
     lay_reduced red;
-    if (lay_reduce(bufs, n, align, &red) != 0) return LAY_NOMEM;
+    lay_reduce(bufs, n, align, &red);
     lay_status result = LAY_GAVE_UP;
     swp s;
     memset(&s, 0, sizeof s);

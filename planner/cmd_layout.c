@@ -246,13 +246,8 @@ int cmd_layout(int argc, char **argv) {
     }
     size_t n = csv.n;
     /* The engine works on sizes rounded up to align; the file keeps its own. */
-    layout_buffer *bufs = malloc((n ? n : 1) * sizeof *bufs);
-    uint64_t *offsets = malloc((n ? n : 1) * sizeof *offsets);
-    if (!bufs || !offsets) {
-        fprintf(stderr, "roamc layout: out of memory\n");
-        rc = CL_EXIT_ERROR;
-        goto out;
-    }
+    layout_buffer *bufs = xmallocarray(n, sizeof *bufs);
+    uint64_t *offsets = xmallocarray(n, sizeof *offsets);
     for (size_t i = 0; i < n; i++) {
         bufs[i] = csv.bufs[i];
         uint64_t s = bufs[i].size;
@@ -330,13 +325,11 @@ int cmd_layout(int argc, char **argv) {
             if (!o.work && !o.engines && left > 1e-3) {
                 layout_effort e = {0, 0.5 * left, o.has_capacity ? o.capacity : 0};
                 layout_result er;
-                uint64_t *warm = malloc(n * sizeof *warm);
-                if (warm) {
-                    memcpy(warm, offsets, n * sizeof *warm);
-                    if (layout_exact(bufs, n, o.align, warm, &e, offsets, &er) == UINT64_MAX)
-                        memcpy(offsets, warm, n * sizeof *warm);
-                    free(warm);
-                }
+                uint64_t *warm = xmallocarray(n, sizeof *warm);
+                memcpy(warm, offsets, n * sizeof *warm);
+                if (layout_exact(bufs, n, o.align, warm, &e, offsets, &er) == UINT64_MAX)
+                    memcpy(offsets, warm, n * sizeof *warm);
+                free(warm);
                 left = 0.9 * (t_start + o.time_limit - roamc_now());
             }
             layout_solve_opts so;
