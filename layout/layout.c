@@ -43,14 +43,10 @@ static uint64_t lay_step_key(int64_t t) {
     return (uint64_t)t ^ 0x8000000000000000ULL;
 }
 
-int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev) {
-    ev->allocs = malloc((n ? n : 1) * sizeof *ev->allocs);
-    ev->frees = malloc((n ? n : 1) * sizeof *ev->frees);
+void lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev) {
+    ev->allocs = xmallocarray(n, sizeof *ev->allocs);
+    ev->frees = xmallocarray(n, sizeof *ev->frees);
     ev->m = 0;
-    if (!ev->allocs || !ev->frees) {
-        lay_events_free(ev);
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size == 0) continue; /* nothing to allocate */
         ev->allocs[ev->m] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
@@ -59,7 +55,6 @@ int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev) {
     }
     qsort(ev->allocs, ev->m, sizeof *ev->allocs, lay_key_cmp);
     qsort(ev->frees, ev->m, sizeof *ev->frees, lay_key_cmp);
-    return 0;
 }
 
 void lay_events_free(lay_events *ev) {
@@ -134,15 +129,11 @@ int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets
      * While the live set has no overlap, a new buffer can only overlap its
      * neighbours in that order: the one at or below its offset and the
      * first one above it.  So each insertion checks two buffers. */
-    lay_key *starts = malloc((n ? n : 1) * sizeof *starts);
-    lay_key *ends = malloc((n ? n : 1) * sizeof *ends);
+    lay_key *starts = xmallocarray(n, sizeof *starts);
+    lay_key *ends = xmallocarray(n, sizeof *ends);
     lay_set live;
     int rc = 0;
-    if (!starts || !ends || lay_set_init(&live, n) != 0) {
-        free(starts);
-        free(ends);
-        return -1;
-    }
+    lay_set_init(&live, n);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size == 0) continue; /* occupies no address, conflicts with nothing */
@@ -875,35 +866,32 @@ static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi) {
 uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets) {
     assert(align >= 1);
     lay_events ev;
-    int have_ev = lay_events_init(bufs, n, &ev) == 0;
+    lay_events_init(bufs, n, &ev);
     lay_free_list f = {0};
-    f.lo = malloc((n + 1) * sizeof *f.lo);
-    f.hi = malloc((n + 1) * sizeof *f.hi);
-    f.spare = malloc((n + 1) * sizeof *f.spare);
-    int sets = lay_set_init(&f.by_size, n + 1) == 0;
-    sets += sets && lay_set_init(&f.by_addr, n + 1) == 0;
-    uint64_t rc = UINT64_MAX;
-    if (have_ev && f.lo && f.hi && f.spare && sets == 2) {
-        for (size_t id = 0; id <= n; id++) f.spare[f.nspare++] = n - id;
-        for (size_t i = 0; i < n; i++) offsets[i] = 0;
-        size_t j = 0;
-        for (size_t k = 0; k < ev.m; k++) {
-            size_t i = ev.allocs[k].idx;
-            /* free what ended before this start step */
-            while (j < ev.m && ev.frees[j].k1 < ev.allocs[k].k1) {
-                size_t d = ev.frees[j++].idx;
-                lay_fl_free(&f, offsets[d], offsets[d] + lay_round_up(bufs[d].size, align));
-            }
-            offsets[i] = lay_fl_alloc(&f, lay_round_up(bufs[i].size, align));
+    f.lo = xmallocarray(n + 1, sizeof *f.lo);
+    f.hi = xmallocarray(n + 1, sizeof *f.hi);
+    f.spare = xmallocarray(n + 1, sizeof *f.spare);
+    lay_set_init(&f.by_size, n + 1);
+    lay_set_init(&f.by_addr, n + 1);
+    for (size_t id = 0; id <= n; id++) f.spare[f.nspare++] = n - id;
+    for (size_t i = 0; i < n; i++) offsets[i] = 0;
+    size_t j = 0;
+    for (size_t k = 0; k < ev.m; k++) {
+        size_t i = ev.allocs[k].idx;
+        /* free what ended before this start step */
+        while (j < ev.m && ev.frees[j].k1 < ev.allocs[k].k1) {
+            size_t d = ev.frees[j++].idx;
+            lay_fl_free(&f, offsets[d], offsets[d] + lay_round_up(bufs[d].size, align));
         }
-        rc = layout_height(bufs, n, offsets);
+        offsets[i] = lay_fl_alloc(&f, lay_round_up(bufs[i].size, align));
     }
-    if (sets >= 1) lay_set_free(&f.by_size);
-    if (sets == 2) lay_set_free(&f.by_addr);
+    uint64_t rc = layout_height(bufs, n, offsets);
+    lay_set_free(&f.by_size);
+    lay_set_free(&f.by_addr);
     free(f.lo);
     free(f.hi);
     free(f.spare);
-    if (have_ev) lay_events_free(&ev);
+    lay_events_free(&ev);
     return rc;
 }
 

@@ -35,8 +35,8 @@ typedef struct lay_set {
     size_t count;
 } lay_set;
 
-/* Returns 0, or -1 when memory runs out. */
-int lay_set_init(lay_set *set, size_t cap);
+/* An empty set of cap nodes.  Never fails. */
+void lay_set_init(lay_set *set, size_t cap);
 void lay_set_free(lay_set *set);
 void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2);
 void lay_set_erase(lay_set *set, size_t id);
@@ -68,7 +68,7 @@ typedef struct lay_events {
     size_t m; /* entries in each */
 } lay_events;
 
-int lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
+void lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
 void lay_events_free(lay_events *ev);
 
 /* x rounded up to a multiple of a (a >= 1). */

@@ -161,39 +161,34 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
     memset(&a, 0, sizeof a);
     a.limit = limit;
     a.cap = 2 * n + 1;
-    a.blocks = malloc(a.cap * sizeof *a.blocks);
+    a.blocks = xmallocarray(a.cap, sizeof *a.blocks);
     lay_events ev;
-    int have_ev = lay_events_init(bufs, n, &ev) == 0;
-    size_t *block_of = malloc((n ? n : 1) * sizeof *block_of);
-    int ok = a.blocks && have_ev && block_of;
-    int sets = 0;
-    for (; ok && sets < 2; sets++) ok = lay_set_init(&a.pool[sets], a.cap) == 0;
-    uint64_t result = UINT64_MAX;
-    if (ok) {
-        for (size_t i = 0; i < n; i++) offsets[i] = 0; /* empty buffers: nothing to allocate */
-        size_t f = 0;
-        for (size_t k = 0; k < ev.m; k++) {
-            size_t i = ev.allocs[k].idx;
-            /* free what ended before this step, before allocating at it */
-            while (f < ev.m && ev.frees[f].k1 < ev.allocs[k].k1)
-                pt_free(&a, block_of[ev.frees[f++].idx]);
-            uint64_t sz = lay_round_up(bufs[i].size, PT_ROUND);
-            block_of[i] = pt_malloc(&a, sz);
-            if (block_of[i] == LAY_NIL) break;
-            offsets[i] = a.blocks[block_of[i]].addr;
-        }
-        result = a.oom ? UINT64_MAX : a.top;
-        if (stats) {
-            stats->reserved_peak = a.reserved_peak;
-            stats->allocated_peak = a.allocated_peak;
-            stats->segments = a.segments;
-            stats->released = a.released;
-            stats->oom = a.oom;
-        }
+    lay_events_init(bufs, n, &ev);
+    size_t *block_of = xmallocarray(n, sizeof *block_of);
+    for (int k = 0; k < 2; k++) lay_set_init(&a.pool[k], a.cap);
+    for (size_t i = 0; i < n; i++) offsets[i] = 0; /* empty buffers: nothing to allocate */
+    size_t f = 0;
+    for (size_t k = 0; k < ev.m; k++) {
+        size_t i = ev.allocs[k].idx;
+        /* free what ended before this step, before allocating at it */
+        while (f < ev.m && ev.frees[f].k1 < ev.allocs[k].k1)
+            pt_free(&a, block_of[ev.frees[f++].idx]);
+        uint64_t sz = lay_round_up(bufs[i].size, PT_ROUND);
+        block_of[i] = pt_malloc(&a, sz);
+        if (block_of[i] == LAY_NIL) break;
+        offsets[i] = a.blocks[block_of[i]].addr;
     }
-    while (sets-- > 0) lay_set_free(&a.pool[sets]);
+    uint64_t result = a.oom ? UINT64_MAX : a.top;
+    if (stats) {
+        stats->reserved_peak = a.reserved_peak;
+        stats->allocated_peak = a.allocated_peak;
+        stats->segments = a.segments;
+        stats->released = a.released;
+        stats->oom = a.oom;
+    }
+    for (int k = 0; k < 2; k++) lay_set_free(&a.pool[k]);
     free(a.blocks);
-    if (have_ev) lay_events_free(&ev);
+    lay_events_free(&ev);
     free(block_of);
     return result;
 }

@@ -22,14 +22,12 @@ static int set_less(const lay_set_node *a, uint64_t k1, uint64_t k2) {
     return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
 }
 
-int lay_set_init(lay_set *set, size_t cap) {
-    set->nodes = calloc(cap ? cap : 1, sizeof *set->nodes);
-    if (!set->nodes) return -1;
+void lay_set_init(lay_set *set, size_t cap) {
+    set->nodes = xcalloc(cap, sizeof *set->nodes);
     set->cap = cap;
     set->root = LAY_NIL;
     set->count = 0;
     for (size_t i = 0; i < cap; i++) set->nodes[i].prio = set_hash(i);
-    return 0;
 }
 
 void lay_set_free(lay_set *set) {

@@ -83,11 +83,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     so.bnb = o->rules;
     double deadline = o->time_limit_s > 0 ? roamc_now() + o->time_limit_s : INFINITY;
     uint64_t work_left = o->work;
-    uint64_t *cand = malloc((n ? n : 1) * sizeof *cand);
-    if (!cand) {
-        r->status = LAYOUT_SOLVE_NOMEM;
-        return r->status;
-    }
+    uint64_t *cand = xmallocarray(n, sizeof *cand);
     memcpy(offsets, warm_offsets, n * sizeof *offsets);
     uint64_t best = layout_height(bufs, n, offsets);
     uint64_t lb = lay_round_up(layout_live_peak(bufs, n), align);
