@@ -170,8 +170,7 @@ static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev) {
     swp_sort_live(s, s->stack + live0, nlive);
     /* holes: the gaps between the live buffers, in address order */
     size_t nh = 0;
-    uint64_t *hv = malloc(2 * (nlive + 1) * sizeof *hv);
-    if (!hv) return SWP_NOMEM;
+    uint64_t *hv = xmallocarray(2 * (nlive + 1), sizeof *hv);
     uint64_t at = 0, free_sum = 0;
     for (size_t i = 0; i <= nlive; i++) {
         uint64_t lo = i < nlive ? s->b[s->stack[live0 + i]].off : s->cap;
@@ -244,14 +243,10 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
         result = LAY_FOUND;
         goto done;
     }
-    s.b = malloc(s.n * sizeof *s.b);
-    s.times = malloc(s.n * sizeof *s.times);
-    s.st_begin = malloc((s.n + 1) * sizeof *s.st_begin);
-    s.st_buf = malloc(s.n * sizeof *s.st_buf);
-    if (!s.b || !s.times || !s.st_begin || !s.st_buf) {
-        result = LAY_NOMEM;
-        goto done;
-    }
+    s.b = xmallocarray(s.n, sizeof *s.b);
+    s.times = xmallocarray(s.n, sizeof *s.times);
+    s.st_begin = xmallocarray(s.n + 1, sizeof *s.st_begin);
+    s.st_buf = xmallocarray(s.n, sizeof *s.st_buf);
     for (size_t i = 0; i < s.n; i++) {
         const layout_buffer *x = &bufs[red.orig[i]];
         s.b[i] = (swp_buf){red.size[i], SWP_NONE, x->start, x->end,
@@ -266,11 +261,7 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
      * from the first start to the last end (steps where it changes are
      * starts and ends + 1) */
     {
-        int32_t *ev = malloc(2 * s.n * sizeof *ev);
-        if (!ev) {
-            result = LAY_NOMEM;
-            goto done;
-        }
+        int32_t *ev = xmallocarray(2 * s.n, sizeof *ev);
         for (size_t i = 0; i < s.n; i++) {
             ev[2 * i] = s.b[i].start;
             ev[2 * i + 1] = s.b[i].end == INT32_MAX ? INT32_MAX : s.b[i].end + 1;
@@ -300,13 +291,9 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
     if (s.stack_cap / (s.nt + 2) != s.n || s.stack_cap > ((size_t)1 << 26)) {
         goto done; /* too large for this simple stack: give up */
     }
-    s.stack = malloc(s.stack_cap * sizeof *s.stack);
+    s.stack = xmallocarray(s.stack_cap, sizeof *s.stack);
     s.fail_mask = ((size_t)1 << 20) - 1;
-    s.fail = calloc(s.fail_mask + 1, sizeof *s.fail);
-    if (!s.stack || !s.fail) {
-        result = LAY_NOMEM;
-        goto done;
-    }
+    s.fail = xcalloc(s.fail_mask + 1, sizeof *s.fail);
     s.deadline = deadline;
     s.rnd = 12345;
     for (unsigned round = 0; roamc_now() < deadline; round++) {
