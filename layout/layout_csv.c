@@ -9,6 +9,7 @@
  * quoting: a field is everything between two commas.  Every error names
  * file:line:column (1-based; the column of the offending field).
  */
+#include "base.h"
 #include "layout.h"
 
 #include <ctype.h>
@@ -142,28 +143,24 @@ typedef struct csv_rows {
     size_t n, cap;
 } csv_rows;
 
-static int csv_rows_push(csv_rows *rows, layout_buffer b, const char *id, size_t idlen,
-                         size_t line) {
+/* Appends a row.  Never fails: the rows take memory in proportion to the
+ * file (each at least a few bytes of it), as reading it does. */
+static void csv_rows_push(csv_rows *rows, layout_buffer b, const char *id, size_t idlen,
+                          size_t line) {
     if (rows->n == rows->cap) {
         size_t cap = rows->cap ? 2 * rows->cap : 256;
-        layout_buffer *bufs = realloc(rows->bufs, cap * sizeof *bufs);
-        if (bufs) rows->bufs = bufs;
-        char **ids = realloc(rows->ids, cap * sizeof *ids);
-        if (ids) rows->ids = ids;
-        size_t *lines = realloc(rows->lines, cap * sizeof *lines);
-        if (lines) rows->lines = lines;
-        if (!bufs || !ids || !lines) return -1;
+        rows->bufs = xreallocarray(rows->bufs, cap, sizeof *rows->bufs);
+        rows->ids = xreallocarray(rows->ids, cap, sizeof *rows->ids);
+        rows->lines = xreallocarray(rows->lines, cap, sizeof *rows->lines);
         rows->cap = cap;
     }
-    char *copy = malloc(idlen + 1);
-    if (!copy) return -1;
+    char *copy = xmalloc(idlen + 1);
     memcpy(copy, id, idlen);
     copy[idlen] = '\0';
     rows->bufs[rows->n] = b;
     rows->ids[rows->n] = copy;
     rows->lines[rows->n] = line;
     rows->n++;
-    return 0;
 }
 
 /* Parses one data line into rows. */
@@ -188,8 +185,7 @@ static int csv_row(const csv_reader *r, const char *line, int kind, csv_rows *ro
                          " (lifetimes are half-open [%s, %s))",
                          names[2], upper, names[1], lower, names[1], names[2]);
     layout_buffer b = {size, (int32_t)lower, (int32_t)(upper - 1)};
-    if (csv_rows_push(rows, b, f[0].begin, (size_t)(f[0].end - f[0].begin), r->line) != 0)
-        return csv_error(r, 0, "out of memory");
+    csv_rows_push(rows, b, f[0].begin, (size_t)(f[0].end - f[0].begin), r->line);
     return 0;
 }
 
@@ -202,8 +198,7 @@ static int csv_id_cmp(const void *pa, const void *pb) {
 }
 
 static int csv_check_duplicates(csv_reader *r, const csv_rows *rows) {
-    char ***by_id = malloc((rows->n ? rows->n : 1) * sizeof *by_id);
-    if (!by_id) return csv_error(r, 0, "out of memory");
+    char ***by_id = xmallocarray(rows->n, sizeof *by_id);
     for (size_t i = 0; i < rows->n; i++) by_id[i] = &rows->ids[i];
     qsort(by_id, rows->n, sizeof *by_id, csv_id_cmp);
     int rc = 0;
