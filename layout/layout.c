@@ -71,14 +71,9 @@ uint64_t layout_live_peak(const layout_buffer *bufs, size_t n) {
     /* Sweep over time: a buffer adds its size at start and removes it at
      * end + 1; removals at a step happen before additions at that step,
      * because a buffer ending at t - 1 is no longer live at t. */
-    lay_key *starts = malloc((n ? n : 1) * sizeof *starts);
-    lay_key *ends = malloc((n ? n : 1) * sizeof *ends);
+    lay_key *starts = xmallocarray(n, sizeof *starts);
+    lay_key *ends = xmallocarray(n, sizeof *ends);
     uint64_t peak = 0;
-    if (!starts || !ends) {
-        free(starts);
-        free(ends);
-        return UINT64_MAX;
-    }
     for (size_t i = 0; i < n; i++) {
         assert(bufs[i].start <= bufs[i].end);
         starts[i] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
@@ -227,7 +222,7 @@ static size_t lay_size_class(size_t cap) {
     return k;
 }
 
-/* An array of cap spans (cap = 4 * 2^k), NULL when memory runs out. */
+/* An array of cap spans (cap = 4 * 2^k). */
 static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
     size_t k = lay_size_class(cap);
     assert(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
@@ -240,8 +235,7 @@ static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
     if (!c || c->cap - c->used < cap) {
         size_t ccap = c && c->cap < ((size_t)1 << 20) ? 2 * c->cap : c ? c->cap : 256;
         if (ccap < cap) ccap = cap;
-        c = malloc(sizeof *c + ccap * sizeof(lay_span));
-        if (!c) return NULL;
+        c = xmalloc(sizeof *c + ccap * sizeof(lay_span));
         c->next = a->chunks;
         c->used = 0;
         c->cap = ccap;
@@ -266,38 +260,44 @@ static void lay_arena_free(lay_arena *a) {
     }
 }
 
-static int lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more) {
-    if (s->n + more <= s->cap) return 0;
+static void lay_spans_reserve(lay_arena *a, lay_spans *s, size_t more) {
+    if (s->n + more <= s->cap) return;
     size_t cap = s->cap ? s->cap : 4;
     while (cap < s->n + more) cap *= 2;
     lay_span *v = lay_arena_take(a, cap);
-    if (!v) return -1;
     if (s->n) memcpy(v, s->v, s->n * sizeof *v);
     if (s->cap) lay_arena_give(a, s->v, s->cap);
     s->v = v;
     s->cap = cap;
-    return 0;
 }
 
-/* Adds [lo, hi) to a sorted array of disjoint blocks (a union: the blocks it
- * touches or overlaps are merged with it). */
-static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi) {
-    size_t i = 0, r = b->n; /* first block that ends at or after lo */
+/* The first block of b (sorted and disjoint, so their ends increase) that
+ * ends above x; b->n when none does. */
+static size_t lay_spans_ending_after(const lay_spans *b, uint64_t x) {
+    size_t i = 0, r = b->n;
     while (i < r) {
         size_t mid = i + (r - i) / 2;
-        if (b->v[mid].hi < lo)
+        if (b->v[mid].hi <= x)
             i = mid + 1;
         else
             r = mid;
     }
-    size_t j = i; /* blocks [i, j) merge with the new one */
+    return i;
+}
+
+/* Adds [lo, hi) to a sorted array of disjoint blocks (a union: the blocks it
+ * touches or overlaps are merged with it). */
+static void lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi) {
+    size_t i =
+        lo ? lay_spans_ending_after(b, lo - 1) : 0; /* first block that ends at or after lo */
+    size_t j = i;                                   /* blocks [i, j) merge with the new one */
     while (j < b->n && b->v[j].lo <= hi) {
         if (b->v[j].lo < lo) lo = b->v[j].lo;
         if (b->v[j].hi > hi) hi = b->v[j].hi;
         j++;
     }
     if (j == i) { /* nothing to merge: insert */
-        if (lay_spans_reserve(a, b, 1) != 0) return -1;
+        lay_spans_reserve(a, b, 1);
         memmove(&b->v[i + 1], &b->v[i], (b->n - i) * sizeof *b->v);
         b->n++;
     } else if (j > i + 1) { /* replace blocks [i, j) by one */
@@ -305,7 +305,6 @@ static int lay_blocks_add(lay_arena *a, lay_spans *b, uint64_t lo, uint64_t hi) 
         b->n -= j - i - 1;
     } /* else block i grows in place */
     b->v[i] = (lay_span){lo, hi};
-    return 0;
 }
 
 typedef struct lay_index {
@@ -374,10 +373,9 @@ static void lay_index_free(lay_index *ix) {
 
 static size_t lay_index_leaf(const lay_index *ix, int64_t t);
 
-static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n) {
+static void lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n) {
     memset(ix, 0, sizeof *ix);
-    ix->steps = malloc((2 * n + 1) * sizeof *ix->steps);
-    if (!ix->steps) return -1;
+    ix->steps = xmallocarray(2 * n, sizeof *ix->steps);
     for (size_t i = 0; i < n; i++) {
         ix->steps[2 * i] = bufs[i].start;
         ix->steps[2 * i + 1] = bufs[i].end;
@@ -388,20 +386,15 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n) {
             ix->steps[ix->nsteps++] = ix->steps[i];
     ix->cap = 1;
     while (ix->cap < ix->nsteps) ix->cap *= 2;
-    ix->own = calloc(2 * ix->cap, sizeof *ix->own);
-    ix->sub = calloc(2 * ix->cap, sizeof *ix->sub);
-    ix->stamp = calloc(2 * ix->cap, sizeof *ix->stamp);
-    ix->pu = calloc(2 * ix->cap, sizeof *ix->pu);
-    ix->pu_at = calloc(2 * ix->cap, sizeof *ix->pu_at);
-    ix->own_at = calloc(2 * ix->cap, sizeof *ix->own_at);
-    ix->read = calloc(2 * ix->cap, sizeof *ix->read);
+    ix->own = xcalloc(2 * ix->cap, sizeof *ix->own);
+    ix->sub = xcalloc(2 * ix->cap, sizeof *ix->sub);
+    ix->stamp = xcalloc(2 * ix->cap, sizeof *ix->stamp);
+    ix->pu = xcalloc(2 * ix->cap, sizeof *ix->pu);
+    ix->pu_at = xcalloc(2 * ix->cap, sizeof *ix->pu_at);
+    ix->own_at = xcalloc(2 * ix->cap, sizeof *ix->own_at);
+    ix->read = xcalloc(2 * ix->cap, sizeof *ix->read);
     ix->pu_lim = (2 * ix->cap) >> LAY_PU_TAIL; /* the nodes at or above the path unions' level */
-    ix->log = calloc(ix->pu_lim ? ix->pu_lim : 1, sizeof *ix->log);
-    if (!ix->own || !ix->sub || !ix->stamp || !ix->pu || !ix->pu_at || !ix->own_at || !ix->read ||
-        !ix->log) {
-        lay_index_free(ix);
-        return -1;
-    }
+    ix->log = xcalloc(ix->pu_lim, sizeof *ix->log);
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size == 0) continue; /* never queried */
         size_t l = lay_index_leaf(ix, bufs[i].start), r = lay_index_leaf(ix, bufs[i].end) + 1;
@@ -410,32 +403,25 @@ static int lay_index_init(lay_index *ix, const layout_buffer *bufs, size_t n) {
             if (r & 1) ix->read[--r] = 1;
         }
     }
-    return 0;
 }
 
-/* dst = a deep copy of src (its lists in arrays of its own arena).  Returns 0, or
- * -1 when memory runs out (dst is then freed). */
-static int lay_index_clone(lay_index *dst, const lay_index *src) {
+/* dst = a deep copy of src (its lists in arrays of its own arena). */
+static void lay_index_clone(lay_index *dst, const lay_index *src) {
     memset(dst, 0, sizeof *dst);
     size_t nodes = 2 * src->cap;
     dst->nsteps = src->nsteps;
     dst->cap = src->cap;
     dst->inserts = src->inserts;
-    dst->steps = malloc((src->nsteps ? src->nsteps : 1) * sizeof *dst->steps);
-    dst->own = calloc(nodes, sizeof *dst->own);
-    dst->sub = calloc(nodes, sizeof *dst->sub);
-    dst->stamp = malloc(nodes * sizeof *dst->stamp);
-    dst->pu = calloc(nodes, sizeof *dst->pu);
-    dst->pu_at = malloc(nodes * sizeof *dst->pu_at);
-    dst->own_at = malloc(nodes * sizeof *dst->own_at);
-    dst->read = malloc(nodes * sizeof *dst->read);
+    dst->steps = xmallocarray(src->nsteps, sizeof *dst->steps);
+    dst->own = xcalloc(nodes, sizeof *dst->own);
+    dst->sub = xcalloc(nodes, sizeof *dst->sub);
+    dst->stamp = xmallocarray(nodes, sizeof *dst->stamp);
+    dst->pu = xcalloc(nodes, sizeof *dst->pu);
+    dst->pu_at = xmallocarray(nodes, sizeof *dst->pu_at);
+    dst->own_at = xmallocarray(nodes, sizeof *dst->own_at);
+    dst->read = xmallocarray(nodes, sizeof *dst->read);
     dst->pu_lim = src->pu_lim;
-    dst->log = calloc(src->pu_lim ? src->pu_lim : 1, sizeof *dst->log);
-    if (!dst->steps || !dst->own || !dst->sub || !dst->stamp || !dst->pu || !dst->pu_at ||
-        !dst->own_at || !dst->read || !dst->log) {
-        lay_index_free(dst);
-        return -1;
-    }
+    dst->log = xcalloc(src->pu_lim, sizeof *dst->log);
     memcpy(dst->steps, src->steps, src->nsteps * sizeof *dst->steps);
     memcpy(dst->stamp, src->stamp, nodes * sizeof *dst->stamp);
     memcpy(dst->pu_at, src->pu_at, nodes * sizeof *dst->pu_at);
@@ -444,11 +430,7 @@ static int lay_index_clone(lay_index *dst, const lay_index *src) {
     for (size_t v = 0; v < src->pu_lim; v++) {
         const lay_log *from = &src->log[v];
         if (from->n == 0) continue;
-        dst->log[v].v = malloc(from->n * sizeof *from->v);
-        if (!dst->log[v].v) {
-            lay_index_free(dst);
-            return -1;
-        }
+        dst->log[v].v = xmallocarray(from->n, sizeof *from->v);
         memcpy(dst->log[v].v, from->v, from->n * sizeof *from->v);
         dst->log[v].n = dst->log[v].cap = from->n;
     }
@@ -457,15 +439,11 @@ static int lay_index_clone(lay_index *dst, const lay_index *src) {
         lay_spans *to[3] = {&dst->own[v], &dst->sub[v], &dst->pu[v]};
         for (int k = 0; k < 3; k++) {
             if (from[k]->n == 0) continue;
-            if (lay_spans_reserve(&dst->arena, to[k], from[k]->n) != 0) {
-                lay_index_free(dst);
-                return -1;
-            }
+            lay_spans_reserve(&dst->arena, to[k], from[k]->n);
             memcpy(to[k]->v, from[k]->v, from[k]->n * sizeof *to[k]->v);
             to[k]->n = from[k]->n;
         }
     }
-    return 0;
 }
 
 /* Leaf node of step t, which is one of the steps of the index. */
@@ -483,7 +461,7 @@ static size_t lay_index_leaf(const lay_index *ix, int64_t t) {
 }
 
 /* Records a buffer with lifetime [s, e] as placed at addresses [lo, hi). */
-static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uint64_t hi) {
+static void lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uint64_t hi) {
     ix->inserts++;
     size_t l = lay_index_leaf(ix, s), r = lay_index_leaf(ix, e) + 1;
     for (; l < r; l /= 2, r /= 2) {
@@ -491,27 +469,23 @@ static int lay_index_place(lay_index *ix, int64_t s, int64_t e, uint64_t lo, uin
         if (l & 1) canon[nc++] = l++;
         if (r & 1) canon[nc++] = --r;
         for (size_t c = 0; c < nc; c++) {
-            if (lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi) != 0) return -1;
+            lay_blocks_add(&ix->arena, &ix->own[canon[c]], lo, hi);
             ix->own_at[canon[c]] = ix->inserts;
             if (canon[c] < ix->pu_lim) {
                 lay_log *lg = &ix->log[canon[c]];
                 if (lg->n == lg->cap) {
-                    size_t cap = lg->cap ? 2 * lg->cap : 8;
-                    lay_log_entry *v = realloc(lg->v, cap * sizeof *v);
-                    if (!v) return -1;
-                    lg->v = v;
-                    lg->cap = cap;
+                    lg->cap = lg->cap ? 2 * lg->cap : 8;
+                    lg->v = xreallocarray(lg->v, lg->cap, sizeof *lg->v);
                 }
                 lg->v[lg->n++] = (lay_log_entry){lo, hi, ix->inserts};
             }
             /* sub of the node and its ancestors, each once, where read */
             for (size_t v = canon[c]; v >= 1 && ix->stamp[v] != ix->inserts; v /= 2) {
                 ix->stamp[v] = ix->inserts;
-                if (ix->read[v] && lay_blocks_add(&ix->arena, &ix->sub[v], lo, hi) != 0) return -1;
+                if (ix->read[v]) lay_blocks_add(&ix->arena, &ix->sub[v], lo, hi);
             }
         }
     }
-    return 0;
 }
 
 /* The lists a query reads: at most 4 per tree level. */
@@ -527,11 +501,11 @@ static void lay_lists_push(lay_lists *l, const lay_spans *x) {
 
 /* out = the union of the sorted block lists a and b (a may be NULL),
  * blocks that touch or overlap merged, as lay_blocks_add keeps them. */
-static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
-                           const lay_spans *b) {
+static void lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
+                            const lay_spans *b) {
     size_t na = a ? a->n : 0;
     out->n = 0;
-    if (lay_spans_reserve(arena, out, na + b->n) != 0) return -1;
+    lay_spans_reserve(arena, out, na + b->n);
     size_t i = 0, j = 0;
     while (i < na || j < b->n) {
         lay_span x = j == b->n || (i < na && a->v[i].lo < b->v[j].lo) ? a->v[i++] : b->v[j++];
@@ -540,7 +514,6 @@ static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
         } else
             out->v[out->n++] = x;
     }
-    return 0;
 }
 
 /* Ranges added to own on a path since a path union was brought up to date
@@ -549,8 +522,7 @@ static int lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a,
 
 /* The path union of node a (see lay_index), brought up to date top-down:
  * each node on the path that is out of date takes the ranges added on its
- * path since, or is rebuilt from its parent's (current by then).  NULL when
- * memory runs out. */
+ * path since, or is rebuilt from its parent's (current by then). */
 static const lay_spans *lay_index_pu(lay_index *ix, size_t a) {
     size_t path[64], from[64], d = 0;
     for (size_t v = a; v >= 1; v /= 2) path[d++] = v; /* leaf-most first */
@@ -584,12 +556,11 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a) {
         if (pending <= LAY_PU_ADD_MAX) {
             for (size_t j = k; j < d; j++)
                 for (size_t e = from[j]; e < ix->log[path[j]].n; e++)
-                    if (lay_blocks_add(&ix->arena, pu, ix->log[path[j]].v[e].lo,
-                                       ix->log[path[j]].v[e].hi) != 0)
-                        return NULL;
-        } else if (lay_spans_union(&ix->arena, pu, k + 1 < d ? &ix->pu[path[k + 1]] : NULL,
-                                   &ix->own[v]) != 0)
-            return NULL;
+                    lay_blocks_add(&ix->arena, pu, ix->log[path[j]].v[e].lo,
+                                   ix->log[path[j]].v[e].hi);
+        } else {
+            lay_spans_union(&ix->arena, pu, k + 1 < d ? &ix->pu[path[k + 1]] : NULL, &ix->own[v]);
+        }
         ix->pu_at[v] = ix->inserts + 1;
     }
     return &ix->pu[a];
@@ -601,9 +572,8 @@ static const lay_spans *lay_index_pu(lay_index *ix, size_t a) {
  * the path's upper levels come as one path union (the lowest LAY_PU_TAIL
  * levels list by list): for a caller that walks every block; a caller that
  * only binary-searches each list (lay_range_free) gains nothing from it and
- * would rebuild unions that every insertion invalidates.  Returns 0, or -1
- * when memory runs out. */
-static int lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, int merged) {
+ * would rebuild unions that every insertion invalidates. */
+static void lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, int merged) {
     size_t ls = lay_index_leaf(ix, s), le = lay_index_leaf(ix, e);
     out->n = 0;
     for (int side = 0; side < 2; side++) {
@@ -612,17 +582,12 @@ static int lay_index_query(lay_index *ix, int64_t s, int64_t e, lay_lists *out, 
         size_t v = leaf;
         for (int lev = 0; (lev < LAY_PU_TAIL || !merged) && v >= 1; lev++, v /= 2)
             lay_lists_push(out, &ix->own[v]);
-        if (v >= 1) {
-            const lay_spans *pu = lay_index_pu(ix, v);
-            if (!pu) return -1;
-            lay_lists_push(out, pu);
-        }
+        if (v >= 1) lay_lists_push(out, lay_index_pu(ix, v));
     }
     for (size_t l = ls, r = le + 1; l < r; l /= 2, r /= 2) {
         if (l & 1) lay_lists_push(out, &ix->sub[l++]);
         if (r & 1) lay_lists_push(out, &ix->sub[--r]);
     }
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -715,35 +680,103 @@ static uint64_t lay_choose_gap(const lay_lists *lists, lay_cursor *heap, uint64_
     return best != UINT64_MAX ? best : covered;
 }
 
+/* ------------------------------------------------------------------------ */
+/* An incremental placer (layout_internal.h): the index with the scratch    */
+/* lists of a query, for callers that place buffers one at a time, at an    */
+/* offset of their choice or in the lowest / tightest gap.  The heuristics  */
+/* below are its simplest caller.                                            */
+
+struct lay_placer {
+    const layout_buffer *bufs;
+    size_t n;
+    uint64_t align;
+    lay_index ix;
+    lay_lists lists; /* what a query reads: at most 4 lists per tree level */
+    lay_cursor *heap;
+};
+
+/* The query scratch of pl, for an index of pl->ix.cap leaves. */
+static void lay_placer_scratch(lay_placer *pl) {
+    size_t levels = 1;
+    for (size_t c = pl->ix.cap; c > 1; c /= 2) levels++;
+    pl->lists = (lay_lists){xmallocarray(4 * levels, sizeof *pl->lists.v), 0, 4 * levels};
+    pl->heap = xmallocarray(4 * levels, sizeof *pl->heap);
+}
+
+lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align) {
+    assert(align >= 1);
+    lay_placer *pl = xcalloc(1, sizeof *pl);
+    pl->bufs = bufs;
+    pl->n = n;
+    pl->align = align;
+    lay_index_init(&pl->ix, bufs, n);
+    lay_placer_scratch(pl);
+    return pl;
+}
+
+lay_placer *lay_placer_clone(const lay_placer *pl) {
+    lay_placer *c = xcalloc(1, sizeof *c);
+    c->bufs = pl->bufs;
+    c->n = pl->n;
+    c->align = pl->align;
+    lay_index_clone(&c->ix, &pl->ix);
+    lay_placer_scratch(c);
+    return c;
+}
+
+void lay_placer_free(lay_placer *pl) {
+    if (!pl) return;
+    free(pl->lists.v);
+    free(pl->heap);
+    lay_index_free(&pl->ix);
+    free(pl);
+}
+
+/* 1 when [lo, hi) meets none of the ranges in the lists (each sorted and
+ * disjoint, so one binary search per list). */
+static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi) {
+    for (size_t i = 0; i < lists->n; i++) {
+        const lay_spans *b = lists->v[i];
+        size_t a = lay_spans_ending_after(b, lo);
+        if (a < b->n && b->v[a].lo < hi) return 0;
+    }
+    return 1;
+}
+
+int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset) {
+    assert(i < pl->n && offset % pl->align == 0);
+    const layout_buffer *b = &pl->bufs[i];
+    if (b->size == 0) return 1;
+    uint64_t sz = lay_round_up(b->size, pl->align);
+    lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 0);
+    if (!lay_range_free(&pl->lists, offset, offset + sz)) return 0;
+    lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz);
+    return 1;
+}
+
+static uint64_t lay_placer_put(lay_placer *pl, size_t i, lay_fit fit) {
+    assert(i < pl->n);
+    const layout_buffer *b = &pl->bufs[i];
+    if (b->size == 0) return 0;
+    uint64_t sz = lay_round_up(b->size, pl->align);
+    lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1);
+    uint64_t offset = lay_choose_gap(&pl->lists, pl->heap, sz, fit);
+    assert(offset % pl->align == 0);
+    lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz);
+    return offset;
+}
+
+uint64_t lay_placer_fit(lay_placer *pl, size_t i, int best_fit) {
+    return lay_placer_put(pl, i, best_fit ? LAY_BEST_FIT : LAY_FIRST_FIT);
+}
+
 /* Places the buffers in the given order (a permutation of 0..n-1). */
 static uint64_t lay_place_in_order(const layout_buffer *bufs, size_t n, uint64_t align,
                                    const lay_key *order, lay_fit fit, uint64_t *offsets) {
-    assert(align >= 1);
-    lay_index ix;
-    if (lay_index_init(&ix, bufs, n) != 0) return UINT64_MAX;
-    size_t levels = 1;
-    for (size_t c = ix.cap; c > 1; c /= 2) levels++;
-    lay_lists lists = {malloc(4 * levels * sizeof *lists.v), 0, 4 * levels};
-    lay_cursor *heap = malloc(4 * levels * sizeof *heap);
-    uint64_t rc = lists.v && heap ? 0 : UINT64_MAX;
-    for (size_t k = 0; k < n && rc == 0; k++) {
-        size_t i = order[k].idx;
-        offsets[i] = 0;
-        if (bufs[i].size == 0) continue;
-        uint64_t sz = lay_round_up(bufs[i].size, align);
-        if (lay_index_query(&ix, bufs[i].start, bufs[i].end, &lists, 1) != 0) {
-            rc = UINT64_MAX;
-            break;
-        }
-        offsets[i] = lay_choose_gap(&lists, heap, sz, fit);
-        assert(offsets[i] % align == 0);
-        if (lay_index_place(&ix, bufs[i].start, bufs[i].end, offsets[i], offsets[i] + sz) != 0)
-            rc = UINT64_MAX;
-    }
-    free(lists.v);
-    free(heap);
-    lay_index_free(&ix);
-    return rc == 0 ? layout_height(bufs, n, offsets) : rc;
+    lay_placer *pl = lay_placer_new(bufs, n, align);
+    for (size_t k = 0; k < n; k++) offsets[order[k].idx] = lay_placer_put(pl, order[k].idx, fit);
+    lay_placer_free(pl);
+    return layout_height(bufs, n, offsets);
 }
 
 /* Builds the order for one heuristic and places the buffers in it. */
@@ -757,8 +790,7 @@ typedef enum lay_order {
 
 static uint64_t lay_heuristic(const layout_buffer *bufs, size_t n, uint64_t align, lay_order how,
                               lay_fit fit, uint64_t *offsets) {
-    lay_key *order = malloc((n ? n : 1) * sizeof *order);
-    if (!order) return UINT64_MAX;
+    lay_key *order = xmallocarray(n, sizeof *order);
     for (size_t i = 0; i < n; i++) {
         uint64_t len = (uint64_t)((int64_t)bufs[i].end - bufs[i].start) + 1;
         uint64_t size = bufs[i].size;
@@ -917,9 +949,8 @@ static const struct {
 
 uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
                                uint64_t *offsets, const char **name) {
-    uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    uint64_t *tmp = xmallocarray(n, sizeof *tmp);
     uint64_t best = UINT64_MAX;
-    if (!tmp) return UINT64_MAX;
     if (name) *name = NULL;
     uint64_t lb = layout_live_peak(bufs, n);
     for (size_t c = 0; c < sizeof lay_candidates / sizeof lay_candidates[0] && best > lb; c++) {
@@ -937,107 +968,4 @@ uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t ali
     }
     free(tmp);
     return best;
-}
-
-/* ------------------------------------------------------------------------ */
-/* An incremental placer (layout_internal.h): the index of the heuristics,   */
-/* open to callers that place buffers one at a time, at an offset of their  */
-/* choice or in the lowest / tightest gap.                                   */
-
-struct lay_placer {
-    const layout_buffer *bufs;
-    size_t n;
-    uint64_t align;
-    lay_index ix;
-    lay_lists lists;
-    lay_cursor *heap;
-};
-
-lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align) {
-    assert(align >= 1);
-    lay_placer *pl = calloc(1, sizeof *pl);
-    if (!pl) return NULL;
-    pl->bufs = bufs;
-    pl->n = n;
-    pl->align = align;
-    if (lay_index_init(&pl->ix, bufs, n) != 0) {
-        free(pl);
-        return NULL;
-    }
-    size_t levels = 1;
-    for (size_t c = pl->ix.cap; c > 1; c /= 2) levels++;
-    pl->lists = (lay_lists){malloc(4 * levels * sizeof *pl->lists.v), 0, 4 * levels};
-    pl->heap = malloc(4 * levels * sizeof *pl->heap);
-    if (!pl->lists.v || !pl->heap) {
-        lay_placer_free(pl);
-        return NULL;
-    }
-    return pl;
-}
-
-lay_placer *lay_placer_clone(const lay_placer *pl) {
-    lay_placer *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    c->bufs = pl->bufs;
-    c->n = pl->n;
-    c->align = pl->align;
-    if (lay_index_clone(&c->ix, &pl->ix) != 0) {
-        free(c);
-        return NULL;
-    }
-    c->lists = (lay_lists){malloc(pl->lists.cap * sizeof *c->lists.v), 0, pl->lists.cap};
-    c->heap = malloc(pl->lists.cap * sizeof *c->heap);
-    if (!c->lists.v || !c->heap) {
-        lay_placer_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-void lay_placer_free(lay_placer *pl) {
-    if (!pl) return;
-    free(pl->lists.v);
-    free(pl->heap);
-    lay_index_free(&pl->ix);
-    free(pl);
-}
-
-/* 1 when [lo, hi) meets none of the ranges in the lists (each sorted and
- * disjoint, so one binary search per list). */
-static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi) {
-    for (size_t i = 0; i < lists->n; i++) {
-        const lay_spans *b = lists->v[i];
-        size_t a = 0, r = b->n; /* first block that ends after lo */
-        while (a < r) {
-            size_t mid = a + (r - a) / 2;
-            if (b->v[mid].hi <= lo)
-                a = mid + 1;
-            else
-                r = mid;
-        }
-        if (a < b->n && b->v[a].lo < hi) return 0;
-    }
-    return 1;
-}
-
-int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset) {
-    assert(i < pl->n && offset % pl->align == 0);
-    const layout_buffer *b = &pl->bufs[i];
-    if (b->size == 0) return 1;
-    uint64_t sz = lay_round_up(b->size, pl->align);
-    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 0) != 0) return -1;
-    if (!lay_range_free(&pl->lists, offset, offset + sz)) return 0;
-    return lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz) != 0 ? -1 : 1;
-}
-
-int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset) {
-    assert(i < pl->n);
-    const layout_buffer *b = &pl->bufs[i];
-    *offset = 0;
-    if (b->size == 0) return 0;
-    uint64_t sz = lay_round_up(b->size, pl->align);
-    if (lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1) != 0) return -1;
-    *offset = lay_choose_gap(&pl->lists, pl->heap, sz, best_fit ? LAY_BEST_FIT : LAY_FIRST_FIT);
-    assert(*offset % pl->align == 0);
-    return lay_index_place(&pl->ix, b->start, b->end, *offset, *offset + sz) != 0 ? -1 : 0;
 }

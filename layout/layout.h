@@ -24,7 +24,11 @@ typedef struct layout_buffer {
 } layout_buffer;
 
 /* Sum of sizes of buffers live at the busiest step: the lower bound of any
- * layout's height.  O(n log n). */
+ * layout's height.  O(n log n).
+ *
+ * Memory: this part allocates with graph/base.h's x* allocators, which end
+ * the process when the machine is out of memory; results here mean what
+ * they say, never "out of memory". */
 uint64_t layout_live_peak(const layout_buffer *bufs, size_t n);
 
 /* Height of a layout: max over buffers of offset + size (0 when n == 0). */
@@ -40,8 +44,8 @@ int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets
 
 /* Heuristic layouts.  Each writes one offset per buffer into offsets[n]
  * (multiples of align; sizes are used as given, callers round them up to
- * align beforehand), returns the height, and returns UINT64_MAX only when
- * memory runs out.  All are deterministic: ties are broken by buffer index. */
+ * align beforehand) and returns the height.  All are deterministic: ties
+ * are broken by buffer index. */
 
 /* Long-lived first, best fit: buffers by decreasing lifetime length (then
  * decreasing size), each at the lowest-waste gap among buffers already placed
@@ -61,8 +65,8 @@ uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uin
  * LLFB with first fit, greedy, and (up to 20000 buffers, as they scan every
  * gap of a fragmented address space) size-then-length first fit, size best
  * fit, area (size x length) best fit.  Stops early at the live-size lower
- * bound.  Writes offsets, returns the height (UINT64_MAX: out of memory)
- * and, when name is not NULL, the name of the winner (ties: the first). */
+ * bound.  Writes offsets, returns the height and, when name is not NULL,
+ * the name of the winner (ties: the first). */
 uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t align,
                                uint64_t *offsets, const char **name);
 
@@ -75,8 +79,8 @@ uint64_t layout_best_heuristic(const layout_buffer *bufs, size_t n, uint64_t ali
  * limit > 0 is the device memory segments may take: when reserving one
  * would pass it, the wholly free segments are given back and the
  * reservation tried again, as PyTorch does before it reports out of memory.
- * Returns the height, or UINT64_MAX when out of host memory or (stats->oom)
- * when a request found no room under the limit. */
+ * Returns the height, or UINT64_MAX (and stats->oom) when a request found
+ * no room under the limit. */
 typedef struct layout_pytorch_stats {
     uint64_t reserved_peak;  /* most bytes of segments held at once (without a limit: == height) */
     uint64_t allocated_peak; /* max over time of bytes in allocated blocks */
@@ -135,7 +139,7 @@ typedef struct layout_effort {
 } layout_effort;
 
 typedef struct layout_result {
-    uint64_t height;     /* of the layout written (UINT64_MAX: out of memory) */
+    uint64_t height;     /* of the layout written */
     int proven_optimal;  /* the height is the lower bound or proved minimal */
     int stopped_by_time; /* 1: the time backstop cut a step, so another run
                              may give a different layout */
@@ -155,7 +159,7 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
  * of it for GLPK), deterministic unless res->stopped_by_time.  Writes the
  * better of LLFB and GLPK's answer; *too_large = 1 (and LLFB is kept) when
  * the model would have more than LAYOUT_ILP_MAX_PAIRS conflicting pairs.
- * Returns the height, UINT64_MAX when memory runs out. */
+ * Returns the height. */
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
                            int *too_large);
@@ -205,8 +209,8 @@ void layout_csv_free(layout_csv *csv);
  *   re-placed buffers (smallest first, the paper's; largest first) wins.
  * The result is checked with layout_validate; should it fail (a bug), the
  * answer is layout_best_heuristic's.  Deterministic (work budgets) unless a
- * group's exact layout hits the time backstop.  Returns the height (UINT64_MAX: out of memory)
- * and fills *st when not NULL. */
+ * group's exact layout hits the time backstop.  Returns the height and
+ * fills *st when not NULL. */
 #define LAYOUT_ROAM_BOTTOM 1u /* group flag: stacked first (persistent buffers) */
 
 typedef struct layout_roam_input {

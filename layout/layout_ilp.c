@@ -172,7 +172,7 @@ static uint64_t ilp_rand(uint64_t *state) {
 }
 
 /* Places the buffers in order, each in the lowest gap that holds it.
- * Returns the height, UINT64_MAX when memory runs out.
+ * Returns the height.
  * Two shortcuts that give the same offsets as placing all from scratch
  * (the walk then takes the same path, only faster): the first keep
  * buffers of order go where known[] says (the offsets first fit gave them
@@ -183,17 +183,13 @@ static uint64_t ilp_rand(uint64_t *state) {
 static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, const size_t *order,
                           uint64_t *off, const uint64_t *known, size_t keep, uint64_t give_up) {
     lay_placer *pl = lay_placer_new(bufs, n, align);
-    if (!pl) return UINT64_MAX;
     uint64_t h = 0;
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
-        int rc = 0;
-        if (k < keep && (rc = lay_placer_try(pl, i, known[i])) == 1)
+        if (k < keep && lay_placer_try(pl, i, known[i]))
             off[i] = known[i];
-        else if (rc < 0 || lay_placer_fit(pl, i, 0, &off[i]) != 0) {
-            h = UINT64_MAX;
-            break;
-        }
+        else
+            off[i] = lay_placer_fit(pl, i, 0);
         uint64_t top = bufs[i].size ? off[i] + lay_round_up(bufs[i].size, align) : 0;
         if (top > h) h = top;
         if (h > give_up) break;
@@ -255,8 +251,7 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
         for (size_t k = 0; k < n; k++) wk->order[k] = at[k].idx;
         free(at);
         *work -= cost;
-        wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX - 1);
-        if (wk->h == UINT64_MAX) return;
+        wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX);
         ilp_offer(best, bufs, n, align, wk->cur);
         /* Any fixed seed keeps the walk deterministic; the walk's luck varies
          * with it (of four seeds tried, two took vit_b_16_b1 under 0.1%). */
@@ -284,10 +279,6 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
         memmove(trial + to + 1, trial + to, (j - to) * sizeof *trial);
         trial[to] = order[j];
         uint64_t th = ilp_place(bufs, n, align, trial, wk->off, wk->cur, to, wk->h);
-        if (th == UINT64_MAX) {
-            wk->ready = 0;
-            break;
-        }
         if (th <= wk->h) {
             wk->h = th;
             memcpy(order, trial, n * sizeof *order);
@@ -361,13 +352,13 @@ static void ilp_search_bound(ilp_exact *x) {
     if (x->target >= x->best.height) return;
     uint64_t w = ilp_take(&x->bud, ILP_SEARCH_SHARE_NUM, ILP_SEARCH_SHARE_DEN);
     int cut = 0;
-    int rc = lay_search(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
-                        LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
+    lay_status rc = (lay_status)lay_search(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
+                                           LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
     ilp_refund(&x->bud, w);
     x->bud.timed_out |= cut;
-    if (rc == 1)
+    if (rc == LAY_FOUND)
         ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
-    else if (rc == 0)
+    else if (rc == LAY_INFEASIBLE)
         x->known_bad = x->target + 1;
     else
         x->all_proofs = 0;
@@ -420,15 +411,15 @@ static int ilp_bisect(ilp_exact *x) {
         if (mid < lo) break;
         uint64_t w = ilp_take(&x->bud, 1, ILP_PROBE_SHARE_DEN);
         int cut = 0;
-        int rc = lay_search(x->bufs, x->n, x->align, mid, &w, x->bud.deadline,
-                            LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
+        lay_status rc = (lay_status)lay_search(x->bufs, x->n, x->align, mid, &w, x->bud.deadline,
+                                               LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
         ilp_refund(&x->bud, w);
         x->bud.timed_out |= cut;
-        if (rc == 1) {
+        if (rc == LAY_FOUND) {
             ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
         } else {
-            if (rc != 0) all_proofs = 0;
-            if (rc == -2) break;
+            if (rc != LAY_INFEASIBLE) all_proofs = 0;
+            if (rc == LAY_NOMEM) break;
             lo = mid + 1;
         }
     }
@@ -437,14 +428,12 @@ static int ilp_bisect(ilp_exact *x) {
 
 /* Steps 1 to 5 (the comment at the top of the file), each skipped once the
  * incumbent reaches the bound or the goal.  Returns 1 when a step proved the
- * incumbent optimal, else 0; -1 when the heuristics gave no layout (out of
- * memory in them). */
+ * incumbent optimal, else 0. */
 static int ilp_exact_steps(ilp_exact *x, const uint64_t *warm_offsets) {
     /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
     if (warm_offsets) ilp_offer(&x->best, x->bufs, x->n, x->align, warm_offsets);
-    if (layout_best_heuristic(x->bufs, x->n, x->align, x->cand, NULL) != UINT64_MAX)
-        ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
-    if (x->best.height == UINT64_MAX) return -1;
+    layout_best_heuristic(x->bufs, x->n, x->align, x->cand, NULL);
+    ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
     x->lb = layout_live_peak(x->bufs, x->n);
     if (ilp_reached(x)) return 0;
     lay_reduce(x->bufs, x->n, x->align, &x->red);
@@ -476,13 +465,8 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                    .quick_height = UINT64_MAX,
                    .all_proofs = 1};
     const uint64_t work0 = x.bud.work;
-    int proven = ilp_exact_steps(&x, warm_offsets);
-    if (proven >= 0) {
-        if (x.best.height <= x.lb) proven = 1;
-        memcpy(offsets, x.best.offsets, n * sizeof *offsets);
-    } else {
-        proven = 0;
-    }
+    int proven = ilp_exact_steps(&x, warm_offsets) || x.best.height <= x.lb;
+    memcpy(offsets, x.best.offsets, n * sizeof *offsets);
     /* quick placements not charged to step 4 (the steps before it closed
      * the gap) still count as work spent */
     if (res)
@@ -505,12 +489,7 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
     const uint64_t work0 = bud.work;
     *too_large = 0;
-    if (layout_llfb(bufs, n, align, warm) == UINT64_MAX) { /* out of memory in LLFB */
-        free(best.offsets);
-        free(warm);
-        if (res) *res = (layout_result){UINT64_MAX, 0, 0, 0};
-        return UINT64_MAX;
-    }
+    layout_llfb(bufs, n, align, warm);
     lay_reduce(bufs, n, align, &red);
     ilp_offer(&best, bufs, n, align, warm);
     assert(best.height != UINT64_MAX); /* LLFB is valid */

@@ -61,8 +61,7 @@ int lay_i32_cmp(const void *pa, const void *pb);
 /* A schedule replay's events: the non-empty buffers' allocations sorted by
  * (start, index) and their frees by (end, index), keys as in lay_key with k1
  * the step (order-preserving for negative steps).  A replay frees every
- * buffer whose end is below the next allocation's start before placing it.
- * Returns 0, or -1 when memory runs out. */
+ * buffer whose end is below the next allocation's start before placing it. */
 typedef struct lay_events {
     lay_key *allocs, *frees;
     size_t m; /* entries in each */
@@ -112,19 +111,21 @@ int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap
  * free among the buffers already placed that it conflicts with, or in the
  * lowest (first fit) or tightest (best fit) gap.  Sizes are rounded up to
  * align; empty buffers never conflict.  O(log n + k log k) a call, k the
- * placed buffers it conflicts with.  lay_placer_new returns NULL when
- * memory runs out. */
+ * placed buffers it conflicts with.  The heuristics of layout.h are
+ * placements in a fixed order with it. */
 typedef struct lay_placer lay_placer;
 lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align);
 void lay_placer_free(lay_placer *pl);
 /* A copy of pl in its current state, which then goes its own way (what two
- * placements sharing a common start need): NULL when memory runs out. */
+ * placements sharing a common start need). */
 lay_placer *lay_placer_clone(const lay_placer *pl);
 /* Places buffer i at offset (a multiple of align) if it fits there: 1, else
- * 0 (nothing placed); -1 when memory runs out. */
+ * 0 (nothing placed). */
 int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset);
-/* Places buffer i in a gap and writes its offset: 0, or -1 on out of memory. */
-int lay_placer_fit(lay_placer *pl, size_t i, int best_fit, uint64_t *offset);
+/* Places buffer i in the lowest gap that holds it (best_fit 0) or the one
+ * it fills best (best_fit 1; ties: the lowest) and returns its offset (0
+ * for an empty buffer). */
+uint64_t lay_placer_fit(lay_placer *pl, size_t i, int best_fit);
 
 /* Outcome of an exact search for a layout within a capacity. */
 typedef enum lay_status {

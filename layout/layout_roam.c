@@ -41,9 +41,8 @@ typedef struct roam_group {
 /* The default long-lived marks of one group: buffers live across the
  * longest stretch between consecutive start/end steps of the group (only
  * when that stretch holds at least one step of its own). */
-static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, unsigned char *low) {
-    int32_t *ev = malloc((2 * gr->n + 1) * sizeof *ev);
-    if (!ev) return -1;
+static void roam_default_low(const layout_buffer *bufs, const roam_group *gr, unsigned char *low) {
+    int32_t *ev = xmallocarray(2 * gr->n, sizeof *ev);
     for (size_t k = 0; k < gr->n; k++) {
         ev[2 * k] = bufs[gr->idx[k]].start;
         ev[2 * k + 1] = bufs[gr->idx[k]].end;
@@ -59,33 +58,34 @@ static int roam_default_low(const layout_buffer *bufs, const roam_group *gr, uns
         low[gr->idx[k]] = best > 1 && x->start <= a && x->end >= b;
     }
     free(ev);
-    return 0;
+}
+
+/* The buffers idx[0..n) of bufs, as a problem of their own. */
+static layout_buffer *roam_subset(const layout_buffer *bufs, const size_t *idx, size_t n) {
+    layout_buffer *sub = xmallocarray(n, sizeof *sub);
+    for (size_t k = 0; k < n; k++) sub[k] = bufs[idx[k]];
+    return sub;
 }
 
 /* Exact layout of a subset of the buffers at base, within *work: writes
- * offsets of the subset, returns its height (0 when empty, UINT64_MAX on out
- * of memory) and takes what it spent from *work. */
+ * offsets of the subset, returns its height (0 when empty) and takes what
+ * it spent from *work. */
 static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t n, uint64_t align,
                            uint64_t *work, uint64_t share, double deadline, uint64_t base,
                            uint64_t *offsets, int *proven, int *timed_out) {
     *proven = 1;
     if (n == 0) return 0;
-    layout_buffer *sub = calloc(n, sizeof *sub);
-    uint64_t *off = malloc(n * sizeof *off);
-    uint64_t h = UINT64_MAX;
-    if (sub && off) {
-        for (size_t k = 0; k < n; k++) sub[k] = bufs[idx[k]];
-        double left = deadline - roamc_now();
-        /* a work budget of 0 would mean the default: give at least 1 */
-        layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
-        layout_result res = {0};
-        h = layout_exact(sub, n, align, NULL, &e, off, &res);
-        *proven = res.proven_optimal;
-        *timed_out |= res.stopped_by_time;
-        *work -= res.work_spent < *work ? res.work_spent : *work;
-        if (h != UINT64_MAX)
-            for (size_t k = 0; k < n; k++) offsets[idx[k]] = base + off[k];
-    }
+    layout_buffer *sub = roam_subset(bufs, idx, n);
+    uint64_t *off = xmallocarray(n, sizeof *off);
+    double left = deadline - roamc_now();
+    /* a work budget of 0 would mean the default: give at least 1 */
+    layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
+    layout_result res = {0};
+    uint64_t h = layout_exact(sub, n, align, NULL, &e, off, &res);
+    *proven = res.proven_optimal;
+    *timed_out |= res.stopped_by_time;
+    *work -= res.work_spent < *work ? res.work_spent : *work;
+    for (size_t k = 0; k < n; k++) offsets[idx[k]] = base + off[k];
     free(sub);
     free(off);
     return h;
@@ -96,35 +96,27 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
  * freed): the long-lived part stays where roam_exact put it, and the group's
  * other buffers (idx[nl..n)) are placed around it, longest first, best fit.
  * When the group is then lower than hl + hs, their offsets in rel (relative
- * to base) are replaced.  Returns the group's height either way (UINT64_MAX: out of
- * memory). */
+ * to base) are replaced.  Returns the group's height either way. */
 static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t nl, size_t n,
                           uint64_t align, uint64_t base, uint64_t stacked_height, uint64_t *rel) {
-    layout_buffer *sub = calloc(n ? n : 1, sizeof *sub);
-    uint64_t *off = malloc((n ? n : 1) * sizeof *off);
-    lay_key *ord = malloc((n ? n : 1) * sizeof *ord);
-    lay_placer *pl = NULL;
-    uint64_t h = UINT64_MAX;
-    int rc = sub && off && ord ? 0 : -1;
-    for (size_t k = 0; k < n && rc == 0; k++) sub[k] = bufs[idx[k]];
-    if (rc == 0 && !(pl = lay_placer_new(sub, n, align))) rc = -1;
-    for (size_t k = 0; k < nl && rc == 0; k++) {
+    layout_buffer *sub = roam_subset(bufs, idx, n);
+    uint64_t *off = xmallocarray(n, sizeof *off);
+    lay_key *ord = xmallocarray(n - nl, sizeof *ord);
+    lay_placer *pl = lay_placer_new(sub, n, align);
+    for (size_t k = 0; k < nl; k++) {
         off[k] = rel[idx[k]] - base;
-        int r = lay_placer_try(pl, k, off[k]);
-        assert(r != 0); /* an exact layout of the long-lived part is valid */
-        if (r < 0) rc = -1;
+        int placed = lay_placer_try(pl, k, off[k]);
+        assert(placed); /* an exact layout of the long-lived part is valid */
+        (void)placed;
     }
     for (size_t k = nl; k < n; k++) ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
-    if (rc == 0) qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
-    for (size_t k = 0; k < n - nl && rc == 0; k++)
-        rc = lay_placer_fit(pl, ord[k].idx, 1, &off[ord[k].idx]);
-    if (rc == 0) {
-        h = layout_height(sub, n, off);
-        if (h < stacked_height)
-            for (size_t k = nl; k < n; k++) rel[idx[k]] = base + off[k];
-        else
-            h = stacked_height;
-    }
+    qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
+    for (size_t k = 0; k < n - nl; k++) off[ord[k].idx] = lay_placer_fit(pl, ord[k].idx, 1);
+    uint64_t h = layout_height(sub, n, off);
+    if (h < stacked_height)
+        for (size_t k = nl; k < n; k++) rel[idx[k]] = base + off[k];
+    else
+        h = stacked_height;
     lay_placer_free(pl);
     free(sub);
     free(off);
@@ -132,77 +124,69 @@ static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t n
     return h;
 }
 
+/* Lays out one group (step 1 of layout_roam), with share of the work:
+ * its long-lived part first, then the rest above it (or around it:
+ * in->fill), the share split by buffer counts.  rel gets the offsets of its
+ * buffers within the group's layout; tmp is scratch for gr->n indices. */
+static void roam_group_layout(const layout_buffer *bufs, uint64_t align,
+                              const layout_roam_input *in, roam_group *gr, const unsigned char *low,
+                              uint64_t share, uint64_t *work, double deadline, size_t *tmp,
+                              uint64_t *rel, layout_roam_stats *st) {
+    const uint64_t base = 0;
+    size_t nl = 0, ns = 0;
+    for (size_t k = 0; k < gr->n; k++)
+        if (low[gr->idx[k]]) tmp[nl++] = gr->idx[k];
+    for (size_t k = 0; k < gr->n; k++)
+        if (!low[gr->idx[k]]) tmp[nl + ns++] = gr->idx[k];
+    int pl = 1, ps = 1;
+    uint64_t sl = (uint64_t)((double)share * (double)nl / (double)gr->n);
+    uint64_t hl =
+        roam_exact(bufs, tmp, nl, align, work, sl, deadline, base, rel, &pl, &st->stopped_by_time);
+    hl = lay_round_up(hl, align); /* keeps every base aligned */
+    uint64_t ss = share - (sl < share ? sl : share);
+    uint64_t hs = roam_exact(bufs, tmp + nl, ns, align, work, ss, deadline, base + hl, rel, &ps,
+                             &st->stopped_by_time);
+    gr->low_height = hl;
+    /* may be below hl when filling uses the rounding slack */
+    gr->height = in->fill ? roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel) : hl + hs;
+    st->groups++;
+    st->groups_proven += pl && ps;
+    st->low += nl;
+}
+
 /* Lays out every group on its own (step 1 of layout_roam): rel gets the
  * offsets of all grouped buffers within their group's layout.  Groups are
  * solved in the paper's stacking order, which only decides how the work
- * budget is shared.  Returns 0, or -1 on out of memory. */
-static int roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in,
-                       roam_group *grs, const unsigned char *low, uint64_t *rel,
-                       layout_roam_stats *st) {
+ * budget is shared. */
+static void roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in,
+                        roam_group *grs, const unsigned char *low, uint64_t *rel,
+                        layout_roam_stats *st) {
     size_t ng = in->n_groups;
-    lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
-    size_t *tmp = NULL, cap = 0;
-    if (!ord) return -1;
-    size_t nonempty = 0;
+    lay_key *ord = xmallocarray(ng, sizeof *ord);
+    size_t nonempty = 0, largest = 0;
     for (size_t g = 0; g < ng; g++) {
         /* bottom groups first, then the longest windows */
         uint64_t w = grs[g].n ? (uint64_t)((int64_t)grs[g].hi - grs[g].lo) + 1 : 0;
         ord[g] =
             (lay_key){(grs[g].flags & LAYOUT_ROAM_BOTTOM) ? 0 : 1, ~w, roam_step_key(grs[g].lo), g};
         nonempty += grs[g].n > 0;
+        if (grs[g].n > largest) largest = grs[g].n;
     }
     qsort(ord, ng, sizeof *ord, lay_key_cmp);
+    size_t *tmp = xmallocarray(largest, sizeof *tmp);
     double deadline = in->time_limit_s > 0 ? roamc_now() + in->time_limit_s : 1e300;
     uint64_t work = in->work ? in->work : LAYOUT_DEFAULT_WORK;
-    const uint64_t base = 0;
-    int rc = 0;
     size_t left = nonempty;
-    for (size_t r = 0; r < ng && rc == 0; r++) {
+    for (size_t r = 0; r < ng; r++) {
         roam_group *gr = &grs[ord[r].idx];
         if (gr->n == 0) continue;
-        if (gr->n > cap) {
-            free(tmp);
-            cap = gr->n;
-            tmp = malloc(cap * sizeof *tmp);
-            if (!tmp) {
-                rc = -1;
-                break;
-            }
-        }
-        /* long-lived part first, then the rest above it (or around it: fill) */
-        size_t nl = 0, ns = 0;
-        for (size_t k = 0; k < gr->n; k++)
-            if (low[gr->idx[k]]) tmp[nl++] = gr->idx[k];
-        for (size_t k = 0; k < gr->n; k++)
-            if (!low[gr->idx[k]]) tmp[nl + ns++] = gr->idx[k];
-        /* an equal share of the work left, split by buffer counts; work
-         * (unlike time) keeps the result the same on every machine */
+        /* an equal share of the work left; work (unlike time) keeps the
+         * result the same on every machine */
         uint64_t share = work / left--;
-        int pl = 1, ps = 1;
-        uint64_t sl = (uint64_t)((double)share * (double)nl / (double)gr->n);
-        uint64_t hl = roam_exact(bufs, tmp, nl, align, &work, sl, deadline, base, rel, &pl,
-                                 &st->stopped_by_time);
-        if (hl != UINT64_MAX) hl = lay_round_up(hl, align); /* keeps every base aligned */
-        uint64_t ss = share - (sl < share ? sl : share);
-        uint64_t hs = hl == UINT64_MAX ? UINT64_MAX
-                                       : roam_exact(bufs, tmp + nl, ns, align, &work, ss, deadline,
-                                                    base + hl, rel, &ps, &st->stopped_by_time);
-        uint64_t hg = hs == UINT64_MAX || !in->fill
-                          ? hl + hs
-                          : roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel);
-        if (hs == UINT64_MAX || hg == UINT64_MAX) {
-            rc = -1;
-            break;
-        }
-        gr->low_height = hl;
-        gr->height = hg; /* may be below hl when filling uses the rounding slack */
-        st->groups++;
-        st->groups_proven += pl && ps;
-        st->low += nl;
+        roam_group_layout(bufs, align, in, gr, low, share, &work, deadline, tmp, rel, st);
     }
     free(tmp);
     free(ord);
-    return rc;
 }
 
 /* The stacking orders tried (step 2 of layout_roam).  The paper's puts the
@@ -218,16 +202,11 @@ typedef enum roam_stacking {
 
 /* Stacks the groups in one order (eq. 9): proposed[i] = base of i's group
  * + rel[i] for every grouped buffer.  Returns the stacked height (before
- * any repair), UINT64_MAX on out of memory. */
+ * any repair). */
 static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, const int *group,
                            size_t n, const uint64_t *rel, uint64_t *proposed) {
-    lay_key *ord = malloc((ng ? ng : 1) * sizeof *ord);
-    uint64_t *base = malloc((ng ? ng : 1) * sizeof *base);
-    if (!ord || !base) {
-        free(ord);
-        free(base);
-        return UINT64_MAX;
-    }
+    lay_key *ord = xmallocarray(ng, sizeof *ord);
+    uint64_t *base = xmallocarray(ng, sizeof *base);
     for (size_t g = 0; g < ng; g++) {
         const roam_group *gr = &grs[g];
         uint64_t bottom =
@@ -255,92 +234,67 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
 }
 
 /* Fits the re-placed buffers (moved, in order) and the ungrouped ones
- * (rest) into pl; returns the height, UINT64_MAX on out of memory. */
+ * (rest) into pl; returns the height. */
 static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t n,
                               const lay_key *moved, size_t nm, const lay_key *rest, size_t nr,
                               uint64_t *offsets) {
-    int rc = 0;
-    for (size_t k = 0; k < nm && rc == 0; k++)
-        rc = lay_placer_fit(pl, moved[k].idx, 0, &offsets[moved[k].idx]);
-    for (size_t k = 0; k < nr && rc == 0; k++)
-        rc = lay_placer_fit(pl, rest[k].idx, 1, &offsets[rest[k].idx]);
-    return rc == 0 ? layout_height(bufs, n, offsets) : UINT64_MAX;
+    for (size_t k = 0; k < nm; k++) offsets[moved[k].idx] = lay_placer_fit(pl, moved[k].idx, 0);
+    for (size_t k = 0; k < nr; k++) offsets[rest[k].idx] = lay_placer_fit(pl, rest[k].idx, 1);
+    return layout_height(bufs, n, offsets);
 }
 
 /* Steps 3-4 with both orders of the re-placed buffers: smallest first
  * into off_small (height h[0]) and largest first into off_large (h[1]).
  * The kept buffers are the same in both, so they are placed once and the
  * placer is copied for the second order (the keep pass is most of the
- * work).  *repaired gets the number re-placed.  Returns 0, or -1 on out of
- * memory. */
-static int roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep,
-                      size_t nk, const uint64_t *proposed, const lay_key *rest, size_t nr,
-                      uint64_t *off_small, uint64_t *off_large, uint64_t h[2], size_t *repaired) {
-    lay_placer *pl = lay_placer_new(bufs, n, align), *pl2 = NULL;
-    lay_key *moved = malloc((nk ? nk : 1) * sizeof *moved);
+ * work).  *repaired gets the number re-placed. */
+static void roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep,
+                       size_t nk, const uint64_t *proposed, const lay_key *rest, size_t nr,
+                       uint64_t *off_small, uint64_t *off_large, uint64_t h[2], size_t *repaired) {
+    lay_placer *pl = lay_placer_new(bufs, n, align);
+    lay_key *moved = xmallocarray(nk, sizeof *moved);
     size_t nm = 0;
-    int rc = pl && moved ? 0 : -1;
-    h[0] = h[1] = UINT64_MAX;
-    for (size_t k = 0; k < nk && rc == 0; k++) {
+    for (size_t k = 0; k < nk; k++) {
         size_t i = keep[k].idx;
-        int r = lay_placer_try(pl, i, proposed[i]);
-        if (r < 0)
-            rc = -1;
-        else if (r == 1)
+        if (lay_placer_try(pl, i, proposed[i]))
             off_small[i] = off_large[i] = proposed[i];
         else
             moved[nm++] = (lay_key){bufs[i].size, roam_len(&bufs[i]), 0, i};
     }
-    if (rc == 0 && !(pl2 = lay_placer_clone(pl))) rc = -1;
-    if (rc == 0) {
-        qsort(moved, nm, sizeof *moved, lay_key_cmp);
-        h[0] = roam_fit_rest(pl, bufs, n, moved, nm, rest, nr, off_small);
-        lay_placer_free(pl);
-        pl = NULL;
-        for (size_t k = 0; k < nm; k++) /* largest first: complemented keys */
-            moved[k] = (lay_key){~moved[k].k1, ~moved[k].k2, 0, moved[k].idx};
-        qsort(moved, nm, sizeof *moved, lay_key_cmp);
-        h[1] = h[0] == UINT64_MAX ? UINT64_MAX
-                                  : roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
-        rc = h[0] == UINT64_MAX || h[1] == UINT64_MAX ? -1 : 0;
-    }
+    lay_placer *pl2 = lay_placer_clone(pl);
+    qsort(moved, nm, sizeof *moved, lay_key_cmp);
+    h[0] = roam_fit_rest(pl, bufs, n, moved, nm, rest, nr, off_small);
     lay_placer_free(pl);
+    for (size_t k = 0; k < nm; k++) /* largest first: complemented keys */
+        moved[k] = (lay_key){~moved[k].k1, ~moved[k].k2, 0, moved[k].idx};
+    qsort(moved, nm, sizeof *moved, lay_key_cmp);
+    h[1] = roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
     lay_placer_free(pl2);
     free(moved);
     *repaired = nm;
-    return rc;
 }
 
-uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
-                     const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *stp) {
-    assert(align >= 1 && in && (in->group || n == 0));
-    layout_roam_stats local;
-    layout_roam_stats *st = stp ? stp : &local;
-    memset(st, 0, sizeof *st);
-    size_t ng = in->n_groups, n1 = n ? n : 1;
-    roam_group *grs = calloc(ng ? ng : 1, sizeof *grs);
-    size_t *count = calloc(ng + 1, sizeof *count);
-    size_t *pool = malloc(n1 * sizeof *pool);
-    unsigned char *low = calloc(n1, 1);
-    uint64_t *proposed = calloc(n1, sizeof *proposed), *alt = malloc(n1 * sizeof *alt);
-    uint64_t *alt2 = malloc(n1 * sizeof *alt2);
-    uint64_t *rel = calloc(n1, sizeof *rel);
-    lay_key *keep = malloc(n1 * sizeof *keep), *rest = malloc(n1 * sizeof *rest);
-    uint64_t h = UINT64_MAX;
-    int rc = grs && count && pool && low && proposed && alt && alt2 && rel && keep && rest ? 0 : -1;
-    /* buffers by group (counting sort keeps index order within a group) */
-    for (size_t i = 0; i < n && rc == 0; i++) {
+/* The buffers by group (step 0 of layout_roam): grs[g] gets its buffers in
+ * index order (a counting sort into pool), its window and flags, low the
+ * long-lived marks (in->low's, or roam_default_low's), rest the leftovers
+ * in their order of step 4 (longest first); returns how many. */
+static size_t roam_collect(const layout_buffer *bufs, size_t n, const layout_roam_input *in,
+                           roam_group *grs, size_t *pool, unsigned char *low, lay_key *rest) {
+    size_t ng = in->n_groups;
+    size_t *count = xcalloc(ng + 1, sizeof *count);
+    for (size_t i = 0; i < n; i++) {
         assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
         if (in->group[i] >= 0) count[in->group[i] + 1]++;
     }
-    for (size_t g = 0; g < ng && rc == 0; g++) {
+    for (size_t g = 0; g < ng; g++) {
         count[g + 1] += count[g];
         grs[g].idx = pool + count[g];
         grs[g].flags = in->group_flags ? in->group_flags[g] : 0;
         grs[g].lo = INT32_MAX, grs[g].hi = INT32_MIN;
     }
-    size_t nk = 0, nr = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    free(count);
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
         int g = in->group[i];
         if (g < 0) {
             rest[nr++] = (lay_key){~roam_len(&bufs[i]), ~bufs[i].size, 0, i};
@@ -352,52 +306,77 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
         if (bufs[i].end > gr->hi) gr->hi = bufs[i].end;
         if (in->low) low[i] = in->low[i] != 0;
     }
-    for (size_t g = 0; g < ng && rc == 0 && !in->low; g++)
-        if (grs[g].n && roam_default_low(bufs, &grs[g], low)) rc = -1;
-    if (rc == 0) rc = roam_groups(bufs, align, in, grs, low, rel, st);
-    if (rc == 0) {
-        /* keep order: long-lived first (they are the base of eq. 9), then
-         * larger and longer-lived buffers, whose moving would cost most */
-        for (size_t i = 0; i < n; i++)
-            if (in->group[i] >= 0)
-                keep[nk++] = (lay_key){low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
-        qsort(keep, nk, sizeof *keep, lay_key_cmp);
-        qsort(rest, nr, sizeof *rest, lay_key_cmp);
-        st->grouped = nk, st->leftovers = nr;
-        /* every stacking order, each with the re-placed buffers smallest
-         * first (the paper) and largest first (often tighter): all cheap
-         * next to the group layouts; the lowest wins, ties to the first */
-        for (int how = 0; how < ROAM_STACK_COUNT && rc == 0; how++) {
-            uint64_t stacked = roam_stack(grs, ng, (roam_stacking)how, in->group, n, rel, proposed);
-            uint64_t hh[2];
-            size_t rep = 0;
-            if (stacked == UINT64_MAX ||
-                roam_place(bufs, n, align, keep, nk, proposed, rest, nr, alt, alt2, hh, &rep) != 0)
-                rc = -1;
-            for (int v = 0; v < 2 && rc == 0; v++) { /* smallest first, then largest first */
-                if (hh[v] < h) {
-                    h = hh[v];
-                    memcpy(offsets, v ? alt2 : alt, n * sizeof *offsets);
-                    st->repaired = rep, st->stacked = stacked, st->stacking = how;
-                }
+    for (size_t g = 0; g < ng && !in->low; g++)
+        if (grs[g].n) roam_default_low(bufs, &grs[g], low);
+    qsort(rest, nr, sizeof *rest, lay_key_cmp);
+    return nr;
+}
+
+/* Steps 2-4 of layout_roam over the group layouts in rel: every stacking
+ * order, each with the re-placed buffers smallest first (the paper) and
+ * largest first (often tighter), all cheap next to the group layouts; the
+ * lowest goes to offsets (ties: the first).  Returns its height. */
+static uint64_t roam_best_stacking(const layout_buffer *bufs, size_t n, uint64_t align,
+                                   const layout_roam_input *in, const roam_group *grs,
+                                   const unsigned char *low, const uint64_t *rel,
+                                   const lay_key *rest, size_t nr, uint64_t *offsets,
+                                   layout_roam_stats *st) {
+    uint64_t *proposed = xcalloc(n, sizeof *proposed);
+    uint64_t *alt[2] = {xmallocarray(n, sizeof(uint64_t)), xmallocarray(n, sizeof(uint64_t))};
+    lay_key *keep = xmallocarray(n, sizeof *keep);
+    /* keep order: long-lived first (they are the base of eq. 9), then
+     * larger and longer-lived buffers, whose moving would cost most */
+    size_t nk = 0;
+    for (size_t i = 0; i < n; i++)
+        if (in->group[i] >= 0)
+            keep[nk++] = (lay_key){low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
+    qsort(keep, nk, sizeof *keep, lay_key_cmp);
+    st->grouped = nk, st->leftovers = nr;
+    uint64_t h = UINT64_MAX;
+    for (int how = 0; how < ROAM_STACK_COUNT; how++) {
+        uint64_t stacked =
+            roam_stack(grs, in->n_groups, (roam_stacking)how, in->group, n, rel, proposed);
+        uint64_t hh[2];
+        size_t rep = 0;
+        roam_place(bufs, n, align, keep, nk, proposed, rest, nr, alt[0], alt[1], hh, &rep);
+        for (int v = 0; v < 2; v++) { /* smallest first, then largest first */
+            if (hh[v] < h) {
+                h = hh[v];
+                memcpy(offsets, alt[v], n * sizeof *offsets);
+                st->repaired = rep, st->stacked = stacked, st->stacking = how;
             }
         }
-        if (rc) h = UINT64_MAX;
     }
-    if (h != UINT64_MAX && layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
+    free(proposed);
+    free(alt[0]);
+    free(alt[1]);
+    free(keep);
+    return h;
+}
+
+uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
+                     const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *stp) {
+    assert(align >= 1 && in && (in->group || n == 0));
+    layout_roam_stats local;
+    layout_roam_stats *st = stp ? stp : &local;
+    memset(st, 0, sizeof *st);
+    roam_group *grs = xcalloc(in->n_groups, sizeof *grs);
+    size_t *pool = xmallocarray(n, sizeof *pool);
+    unsigned char *low = xcalloc(n, 1);
+    uint64_t *rel = xcalloc(n, sizeof *rel);
+    lay_key *rest = xmallocarray(n, sizeof *rest);
+    size_t nr = roam_collect(bufs, n, in, grs, pool, low, rest);
+    roam_groups(bufs, align, in, grs, low, rel, st);
+    uint64_t h = roam_best_stacking(bufs, n, align, in, grs, low, rel, rest, nr, offsets, st);
+    if (layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
         assert(!"layout_roam built an invalid layout");
         st->fallback = 1;
         h = layout_best_heuristic(bufs, n, align, offsets, NULL);
     }
     free(grs);
-    free(count);
     free(pool);
     free(low);
-    free(proposed);
-    free(alt);
-    free(alt2);
     free(rel);
-    free(keep);
     free(rest);
     return h;
 }
