@@ -12,10 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CL_EXIT_OK 0
-#define CL_EXIT_ERROR 1
-#define CL_EXIT_USAGE 2
-#define CL_EXIT_CAPACITY 3
+/* The exit statuses of `roamc layout` (its --help and planner.h). */
+typedef enum cl_exit {
+    CL_EXIT_OK = 0,
+    CL_EXIT_ERROR = 1,   /* roamc failed (an invalid layout, a write error) */
+    CL_EXIT_USAGE = 2,   /* bad command line or input file */
+    CL_EXIT_CAPACITY = 3 /* no layout within --capacity (found or proved) */
+} cl_exit;
 
 typedef struct cl_options {
     const char *input;
@@ -95,110 +98,135 @@ static int cl_is_option(const char *arg, const char *name) {
     return strncmp(arg, name, len) == 0 && (arg[len] == '\0' || arg[len] == '=');
 }
 
-/* Returns 0, or an exit status. */
-static int cl_parse(int argc, char **argv, cl_options *o) {
+/* What the command line asks for (cl_parse), or how one option of it was
+ * taken (cl_parse_value, cl_parse_choice). */
+typedef enum cl_parsed {
+    CL_RUN,      /* options valid: run */
+    CL_HELP,     /* --help printed: exit 0 */
+    CL_USAGE,    /* bad usage, reported: exit CL_EXIT_USAGE */
+    CL_NOT_MINE, /* not an option of that parser */
+} cl_parsed;
+
+/* The options with a number: --capacity, --time-limit, --align, --work. */
+static cl_parsed cl_parse_value(int argc, char **argv, int *i, cl_options *o) {
+    const char *a = argv[*i], *v;
+    if (cl_is_option(a, "--capacity")) {
+        v = cl_value(argc, argv, i, "--capacity");
+        if (cl_parse_u64(v, &o->capacity) != 0) {
+            fprintf(stderr,
+                    "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
+                    "not '%s'\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
+            return CL_USAGE;
+        }
+        o->has_capacity = 1;
+    } else if (cl_is_option(a, "--time-limit")) {
+        v = cl_value(argc, argv, i, "--time-limit");
+        char err[256];
+        if (!v || planner_time_limit_parse(v, &o->time_limit, err, sizeof err) != 0) {
+            fprintf(stderr, "roamc layout: %s\nTry 'roamc layout --help'.\n",
+                    v ? err : "--time-limit needs a value");
+            return CL_USAGE;
+        }
+    } else if (cl_is_option(a, "--align")) {
+        v = cl_value(argc, argv, i, "--align");
+        if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 || o->align > ((uint64_t)1 << 30) ||
+            (o->align & (o->align - 1))) {
+            fprintf(stderr,
+                    "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
+                    "not '%s'\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
+            return CL_USAGE;
+        }
+    } else if (cl_is_option(a, "--work")) {
+        v = cl_value(argc, argv, i, "--work");
+        if (cl_parse_u64(v, &o->work) != 0 || o->work == 0) {
+            fprintf(stderr, "roamc layout: --work needs a number of work units >= 1, got '%s'\n",
+                    v ? v : "");
+            return CL_USAGE;
+        }
+    } else {
+        return CL_NOT_MINE;
+    }
+    return CL_RUN;
+}
+
+/* The options that choose: --engine, --method, --no-RULE, --with-RULE. */
+static cl_parsed cl_parse_choice(int argc, char **argv, int *i, cl_options *o) {
+    const char *a = argv[*i], *v;
+    if (cl_is_option(a, "--engine")) {
+        v = cl_value(argc, argv, i, "--engine");
+        static const char *const names[] = {"skyline", "bnb", "both", "sweep"};
+        static const int engines[] = {LAYOUT_ENGINE_SKYLINE, LAYOUT_ENGINE_BNB,
+                                      LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB,
+                                      LAYOUT_ENGINE_SWEEP};
+        o->engines = 0;
+        for (size_t k = 0; v && k < sizeof names / sizeof names[0]; k++)
+            if (strcmp(v, names[k]) == 0) o->engines = engines[k];
+        if (!o->engines) {
+            fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, sweep, both)\n",
+                    v ? v : "");
+            return CL_USAGE;
+        }
+    } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {
+        *cl_rule(&o->rules, a + 5) = 0;
+    } else if (strncmp(a, "--with-", 7) == 0 && cl_rule(&o->rules, a + 7)) {
+        *cl_rule(&o->rules, a + 7) = 1; /* a rule that is off by default (energy) */
+    } else if (cl_is_option(a, "--method")) {
+        v = cl_value(argc, argv, i, "--method");
+        static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
+        o->method = NULL;
+        for (size_t k = 0; v && k < sizeof methods / sizeof methods[0]; k++)
+            if (strcmp(v, methods[k]) == 0) o->method = methods[k];
+        if (!o->method) {
+            fprintf(stderr,
+                    "roamc layout: unknown --method '%s' (choose from roam, llfb, greedy, bestfit, "
+                    "pytorch)\nTry 'roamc layout --help'.\n",
+                    v ? v : "");
+            return CL_USAGE;
+        }
+    } else {
+        return CL_NOT_MINE;
+    }
+    return CL_RUN;
+}
+
+static cl_parsed cl_parse(int argc, char **argv, cl_options *o) {
     *o = (cl_options){NULL, NULL, 0, 0, 10.0, 1, "roam", 0, 0, {0}};
     layout_solve_opts defaults;
     layout_solve_defaults(&defaults);
     o->rules = defaults.rules;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        cl_parsed r;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             cl_usage(stdout);
-            return -1; /* means: exit 0 */
+            return CL_HELP;
         } else if (cl_is_option(a, "-o") || cl_is_option(a, "--output")) {
             v = cl_value(argc, argv, &i, a[1] == 'o' ? "-o" : "--output");
             if (!v || !*v) {
                 fprintf(stderr, "roamc layout: %s needs a file name\n", a);
-                return CL_EXIT_USAGE;
+                return CL_USAGE;
             }
             o->output = v;
-        } else if (cl_is_option(a, "--capacity")) {
-            v = cl_value(argc, argv, &i, "--capacity");
-            if (cl_parse_u64(v, &o->capacity) != 0) {
-                fprintf(
-                    stderr,
-                    "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
-                    "not '%s'\nTry 'roamc layout --help'.\n",
-                    v ? v : "");
-                return CL_EXIT_USAGE;
-            }
-            o->has_capacity = 1;
-        } else if (cl_is_option(a, "--time-limit")) {
-            v = cl_value(argc, argv, &i, "--time-limit");
-            char err[256];
-            if (!v || planner_time_limit_parse(v, &o->time_limit, err, sizeof err) != 0) {
-                fprintf(stderr, "roamc layout: %s\nTry 'roamc layout --help'.\n",
-                        v ? err : "--time-limit needs a value");
-                return CL_EXIT_USAGE;
-            }
-        } else if (cl_is_option(a, "--align")) {
-            v = cl_value(argc, argv, &i, "--align");
-            if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 ||
-                o->align > ((uint64_t)1 << 30) || (o->align & (o->align - 1))) {
-                fprintf(
-                    stderr,
-                    "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
-                    "not '%s'\nTry 'roamc layout --help'.\n",
-                    v ? v : "");
-                return CL_EXIT_USAGE;
-            }
-        } else if (cl_is_option(a, "--work")) {
-            v = cl_value(argc, argv, &i, "--work");
-            if (cl_parse_u64(v, &o->work) != 0 || o->work == 0) {
-                fprintf(stderr,
-                        "roamc layout: --work needs a number of work units >= 1, got '%s'\n",
-                        v ? v : "");
-                return CL_EXIT_USAGE;
-            }
-        } else if (cl_is_option(a, "--engine")) {
-            v = cl_value(argc, argv, &i, "--engine");
-            if (v && strcmp(v, "skyline") == 0) {
-                o->engines = LAYOUT_ENGINE_SKYLINE;
-            } else if (v && strcmp(v, "bnb") == 0) {
-                o->engines = LAYOUT_ENGINE_BNB;
-            } else if (v && strcmp(v, "both") == 0) {
-                o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
-            } else if (v && strcmp(v, "sweep") == 0) {
-                o->engines = LAYOUT_ENGINE_SWEEP;
-            } else {
-                fprintf(stderr, "roamc layout: unknown --engine '%s' (skyline, bnb, sweep, both)\n",
-                        v ? v : "");
-                return CL_EXIT_USAGE;
-            }
-        } else if (strncmp(a, "--no-", 5) == 0 && cl_rule(&o->rules, a + 5)) {
-            *cl_rule(&o->rules, a + 5) = 0;
-        } else if (strncmp(a, "--with-", 7) == 0 && cl_rule(&o->rules, a + 7)) {
-            *cl_rule(&o->rules, a + 7) = 1; /* a rule that is off by default (energy) */
-        } else if (cl_is_option(a, "--method")) {
-            v = cl_value(argc, argv, &i, "--method");
-            static const char *const methods[] = {"roam", "llfb", "greedy", "bestfit", "pytorch"};
-            o->method = NULL;
-            for (size_t k = 0; v && k < sizeof methods / sizeof methods[0]; k++)
-                if (strcmp(v, methods[k]) == 0) o->method = methods[k];
-            if (!o->method) {
-                fprintf(
-                    stderr,
-                    "roamc layout: unknown --method '%s' (choose from roam, llfb, greedy, bestfit, "
-                    "pytorch)\nTry 'roamc layout --help'.\n",
-                    v ? v : "");
-                return CL_EXIT_USAGE;
-            }
+        } else if ((r = cl_parse_value(argc, argv, &i, o)) != CL_NOT_MINE ||
+                   (r = cl_parse_choice(argc, argv, &i, o)) != CL_NOT_MINE) {
+            if (r != CL_RUN) return r;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "roamc layout: unknown option '%s'\nTry 'roamc layout --help'.\n", a);
-            return CL_EXIT_USAGE;
+            return CL_USAGE;
         } else if (!o->input) {
             o->input = a;
         } else {
             fprintf(stderr, "roamc layout: more than one input file ('%s', '%s')\n", o->input, a);
-            return CL_EXIT_USAGE;
+            return CL_USAGE;
         }
     }
     if (!o->input) {
         fprintf(stderr, "roamc layout: missing BUFFERS.csv\nTry 'roamc layout --help'.\n");
-        return CL_EXIT_USAGE;
+        return CL_USAGE;
     }
-    return 0;
+    return CL_RUN;
 }
 
 /* Writes the CSV to path all or nothing (planner_output_set). */
@@ -219,12 +247,228 @@ static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64
     return 0;
 }
 
+/* The problem as the engine sees it: csv's buffers with sizes rounded up to
+ * o->align into bufs[csv->n].  Returns CL_EXIT_OK, or CL_EXIT_USAGE (reported)
+ * when a size or their sum overflows 64 bits. */
+static cl_exit cl_problem(const cl_options *o, const layout_csv *csv, layout_buffer *bufs) {
+    size_t n = csv->n;
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = csv->bufs[i];
+        uint64_t s = bufs[i].size;
+        if (s % o->align != 0 && s > UINT64_MAX - o->align) {
+            fprintf(stderr,
+                    "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
+                    o->input, csv->ids[i], o->align);
+            return CL_EXIT_USAGE;
+        }
+        bufs[i].size = (s + o->align - 1) / o->align * o->align;
+    }
+    /* All offsets and heights stay below the sum of the sizes: it must fit. */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (bufs[i].size > UINT64_MAX - sum) {
+            fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n",
+                    o->input);
+            return CL_EXIT_USAGE;
+        }
+        sum += bufs[i].size;
+    }
+    return CL_EXIT_OK;
+}
+
+/* What a method gave, for the report. */
+typedef struct cl_run {
+    uint64_t height;
+    const char *detail; /* roam: how the exact steps did against the heuristic */
+    const char *winner; /* roam: the best heuristic and its height */
+    uint64_t h0;
+    int proven;
+    int timed_out;  /* the time backstop cut the exact steps */
+    int too_short;  /* the time was up before the heuristics: bestfit */
+    int have_solve; /* roam: sr holds the exact search's result */
+    layout_solve_result sr;
+    layout_pytorch_stats pt;
+} cl_run;
+
+/* The roam method: best heuristic as the warm start, then the exact
+ * search: decide --capacity, or minimise the height. */
+static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, double t_start,
+                    uint64_t *offsets, cl_run *run) {
+    run->h0 = layout_best_heuristic(bufs, n, o->align, offsets, &run->winner);
+    run->height = run->h0;
+    double left =
+        0.9 * (t_start + o->time_limit - roamc_now()); /* a tenth for checking and writing */
+    /* The plans' exact layout first (search at the bound, GLPK on small
+     * problems, local search over first-fit orders), with at most half of
+     * the time: on the committed models' buffer lists its local search
+     * reaches the live-size bound where the searches below alone do not
+     * (mnasnet1_0, mobilenet_v2_b32, efficientnet_b0_b32, vit_b_16_b1).
+     * Not under --work (which is the exact search's own budget) nor for
+     * dev --engine. */
+    if (!o->work && !o->engines && left > 1e-3) {
+        layout_effort e = {0, 0.5 * left, o->has_capacity ? o->capacity : 0};
+        layout_result er;
+        uint64_t *warm = xmallocarray(n, sizeof *warm);
+        memcpy(warm, offsets, n * sizeof *warm);
+        layout_exact(bufs, n, o->align, warm, &e, offsets, &er);
+        free(warm);
+        left = 0.9 * (t_start + o->time_limit - roamc_now());
+    }
+    layout_solve_opts so;
+    layout_solve_defaults(&so);
+    so.capacity = o->has_capacity ? (o->capacity ? o->capacity : 1) : 0;
+    so.work = o->work;
+    so.time_limit_s = left > 1e-3 ? left : 1e-3;
+    so.engines = o->engines;
+    so.rules = o->rules;
+    run->have_solve = 1;
+    layout_solve(bufs, n, o->align, offsets, &so, offsets, &run->sr);
+    if (run->sr.status == LAYOUT_SOLVE_NOMEM) {
+        run->height = UINT64_MAX;
+    } else {
+        run->height = run->sr.height;
+        run->proven = run->sr.status == LAYOUT_SOLVE_OPTIMAL;
+        run->timed_out = run->sr.stopped_by_time;
+    }
+    run->detail = run->height < run->h0 ? "improved on" : "no better than";
+}
+
+/* Lays out bufs with o->method into offsets. */
+static void cl_layout(const cl_options *o, const layout_csv *csv, const layout_buffer *bufs,
+                      double t_start, uint64_t *offsets, cl_run *run) {
+    size_t n = csv->n;
+    *run = (cl_run){.height = UINT64_MAX, .detail = "", .h0 = UINT64_MAX};
+    if (strcmp(o->method, "llfb") == 0) {
+        run->height = layout_llfb(bufs, n, o->align, offsets);
+    } else if (strcmp(o->method, "greedy") == 0) {
+        run->height = layout_greedy(bufs, n, o->align, offsets);
+    } else if (strcmp(o->method, "bestfit") == 0) {
+        run->height = layout_bestfit(bufs, n, o->align, offsets);
+    } else if (strcmp(o->method, "pytorch") == 0) {
+        run->height = layout_pytorch(csv->bufs, n, 0, offsets, &run->pt);
+    } else if (roamc_now() >= t_start + o->time_limit) {
+        /* no time left after reading: the fastest valid layout */
+        run->height = layout_bestfit(bufs, n, o->align, offsets);
+        run->too_short = 1;
+    } else {
+        cl_roam(o, bufs, n, t_start, offsets, run);
+    }
+}
+
+/* The report of a run (to rep). */
+static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, const cl_run *run,
+                      double secs) {
+    uint64_t height = run->height;
+    const layout_solve_result *sr = &run->sr;
+    double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
+    fprintf(rep, "buffers: %zu\n", n);
+    fprintf(rep, "method: %s%s%s%s\n", o->method, *run->detail ? " (exact steps " : "", run->detail,
+            *run->detail ? " the heuristic)" : "");
+    if (run->winner)
+        fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", run->winner, run->h0);
+    fprintf(rep, "height: %" PRIu64 " bytes\n", height);
+    fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
+    fprintf(rep, "fragmentation: %.4f%%%s\n", frag, run->proven ? " (optimal)" : "");
+    if (run->have_solve) {
+        static const char *const status[] = {"optimal", "feasible (within the capacity)",
+                                             "infeasible (proved: no layout within the capacity)",
+                                             "stopped", "out of memory"};
+        fprintf(rep, "status: %s%s\n", status[sr->status],
+                sr->status != LAYOUT_SOLVE_STOPPED ? ""
+                : sr->stopped_by_time || !o->work  ? " by time (not proved)"
+                                                   : " by --work (not proved)");
+        if (!o->has_capacity || sr->status == LAYOUT_SOLVE_INFEASIBLE)
+            fprintf(rep, "proven lower bound: %" PRIu64 " bytes, gap %.4f%%\n", sr->lower_bound,
+                    sr->lower_bound && sr->lower_bound < height
+                        ? 100.0 * (double)(height - sr->lower_bound) / (double)sr->lower_bound
+                        : 0.0);
+        fprintf(rep, "search: %" PRIu64 " nodes, %u capacities probed\n", sr->nodes, sr->probes);
+    }
+    if (strcmp(o->method, "pytorch") == 0)
+        fprintf(rep,
+                "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64
+                " bytes, %zu segments\n",
+                run->pt.reserved_peak, run->pt.allocated_peak, run->pt.segments);
+    fprintf(rep, "time: %.3f s\n", secs);
+    if (run->too_short)
+        fprintf(rep,
+                "time limit: %g s was too short: this is the fastest valid layout (bestfit), not "
+                "roam's\n",
+                o->time_limit);
+    else if (run->timed_out)
+        fprintf(rep,
+                "time limit: %g s cut the exact steps before their work budget: another run may "
+                "differ\n",
+                o->time_limit);
+}
+
+/* The exit status of a run that was reported: a layout above --capacity
+ * is not written (CL_EXIT_CAPACITY), nor one that could not be written
+ * (CL_EXIT_ERROR). */
+static cl_exit cl_finish(const cl_options *o, const layout_csv *csv, uint64_t lb, const cl_run *run,
+                         double secs, const uint64_t *offsets) {
+    if (o->has_capacity && run->height > o->capacity && run->have_solve &&
+        run->sr.status == LAYOUT_SOLVE_INFEASIBLE) {
+        fprintf(stderr,
+                "roamc layout: proved that no layout fits within the capacity of %" PRIu64
+                " bytes (%" PRIu64 " search nodes); no output written\n",
+                o->capacity, run->sr.nodes);
+        return CL_EXIT_CAPACITY;
+    }
+    if (o->has_capacity && run->height > o->capacity) {
+        fprintf(stderr,
+                "roamc layout: no layout within the capacity of %" PRIu64 " bytes found in %.1f s"
+                " (best height %" PRIu64 " bytes, lower bound %" PRIu64 "); no output written\n",
+                o->capacity, secs, run->height, lb);
+        return CL_EXIT_CAPACITY;
+    }
+    if (o->output && cl_write_atomic(o->output, csv, offsets) != 0) return CL_EXIT_ERROR;
+    return CL_EXIT_OK;
+}
+
+/* Lays out, checks, reports and writes the problem of csv; returns the exit
+ * status. */
+static cl_exit cl_solve(const cl_options *o, const layout_csv *csv, layout_buffer *bufs,
+                        uint64_t *offsets, double t_start) {
+    size_t n = csv->n;
+    uint64_t lb = layout_live_peak(bufs, n);
+    if (o->has_capacity && lb > o->capacity) {
+        fprintf(stderr,
+                "roamc layout: cannot fit: the live-size lower bound is %" PRIu64
+                " bytes, above the capacity of %" PRIu64 " bytes\n",
+                lb, o->capacity);
+        return CL_EXIT_CAPACITY;
+    }
+    double t0 = roamc_now();
+    planner_progress_stage("layout (%s) of %zu buffers", o->method, n);
+    cl_run run;
+    cl_layout(o, csv, bufs, t_start, offsets, &run);
+    double secs = roamc_now() - t0;
+    planner_progress_end();
+    if (run.height == UINT64_MAX) {
+        fprintf(stderr, "roamc layout: out of memory\n");
+        return CL_EXIT_ERROR;
+    }
+    /* Never report a layout that is not one (a bug, if it happens). */
+    size_t a, b;
+    int pytorch = strcmp(o->method, "pytorch") == 0;
+    if (layout_validate(pytorch ? csv->bufs : bufs, n, offsets, pytorch ? 1 : o->align, &a, &b) !=
+        0) {
+        fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",
+                csv->ids[a], csv->ids[b]);
+        return CL_EXIT_ERROR;
+    }
+    /* with the CSV on stdout, the report goes to stderr */
+    cl_report(o->output && strcmp(o->output, "-") == 0 ? stderr : stdout, o, n, lb, &run, secs);
+    return cl_finish(o, csv, lb, &run, secs, offsets);
+}
+
 int cmd_layout(int argc, char **argv) {
     /* --time-limit bounds the whole command, from here to exit */
     double t_start = roamc_now();
     cl_options o;
-    int rc = cl_parse(argc, argv, &o);
-    if (rc != 0) return rc < 0 ? CL_EXIT_OK : rc;
+    cl_parsed parsed = cl_parse(argc, argv, &o);
+    if (parsed != CL_RUN) return parsed == CL_HELP ? CL_EXIT_OK : CL_EXIT_USAGE;
 
     layout_csv csv;
     char err[2048];
@@ -244,196 +488,11 @@ int cmd_layout(int argc, char **argv) {
         fprintf(stderr, "roamc layout: %s\n", err);
         return CL_EXIT_USAGE;
     }
-    size_t n = csv.n;
     /* The engine works on sizes rounded up to align; the file keeps its own. */
-    layout_buffer *bufs = xmallocarray(n, sizeof *bufs);
-    uint64_t *offsets = xmallocarray(n, sizeof *offsets);
-    for (size_t i = 0; i < n; i++) {
-        bufs[i] = csv.bufs[i];
-        uint64_t s = bufs[i].size;
-        if (s % o.align != 0 && s > UINT64_MAX - o.align) {
-            fprintf(stderr,
-                    "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
-                    o.input, csv.ids[i], o.align);
-            rc = CL_EXIT_USAGE;
-            goto out;
-        }
-        bufs[i].size = (s + o.align - 1) / o.align * o.align;
-    }
-
-    /* All offsets and heights stay below the sum of the sizes: it must fit. */
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size > UINT64_MAX - sum) {
-            fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n",
-                    o.input);
-            rc = CL_EXIT_USAGE;
-            goto out;
-        }
-        sum += bufs[i].size;
-    }
-
-    uint64_t lb = layout_live_peak(bufs, n);
-    if (o.has_capacity && lb > o.capacity) {
-        fprintf(stderr,
-                "roamc layout: cannot fit: the live-size lower bound is %" PRIu64
-                " bytes, above the capacity of %" PRIu64 " bytes\n",
-                lb, o.capacity);
-        rc = CL_EXIT_CAPACITY;
-        goto out;
-    }
-
-    double t0 = roamc_now();
-    planner_progress_stage("layout (%s) of %zu buffers", o.method, n);
-    uint64_t height;
-    const char *detail = "";
-    const char *winner = NULL; /* roam: the best heuristic and its height */
-    uint64_t h0 = UINT64_MAX;
-    int proven = 0;
-    int timed_out = 0;  /* the time backstop cut the exact steps */
-    int too_short = 0;  /* the time was up before the heuristics: bestfit */
-    int have_solve = 0; /* roam: sr holds the exact search's result */
-    layout_solve_result sr = {0};
-    layout_pytorch_stats pt;
-    if (strcmp(o.method, "llfb") == 0) {
-        height = layout_llfb(bufs, n, o.align, offsets);
-    } else if (strcmp(o.method, "greedy") == 0) {
-        height = layout_greedy(bufs, n, o.align, offsets);
-    } else if (strcmp(o.method, "bestfit") == 0) {
-        height = layout_bestfit(bufs, n, o.align, offsets);
-    } else if (strcmp(o.method, "pytorch") == 0) {
-        height = layout_pytorch(csv.bufs, n, 0, offsets, &pt);
-    } else if (roamc_now() >= t_start + o.time_limit) {
-        /* no time left after reading: the fastest valid layout */
-        height = layout_bestfit(bufs, n, o.align, offsets);
-        too_short = 1;
-    } else {
-        /* roam: best heuristic as the warm start, then the exact search:
-         * decide --capacity, or minimise the height */
-        h0 = layout_best_heuristic(bufs, n, o.align, offsets, &winner);
-        height = h0;
-        if (h0 != UINT64_MAX) {
-            double left =
-                0.9 * (t_start + o.time_limit - roamc_now()); /* a tenth for checking and writing */
-            /* The plans' exact layout first (search at the bound, GLPK on
-             * small problems, local search over first-fit orders), with at
-             * most half of the time: on the committed models' buffer lists
-             * its local search reaches the live-size bound where the
-             * searches below alone do not (mnasnet1_0, mobilenet_v2_b32,
-             * efficientnet_b0_b32, vit_b_16_b1).  Not under --work (which
-             * is the exact search's own budget) nor for dev --engine. */
-            if (!o.work && !o.engines && left > 1e-3) {
-                layout_effort e = {0, 0.5 * left, o.has_capacity ? o.capacity : 0};
-                layout_result er;
-                uint64_t *warm = xmallocarray(n, sizeof *warm);
-                memcpy(warm, offsets, n * sizeof *warm);
-                if (layout_exact(bufs, n, o.align, warm, &e, offsets, &er) == UINT64_MAX)
-                    memcpy(offsets, warm, n * sizeof *warm);
-                free(warm);
-                left = 0.9 * (t_start + o.time_limit - roamc_now());
-            }
-            layout_solve_opts so;
-            layout_solve_defaults(&so);
-            so.capacity = o.has_capacity ? (o.capacity ? o.capacity : 1) : 0;
-            so.work = o.work;
-            so.time_limit_s = left > 1e-3 ? left : 1e-3;
-            so.engines = o.engines;
-            so.rules = o.rules;
-            have_solve = 1;
-            layout_solve(bufs, n, o.align, offsets, &so, offsets, &sr);
-            if (sr.status == LAYOUT_SOLVE_NOMEM) {
-                height = UINT64_MAX;
-            } else {
-                height = sr.height;
-                proven = sr.status == LAYOUT_SOLVE_OPTIMAL;
-                timed_out = sr.stopped_by_time;
-            }
-            detail = height < h0 ? "improved on" : "no better than";
-        }
-    }
-    double secs = roamc_now() - t0;
-    planner_progress_end();
-    if (height == UINT64_MAX) {
-        fprintf(stderr, "roamc layout: out of memory\n");
-        rc = CL_EXIT_ERROR;
-        goto out;
-    }
-    /* Never report a layout that is not one (a bug, if it happens). */
-    size_t a, b;
-    uint64_t check_align = strcmp(o.method, "pytorch") == 0 ? 1 : o.align;
-    if (layout_validate(strcmp(o.method, "pytorch") == 0 ? csv.bufs : bufs, n, offsets, check_align,
-                        &a, &b) != 0) {
-        fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",
-                csv.ids[a], csv.ids[b]);
-        rc = CL_EXIT_ERROR;
-        goto out;
-    }
-
-    /* with the CSV on stdout, the report goes to stderr */
-    FILE *rep = o.output && strcmp(o.output, "-") == 0 ? stderr : stdout;
-    double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
-    fprintf(rep, "buffers: %zu\n", n);
-    fprintf(rep, "method: %s%s%s%s\n", o.method, *detail ? " (exact steps " : "", detail,
-            *detail ? " the heuristic)" : "");
-    if (winner) fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", winner, h0);
-    fprintf(rep, "height: %" PRIu64 " bytes\n", height);
-    fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
-    fprintf(rep, "fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
-    if (have_solve) {
-        static const char *const status[] = {"optimal", "feasible (within the capacity)",
-                                             "infeasible (proved: no layout within the capacity)",
-                                             "stopped", "out of memory"};
-        fprintf(rep, "status: %s%s\n", status[sr.status],
-                sr.status != LAYOUT_SOLVE_STOPPED ? ""
-                : sr.stopped_by_time || !o.work   ? " by time (not proved)"
-                                                  : " by --work (not proved)");
-        if (!o.has_capacity || sr.status == LAYOUT_SOLVE_INFEASIBLE)
-            fprintf(rep, "proven lower bound: %" PRIu64 " bytes, gap %.4f%%\n", sr.lower_bound,
-                    sr.lower_bound && sr.lower_bound < height
-                        ? 100.0 * (double)(height - sr.lower_bound) / (double)sr.lower_bound
-                        : 0.0);
-        fprintf(rep, "search: %" PRIu64 " nodes, %u capacities probed\n", sr.nodes, sr.probes);
-    }
-    if (strcmp(o.method, "pytorch") == 0)
-        fprintf(rep,
-                "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64
-                " bytes, %zu segments\n",
-                pt.reserved_peak, pt.allocated_peak, pt.segments);
-    fprintf(rep, "time: %.3f s\n", secs);
-    if (too_short)
-        fprintf(rep,
-                "time limit: %g s was too short: this is the fastest valid layout (bestfit), not "
-                "roam's\n",
-                o.time_limit);
-    else if (timed_out)
-        fprintf(rep,
-                "time limit: %g s cut the exact steps before their work budget: another run may "
-                "differ\n",
-                o.time_limit);
-
-    if (o.has_capacity && height > o.capacity && have_solve &&
-        sr.status == LAYOUT_SOLVE_INFEASIBLE) {
-        fprintf(stderr,
-                "roamc layout: proved that no layout fits within the capacity of %" PRIu64
-                " bytes (%" PRIu64 " search nodes); no output written\n",
-                o.capacity, sr.nodes);
-        rc = CL_EXIT_CAPACITY;
-        goto out;
-    }
-    if (o.has_capacity && height > o.capacity) {
-        fprintf(stderr,
-                "roamc layout: no layout within the capacity of %" PRIu64 " bytes found in %.1f s"
-                " (best height %" PRIu64 " bytes, lower bound %" PRIu64 "); no output written\n",
-                o.capacity, secs, height, lb);
-        rc = CL_EXIT_CAPACITY;
-        goto out;
-    }
-    if (o.output && cl_write_atomic(o.output, &csv, offsets) != 0) {
-        rc = CL_EXIT_ERROR;
-        goto out;
-    }
-    rc = CL_EXIT_OK;
-out:
+    layout_buffer *bufs = xmallocarray(csv.n, sizeof *bufs);
+    uint64_t *offsets = xmallocarray(csv.n, sizeof *offsets);
+    cl_exit rc = cl_problem(&o, &csv, bufs);
+    if (rc == CL_EXIT_OK) rc = cl_solve(&o, &csv, bufs, offsets, t_start);
     planner_progress_end();
     free(bufs);
     free(offsets);
