@@ -58,35 +58,6 @@ void fe_make_printable(char *s) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
 }
 
-/* ------------------------------------------------------ name -> value index */
-
-/* Open addressing, FNV-1a; the table stores value indices and compares names
- * through the value array, so it owns no strings. */
-typedef struct fe_names {
-    int *slots; /* -1 = empty */
-    size_t cap; /* power of two */
-    const fe_value *values;
-} fe_names;
-
-static void fe_names_init(fe_names *t, size_t expected) {
-    t->cap = 16;
-    while (t->cap < 2 * expected + 1) t->cap *= 2;
-    t->slots = xmallocarray(t->cap, sizeof *t->slots);
-    for (size_t i = 0; i < t->cap; i++) t->slots[i] = -1;
-}
-
-/* Returns the slot where name is or would go. */
-static size_t fe_names_slot(const fe_names *t, const char *name) {
-    size_t i = (size_t)fi_hash(name) & (t->cap - 1);
-    while (t->slots[i] >= 0 && strcmp(t->values[t->slots[i]].name, name) != 0)
-        i = (i + 1) & (t->cap - 1);
-    return i;
-}
-
-static int fe_names_get(const fe_names *t, const char *name) {
-    return t->slots[fe_names_slot(t, name)];
-}
-
 /* ---------------------------------------------------------- element sizes */
 
 unsigned fe_elem_bits(int32_t elem_type) {
@@ -260,7 +231,7 @@ typedef struct fe_loader {
     const Onnx__ModelProto *mp;
     const Onnx__GraphProto *g;
     fe_model *m;
-    fe_names names;
+    fi_names *names; /* the model's (m->names) */
     fe_err err;
 } fe_loader;
 
@@ -272,15 +243,14 @@ static const char *fe_node_label(const Onnx__NodeProto *n) {
  * (the caller reports who defined it first).  The value array has room for
  * every value the graph can define (fe_build sizes it up front). */
 static int fe_add_value(fe_loader *L, const char *name, int producer, unsigned kind) {
-    size_t slot = fe_names_slot(&L->names, name);
-    if (L->names.slots[slot] >= 0) return -1;
+    if (fi_names_get(L->names, name) >= 0) return -1;
     fe_model *m = L->m;
     fe_value *v = &m->values[m->n_values];
     memset(v, 0, sizeof *v);
     v->name = xstrdup(name);
     v->producer = producer;
     v->kind = kind;
-    L->names.slots[slot] = (int)m->n_values;
+    fi_names_put(L->names, v->name, (int)m->n_values);
     return (int)m->n_values++;
 }
 
@@ -617,8 +587,7 @@ static int fe_build_values(fe_loader *L) {
     }
     m->values = xcalloc(cap, sizeof *m->values);
     m->inputs = xcalloc(cap, sizeof *m->inputs);
-    fe_names_init(&L->names, cap);
-    L->names.values = m->values;
+    L->names = m->names = xcalloc(1, sizeof *m->names);
     char who[256];
 
     for (size_t i = 0; i < g->n_input; i++) {
@@ -633,7 +602,7 @@ static int fe_build_values(fe_loader *L) {
         const Onnx__TensorProto *t = g->initializer[i];
         if (!t || !t->name || !t->name[0])
             return fe_fail(&L->err, "initializer #%zu has no name", i);
-        int idx = fe_names_get(&L->names, t->name);
+        int idx = fi_names_get(L->names, t->name);
         if (idx >= 0 && (m->values[idx].kind & FE_INITIALIZER))
             return fe_fail(&L->err, "initializer '%s' is listed twice", t->name);
         if (idx < 0) { /* IR >= 4: initializers need not be graph inputs */
@@ -649,7 +618,7 @@ static int fe_build_values(fe_loader *L) {
             if (!name || !name[0]) continue;
             int idx = fe_add_value(L, name, (int)i, 0);
             if (idx < 0) {
-                fe_describe_definer(L, fe_names_get(&L->names, name), who, sizeof who);
+                fe_describe_definer(L, fi_names_get(L->names, name), who, sizeof who);
                 return fe_fail(&L->err,
                                "value '%s' is produced twice: by %s and by node '%s' (#%zu)", name,
                                who, fe_node_label(n), i);
@@ -686,7 +655,7 @@ static int fe_build_node(fe_loader *L, size_t i) {
             fn->inputs[k] = -1;
             continue;
         }
-        int idx = fe_names_get(&L->names, name);
+        int idx = fi_names_get(L->names, name);
         if (idx < 0) {
             int rc = fe_fail(&L->err,
                              "node '%s' (#%zu) reads '%s'%s, which no node, graph input or "
@@ -700,7 +669,7 @@ static int fe_build_node(fe_loader *L, size_t i) {
     free(outer);
     for (size_t k = 0; k < fn->n_outputs; k++)
         fn->outputs[k] =
-            (n->output[k] && n->output[k][0]) ? fe_names_get(&L->names, n->output[k]) : -1;
+            (n->output[k] && n->output[k][0]) ? fi_names_get(L->names, n->output[k]) : -1;
     return fe_node_alias(L, i, fn);
 }
 
@@ -714,7 +683,7 @@ static int fe_build_outputs(fe_loader *L) {
         const Onnx__ValueInfoProto *vi = g->output[i];
         if (!vi || !vi->name || !vi->name[0])
             return fe_fail(&L->err, "graph output #%zu has no name", i);
-        int idx = fe_names_get(&L->names, vi->name);
+        int idx = fi_names_get(L->names, vi->name);
         if (idx < 0)
             return fe_fail(&L->err,
                            "graph output '%s' is produced by no node, graph input or initializer",
@@ -795,11 +764,8 @@ int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_o
     }
     onnx__model_proto__free_unpacked(mp, NULL);
     if (rc) {
-        free(L.names.slots);
         fe_free(m);
     } else {
-        m->name_slots = L.names.slots; /* for fe_find_value */
-        m->name_cap = L.names.cap;
         fe_sha256(bytes, len, m->sha256);
     }
     return rc;
@@ -873,6 +839,8 @@ void fe_free(fe_model *m) {
     }
     for (size_t i = 0; i < m->n_symbols; i++) free(m->symbols[i].name);
     free(m->symbols);
+    if (m->names) fi_names_free(m->names);
+    free(m->names);
     free(m->first_conflict);
     for (size_t i = 0; i < m->n_nodes; i++) {
         fe_node *n = &m->nodes[i];
@@ -894,7 +862,6 @@ void fe_free(fe_model *m) {
     free(m->inputs);
     free(m->outputs);
     free(m->path);
-    free(m->name_slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -905,10 +872,7 @@ const char *fe_meta(const fe_model *m, const char *key) {
 }
 
 int fe_find_value(const fe_model *m, const char *name) {
-    if (m->name_slots) {
-        fe_names t = {m->name_slots, m->name_cap, m->values};
-        return fe_names_get(&t, name);
-    }
+    if (m->names) return fi_names_get(m->names, name);
     for (size_t i = 0; i < m->n_values; i++)
         if (strcmp(m->values[i].name, name) == 0) return (int)i;
     return -1;

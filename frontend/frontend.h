@@ -134,11 +134,9 @@ typedef struct fe_model {
      * (external data files are not part of it).  A plan names its model by
      * it (planner/PLAN_FORMAT.md "model_sha256"). */
     uint8_t sha256[32];
-    /* frontend.c's hash of the value names (open addressing, name_cap
-     * slots of value indices, -1 empty), kept for fe_find_value; NULL in a
-     * model not made by fe_load */
-    int *name_slots;
-    size_t name_cap;
+    /* the loader's table of value names, kept for fe_find_value (O(1));
+     * NULL in a model not made by fe_load */
+    struct fi_names *names;
 } fe_model;
 
 /* Loads path with the bindings of opt (NULL: none).  Returns 0 and fills

@@ -190,6 +190,49 @@ uint64_t fi_hash(const char *s) {
     return h;
 }
 
+static size_t fi_names_slot(const fi_names *t, const char *name) {
+    size_t mask = t->cap - 1, i = (size_t)fi_hash(name) & mask;
+    while (t->name[i] && strcmp(t->name[i], name) != 0) i = (i + 1) & mask;
+    return i;
+}
+
+int fi_names_get(const fi_names *t, const char *name) {
+    if (!t->cap) return -1;
+    size_t i = fi_names_slot(t, name);
+    return t->name[i] ? t->index[i] : -1;
+}
+
+/* Doubles the slots (16 at first) and puts every name again. */
+static void fi_names_grow(fi_names *t) {
+    fi_names bigger = {.cap = t->cap ? 2 * t->cap : 16, .n = t->n};
+    bigger.name = xcalloc(bigger.cap, sizeof *bigger.name);
+    bigger.index = xmallocarray(bigger.cap, sizeof *bigger.index);
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->name[i]) {
+            size_t j = fi_names_slot(&bigger, t->name[i]);
+            bigger.name[j] = t->name[i];
+            bigger.index[j] = t->index[i];
+        }
+    fi_names_free(t);
+    *t = bigger;
+}
+
+bool fi_names_put(fi_names *t, const char *name, int index) {
+    if (2 * (t->n + 1) > t->cap) fi_names_grow(t);
+    size_t i = fi_names_slot(t, name);
+    if (t->name[i]) return false;
+    t->name[i] = name;
+    t->index[i] = index;
+    t->n++;
+    return true;
+}
+
+void fi_names_free(fi_names *t) {
+    free(t->name);
+    free(t->index);
+    memset(t, 0, sizeof *t);
+}
+
 static fi_scope *fi_scope_new(fi_ctx *cx, fi_scope *parent, size_t expected) {
     fi_scope *s = fi_alloc(cx, sizeof *s);
     if (!s) return NULL;
@@ -696,12 +739,12 @@ static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np,
 }
 
 /* Names the node's subgraphs read from enclosing graphs. */
-typedef struct fi_names {
+typedef struct fi_name_list {
     const char **s;
     size_t n, cap;
-} fi_names;
+} fi_name_list;
 
-static int fi_names_add(fi_ctx *cx, fi_names *v, const char *s) {
+static int fi_name_list_add(fi_ctx *cx, fi_name_list *v, const char *s) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 8;
         const char **p = fi_alloc(cx, cap * sizeof *p);
@@ -738,14 +781,15 @@ static int *fi_topo(fi_ctx *cx, Onnx__NodeProto *const *nodes, size_t n_nodes) {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n_nodes; i++) {
         const Onnx__NodeProto *np = nodes[i];
-        fi_names reads = {0};
+        fi_name_list reads = {0};
         for (size_t k = 0; k < np->n_input; k++)
-            if (np->input[k] && np->input[k][0] && fi_names_add(cx, &reads, np->input[k])) rc = -1;
+            if (np->input[k] && np->input[k][0] && fi_name_list_add(cx, &reads, np->input[k]))
+                rc = -1;
         const char **outer = NULL;
         size_t n_outer = 0;
         if (rc == 0 && fi_outer_reads(np, &outer, &n_outer)) rc = -1;
         for (size_t k = 0; rc == 0 && k < n_outer; k++)
-            if (fi_names_add(cx, &reads, outer[k])) rc = -1;
+            if (fi_name_list_add(cx, &reads, outer[k])) rc = -1;
         free(outer);
         for (size_t k = 0; rc == 0 && k < reads.n; k++) {
             fi_tensor *p = fi_scope_find(prod, reads.s[k]);
@@ -887,41 +931,30 @@ int fi_run_subgraph(fi_node *n, const Onnx__GraphProto *g, fi_tensor *const *in,
 
 /* ---------------------------------------------------- subgraph outer reads */
 
-/* A set of borrowed names, hashed, in insertion order. */
+/* A set of borrowed names in insertion order, hashed, so that a subgraph
+ * with 100,000 names costs 100,000 steps. */
 typedef struct fi_strset {
     const char **s;
-    size_t n, cap; /* cap: 0 or a power of two */
-    size_t *slots; /* 2 * cap slots: index into s + 1, 0 = empty */
+    size_t n, cap;
+    fi_names where; /* name -> position in s */
 } fi_strset;
 
-static size_t fi_strset_slot(const fi_strset *set, const char *name) {
-    size_t mask = 2 * set->cap - 1, i = (size_t)fi_hash(name) & mask;
-    while (set->slots[i] && strcmp(set->s[set->slots[i] - 1], name) != 0) i = (i + 1) & mask;
-    return i;
-}
-
 static bool fi_strset_has(const fi_strset *set, const char *name) {
-    return set->cap && set->slots[fi_strset_slot(set, name)];
+    return fi_names_get(&set->where, name) >= 0;
 }
 
-/* Hashed, so that a subgraph with 100,000 names costs 100,000 steps. */
 static void fi_strset_add(fi_strset *set, const char *name) {
-    if (fi_strset_has(set, name)) return;
+    if (!fi_names_put(&set->where, name, (int)set->n)) return;
     if (set->n == set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 8;
-        set->s = xreallocarray(set->s, cap, sizeof *set->s);
-        free(set->slots);
-        set->slots = xcalloc(2 * cap, sizeof *set->slots);
-        set->cap = cap;
-        for (size_t k = 0; k < set->n; k++) set->slots[fi_strset_slot(set, set->s[k])] = k + 1;
+        set->cap = set->cap ? 2 * set->cap : 8;
+        set->s = xreallocarray(set->s, set->cap, sizeof *set->s);
     }
-    set->slots[fi_strset_slot(set, name)] = set->n + 1;
     set->s[set->n++] = name;
 }
 
 static void fi_strset_free(fi_strset *set) {
     free(set->s);
-    free(set->slots);
+    fi_names_free(&set->where);
     memset(set, 0, sizeof *set);
 }
 
@@ -975,7 +1008,7 @@ int fi_outer_reads(const Onnx__NodeProto *n, const char ***names, size_t *count)
         if (!fi_strset_has(&defined, used.s[i])) fi_strset_add(&outer, used.s[i]);
     fi_strset_free(&defined);
     fi_strset_free(&used);
-    free(outer.slots);
+    fi_names_free(&outer.where);
     if (rc) {
         free(outer.s);
         return -1;

@@ -116,6 +116,23 @@ extern const fi_rule fi_rules_sequence[];
  * frontend (the loader's and inference's scopes). */
 uint64_t fi_hash(const char *s);
 
+/* The frontend's one name table: borrowed names to int indices, open
+ * addressing over fi_hash with linear probing, at most half full, growing
+ * as names are added.  It never copies a name: each must outlive the table.
+ * Example: after fi_names_put(&t, "x", 7), fi_names_get(&t, "x") == 7 and
+ * fi_names_get(&t, "y") == -1.  A zeroed fi_names is an empty table. */
+typedef struct fi_names {
+    const char **name; /* per slot, NULL when empty */
+    int *index;        /* per slot */
+    size_t cap, n;     /* cap: 0 or a power of two */
+} fi_names;
+
+/* The index put under name, or -1. */
+int fi_names_get(const fi_names *t, const char *name);
+/* Maps name to index; returns false, changing nothing, when name is there. */
+bool fi_names_put(fi_names *t, const char *name, int index);
+void fi_names_free(fi_names *t);
+
 /* True when roamc has a rule for the operator (standard domain only). */
 bool fi_rule_exists(const char *domain, const char *op_type);
 

@@ -98,9 +98,7 @@ typedef struct tr {
     int *gelu_x;  /* per forward node: the x of an Erf-GELU ending here, else -1 */
     int *silu_x;  /* per forward node: the x of a SiLU x * Sigmoid(x) ending here, else -1 */
     bool *fused;  /* per forward node: inside an Erf-GELU or a SiLU (its rule is the last node's) */
-    /* names in use: open addressing over v[].name */
-    int *slots;
-    size_t cap_slots;
+    fi_names names; /* names in use: v[].name -> index */
     unsigned serial;
     /* the derived step, for the summary and metadata */
     int loss_out, loss, label, label_view;
@@ -130,26 +128,8 @@ static const char *tr_node_label(const tr *T, int ni) {
 
 /* ------------------------------------------------------------ name table */
 
-static size_t tr_slot(const tr *T, const char *name) {
-    size_t i = (size_t)fi_hash(name) & (T->cap_slots - 1);
-    while (T->slots[i] >= 0 && strcmp(T->v[T->slots[i]].name, name) != 0)
-        i = (i + 1) & (T->cap_slots - 1);
-    return i;
-}
-
 static bool tr_name_used(const tr *T, const char *name) {
-    return T->slots[tr_slot(T, name)] >= 0;
-}
-
-static void tr_rehash(tr *T) {
-    size_t cap = T->cap_slots ? T->cap_slots * 2 : 1024;
-    while (cap < 2 * T->nv + 2) cap *= 2;
-    int *s = xmallocarray(cap, sizeof *s);
-    for (size_t i = 0; i < cap; i++) s[i] = -1;
-    free(T->slots);
-    T->slots = s;
-    T->cap_slots = cap;
-    for (size_t k = 0; k < T->nv; k++) T->slots[tr_slot(T, T->v[k].name)] = (int)k;
+    return fi_names_get(&T->names, name) >= 0;
 }
 
 /* ---------------------------------------------------------------- values */
@@ -167,7 +147,6 @@ static void tr_grow_values(tr *T) {
  * its index (never fails). */
 static int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const int64_t *dims) {
     tr_grow_values(T);
-    if (2 * (T->nv + 1) >= T->cap_slots) tr_rehash(T);
     size_t len = strlen(name);
     char *nm = xmalloc(len + 24);
     memcpy(nm, name, len + 1);
@@ -181,7 +160,7 @@ static int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const i
     if (rank > 0) memcpy(v->dims, dims, (size_t)rank * sizeof *dims);
     T->grad[T->nv] = -1;
     T->shared[T->nv] = false;
-    T->slots[tr_slot(T, nm)] = (int)T->nv;
+    fi_names_put(&T->names, nm, (int)T->nv);
     return (int)T->nv++;
 }
 
@@ -1657,7 +1636,7 @@ static void tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     size_t nini = 0;
     for (size_t k = 0; k < og->n_initializer; k++) {
         const char *iname = og->initializer[k]->name ? og->initializer[k]->name : "";
-        int v = T->slots[tr_slot(T, iname)];
+        int v = fi_names_get(&T->names, iname);
         if (v >= 0 && T->param[v]) continue;
         if (v >= 0) is_io[v] = true;
         inits[nini++] = og->initializer[k];
@@ -1670,7 +1649,7 @@ static void tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
     outputs[no++] = tr_vinfo(&A, &T->v[T->loss]);
     is_io[T->loss] = true;
     for (size_t k = 0; k < T->n_final; k++) {
-        int v = tr_name_used(T, T->final[k]) ? T->slots[tr_slot(T, T->final[k])] : -1;
+        int v = fi_names_get(&T->names, T->final[k]);
         if (v < 0 || is_io[v]) continue;
         outputs[no++] = tr_vinfo(&A, &T->v[v]);
         is_io[v] = true;
@@ -1807,7 +1786,7 @@ static void tr_free(tr *T) {
     free(T->gelu_x);
     free(T->silu_x);
     free(T->fused);
-    free(T->slots);
+    fi_names_free(&T->names);
     free(T->final);
     if (T->mp) onnx__model_proto__free_unpacked((Onnx__ModelProto *)T->mp, NULL);
 }
@@ -1912,7 +1891,6 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     T.silu_x = xmallocarray(nn + 1, sizeof *T.silu_x);
     T.fwd = xcalloc(nn + 1, sizeof *T.fwd);
     int *readers = xcalloc(nv + 1, sizeof *readers);
-    tr_rehash(&T);
     for (size_t i = 0; i < nn; i++) {
         T.gelu_x[i] = -1;
         T.silu_x[i] = -1;
