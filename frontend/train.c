@@ -534,45 +534,37 @@ static int r_gemm(tr_ctx *c) {
     if (NEED(c, 2) && tr_give(T, IN(c, 2), gy, true)) return -1;
     return 0;
 }
-/* convolution_backward keeps input and weight; one op, three outputs. */
-static int r_conv(tr_ctx *c) {
+/* One backward op that reads ins and has an output per input 0..2 that wants
+ * a gradient (-1 for the others), each output given to its input: the shape
+ * of convolution_backward, native_batch_norm_backward and
+ * native_layer_norm_backward. */
+static int tr_grads_of_three(tr_ctx *c, const char *op, const int *ins) {
     tr *T = c->T;
     int o[4] = {-1, -1, -1, END};
     for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k)) o[k] = tr_new_like(T, "convolution_backward", IN(c, k), 0);
+        if (NEED(c, k)) o[k] = tr_new_like(T, op, IN(c, k), 0);
     if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    tr_emit(T, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)), o, NULL, 0);
+    tr_emit(T, op, ins, o, NULL, 0);
     for (size_t k = 0; k < 3; k++)
         if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
     return 0;
+}
+/* convolution_backward keeps input and weight; one op, three outputs. */
+static int r_conv(tr_ctx *c) {
+    return tr_grads_of_three(c, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)));
 }
 /* native_batch_norm_backward keeps input, weight and the statistics (the
  * running stats the forward node updates in place stand for the saved
  * mean/invstd, which ONNX's BatchNormalization from opset 14 does not output). */
 static int r_batchnorm(tr_ctx *c) {
-    tr *T = c->T;
-    int o[4] = {-1, -1, -1, END};
-    for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k)) o[k] = tr_new_like(T, "native_batch_norm_backward", IN(c, k), 0);
-    if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
     int m = OUT(c, 1) >= 0 ? OUT(c, 1) : IN(c, 3), v = OUT(c, 2) >= 0 ? OUT(c, 2) : IN(c, 4);
-    tr_emit(T, "native_batch_norm_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v), o, NULL, 0);
-    for (size_t k = 0; k < 3; k++)
-        if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
-    return 0;
+    return tr_grads_of_three(c, "native_batch_norm_backward",
+                             INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v));
 }
 /* native_layer_norm_backward keeps input, mean, rstd, weight and bias. */
 static int r_layernorm(tr_ctx *c) {
-    tr *T = c->T;
-    int o[4] = {-1, -1, -1, END};
-    for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k)) o[k] = tr_new_like(T, "native_layer_norm_backward", IN(c, k), 0);
-    if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    tr_emit(T, "native_layer_norm_backward",
-            INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)), o, NULL, 0);
-    for (size_t k = 0; k < 3; k++)
-        if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
-    return 0;
+    return tr_grads_of_three(c, "native_layer_norm_backward",
+                             INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)));
 }
 /* GlobalAveragePool is torch's mean over H, W: it keeps nothing; its
  * backward expands the gradient (a view) and divides (a new tensor). */
