@@ -1,5 +1,6 @@
 /* Graph IR: storages, ordering edges, liveness and peaks (see graph.h). */
 #include "graph.h"
+#include "base.h"
 #include "graph_internal.h"
 
 #include <assert.h>
@@ -103,16 +104,11 @@ static void graph_mark_listed(const fe_model *m, const char *list, bool *mark) {
     }
 }
 
-static int graph_build_storages(graph *g) {
+static void graph_build_storages(graph *g) {
     const fe_model *m = g->model;
     size_t nt = m->n_values;
-    int *parent = malloc((nt ? nt : 1) * sizeof *parent);
-    int *sid = malloc((nt ? nt : 1) * sizeof *sid);
-    if (!parent || !sid) {
-        free(parent);
-        free(sid);
-        return -1;
-    }
+    int *parent = xmallocarray(nt, sizeof *parent);
+    int *sid = xmallocarray(nt, sizeof *sid);
     for (size_t t = 0; t < nt; t++) parent[t] = (int)t;
     /* Each value is produced once, so it has at most one alias parent: the
      * alias relation is a forest whose roots are the storage owners. */
@@ -132,29 +128,17 @@ static int graph_build_storages(graph *g) {
         g->storage_of[t] = sid[r];
     }
     g->n_storages = ns;
-    g->storages = calloc(ns ? ns : 1, sizeof *g->storages);
-    size_t *fill = calloc(ns ? ns : 1, sizeof *fill);
-    if (!g->storages || !fill) {
-        free(parent);
-        free(sid);
-        free(fill);
-        return -1;
-    }
+    g->storages = xcalloc(ns, sizeof *g->storages);
+    size_t *fill = xcalloc(ns, sizeof *fill);
     for (size_t t = 0; t < nt; t++) g->storages[g->storage_of[t]].n_tensors++;
-    int rc = 0;
-    for (size_t s = 0; s < ns; s++) {
-        g->storages[s].tensors = malloc(g->storages[s].n_tensors * sizeof(int));
-        if (!g->storages[s].tensors) rc = -1;
-    }
+    for (size_t s = 0; s < ns; s++)
+        g->storages[s].tensors = xmallocarray(g->storages[s].n_tensors, sizeof(int));
     /* metadata: parameters and optimizer state persist; gradients are marked */
-    bool *state = calloc(nt ? nt : 1, sizeof *state), *grad = calloc(nt ? nt : 1, sizeof *grad);
-    if (!state || !grad) rc = -1;
-    if (rc == 0) {
-        graph_mark_listed(m, fe_meta(m, "roamc.parameters"), state);
-        graph_mark_listed(m, fe_meta(m, "roamc.optimizer_state"), state);
-        graph_mark_listed(m, fe_meta(m, "roamc.gradients"), grad);
-    }
-    for (size_t t = 0; rc == 0 && t < nt; t++) {
+    bool *state = xcalloc(nt, sizeof *state), *grad = xcalloc(nt, sizeof *grad);
+    graph_mark_listed(m, fe_meta(m, "roamc.parameters"), state);
+    graph_mark_listed(m, fe_meta(m, "roamc.optimizer_state"), state);
+    graph_mark_listed(m, fe_meta(m, "roamc.gradients"), grad);
+    for (size_t t = 0; t < nt; t++) {
         graph_storage *st = &g->storages[g->storage_of[t]];
         const fe_value *v = &m->values[t];
         st->tensors[fill[g->storage_of[t]]++] = (int)t;
@@ -170,7 +154,7 @@ static int graph_build_storages(graph *g) {
     free(state);
     free(grad);
     /* An input written in place is state the step updates: it persists. */
-    for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
+    for (size_t i = 0; i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
         if (!n->inplace) continue;
         for (size_t k = 0; k < n->n_outputs; k++) {
@@ -182,7 +166,6 @@ static int graph_build_storages(graph *g) {
     free(parent);
     free(sid);
     free(fill);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- edges */
@@ -198,22 +181,19 @@ static int graph_edge_cmp(const void *a, const void *b) {
 }
 
 /* Fills a CSR (start has n+1 entries) from (key, val) pairs sorted by key. */
-static int graph_csr(size_t n, const graph_edge *e, size_t ne, bool by_from, size_t **start,
-                     int **vals) {
-    *start = calloc(n + 1, sizeof **start);
-    *vals = malloc((ne ? ne : 1) * sizeof **vals);
-    if (!*start || !*vals) return -1;
+static void graph_csr(size_t n, const graph_edge *e, size_t ne, bool by_from, size_t **start,
+                      int **vals) {
+    *start = xcalloc(n + 1, sizeof **start);
+    *vals = xmallocarray(ne, sizeof **vals);
     for (size_t i = 0; i < ne; i++) (*start)[(by_from ? e[i].from : e[i].to) + 1]++;
     for (size_t i = 0; i < n; i++) (*start)[i + 1] += (*start)[i];
-    size_t *pos = malloc((n ? n : 1) * sizeof *pos);
-    if (!pos) return -1;
+    size_t *pos = xmallocarray(n, sizeof *pos);
     memcpy(pos, *start, n * sizeof *pos);
     for (size_t i = 0; i < ne; i++) {
         int k = by_from ? e[i].from : e[i].to;
         (*vals)[pos[k]++] = by_from ? e[i].to : e[i].from;
     }
     free(pos);
-    return 0;
 }
 
 /* Names ops on one cycle: walks predecessors among the ops Kahn's algorithm
@@ -222,12 +202,11 @@ static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, si
     int start = -1;
     for (size_t i = 0; i < g->n_ops && start < 0; i++)
         if (indeg[i] > 0) start = (int)i;
-    int *seen = calloc(g->n_ops, sizeof *seen);
-    if (!seen || start < 0) {
+    if (start < 0) {
         snprintf(msg, len, "?");
-        free(seen);
         return;
     }
+    int *seen = xcalloc(g->n_ops, sizeof *seen);
     int v = start, step = 1;
     while (!seen[v]) {
         seen[v] = step++;
@@ -267,14 +246,14 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
     igraph_t ig;
     igraph_bool_t dag = 0;
     igraph_set_error_handler(igraph_error_handler_ignore);
-    if (igraph_vector_int_init(&ev, (igraph_integer_t)(2 * g->n_edges)))
-        return graph_fail(g, err, errlen, "out of memory for %zu edges", g->n_edges);
+    int rc = igraph_vector_int_init(&ev, (igraph_integer_t)(2 * g->n_edges));
+    if (rc) return graph_fail(g, err, errlen, "igraph could not hold the edges (error %d)", rc);
     for (size_t i = 0, e = 0; i < g->n_ops; i++)
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++, e++) {
             VECTOR(ev)[2 * e] = (igraph_integer_t)i;
             VECTOR(ev)[2 * e + 1] = g->succ[k];
         }
-    int rc = igraph_create(&ig, &ev, (igraph_integer_t)g->n_ops, IGRAPH_DIRECTED);
+    rc = igraph_create(&ig, &ev, (igraph_integer_t)g->n_ops, IGRAPH_DIRECTED);
     igraph_vector_int_destroy(&ev);
     if (rc) return graph_fail(g, err, errlen, "igraph could not build the graph (error %d)", rc);
     rc = igraph_is_dag(&ig, &dag);
@@ -282,13 +261,8 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
     if (rc) return graph_fail(g, err, errlen, "igraph could not check acyclicity (error %d)", rc);
     if (dag) return 0;
 
-    int *indeg = malloc(g->n_ops * sizeof *indeg);
-    int *queue = malloc(g->n_ops * sizeof *queue);
-    if (!indeg || !queue) {
-        free(indeg);
-        free(queue);
-        return graph_fail(g, err, errlen, "the ordering edges have a cycle");
-    }
+    int *indeg = xmallocarray(g->n_ops, sizeof *indeg);
+    int *queue = xmallocarray(g->n_ops, sizeof *queue);
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < g->n_ops; i++) {
         indeg[i] = (int)(g->pred_start[i + 1] - g->pred_start[i]);
@@ -322,25 +296,23 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
 int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
     const fe_model *m = g->model;
     size_t ns = g->n_storages;
-    int *last_writer = malloc((ns ? ns : 1) * sizeof *last_writer);
-    int *last_written = malloc((ns ? ns : 1) * sizeof *last_written); /* the value it overwrote */
-    bool *written = calloc(ns ? ns : 1, sizeof *written);
+    int *last_writer = xmallocarray(ns, sizeof *last_writer);
+    int *last_written = xmallocarray(ns, sizeof *last_written); /* the value it overwrote */
+    bool *written = xcalloc(ns, sizeof *written);
     /* readers since the last write, per storage: a linked list through
      * links, and its head */
-    int *head = malloc((ns ? ns : 1) * sizeof *head);
+    int *head = xmallocarray(ns, sizeof *head);
     /* writer[s] == i: op i writes s in place (set per op, so that an op with
      * many inputs and outputs costs inputs + outputs, not their product);
      * writer_value[s]: the value of s it overwrites */
-    int *writer = malloc((ns ? ns : 1) * sizeof *writer);
-    int *writer_value = malloc((ns ? ns : 1) * sizeof *writer_value);
+    int *writer = xmallocarray(ns, sizeof *writer);
+    int *writer_value = xmallocarray(ns, sizeof *writer_value);
     size_t cap_links = 16, n_links = 0;
-    int(*links)[3] = malloc(cap_links * sizeof *links); /* {op, value read, next} */
+    int(*links)[3] = xmallocarray(cap_links, sizeof *links); /* {op, value read, next} */
     int rc = 0;
-    if (!last_writer || !last_written || !written || !head || !writer || !writer_value || !links)
-        rc = -1;
-    for (size_t s = 0; rc == 0 && s < ns; s++)
+    for (size_t s = 0; s < ns; s++)
         last_writer[s] = -1, last_written[s] = -1, head[s] = -1, writer[s] = -1;
-    for (size_t i = 0; rc == 0 && i < m->n_nodes; i++) {
+    for (size_t i = 0; i < m->n_nodes; i++) {
         const fe_node *n = &m->nodes[i];
         if (!n->inplace) continue;
         for (size_t k = 0; k < n->n_outputs; k++)
@@ -380,13 +352,8 @@ int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx) {
                 last_written[s] = writer_value[s];
             } else {
                 if (n_links == cap_links) {
-                    void *p = realloc(links, 2 * cap_links * sizeof *links);
-                    if (!p) {
-                        rc = -1;
-                        break;
-                    }
-                    links = p;
                     cap_links *= 2;
+                    links = xreallocarray(links, cap_links, sizeof *links);
                 }
                 links[n_links][0] = (int)i;
                 links[n_links][1] = v;
@@ -410,43 +377,32 @@ typedef struct graph_edge_sink {
 static int graph_sink_edge(void *ctx, const graph_mutation *mu) {
     graph_edge_sink *k = ctx;
     if (k->n == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 16;
-        graph_edge *p = realloc(k->e, cap * sizeof *p);
-        if (!p) return -1;
-        k->e = p;
-        k->cap = cap;
+        k->cap = k->cap ? 2 * k->cap : 16;
+        k->e = xreallocarray(k->e, k->cap, sizeof *k->e);
     }
     k->e[k->n++] = (graph_edge){mu->before, mu->after};
     return 0;
 }
 
-static int graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges) {
+static void graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edges) {
     graph_edge_sink k = {*edges, *n_edges, *n_edges};
-    int rc = graph_mutation_order(g, graph_sink_edge, &k);
+    (void)graph_mutation_order(g, graph_sink_edge, &k); /* graph_sink_edge never stops it */
     *edges = k.e;
     *n_edges = k.n;
-    return rc;
 }
 
 static int graph_build_edges(graph *g, char *err, size_t errlen) {
     const fe_model *m = g->model;
     size_t nv = m->n_values, no = m->n_nodes;
     /* readers of each value, CSR */
-    size_t *rstart = calloc(nv + 1, sizeof *rstart);
+    size_t *rstart = xcalloc(nv + 1, sizeof *rstart);
     size_t ne_cap = 0;
-    if (!rstart) return graph_fail(g, err, errlen, "out of memory");
     for (size_t i = 0; i < no; i++)
         for (size_t k = 0; k < m->nodes[i].n_inputs; k++)
             if (m->nodes[i].inputs[k] >= 0) rstart[m->nodes[i].inputs[k] + 1]++, ne_cap++;
     for (size_t v = 0; v < nv; v++) rstart[v + 1] += rstart[v];
-    int *readers = malloc((ne_cap ? ne_cap : 1) * sizeof *readers);
-    size_t *pos = malloc((nv ? nv : 1) * sizeof *pos);
-    if (!readers || !pos) {
-        free(rstart);
-        free(readers);
-        free(pos);
-        return graph_fail(g, err, errlen, "out of memory");
-    }
+    int *readers = xmallocarray(ne_cap, sizeof *readers);
+    size_t *pos = xmallocarray(nv, sizeof *pos);
     memcpy(pos, rstart, nv * sizeof *pos);
     for (size_t i = 0; i < no; i++)
         for (size_t k = 0; k < m->nodes[i].n_inputs; k++)
@@ -464,12 +420,7 @@ static int graph_build_edges(graph *g, char *err, size_t errlen) {
                 extra += rstart[x + 1] - rstart[x];
             }
     }
-    graph_edge *e = malloc((ne_cap + extra ? ne_cap + extra : 1) * sizeof *e);
-    if (!e) {
-        free(rstart);
-        free(readers);
-        return graph_fail(g, err, errlen, "out of memory");
-    }
+    graph_edge *e = xmallocarray(ne_cap + extra, sizeof *e);
     size_t ne = 0;
     for (size_t i = 0; i < no; i++) {
         const fe_node *n = &m->nodes[i];
@@ -488,29 +439,23 @@ static int graph_build_edges(graph *g, char *err, size_t errlen) {
     }
     free(rstart);
     free(readers);
-    if (graph_add_storage_order(g, &e, &ne)) {
-        free(e);
-        return graph_fail(g, err, errlen, "out of memory");
-    }
+    graph_add_storage_order(g, &e, &ne);
     qsort(e, ne, sizeof *e, graph_edge_cmp);
     size_t u = 0;
     for (size_t i = 0; i < ne; i++)
         if (u == 0 || e[i].from != e[u - 1].from || e[i].to != e[u - 1].to) e[u++] = e[i];
     ne = u;
     g->n_edges = ne;
-    int rc = graph_csr(no, e, ne, true, &g->succ_start, &g->succ);
-    if (rc == 0) {
-        /* predecessors: the same pairs sorted by target keep sources ascending */
-        for (size_t i = 0; i < ne; i++) {
-            int t = e[i].from;
-            e[i].from = e[i].to;
-            e[i].to = t;
-        }
-        qsort(e, ne, sizeof *e, graph_edge_cmp);
-        rc = graph_csr(no, e, ne, true, &g->pred_start, &g->pred);
+    graph_csr(no, e, ne, true, &g->succ_start, &g->succ);
+    /* predecessors: the same pairs sorted by target keep sources ascending */
+    for (size_t i = 0; i < ne; i++) {
+        int t = e[i].from;
+        e[i].from = e[i].to;
+        e[i].to = t;
     }
+    qsort(e, ne, sizeof *e, graph_edge_cmp);
+    graph_csr(no, e, ne, true, &g->pred_start, &g->pred);
     free(e);
-    if (rc) return graph_fail(g, err, errlen, "out of memory");
     for (size_t i = 0; i < no; i++)
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++)
             if (g->succ[k] == (int)i) {
@@ -522,21 +467,17 @@ static int graph_build_edges(graph *g, char *err, size_t errlen) {
 }
 
 /* Storages each op touches (deduplicated) and those it creates. */
-static int graph_build_touches(graph *g) {
+static void graph_build_touches(graph *g) {
     const fe_model *m = g->model;
     size_t no = m->n_nodes, total = 0;
     for (size_t i = 0; i < no; i++) total += m->nodes[i].n_inputs + m->nodes[i].n_outputs;
-    g->touch_start = calloc(no + 1, sizeof *g->touch_start);
-    g->touch = malloc((total ? total : 1) * sizeof *g->touch);
-    g->make_start = calloc(no + 1, sizeof *g->make_start);
-    g->make = malloc((g->n_storages ? g->n_storages : 1) * sizeof *g->make);
+    g->touch_start = xcalloc(no + 1, sizeof *g->touch_start);
+    g->touch = xmallocarray(total, sizeof *g->touch);
+    g->make_start = xcalloc(no + 1, sizeof *g->make_start);
+    g->make = xmallocarray(g->n_storages, sizeof *g->make);
     /* seen[s] == i: op i already touches s (linear in the touches even for an
      * op with thousands of inputs) */
-    int *seen = malloc((g->n_storages ? g->n_storages : 1) * sizeof *seen);
-    if (!g->touch_start || !g->touch || !g->make_start || !g->make || !seen) {
-        free(seen);
-        return -1;
-    }
+    int *seen = xmallocarray(g->n_storages, sizeof *seen);
     for (size_t s = 0; s < g->n_storages; s++) seen[s] = -1;
     size_t n = 0;
     for (size_t i = 0; i < no; i++) {
@@ -557,15 +498,13 @@ static int graph_build_touches(graph *g) {
         if (!st->has_input) g->make_start[m->values[st->root].producer + 1]++;
     }
     for (size_t i = 0; i < no; i++) g->make_start[i + 1] += g->make_start[i];
-    size_t *pos = malloc((no ? no : 1) * sizeof *pos);
-    if (!pos) return -1;
+    size_t *pos = xmallocarray(no, sizeof *pos);
     memcpy(pos, g->make_start, no * sizeof *pos);
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
         if (!st->has_input) g->make[pos[m->values[st->root].producer]++] = (int)s;
     }
     free(pos);
-    return 0;
 }
 
 int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t errlen) {
@@ -574,23 +513,13 @@ int graph_build(const fe_model *m, uint64_t align, graph *g, char *err, size_t e
     g->align = align ? align : 1;
     g->n_ops = m->n_nodes;
     g->n_tensors = m->n_values;
-    g->storage_of = malloc((m->n_values ? m->n_values : 1) * sizeof *g->storage_of);
-    if (!g->storage_of || graph_build_storages(g)) {
-        graph_free(g);
-        return graph_fail(&(graph){.model = m}, err, errlen, "out of memory building storages");
-    }
-    if (graph_check_sizes(g, err, errlen)) {
+    g->storage_of = xmallocarray(m->n_values, sizeof *g->storage_of);
+    graph_build_storages(g);
+    if (graph_check_sizes(g, err, errlen) || graph_build_edges(g, err, errlen)) {
         graph_free(g);
         return -1;
     }
-    if (graph_build_edges(g, err, errlen)) {
-        graph_free(g);
-        return -1;
-    }
-    if (graph_build_touches(g)) {
-        graph_free(g);
-        return graph_fail(&(graph){.model = m}, err, errlen, "out of memory");
-    }
+    graph_build_touches(g);
     return 0;
 }
 
@@ -643,15 +572,10 @@ static int graph_heap_pop(graph_heap *h) {
     return top;
 }
 
-int graph_program_order(const graph *g, int *order) {
+void graph_program_order(const graph *g, int *order) {
     size_t n = g->n_ops;
-    int *indeg = malloc((n ? n : 1) * sizeof *indeg);
-    graph_heap h = {malloc((n ? n : 1) * sizeof(int)), 0};
-    if (!indeg || !h.a) {
-        free(indeg);
-        free(h.a);
-        return -1;
-    }
+    int *indeg = xmallocarray(n, sizeof *indeg);
+    graph_heap h = {xmallocarray(n, sizeof(int)), 0};
     for (size_t i = 0; i < n; i++) {
         indeg[i] = (int)(g->pred_start[i + 1] - g->pred_start[i]);
         if (!indeg[i]) graph_heap_push(&h, (int)i);
@@ -666,13 +590,11 @@ int graph_program_order(const graph *g, int *order) {
     assert(k == n); /* graph_build rejected cycles */
     free(indeg);
     free(h.a);
-    return 0;
 }
 
 int graph_check_schedule(const graph *g, const int *order, char *err, size_t errlen) {
     size_t n = g->n_ops;
-    int *step = malloc((n ? n : 1) * sizeof *step);
-    if (!step) return graph_fail(g, err, errlen, "out of memory");
+    int *step = xmallocarray(n, sizeof *step);
     for (size_t i = 0; i < n; i++) step[i] = -1;
     int rc = 0;
     for (size_t s = 0; s < n && rc == 0; s++) {
@@ -736,28 +658,24 @@ static void graph_live_deltas(const graph *g, const int32_t *start, const int32_
 uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent,
                     int *peak_step) {
     size_t ns = g->n_storages, n = g->n_ops;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start);
-    int32_t *end = malloc((ns ? ns : 1) * sizeof *end);
-    int64_t *delta = calloc(n + 1, sizeof *delta);
-    int64_t *delta_np = calloc(n + 1, sizeof *delta_np);
-    uint64_t peak = UINT64_MAX;
-    if (start && end && delta && delta_np) {
-        graph_lifetimes(g, order, start, end);
-        graph_live_deltas(g, start, end, false, delta);
-        graph_live_deltas(g, start, end, true, delta_np);
-        int64_t live = 0, live_np = 0;
-        uint64_t best_np = 0;
-        int best_step = 0;
-        peak = 0;
-        for (size_t s = 0; s < n; s++) {
-            live += delta[s];
-            live_np += delta_np[s];
-            if ((uint64_t)live > peak) peak = (uint64_t)live, best_step = (int)s;
-            if ((uint64_t)live_np > best_np) best_np = (uint64_t)live_np;
-        }
-        if (without_persistent) *without_persistent = best_np;
-        if (peak_step) *peak_step = best_step;
+    int32_t *start = xmallocarray(ns, sizeof *start);
+    int32_t *end = xmallocarray(ns, sizeof *end);
+    int64_t *delta = xcalloc(n + 1, sizeof *delta);
+    int64_t *delta_np = xcalloc(n + 1, sizeof *delta_np);
+    graph_lifetimes(g, order, start, end);
+    graph_live_deltas(g, start, end, false, delta);
+    graph_live_deltas(g, start, end, true, delta_np);
+    int64_t live = 0, live_np = 0;
+    uint64_t peak = 0, best_np = 0;
+    int best_step = 0;
+    for (size_t s = 0; s < n; s++) {
+        live += delta[s];
+        live_np += delta_np[s];
+        if ((uint64_t)live > peak) peak = (uint64_t)live, best_step = (int)s;
+        if ((uint64_t)live_np > best_np) best_np = (uint64_t)live_np;
     }
+    if (without_persistent) *without_persistent = best_np;
+    if (peak_step) *peak_step = best_step;
     free(start);
     free(end);
     free(delta);
@@ -765,23 +683,18 @@ uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persiste
     return peak;
 }
 
-int graph_live_bytes(const graph *g, const int *order, uint64_t *live) {
+void graph_live_bytes(const graph *g, const int *order, uint64_t *live) {
     size_t ns = g->n_storages, n = g->n_ops;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start);
-    int32_t *end = malloc((ns ? ns : 1) * sizeof *end);
-    int64_t *delta = calloc(n + 1, sizeof *delta);
-    int rc = -1;
-    if (start && end && delta) {
-        graph_lifetimes(g, order, start, end);
-        graph_live_deltas(g, start, end, false, delta);
-        int64_t sum = 0;
-        for (size_t t = 0; t < n; t++) live[t] = (uint64_t)(sum += delta[t]);
-        rc = 0;
-    }
+    int32_t *start = xmallocarray(ns, sizeof *start);
+    int32_t *end = xmallocarray(ns, sizeof *end);
+    int64_t *delta = xcalloc(n + 1, sizeof *delta);
+    graph_lifetimes(g, order, start, end);
+    graph_live_deltas(g, start, end, false, delta);
+    int64_t sum = 0;
+    for (size_t t = 0; t < n; t++) live[t] = (uint64_t)(sum += delta[t]);
     free(start);
     free(end);
     free(delta);
-    return rc;
 }
 
 uint64_t graph_persistent_bytes(const graph *g) {

@@ -90,7 +90,7 @@ typedef int (*graph_mutation_fn)(void *ctx, const graph_mutation *mu);
  * come in file order of `after` and may repeat a (before, after) pair seen
  * through another value.  graph_build makes these pairs ordering edges;
  * `roamc check` tests a schedule against them.  O(ops + accesses).
- * Returns 0, fn's non-zero value, or -1 on out of memory. */
+ * Returns 0, or fn's non-zero value. */
 int graph_mutation_order(const graph *g, graph_mutation_fn fn, void *ctx);
 
 /* Display name of op i: its node name, else "op_type#i".  Never NULL. */
@@ -98,8 +98,8 @@ const char *graph_op_label(const graph *g, int op, char *buf, size_t len);
 
 /* Program order: the file's node order when it is topological, else the
  * topological order that keeps file order wherever the edges allow.
- * Writes n_ops op indices into order. Returns 0, -1 on out of memory. */
-int graph_program_order(const graph *g, int *order);
+ * Writes n_ops op indices into order. */
+void graph_program_order(const graph *g, int *order);
 
 /* Checks that order is a permutation of the ops that respects every ordering
  * edge.  Returns 0, or -1 with a message in err (may be NULL). */
@@ -113,13 +113,12 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
 /* Theoretical peak of a schedule: max over steps of the bytes of live
  * storages.  *without_persistent (may be NULL) gets the same maximum over
  * non-persistent storages only; *peak_step (may be NULL) the first step that
- * reaches the peak.  O(ops + touches).  Returns UINT64_MAX on out of memory. */
+ * reaches the peak.  O(ops + touches). */
 uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persistent, int *peak_step);
 
 /* The bytes of live storages at each step of a schedule: live[0..n_ops),
- * whose maximum is graph_peak's.  O(ops + storages).  Returns 0, or -1 on
- * out of memory. */
-int graph_live_bytes(const graph *g, const int *order, uint64_t *live);
+ * whose maximum is graph_peak's.  O(ops + storages). */
+void graph_live_bytes(const graph *g, const int *order, uint64_t *live);
 
 /* Bytes of the persistent storages. */
 uint64_t graph_persistent_bytes(const graph *g);
@@ -141,17 +140,15 @@ uint64_t graph_lower_bound(const graph *g);
 /* LESCEA list scheduling over the whole graph: at each step, the ready op
  * with the least net memory increase (bytes of the storages it creates
  * minus bytes of the storages whose last remaining use it is); ties go to
- * the lowest op index (program order).  Writes n_ops op indices into order.
- * Returns 0, -1 on out of memory. */
-int graph_order_lescea(const graph *g, int *order);
+ * the lowest op index (program order).  Writes n_ops op indices into order. */
+void graph_order_lescea(const graph *g, int *order);
 
 /* A lower bound of the theoretical peak over all schedules, at least
  * graph_lower_bound: at every op v, the storages live in every order: those
  * v touches, the persistent ones, and every storage made by an ancestor of
  * v (or an input) that a descendant of v touches (or that must outlive the
  * step).  Descendant sets as bitsets: O(n^2 / 8) bytes and
- * O(n * touches) time; graphs above max_ops get graph_lower_bound.  Returns
- * UINT64_MAX on out of memory. */
+ * O(n * touches) time; graphs above max_ops get graph_lower_bound. */
 uint64_t graph_order_lower_bound(const graph *g, size_t max_ops);
 
 /* The least bytes live while an op runs, over every valid schedule: exact
@@ -161,7 +158,7 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops);
  * theoretical peak, usually tighter than graph_order_lower_bound where it is
  * taken at the steps a schedule peaks.  O(ops + edges + touches) memory and
  * one max-flow per given op.  Returns 0 when the bytes would not be exact
- * in igraph's doubles (over 2^51), UINT64_MAX on out of memory. */
+ * in igraph's doubles (over 2^51), UINT64_MAX when igraph fails. */
 uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
 
 /* A lower bound of the theoretical peak of every schedule, at least
@@ -175,7 +172,7 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
  * (graph_cut.c says why it holds for every schedule).  Up to 3 max-flows
  * per candidate and 1 more.
  * Returns 0 when the bytes would not be exact in igraph's doubles,
- * UINT64_MAX on out of memory. */
+ * UINT64_MAX when igraph fails. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
 
 /* Per-storage block span of a block assignment, computed once and shared by
@@ -196,9 +193,8 @@ typedef struct graph_blocks {
 } graph_blocks;
 
 /* block[op] in 0..n_blocks-1 must be monotone along ordering edges (asserted).
- * O(ops + edges + touches + storages + n_blocks).  Returns 0, -1 on out of
- * memory. */
-int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B);
+ * O(ops + edges + touches + storages + n_blocks). */
+void graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B);
 void graph_blocks_free(graph_blocks *B);
 
 /* One leaf, with local indices: local op i is global op ops[i] (ascending,
@@ -218,11 +214,11 @@ typedef struct graph_leaf {
 
 /* The leaf of block b of B, in O(its ops' touches + edges): independent of
  * the size of the graph, so a tree of many small leaves costs linear time in
- * all.  Returns 0, -1 on out of memory. */
-int graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L);
+ * all. */
+void graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L);
 /* The whole graph as one leaf: inputs are live_in, persistent storages and
- * outputs live_out, base 0.  Returns 0, -1 on out of memory. */
-int graph_leaf_init_all(const graph *g, graph_leaf *L);
+ * outputs live_out, base 0. */
+void graph_leaf_init_all(const graph *g, graph_leaf *L);
 void graph_leaf_free(graph_leaf *L);
 
 /* Peak bytes (including base) of a valid leaf order.  O(ops + touches). */
@@ -234,25 +230,23 @@ bool graph_leaf_order_valid(const graph_leaf *L, const int *local_order);
 uint64_t graph_leaf_lower_bound(const graph_leaf *L);
 /* Leaf orders.  graph_leaf_program: the leaf's ops sorted by program_pos
  * (per global op: its step in graph_program_order), which is valid.
- * graph_leaf_lescea: LESCEA (see graph_order_lescea) within the leaf.
- * Each returns 0, -1 on out of memory. */
-int graph_leaf_program(const graph_leaf *L, const int *program_pos, int *local_order);
-int graph_leaf_lescea(const graph_leaf *L, int *local_order);
+ * graph_leaf_lescea: LESCEA (see graph_order_lescea) within the leaf. */
+void graph_leaf_program(const graph_leaf *L, const int *program_pos, int *local_order);
+void graph_leaf_lescea(const graph_leaf *L, int *local_order);
 
 /* Exact minimum-peak order of a leaf by dynamic programming over its
  * down-sets (sets of ops closed under predecessors), pruned by the bound
  * upper (the peak of a known order; pass UINT64_MAX for none).  A
  * deterministic work budget: gives up after max_states states.  Returns 1
- * and the optimal order and its peak, 0 when the budget ran out (outputs
- * untouched), -1 on out of memory.  Leaves of at most 512 ops. */
+ * and the optimal order and its peak, or 0 when the budget ran out (outputs
+ * untouched).  Leaves of at most 512 ops. */
 int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *local_order,
                      uint64_t *peak);
 
 /* The same search keeping only the best `width` states of each layer (by
  * peak so far, then live bytes): a deterministic heuristic for leaves too
  * wide for graph_leaf_exact, O(n * width * n) work.  Returns 1 with an
- * order and its peak, 0 when no order within upper survived, -1 on out of
- * memory. */
+ * order and its peak, or 0 when no order within upper survived. */
 int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *local_order,
                     uint64_t *peak);
 

@@ -31,6 +31,7 @@
  * value, is the same; the flow runs on the part of the graph where the
  * choice is, not on the whole graph, which the max-flow made superlinear. */
 #include "graph.h"
+#include "base.h"
 #include "graph_internal.h"
 
 #include <igraph.h>
@@ -93,7 +94,7 @@ static igraph_integer_t cut_node(const int *node, int w) {
  * in_op (>= 0) before v, or the ops out[0..n_out) after v: an infinite edge
  * from the source to the op, or from the op to the sink, puts it on that
  * side (and, through the ordering edges, its ancestors or descendants with
- * it).  Returns UINT64_MAX on failure, or when the restriction cannot hold
+ * it).  Returns UINT64_MAX when igraph fails, or when the restriction cannot hold
  * (in_op a descendant of v, an op of out an ancestor of v). */
 static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf,
                                     unsigned char *mark, int *node, int *stack, int in_op,
@@ -216,19 +217,16 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
     if (total >= 9007199254740992.0 / 4) return 0;
     double inf = 2 * total + 1;
 
-    graph_touchers T = {0};
-    unsigned char *mark = calloc(ns ? ns : 1, 1);
-    int *node = malloc((g->n_ops ? g->n_ops : 1) * sizeof *node),
-        *stack = malloc((g->n_ops ? g->n_ops : 1) * sizeof *stack);
+    graph_touchers T;
+    graph_touchers_build(g, &T);
+    unsigned char *mark = xcalloc(ns, 1);
+    int *node = xmallocarray(g->n_ops, sizeof *node),
+        *stack = xmallocarray(g->n_ops, sizeof *stack);
     uint64_t best = 0;
-    if (!mark || !node || !stack || graph_touchers_build(g, &T))
-        best = UINT64_MAX;
-    else {
-        igraph_set_error_handler(igraph_error_handler_ignore);
-        for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
-            uint64_t live = cut_min_live(g, ops[i], &T, inf, mark, node, stack);
-            if (live == UINT64_MAX || live > best) best = live;
-        }
+    igraph_set_error_handler(igraph_error_handler_ignore);
+    for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
+        uint64_t live = cut_min_live(g, ops[i], &T, inf, mark, node, stack);
+        if (live == UINT64_MAX || live > best) best = live;
     }
     graph_touchers_free(&T);
     free(mark), free(node), free(stack);
@@ -260,15 +258,13 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     if (total >= 9007199254740992.0 / 4) return 0;
     double inf = 2 * total + 1;
 
-    graph_touchers T = {0};
-    unsigned char *mark = calloc(ns ? ns : 1, 1), *cand_flag = calloc(n ? n : 1, 1);
-    int *node = malloc((n ? n : 1) * sizeof *node), *stack = malloc((n ? n : 1) * sizeof *stack);
-    int *side = malloc((n ? n : 1) * sizeof *side), *cands = malloc((n ? n : 1) * sizeof *cands);
-    int *w_set = malloc((n ? n : 1) * sizeof *w_set);
+    graph_touchers T;
+    graph_touchers_build(g, &T);
+    unsigned char *mark = xcalloc(ns, 1), *cand_flag = xcalloc(n, 1);
+    int *node = xmallocarray(n, sizeof *node), *stack = xmallocarray(n, sizeof *stack);
+    int *side = xmallocarray(n, sizeof *side), *cands = xmallocarray(n, sizeof *cands);
+    int *w_set = xmallocarray(n, sizeof *w_set);
     uint64_t result = UINT64_MAX;
-    if (!mark || !cand_flag || !node || !stack || !side || !cands || !w_set ||
-        graph_touchers_build(g, &T))
-        goto out;
     igraph_set_error_handler(igraph_error_handler_ignore);
     uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
     result = plain;

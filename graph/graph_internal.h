@@ -15,8 +15,8 @@ typedef struct graph_touchers {
     int *ops;
 } graph_touchers;
 
-/* Fills *t from g; returns 0, or -1 on out of memory with *t freed. */
-int graph_touchers_build(const graph *g, graph_touchers *t);
+/* Fills *t from g. */
+void graph_touchers_build(const graph *g, graph_touchers *t);
 void graph_touchers_free(graph_touchers *t);
 
 /* Whether s stays live to the end of the step once made (so its lifetime

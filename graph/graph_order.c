@@ -1,6 +1,7 @@
 /* Operator orders: LESCEA, block assignments, leaves and their exact
  * solution by dynamic programming over down-sets (see graph.h). */
 #include "graph.h"
+#include "base.h"
 #include "graph_internal.h"
 
 #include <assert.h>
@@ -9,17 +10,12 @@
 
 /* ------------------------------------------------------ lower bound */
 
-int graph_touchers_build(const graph *g, graph_touchers *t) {
+void graph_touchers_build(const graph *g, graph_touchers *t) {
     size_t n = g->n_ops, ns = g->n_storages;
-    t->maker = malloc((ns ? ns : 1) * sizeof *t->maker);
-    t->start = calloc(ns + 1, sizeof *t->start);
-    t->ops = malloc((g->touch_start[n] ? g->touch_start[n] : 1) * sizeof *t->ops);
-    size_t *pos = malloc((ns ? ns : 1) * sizeof *pos);
-    if (!t->maker || !t->start || !t->ops || !pos) {
-        free(pos);
-        graph_touchers_free(t);
-        return -1;
-    }
+    t->maker = xmallocarray(ns, sizeof *t->maker);
+    t->start = xcalloc(ns + 1, sizeof *t->start);
+    t->ops = xmallocarray(g->touch_start[n], sizeof *t->ops);
+    size_t *pos = xmallocarray(ns, sizeof *pos);
     for (size_t s = 0; s < ns; s++) t->maker[s] = -1;
     for (size_t v = 0; v < n; v++) {
         for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++)
@@ -33,7 +29,6 @@ int graph_touchers_build(const graph *g, graph_touchers *t) {
         for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++)
             t->ops[pos[g->touch[k]]++] = (int)v;
     free(pos);
-    return 0;
 }
 
 void graph_touchers_free(graph_touchers *t) {
@@ -52,16 +47,13 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
     uint64_t weak = graph_lower_bound(g);
     size_t n = g->n_ops, ns = g->n_storages, w = (n + 63) / 64;
     if (n == 0 || n > max_ops) return weak;
-    int *topo = malloc(n * sizeof *topo);
-    uint64_t *desc = calloc(n * w, sizeof *desc); /* desc[v]: v's descendants */
-    uint64_t *anc = calloc(n * w, sizeof *anc);   /* anc[v]: v's ancestors */
-    uint64_t *mask = malloc(w * sizeof *mask), *live = calloc(n, sizeof *live);
-    graph_touchers T = {0};
-    if (!topo || !desc || !anc || !mask || !live || graph_touchers_build(g, &T) ||
-        graph_program_order(g, topo)) {
-        free(topo), free(desc), free(anc), free(mask), free(live), graph_touchers_free(&T);
-        return UINT64_MAX;
-    }
+    int *topo = xmallocarray(n, sizeof *topo);
+    uint64_t *desc = xcalloc(n * w, sizeof *desc); /* desc[v]: v's descendants */
+    uint64_t *anc = xcalloc(n * w, sizeof *anc);   /* anc[v]: v's ancestors */
+    uint64_t *mask = xmallocarray(w, sizeof *mask), *live = xcalloc(n, sizeof *live);
+    graph_touchers T;
+    graph_touchers_build(g, &T);
+    graph_program_order(g, topo);
     for (size_t i = n; i-- > 0;) {
         int v = topo[i];
         uint64_t *d = desc + (size_t)v * w;
@@ -126,21 +118,16 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
 
 /* ------------------------------------------------------------ blocks */
 
-int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B) {
+void graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B) {
     memset(B, 0, sizeof *B);
     B->n_blocks = n_blocks;
     B->block = block;
-    size_t ns = g->n_storages ? g->n_storages : 1;
-    B->first = malloc(ns * sizeof *B->first);
-    B->last = malloc(ns * sizeof *B->last);
-    B->op_start = calloc((size_t)n_blocks + 1, sizeof *B->op_start);
-    B->ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *B->ops);
-    B->pos = malloc((g->n_ops ? g->n_ops : 1) * sizeof *B->pos);
-    B->through = calloc((size_t)n_blocks + 1, sizeof *B->through);
-    if (!B->first || !B->last || !B->op_start || !B->ops || !B->pos || !B->through) {
-        graph_blocks_free(B);
-        return -1;
-    }
+    B->first = xmallocarray(g->n_storages, sizeof *B->first);
+    B->last = xmallocarray(g->n_storages, sizeof *B->last);
+    B->op_start = xcalloc((size_t)n_blocks + 1, sizeof *B->op_start);
+    B->ops = xmallocarray(g->n_ops, sizeof *B->ops);
+    B->pos = xmallocarray(g->n_ops, sizeof *B->pos);
+    B->through = xcalloc((size_t)n_blocks + 1, sizeof *B->through);
     for (size_t i = 0; i < g->n_ops; i++) {
         assert(block[i] >= 0 && block[i] < n_blocks);
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++)
@@ -148,11 +135,7 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
         B->op_start[block[i] + 1]++;
     }
     for (int b = 0; b < n_blocks; b++) B->op_start[b + 1] += B->op_start[b];
-    size_t *pos = malloc(((size_t)n_blocks + 1) * sizeof *pos);
-    if (!pos) {
-        graph_blocks_free(B);
-        return -1;
-    }
+    size_t *pos = xmallocarray((size_t)n_blocks + 1, sizeof *pos);
     memcpy(pos, B->op_start, (size_t)n_blocks * sizeof *pos);
     for (size_t i = 0; i < g->n_ops; i++) {
         B->pos[i] = (int)(pos[block[i]] - B->op_start[block[i]]);
@@ -181,7 +164,6 @@ int graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_bloc
         B->through[hi] -= g->storages[s].size;
     }
     for (int b = 1; b < n_blocks; b++) B->through[b] += B->through[b - 1];
-    return 0;
 }
 
 void graph_blocks_free(graph_blocks *B) {
@@ -218,18 +200,13 @@ typedef struct graph_st_map {
     size_t mask;
 } graph_st_map;
 
-static int graph_st_map_init(graph_st_map *m, size_t touches) {
+static void graph_st_map_init(graph_st_map *m, size_t touches) {
     size_t cap = 16;
     while (cap < 2 * touches + 1) cap *= 2;
-    m->key = malloc(cap * sizeof *m->key);
-    m->val = malloc(cap * sizeof *m->val);
+    m->key = xmallocarray(cap, sizeof *m->key);
+    m->val = xmallocarray(cap, sizeof *m->val);
     m->mask = cap - 1;
-    if (!m->key || !m->val) {
-        free(m->key), free(m->val);
-        return -1;
-    }
     for (size_t i = 0; i < cap; i++) m->key[i] = -1;
-    return 0;
 }
 
 /* Slot of storage s: key[slot] == s, or -1 there when s is absent. */
@@ -241,8 +218,8 @@ static size_t graph_st_map_slot(const graph_st_map *m, int s) {
 
 /* Builds the local structure of a leaf whose global ops are ops[0..n)
  * (ascending): block b of B, or the whole graph when B is NULL. */
-static int graph_leaf_build(const graph *g, const int *ops, size_t n, const graph_blocks *B, int b,
-                            graph_leaf *L) {
+static void graph_leaf_build(const graph *g, const int *ops, size_t n, const graph_blocks *B, int b,
+                             graph_leaf *L) {
     memset(L, 0, sizeof *L);
     L->n_ops = n;
     size_t nt = 0, ne = 0;
@@ -253,137 +230,109 @@ static int graph_leaf_build(const graph *g, const int *ops, size_t n, const grap
         for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
             ne += graph_leaf_local_op(B, b, g->succ[k]) >= 0;
     }
-    size_t n1 = n ? n : 1;
-    graph_st_map map = {0};
-    L->ops = malloc(n1 * sizeof *L->ops);
-    L->st = malloc((nt ? nt : 1) * sizeof *L->st);
-    L->touch_start = calloc(n + 1, sizeof(size_t));
-    L->make_start = calloc(n + 1, sizeof(size_t));
-    L->pred_start = calloc(n + 1, sizeof(size_t));
-    L->succ_start = calloc(n + 1, sizeof(size_t));
-    L->touch = malloc((nt ? nt : 1) * sizeof(int));
-    L->make = malloc((nt ? nt : 1) * sizeof(int));
-    L->pred = malloc((ne ? ne : 1) * sizeof(int));
-    L->succ = malloc((ne ? ne : 1) * sizeof(int));
-    int rc = 0;
-    if (!L->ops || !L->st || !L->touch_start || !L->make_start || !L->pred_start ||
-        !L->succ_start || !L->touch || !L->make || !L->pred || !L->succ ||
-        graph_st_map_init(&map, nt))
-        rc = -1;
-    if (rc == 0) {
-        memcpy(L->ops, ops, n * sizeof *ops);
-        size_t t = 0, m = 0, e = 0;
-        for (size_t i = 0; i < n; i++) {
-            int v = ops[i];
-            for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
-                int s = g->touch[k];
-                size_t h = graph_st_map_slot(&map, s);
-                if (map.key[h] < 0) map.key[h] = s, map.val[h] = (int)L->n_st, L->st[L->n_st++] = s;
-                L->touch[t++] = map.val[h];
-            }
-            L->touch_start[i + 1] = t;
-            for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) {
-                /* a storage made by v is also touched by v (its output) */
-                size_t h = graph_st_map_slot(&map, g->make[k]);
-                assert(map.key[h] == g->make[k]);
-                L->make[m++] = map.val[h];
-            }
-            L->make_start[i + 1] = m;
-            for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) {
-                int w = graph_leaf_local_op(B, b, g->succ[k]);
-                if (w >= 0) L->succ[e++] = w;
-            }
-            L->succ_start[i + 1] = e;
+    graph_st_map map;
+    L->ops = xmallocarray(n, sizeof *L->ops);
+    L->st = xmallocarray(nt, sizeof *L->st);
+    L->touch_start = xcalloc(n + 1, sizeof(size_t));
+    L->make_start = xcalloc(n + 1, sizeof(size_t));
+    L->pred_start = xcalloc(n + 1, sizeof(size_t));
+    L->succ_start = xcalloc(n + 1, sizeof(size_t));
+    L->touch = xmallocarray(nt, sizeof(int));
+    L->make = xmallocarray(nt, sizeof(int));
+    L->pred = xmallocarray(ne, sizeof(int));
+    L->succ = xmallocarray(ne, sizeof(int));
+    graph_st_map_init(&map, nt);
+    memcpy(L->ops, ops, n * sizeof *ops);
+    size_t t = 0, m = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = ops[i];
+        for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
+            int s = g->touch[k];
+            size_t h = graph_st_map_slot(&map, s);
+            if (map.key[h] < 0) map.key[h] = s, map.val[h] = (int)L->n_st, L->st[L->n_st++] = s;
+            L->touch[t++] = map.val[h];
         }
-        /* predecessors: transpose of succ */
-        for (size_t i = 0; i < n; i++)
-            for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
-                L->pred_start[L->succ[k] + 1]++;
-        for (size_t i = 0; i < n; i++) L->pred_start[i + 1] += L->pred_start[i];
-        size_t *pos = malloc(n1 * sizeof *pos);
-        if (!pos)
-            rc = -1;
-        else {
-            memcpy(pos, L->pred_start, n * sizeof *pos);
-            for (size_t i = 0; i < n; i++)
-                for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
-                    L->pred[pos[L->succ[k]]++] = (int)i;
-            free(pos);
+        L->touch_start[i + 1] = t;
+        for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) {
+            /* a storage made by v is also touched by v (its output) */
+            size_t h = graph_st_map_slot(&map, g->make[k]);
+            assert(map.key[h] == g->make[k]);
+            L->make[m++] = map.val[h];
         }
+        L->make_start[i + 1] = m;
+        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) {
+            int w = graph_leaf_local_op(B, b, g->succ[k]);
+            if (w >= 0) L->succ[e++] = w;
+        }
+        L->succ_start[i + 1] = e;
     }
+    /* predecessors: transpose of succ */
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
+            L->pred_start[L->succ[k] + 1]++;
+    for (size_t i = 0; i < n; i++) L->pred_start[i + 1] += L->pred_start[i];
+    size_t *pos = xmallocarray(n, sizeof *pos);
+    memcpy(pos, L->pred_start, n * sizeof *pos);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = L->succ_start[i]; k < L->succ_start[i + 1]; k++)
+            L->pred[pos[L->succ[k]]++] = (int)i;
+    free(pos);
     free(map.key), free(map.val);
-    size_t ns1 = L->n_st ? L->n_st : 1;
-    L->size = malloc(ns1 * sizeof *L->size);
-    L->live_in = calloc(ns1, sizeof *L->live_in);
-    L->live_out = calloc(ns1, sizeof *L->live_out);
-    if (!L->size || !L->live_in || !L->live_out) rc = -1;
-    if (rc == 0) {
-        for (size_t j = 0; j < L->n_st; j++) {
-            L->size[j] = g->storages[L->st[j]].size;
-            L->live_in[j] = true;
-        }
-        for (size_t k = 0; k < L->make_start[n]; k++) L->live_in[L->make[k]] = false;
+    L->size = xmallocarray(L->n_st, sizeof *L->size);
+    L->live_in = xcalloc(L->n_st, sizeof *L->live_in);
+    L->live_out = xcalloc(L->n_st, sizeof *L->live_out);
+    for (size_t j = 0; j < L->n_st; j++) {
+        L->size[j] = g->storages[L->st[j]].size;
+        L->live_in[j] = true;
     }
-    if (rc) graph_leaf_free(L);
-    return rc;
+    for (size_t k = 0; k < L->make_start[n]; k++) L->live_in[L->make[k]] = false;
 }
 
-int graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L) {
+void graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L) {
     size_t n = B->op_start[b + 1] - B->op_start[b];
-    int rc = graph_leaf_build(g, B->ops + B->op_start[b], n, B, b, L);
-    if (rc == 0) {
-        /* Live through the block but untouched: created before, used after
-         * (B->through), less the touched ones, which count as leaf storages. */
-        L->base = B->through[b];
-        for (size_t j = 0; j < L->n_st; j++) {
-            int s = L->st[j];
-            L->live_out[j] = B->last[s] > b;
-            if (B->first[s] < b && B->last[s] > b) L->base -= g->storages[s].size;
-        }
+    graph_leaf_build(g, B->ops + B->op_start[b], n, B, b, L);
+    /* Live through the block but untouched: created before, used after
+     * (B->through), less the touched ones, which count as leaf storages. */
+    L->base = B->through[b];
+    for (size_t j = 0; j < L->n_st; j++) {
+        int s = L->st[j];
+        L->live_out[j] = B->last[s] > b;
+        if (B->first[s] < b && B->last[s] > b) L->base -= g->storages[s].size;
     }
-    return rc;
 }
 
-int graph_leaf_init_all(const graph *g, graph_leaf *L) {
-    int *ops = malloc((g->n_ops ? g->n_ops : 1) * sizeof *ops);
-    if (!ops) return -1;
+void graph_leaf_init_all(const graph *g, graph_leaf *L) {
+    int *ops = xmallocarray(g->n_ops, sizeof *ops);
     for (size_t i = 0; i < g->n_ops; i++) ops[i] = (int)i;
-    int rc = graph_leaf_build(g, ops, g->n_ops, NULL, 0, L);
-    if (rc == 0)
-        for (size_t j = 0; j < L->n_st; j++) {
-            const graph_storage *st = &g->storages[L->st[j]];
-            L->live_out[j] = st->persistent || st->has_output;
-        }
+    graph_leaf_build(g, ops, g->n_ops, NULL, 0, L);
+    for (size_t j = 0; j < L->n_st; j++) {
+        const graph_storage *st = &g->storages[L->st[j]];
+        L->live_out[j] = st->persistent || st->has_output;
+    }
     free(ops);
-    return rc;
 }
 
 uint64_t graph_leaf_peak(const graph_leaf *L, const int *order) {
     size_t n = L->n_ops, ns = L->n_st;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start),
-            *end = malloc((ns ? ns : 1) * sizeof *end);
-    int64_t *delta = calloc(n + 1, sizeof *delta);
-    uint64_t peak = UINT64_MAX;
-    if (start && end && delta) {
-        for (size_t j = 0; j < ns; j++) start[j] = 0, end[j] = 0;
-        for (size_t step = 0; step < n; step++) {
-            int v = order[step];
-            for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
-                start[L->make[k]] = (int32_t)step;
-            for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
-                end[L->touch[k]] = (int32_t)step;
-        }
-        for (size_t j = 0; j < ns; j++) {
-            if (L->live_out[j]) end[j] = (int32_t)n - 1;
-            delta[start[j]] += (int64_t)L->size[j];
-            delta[end[j] + 1] -= (int64_t)L->size[j];
-        }
-        int64_t live = 0;
-        peak = L->base;
-        for (size_t s = 0; s < n; s++) {
-            live += delta[s];
-            if (L->base + (uint64_t)live > peak) peak = L->base + (uint64_t)live;
-        }
+    int32_t *start = xcalloc(ns, sizeof *start), *end = xcalloc(ns, sizeof *end);
+    int64_t *delta = xcalloc(n + 1, sizeof *delta);
+    for (size_t step = 0; step < n; step++) {
+        int v = order[step];
+        for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
+            start[L->make[k]] = (int32_t)step;
+        for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++)
+            end[L->touch[k]] = (int32_t)step;
+    }
+    for (size_t j = 0; j < ns; j++) {
+        if (L->live_out[j]) end[j] = (int32_t)n - 1;
+        delta[start[j]] += (int64_t)L->size[j];
+        delta[end[j] + 1] -= (int64_t)L->size[j];
+    }
+    int64_t live = 0;
+    uint64_t peak = L->base;
+    for (size_t s = 0; s < n; s++) {
+        live += delta[s];
+        if (L->base + (uint64_t)live > peak) peak = L->base + (uint64_t)live;
     }
     free(start), free(end), free(delta);
     return peak;
@@ -391,8 +340,7 @@ uint64_t graph_leaf_peak(const graph_leaf *L, const int *order) {
 
 bool graph_leaf_order_valid(const graph_leaf *L, const int *order) {
     size_t n = L->n_ops;
-    int *pos = malloc((n ? n : 1) * sizeof *pos);
-    if (!pos) return false;
+    int *pos = xmallocarray(n, sizeof *pos);
     for (size_t i = 0; i < n; i++) pos[i] = -1;
     bool ok = true;
     for (size_t s = 0; s < n && ok; s++) {
@@ -432,16 +380,14 @@ static int graph_key_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int graph_leaf_program(const graph_leaf *L, const int *program_pos, int *order) {
+void graph_leaf_program(const graph_leaf *L, const int *program_pos, int *order) {
     /* key = program position, then local index: both fit in 31 bits */
     size_t n = L->n_ops;
-    int64_t *key = malloc((n ? n : 1) * sizeof *key);
-    if (!key) return -1;
+    int64_t *key = xmallocarray(n, sizeof *key);
     for (size_t i = 0; i < n; i++) key[i] = ((int64_t)program_pos[L->ops[i]] << 31) | (int64_t)i;
     qsort(key, n, sizeof *key, graph_key_cmp);
     for (size_t i = 0; i < n; i++) order[i] = (int)(key[i] & INT32_MAX);
     free(key);
-    return 0;
 }
 
 /* LESCEA's ready set as a binary heap of (delta, op) entries, smallest
@@ -484,23 +430,17 @@ static graph_heap_entry graph_heap_pop(graph_heap_entry *h, size_t *n) {
     return top;
 }
 
-int graph_leaf_lescea(const graph_leaf *L, int *order) {
+void graph_leaf_lescea(const graph_leaf *L, int *order) {
     size_t n = L->n_ops, ns = L->n_st, nt = L->touch_start[n];
-    int *indeg = malloc((n ? n : 1) * sizeof *indeg);
-    int *remaining = malloc((ns ? ns : 1) * sizeof *remaining); /* touchers not yet run */
-    int64_t *delta = malloc((n ? n : 1) * sizeof *delta);       /* of ready ops */
-    unsigned char *state = calloc(n ? n : 1, 1);                /* 1 ready, 2 run */
-    size_t *tstart = calloc(ns + 1, sizeof *tstart);            /* touchers of each storage */
-    int *tops = malloc((nt ? nt : 1) * sizeof *tops);
+    int *indeg = xmallocarray(n, sizeof *indeg);
+    int *remaining = xcalloc(ns, sizeof *remaining);  /* touchers not yet run */
+    int64_t *delta = xmallocarray(n, sizeof *delta);  /* of ready ops */
+    unsigned char *state = xcalloc(n, 1);             /* 1 ready, 2 run */
+    size_t *tstart = xcalloc(ns + 1, sizeof *tstart); /* touchers of each storage */
+    int *tops = xmallocarray(nt, sizeof *tops);
     /* every op is pushed once when ready and once more per storage it
      * becomes the last toucher of */
-    graph_heap_entry *heap = malloc((n + ns + 1) * sizeof *heap);
-    if (!indeg || !remaining || !delta || !state || !tstart || !tops || !heap) {
-        free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops),
-            free(heap);
-        return -1;
-    }
-    for (size_t j = 0; j < ns; j++) remaining[j] = 0;
+    graph_heap_entry *heap = xmallocarray(n + ns + 1, sizeof *heap);
     for (size_t k = 0; k < nt; k++) remaining[L->touch[k]]++, tstart[L->touch[k] + 1]++;
     for (size_t j = 0; j < ns; j++) tstart[j + 1] += tstart[j];
     for (size_t i = 0; i < n; i++)
@@ -557,16 +497,13 @@ int graph_leaf_lescea(const graph_leaf *L, int *order) {
     }
 #undef GRAPH_LESCEA_READY
     free(indeg), free(remaining), free(delta), free(state), free(tstart), free(tops), free(heap);
-    return 0;
 }
 
-int graph_order_lescea(const graph *g, int *order) {
+void graph_order_lescea(const graph *g, int *order) {
     graph_leaf L;
-    if (graph_leaf_init_all(g, &L)) return -1;
-    int rc = graph_leaf_lescea(&L, order);
-    /* local index i is op i for the whole graph */
+    graph_leaf_init_all(g, &L);
+    graph_leaf_lescea(&L, order); /* local index i is op i for the whole graph */
     graph_leaf_free(&L);
-    return rc;
 }
 
 /* ------------------------------------------- exact: DP over down-sets
@@ -597,25 +534,13 @@ static uint64_t graph_dp_hash(const uint64_t *b, size_t w) {
     return h ^ (h >> 33);
 }
 
-static int graph_dp_grow(graph_dp *d) {
-    size_t cap = d->cap ? 2 * d->cap : 1024;
-    uint64_t *bits = realloc(d->bits, cap * d->words * sizeof *bits);
-    if (!bits) return -1;
-    d->bits = bits;
-    uint64_t *cost = realloc(d->cost, cap * sizeof *cost);
-    if (!cost) return -1;
-    d->cost = cost;
-    uint64_t *res = realloc(d->res, cap * sizeof *res);
-    if (!res) return -1;
-    d->res = res;
-    int32_t *parent = realloc(d->parent, cap * sizeof *parent);
-    if (!parent) return -1;
-    d->parent = parent;
-    int32_t *via = realloc(d->via, cap * sizeof *via);
-    if (!via) return -1;
-    d->via = via;
-    d->cap = cap;
-    return 0;
+static void graph_dp_grow(graph_dp *d) {
+    d->cap = d->cap ? 2 * d->cap : 1024;
+    d->bits = xreallocarray(d->bits, d->cap * d->words, sizeof *d->bits);
+    d->cost = xreallocarray(d->cost, d->cap, sizeof *d->cost);
+    d->res = xreallocarray(d->res, d->cap, sizeof *d->res);
+    d->parent = xreallocarray(d->parent, d->cap, sizeof *d->parent);
+    d->via = xreallocarray(d->via, d->cap, sizeof *d->via);
 }
 
 /* Beam selection: keeps the best `width` states of the layer [lo, d->n)
@@ -633,24 +558,15 @@ static int graph_beam_cmp(const void *a, const void *b) {
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-static int graph_beam_cut(graph_dp *d, size_t lo, size_t width) {
+static void graph_beam_cut(graph_dp *d, size_t lo, size_t width) {
     size_t n = d->n - lo;
-    if (n <= width) return 0;
-    graph_beam_key *k = malloc(n * sizeof *k);
-    uint64_t *bits = malloc(width * d->words * sizeof *bits);
-    if (!k || !bits) {
-        free(k), free(bits);
-        return -1;
-    }
+    if (n <= width) return;
+    graph_beam_key *k = xmallocarray(n, sizeof *k);
     for (size_t i = 0; i < n; i++) k[i] = (graph_beam_key){d->cost[lo + i], d->res[lo + i], lo + i};
     qsort(k, n, sizeof *k, graph_beam_cmp);
     /* kept states in index order, so copying forward never overwrites one
      * not yet copied */
-    size_t *keep = malloc(width * sizeof *keep);
-    if (!keep) {
-        free(k), free(bits);
-        return -1;
-    }
+    size_t *keep = xmallocarray(width, sizeof *keep);
     for (size_t i = 0; i < width; i++) keep[i] = k[i].idx;
     for (size_t i = 1; i < width; i++) { /* insertion sort: width is small */
         size_t x = keep[i], j = i;
@@ -660,13 +576,12 @@ static int graph_beam_cut(graph_dp *d, size_t lo, size_t width) {
     for (size_t i = 0; i < width; i++) {
         size_t src = keep[i], dst = lo + i;
         assert(dst <= src);
-        memmove(d->bits + dst * d->words, d->bits + src * d->words, d->words * sizeof *bits);
+        memmove(d->bits + dst * d->words, d->bits + src * d->words, d->words * sizeof *d->bits);
         d->cost[dst] = d->cost[src], d->res[dst] = d->res[src];
         d->parent[dst] = d->parent[src], d->via[dst] = d->via[src];
     }
     d->n = lo + width;
-    free(k), free(bits), free(keep);
-    return 0;
+    free(k), free(keep);
 }
 
 static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states, size_t beam,
@@ -694,44 +609,34 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
     size_t w = (n + 63) / 64;
     graph_dp d = {.words = w};
     /* per storage: bitset of its touchers in the leaf */
-    uint64_t *touchers = calloc((ns ? ns : 1) * w, sizeof *touchers);
-    uint64_t *predmask = calloc(n * w, sizeof *predmask);
-    uint64_t *cand = malloc(w * sizeof *cand);
+    uint64_t *touchers = xcalloc(ns * w, sizeof *touchers);
+    uint64_t *predmask = xcalloc(n * w, sizeof *predmask);
+    uint64_t *cand = xmallocarray(w, sizeof *cand);
     size_t hcap = 0;
     int32_t *table = NULL;
-    int rc = (touchers && predmask && cand) ? 0 : -1;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
             touchers[(size_t)L->touch[k] * w + i / 64] |= 1ull << (i % 64);
         for (size_t k = L->pred_start[i]; k < L->pred_start[i + 1]; k++)
             predmask[i * w + (size_t)L->pred[k] / 64] |= 1ull << (L->pred[k] % 64);
     }
-    if (rc == 0 && graph_dp_grow(&d)) rc = -1;
-    size_t layer_lo = 0, layer_hi = 0;
-    if (rc == 0) {
-        uint64_t res0 = 0;
-        for (size_t j = 0; j < ns; j++)
-            if (L->live_in[j]) res0 += L->size[j];
-        memset(d.bits, 0, w * sizeof *d.bits);
-        d.cost[0] = L->base + res0, d.res[0] = res0, d.parent[0] = -1, d.via[0] = -1;
-        d.n = 1, layer_hi = 1;
-    }
+    graph_dp_grow(&d);
+    size_t layer_lo = 0, layer_hi = 1;
+    uint64_t res0 = 0;
+    for (size_t j = 0; j < ns; j++)
+        if (L->live_in[j]) res0 += L->size[j];
+    memset(d.bits, 0, w * sizeof *d.bits);
+    d.cost[0] = L->base + res0, d.res[0] = res0, d.parent[0] = -1, d.via[0] = -1;
+    d.n = 1;
     int result = 1;
-    for (size_t layer = 0; layer < n && rc == 0 && result == 1; layer++) {
+    for (size_t layer = 0; layer < n && result == 1; layer++) {
         /* hash table for the next layer: open addressing, power of two */
         size_t want = 2 * (layer_hi - layer_lo) * 4 + 16, hc = 16;
         while (hc < want) hc *= 2;
-        if (hc > hcap) {
-            int32_t *t = realloc(table, hc * sizeof *t);
-            if (!t) {
-                rc = -1;
-                break;
-            }
-            table = t, hcap = hc;
-        }
+        if (hc > hcap) table = xreallocarray(table, hc, sizeof *table), hcap = hc;
         size_t mask = hc - 1, next_count = 0;
         for (size_t i = 0; i < hc; i++) table[i] = -1;
-        for (size_t si = layer_lo; si < layer_hi && rc == 0 && result == 1; si++) {
+        for (size_t si = layer_lo; si < layer_hi && result == 1; si++) {
             for (size_t v = 0; v < n; v++) {
                 const uint64_t *S = d.bits + si * w;
                 if (S[v / 64] >> (v % 64) & 1) continue;
@@ -769,23 +674,15 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
                     result = 0;
                     break;
                 }
-                if (d.n == d.cap && graph_dp_grow(&d)) {
-                    rc = -1;
-                    break;
-                }
+                if (d.n == d.cap) graph_dp_grow(&d);
                 memcpy(d.bits + d.n * w, cand, w * sizeof *cand);
                 d.cost[d.n] = cost, d.res[d.n] = res, d.parent[d.n] = (int32_t)si,
                 d.via[d.n] = (int32_t)v;
                 table[h] = (int32_t)d.n++;
                 if (++next_count * 2 > hc) {
                     /* keep the load factor under 1/2: rehash the layer */
-                    size_t nh = hc * 2;
-                    int32_t *t = realloc(table, nh * sizeof *t);
-                    if (!t) {
-                        rc = -1;
-                        break;
-                    }
-                    table = t, hcap = nh, hc = nh, mask = nh - 1;
+                    hc *= 2, mask = hc - 1, hcap = hc;
+                    table = xreallocarray(table, hc, sizeof *table);
                     for (size_t i = 0; i < hc; i++) table[i] = -1;
                     for (size_t s2 = layer_hi; s2 < d.n; s2++) {
                         size_t h2 = (size_t)graph_dp_hash(d.bits + s2 * w, w) & mask;
@@ -795,13 +692,13 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
                 }
             }
         }
-        if (rc == 0 && result == 1 && beam && graph_beam_cut(&d, layer_hi, beam)) rc = -1;
+        if (result == 1 && beam) graph_beam_cut(&d, layer_hi, beam);
         layer_lo = layer_hi, layer_hi = d.n;
         /* pruning by the bound can empty a layer only when upper is below
          * every order's peak */
-        if (rc == 0 && result == 1 && layer_lo == layer_hi) result = 0;
+        if (result == 1 && layer_lo == layer_hi) result = 0;
     }
-    if (rc == 0 && result == 1) {
+    if (result == 1) {
         assert(layer_hi - layer_lo == 1); /* the full set */
         int32_t s = (int32_t)layer_lo;
         *peak_out = d.cost[s];
@@ -813,5 +710,5 @@ static int graph_leaf_dp(const graph_leaf *L, uint64_t upper, size_t max_states,
     }
     free(touchers), free(predmask), free(cand), free(table);
     free(d.bits), free(d.cost), free(d.res), free(d.parent), free(d.via);
-    return rc ? -1 : result;
+    return result;
 }

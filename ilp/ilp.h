@@ -72,10 +72,9 @@ typedef struct ilp_order_result {
 
 /* Orders leaf L to minimize its peak.  warm: a valid leaf order (local
  * indices) to start from.  Writes a valid leaf order, never worse than warm,
- * into order and fills *r.  Returns 0, or -1 on out of memory (order then
- * holds warm). */
-int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
-                   ilp_order_result *r);
+ * into order and fills *r. */
+void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+                    ilp_order_result *r);
 
 /* Frees GLPK's per-thread state of the calling thread. */
 void ilp_thread_cleanup(void);

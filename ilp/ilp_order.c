@@ -1,6 +1,6 @@
 /* The leaf order ILP (see ilp.h for the model and its determinism). */
 #include "ilp.h"
-#include "base.h" /* roamc_now: one deadline for the whole call */
+#include "base.h" /* roamc_now: one deadline for the whole call; x* allocators */
 #include "glpk_backstop.h"
 
 #include <assert.h>
@@ -83,23 +83,17 @@ static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
 }
 
 /* ASAP/ALAP from ancestor and descendant counts (bitsets, n <= ILP_MAX_OPS)
- * and the column layout.  Returns 0, -1 on out of memory. */
-static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
+ * and the column layout. */
+static void ilp_model_init(const graph_leaf *L, ilp_model *m) {
     memset(m, 0, sizeof *m);
     size_t n = L->n_ops, ns = L->n_st, w = (n + 63) / 64;
     m->L = L, m->n = n;
-    m->asap = calloc(n, sizeof(int)), m->alap = calloc(n, sizeof(int));
-    m->dcol = calloc(n, sizeof(int)), m->pcol = calloc(ns ? ns : 1, sizeof(int));
-    m->maker = malloc((ns ? ns : 1) * sizeof(int));
-    m->lo = calloc(ns ? ns : 1, sizeof(int)), m->hi = calloc(ns ? ns : 1, sizeof(int));
-    uint64_t *bits = calloc(n * w, sizeof *bits);
-    int *topo = malloc(n * sizeof *topo), *indeg = malloc(n * sizeof *indeg);
-    if (!m->asap || !m->alap || !m->dcol || !m->pcol || !m->maker || !m->lo || !m->hi || !bits ||
-        !topo || !indeg) {
-        free(bits), free(topo), free(indeg);
-        ilp_model_free(m);
-        return -1;
-    }
+    m->asap = xcalloc(n, sizeof(int)), m->alap = xcalloc(n, sizeof(int));
+    m->dcol = xcalloc(n, sizeof(int)), m->pcol = xcalloc(ns, sizeof(int));
+    m->maker = xmallocarray(ns, sizeof(int));
+    m->lo = xcalloc(ns, sizeof(int)), m->hi = xcalloc(ns, sizeof(int));
+    uint64_t *bits = xcalloc(n * w, sizeof *bits);
+    int *topo = xmallocarray(n, sizeof *topo), *indeg = xmallocarray(n, sizeof *indeg);
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++)
         if (!(indeg[i] = (int)(L->pred_start[i + 1] - L->pred_start[i]))) topo[tail++] = (int)i;
@@ -155,7 +149,6 @@ static int ilp_model_init(const graph_leaf *L, ilp_model *m) {
     m->peak_col = col;
     m->n_cols = col;
     m->scale = gcd ? (double)gcd : 1.0;
-    return 0;
 }
 
 /* Column of D[v,t]: 0 where D is the constant 0 (t < asap), -1 where it is
@@ -180,28 +173,24 @@ typedef struct ilp_row {
     double cst;
 } ilp_row;
 
-static int ilp_row_put(ilp_row *r, int col, double v) {
+static void ilp_row_put(ilp_row *r, int col, double v) {
     if (r->len + 1 >= r->cap) {
-        int cap = r->cap ? 2 * r->cap : 64;
-        int *i = realloc(r->ind, (size_t)cap * sizeof *i);
-        if (!i) return -1;
-        r->ind = i;
-        double *d = realloc(r->val, (size_t)cap * sizeof *d);
-        if (!d) return -1;
-        r->val = d, r->cap = cap;
+        r->cap = r->cap ? 2 * r->cap : 64;
+        r->ind = xreallocarray(r->ind, (size_t)r->cap, sizeof *r->ind);
+        r->val = xreallocarray(r->val, (size_t)r->cap, sizeof *r->val);
     }
     r->len++;
     r->ind[r->len] = col, r->val[r->len] = v;
-    return 0;
 }
 
 /* Adds coef * D[v,t] to r ("v has run by step t"; a constant outside v's
  * window). */
-static int ilp_row_d(ilp_row *r, const ilp_model *m, int v, int t, double coef) {
+static void ilp_row_d(ilp_row *r, const ilp_model *m, int v, int t, double coef) {
     int c = ilp_d(m, v, t);
-    if (c > 0) return ilp_row_put(r, c, coef);
-    if (c < 0) r->cst += coef;
-    return 0;
+    if (c > 0)
+        ilp_row_put(r, c, coef);
+    else if (c < 0)
+        r->cst += coef;
 }
 
 /* Adds the row (its constant moved to the bounds); returns 1 when the
@@ -227,8 +216,8 @@ static int ilp_keep_hi(const ilp_model *m, int j, int u) { /* last step of j's r
     return m->hi[j] < m->alap[u] ? m->hi[j] : m->alap[u];
 }
 
-/* Builds every row.  Returns 0, -1 on out of memory, 1 when the deadline
- * passed before the model was complete. */
+/* Builds every row.  Returns 0, or 1 when the deadline passed before the
+ * model was complete. */
 static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     const graph_leaf *L = m->L;
     int n = (int)m->n;
@@ -237,27 +226,27 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
     /* by step t, t + 1 ops have run (one op per step, each once: D[v,.] goes
      * from 0 before asap to 1 at alap) */
     for (int t = 0; t + 1 < n && rc == 0; t++) {
-        for (int v = 0; v < n && rc == 0; v++) rc = ilp_row_d(&r, m, v, t, 1.0);
-        if (rc == 0 && r.len == 0)
+        for (int v = 0; v < n; v++) ilp_row_d(&r, m, v, t, 1.0);
+        if (r.len == 0)
             r.cst = 0.0; /* every op fixed at t: nothing to say */
-        else if (rc == 0)
+        else
             rc = ilp_row_commit(P, &r, GLP_FX, t + 1.0, t + 1.0, deadline);
     }
     /* D is monotone: D[v,t-1] <= D[v,t] */
     for (int v = 0; v < n && rc == 0; v++)
         for (int t = m->asap[v] + 1; t < m->alap[v] && rc == 0; t++) {
-            rc = ilp_row_put(&r, ilp_d(m, v, t - 1), 1.0);
-            if (rc == 0) rc = ilp_row_put(&r, ilp_d(m, v, t), -1.0);
-            if (rc == 0) rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
+            ilp_row_put(&r, ilp_d(m, v, t - 1), 1.0);
+            ilp_row_put(&r, ilp_d(m, v, t), -1.0);
+            rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
         }
     /* edge u -> w: by step t, w has run only if u ran before t */
     for (int u = 0; u < n && rc == 0; u++)
         for (size_t k = L->succ_start[u]; k < L->succ_start[u + 1] && rc == 0; k++) {
             int w = L->succ[k], hi = ilp_prec_hi(m, u, w);
             for (int t = m->asap[w]; t <= hi && rc == 0; t++) {
-                rc = ilp_row_d(&r, m, w, t, 1.0);
-                if (rc == 0) rc = ilp_row_d(&r, m, u, t - 1, -1.0);
-                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
+                ilp_row_d(&r, m, w, t, 1.0);
+                ilp_row_d(&r, m, u, t - 1, -1.0);
+                rc = ilp_row_commit(P, &r, GLP_UP, 0.0, 0.0, deadline);
             }
         }
     /* preserved: p[j,t] >= D[maker,t] - D[u,t-1] for each toucher u (1 for
@@ -267,33 +256,31 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
             int j = L->touch[k], hi = ilp_keep_hi(m, j, u);
             if (L->live_in[j] && L->live_out[j]) continue; /* fixed to 1 */
             for (int t = m->lo[j]; t <= hi && rc == 0; t++) {
-                rc = ilp_row_put(&r, ilp_p(m, j, t), 1.0);
-                if (rc == 0) rc = ilp_row_d(&r, m, u, t - 1, 1.0);
-                if (rc == 0) {
-                    if (m->maker[j] >= 0)
-                        rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
-                    else
-                        r.cst -= 1.0;
-                }
-                if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
+                ilp_row_put(&r, ilp_p(m, j, t), 1.0);
+                ilp_row_d(&r, m, u, t - 1, 1.0);
+                if (m->maker[j] >= 0)
+                    ilp_row_d(&r, m, m->maker[j], t, -1.0);
+                else
+                    r.cst -= 1.0;
+                rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
             }
         }
     /* outputs of the leaf stay live from creation to its end */
     for (size_t j = 0; j < L->n_st && rc == 0; j++) {
         if (!L->live_out[j] || m->maker[j] < 0) continue;
         for (int t = m->lo[j]; t <= m->hi[j] && rc == 0; t++) {
-            rc = ilp_row_put(&r, ilp_p(m, (int)j, t), 1.0);
-            if (rc == 0) rc = ilp_row_d(&r, m, m->maker[j], t, -1.0);
-            if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
+            ilp_row_put(&r, ilp_p(m, (int)j, t), 1.0);
+            ilp_row_d(&r, m, m->maker[j], t, -1.0);
+            rc = ilp_row_commit(P, &r, GLP_LO, 0.0, 0.0, deadline);
         }
     }
     /* peak >= base + live bytes at every step */
     for (int t = 0; t < n && rc == 0; t++) {
-        rc = ilp_row_put(&r, m->peak_col, 1.0);
-        for (size_t j = 0; j < L->n_st && rc == 0; j++)
+        ilp_row_put(&r, m->peak_col, 1.0);
+        for (size_t j = 0; j < L->n_st; j++)
             if (t >= m->lo[j] && t <= m->hi[j])
-                rc = ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
-        if (rc == 0) rc = ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0, deadline);
+                ilp_row_put(&r, ilp_p(m, (int)j, t), -(double)L->size[j] / m->scale);
+        rc = ilp_row_commit(P, &r, GLP_LO, (double)L->base / m->scale, 0.0, deadline);
     }
     free(r.ind), free(r.val);
     return rc;
@@ -365,14 +352,8 @@ static void ilp_callback(glp_tree *T, void *info) {
 static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols) {
     const graph_leaf *L = m->L;
     size_t n = m->n;
-    int *start = malloc((L->n_st ? L->n_st : 1) * sizeof *start),
-        *end = malloc((L->n_st ? L->n_st : 1) * sizeof *end);
+    int *start = xcalloc(L->n_st, sizeof *start), *end = xcalloc(L->n_st, sizeof *end);
     memset(cols, 0, (size_t)(m->n_cols + 1) * sizeof *cols);
-    if (!start || !end) {
-        free(start), free(end);
-        return;
-    }
-    for (size_t j = 0; j < L->n_st; j++) start[j] = 0, end[j] = 0;
     for (size_t s = 0; s < n; s++) {
         int v = order[s];
         for (int t = (int)s; t < m->alap[v]; t++) cols[ilp_d(m, v, t)] = 1.0;
@@ -388,31 +369,31 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
     free(start), free(end);
 }
 
-int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
-                   ilp_order_result *r) {
+void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+                    ilp_order_result *r) {
     size_t n = L->n_ops;
     memset(r, 0, sizeof *r);
     memcpy(order, warm, n * sizeof *order);
     r->peak = graph_leaf_peak(L, warm);
     r->status = ILP_TOO_LARGE;
-    if (n > ILP_MAX_OPS) return 0;
+    if (n > ILP_MAX_OPS) return;
     uint64_t goal = graph_leaf_lower_bound(L);
     if (o->goal > goal) goal = o->goal;
     if (n <= 1 || r->peak <= goal) {
         r->status = ILP_OPTIMAL;
-        return 0;
+        return;
     }
     /* one deadline for everything below, model building included */
     const double t_call = roamc_now();
     const double deadline =
         o->time_limit > 0 && o->time_limit < 2e6 ? t_call + o->time_limit : INFINITY;
     ilp_model m;
-    if (ilp_model_init(L, &m)) return -1;
+    ilp_model_init(L, &m);
     r->n_vars = (size_t)m.n_cols;
     r->n_rows = ilp_count_rows(&m);
     if (r->n_vars > o->max_vars || r->n_rows > 4 * o->max_vars) {
         ilp_model_free(&m);
-        return 0;
+        return;
     }
     glp_term_out(GLP_OFF);
     glp_prob *P = glp_create_prob();
@@ -428,13 +409,11 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
                 glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
     glp_set_col_bnds(P, m.peak_col, GLP_LO, 0.0, 0.0);
     glp_set_obj_coef(P, m.peak_col, 1.0);
-    double *cols = malloc((size_t)(m.n_cols + 1) * sizeof *cols);
-    int *steps = malloc(n * sizeof *steps), *cand = malloc(n * sizeof *cand);
-    int rc = (cols && steps && cand) ? ilp_build_rows(P, &m, deadline) : -1;
-    if (rc == 1) { /* the deadline passed while building: the warm start stands */
-        r->status = ILP_TIME;
-        rc = 0;
-    } else if (rc == 0) {
+    double *cols = xmallocarray((size_t)m.n_cols + 1, sizeof *cols);
+    int *steps = xmallocarray(n, sizeof *steps), *cand = xmallocarray(n, sizeof *cand);
+    if (ilp_build_rows(P, &m, deadline)) /* the deadline passed while building */
+        r->status = ILP_TIME;            /* the warm start stands */
+    else {
         ilp_order_to_cols(&m, warm, cols);
         /* glp_simplex counts tm_lim from the end of its set-up, which
          * copies the whole matrix: on a model of millions of nonzeros as
@@ -512,5 +491,4 @@ int ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options
     ilp_delete(P);
     free(cols), free(steps), free(cand);
     ilp_model_free(&m);
-    return rc;
 }

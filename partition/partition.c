@@ -1,24 +1,14 @@
 /* Memory-insensitive operators, segments, weight-update placement, blocks
  * and the subgraph tree (see partition.h). */
 #include "partition.h"
+#include "base.h"
 
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
-
-static int partition_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static const char *const partition_placement_names[] = {"rule", "immediate", "program", "late",
                                                         "reference"};
@@ -44,13 +34,9 @@ const char *partition_floating_name(partition_floating f) {
  * Both are prefix/suffix scans: linear, no n x n bitsets. */
 int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n,
                                  bool *mi) {
-    int *pos = malloc((g->n_ops ? g->n_ops : 1) * sizeof *pos);
-    int *latest_pred = malloc((n ? n : 1) * sizeof *latest_pred);
-    int *earliest_succ = malloc((n ? n : 1) * sizeof *earliest_succ);
-    if (!pos || !latest_pred || !earliest_succ) {
-        free(pos), free(latest_pred), free(earliest_succ);
-        return -1;
-    }
+    int *pos = xmallocarray(g->n_ops, sizeof *pos);
+    int *latest_pred = xmallocarray(n, sizeof *latest_pred);
+    int *earliest_succ = xmallocarray(n, sizeof *earliest_succ);
     for (size_t i = 0; i < g->n_ops; i++) pos[i] = -1, mi[i] = false;
     for (size_t i = 0; i < n; i++) pos[topo[i]] = (int)i;
     for (size_t i = 0; i < n; i++) {
@@ -104,13 +90,8 @@ static bool partition_is_seed(const graph *g, int op) {
 static size_t partition_find_updates(const graph *g, const int *topo, const bool *forward,
                                      bool *update) {
     size_t n = g->n_ops;
-    bool *cand = calloc(n ? n : 1, sizeof *cand);
-    int *outside =
-        calloc(g->n_storages ? g->n_storages : 1, sizeof *outside); /* touchers not candidates */
-    if (!cand || !outside) {
-        free(cand), free(outside);
-        return 0; /* no update ops: a valid, if coarser, partition */
-    }
+    bool *cand = xcalloc(n, sizeof *cand);
+    int *outside = xcalloc(g->n_storages, sizeof *outside); /* touchers not candidates */
     for (size_t i = n; i-- > 0;) {
         int v = topo[i];
         size_t ns = g->succ_start[v + 1] - g->succ_start[v];
@@ -205,15 +186,11 @@ static void partition_segments(partition_work *w) {
  * residual block) stays: those ops are what leaves order. */
 #define PARTITION_SLACK 6
 
-static int partition_find_floating(partition_work *w) {
+static void partition_find_floating(partition_work *w) {
     const graph *g = w->g;
     const partition *P = w->P;
     size_t n = g->n_ops;
-    int *asap = calloc(n ? n : 1, sizeof *asap), *alap = malloc((n ? n : 1) * sizeof *alap);
-    if (!asap || !alap) {
-        free(asap), free(alap);
-        return -1;
-    }
+    int *asap = xcalloc(n, sizeof *asap), *alap = xmallocarray(n, sizeof *alap);
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
         int v = w->topo[i];
@@ -242,21 +219,16 @@ static int partition_find_floating(partition_work *w) {
         w->n_floating += w->floating[v];
     }
     free(asap), free(alap);
-    return 0;
 }
 
 /* Segment of each floating op: between base (after its anchored ancestors)
  * and lim (before its anchored descendants), by the floating mode; then
  * pushed after its floating predecessors, which keeps it within lim. */
-static int partition_place_floating(partition_work *w) {
+static void partition_place_floating(partition_work *w) {
     const graph *g = w->g;
     const partition *P = w->P;
     size_t n = g->n_ops;
-    int *base = calloc(n ? n : 1, sizeof *base), *lim = malloc((n ? n : 1) * sizeof *lim);
-    if (!base || !lim) {
-        free(base), free(lim);
-        return -1;
-    }
+    int *base = xcalloc(n, sizeof *base), *lim = xmallocarray(n, sizeof *lim);
     for (size_t i = 0; i < n; i++) { /* base: topological order */
         int v = w->topo[i];
         if (P->update[v] || !w->floating[v]) continue;
@@ -311,20 +283,15 @@ static int partition_place_floating(partition_work *w) {
         w->coarse[v] = 2 * seg;
     }
     free(base), free(lim);
-    return 0;
 }
 
 /* MI ops before each op in the reference order: the segment that order
  * runs the op in. */
-static int partition_reference(partition_work *w) {
+static void partition_reference(partition_work *w) {
     const graph *g = w->g;
     size_t n = g->n_ops;
-    int *ref = malloc((n ? n : 1) * sizeof *ref);
-    w->ref_mi_before = malloc((n ? n : 1) * sizeof *w->ref_mi_before);
-    if (!ref || !w->ref_mi_before) {
-        free(ref);
-        return -1;
-    }
+    int *ref = xmallocarray(n, sizeof *ref);
+    w->ref_mi_before = xmallocarray(n, sizeof *w->ref_mi_before);
     for (size_t v = 0; v < n; v++) ref[w->opt->reference_pos[v]] = (int)v;
     int seen = 0;
     for (size_t i = 0; i < n; i++) {
@@ -333,7 +300,6 @@ static int partition_reference(partition_work *w) {
         if (w->P->mi[v]) seen++;
     }
     free(ref);
-    return 0;
 }
 
 /* Span of a storage over coarse blocks, from the ops with the given filter.
@@ -375,9 +341,8 @@ static void partition_find_loss(const graph *g, partition *P) {
         }
     }
     if (P->loss_op < 0) return;
-    int *stack = malloc(g->n_ops * sizeof *stack);
+    int *stack = xmallocarray(g->n_ops, sizeof *stack);
     size_t top = 0;
-    if (!stack) return;
     stack[top++] = P->loss_op;
     P->forward[P->loss_op] = true;
     while (top) {
@@ -390,18 +355,14 @@ static void partition_find_loss(const graph *g, partition *P) {
 
 /* Segment index of each update op (eqs. 4-6 or a fixed rule); coarse
  * blocks of update ops are set from it. */
-static int partition_place_updates(partition_work *w, const int32_t *first, const int32_t *last) {
+static void partition_place_updates(partition_work *w, const int32_t *first, const int32_t *last) {
     const graph *g = w->g;
     partition *P = w->P;
     int k = w->k;
     /* mem_atvs per segment (eq. 5): main storages that may be alive in it */
-    int64_t *atvs = calloc((size_t)k + 2, sizeof *atvs);
-    int *mi_before =
-        malloc(g->n_ops * sizeof *mi_before); /* MI ops before each op in program order */
-    if (!atvs || !mi_before) {
-        free(atvs), free(mi_before);
-        return -1;
-    }
+    int64_t *atvs = xcalloc((size_t)k + 2, sizeof *atvs);
+    /* MI ops before each op in program order */
+    int *mi_before = xmallocarray(g->n_ops, sizeof *mi_before);
     uint64_t esti_pm = 0; /* eq. 4: activations, made in forward and read in backward */
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
@@ -485,19 +446,18 @@ static int partition_place_updates(partition_work *w, const int32_t *first, cons
         w->coarse[u] = 2 * chosen;
     }
     free(atvs), free(mi_before);
-    return 0;
 }
 
 /* Splits coarse blocks larger than node_limit into windows of the better of
  * their program and LESCEA orders; fills P->block. */
-static int partition_blocks(partition_work *w, const int *program_pos) {
+static void partition_blocks(partition_work *w, const int *program_pos) {
     const graph *g = w->g;
     partition *P = w->P;
     size_t limit = (size_t)w->opt->node_limit;
     graph_blocks B;
-    if (graph_blocks_init(g, w->coarse, w->n_coarse, &B)) return -1;
-    int next = 0, rc = 0;
-    for (int c = 0; c < w->n_coarse && rc == 0; c++) {
+    graph_blocks_init(g, w->coarse, w->n_coarse, &B);
+    int next = 0;
+    for (int c = 0; c < w->n_coarse; c++) {
         size_t n = B.op_start[c + 1] - B.op_start[c];
         if (n == 0) continue;
         if (n <= limit) {
@@ -506,56 +466,41 @@ static int partition_blocks(partition_work *w, const int *program_pos) {
             continue;
         }
         graph_leaf L;
-        if (graph_leaf_init(g, &B, c, &L)) {
-            rc = -1;
-            break;
-        }
-        int *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        graph_leaf_init(g, &B, c, &L);
+        int *a = xmallocarray(n, sizeof *a), *b = xmallocarray(n, sizeof *b);
         bool along_reference = w->ref_mi_before && w->opt->placement == PARTITION_PLACE_REFERENCE;
-        if (!a || !b ||
-            graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a) ||
-            graph_leaf_lescea(&L, b))
-            rc = -1;
-        if (rc == 0) {
-            const int *best =
-                !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
-            size_t parts = (n + limit - 1) / limit, chunk = (n + parts - 1) / parts;
-            for (size_t i = 0; i < n; i++) P->block[L.ops[best[i]]] = next + (int)(i / chunk);
-            next += (int)((n + chunk - 1) / chunk);
-        }
+        graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a);
+        graph_leaf_lescea(&L, b);
+        const int *best =
+            !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
+        size_t parts = (n + limit - 1) / limit, chunk = (n + parts - 1) / parts;
+        for (size_t i = 0; i < n; i++) P->block[L.ops[best[i]]] = next + (int)(i / chunk);
+        next += (int)((n + chunk - 1) / chunk);
         free(a), free(b);
         graph_leaf_free(&L);
     }
     graph_blocks_free(&B);
     P->n_blocks = next;
-    return rc;
 }
 
 /* Appends a tree node with the ops of final blocks [b0, b1] and of coarse
  * ranges given by the caller through in_node marks. */
-static int partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops,
-                              size_t n, const int *boundary, size_t nb, size_t *cap) {
+static void partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops,
+                               size_t n, const int *boundary, size_t nb, size_t *cap) {
     if (P->n_nodes == *cap) {
-        size_t c = *cap ? 2 * *cap : 16;
-        partition_node *p = realloc(P->nodes, c * sizeof *p);
-        if (!p) return -1;
-        P->nodes = p, *cap = c;
+        *cap = *cap ? 2 * *cap : 16;
+        P->nodes = xreallocarray(P->nodes, *cap, sizeof *P->nodes);
     }
     partition_node *nd = &P->nodes[P->n_nodes];
     memset(nd, 0, sizeof *nd);
     nd->kind = kind, nd->parent = parent;
-    nd->ops = malloc((n ? n : 1) * sizeof *nd->ops);
-    nd->boundary = malloc((nb ? nb : 1) * sizeof *nd->boundary);
-    if (!nd->ops || !nd->boundary) {
-        free(nd->ops), free(nd->boundary);
-        return -1;
-    }
+    nd->ops = xmallocarray(n, sizeof *nd->ops);
+    nd->boundary = xmallocarray(nb, sizeof *nd->boundary);
     memcpy(nd->ops, ops, n * sizeof *ops);
     if (nb) memcpy(nd->boundary, boundary, nb * sizeof *boundary);
     nd->n_ops = n, nd->n_boundary = nb;
     if (parent >= 0) P->nodes[parent].n_children++;
     P->n_nodes++;
-    return 0;
 }
 
 static int partition_int_cmp(const void *a, const void *b) {
@@ -566,18 +511,17 @@ static int partition_int_cmp(const void *a, const void *b) {
 /* Dependent subgraphs of an independent one: its final blocks in order
  * (the forward side, then the backward side), grouped greedily into runs of
  * at most node_limit ops. */
-static int partition_split(partition *P, int ig, const int *ops_by_block, const size_t *block_start,
-                           const int *blist, size_t nbl, size_t limit, size_t *cap) {
-    int *buf = malloc((P->nodes[ig].n_ops ? P->nodes[ig].n_ops : 1) * sizeof *buf);
-    if (!buf) return -1;
+static void partition_split(partition *P, int ig, const int *ops_by_block,
+                            const size_t *block_start, const int *blist, size_t nbl, size_t limit,
+                            size_t *cap) {
+    int *buf = xmallocarray(P->nodes[ig].n_ops, sizeof *buf);
     size_t n = 0;
-    int rc = 0;
-    for (size_t i = 0; i <= nbl && rc == 0; i++) {
+    for (size_t i = 0; i <= nbl; i++) {
         size_t sz = i < nbl ? block_start[blist[i] + 1] - block_start[blist[i]] : 0;
         bool side_break = i < nbl && i > 0 && blist[i] != blist[i - 1] + 1;
         if (n && (i == nbl || n + sz > limit || side_break)) {
             qsort(buf, n, sizeof *buf, partition_int_cmp);
-            rc = partition_add_node(P, PARTITION_DEPENDENT, ig, buf, n, NULL, 0, cap);
+            partition_add_node(P, PARTITION_DEPENDENT, ig, buf, n, NULL, 0, cap);
             n = 0;
         }
         if (i < nbl)
@@ -585,76 +529,62 @@ static int partition_split(partition *P, int ig, const int *ops_by_block, const 
                 buf[n++] = ops_by_block[j];
     }
     free(buf);
-    return rc;
 }
 
 /* Algorithm 1: widen from the loss outwards until no activation crosses
  * the range [fo, bo] of coarse blocks (fo, bo: the outer MI boundaries),
  * emit that independent subgraph, continue outside it. */
-static int partition_tree(partition_work *w) {
+static void partition_tree(partition_work *w) {
     const graph *g = w->g;
     partition *P = w->P;
     size_t cap = 0, limit = (size_t)w->opt->node_limit;
     {
-        int *all = malloc((g->n_ops ? g->n_ops : 1) * sizeof *all);
-        if (!all) return -1;
+        int *all = xmallocarray(g->n_ops, sizeof *all);
         for (size_t i = 0; i < g->n_ops; i++) all[i] = (int)i;
-        int rc = partition_add_node(P, PARTITION_ROOT, -1, all, g->n_ops, NULL, 0, &cap);
+        partition_add_node(P, PARTITION_ROOT, -1, all, g->n_ops, NULL, 0, &cap);
         free(all);
-        if (rc) return -1;
     }
     if (g->n_ops <= limit) {
         P->largest_leaf = g->n_ops;
-        return 0;
+        return;
     }
     /* ops by coarse block and by final block */
     int nc = w->n_coarse, nb = P->n_blocks;
-    size_t *cstart = calloc((size_t)nc + 1, sizeof *cstart),
-           *bstart = calloc((size_t)nb + 1, sizeof *bstart);
-    int *cops = malloc(g->n_ops * sizeof *cops), *bops = malloc(g->n_ops * sizeof *bops);
-    int *coarse_of_block = malloc(((size_t)nb + 1) * sizeof *coarse_of_block);
-    int32_t *first = malloc((g->n_storages + 1) * sizeof *first),
-            *last = malloc((g->n_storages + 1) * sizeof *last);
-    int *members = malloc(g->n_ops * sizeof *members),
-        *blist = malloc(((size_t)nb + 1) * sizeof *blist);
+    size_t *cstart = xcalloc((size_t)nc + 1, sizeof *cstart),
+           *bstart = xcalloc((size_t)nb + 1, sizeof *bstart);
+    int *cops = xmallocarray(g->n_ops, sizeof *cops), *bops = xmallocarray(g->n_ops, sizeof *bops);
+    int *coarse_of_block = xmallocarray((size_t)nb + 1, sizeof *coarse_of_block);
+    int32_t *first = xmallocarray(g->n_storages + 1, sizeof *first),
+            *last = xmallocarray(g->n_storages + 1, sizeof *last);
+    int *members = xmallocarray(g->n_ops, sizeof *members),
+        *blist = xmallocarray((size_t)nb + 1, sizeof *blist);
     /* first final block of each coarse block: partition_blocks numbers the
      * final blocks in coarse order, so the members of a coarse range are a
      * range of final blocks, found without a pass over all of them for each
      * independent subgraph (a graph with many has as many passes) */
-    int *cblock = malloc(((size_t)nc + 1) * sizeof *cblock);
-    int rc = 0;
-    if (!cstart || !bstart || !cops || !bops || !coarse_of_block || !first || !last || !members ||
-        !blist || !cblock)
-        rc = -1;
-    if (rc == 0) {
-        for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
-        for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
-        for (int b = 0; b < nb; b++) bstart[b + 1] += bstart[b];
-        size_t *cp = calloc((size_t)nc + 1, sizeof *cp), *bp = calloc((size_t)nb + 1, sizeof *bp);
-        if (!cp || !bp)
-            rc = -1;
-        else {
-            memcpy(cp, cstart, (size_t)nc * sizeof *cp),
-                memcpy(bp, bstart, (size_t)nb * sizeof *bp);
-            for (size_t v = 0; v < g->n_ops; v++) {
-                cops[cp[w->coarse[v]]++] = (int)v;
-                bops[bp[P->block[v]]++] = (int)v;
-                coarse_of_block[P->block[v]] = w->coarse[v];
-            }
-        }
-        free(cp), free(bp);
-        partition_spans(w, false, first, last);
-        for (int c = 0, b = 0; c <= nc; c++) {
-            while (b < nb && coarse_of_block[b] < c) b++;
-            cblock[c] = b;
-        }
-        for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
+    int *cblock = xmallocarray((size_t)nc + 1, sizeof *cblock);
+    for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
+    for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
+    for (int b = 0; b < nb; b++) bstart[b + 1] += bstart[b];
+    size_t *cp = xcalloc((size_t)nc + 1, sizeof *cp), *bp = xcalloc((size_t)nb + 1, sizeof *bp);
+    memcpy(cp, cstart, (size_t)nc * sizeof *cp), memcpy(bp, bstart, (size_t)nb * sizeof *bp);
+    for (size_t v = 0; v < g->n_ops; v++) {
+        cops[cp[w->coarse[v]]++] = (int)v;
+        bops[bp[P->block[v]]++] = (int)v;
+        coarse_of_block[P->block[v]] = w->coarse[v];
     }
+    free(cp), free(bp);
+    partition_spans(w, false, first, last);
+    for (int c = 0, b = 0; c <= nc; c++) {
+        while (b < nb && coarse_of_block[b] < c) b++;
+        cblock[c] = b;
+    }
+    for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
     int fo = 2 * (w->pivot - 1) + 1, bo = 2 * w->pivot + 1; /* outer MI blocks; -1 and nc: none */
     if (fo < -1) fo = -1;
     if (bo > nc) bo = nc;
     int prev_lo = (fo + bo) / 2 + 1, prev_hi = prev_lo - 1; /* covered so far: empty */
-    while (rc == 0) {
+    for (;;) {
         /* widen until independent: no storage touched inside reaches out */
         int lo_need = INT32_MAX, hi_need = -1, added_lo = prev_lo, added_hi = prev_hi;
         for (;;) {
@@ -701,11 +631,11 @@ static int partition_tree(partition_work *w) {
             if (bo < nc) bnd[nbd++] = w->mi_list[bo / 2];
             qsort(members, n, sizeof *members, partition_int_cmp);
             int ig = (int)P->n_nodes;
-            rc = partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, &cap);
-            if (rc == 0) P->n_independent++;
-            if (rc == 0 && n > limit) {
+            partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, &cap);
+            P->n_independent++;
+            if (n > limit) {
                 size_t before = P->n_nodes;
-                rc = partition_split(P, ig, bops, bstart, blist, nbl, limit, &cap);
+                partition_split(P, ig, bops, bstart, blist, nbl, limit, &cap);
                 P->n_dependent += P->n_nodes - before;
                 for (size_t i = before; i < P->n_nodes; i++)
                     if (P->nodes[i].n_ops > P->largest_leaf) P->largest_leaf = P->nodes[i].n_ops;
@@ -720,73 +650,54 @@ static int partition_tree(partition_work *w) {
     free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first),
         free(last);
     free(members), free(blist), free(cblock);
-    return rc;
 }
 
-int partition_build(const graph *g, const partition_options *opt, const int *program_pos,
-                    partition *P, char *err, size_t errlen) {
+void partition_build(const graph *g, const partition_options *opt, const int *program_pos,
+                     partition *P) {
     memset(P, 0, sizeof *P);
-    size_t n = g->n_ops, n1 = n ? n : 1;
+    size_t n = g->n_ops;
     P->n_ops = n;
-    P->update = calloc(n1, sizeof *P->update);
-    P->mi = calloc(n1, sizeof *P->mi);
-    P->forward = calloc(n1, sizeof *P->forward);
-    P->block = calloc(n1, sizeof *P->block);
+    P->update = xcalloc(n, sizeof *P->update);
+    P->mi = xcalloc(n, sizeof *P->mi);
+    P->forward = xcalloc(n, sizeof *P->forward);
+    P->block = xcalloc(n, sizeof *P->block);
     P->alpha = partition_alpha(g);
     partition_work w = {.g = g, .opt = opt, .P = P};
-    w.topo = malloc(n1 * sizeof *w.topo);
-    w.main_topo = malloc(n1 * sizeof *w.main_topo);
-    w.mi_list = malloc(n1 * sizeof *w.mi_list);
-    w.coarse = malloc(n1 * sizeof *w.coarse);
-    w.floating = calloc(n1, sizeof *w.floating);
-    bool *mask = calloc(n1, sizeof *mask);
-    int32_t *first = malloc((g->n_storages + 1) * sizeof *first),
-            *last = malloc((g->n_storages + 1) * sizeof *last);
-    int rc = 0;
-    if (!P->update || !P->mi || !P->forward || !P->block || !w.topo || !w.main_topo || !w.mi_list ||
-        !w.coarse || !w.floating || !mask || !first || !last)
-        rc = -1;
-    if (rc == 0) {
-        for (size_t v = 0; v < n; v++) w.topo[program_pos[v]] = (int)v;
-        partition_find_loss(g, P);
-        P->n_update = partition_find_updates(g, w.topo, P->forward, P->update);
-        if (partition_find_floating(&w)) rc = -1;
-        P->n_floating = w.n_floating;
-        for (size_t i = 0; i < n; i++)
-            if (!P->update[w.topo[i]] && !w.floating[w.topo[i]])
-                w.main_topo[w.n_main++] = w.topo[i];
-        for (size_t v = 0; v < n; v++) mask[v] = !P->update[v] && !w.floating[v];
-        int k = rc ? -1 : partition_memory_insensitive(g, mask, w.main_topo, w.n_main, P->mi);
-        if (k < 0)
-            rc = -1;
-        else {
-            w.k = k, w.n_coarse = 2 * k + 1;
-            P->n_mi = (size_t)k, P->n_segments = (size_t)k + 1;
-            partition_segments(&w);
-            if (opt->reference_pos && partition_reference(&w)) rc = -1;
-            if (partition_place_floating(&w)) rc = -1;
-            for (size_t v = 0; v < n; v++)
-                if (P->update[v]) w.coarse[v] = 0; /* placed below; spans use main ops only */
-            partition_spans(&w, true, first, last);
-            w.pivot = 0;
-            for (int i = 0; i < w.k; i++) w.pivot += P->forward[w.mi_list[i]];
-            if (rc == 0) rc = partition_place_updates(&w, first, last);
-        }
-    }
-    if (rc == 0) {
-        if (n <= (size_t)opt->node_limit)
-            P->n_blocks = 1; /* the whole graph is one leaf: block 0 */
-        else
-            rc = partition_blocks(&w, program_pos);
-    }
-    if (rc == 0) rc = partition_tree(&w);
+    w.topo = xmallocarray(n, sizeof *w.topo);
+    w.main_topo = xmallocarray(n, sizeof *w.main_topo);
+    w.mi_list = xmallocarray(n, sizeof *w.mi_list);
+    w.coarse = xmallocarray(n, sizeof *w.coarse);
+    w.floating = xcalloc(n, sizeof *w.floating);
+    bool *mask = xcalloc(n, sizeof *mask);
+    int32_t *first = xmallocarray(g->n_storages + 1, sizeof *first),
+            *last = xmallocarray(g->n_storages + 1, sizeof *last);
+    for (size_t v = 0; v < n; v++) w.topo[program_pos[v]] = (int)v;
+    partition_find_loss(g, P);
+    P->n_update = partition_find_updates(g, w.topo, P->forward, P->update);
+    partition_find_floating(&w);
+    P->n_floating = w.n_floating;
+    for (size_t i = 0; i < n; i++)
+        if (!P->update[w.topo[i]] && !w.floating[w.topo[i]]) w.main_topo[w.n_main++] = w.topo[i];
+    for (size_t v = 0; v < n; v++) mask[v] = !P->update[v] && !w.floating[v];
+    int k = partition_memory_insensitive(g, mask, w.main_topo, w.n_main, P->mi);
+    w.k = k, w.n_coarse = 2 * k + 1;
+    P->n_mi = (size_t)k, P->n_segments = (size_t)k + 1;
+    partition_segments(&w);
+    if (opt->reference_pos) partition_reference(&w);
+    partition_place_floating(&w);
+    for (size_t v = 0; v < n; v++)
+        if (P->update[v]) w.coarse[v] = 0; /* placed below; spans use main ops only */
+    partition_spans(&w, true, first, last);
+    w.pivot = 0;
+    for (int i = 0; i < w.k; i++) w.pivot += P->forward[w.mi_list[i]];
+    partition_place_updates(&w, first, last);
+    if (n <= (size_t)opt->node_limit)
+        P->n_blocks = 1; /* the whole graph is one leaf: block 0 */
+    else
+        partition_blocks(&w, program_pos);
+    partition_tree(&w);
     free(w.topo), free(w.main_topo), free(w.mi_list), free(w.coarse), free(w.floating),
         free(w.ref_mi_before), free(mask), free(first), free(last);
-    if (rc) {
-        partition_free(P);
-        return partition_fail(err, errlen, "out of memory partitioning %zu ops", n);
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------- layout groups */
@@ -814,8 +725,7 @@ int partition_layout_groups(const graph *g, const partition *P, const int *order
                             const int32_t *start, const int32_t *end, int *group,
                             bool *activation) {
     assert(g->n_ops == P->n_ops);
-    int *leaf_of = malloc((g->n_ops ? g->n_ops : 1) * sizeof *leaf_of);
-    if (!leaf_of) return -1;
+    int *leaf_of = xmallocarray(g->n_ops, sizeof *leaf_of);
     int n_leaves = partition_leaf_of(P, leaf_of);
     for (size_t s = 0; s < g->n_storages; s++) {
         bool act = false;
@@ -881,6 +791,6 @@ int partition_dump_tree(const partition *P, const graph *g, FILE *f, char *err, 
     json_object_set_new(root, "nodes", nodes);
     int rc = json_dumpf(root, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF ? 0 : -1;
     json_decref(root);
-    if (rc) return partition_fail(err, errlen, "cannot write the subgraph tree");
+    if (rc) return roamc_errorf(err, errlen, "cannot write the subgraph tree");
     return 0;
 }

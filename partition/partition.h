@@ -30,8 +30,7 @@
  * (mask NULL: all ops): mi[op] is true when every other masked op is an
  * ancestor or a descendant of op within the sub-DAG, i.e. op has the same
  * step in every valid order of it.  topo lists the masked ops in a valid
- * order (n entries).  O(n + edges).  Returns the count, or -1 on out of
- * memory. */
+ * order (n entries).  O(n + edges).  Returns the count. */
 int partition_memory_insensitive(const graph *g, const bool *mask, const int *topo, size_t n,
                                  bool *mi);
 
@@ -108,9 +107,9 @@ typedef struct partition {
 } partition;
 
 /* Analyses g and builds blocks and tree.  program_pos: per op, its step in
- * graph_program_order.  Returns 0, or -1 with a message in err. */
-int partition_build(const graph *g, const partition_options *opt, const int *program_pos,
-                    partition *P, char *err, size_t errlen);
+ * graph_program_order.  Free P with partition_free. */
+void partition_build(const graph *g, const partition_options *opt, const int *program_pos,
+                     partition *P);
 void partition_free(partition *P);
 
 /* Layout groups of the subgraph tree (the paper's section IV-B, Fig. 8):
@@ -133,7 +132,7 @@ void partition_free(partition *P);
  * activation[s]: a non-persistent storage created in forward and freed in
  * backward (an activation, long-lived in its group), or a persistent one.
  * Returns the number of groups (leaves + 1: the last is the persistent
- * group, possibly empty), or -1 on out of memory. */
+ * group, possibly empty). */
 int partition_layout_groups(const graph *g, const partition *P, const int *order,
                             const int32_t *start, const int32_t *end, int *group, bool *activation);
 

@@ -71,82 +71,69 @@ typedef enum order_how {
 
 /* Orders block b: the better of the program and LESCEA orders of the leaf,
  * improved when exact is set.  Writes global op ids into out. */
-static int order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos,
-                       bool exact, uint64_t target, double deadline, double time_limit, int *out,
-                       order_how *how) {
+static void order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos,
+                        bool exact, uint64_t target, double deadline, double time_limit, int *out,
+                        order_how *how) {
     size_t n = B->op_start[b + 1] - B->op_start[b];
     if (n == 1) {
         out[0] = B->ops[B->op_start[b]];
         *how = ORDER_TRIVIAL;
-        return 0;
+        return;
     }
     graph_leaf L;
-    if (graph_leaf_init(g, B, b, &L)) return -1;
+    graph_leaf_init(g, B, b, &L);
     /* heuristic orders: program order and global LESCEA restricted to the
      * leaf (a, d), LESCEA within the leaf (c); the best is the start */
-    int *a = malloc(n * sizeof *a), *c = malloc(n * sizeof *c), *d = malloc(n * sizeof *d);
-    int rc = (!a || !c || !d || graph_leaf_program(&L, ref_pos[0], a) || graph_leaf_lescea(&L, c) ||
-              graph_leaf_program(&L, ref_pos[1], d))
-                 ? -1
-                 : 0;
-    if (rc == 0) {
-        uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c),
-                 pd = graph_leaf_peak(&L, d);
-        if (pd < pa) memcpy(a, d, n * sizeof *a), pa = pd;
-        int *best = pc < pa ? c : a;
-        uint64_t peak = pc < pa ? pc : pa;
-        *how = ORDER_BUDGET;
-        if (peak <= graph_leaf_lower_bound(&L))
-            *how = ORDER_HEUR_OPT;
-        else if (peak <= target)
-            *how = ORDER_SKIP;
-        else if (exact && n <= 512) {
-            uint64_t dp_peak;
-            int r = graph_leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak);
-            if (r < 0)
-                rc = -1;
-            else if (r == 1) {
-                *how = ORDER_DP;
-                if (dp_peak < peak) best = d, peak = dp_peak;
-            } else {
-                /* too wide for the exact search: a beam of the same search */
-                int *e = malloc(n * sizeof *e);
-                uint64_t beam_peak;
-                int rb = e ? graph_leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) : -1;
-                if (rb < 0)
-                    rc = -1;
-                else if (rb == 1 && beam_peak < peak) {
-                    memcpy(d, e, n * sizeof *d);
-                    memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
-                    best = c, peak = beam_peak;
-                }
-                free(e);
+    int *a = xmallocarray(n, sizeof *a), *c = xmallocarray(n, sizeof *c),
+        *d = xmallocarray(n, sizeof *d);
+    graph_leaf_program(&L, ref_pos[0], a);
+    graph_leaf_lescea(&L, c);
+    graph_leaf_program(&L, ref_pos[1], d);
+    uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c), pd = graph_leaf_peak(&L, d);
+    if (pd < pa) memcpy(a, d, n * sizeof *a), pa = pd;
+    int *best = pc < pa ? c : a;
+    uint64_t peak = pc < pa ? pc : pa;
+    *how = ORDER_BUDGET;
+    if (peak <= graph_leaf_lower_bound(&L))
+        *how = ORDER_HEUR_OPT;
+    else if (peak <= target)
+        *how = ORDER_SKIP;
+    else if (exact && n <= 512) {
+        uint64_t dp_peak;
+        if (graph_leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak)) {
+            *how = ORDER_DP;
+            if (dp_peak < peak) best = d, peak = dp_peak;
+        } else {
+            /* too wide for the exact search: a beam of the same search */
+            int *e = xmallocarray(n, sizeof *e);
+            uint64_t beam_peak;
+            if (graph_leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) && beam_peak < peak) {
+                memcpy(d, e, n * sizeof *d);
+                memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
+                best = c, peak = beam_peak;
             }
-            if (rc == 0 && *how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
-                if (planner_now() > deadline)
-                    *how = ORDER_TIME;
-                else {
-                    ilp_order_options io = {.node_budget = ORDER_ILP_NODES,
-                                            .time_limit = time_limit,
-                                            .max_vars = ORDER_ILP_MAX_VARS,
-                                            .goal = target};
-                    ilp_order_result ir;
-                    if (ilp_order_leaf(&L, best, &io, d, &ir))
-                        rc = -1;
-                    else {
-                        best = d;
-                        *how = ir.status == ILP_OPTIMAL ? ORDER_ILP_OPT
-                               : ir.status == ILP_TIME  ? ORDER_TIME
-                                                        : ORDER_BUDGET;
-                    }
-                }
+            free(e);
+        }
+        if (*how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
+            if (planner_now() > deadline)
+                *how = ORDER_TIME;
+            else {
+                ilp_order_options io = {.node_budget = ORDER_ILP_NODES,
+                                        .time_limit = time_limit,
+                                        .max_vars = ORDER_ILP_MAX_VARS,
+                                        .goal = target};
+                ilp_order_result ir;
+                ilp_order_leaf(&L, best, &io, d, &ir);
+                best = d;
+                *how = ir.status == ILP_OPTIMAL ? ORDER_ILP_OPT
+                       : ir.status == ILP_TIME  ? ORDER_TIME
+                                                : ORDER_BUDGET;
             }
         }
-        for (size_t i = 0; i < n && rc == 0; i++) out[i] = L.ops[best[i]];
     }
+    for (size_t i = 0; i < n; i++) out[i] = L.ops[best[i]];
     free(a), free(c), free(d);
     graph_leaf_free(&L);
-    return rc;
 }
 
 /* ------------------------------------------------------- thread pool */
@@ -162,7 +149,7 @@ typedef struct order_pool {
     uint64_t target;    /* a peak the blocks reach whatever their orders: see order_target */
     uint64_t best_peak; /* the best whole-graph peak known before the leaves, for progress */
     double deadline, time_limit;
-    int failed, progress;
+    int progress;
     pthread_mutex_t lock;
 } order_pool;
 
@@ -170,18 +157,17 @@ static void *order_worker(void *arg) {
     order_pool *p = arg;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        if (p->next >= p->n_tasks || p->failed) {
+        if (p->next >= p->n_tasks) {
             pthread_mutex_unlock(&p->lock);
             break;
         }
         int b = p->tasks[p->next++];
         pthread_mutex_unlock(&p->lock);
         order_how how;
-        int rc = order_block(p->g, p->B, b, p->ref_pos, true, p->target, p->deadline, p->time_limit,
-                             p->out + p->B->op_start[b], &how);
+        order_block(p->g, p->B, b, p->ref_pos, true, p->target, p->deadline, p->time_limit,
+                    p->out + p->B->op_start[b], &how);
         pthread_mutex_lock(&p->lock);
         p->how[b] = how;
-        if (rc) p->failed = 1;
         p->done++;
         planner_progress_count("ordering (roam): leaves %zu/%zu, best peak so far %.1f MiB",
                                p->done, p->n_tasks, (double)p->best_peak / (1024.0 * 1024.0));
@@ -192,15 +178,13 @@ static void *order_worker(void *arg) {
 }
 
 /* Quick order of a block assignment: heuristics only, single thread. */
-static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos,
-                              int *out) {
+static void order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos,
+                               int *out) {
     for (int b = 0; b < B->n_blocks; b++) {
         order_how how;
         if (B->op_start[b + 1] == B->op_start[b]) continue;
-        if (order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how))
-            return -1;
+        order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how);
     }
-    return 0;
 }
 
 /* A peak that any order with these blocks reaches: the largest lower
@@ -210,14 +194,9 @@ static int order_blocks_quick(const graph *g, const graph_blocks *B, const int *
  * so it is not worth solving: most leaves of a training graph are such. */
 static uint64_t order_target(const graph *g, const graph_blocks *B, const int *quick) {
     size_t ns = g->n_storages, n = g->n_ops;
-    int32_t *start = malloc((ns ? ns : 1) * sizeof *start),
-            *end = malloc((ns ? ns : 1) * sizeof *end);
-    int64_t *delta = calloc(n + 1, sizeof *delta);
+    int32_t *start = xmallocarray(ns, sizeof *start), *end = xmallocarray(ns, sizeof *end);
+    int64_t *delta = xcalloc(n + 1, sizeof *delta);
     uint64_t target = 0;
-    if (!start || !end || !delta) {
-        free(start), free(end), free(delta);
-        return 0; /* solve everything */
-    }
     graph_lifetimes(g, quick, start, end);
     for (size_t s = 0; s < ns; s++) {
         delta[start[s]] += (int64_t)g->storages[s].size;
@@ -232,11 +211,10 @@ static uint64_t order_target(const graph *g, const graph_blocks *B, const int *q
         }
         if (len > 1) {
             graph_leaf L;
-            if (graph_leaf_init(g, B, b, &L) == 0) {
-                uint64_t lb = graph_leaf_lower_bound(&L);
-                if (lb > target) target = lb;
-                graph_leaf_free(&L);
-            }
+            graph_leaf_init(g, B, b, &L);
+            uint64_t lb = graph_leaf_lower_bound(&L);
+            if (lb > target) target = lb;
+            graph_leaf_free(&L);
         }
     }
     free(start), free(end), free(delta);
@@ -256,15 +234,14 @@ static int order_threads(const planner_options *opt) {
     return n > 0 ? (int)n : 1;
 }
 
-static int order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
-                      int *order, planner_order_stats *st, char *err, size_t errlen) {
+static void order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
+                       int *order, planner_order_stats *st) {
     const int *program_pos = ref_pos[0];
     double t0 = planner_now();
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
     partition best_p = {0};
     uint64_t best_peak = UINT64_MAX;
-    int *cand = malloc(g->n_ops * sizeof *cand);
-    if (!cand) return planner_errorf(err, errlen, "out of memory");
+    int *cand = xmallocarray(g->n_ops, sizeof *cand);
     /* 1. candidates: every rule-based placement of update and floating
      * ops, then the placements of program order and of LESCEA */
     const int n_rules = PARTITION_PLACE_REFERENCE * PARTITION_FLOAT_REFERENCE;
@@ -280,19 +257,12 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
         po.floating = (partition_floating)fl;
         po.reference_pos = cand_i < n_rules ? NULL : ref_pos[cand_i - n_rules];
         partition P;
-        if (partition_build(g, &po, program_pos, &P, err, errlen)) {
-            free(cand), partition_free(&best_p);
-            return -1;
-        }
+        partition_build(g, &po, program_pos, &P);
         graph_blocks B;
-        int rc = graph_blocks_init(g, P.block, P.n_blocks, &B);
-        if (rc == 0) rc = order_blocks_quick(g, &B, ref_pos, cand);
-        uint64_t peak = rc == 0 ? graph_peak(g, cand, NULL, NULL) : UINT64_MAX;
+        graph_blocks_init(g, P.block, P.n_blocks, &B);
+        order_blocks_quick(g, &B, ref_pos, cand);
+        uint64_t peak = graph_peak(g, cand, NULL, NULL);
         graph_blocks_free(&B);
-        if (rc) {
-            partition_free(&P), partition_free(&best_p), free(cand);
-            return planner_errorf(err, errlen, "out of memory ordering blocks");
-        }
         if (peak < best_peak) {
             partition_free(&best_p);
             best_p = P, best_peak = peak;
@@ -315,10 +285,7 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */
     graph_blocks B;
-    if (graph_blocks_init(g, P->block, P->n_blocks, &B)) {
-        partition_free(P);
-        return planner_errorf(err, errlen, "out of memory");
-    }
+    graph_blocks_init(g, P->block, P->n_blocks, &B);
     order_pool pool = {.g = g,
                        .B = &B,
                        .ref_pos = ref_pos,
@@ -327,73 +294,61 @@ static int order_roam(const graph *g, const planner_options *opt, const int *con
                        .best_peak = best_peak};
     {
         /* the quick order of the winner gives the target */
-        int *quick = malloc(g->n_ops * sizeof *quick);
-        if (!quick || order_blocks_quick(g, &B, ref_pos, quick)) {
-            free(quick), graph_blocks_free(&B), partition_free(P);
-            return planner_errorf(err, errlen, "out of memory");
-        }
+        int *quick = xmallocarray(g->n_ops, sizeof *quick);
+        order_blocks_quick(g, &B, ref_pos, quick);
         pool.target = order_target(g, &B, quick);
         free(quick);
     }
-    pool.tasks = malloc(((size_t)B.n_blocks + 1) * sizeof *pool.tasks);
-    pool.how = calloc((size_t)B.n_blocks + 1, sizeof *pool.how);
-    int rc = (pool.tasks && pool.how) ? 0 : -1;
-    if (rc == 0) {
-        for (int b = 0; b < B.n_blocks; b++) {
-            size_t n = B.op_start[b + 1] - B.op_start[b];
-            if (n == 1)
-                order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
-            else if (n > 1)
-                pool.tasks[pool.n_tasks++] = b;
-        }
-        /* The deadline leaves a fifth of what is left for layout and writing. */
-        pool.deadline = order_stage_deadline(opt, t0);
-        pool.time_limit = (opt->deadline - planner_now()) / 4;
-        if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
-        pthread_mutex_init(&pool.lock, NULL);
-        int nt = order_threads(opt);
-        if ((size_t)nt > pool.n_tasks) nt = pool.n_tasks ? (int)pool.n_tasks : 1;
-        st->threads = nt;
-        pthread_t *th = malloc((size_t)nt * sizeof *th);
-        int started = 0;
-        if (th)
-            for (; started < nt; started++)
-                if (pthread_create(&th[started], NULL, order_worker, &pool)) break;
-        if (started == 0) order_worker(&pool); /* no threads: do it here */
-        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-        free(th);
-        pthread_mutex_destroy(&pool.lock);
-        if (pool.failed) rc = -1;
+    pool.tasks = xmallocarray((size_t)B.n_blocks + 1, sizeof *pool.tasks);
+    pool.how = xcalloc((size_t)B.n_blocks + 1, sizeof *pool.how);
+    for (int b = 0; b < B.n_blocks; b++) {
+        size_t n = B.op_start[b + 1] - B.op_start[b];
+        if (n == 1)
+            order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
+        else if (n > 1)
+            pool.tasks[pool.n_tasks++] = b;
     }
-    if (rc == 0) {
-        for (int b = 0; b < B.n_blocks; b++) {
-            if (B.op_start[b + 1] == B.op_start[b]) continue;
-            st->leaves++;
-            switch (pool.how[b]) {
-            case ORDER_TRIVIAL: st->leaves_trivial++; break;
-            case ORDER_HEUR_OPT: st->leaves_heuristic_optimal++; break;
-            case ORDER_SKIP: st->leaves_not_critical++; break;
-            case ORDER_DP: st->leaves_dp++; break;
-            case ORDER_ILP_OPT: st->leaves_ilp_optimal++; break;
-            case ORDER_BUDGET: st->leaves_budget++; break;
-            case ORDER_TIME: st->time_stopped++; break;
-            }
+    /* The deadline leaves a fifth of what is left for layout and writing. */
+    pool.deadline = order_stage_deadline(opt, t0);
+    pool.time_limit = (opt->deadline - planner_now()) / 4;
+    if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
+    pthread_mutex_init(&pool.lock, NULL);
+    int nt = order_threads(opt);
+    if ((size_t)nt > pool.n_tasks) nt = pool.n_tasks ? (int)pool.n_tasks : 1;
+    st->threads = nt;
+    pthread_t *th = xmallocarray((size_t)nt, sizeof *th);
+    int started = 0;
+    for (; started < nt; started++)
+        if (pthread_create(&th[started], NULL, order_worker, &pool)) break;
+    if (started == 0) order_worker(&pool); /* no threads: do it here */
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_destroy(&pool.lock);
+    for (int b = 0; b < B.n_blocks; b++) {
+        if (B.op_start[b + 1] == B.op_start[b]) continue;
+        st->leaves++;
+        switch (pool.how[b]) {
+        case ORDER_TRIVIAL: st->leaves_trivial++; break;
+        case ORDER_HEUR_OPT: st->leaves_heuristic_optimal++; break;
+        case ORDER_SKIP: st->leaves_not_critical++; break;
+        case ORDER_DP: st->leaves_dp++; break;
+        case ORDER_ILP_OPT: st->leaves_ilp_optimal++; break;
+        case ORDER_BUDGET: st->leaves_budget++; break;
+        case ORDER_TIME: st->time_stopped++; break;
         }
     }
     free(pool.tasks), free(pool.how);
     graph_blocks_free(&B);
     partition_free(P);
     st->t_solve = planner_now() - t1;
-    return rc ? planner_errorf(err, errlen, "out of memory solving leaves") : 0;
 }
 
 /* t_run: when planner_order_run started. */
-static int order_whole_ilp(const graph *g, const planner_options *opt, double t_run,
-                           const int *warm, int *order, planner_order_stats *st, char *err,
-                           size_t errlen) {
+static void order_whole_ilp(const graph *g, const planner_options *opt, double t_run,
+                            const int *warm, int *order, planner_order_stats *st) {
     double t0 = planner_now();
     graph_leaf L;
-    if (graph_leaf_init_all(g, &L)) return planner_errorf(err, errlen, "out of memory");
+    graph_leaf_init_all(g, &L);
     /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time left
      * at the start of the ordering (no node budget): the rest is for the
      * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
@@ -403,7 +358,7 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, double t_
                             .time_limit = left > 1e-6 ? left : 1e-6,
                             .max_vars = ORDER_ILP_MAX_VARS};
     ilp_order_result ir;
-    int rc = ilp_order_leaf(&L, warm, &io, order, &ir);
+    ilp_order_leaf(&L, warm, &io, order, &ir);
     ilp_thread_cleanup();
     graph_leaf_free(&L);
     st->ilp_too_large = ir.status == ILP_TOO_LARGE;
@@ -414,7 +369,6 @@ static int order_whole_ilp(const graph *g, const planner_options *opt, double t_
     st->time_stopped = ir.status == ILP_TIME;
     st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
     st->t_solve = planner_now() - t0;
-    return rc ? planner_errorf(err, errlen, "out of memory in the ILP") : 0;
 }
 
 int planner_order_partition(const graph *g, const planner_options *opt,
@@ -423,20 +377,18 @@ int planner_order_partition(const graph *g, const planner_options *opt,
     if (!st->has_partition)
         return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
     size_t n = g->n_ops;
-    int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
-    int *ref = NULL, *ref_pos = NULL, rc = 0;
-    if (!prog || !pos || graph_program_order(g, prog)) rc = -1;
-    for (size_t i = 0; i < n && rc == 0; i++) pos[prog[i]] = (int)i;
-    if (rc == 0 && st->part_reference >= 0) {
+    int *prog = xmallocarray(n, sizeof *prog), *pos = xmallocarray(n, sizeof *pos);
+    int *ref = NULL, *ref_pos = NULL;
+    graph_program_order(g, prog);
+    for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i;
+    if (st->part_reference >= 0) {
         /* the reference order of the winning candidate, as order_roam had it */
-        ref = malloc((n ? n : 1) * sizeof *ref), ref_pos = malloc((n ? n : 1) * sizeof *ref_pos);
-        if (!ref || !ref_pos)
-            rc = -1;
-        else if (st->part_reference == 0)
+        ref = xmallocarray(n, sizeof *ref), ref_pos = xmallocarray(n, sizeof *ref_pos);
+        if (st->part_reference == 0)
             memcpy(ref, prog, n * sizeof *ref);
-        else if (graph_order_lescea(g, ref))
-            rc = -1;
-        for (size_t i = 0; i < n && rc == 0; i++) ref_pos[ref[i]] = (int)i;
+        else
+            graph_order_lescea(g, ref);
+        for (size_t i = 0; i < n; i++) ref_pos[ref[i]] = (int)i;
     }
     /* the defaults planner_order_run applied */
     partition_options po = {.node_limit =
@@ -445,12 +397,9 @@ int planner_order_partition(const graph *g, const planner_options *opt,
                             .placement = (partition_placement)st->part_placement,
                             .floating = (partition_floating)st->part_floating,
                             .reference_pos = ref_pos};
-    if (rc == 0)
-        rc = partition_build(g, &po, pos, P, err, errlen);
-    else
-        planner_errorf(err, errlen, "out of memory rebuilding the subgraph tree");
+    partition_build(g, &po, pos, P);
     free(prog), free(pos), free(ref), free(ref_pos);
-    return rc;
+    return 0;
 }
 
 /* Raises st->lower_bound with the exact least live bytes (graph_min_live)
@@ -459,23 +408,22 @@ int planner_order_partition(const graph *g, const planner_options *opt,
  * bytes then step, so the bound is deterministic. */
 static void order_tighten_bound(const graph *g, const int *order, planner_order_stats *st) {
     size_t n = g->n_ops;
-    uint64_t *live = malloc((n ? n : 1) * sizeof *live);
+    uint64_t *live = xmallocarray(n, sizeof *live);
     int picked[ORDER_CUT_OPS];
     size_t n_picked = 0;
     uint64_t peak = 0;
-    if (live && graph_live_bytes(g, order, live) == 0) {
+    graph_live_bytes(g, order, live);
+    for (size_t i = 0; i < n; i++)
+        if (live[i] > peak) peak = live[i];
+    /* the ORDER_CUT_OPS highest steps above the bound, by selection: each
+     * pass takes the highest step not yet picked */
+    for (; n_picked < ORDER_CUT_OPS; n_picked++) {
+        size_t best = n;
         for (size_t i = 0; i < n; i++)
-            if (live[i] > peak) peak = live[i];
-        /* the ORDER_CUT_OPS highest steps above the bound, by selection:
-         * each pass takes the highest step not yet picked */
-        for (; n_picked < ORDER_CUT_OPS; n_picked++) {
-            size_t best = n;
-            for (size_t i = 0; i < n; i++)
-                if (live[i] > st->lower_bound && (best == n || live[i] > live[best])) best = i;
-            if (best == n) break;
-            picked[n_picked] = order[best];
-            live[best] = 0; /* taken */
-        }
+            if (live[i] > st->lower_bound && (best == n || live[i] > live[best])) best = i;
+        if (best == n) break;
+        picked[n_picked] = order[best];
+        live[best] = 0; /* taken */
     }
     free(live);
     if (n_picked == 0) return;
@@ -491,8 +439,8 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
     }
 }
 
-int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
-                      planner_order_stats *stp, char *err, size_t errlen) {
+void planner_order_run(const graph *g, const planner_options *opt_in, int *order,
+                       planner_order_stats *stp) {
     /* options left at zero (a caller that predates them) get the defaults */
     double t_run = planner_now(); /* the time limit counts from here */
     planner_options fixed = *opt_in;
@@ -506,43 +454,42 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
     planner_order_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
     size_t n = g->n_ops;
-    int *prog = malloc((n ? n : 1) * sizeof *prog), *pos = malloc((n ? n : 1) * sizeof *pos);
-    int *les = malloc((n ? n : 1) * sizeof *les), *les_pos = malloc((n ? n : 1) * sizeof *les_pos);
+    int *prog = xmallocarray(n, sizeof *prog), *pos = xmallocarray(n, sizeof *pos);
+    int *les = xmallocarray(n, sizeof *les), *les_pos = xmallocarray(n, sizeof *les_pos);
+    graph_program_order(g, prog);
     /* opt->fastest (the time limit is up): program order without LESCEA
      * or the costly bounds, the fastest valid order there is */
-    if (!prog || !pos || !les || !les_pos || graph_program_order(g, prog) ||
-        (opt->fastest ? (memcpy(les, prog, n * sizeof *les), 0) : graph_order_lescea(g, les))) {
-        free(prog), free(pos), free(les), free(les_pos);
-        return planner_errorf(err, errlen, "out of memory ordering %zu ops", n);
-    }
+    if (opt->fastest)
+        memcpy(les, prog, n * sizeof *les);
+    else
+        graph_order_lescea(g, les);
     for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i, les_pos[les[i]] = (int)i;
     const int *ref_pos[2] = {pos, les_pos};
     st->peak_program = graph_peak(g, prog, NULL, NULL);
     st->peak_lescea = opt->fastest ? 0 : graph_peak(g, les, NULL, NULL);
     const int *best_heur = !opt->fastest && st->peak_lescea < st->peak_program ? les : prog;
     uint64_t best_heur_peak = best_heur == les ? st->peak_lescea : st->peak_program;
-    int rc = 0;
     switch (opt->order) {
     case PLANNER_ORDER_PROGRAM:
         memcpy(order, prog, n * sizeof *order), st->source = "program";
         break;
     case PLANNER_ORDER_LESCEA: memcpy(order, les, n * sizeof *order), st->source = "lescea"; break;
     case PLANNER_ORDER_ROAM:
-        rc = order_roam(g, opt, ref_pos, order, st, err, errlen);
+        order_roam(g, opt, ref_pos, order, st);
         st->source = "roam";
         break;
     case PLANNER_ORDER_ILP:
-        rc = order_whole_ilp(g, opt, t_run, best_heur, order, st, err, errlen);
+        order_whole_ilp(g, opt, t_run, best_heur, order, st);
         /* The ILP hands back its warm start when it finds nothing better
          * (too large, failed, stopped by budget or time): name that order. */
-        if (rc == 0 && memcmp(order, best_heur, n * sizeof *order) == 0) {
+        if (memcmp(order, best_heur, n * sizeof *order) == 0) {
             st->source = best_heur == les ? "lescea" : "program";
             st->heuristic_kept = !st->ilp_too_large;
         } else
             st->source = "ilp";
         break;
     }
-    if (rc == 0 && (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP)) {
+    if (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP) {
         /* Never worse than a heuristic: a bug in a leaf must not cost memory
          * either, so an invalid order is also replaced (and asserted on). */
         uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0
@@ -558,10 +505,9 @@ int planner_order_run(const graph *g, const planner_options *opt_in, int *order,
             st->source = best_heur == les ? "lescea" : "program";
         }
     }
-    st->peak_chosen = rc == 0 ? graph_peak(g, order, NULL, NULL) : 0;
+    st->peak_chosen = graph_peak(g, order, NULL, NULL);
     st->lower_bound = opt->fastest ? UINT64_MAX : graph_order_lower_bound(g, ORDER_LB_MAX_OPS);
     if (st->lower_bound == UINT64_MAX) st->lower_bound = graph_lower_bound(g);
-    if (rc == 0 && !opt->fastest) order_tighten_bound(g, order, st);
+    if (!opt->fastest) order_tighten_bound(g, order, st);
     free(prog), free(pos), free(les), free(les_pos);
-    return rc;
 }

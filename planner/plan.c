@@ -89,8 +89,7 @@ void plan_free(plan *p) {
 /* The layout problem of a plan: one buffer per storage. */
 static layout_buffer *plan_buffers(const plan *p) {
     const graph *g = p->g;
-    layout_buffer *b = malloc((g->n_storages ? g->n_storages : 1) * sizeof *b);
-    if (!b) return NULL;
+    layout_buffer *b = xmallocarray(g->n_storages, sizeof *b);
     for (size_t s = 0; s < g->n_storages; s++)
         b[s] = (layout_buffer){g->storages[s].size, p->start[s], p->end[s]};
     return b;
@@ -148,15 +147,16 @@ static void plan_order_ilp_note(plan *p) {
  * (DESIGN.md: "fall back to the heuristic answer"): with order ilp, the
  * program and LESCEA orders with the best heuristic layout; with layout
  * ilp, the best heuristic layout of the same order.  A lower one replaces
- * the plan, and ilp_note says so.  Returns 0, -1 on out of memory. */
+ * the plan, and ilp_note says so.  Returns 0, or -1 when the heuristic
+ * layout ran out of memory (layout_best_heuristic). */
 static int plan_ilp_fallback(plan *p) {
     const graph *g = p->g;
-    size_t n = g->n_ops, ns = g->n_storages ? g->n_storages : 1;
-    int *ord = malloc((n ? n : 1) * sizeof *ord);
-    int32_t *st = malloc(ns * sizeof *st), *en = malloc(ns * sizeof *en);
-    uint64_t *off = malloc(ns * sizeof *off);
-    layout_buffer *b = malloc(ns * sizeof *b);
-    int rc = ord && st && en && off && b ? 0 : -1;
+    size_t n = g->n_ops, ns = g->n_storages;
+    int *ord = xmallocarray(n, sizeof *ord);
+    int32_t *st = xmallocarray(ns, sizeof *st), *en = xmallocarray(ns, sizeof *en);
+    uint64_t *off = xmallocarray(ns, sizeof *off);
+    layout_buffer *b = xmallocarray(ns, sizeof *b);
+    int rc = 0;
     int tries = p->opt.order == PLANNER_ORDER_ILP ? 2 : 1;
     uint64_t ilp_actual = p->actual;
     const char *kept_order = NULL, *kept_layout = NULL;
@@ -165,10 +165,9 @@ static int plan_ilp_fallback(plan *p) {
         if (p->opt.order != PLANNER_ORDER_ILP)
             memcpy(ord, p->order, n * sizeof *ord);
         else if (k == 0)
-            rc = graph_program_order(g, ord), order_name = "program";
+            graph_program_order(g, ord), order_name = "program";
         else
-            rc = graph_order_lescea(g, ord), order_name = "lescea";
-        if (rc) break;
+            graph_order_lescea(g, ord), order_name = "lescea";
         graph_lifetimes(g, ord, st, en);
         for (size_t s = 0; s < g->n_storages; s++)
             b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};
@@ -204,41 +203,35 @@ static int plan_ilp_fallback(plan *p) {
 static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work, double seconds,
                                  uint64_t *offsets) {
     const graph *g = p->g;
-    size_t ns = g->n_storages ? g->n_storages : 1;
+    size_t ns = g->n_storages;
     partition P;
     char err[256];
     if (planner_order_partition(g, &p->opt, p->ostats, &P, err, sizeof err)) return UINT64_MAX;
-    int *group = malloc(ns * sizeof *group);
-    bool *act = malloc(ns * sizeof *act);
-    unsigned char *low = malloc(ns);
-    uint64_t h = UINT64_MAX;
-    int ng = group && act && low
-                 ? partition_layout_groups(g, &P, p->order, p->start, p->end, group, act)
-                 : -1;
-    unsigned *flags = ng > 0 ? calloc((size_t)ng, sizeof *flags) : NULL;
-    if (flags) {
-        flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
-        for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
-        layout_roam_input in = {.group = group,
-                                .low = low,
-                                .n_groups = (size_t)ng,
-                                .group_flags = flags,
-                                .work = work,
-                                .time_limit_s = seconds,
-                                .fill = 1};
-        layout_roam_stats st;
-        h = layout_roam(b, g->n_storages, p->opt.align, &in, offsets, &st);
-        p->tree_layout.groups = st.groups, p->tree_layout.groups_proven = st.groups_proven;
-        p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
-        static const char *const stackings[] = {"window", "first step", "last step"};
-        p->tree_layout.stacking =
-            st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
-        if (st.stopped_by_time) {
-            snprintf(p->layout_note, sizeof p->layout_note,
-                     "tree layout stopped by the time limit, not by its work budget: another run "
-                     "may differ");
-            plan_time_cut(p, "layout: the tree layout stopped");
-        }
+    int *group = xmallocarray(ns, sizeof *group);
+    bool *act = xmallocarray(ns, sizeof *act);
+    unsigned char *low = xmalloc(ns);
+    int ng = partition_layout_groups(g, &P, p->order, p->start, p->end, group, act);
+    unsigned *flags = xcalloc((size_t)ng, sizeof *flags);
+    flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
+    for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
+    layout_roam_input in = {.group = group,
+                            .low = low,
+                            .n_groups = (size_t)ng,
+                            .group_flags = flags,
+                            .work = work,
+                            .time_limit_s = seconds,
+                            .fill = 1};
+    layout_roam_stats st;
+    uint64_t h = layout_roam(b, g->n_storages, p->opt.align, &in, offsets, &st);
+    p->tree_layout.groups = st.groups, p->tree_layout.groups_proven = st.groups_proven;
+    p->tree_layout.repaired = st.repaired, p->tree_layout.leftovers = st.leftovers;
+    static const char *const stackings[] = {"window", "first step", "last step"};
+    p->tree_layout.stacking = st.stacking >= 0 && st.stacking < 3 ? stackings[st.stacking] : "?";
+    if (st.stopped_by_time) {
+        snprintf(p->layout_note, sizeof p->layout_note,
+                 "tree layout stopped by the time limit, not by its work budget: another run "
+                 "may differ");
+        plan_time_cut(p, "layout: the tree layout stopped");
     }
     free(group), free(act), free(low), free(flags);
     partition_free(&P);
@@ -250,7 +243,6 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
     layout_buffer *b = plan_buffers(p);
-    if (!b) return roamc_errorf(err, errlen, "out of memory for %zu buffers", g->n_storages);
     uint64_t h = UINT64_MAX;
     switch (p->opt.layout) {
     case PLANNER_LAYOUT_BESTFIT:
@@ -296,8 +288,8 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
          * backstop; its work budget apart), then the global engine
          * warm-started from it, which never returns anything higher. */
         uint64_t *tree = NULL, th = UINT64_MAX;
-        if (p->opt.order == PLANNER_ORDER_ROAM && p->ostats && p->ostats->has_partition &&
-            (tree = malloc((g->n_storages ? g->n_storages : 1) * sizeof *tree))) {
+        if (p->opt.order == PLANNER_ORDER_ROAM && p->ostats && p->ostats->has_partition) {
+            tree = xmallocarray(g->n_storages, sizeof *tree);
             double t0 = roamc_now();
             th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
             p->tree_layout.seconds = roamc_now() - t0;
@@ -371,8 +363,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     memset(p, 0, sizeof *p);
     if (opt->retain_gradients && !g->retain_gradients) {
         /* lifetimes are the graph's: plan a copy that keeps gradients */
-        if (!(p->own_graph = calloc(1, sizeof *p->own_graph)))
-            return roamc_errorf(err, errlen, "out of memory for a graph of %zu ops", g->n_ops);
+        p->own_graph = xcalloc(1, sizeof *p->own_graph);
         if (graph_build(g->model, g->align, p->own_graph, err, errlen)) {
             free(p->own_graph);
             p->own_graph = NULL;
@@ -396,33 +387,20 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         if (p->opt.layout != PLANNER_LAYOUT_PYTORCH) p->opt.layout = PLANNER_LAYOUT_BESTFIT;
     }
     opt = &p->opt;
-    size_t ns = g->n_storages ? g->n_storages : 1;
-    p->order = malloc(g->n_ops * sizeof *p->order);
-    p->start = malloc(ns * sizeof *p->start);
-    p->end = malloc(ns * sizeof *p->end);
-    p->offsets = malloc(ns * sizeof *p->offsets);
-    if (!p->order || !p->start || !p->end || !p->offsets) {
-        plan_free(p);
-        return roamc_errorf(err, errlen, "out of memory for a plan of %zu ops", g->n_ops);
-    }
-    int rc = 0;
+    size_t ns = g->n_storages;
+    p->order = xmallocarray(g->n_ops, sizeof *p->order);
+    p->start = xmallocarray(ns, sizeof *p->start);
+    p->end = xmallocarray(ns, sizeof *p->end);
+    p->offsets = xmallocarray(ns, sizeof *p->offsets);
     planner_progress_stage("ordering (%s)", planner_order_name(opt->order));
     /* Every order goes through the ordering driver (planner/order.c), which
      * also measures program order and LESCEA for the report. */
-    p->ostats = calloc(1, sizeof *p->ostats);
-    if (!p->ostats)
-        rc = roamc_errorf(err, errlen, "out of memory ordering %zu ops", g->n_ops);
-    else
-        rc = planner_order_run(g, opt, p->order, p->ostats, err, errlen);
-    if (rc) {
-        plan_free(p);
-        return -1;
-    }
+    p->ostats = xcalloc(1, sizeof *p->ostats);
+    planner_order_run(g, opt, p->order, p->ostats);
     graph_lifetimes(g, p->order, p->start, p->end);
     p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
     p->lower_bound = graph_lower_bound(g);
-    if (p->ostats && p->ostats->lower_bound > p->lower_bound)
-        p->lower_bound = p->ostats->lower_bound;
+    if (p->ostats->lower_bound > p->lower_bound) p->lower_bound = p->ostats->lower_bound;
     p->persistent = graph_persistent_bytes(g);
     double t1 = roamc_now();
     plan_time_cuts_order(p);
@@ -469,20 +447,16 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     const graph *g = p->g;
     if (graph_check_schedule(g, p->order, err, errlen)) return -1;
     /* Lifetimes must cover every use; recompute and compare. */
-    size_t ns = g->n_storages ? g->n_storages : 1;
-    int32_t *start = malloc(ns * sizeof *start), *end = malloc(ns * sizeof *end);
+    size_t ns = g->n_storages;
+    int32_t *start = xmallocarray(ns, sizeof *start), *end = xmallocarray(ns, sizeof *end);
     layout_buffer *b = plan_buffers(p);
     int rc = 0;
-    if (!start || !end || !b) rc = roamc_errorf(err, errlen, "out of memory");
-    if (rc == 0) {
-        graph_lifetimes(g, p->order, start, end);
-        for (size_t s = 0; s < g->n_storages && rc == 0; s++)
-            if (start[s] != p->start[s] || end[s] != p->end[s])
-                rc = roamc_errorf(
-                    err, errlen,
-                    "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]", s,
-                    p->start[s], p->end[s], start[s], end[s]);
-    }
+    graph_lifetimes(g, p->order, start, end);
+    for (size_t s = 0; s < g->n_storages && rc == 0; s++)
+        if (start[s] != p->start[s] || end[s] != p->end[s])
+            rc = roamc_errorf(err, errlen,
+                              "storage %zu: lifetime [%d,%d] differs from the schedule's [%d,%d]",
+                              s, p->start[s], p->end[s], start[s], end[s]);
     size_t x = 0, y = 0;
     if (rc == 0 && layout_validate(b, g->n_storages, p->offsets, p->opt.align, &x, &y)) {
         if (x == y)

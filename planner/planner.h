@@ -438,10 +438,9 @@ typedef struct planner_order_stats {
 
 /* Orders g by opt->order (PROGRAM, LESCEA, ROAM or ILP) into order (n_ops
  * ops); st (may be NULL) gets the statistics.  Never worse than the better
- * of program order and LESCEA for ROAM and ILP.  Returns 0, or -1 with a
- * message in err. */
-int planner_order_run(const graph *g, const planner_options *opt, int *order,
-                      planner_order_stats *st, char *err, size_t errlen);
+ * of program order and LESCEA for ROAM and ILP. */
+void planner_order_run(const graph *g, const planner_options *opt, int *order,
+                       planner_order_stats *st);
 
 /* The partition (subgraph tree) that order roam chose, rebuilt from st (a
  * planner_order_run result with st->has_partition) with the same options:

@@ -23,12 +23,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fe_free(&m);
         return 0;
     }
-    int *order = malloc((g.n_ops ? g.n_ops : 1) * sizeof *order);
-    if (order && graph_program_order(&g, order) == 0) {
-        (void)graph_check_schedule(&g, order, err, sizeof err);
-        (void)graph_peak(&g, order, NULL, NULL);
-        if (graph_order_lescea(&g, order) == 0) (void)graph_peak(&g, order, NULL, NULL);
-    }
+    int *order = xmallocarray(g.n_ops, sizeof *order);
+    graph_program_order(&g, order);
+    (void)graph_check_schedule(&g, order, err, sizeof err);
+    (void)graph_peak(&g, order, NULL, NULL);
+    graph_order_lescea(&g, order);
+    (void)graph_peak(&g, order, NULL, NULL);
     free(order);
     (void)graph_lower_bound(&g);
     (void)graph_persistent_bytes(&g);
