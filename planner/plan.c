@@ -147,20 +147,18 @@ static void plan_order_ilp_note(plan *p) {
  * (DESIGN.md: "fall back to the heuristic answer"): with order ilp, the
  * program and LESCEA orders with the best heuristic layout; with layout
  * ilp, the best heuristic layout of the same order.  A lower one replaces
- * the plan, and ilp_note says so.  Returns 0, or -1 when the heuristic
- * layout ran out of memory (layout_best_heuristic). */
-static int plan_ilp_fallback(plan *p) {
+ * the plan, and ilp_note says so. */
+static void plan_ilp_fallback(plan *p) {
     const graph *g = p->g;
     size_t n = g->n_ops, ns = g->n_storages;
     int *ord = xmallocarray(n, sizeof *ord);
     int32_t *st = xmallocarray(ns, sizeof *st), *en = xmallocarray(ns, sizeof *en);
     uint64_t *off = xmallocarray(ns, sizeof *off);
     layout_buffer *b = xmallocarray(ns, sizeof *b);
-    int rc = 0;
     int tries = p->opt.order == PLANNER_ORDER_ILP ? 2 : 1;
     uint64_t ilp_actual = p->actual;
     const char *kept_order = NULL, *kept_layout = NULL;
-    for (int k = 0; k < tries && rc == 0; k++) {
+    for (int k = 0; k < tries; k++) {
         const char *order_name = "the same";
         if (p->opt.order != PLANNER_ORDER_ILP)
             memcpy(ord, p->order, n * sizeof *ord);
@@ -173,9 +171,7 @@ static int plan_ilp_fallback(plan *p) {
             b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};
         const char *winner = "?";
         uint64_t h = layout_best_heuristic(b, g->n_storages, p->opt.align, off, &winner);
-        if (h == UINT64_MAX)
-            rc = -1;
-        else if (h < p->actual) {
+        if (h < p->actual) {
             kept_order = order_name, kept_layout = winner;
             memcpy(p->order, ord, n * sizeof *ord);
             memcpy(p->start, st, g->n_storages * sizeof *st);
@@ -193,7 +189,6 @@ static int plan_ilp_fallback(plan *p) {
             p, "the ILPs' plan (%llu B) was above %s order with the %s layout (%llu B): kept that",
             (unsigned long long)ilp_actual, kept_order, kept_layout, (unsigned long long)p->actual);
     free(ord), free(st), free(en), free(off), free(b);
-    return rc;
 }
 
 /* ROAM's tree-based layout (paper IV-B): each storage in the group of the
@@ -265,18 +260,16 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
         }
         layout_pytorch_stats st;
         uint64_t r = layout_pytorch(b, g->n_storages, p->opt.device_limit, p->offsets, &st);
-        if (r == UINT64_MAX && st.oom) {
-            /* PyTorch would stop with out-of-memory: the plan still needs a
-             * layout, the replay without the limit, whose reserved bytes
-             * (above the limit) say by how much it does not fit */
+        if (r == UINT64_MAX) {
+            /* PyTorch would stop with out-of-memory (st.oom): the plan still
+             * needs a layout, the replay without the limit, whose reserved
+             * bytes (above the limit) say by how much it does not fit */
             p->pytorch_oom = 1;
-            r = layout_pytorch(b, g->n_storages, 0, p->offsets, &st);
+            layout_pytorch(b, g->n_storages, 0, p->offsets, &st);
         }
-        if (r != UINT64_MAX) {
-            p->pytorch_reserved = st.reserved_peak;
-            p->pytorch_released = st.released;
-            h = layout_height(b, g->n_storages, p->offsets);
-        }
+        p->pytorch_reserved = st.reserved_peak;
+        p->pytorch_released = st.released;
+        h = layout_height(b, g->n_storages, p->offsets);
         break;
     }
     case PLANNER_LAYOUT_ROAM: {
@@ -343,9 +336,6 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     }
     }
     free(b);
-    if (h == UINT64_MAX)
-        return roamc_errorf(err, errlen, "out of memory in layout %s",
-                            planner_layout_name(p->opt.layout));
     if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) &&
         !p->layout_optimal && !p->layout_note[0])
         snprintf(p->layout_note, sizeof p->layout_note,
@@ -422,12 +412,8 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         plan_free(p);
         return -1;
     }
-    if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) &&
-        plan_ilp_fallback(p)) {
-        plan_free(p);
-        return roamc_errorf(err, errlen,
-                            "out of memory comparing the ILP plan with the heuristics");
-    }
+    if (p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP)
+        plan_ilp_fallback(p);
     double t2 = roamc_now();
     p->times.order = t1 - t0;
     p->times.layout = t2 - t1;
