@@ -178,7 +178,8 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
 /* Per-storage block span of a block assignment, computed once and shared by
  * every leaf of it.  first[s]: block that creates s (-1 for an input);
  * last[s]: last block that touches s (INT32_MAX when s must outlive the
- * step: persistent or a graph output). */
+ * step: persistent, a graph output, or a gradient under retain_gradients,
+ * as graph_lifetimes has it). */
 typedef struct graph_blocks {
     int n_blocks;
     const int *block; /* per op, borrowed */
@@ -216,8 +217,8 @@ typedef struct graph_leaf {
  * the size of the graph, so a tree of many small leaves costs linear time in
  * all. */
 void graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L);
-/* The whole graph as one leaf: inputs are live_in, persistent storages and
- * outputs live_out, base 0. */
+/* The whole graph as one leaf: inputs are live_in, the storages that outlive
+ * the step (as graph_lifetimes has them) live_out, base 0. */
 void graph_leaf_init_all(const graph *g, graph_leaf *L);
 void graph_leaf_free(graph_leaf *L);
 

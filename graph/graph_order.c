@@ -84,7 +84,7 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
     for (size_t s = 0; s < ns; s++) {
         const graph_storage *st = &g->storages[s];
         int mk = T.maker[s];
-        bool after_always = st->persistent || st->has_output;
+        bool after_always = graph_storage_outlives(g, st);
         if (!st->has_input && mk < 0) continue; /* never made: never before any op */
         if (st->has_input && after_always) {
             everywhere += st->size;
@@ -145,7 +145,7 @@ void graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blo
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
         B->first[s] = -1;
-        B->last[s] = (st->persistent || st->has_output) ? INT32_MAX : -1;
+        B->last[s] = graph_storage_outlives(g, st) ? INT32_MAX : -1;
     }
     for (size_t i = 0; i < g->n_ops; i++) {
         for (size_t k = g->make_start[i]; k < g->make_start[i + 1]; k++)
@@ -305,10 +305,8 @@ void graph_leaf_init_all(const graph *g, graph_leaf *L) {
     int *ops = xmallocarray(g->n_ops, sizeof *ops);
     for (size_t i = 0; i < g->n_ops; i++) ops[i] = (int)i;
     graph_leaf_build(g, ops, g->n_ops, NULL, 0, L);
-    for (size_t j = 0; j < L->n_st; j++) {
-        const graph_storage *st = &g->storages[L->st[j]];
-        L->live_out[j] = st->persistent || st->has_output;
-    }
+    for (size_t j = 0; j < L->n_st; j++)
+        L->live_out[j] = graph_storage_outlives(g, &g->storages[L->st[j]]);
     free(ops);
 }
 
