@@ -4,6 +4,7 @@
 #include "graph_internal.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,12 +241,27 @@ static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, si
     free(seen);
 }
 
+/* igraph's error handler is one process-wide variable (Debian's igraph
+ * 0.10 is built without IGRAPH_THREAD_SAFE) whose default aborts the
+ * process; roamc wants igraph's error codes back instead.  It is set once,
+ * before the first igraph call; pthread_once keeps that one store safe
+ * whichever thread comes first. */
+static pthread_once_t graph_igraph_once = PTHREAD_ONCE_INIT;
+
+static void graph_igraph_install(void) {
+    igraph_set_error_handler(igraph_error_handler_ignore);
+}
+
+void graph_igraph_init(void) {
+    pthread_once(&graph_igraph_once, graph_igraph_install);
+}
+
 /* igraph decides acyclicity; a cycle is then named by a Kahn pass. */
 static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
     igraph_vector_int_t ev;
     igraph_t ig;
     igraph_bool_t dag = 0;
-    igraph_set_error_handler(igraph_error_handler_ignore);
+    graph_igraph_init();
     int rc = igraph_vector_int_init(&ev, (igraph_integer_t)(2 * g->n_edges));
     if (rc) return graph_fail(g, err, errlen, "igraph could not hold the edges (error %d)", rc);
     for (size_t i = 0, e = 0; i < g->n_ops; i++)

@@ -10,6 +10,11 @@
  *   - liveness and the theoretical peak of any schedule, in O(ops + edges).
  *
  * The graph borrows the fe_model: keep the model alive until graph_free.
+ *
+ * Threads: everything here is reentrant except graph_build, graph_min_live
+ * and graph_min_live_split, which call igraph (not thread-safe as Debian
+ * builds it): call those from one thread at a time.  The planner does;
+ * only its leaf orders run in parallel.
  */
 #ifndef ROAMC_GRAPH_H
 #define ROAMC_GRAPH_H

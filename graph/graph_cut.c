@@ -223,7 +223,7 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
     int *node = xmallocarray(g->n_ops, sizeof *node),
         *stack = xmallocarray(g->n_ops, sizeof *stack);
     uint64_t best = 0;
-    igraph_set_error_handler(igraph_error_handler_ignore);
+    graph_igraph_init();
     for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
         uint64_t live = cut_min_live(g, ops[i], &T, inf, mark, node, stack);
         if (live == UINT64_MAX || live > best) best = live;
@@ -265,7 +265,7 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     int *side = xmallocarray(n, sizeof *side), *cands = xmallocarray(n, sizeof *cands);
     int *w_set = xmallocarray(n, sizeof *w_set);
     uint64_t result = UINT64_MAX;
-    igraph_set_error_handler(igraph_error_handler_ignore);
+    graph_igraph_init();
     uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
     result = plain;
     if (plain == UINT64_MAX) goto out;

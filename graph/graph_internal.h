@@ -19,6 +19,12 @@ typedef struct graph_touchers {
 void graph_touchers_build(const graph *g, graph_touchers *t);
 void graph_touchers_free(graph_touchers *t);
 
+/* Makes igraph return error codes instead of aborting (graph.c says why
+ * once per process).  Call before any igraph function.  igraph itself is
+ * not thread-safe in this build: its callers (graph_build, graph_min_live,
+ * graph_min_live_split) must not run at the same time on two threads. */
+void graph_igraph_init(void);
+
 /* Whether s stays live to the end of the step once made (so its lifetime
  * ends at the last op whatever the order), as graph_lifetimes has it. */
 static inline bool graph_storage_outlives(const graph *g, const graph_storage *st) {

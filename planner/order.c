@@ -33,6 +33,7 @@
  */
 #include "planner.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +116,7 @@ static void order_block(const graph *g, const graph_blocks *B, int b, const int 
             free(e);
         }
         if (*how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
-            if (planner_now() > deadline)
+            if (roamc_now() > deadline)
                 *how = ORDER_TIME;
             else {
                 ilp_order_options io = {.node_budget = ORDER_ILP_NODES,
@@ -193,22 +194,12 @@ static void order_blocks_quick(const graph *g, const graph_blocks *B, const int 
  * A leaf whose heuristic order stays at or below it cannot lower the peak,
  * so it is not worth solving: most leaves of a training graph are such. */
 static uint64_t order_target(const graph *g, const graph_blocks *B, const int *quick) {
-    size_t ns = g->n_storages, n = g->n_ops;
-    int32_t *start = xmallocarray(ns, sizeof *start), *end = xmallocarray(ns, sizeof *end);
-    int64_t *delta = xcalloc(n + 1, sizeof *delta);
+    uint64_t *live = xmallocarray(g->n_ops, sizeof *live);
     uint64_t target = 0;
-    graph_lifetimes(g, quick, start, end);
-    for (size_t s = 0; s < ns; s++) {
-        delta[start[s]] += (int64_t)g->storages[s].size;
-        delta[end[s] + 1] -= (int64_t)g->storages[s].size;
-    }
-    int64_t live = 0;
-    for (int b = 0, step = 0; b < B->n_blocks; b++) {
+    graph_live_bytes(g, quick, live);
+    for (int b = 0; b < B->n_blocks; b++) {
         size_t len = B->op_start[b + 1] - B->op_start[b];
-        for (size_t i = 0; i < len; i++, step++) {
-            live += delta[step];
-            if (len == 1 && (uint64_t)live > target) target = (uint64_t)live;
-        }
+        if (len == 1 && live[B->op_start[b]] > target) target = live[B->op_start[b]];
         if (len > 1) {
             graph_leaf L;
             graph_leaf_init(g, B, b, &L);
@@ -217,7 +208,7 @@ static uint64_t order_target(const graph *g, const graph_blocks *B, const int *q
             graph_leaf_free(&L);
         }
     }
-    free(start), free(end), free(delta);
+    free(live);
     return target;
 }
 
@@ -237,7 +228,7 @@ static int order_threads(const planner_options *opt) {
 static void order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
                        int *order, planner_order_stats *st) {
     const int *program_pos = ref_pos[0];
-    double t0 = planner_now();
+    double t0 = roamc_now();
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
     partition best_p = {0};
     uint64_t best_peak = UINT64_MAX;
@@ -249,7 +240,7 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
     for (int cand_i = 0; cand_i < n_rules + 2; cand_i++) {
         /* the time limit (--time-limit bounds the whole command): the best
          * candidate so far stands, and the report says how many were tried */
-        if (best_peak != UINT64_MAX && planner_now() > order_stage_deadline(opt, t0)) break;
+        if (best_peak != UINT64_MAX && roamc_now() > order_stage_deadline(opt, t0)) break;
         st->candidates_tried++;
         int pl = cand_i < n_rules ? cand_i % PARTITION_PLACE_REFERENCE : PARTITION_PLACE_REFERENCE;
         int fl = cand_i < n_rules ? cand_i / PARTITION_PLACE_REFERENCE : PARTITION_FLOAT_REFERENCE;
@@ -281,7 +272,7 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
     st->n_mi = P->n_mi, st->n_update = P->n_update, st->n_blocks = (size_t)P->n_blocks;
     st->n_independent = P->n_independent, st->n_dependent = P->n_dependent,
     st->largest_leaf = P->largest_leaf;
-    double t1 = planner_now();
+    double t1 = roamc_now();
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */
     graph_blocks B;
@@ -310,7 +301,7 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
     }
     /* The deadline leaves a fifth of what is left for layout and writing. */
     pool.deadline = order_stage_deadline(opt, t0);
-    pool.time_limit = (opt->deadline - planner_now()) / 4;
+    pool.time_limit = (opt->deadline - roamc_now()) / 4;
     if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
     pthread_mutex_init(&pool.lock, NULL);
     int nt = order_threads(opt);
@@ -340,20 +331,20 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
     free(pool.tasks), free(pool.how);
     graph_blocks_free(&B);
     partition_free(P);
-    st->t_solve = planner_now() - t1;
+    st->t_solve = roamc_now() - t1;
 }
 
 /* t_run: when planner_order_run started. */
 static void order_whole_ilp(const graph *g, const planner_options *opt, double t_run,
                             const int *warm, int *order, planner_order_stats *st) {
-    double t0 = planner_now();
+    double t0 = roamc_now();
     graph_leaf L;
     graph_leaf_init_all(g, &L);
     /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time left
      * at the start of the ordering (no node budget): the rest is for the
      * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
      * to its deadline, model building included (ilp.h). */
-    double left = order_stage_deadline(opt, t_run) - planner_now();
+    double left = order_stage_deadline(opt, t_run) - roamc_now();
     ilp_order_options io = {.node_budget = 1L << 40,
                             .time_limit = left > 1e-6 ? left : 1e-6,
                             .max_vars = ORDER_ILP_MAX_VARS};
@@ -368,14 +359,14 @@ static void order_whole_ilp(const graph *g, const planner_options *opt, double t
     st->leaves_ilp_optimal = ir.status == ILP_OPTIMAL;
     st->time_stopped = ir.status == ILP_TIME;
     st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
-    st->t_solve = planner_now() - t0;
+    st->t_solve = roamc_now() - t0;
 }
 
 int planner_order_partition(const graph *g, const planner_options *opt,
                             const planner_order_stats *st, struct partition *P, char *err,
                             size_t errlen) {
     if (!st->has_partition)
-        return planner_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
+        return roamc_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
     size_t n = g->n_ops;
     int *prog = xmallocarray(n, sizeof *prog), *pos = xmallocarray(n, sizeof *pos);
     int *ref = NULL, *ref_pos = NULL;
@@ -439,17 +430,10 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
     }
 }
 
-void planner_order_run(const graph *g, const planner_options *opt_in, int *order,
+void planner_order_run(const graph *g, const planner_options *opt, int *order,
                        planner_order_stats *stp) {
-    /* options left at zero (a caller that predates them) get the defaults */
-    double t_run = planner_now(); /* the time limit counts from here */
-    planner_options fixed = *opt_in;
-    const planner_options *opt = &fixed;
-    if (fixed.node_limit <= 0) fixed.node_limit = PLANNER_DEFAULT_NODE_LIMIT;
-    if (fixed.delay_radius < 0) fixed.delay_radius = 0;
-    if (!(fixed.time_limit > 0)) fixed.time_limit = PLANNER_DEFAULT_TIME_LIMIT;
-    /* one deadline for everything below: the command's, or the limit from now */
-    if (!(fixed.deadline > 0)) fixed.deadline = t_run + fixed.time_limit;
+    assert(opt->node_limit >= 1 && opt->delay_radius >= 0 && opt->deadline > 0);
+    double t_run = roamc_now(); /* the ordering's share of the time counts from here */
     planner_order_stats local;
     planner_order_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);

@@ -369,6 +369,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
      * Already past it, the fastest valid plan (program order, bestfit
      * layout, no costly bounds), and the report says the limit was too short. */
     if (!(p->opt.time_limit > 0)) p->opt.time_limit = PLANNER_DEFAULT_TIME_LIMIT;
+    if (p->opt.node_limit <= 0) p->opt.node_limit = PLANNER_DEFAULT_NODE_LIMIT;
     if (!(p->opt.deadline > 0)) p->opt.deadline = t0 + p->opt.time_limit;
     if (t0 >= p->opt.deadline) {
         p->time_short = 1;

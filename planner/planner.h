@@ -31,11 +31,6 @@ typedef enum planner_layout {
     PLANNER_LAYOUT_ILP,  /* one GLPK model for all storages (the MODeL-like baseline) */
 } planner_layout;
 
-/* The error formatter and the clock are graph/base.h's roamc_errorf and
- * roamc_now; these two names remain only until planner/order.c and
- * planner/cmd_layout.c use those (then delete them). */
-#define planner_errorf roamc_errorf
-#define planner_now roamc_now
 /* The progress line on stderr (planner/progress.c): main starts it when
  * stderr is a terminal and -q is not given; every stage that can take more
  * than a second names itself, and a ticker thread redraws "roamc: PREFIX:
@@ -406,8 +401,8 @@ struct json_t *planner_shapes_summary_json(const fe_model *m);
  * the evaluation models and no leaf ILP grows past a few thousand columns;
  * every model of up to 15k ops orders in under 2 s on 2 cores (gpt2-xl:
  * about 1.2 s), far inside the 60 s target, so the time limit is only a
- * backstop.  A node limit or time limit of 0 in planner_options means the
- * default. */
+ * backstop.  A node limit or time limit of 0 in the planner_options given
+ * to plan_build means the default (plan_build sets them). */
 #define PLANNER_DEFAULT_NODE_LIMIT 48
 #define PLANNER_DEFAULT_DELAY_RADIUS 4
 #define PLANNER_DEFAULT_TIME_LIMIT 240.0
@@ -438,7 +433,9 @@ typedef struct planner_order_stats {
 
 /* Orders g by opt->order (PROGRAM, LESCEA, ROAM or ILP) into order (n_ops
  * ops); st (may be NULL) gets the statistics.  Never worse than the better
- * of program order and LESCEA for ROAM and ILP. */
+ * of program order and LESCEA for ROAM and ILP.  opt as plan_build passes
+ * it: node_limit >= 1, delay_radius >= 0, deadline set (roamc_now()'s
+ * clock). */
 void planner_order_run(const graph *g, const planner_options *opt, int *order,
                        planner_order_stats *st);
 

@@ -229,7 +229,8 @@ static planner_options roam_options(int node_limit, int threads) {
                          .node_limit = node_limit,
                          .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                          .threads = threads,
-                         .time_limit = 60};
+                         .time_limit = 60,
+                         .deadline = roamc_now() + 60};
     return o;
 }
 
