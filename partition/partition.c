@@ -142,13 +142,42 @@ typedef struct partition_work {
     size_t n_main;
     int *mi_list; /* MI ops in order; k of them */
     int k;
-    int *coarse;        /* per op: coarse block (segment i = 2i, MI op i = 2i+1) */
+    int *coarse;        /* per op: coarse block (partition_segment_block, partition_mi_block) */
     bool *floating;     /* per op: left out of the MI analysis (see partition_find_floating) */
     int *ref_mi_before; /* per op: MI ops before it in the reference order, or NULL */
     size_t n_floating;
     int n_coarse; /* 2k + 1 */
     int pivot;    /* number of forward MI ops */
 } partition_work;
+
+/* Coarse blocks interleave the k + 1 segments and the k MI ops in order:
+ * segment i is block 2i, MI op i is block 2i + 1 (n_coarse = 2k + 1).  Only
+ * these five functions know that encoding. */
+static int partition_segment_block(int segment) {
+    return 2 * segment;
+}
+static int partition_mi_block(int mi) {
+    return 2 * mi + 1;
+}
+/* The MI index of MI block c; the segment of segment block c. */
+static int partition_block_mi(int c) {
+    assert(c & 1);
+    return c / 2;
+}
+static int partition_block_segment(int c) {
+    assert(!(c & 1));
+    return c / 2;
+}
+/* The first segment an op may run in when it follows block c (c >= 0):
+ * c's own for a segment, the next one for an MI op. */
+static int partition_segment_after(int c) {
+    return (c + 1) / 2;
+}
+/* The last segment an op may run in when it precedes block c: c's own for
+ * a segment, segment i for MI op i (it runs after segment i). */
+static int partition_segment_before(int c) {
+    return c / 2;
+}
 
 static double partition_alpha(const graph *g) {
     const char *o = fe_meta(g->model, "roamc.optimizer");
@@ -165,10 +194,10 @@ static void partition_segments(partition_work *w) {
         int v = w->main_topo[i];
         if (P->mi[v]) {
             w->mi_list[seen] = v;
-            w->coarse[v] = 2 * seen + 1;
+            w->coarse[v] = partition_mi_block(seen);
             seen++;
         } else
-            w->coarse[v] = 2 * seen;
+            w->coarse[v] = partition_segment_block(seen);
     }
     assert(seen == w->k);
 }
@@ -235,8 +264,7 @@ static void partition_place_floating(partition_work *w) {
         for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++) {
             int p = g->pred[q];
             if (P->update[p]) continue;
-            int seg = w->floating[p] ? base[p]
-                                     : (w->coarse[p] & 1 ? w->coarse[p] / 2 + 1 : w->coarse[p] / 2);
+            int seg = w->floating[p] ? base[p] : partition_segment_after(w->coarse[p]);
             if (seg > base[v]) base[v] = seg;
         }
     }
@@ -247,8 +275,7 @@ static void partition_place_floating(partition_work *w) {
         for (size_t q = g->succ_start[v]; q < g->succ_start[v + 1]; q++) {
             int s = g->succ[q];
             if (P->update[s]) continue;
-            int seg =
-                w->floating[s] ? lim[s] : w->coarse[s] / 2; /* MI i: segment i; segment j: j */
+            int seg = w->floating[s] ? lim[s] : partition_segment_before(w->coarse[s]);
             if (seg < lim[v]) lim[v] = seg;
         }
     }
@@ -277,10 +304,11 @@ static void partition_place_floating(partition_work *w) {
         }
         for (size_t q = g->pred_start[v]; q < g->pred_start[v + 1]; q++) {
             int p = g->pred[q];
-            if (!P->update[p] && w->floating[p] && w->coarse[p] / 2 > seg) seg = w->coarse[p] / 2;
+            if (!P->update[p] && w->floating[p] && partition_block_segment(w->coarse[p]) > seg)
+                seg = partition_block_segment(w->coarse[p]);
         }
         assert(seg <= lim[v]);
-        w->coarse[v] = 2 * seg;
+        w->coarse[v] = partition_segment_block(seg);
     }
     free(base), free(lim);
 }
@@ -367,11 +395,13 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
     for (size_t s = 0; s < g->n_storages; s++) {
         const graph_storage *st = &g->storages[s];
         if (st->persistent || st->has_input || first[s] < 0) continue;
-        int a = (first[s] + 1) / 2, b = last[s] / 2; /* segments it may be alive in */
+        /* the segments it may be alive in */
+        int a = partition_segment_after(first[s]), b = partition_segment_before(last[s]);
         atvs[a] += (int64_t)st->size;
         atvs[b + 1] -= (int64_t)st->size;
         int maker = g->model->values[st->root].producer;
-        if (maker >= 0 && P->forward[maker] && last[s] >= 0 && last[s] > 2 * w->pivot)
+        if (maker >= 0 && P->forward[maker] && last[s] >= 0 &&
+            last[s] > partition_segment_block(w->pivot))
             esti_pm += st->size;
     }
     int64_t run = 0, max_atvs = 0;
@@ -395,8 +425,7 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
         /* earliest segment: after every predecessor */
         int e = 0;
         for (size_t q = g->pred_start[u]; q < g->pred_start[u + 1]; q++) {
-            int p = g->pred[q], c = w->coarse[p];
-            int seg = (c & 1) ? c / 2 + 1 : c / 2;
+            int seg = partition_segment_after(w->coarse[g->pred[q]]);
             if (seg > e) e = seg;
         }
         assert(e <= k);
@@ -431,7 +460,7 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
                     int sid = g->touch[q];
                     const graph_storage *st = &g->storages[sid];
                     if (st->persistent || st->has_input || first[sid] < 0) continue;
-                    if (last[sid] < 2 * (b - 1)) held += (double)st->size;
+                    if (last[sid] < partition_segment_block(b - 1)) held += (double)st->size;
                 }
                 if (b - 1 > e && held > held_max) held_max = held;
                 if (b - 1 == e) held_max = held > held_max ? held : held_max;
@@ -443,7 +472,7 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
         }
         case PARTITION_PLACE_COUNT: assert(0); break;
         }
-        w->coarse[u] = 2 * chosen;
+        w->coarse[u] = partition_segment_block(chosen);
     }
     free(atvs), free(mi_before);
 }
@@ -580,7 +609,9 @@ static void partition_tree(partition_work *w) {
         cblock[c] = b;
     }
     for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
-    int fo = 2 * (w->pivot - 1) + 1, bo = 2 * w->pivot + 1; /* outer MI blocks; -1 and nc: none */
+    /* the outer MI blocks, the last forward and the first backward one; -1
+     * and nc: none */
+    int fo = partition_mi_block(w->pivot - 1), bo = partition_mi_block(w->pivot);
     if (fo < -1) fo = -1;
     if (bo > nc) bo = nc;
     int prev_lo = (fo + bo) / 2 + 1, prev_hi = prev_lo - 1; /* covered so far: empty */
@@ -627,8 +658,8 @@ static void partition_tree(partition_work *w) {
         if (n) {
             int bnd[2];
             size_t nbd = 0;
-            if (fo >= 0) bnd[nbd++] = w->mi_list[fo / 2];
-            if (bo < nc) bnd[nbd++] = w->mi_list[bo / 2];
+            if (fo >= 0) bnd[nbd++] = w->mi_list[partition_block_mi(fo)];
+            if (bo < nc) bnd[nbd++] = w->mi_list[partition_block_mi(bo)];
             qsort(members, n, sizeof *members, partition_int_cmp);
             int ig = (int)P->n_nodes;
             partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, &cap);

@@ -225,8 +225,9 @@ static int order_threads(const planner_options *opt) {
     return n > 0 ? (int)n : 1;
 }
 
-static void order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
-                       int *order, planner_order_stats *st) {
+/* Returns the winning partition (the caller frees it). */
+static partition *order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
+                             int *order, planner_order_stats *st) {
     const int *program_pos = ref_pos[0];
     double t0 = roamc_now();
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
@@ -261,9 +262,6 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
                             : cand_i == n_rules ? "as program order"
                                                 : "as LESCEA";
             st->floating = partition_floating_name((partition_floating)fl);
-            st->part_placement = pl, st->part_floating = fl,
-            st->part_reference = cand_i < n_rules ? -1 : cand_i - n_rules;
-            st->has_partition = 1;
         } else
             partition_free(&P);
     }
@@ -330,8 +328,10 @@ static void order_roam(const graph *g, const planner_options *opt, const int *co
     }
     free(pool.tasks), free(pool.how);
     graph_blocks_free(&B);
-    partition_free(P);
     st->t_solve = roamc_now() - t1;
+    partition *tree = xmalloc(sizeof *tree);
+    *tree = best_p;
+    return tree;
 }
 
 /* t_run: when planner_order_run started. */
@@ -360,37 +360,6 @@ static void order_whole_ilp(const graph *g, const planner_options *opt, double t
     st->time_stopped = ir.status == ILP_TIME;
     st->leaves_budget = ir.status == ILP_BUDGET || ir.status == ILP_FAILED;
     st->t_solve = roamc_now() - t0;
-}
-
-int planner_order_partition(const graph *g, const planner_options *opt,
-                            const planner_order_stats *st, struct partition *P, char *err,
-                            size_t errlen) {
-    if (!st->has_partition)
-        return roamc_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
-    size_t n = g->n_ops;
-    int *prog = xmallocarray(n, sizeof *prog), *pos = xmallocarray(n, sizeof *pos);
-    int *ref = NULL, *ref_pos = NULL;
-    graph_program_order(g, prog);
-    for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i;
-    if (st->part_reference >= 0) {
-        /* the reference order of the winning candidate, as order_roam had it */
-        ref = xmallocarray(n, sizeof *ref), ref_pos = xmallocarray(n, sizeof *ref_pos);
-        if (st->part_reference == 0)
-            memcpy(ref, prog, n * sizeof *ref);
-        else
-            graph_order_lescea(g, ref);
-        for (size_t i = 0; i < n; i++) ref_pos[ref[i]] = (int)i;
-    }
-    /* the defaults planner_order_run applied */
-    partition_options po = {.node_limit =
-                                opt->node_limit > 0 ? opt->node_limit : PLANNER_DEFAULT_NODE_LIMIT,
-                            .delay_radius = opt->delay_radius < 0 ? 0 : opt->delay_radius,
-                            .placement = (partition_placement)st->part_placement,
-                            .floating = (partition_floating)st->part_floating,
-                            .reference_pos = ref_pos};
-    partition_build(g, &po, pos, P);
-    free(prog), free(pos), free(ref), free(ref_pos);
-    return 0;
 }
 
 /* Raises st->lower_bound with the exact least live bytes (graph_min_live)
@@ -431,12 +400,13 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
 }
 
 void planner_order_run(const graph *g, const planner_options *opt, int *order,
-                       planner_order_stats *stp) {
+                       planner_order_stats *stp, partition **tree) {
     assert(opt->node_limit >= 1 && opt->delay_radius >= 0 && opt->deadline > 0);
     double t_run = roamc_now(); /* the ordering's share of the time counts from here */
     planner_order_stats local;
     planner_order_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
+    if (tree) *tree = NULL;
     size_t n = g->n_ops;
     int *prog = xmallocarray(n, sizeof *prog), *pos = xmallocarray(n, sizeof *pos);
     int *les = xmallocarray(n, sizeof *les), *les_pos = xmallocarray(n, sizeof *les_pos);
@@ -458,10 +428,15 @@ void planner_order_run(const graph *g, const planner_options *opt, int *order,
         memcpy(order, prog, n * sizeof *order), st->source = "program";
         break;
     case PLANNER_ORDER_LESCEA: memcpy(order, les, n * sizeof *order), st->source = "lescea"; break;
-    case PLANNER_ORDER_ROAM:
-        order_roam(g, opt, ref_pos, order, st);
+    case PLANNER_ORDER_ROAM: {
+        partition *P = order_roam(g, opt, ref_pos, order, st);
+        if (tree)
+            *tree = P, P = NULL;
+        else
+            partition_free(P), free(P);
         st->source = "roam";
         break;
+    }
     case PLANNER_ORDER_ILP:
         order_whole_ilp(g, opt, t_run, best_heur, order, st);
         /* The ILP hands back its warm start when it finds nothing better

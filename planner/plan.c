@@ -81,6 +81,8 @@ void plan_free(plan *p) {
     free(p->end);
     free(p->offsets);
     free(p->ostats);
+    if (p->tree) partition_free(p->tree);
+    free(p->tree);
     if (p->own_graph) graph_free(p->own_graph);
     free(p->own_graph);
     memset(p, 0, sizeof *p);
@@ -194,18 +196,15 @@ static void plan_ilp_fallback(plan *p) {
 /* ROAM's tree-based layout (paper IV-B): each storage in the group of the
  * leaf subgraph partition_layout_groups gives it, persistent ones at the
  * bottom, laid out by layout_roam within work (seconds: backstop).  Writes
- * offsets and returns the height, UINT64_MAX when it could not run. */
+ * offsets and returns the height. */
 static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work, double seconds,
                                  uint64_t *offsets) {
     const graph *g = p->g;
     size_t ns = g->n_storages;
-    partition P;
-    char err[256];
-    if (planner_order_partition(g, &p->opt, p->ostats, &P, err, sizeof err)) return UINT64_MAX;
     int *group = xmallocarray(ns, sizeof *group);
     bool *act = xmallocarray(ns, sizeof *act);
     unsigned char *low = xmalloc(ns);
-    int ng = partition_layout_groups(g, &P, p->order, p->start, p->end, group, act);
+    int ng = partition_layout_groups(g, p->tree, p->order, p->start, p->end, group, act);
     unsigned *flags = xcalloc((size_t)ng, sizeof *flags);
     flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
     for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];
@@ -229,7 +228,6 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
         plan_time_cut(p, "layout: the tree layout stopped");
     }
     free(group), free(act), free(low), free(flags);
-    partition_free(&P);
     return h;
 }
 
@@ -281,7 +279,7 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
          * backstop; its work budget apart), then the global engine
          * warm-started from it, which never returns anything higher. */
         uint64_t *tree = NULL, th = UINT64_MAX;
-        if (p->opt.order == PLANNER_ORDER_ROAM && p->ostats && p->ostats->has_partition) {
+        if (p->tree) {
             tree = xmallocarray(g->n_storages, sizeof *tree);
             double t0 = roamc_now();
             th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
@@ -387,7 +385,7 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
     /* Every order goes through the ordering driver (planner/order.c), which
      * also measures program order and LESCEA for the report. */
     p->ostats = xcalloc(1, sizeof *p->ostats);
-    planner_order_run(g, opt, p->order, p->ostats);
+    planner_order_run(g, opt, p->order, p->ostats, &p->tree);
     graph_lifetimes(g, p->order, p->start, p->end);
     p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
     p->lower_bound = graph_lower_bound(g);

@@ -108,13 +108,9 @@ int plan_write(const plan *p, const char *model_path, const char *path, char *er
 }
 
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
-    if (!p->ostats || !p->ostats->has_partition)
+    if (!p->tree)
         return roamc_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
-    partition P;
-    if (planner_order_partition(p->g, &p->opt, p->ostats, &P, err, errlen)) return -1;
-    int rc = partition_dump_tree(&P, p->g, f, err, errlen);
-    partition_free(&P);
-    return rc;
+    return partition_dump_tree(p->tree, p->g, f, err, errlen);
 }
 
 /* --dump-buffers: the plan's layout problem in the buffer CSV of DESIGN.md,

@@ -15,6 +15,8 @@
 #include "base.h"
 #include "graph.h"
 
+struct partition; /* partition/partition.h */
+
 typedef enum planner_order {
     PLANNER_ORDER_PROGRAM, /* node order of the file */
     PLANNER_ORDER_LESCEA,  /* list scheduling, least memory increase first */
@@ -153,7 +155,10 @@ typedef struct plan {
      * fastest valid plan (opt then says program order, bestfit layout) */
     int time_short;
     char time_cut[256]; /* the stages the time limit cut short, "; "-separated, or "" */
-    struct planner_order_stats *ostats; /* order roam/ilp: how the order was found, else NULL */
+    struct planner_order_stats *ostats; /* how the order was found (planner_order_run) */
+    /* order roam: the subgraph tree the order was built on (layout roam's
+     * groups, --dump-tree), else NULL; freed with the plan */
+    struct partition *tree;
     graph *own_graph; /* opt.retain_gradients: the graph built for it (g), freed with the plan */
 } plan;
 
@@ -198,9 +203,8 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
 /* The same file into f (an output of a planner_output_set).  Returns 0, -1
  * on a write error. */
 int plan_write_stream(const plan *p, const char *model_path, FILE *f);
-/* --dump-tree: the subgraph tree of a plan ordered by roam (rebuilt from its
- * statistics, planner_order_partition) as JSON into f.  Returns 0, or -1
- * with a message. */
+/* --dump-tree: the subgraph tree of a plan ordered by roam (p->tree) as JSON
+ * into f.  Returns 0, or -1 with a message. */
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen);
 
 /* An output file written all or nothing (planner/output.c), the one way
@@ -425,28 +429,16 @@ typedef struct planner_order_stats {
         candidates_tried; /* roam: partition candidates, and how many the time limit let run */
     int threads;
     double t_partition, t_solve; /* seconds */
-    /* order roam: the winning candidate partition, for planner_order_partition */
-    int has_partition;
-    int part_placement, part_floating; /* partition_placement, partition_floating */
-    int part_reference;                /* its reference order: -1 none, 0 program, 1 LESCEA */
 } planner_order_stats;
 
 /* Orders g by opt->order (PROGRAM, LESCEA, ROAM or ILP) into order (n_ops
  * ops); st (may be NULL) gets the statistics.  Never worse than the better
  * of program order and LESCEA for ROAM and ILP.  opt as plan_build passes
  * it: node_limit >= 1, delay_radius >= 0, deadline set (roamc_now()'s
- * clock). */
+ * clock).  tree (may be NULL): with order ROAM, *tree gets the partition
+ * (subgraph tree) the order was built on, which the caller owns (free it
+ * with partition_free, then free); with any other order, NULL. */
 void planner_order_run(const graph *g, const planner_options *opt, int *order,
-                       planner_order_stats *st);
-
-/* The partition (subgraph tree) that order roam chose, rebuilt from st (a
- * planner_order_run result with st->has_partition) with the same options:
- * the same tree, deterministically.  The caller frees it with
- * partition_free (partition/partition.h).  Returns 0, or -1 with a message
- * in err. */
-struct partition;
-int planner_order_partition(const graph *g, const planner_options *opt,
-                            const planner_order_stats *st, struct partition *P, char *err,
-                            size_t errlen);
+                       planner_order_stats *st, struct partition **tree);
 
 #endif

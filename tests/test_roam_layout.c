@@ -218,19 +218,19 @@ static void test_model_groups_and_plan(void **state) {
     assert_true(p.actual == p.tree_layout.global_height || p.actual == p.tree_layout.tree_height);
     assert_int_equal(plan_validate(&p, err, sizeof err), 0);
 
-    partition P;
-    assert_int_equal(planner_order_partition(&g, &o, p.ostats, &P, err, sizeof err), 0);
+    assert_non_null(p.tree);
+    const partition *P = p.tree;
     int *group = malloc(g.n_storages * sizeof *group);
     bool *act = malloc(g.n_storages * sizeof *act);
-    int ng = partition_layout_groups(&g, &P, p.order, p.start, p.end, group, act);
+    int ng = partition_layout_groups(&g, P, p.order, p.start, p.end, group, act);
     assert_true(ng >= 2);
     /* leaf of every op, from the tree */
     int *leaf = malloc(g.n_ops * sizeof *leaf);
     for (size_t v = 0; v < g.n_ops; v++) leaf[v] = -1;
     int nl = 0;
-    for (size_t i = 0; i < P.n_nodes; i++)
-        if (P.nodes[i].n_children == 0 && (i > 0 || P.n_nodes == 1)) {
-            for (size_t k = 0; k < P.nodes[i].n_ops; k++) leaf[P.nodes[i].ops[k]] = nl;
+    for (size_t i = 0; i < P->n_nodes; i++)
+        if (P->nodes[i].n_children == 0 && (i > 0 || P->n_nodes == 1)) {
+            for (size_t k = 0; k < P->nodes[i].n_ops; k++) leaf[P->nodes[i].ops[k]] = nl;
             nl++;
         }
     assert_int_equal(ng, nl + 1);
@@ -242,11 +242,11 @@ static void test_model_groups_and_plan(void **state) {
         }
         int c = p.order[p.start[s]], f = p.order[p.end[s]];
         int want = leaf[c] == leaf[f] ? leaf[c]
-                   : !P.forward[c]    ? leaf[c]
-                   : !P.forward[f]    ? leaf[f]
+                   : !P->forward[c]   ? leaf[c]
+                   : !P->forward[f]   ? leaf[f]
                                       : -1;
         assert_int_equal(group[s], want);
-        assert_int_equal(act[s], P.forward[c] && !P.forward[f]);
+        assert_int_equal(act[s], P->forward[c] && !P->forward[f]);
         shared += leaf[c] != leaf[f];
     }
     print_message(
@@ -254,7 +254,6 @@ static void test_model_groups_and_plan(void **state) {
         shared, (unsigned long long)p.tree_layout.tree_height,
         (unsigned long long)p.tree_layout.global_height, p.tree_layout.winner);
     free(group), free(act), free(leaf);
-    partition_free(&P);
     plan_free(&p);
     graph_free(&g);
     fe_free(&m);
