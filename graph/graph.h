@@ -148,6 +148,14 @@ uint64_t graph_lower_bound(const graph *g);
  * the lowest op index (program order).  Writes n_ops op indices into order. */
 void graph_order_lescea(const graph *g, int *order);
 
+/* One step of a transitive closure over bitsets (w 64-bit words per op):
+ * adds to op v's set (sets + v * w) every neighbour u in adj[start[v] ..
+ * start[v+1]) and u's own set.  Called for every op in topological order
+ * with predecessors as neighbours (a graph's pred_start/pred, or a leaf's)
+ * it gives the ancestors; in reverse order with successors, the
+ * descendants.  O(neighbours x w). */
+void graph_closure_join(uint64_t *sets, size_t w, int v, const size_t *start, const int *adj);
+
 /* A lower bound of the theoretical peak over all schedules, at least
  * graph_lower_bound: at every op v, the storages live in every order: those
  * v touches, the persistent ones, and every storage made by an ancestor of

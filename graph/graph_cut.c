@@ -209,13 +209,19 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
     return result;
 }
 
+/* The capacity that stands for infinity: above every cut of finite
+ * edges.  Capacities are doubles in igraph, so every sum must stay an exact
+ * integer: 0 when the storages add up to 2^51 or more. */
+static double cut_infinity(const graph *g) {
+    double total = 0;
+    for (size_t s = 0; s < g->n_storages; s++) total += (double)g->storages[s].size;
+    return total >= 9007199254740992.0 / 4 ? 0 : 2 * total + 1;
+}
+
 uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
     size_t ns = g->n_storages;
-    /* Capacities are doubles in igraph: every sum must stay an exact integer. */
-    double total = 0;
-    for (size_t s = 0; s < ns; s++) total += (double)g->storages[s].size;
-    if (total >= 9007199254740992.0 / 4) return 0;
-    double inf = 2 * total + 1;
+    double inf = cut_infinity(g);
+    if (inf == 0) return 0;
 
     graph_touchers T;
     graph_touchers_build(g, &T);
@@ -253,10 +259,8 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
  * joins when the bound with it is higher than without. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     size_t n = g->n_ops, ns = g->n_storages;
-    double total = 0;
-    for (size_t s = 0; s < ns; s++) total += (double)g->storages[s].size;
-    if (total >= 9007199254740992.0 / 4) return 0;
-    double inf = 2 * total + 1;
+    double inf = cut_infinity(g);
+    if (inf == 0) return 0;
 
     graph_touchers T;
     graph_touchers_build(g, &T);

@@ -36,6 +36,16 @@ void graph_touchers_free(graph_touchers *t) {
     memset(t, 0, sizeof *t);
 }
 
+void graph_closure_join(uint64_t *sets, size_t w, int v, const size_t *start, const int *adj) {
+    uint64_t *b = sets + (size_t)v * w;
+    for (size_t k = start[v]; k < start[v + 1]; k++) {
+        int u = adj[k];
+        const uint64_t *bu = sets + (size_t)u * w;
+        for (size_t x = 0; x < w; x++) b[x] |= bu[x];
+        b[u / 64] |= 1ull << (u % 64);
+    }
+}
+
 /* The sum below is taken per storage, not per op: for each storage the
  * set of ops where it counts is a bitset expression (descendants of its
  * maker, and ancestors of one of its touchers, less its touchers), whose
@@ -54,26 +64,8 @@ uint64_t graph_order_lower_bound(const graph *g, size_t max_ops) {
     graph_touchers T;
     graph_touchers_build(g, &T);
     graph_program_order(g, topo);
-    for (size_t i = n; i-- > 0;) {
-        int v = topo[i];
-        uint64_t *d = desc + (size_t)v * w;
-        for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++) {
-            int s = g->succ[k];
-            const uint64_t *ds = desc + (size_t)s * w;
-            for (size_t x = 0; x < w; x++) d[x] |= ds[x];
-            d[s / 64] |= 1ull << (s % 64);
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        int v = topo[i];
-        uint64_t *a = anc + (size_t)v * w;
-        for (size_t k = g->pred_start[v]; k < g->pred_start[v + 1]; k++) {
-            int p = g->pred[k];
-            const uint64_t *ap = anc + (size_t)p * w;
-            for (size_t x = 0; x < w; x++) a[x] |= ap[x];
-            a[p / 64] |= 1ull << (p % 64);
-        }
-    }
+    for (size_t i = n; i-- > 0;) graph_closure_join(desc, w, topo[i], g->succ_start, g->succ);
+    for (size_t i = 0; i < n; i++) graph_closure_join(anc, w, topo[i], g->pred_start, g->pred);
     /* at v: the storages v touches, and every other storage s made before
      * v (an input, or made by an ancestor of v) that is used after v (it
      * outlives the step, or a descendant of v touches it) */

@@ -82,6 +82,14 @@ static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
     return a;
 }
 
+/* graph_closure_join, then the size of v's set. */
+static int ilp_count_joined(uint64_t *sets, size_t w, int v, const size_t *start, const int *adj) {
+    graph_closure_join(sets, w, v, start, adj);
+    int c = 0;
+    for (size_t x = 0; x < w; x++) c += __builtin_popcountll(sets[(size_t)v * w + x]);
+    return c;
+}
+
 /* ASAP/ALAP from ancestor and descendant counts (bitsets, n <= ILP_MAX_OPS)
  * and the column layout. */
 static void ilp_model_init(const graph_leaf *L, ilp_model *m) {
@@ -103,31 +111,11 @@ static void ilp_model_init(const graph_leaf *L, ilp_model *m) {
             if (--indeg[L->succ[k]] == 0) topo[tail++] = L->succ[k];
     }
     assert(tail == n);
-    for (size_t i = 0; i < n; i++) { /* ancestors */
-        int v = topo[i];
-        uint64_t *b = bits + (size_t)v * w;
-        for (size_t k = L->pred_start[v]; k < L->pred_start[v + 1]; k++) {
-            int p = L->pred[k];
-            for (size_t x = 0; x < w; x++) b[x] |= bits[(size_t)p * w + x];
-            b[p / 64] |= 1ull << (p % 64);
-        }
-        int c = 0;
-        for (size_t x = 0; x < w; x++) c += __builtin_popcountll(b[x]);
-        m->asap[v] = c;
-    }
+    for (size_t i = 0; i < n; i++) /* ancestors */
+        m->asap[topo[i]] = ilp_count_joined(bits, w, topo[i], L->pred_start, L->pred);
     memset(bits, 0, n * w * sizeof *bits);
-    for (size_t i = n; i-- > 0;) { /* descendants */
-        int v = topo[i];
-        uint64_t *b = bits + (size_t)v * w;
-        for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++) {
-            int s = L->succ[k];
-            for (size_t x = 0; x < w; x++) b[x] |= bits[(size_t)s * w + x];
-            b[s / 64] |= 1ull << (s % 64);
-        }
-        int c = 0;
-        for (size_t x = 0; x < w; x++) c += __builtin_popcountll(b[x]);
-        m->alap[v] = (int)n - 1 - c;
-    }
+    for (size_t i = n; i-- > 0;) /* descendants */
+        m->alap[topo[i]] = (int)n - 1 - ilp_count_joined(bits, w, topo[i], L->succ_start, L->succ);
     free(bits), free(topo), free(indeg);
     int col = 1;
     /* D[v,t] for t in asap..alap-1: at alap, v has run (D = 1) */
@@ -369,6 +357,104 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
     free(start), free(end);
 }
 
+/* The columns of m in a new GLPK problem: D binary, p in [0, 1] (1 for a
+ * storage live through the leaf), the peak >= 0 as the objective. */
+static glp_prob *ilp_create_columns(const ilp_model *m) {
+    const graph_leaf *L = m->L;
+    glp_prob *P = glp_create_prob();
+    glp_set_obj_dir(P, GLP_MIN);
+    glp_add_cols(P, m->n_cols);
+    for (int c = 1; c < m->peak_col; c++) glp_set_col_bnds(P, c, GLP_DB, 0.0, 1.0);
+    for (size_t v = 0; v < m->n; v++)
+        for (int t = m->asap[v]; t < m->alap[v]; t++)
+            glp_set_col_kind(P, ilp_d(m, (int)v, t), GLP_BV);
+    for (size_t j = 0; j < L->n_st; j++)
+        if (L->live_in[j] && L->live_out[j])
+            for (int t = m->lo[j]; t <= m->hi[j]; t++)
+                glp_set_col_bnds(P, ilp_p(m, (int)j, t), GLP_FX, 1.0, 1.0);
+    glp_set_col_bnds(P, m->peak_col, GLP_LO, 0.0, 0.0);
+    glp_set_obj_coef(P, m->peak_col, 1.0);
+    return P;
+}
+
+/* GLPK's incumbent as a leaf order (each op's step is the first where
+ * D = 1), taken into order and r->peak when it is a valid order with a
+ * lower peak than r->peak. */
+static void ilp_take_incumbent(glp_prob *P, const ilp_model *m, int *order, ilp_order_result *r) {
+    size_t n = m->n;
+    int *steps = xmallocarray(n, sizeof *steps), *cand = xmallocarray(n, sizeof *cand);
+    for (size_t v = 0; v < n; v++) {
+        int t = m->asap[v];
+        while (t < m->alap[v] && glp_mip_col_val(P, ilp_d(m, (int)v, t)) < 0.5) t++;
+        steps[v] = t;
+    }
+    for (size_t s = 0; s < n; s++) cand[s] = -1;
+    bool perm = true;
+    for (size_t v = 0; v < n && perm; v++) {
+        if (cand[steps[v]] >= 0)
+            perm = false;
+        else
+            cand[steps[v]] = (int)v;
+    }
+    if (perm && graph_leaf_order_valid(m->L, cand)) {
+        uint64_t pk = graph_leaf_peak(m->L, cand);
+        if (pk < r->peak) {
+            r->peak = pk;
+            memcpy(order, cand, n * sizeof *order);
+        }
+    }
+    free(steps), free(cand);
+}
+
+/* The root LP, under what is left of the time before deadline less the
+ * set-up glp_simplex does before its own clock starts (it copies the whole
+ * matrix: on a model of millions of nonzeros as long as building it took);
+ * not started when not even the set-up would fit.  Returns glp_simplex's
+ * code (GLP_ETMLIM when not started). */
+static int ilp_root_lp(glp_prob *P, double deadline, double t_built, double setup) {
+    double left = deadline - t_built;
+    glp_smcp sp;
+    glp_init_smcp(&sp);
+    sp.msg_lev = GLP_MSG_OFF;
+    sp.tm_lim = left > 2e6 ? INT32_MAX : left - setup >= 0.001 ? (int)(1000.0 * (left - setup)) : 1;
+    return left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
+}
+
+/* Branch and bound from the solved root LP (solved at t_root, in
+ * t_root - t_built seconds after a set-up of about setup) under cb's node
+ * budget, goal and deadline; takes a better incumbent into order and sets
+ * r->status and r->nodes. */
+static void ilp_branch_and_bound(glp_prob *P, const ilp_model *m, ilp_cb *cb, double t_built,
+                                 double t_root, double setup, int *order, ilp_order_result *r) {
+    glp_iocp ip;
+    glp_init_iocp(&ip);
+    ip.msg_lev = GLP_MSG_OFF;
+    /* GLPK's own presolver would solve the root LP again, under no limit at
+     * all; the root LP is solved already */
+    ip.presolve = GLP_OFF;
+    double left = cb->time.deadline - t_root;
+    ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
+    /* the first node LP re-solves the root from its optimal basis: at most
+     * the set-up, and not longer than the root LP took */
+    glpk_backstop_calibrate(&cb->time, t_root - t_built < setup ? t_root - t_built : setup,
+                            t_root - t_built, glp_get_it_cnt(P));
+    ip.cb_func = ilp_callback;
+    ip.cb_info = cb;
+    ip.mip_gap = 0.0;
+    int ret = glp_intopt(P, &ip);
+    r->nodes = cb->nodes;
+    int ms = glp_mip_status(P);
+    if (ms == GLP_OPT || ms == GLP_FEAS) ilp_take_incumbent(P, m, order, r);
+    if (ms == GLP_OPT || cb->bound_met)
+        r->status = ILP_OPTIMAL;
+    else if (ret == GLP_ETMLIM || cb->time.fired)
+        r->status = ILP_TIME;
+    else if (cb->budget_spent)
+        r->status = ILP_BUDGET;
+    else
+        r->status = ILP_FAILED;
+}
+
 void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
                     ilp_order_result *r) {
     size_t n = L->n_ops;
@@ -396,99 +482,26 @@ void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_option
         return;
     }
     glp_term_out(GLP_OFF);
-    glp_prob *P = glp_create_prob();
-    glp_set_obj_dir(P, GLP_MIN);
-    glp_add_cols(P, m.n_cols);
-    for (int c = 1; c < m.peak_col; c++) glp_set_col_bnds(P, c, GLP_DB, 0.0, 1.0);
-    for (size_t v = 0; v < n; v++)
-        for (int t = m.asap[v]; t < m.alap[v]; t++)
-            glp_set_col_kind(P, ilp_d(&m, (int)v, t), GLP_BV);
-    for (size_t j = 0; j < L->n_st; j++)
-        if (L->live_in[j] && L->live_out[j])
-            for (int t = m.lo[j]; t <= m.hi[j]; t++)
-                glp_set_col_bnds(P, ilp_p(&m, (int)j, t), GLP_FX, 1.0, 1.0);
-    glp_set_col_bnds(P, m.peak_col, GLP_LO, 0.0, 0.0);
-    glp_set_obj_coef(P, m.peak_col, 1.0);
+    glp_prob *P = ilp_create_columns(&m);
     double *cols = xmallocarray((size_t)m.n_cols + 1, sizeof *cols);
-    int *steps = xmallocarray(n, sizeof *steps), *cand = xmallocarray(n, sizeof *cand);
     if (ilp_build_rows(P, &m, deadline)) /* the deadline passed while building */
         r->status = ILP_TIME;            /* the warm start stands */
     else {
         ilp_order_to_cols(&m, warm, cols);
-        /* glp_simplex counts tm_lim from the end of its set-up, which
-         * copies the whole matrix: on a model of millions of nonzeros as
-         * long as building it took.  So it gets the time left less that,
-         * and does not start when not even the set-up would fit. */
         double t_built = roamc_now();
         double setup = ILP_SETUP_PER_BUILD * (t_built - t_call);
-        double left = deadline - t_built;
-        glp_smcp sp;
-        glp_init_smcp(&sp);
-        sp.msg_lev = GLP_MSG_OFF;
-        sp.tm_lim = left > 2e6              ? INT32_MAX
-                    : left - setup >= 0.001 ? (int)(1000.0 * (left - setup))
-                                            : 1;
         ilp_cb cb = {.warm = cols,
                      .goal = (double)goal / m.scale,
                      .budget = o->node_budget,
                      .time = {.deadline = deadline}};
-        int lp = left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
+        int lp = ilp_root_lp(P, deadline, t_built, setup);
         double t_root = roamc_now();
-        if (lp != 0 || glp_get_status(P) != GLP_OPT) {
+        if (lp != 0 || glp_get_status(P) != GLP_OPT)
             r->status = lp == GLP_ETMLIM ? ILP_TIME : ILP_FAILED;
-        } else {
-            glp_iocp ip;
-            glp_init_iocp(&ip);
-            ip.msg_lev = GLP_MSG_OFF;
-            /* GLPK's own presolver would solve the root LP again, under no
-             * limit at all; the root LP is solved above */
-            ip.presolve = GLP_OFF;
-            left = deadline - t_root;
-            ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
-            /* the first node LP re-solves the root from its optimal basis:
-             * at most the set-up, and not longer than the root LP took */
-            glpk_backstop_calibrate(&cb.time, t_root - t_built < setup ? t_root - t_built : setup,
-                                    t_root - t_built, glp_get_it_cnt(P));
-            ip.cb_func = ilp_callback;
-            ip.cb_info = &cb;
-            ip.mip_gap = 0.0;
-            int ret = glp_intopt(P, &ip);
-            r->nodes = cb.nodes;
-            int ms = glp_mip_status(P);
-            if (ms == GLP_OPT || ms == GLP_FEAS) {
-                /* decode: each op's step is the first where D = 1 */
-                for (size_t v = 0; v < n; v++) {
-                    int t = m.asap[v];
-                    while (t < m.alap[v] && glp_mip_col_val(P, ilp_d(&m, (int)v, t)) < 0.5) t++;
-                    steps[v] = t;
-                }
-                for (size_t s = 0; s < n; s++) cand[s] = -1;
-                bool perm = true;
-                for (size_t v = 0; v < n && perm; v++) {
-                    if (cand[steps[v]] >= 0)
-                        perm = false;
-                    else
-                        cand[steps[v]] = (int)v;
-                }
-                if (perm && graph_leaf_order_valid(L, cand)) {
-                    uint64_t pk = graph_leaf_peak(L, cand);
-                    if (pk < r->peak) {
-                        r->peak = pk;
-                        memcpy(order, cand, n * sizeof *order);
-                    }
-                }
-            }
-            if (ms == GLP_OPT || cb.bound_met)
-                r->status = ILP_OPTIMAL;
-            else if (ret == GLP_ETMLIM || cb.time.fired)
-                r->status = ILP_TIME;
-            else if (cb.budget_spent)
-                r->status = ILP_BUDGET;
-            else
-                r->status = ILP_FAILED;
-        }
+        else
+            ilp_branch_and_bound(P, &m, &cb, t_built, t_root, setup, order, r);
     }
     ilp_delete(P);
-    free(cols), free(steps), free(cand);
+    free(cols);
     ilp_model_free(&m);
 }

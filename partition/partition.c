@@ -560,127 +560,162 @@ static void partition_split(partition *P, int ig, const int *ops_by_block,
     free(buf);
 }
 
+/* Ops by coarse block and by final block, and the storages' coarse spans,
+ * for partition_tree. */
+typedef struct partition_tree_index {
+    int nc, nb;              /* coarse and final blocks */
+    size_t *cstart, *bstart; /* ops of coarse block c: cops[cstart[c] .. cstart[c+1]) */
+    int *cops, *bops;        /* and of final block b: bops[bstart[b] .. bstart[b+1]) */
+    /* first final block of each coarse block: partition_blocks numbers the
+     * final blocks in coarse order, so the members of a coarse range are a
+     * range of final blocks, found without a pass over all of them for each
+     * independent subgraph (a graph with many has as many passes) */
+    int *cblock;
+    int32_t *first, *last; /* partition_spans over all ops */
+} partition_tree_index;
+
+static void partition_tree_index_init(const partition_work *w, partition_tree_index *x) {
+    const graph *g = w->g;
+    const partition *P = w->P;
+    int nc = x->nc = w->n_coarse, nb = x->nb = P->n_blocks;
+    x->cstart = xcalloc((size_t)nc + 1, sizeof *x->cstart);
+    x->bstart = xcalloc((size_t)nb + 1, sizeof *x->bstart);
+    x->cops = xmallocarray(g->n_ops, sizeof *x->cops);
+    x->bops = xmallocarray(g->n_ops, sizeof *x->bops);
+    x->cblock = xmallocarray((size_t)nc + 1, sizeof *x->cblock);
+    x->first = xmallocarray(g->n_storages + 1, sizeof *x->first);
+    x->last = xmallocarray(g->n_storages + 1, sizeof *x->last);
+    int *coarse_of_block = xmallocarray((size_t)nb + 1, sizeof *coarse_of_block);
+    for (size_t v = 0; v < g->n_ops; v++)
+        x->cstart[w->coarse[v] + 1]++, x->bstart[P->block[v] + 1]++;
+    for (int c = 0; c < nc; c++) x->cstart[c + 1] += x->cstart[c];
+    for (int b = 0; b < nb; b++) x->bstart[b + 1] += x->bstart[b];
+    size_t *cp = xcalloc((size_t)nc + 1, sizeof *cp), *bp = xcalloc((size_t)nb + 1, sizeof *bp);
+    memcpy(cp, x->cstart, (size_t)nc * sizeof *cp), memcpy(bp, x->bstart, (size_t)nb * sizeof *bp);
+    for (size_t v = 0; v < g->n_ops; v++) {
+        x->cops[cp[w->coarse[v]]++] = (int)v;
+        x->bops[bp[P->block[v]]++] = (int)v;
+        coarse_of_block[P->block[v]] = w->coarse[v];
+    }
+    free(cp), free(bp);
+    partition_spans(w, false, x->first, x->last);
+    for (int c = 0, b = 0; c <= nc; c++) {
+        while (b < nb && coarse_of_block[b] < c) b++;
+        x->cblock[c] = b;
+    }
+    for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
+    free(coarse_of_block);
+}
+
+static void partition_tree_index_free(partition_tree_index *x) {
+    free(x->cstart), free(x->bstart), free(x->cops), free(x->bops), free(x->cblock);
+    free(x->first), free(x->last);
+}
+
+/* Extends [*lo, *hi] over the coarse spans of the activations (storages
+ * neither persistent nor inputs) that the ops of coarse block c touch. */
+static void partition_reach(const graph *g, const partition_tree_index *x, int c, int *lo,
+                            int *hi) {
+    for (size_t j = x->cstart[c]; j < x->cstart[c + 1]; j++) {
+        int v = x->cops[j];
+        for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
+            int s = g->touch[q];
+            const graph_storage *st = &g->storages[s];
+            if (st->persistent || st->has_input) continue;
+            if (x->first[s] < *lo) *lo = x->first[s];
+            if (x->last[s] > *hi) *hi = x->last[s];
+        }
+    }
+}
+
+/* Moves the outer MI blocks *fo and *bo outwards, one MI op at a time on
+ * the side that needs it, until no activation touched between them (the
+ * new coarse blocks outside [prev_lo, prev_hi], covered already) reaches
+ * past them. */
+static void partition_widen(const graph *g, const partition_tree_index *x, int prev_lo, int prev_hi,
+                            int *fo, int *bo) {
+    int lo_need = INT32_MAX, hi_need = -1, added_lo = prev_lo, added_hi = prev_hi;
+    for (;;) {
+        for (int c = added_lo - 1; c > *fo; c--) partition_reach(g, x, c, &lo_need, &hi_need);
+        for (int c = added_hi + 1; c < *bo; c++) partition_reach(g, x, c, &lo_need, &hi_need);
+        added_lo = *fo + 1, added_hi = *bo - 1;
+        bool grow_f = *fo >= 0 && lo_need < *fo, grow_b = *bo < x->nc && hi_need > *bo;
+        if (!grow_f && !grow_b) break;
+        if (grow_f) *fo = *fo - 2 < -1 ? -1 : *fo - 2;
+        if (grow_b) *bo = *bo + 2 > x->nc ? x->nc : *bo + 2;
+    }
+}
+
+/* Adds the independent subgraph of the coarse blocks (fo, prev_lo) and
+ * (prev_hi, bo), bounded by the MI ops of fo and bo, and its dependent
+ * subgraphs when it has more than node_limit ops.  members and blist are
+ * scratch (n_ops and n_blocks entries). */
+static void partition_emit_independent(partition_work *w, const partition_tree_index *x, int fo,
+                                       int bo, int prev_lo, int prev_hi, int *members, int *blist,
+                                       size_t *cap) {
+    partition *P = w->P;
+    size_t limit = (size_t)w->opt->node_limit, n = 0, nbl = 0;
+    int ranges[2][2] = {{x->cblock[fo + 1], x->cblock[prev_lo]},
+                        {x->cblock[prev_hi + 1], x->cblock[bo]}};
+    for (int r = 0; r < 2; r++)
+        for (int b = ranges[r][0]; b < ranges[r][1]; b++) {
+            blist[nbl++] = b;
+            for (size_t j = x->bstart[b]; j < x->bstart[b + 1]; j++) members[n++] = x->bops[j];
+        }
+    if (!n) return;
+    int bnd[2];
+    size_t nbd = 0;
+    if (fo >= 0) bnd[nbd++] = w->mi_list[partition_block_mi(fo)];
+    if (bo < x->nc) bnd[nbd++] = w->mi_list[partition_block_mi(bo)];
+    qsort(members, n, sizeof *members, partition_int_cmp);
+    int ig = (int)P->n_nodes;
+    partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, cap);
+    P->n_independent++;
+    if (n > limit) {
+        size_t before = P->n_nodes;
+        partition_split(P, ig, x->bops, x->bstart, blist, nbl, limit, cap);
+        P->n_dependent += P->n_nodes - before;
+        for (size_t i = before; i < P->n_nodes; i++)
+            if (P->nodes[i].n_ops > P->largest_leaf) P->largest_leaf = P->nodes[i].n_ops;
+    } else if (n > P->largest_leaf)
+        P->largest_leaf = n;
+}
+
 /* Algorithm 1: widen from the loss outwards until no activation crosses
  * the range [fo, bo] of coarse blocks (fo, bo: the outer MI boundaries),
  * emit that independent subgraph, continue outside it. */
 static void partition_tree(partition_work *w) {
     const graph *g = w->g;
     partition *P = w->P;
-    size_t cap = 0, limit = (size_t)w->opt->node_limit;
-    {
-        int *all = xmallocarray(g->n_ops, sizeof *all);
-        for (size_t i = 0; i < g->n_ops; i++) all[i] = (int)i;
-        partition_add_node(P, PARTITION_ROOT, -1, all, g->n_ops, NULL, 0, &cap);
-        free(all);
-    }
-    if (g->n_ops <= limit) {
+    size_t cap = 0;
+    int *all = xmallocarray(g->n_ops, sizeof *all);
+    for (size_t i = 0; i < g->n_ops; i++) all[i] = (int)i;
+    partition_add_node(P, PARTITION_ROOT, -1, all, g->n_ops, NULL, 0, &cap);
+    free(all);
+    if (g->n_ops <= (size_t)w->opt->node_limit) {
         P->largest_leaf = g->n_ops;
         return;
     }
-    /* ops by coarse block and by final block */
-    int nc = w->n_coarse, nb = P->n_blocks;
-    size_t *cstart = xcalloc((size_t)nc + 1, sizeof *cstart),
-           *bstart = xcalloc((size_t)nb + 1, sizeof *bstart);
-    int *cops = xmallocarray(g->n_ops, sizeof *cops), *bops = xmallocarray(g->n_ops, sizeof *bops);
-    int *coarse_of_block = xmallocarray((size_t)nb + 1, sizeof *coarse_of_block);
-    int32_t *first = xmallocarray(g->n_storages + 1, sizeof *first),
-            *last = xmallocarray(g->n_storages + 1, sizeof *last);
-    int *members = xmallocarray(g->n_ops, sizeof *members),
-        *blist = xmallocarray((size_t)nb + 1, sizeof *blist);
-    /* first final block of each coarse block: partition_blocks numbers the
-     * final blocks in coarse order, so the members of a coarse range are a
-     * range of final blocks, found without a pass over all of them for each
-     * independent subgraph (a graph with many has as many passes) */
-    int *cblock = xmallocarray((size_t)nc + 1, sizeof *cblock);
-    for (size_t v = 0; v < g->n_ops; v++) cstart[w->coarse[v] + 1]++, bstart[P->block[v] + 1]++;
-    for (int c = 0; c < nc; c++) cstart[c + 1] += cstart[c];
-    for (int b = 0; b < nb; b++) bstart[b + 1] += bstart[b];
-    size_t *cp = xcalloc((size_t)nc + 1, sizeof *cp), *bp = xcalloc((size_t)nb + 1, sizeof *bp);
-    memcpy(cp, cstart, (size_t)nc * sizeof *cp), memcpy(bp, bstart, (size_t)nb * sizeof *bp);
-    for (size_t v = 0; v < g->n_ops; v++) {
-        cops[cp[w->coarse[v]]++] = (int)v;
-        bops[bp[P->block[v]]++] = (int)v;
-        coarse_of_block[P->block[v]] = w->coarse[v];
-    }
-    free(cp), free(bp);
-    partition_spans(w, false, first, last);
-    for (int c = 0, b = 0; c <= nc; c++) {
-        while (b < nb && coarse_of_block[b] < c) b++;
-        cblock[c] = b;
-    }
-    for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
+    partition_tree_index x;
+    partition_tree_index_init(w, &x);
+    int *members = xmallocarray(g->n_ops, sizeof *members);
+    int *blist = xmallocarray((size_t)x.nb + 1, sizeof *blist);
     /* the outer MI blocks, the last forward and the first backward one; -1
      * and nc: none */
-    int fo = partition_mi_block(w->pivot - 1), bo = partition_mi_block(w->pivot);
+    int nc = x.nc, fo = partition_mi_block(w->pivot - 1), bo = partition_mi_block(w->pivot);
     if (fo < -1) fo = -1;
     if (bo > nc) bo = nc;
     int prev_lo = (fo + bo) / 2 + 1, prev_hi = prev_lo - 1; /* covered so far: empty */
     for (;;) {
-        /* widen until independent: no storage touched inside reaches out */
-        int lo_need = INT32_MAX, hi_need = -1, added_lo = prev_lo, added_hi = prev_hi;
-        for (;;) {
-            for (int c = added_lo - 1; c > fo; c--)
-                for (size_t j = cstart[c]; j < cstart[c + 1]; j++) {
-                    int v = cops[j];
-                    for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
-                        int s = g->touch[q];
-                        const graph_storage *st = &g->storages[s];
-                        if (st->persistent || st->has_input) continue;
-                        if (first[s] < lo_need) lo_need = first[s];
-                        if (last[s] > hi_need) hi_need = last[s];
-                    }
-                }
-            for (int c = added_hi + 1; c < bo; c++)
-                for (size_t j = cstart[c]; j < cstart[c + 1]; j++) {
-                    int v = cops[j];
-                    for (size_t q = g->touch_start[v]; q < g->touch_start[v + 1]; q++) {
-                        int s = g->touch[q];
-                        const graph_storage *st = &g->storages[s];
-                        if (st->persistent || st->has_input) continue;
-                        if (first[s] < lo_need) lo_need = first[s];
-                        if (last[s] > hi_need) hi_need = last[s];
-                    }
-                }
-            added_lo = fo + 1, added_hi = bo - 1;
-            bool grow_f = fo >= 0 && lo_need < fo, grow_b = bo < nc && hi_need > bo;
-            if (!grow_f && !grow_b) break;
-            if (grow_f) fo = fo - 2 < -1 ? -1 : fo - 2;
-            if (grow_b) bo = bo + 2 > nc ? nc : bo + 2;
-        }
-        /* members: coarse blocks (fo, prev_lo) and (prev_hi, bo) */
-        size_t n = 0, nbl = 0;
-        int ranges[2][2] = {{cblock[fo + 1], cblock[prev_lo]}, {cblock[prev_hi + 1], cblock[bo]}};
-        for (int r = 0; r < 2; r++)
-            for (int b = ranges[r][0]; b < ranges[r][1]; b++) {
-                blist[nbl++] = b;
-                for (size_t j = bstart[b]; j < bstart[b + 1]; j++) members[n++] = bops[j];
-            }
-        if (n) {
-            int bnd[2];
-            size_t nbd = 0;
-            if (fo >= 0) bnd[nbd++] = w->mi_list[partition_block_mi(fo)];
-            if (bo < nc) bnd[nbd++] = w->mi_list[partition_block_mi(bo)];
-            qsort(members, n, sizeof *members, partition_int_cmp);
-            int ig = (int)P->n_nodes;
-            partition_add_node(P, PARTITION_INDEPENDENT, 0, members, n, bnd, nbd, &cap);
-            P->n_independent++;
-            if (n > limit) {
-                size_t before = P->n_nodes;
-                partition_split(P, ig, bops, bstart, blist, nbl, limit, &cap);
-                P->n_dependent += P->n_nodes - before;
-                for (size_t i = before; i < P->n_nodes; i++)
-                    if (P->nodes[i].n_ops > P->largest_leaf) P->largest_leaf = P->nodes[i].n_ops;
-            } else if (n > P->largest_leaf)
-                P->largest_leaf = n;
-        }
+        partition_widen(g, &x, prev_lo, prev_hi, &fo, &bo);
+        partition_emit_independent(w, &x, fo, bo, prev_lo, prev_hi, members, blist, &cap);
         if (fo < 0 && bo >= nc) break;
         prev_lo = fo + 1, prev_hi = bo - 1;
         fo = fo - 2 < -1 ? -1 : fo - 2;
         bo = bo + 2 > nc ? nc : bo + 2;
     }
-    free(cstart), free(bstart), free(cops), free(bops), free(coarse_of_block), free(first),
-        free(last);
-    free(members), free(blist), free(cblock);
+    free(members), free(blist);
+    partition_tree_index_free(&x);
 }
 
 void partition_build(const graph *g, const partition_options *opt, const int *program_pos,

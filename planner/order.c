@@ -226,22 +226,24 @@ static int order_threads(const planner_options *opt) {
 }
 
 /* Returns the winning partition (the caller frees it). */
-static partition *order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
-                             int *order, planner_order_stats *st) {
-    const int *program_pos = ref_pos[0];
-    double t0 = roamc_now();
+/* Step 1 of order roam: builds a partition for every candidate placement
+ * of the update and floating ops (the rules, then the placements of
+ * program order and of LESCEA), scores each by the peak of its blocks'
+ * quick orders, and returns the lowest (ties: the earlier), its peak in
+ * *best_peak.  After the stage deadline (from t0) the best so far stands. */
+static partition order_pick_partition(const graph *g, const planner_options *opt,
+                                      const int *const *ref_pos, double t0, planner_order_stats *st,
+                                      uint64_t *best_peak) {
     partition_options po = {.node_limit = opt->node_limit, .delay_radius = opt->delay_radius};
     partition best_p = {0};
-    uint64_t best_peak = UINT64_MAX;
+    *best_peak = UINT64_MAX;
     int *cand = xmallocarray(g->n_ops, sizeof *cand);
-    /* 1. candidates: every rule-based placement of update and floating
-     * ops, then the placements of program order and of LESCEA */
     const int n_rules = PARTITION_PLACE_REFERENCE * PARTITION_FLOAT_REFERENCE;
     st->candidates = (size_t)n_rules + 2;
     for (int cand_i = 0; cand_i < n_rules + 2; cand_i++) {
         /* the time limit (--time-limit bounds the whole command): the best
          * candidate so far stands, and the report says how many were tried */
-        if (best_peak != UINT64_MAX && roamc_now() > order_stage_deadline(opt, t0)) break;
+        if (*best_peak != UINT64_MAX && roamc_now() > order_stage_deadline(opt, t0)) break;
         st->candidates_tried++;
         int pl = cand_i < n_rules ? cand_i % PARTITION_PLACE_REFERENCE : PARTITION_PLACE_REFERENCE;
         int fl = cand_i < n_rules ? cand_i / PARTITION_PLACE_REFERENCE : PARTITION_FLOAT_REFERENCE;
@@ -249,15 +251,15 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
         po.floating = (partition_floating)fl;
         po.reference_pos = cand_i < n_rules ? NULL : ref_pos[cand_i - n_rules];
         partition P;
-        partition_build(g, &po, program_pos, &P);
+        partition_build(g, &po, ref_pos[0], &P);
         graph_blocks B;
         graph_blocks_init(g, P.block, P.n_blocks, &B);
         order_blocks_quick(g, &B, ref_pos, cand);
         uint64_t peak = graph_peak(g, cand, NULL, NULL);
         graph_blocks_free(&B);
-        if (peak < best_peak) {
+        if (peak < *best_peak) {
             partition_free(&best_p);
-            best_p = P, best_peak = peak;
+            best_p = P, *best_peak = peak;
             st->placement = cand_i < n_rules    ? partition_placement_name((partition_placement)pl)
                             : cand_i == n_rules ? "as program order"
                                                 : "as LESCEA";
@@ -266,7 +268,67 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
             partition_free(&P);
     }
     free(cand);
-    partition *P = &best_p;
+    return best_p;
+}
+
+/* Steps 2-3: the blocks of two or more ops that the pool solves
+ * (pool->tasks), single-op blocks written to pool->out directly. */
+static void order_pool_tasks(order_pool *pool) {
+    const graph_blocks *B = pool->B;
+    pool->tasks = xmallocarray((size_t)B->n_blocks + 1, sizeof *pool->tasks);
+    pool->how = xcalloc((size_t)B->n_blocks + 1, sizeof *pool->how);
+    for (int b = 0; b < B->n_blocks; b++) {
+        size_t n = B->op_start[b + 1] - B->op_start[b];
+        if (n == 1)
+            pool->out[B->op_start[b]] = B->ops[B->op_start[b]], pool->how[b] = ORDER_TRIVIAL;
+        else if (n > 1)
+            pool->tasks[pool->n_tasks++] = b;
+    }
+}
+
+/* Runs the pool's tasks on up to opt's threads (here when none starts);
+ * returns the number of threads asked for. */
+static int order_pool_run(order_pool *pool, const planner_options *opt) {
+    pthread_mutex_init(&pool->lock, NULL);
+    int nt = order_threads(opt);
+    if ((size_t)nt > pool->n_tasks) nt = pool->n_tasks ? (int)pool->n_tasks : 1;
+    pthread_t *th = xmallocarray((size_t)nt, sizeof *th);
+    int started = 0;
+    for (; started < nt; started++)
+        if (pthread_create(&th[started], NULL, order_worker, pool)) break;
+    if (started == 0) order_worker(pool); /* no threads: do it here */
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_destroy(&pool->lock);
+    return nt;
+}
+
+/* How each non-empty block was solved, into the leaf counts of st. */
+static void order_count_leaves(const graph_blocks *B, const order_how *how,
+                               planner_order_stats *st) {
+    for (int b = 0; b < B->n_blocks; b++) {
+        if (B->op_start[b + 1] == B->op_start[b]) continue;
+        st->leaves++;
+        switch (how[b]) {
+        case ORDER_TRIVIAL: st->leaves_trivial++; break;
+        case ORDER_HEUR_OPT: st->leaves_heuristic_optimal++; break;
+        case ORDER_SKIP: st->leaves_not_critical++; break;
+        case ORDER_DP: st->leaves_dp++; break;
+        case ORDER_ILP_OPT: st->leaves_ilp_optimal++; break;
+        case ORDER_BUDGET: st->leaves_budget++; break;
+        case ORDER_TIME: st->time_stopped++; break;
+        }
+    }
+}
+
+/* Order roam (steps 1-4 of the comment at the top).  Returns the winning
+ * partition (the caller frees it). */
+static partition *order_roam(const graph *g, const planner_options *opt, const int *const *ref_pos,
+                             int *order, planner_order_stats *st) {
+    double t0 = roamc_now();
+    uint64_t best_peak;
+    partition *P = xmalloc(sizeof *P);
+    *P = order_pick_partition(g, opt, ref_pos, t0, st, &best_peak);
     st->n_mi = P->n_mi, st->n_update = P->n_update, st->n_blocks = (size_t)P->n_blocks;
     st->n_independent = P->n_independent, st->n_dependent = P->n_dependent,
     st->largest_leaf = P->largest_leaf;
@@ -281,57 +343,22 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
                        .out = order,
                        .progress = opt->progress,
                        .best_peak = best_peak};
-    {
-        /* the quick order of the winner gives the target */
-        int *quick = xmallocarray(g->n_ops, sizeof *quick);
-        order_blocks_quick(g, &B, ref_pos, quick);
-        pool.target = order_target(g, &B, quick);
-        free(quick);
-    }
-    pool.tasks = xmallocarray((size_t)B.n_blocks + 1, sizeof *pool.tasks);
-    pool.how = xcalloc((size_t)B.n_blocks + 1, sizeof *pool.how);
-    for (int b = 0; b < B.n_blocks; b++) {
-        size_t n = B.op_start[b + 1] - B.op_start[b];
-        if (n == 1)
-            order[B.op_start[b]] = B.ops[B.op_start[b]], pool.how[b] = ORDER_TRIVIAL;
-        else if (n > 1)
-            pool.tasks[pool.n_tasks++] = b;
-    }
+    /* the quick order of the winner gives the target */
+    int *quick = xmallocarray(g->n_ops, sizeof *quick);
+    order_blocks_quick(g, &B, ref_pos, quick);
+    pool.target = order_target(g, &B, quick);
+    free(quick);
+    order_pool_tasks(&pool);
     /* The deadline leaves a fifth of what is left for layout and writing. */
     pool.deadline = order_stage_deadline(opt, t0);
     pool.time_limit = (opt->deadline - roamc_now()) / 4;
     if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
-    pthread_mutex_init(&pool.lock, NULL);
-    int nt = order_threads(opt);
-    if ((size_t)nt > pool.n_tasks) nt = pool.n_tasks ? (int)pool.n_tasks : 1;
-    st->threads = nt;
-    pthread_t *th = xmallocarray((size_t)nt, sizeof *th);
-    int started = 0;
-    for (; started < nt; started++)
-        if (pthread_create(&th[started], NULL, order_worker, &pool)) break;
-    if (started == 0) order_worker(&pool); /* no threads: do it here */
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    free(th);
-    pthread_mutex_destroy(&pool.lock);
-    for (int b = 0; b < B.n_blocks; b++) {
-        if (B.op_start[b + 1] == B.op_start[b]) continue;
-        st->leaves++;
-        switch (pool.how[b]) {
-        case ORDER_TRIVIAL: st->leaves_trivial++; break;
-        case ORDER_HEUR_OPT: st->leaves_heuristic_optimal++; break;
-        case ORDER_SKIP: st->leaves_not_critical++; break;
-        case ORDER_DP: st->leaves_dp++; break;
-        case ORDER_ILP_OPT: st->leaves_ilp_optimal++; break;
-        case ORDER_BUDGET: st->leaves_budget++; break;
-        case ORDER_TIME: st->time_stopped++; break;
-        }
-    }
+    st->threads = order_pool_run(&pool, opt);
+    order_count_leaves(&B, pool.how, st);
     free(pool.tasks), free(pool.how);
     graph_blocks_free(&B);
     st->t_solve = roamc_now() - t1;
-    partition *tree = xmalloc(sizeof *tree);
-    *tree = best_p;
-    return tree;
+    return P;
 }
 
 /* t_run: when planner_order_run started. */
