@@ -125,6 +125,12 @@ uint64_t graph_peak(const graph *g, const int *order, uint64_t *without_persiste
  * whose maximum is graph_peak's.  O(ops + storages). */
 void graph_live_bytes(const graph *g, const int *order, uint64_t *live);
 
+/* Whether s stays live to the end of the step once made (so its lifetime
+ * ends at the last op whatever the order), as graph_lifetimes has it. */
+static inline bool graph_storage_outlives(const graph *g, const graph_storage *st) {
+    return st->persistent || st->has_output || (g->retain_gradients && st->gradient);
+}
+
 /* Bytes of the persistent storages. */
 uint64_t graph_persistent_bytes(const graph *g);
 
@@ -133,20 +139,10 @@ uint64_t graph_persistent_bytes(const graph *g);
  * storages it touches (they must all be live while it runs). */
 uint64_t graph_lower_bound(const graph *g);
 
-/* ------------------------------------------------ operator orders (graph_order.c)
+/* ------------------------------- bounds over all orders (graph_order.c, graph_cut.c)
  *
- * A "leaf" is a set of operators that runs as one contiguous stretch of a
- * schedule, with everything else fixed around it: a block of a block
- * assignment.  A block assignment gives every op a block number such that
- * block[u] <= block[v] for every ordering edge u -> v; concatenating valid
- * orders of the blocks, in block order, is a valid schedule, and its
- * theoretical peak is the largest peak of a block (ROAM eq. 1-3). */
-
-/* LESCEA list scheduling over the whole graph: at each step, the ready op
- * with the least net memory increase (bytes of the storages it creates
- * minus bytes of the storages whose last remaining use it is); ties go to
- * the lowest op index (program order).  Writes n_ops op indices into order. */
-void graph_order_lescea(const graph *g, int *order);
+ * Leaves, block assignments and the orders searched on them are
+ * partition/leaf.h's. */
 
 /* One step of a transitive closure over bitsets (w 64-bit words per op):
  * adds to op v's set (sets + v * w) every neighbour u in adj[start[v] ..
@@ -187,81 +183,5 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
  * Returns 0 when the bytes would not be exact in igraph's doubles,
  * UINT64_MAX when igraph fails. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
-
-/* Per-storage block span of a block assignment, computed once and shared by
- * every leaf of it.  first[s]: block that creates s (-1 for an input);
- * last[s]: last block that touches s (INT32_MAX when s must outlive the
- * step: persistent, a graph output, or a gradient under retain_gradients,
- * as graph_lifetimes has it). */
-typedef struct graph_blocks {
-    int n_blocks;
-    const int *block; /* per op, borrowed */
-    int32_t *first, *last;
-    size_t *op_start; /* ops of block b: ops[op_start[b] .. op_start[b+1]), ascending */
-    int *ops;
-    int *pos; /* per op: its index in its block's ops (its local index in a leaf) */
-    /* per block b: bytes of the storages with first < b < last, live through
-     * the whole block (so that a leaf finds its base without a pass over
-     * every storage) */
-    uint64_t *through;
-} graph_blocks;
-
-/* block[op] in 0..n_blocks-1 must be monotone along ordering edges (asserted).
- * O(ops + edges + touches + storages + n_blocks). */
-void graph_blocks_init(const graph *g, const int *block, int n_blocks, graph_blocks *B);
-void graph_blocks_free(graph_blocks *B);
-
-/* One leaf, with local indices: local op i is global op ops[i] (ascending,
- * so local index order is program order); local storage j is global storage
- * st[j], one of those its ops touch.  A leaf order is a permutation of
- * 0..n_ops-1 (local op indices). */
-typedef struct graph_leaf {
-    size_t n_ops, n_st;
-    int *ops, *st;
-    uint64_t *size; /* per local storage */
-    bool *live_in;  /* live when the leaf starts: not created by a leaf op */
-    bool *live_out; /* live when it ends: touched by a later block, persistent or an output */
-    uint64_t base;  /* bytes live through the whole leaf that no leaf op touches */
-    size_t *touch_start, *make_start, *pred_start, *succ_start;
-    int *touch, *make, *pred, *succ; /* local storages / local ops, CSR */
-} graph_leaf;
-
-/* The leaf of block b of B, in O(its ops' touches + edges): independent of
- * the size of the graph, so a tree of many small leaves costs linear time in
- * all. */
-void graph_leaf_init(const graph *g, const graph_blocks *B, int b, graph_leaf *L);
-/* The whole graph as one leaf: inputs are live_in, the storages that outlive
- * the step (as graph_lifetimes has them) live_out, base 0. */
-void graph_leaf_init_all(const graph *g, graph_leaf *L);
-void graph_leaf_free(graph_leaf *L);
-
-/* Peak bytes (including base) of a valid leaf order.  O(ops + touches). */
-uint64_t graph_leaf_peak(const graph_leaf *L, const int *local_order);
-/* 1 when local_order is a permutation that respects the leaf's edges. */
-bool graph_leaf_order_valid(const graph_leaf *L, const int *local_order);
-/* A lower bound of graph_leaf_peak over all orders of the leaf: base plus
- * the storages live through it, plus the largest working set of one op. */
-uint64_t graph_leaf_lower_bound(const graph_leaf *L);
-/* Leaf orders.  graph_leaf_program: the leaf's ops sorted by program_pos
- * (per global op: its step in graph_program_order), which is valid.
- * graph_leaf_lescea: LESCEA (see graph_order_lescea) within the leaf. */
-void graph_leaf_program(const graph_leaf *L, const int *program_pos, int *local_order);
-void graph_leaf_lescea(const graph_leaf *L, int *local_order);
-
-/* Exact minimum-peak order of a leaf by dynamic programming over its
- * down-sets (sets of ops closed under predecessors), pruned by the bound
- * upper (the peak of a known order; pass UINT64_MAX for none).  A
- * deterministic work budget: gives up after max_states states.  Returns 1
- * and the optimal order and its peak, or 0 when the budget ran out (outputs
- * untouched).  Leaves of at most 512 ops. */
-int graph_leaf_exact(const graph_leaf *L, uint64_t upper, size_t max_states, int *local_order,
-                     uint64_t *peak);
-
-/* The same search keeping only the best `width` states of each layer (by
- * peak so far, then live bytes): a deterministic heuristic for leaves too
- * wide for graph_leaf_exact, O(n * width * n) work.  Returns 1 with an
- * order and its peak, or 0 when no order within upper survived. */
-int graph_leaf_beam(const graph_leaf *L, uint64_t upper, size_t width, int *local_order,
-                    uint64_t *peak);
 
 #endif

@@ -25,10 +25,4 @@ void graph_touchers_free(graph_touchers *t);
  * graph_min_live_split) must not run at the same time on two threads. */
 void graph_igraph_init(void);
 
-/* Whether s stays live to the end of the step once made (so its lifetime
- * ends at the last op whatever the order), as graph_lifetimes has it. */
-static inline bool graph_storage_outlives(const graph *g, const graph_storage *st) {
-    return st->persistent || st->has_output || (g->retain_gradients && st->gradient);
-}
-
 #endif

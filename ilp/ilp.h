@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph.h"
+#include "leaf.h"
 
 typedef enum ilp_status {
     ILP_OPTIMAL,   /* proven optimal, or met the lower bound or the goal */
@@ -65,7 +65,7 @@ typedef struct ilp_order_options {
 
 typedef struct ilp_order_result {
     ilp_status status;
-    uint64_t peak; /* graph_leaf_peak of the returned order */
+    uint64_t peak; /* leaf_peak of the returned order */
     size_t n_vars, n_rows;
     long nodes; /* branch-and-bound nodes explored */
 } ilp_order_result;
@@ -73,7 +73,7 @@ typedef struct ilp_order_result {
 /* Orders leaf L to minimize its peak.  warm: a valid leaf order (local
  * indices) to start from.  Writes a valid leaf order, never worse than warm,
  * into order and fills *r. */
-void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+void ilp_order_leaf(const leaf_graph *L, const int *warm, const ilp_order_options *o, int *order,
                     ilp_order_result *r);
 
 /* Frees GLPK's per-thread state of the calling thread. */

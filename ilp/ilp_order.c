@@ -59,7 +59,7 @@ void ilp_thread_cleanup(void) {
 
 /* The model's layout: where each op's and storage's columns start. */
 typedef struct ilp_model {
-    const graph_leaf *L;
+    const leaf_graph *L;
     size_t n;
     int *asap, *alap; /* per op: window of steps */
     int *maker;       /* per storage: local op that creates it, -1 when live_in */
@@ -92,7 +92,7 @@ static int ilp_count_joined(uint64_t *sets, size_t w, int v, const size_t *start
 
 /* ASAP/ALAP from ancestor and descendant counts (bitsets, n <= ILP_MAX_OPS)
  * and the column layout. */
-static void ilp_model_init(const graph_leaf *L, ilp_model *m) {
+static void ilp_model_init(const leaf_graph *L, ilp_model *m) {
     memset(m, 0, sizeof *m);
     size_t n = L->n_ops, ns = L->n_st, w = (n + 63) / 64;
     m->L = L, m->n = n;
@@ -207,7 +207,7 @@ static int ilp_keep_hi(const ilp_model *m, int j, int u) { /* last step of j's r
 /* Builds every row.  Returns 0, or 1 when the deadline passed before the
  * model was complete. */
 static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
-    const graph_leaf *L = m->L;
+    const leaf_graph *L = m->L;
     int n = (int)m->n;
     ilp_row r = {0};
     int rc = 0;
@@ -277,7 +277,7 @@ static int ilp_build_rows(glp_prob *P, const ilp_model *m, double deadline) {
 /* Counts the rows ilp_build_rows adds, without building them, to refuse
  * models that are too big. */
 static size_t ilp_count_rows(const ilp_model *m) {
-    const graph_leaf *L = m->L;
+    const leaf_graph *L = m->L;
     size_t rows = m->n, n = m->n;
     for (size_t t = 0; t + 1 < n; t++) { /* step rows: some op not fixed at t */
         size_t free_at = 0;
@@ -338,7 +338,7 @@ static void ilp_callback(glp_tree *T, void *info) {
 
 /* Column values of an order: D, p (live under the order) and the peak. */
 static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols) {
-    const graph_leaf *L = m->L;
+    const leaf_graph *L = m->L;
     size_t n = m->n;
     int *start = xcalloc(L->n_st, sizeof *start), *end = xcalloc(L->n_st, sizeof *end);
     memset(cols, 0, (size_t)(m->n_cols + 1) * sizeof *cols);
@@ -353,14 +353,14 @@ static void ilp_order_to_cols(const ilp_model *m, const int *order, double *cols
         if (L->live_out[j]) end[j] = (int)n - 1;
         for (int t = start[j]; t <= end[j]; t++) cols[ilp_p(m, (int)j, t)] = 1.0;
     }
-    cols[m->peak_col] = (double)graph_leaf_peak(L, order) / m->scale;
+    cols[m->peak_col] = (double)leaf_peak(L, order) / m->scale;
     free(start), free(end);
 }
 
 /* The columns of m in a new GLPK problem: D binary, p in [0, 1] (1 for a
  * storage live through the leaf), the peak >= 0 as the objective. */
 static glp_prob *ilp_create_columns(const ilp_model *m) {
-    const graph_leaf *L = m->L;
+    const leaf_graph *L = m->L;
     glp_prob *P = glp_create_prob();
     glp_set_obj_dir(P, GLP_MIN);
     glp_add_cols(P, m->n_cols);
@@ -396,8 +396,8 @@ static void ilp_take_incumbent(glp_prob *P, const ilp_model *m, int *order, ilp_
         else
             cand[steps[v]] = (int)v;
     }
-    if (perm && graph_leaf_order_valid(m->L, cand)) {
-        uint64_t pk = graph_leaf_peak(m->L, cand);
+    if (perm && leaf_order_valid(m->L, cand)) {
+        uint64_t pk = leaf_peak(m->L, cand);
         if (pk < r->peak) {
             r->peak = pk;
             memcpy(order, cand, n * sizeof *order);
@@ -455,15 +455,15 @@ static void ilp_branch_and_bound(glp_prob *P, const ilp_model *m, ilp_cb *cb, do
         r->status = ILP_FAILED;
 }
 
-void ilp_order_leaf(const graph_leaf *L, const int *warm, const ilp_order_options *o, int *order,
+void ilp_order_leaf(const leaf_graph *L, const int *warm, const ilp_order_options *o, int *order,
                     ilp_order_result *r) {
     size_t n = L->n_ops;
     memset(r, 0, sizeof *r);
     memcpy(order, warm, n * sizeof *order);
-    r->peak = graph_leaf_peak(L, warm);
+    r->peak = leaf_peak(L, warm);
     r->status = ILP_TOO_LARGE;
     if (n > ILP_MAX_OPS) return;
-    uint64_t goal = graph_leaf_lower_bound(L);
+    uint64_t goal = leaf_lower_bound(L);
     if (o->goal > goal) goal = o->goal;
     if (n <= 1 || r->peak <= goal) {
         r->status = ILP_OPTIMAL;

@@ -2,6 +2,7 @@
  * and the subgraph tree (see partition.h). */
 #include "partition.h"
 #include "base.h"
+#include "leaf.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -483,8 +484,8 @@ static void partition_blocks(partition_work *w, const int *program_pos) {
     const graph *g = w->g;
     partition *P = w->P;
     size_t limit = (size_t)w->opt->node_limit;
-    graph_blocks B;
-    graph_blocks_init(g, w->coarse, w->n_coarse, &B);
+    leaf_blocks B;
+    leaf_blocks_init(g, w->coarse, w->n_coarse, &B);
     int next = 0;
     for (int c = 0; c < w->n_coarse; c++) {
         size_t n = B.op_start[c + 1] - B.op_start[c];
@@ -494,21 +495,20 @@ static void partition_blocks(partition_work *w, const int *program_pos) {
             next++;
             continue;
         }
-        graph_leaf L;
-        graph_leaf_init(g, &B, c, &L);
+        leaf_graph L;
+        leaf_init(g, &B, c, &L);
         int *a = xmallocarray(n, sizeof *a), *b = xmallocarray(n, sizeof *b);
         bool along_reference = w->ref_mi_before && w->opt->placement == PARTITION_PLACE_REFERENCE;
-        graph_leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a);
-        graph_leaf_lescea(&L, b);
-        const int *best =
-            !along_reference && graph_leaf_peak(&L, b) < graph_leaf_peak(&L, a) ? b : a;
+        leaf_program(&L, along_reference ? w->opt->reference_pos : program_pos, a);
+        leaf_lescea(&L, b);
+        const int *best = !along_reference && leaf_peak(&L, b) < leaf_peak(&L, a) ? b : a;
         size_t parts = (n + limit - 1) / limit, chunk = (n + parts - 1) / parts;
         for (size_t i = 0; i < n; i++) P->block[L.ops[best[i]]] = next + (int)(i / chunk);
         next += (int)((n + chunk - 1) / chunk);
         free(a), free(b);
-        graph_leaf_free(&L);
+        leaf_free(&L);
     }
-    graph_blocks_free(&B);
+    leaf_blocks_free(&B);
     P->n_blocks = next;
 }
 

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "ilp.h"
+#include "leaf.h"
 #include "partition.h"
 
 /* Work budgets of one leaf: deterministic, unlike time. */
@@ -72,7 +73,7 @@ typedef enum order_how {
 
 /* Orders block b: the better of the program and LESCEA orders of the leaf,
  * improved when exact is set.  Writes global op ids into out. */
-static void order_block(const graph *g, const graph_blocks *B, int b, const int *const *ref_pos,
+static void order_block(const graph *g, const leaf_blocks *B, int b, const int *const *ref_pos,
                         bool exact, uint64_t target, double deadline, double time_limit, int *out,
                         order_how *how) {
     size_t n = B->op_start[b + 1] - B->op_start[b];
@@ -81,34 +82,34 @@ static void order_block(const graph *g, const graph_blocks *B, int b, const int 
         *how = ORDER_TRIVIAL;
         return;
     }
-    graph_leaf L;
-    graph_leaf_init(g, B, b, &L);
+    leaf_graph L;
+    leaf_init(g, B, b, &L);
     /* heuristic orders: program order and global LESCEA restricted to the
      * leaf (a, d), LESCEA within the leaf (c); the best is the start */
     int *a = xmallocarray(n, sizeof *a), *c = xmallocarray(n, sizeof *c),
         *d = xmallocarray(n, sizeof *d);
-    graph_leaf_program(&L, ref_pos[0], a);
-    graph_leaf_lescea(&L, c);
-    graph_leaf_program(&L, ref_pos[1], d);
-    uint64_t pa = graph_leaf_peak(&L, a), pc = graph_leaf_peak(&L, c), pd = graph_leaf_peak(&L, d);
+    leaf_program(&L, ref_pos[0], a);
+    leaf_lescea(&L, c);
+    leaf_program(&L, ref_pos[1], d);
+    uint64_t pa = leaf_peak(&L, a), pc = leaf_peak(&L, c), pd = leaf_peak(&L, d);
     if (pd < pa) memcpy(a, d, n * sizeof *a), pa = pd;
     int *best = pc < pa ? c : a;
     uint64_t peak = pc < pa ? pc : pa;
     *how = ORDER_BUDGET;
-    if (peak <= graph_leaf_lower_bound(&L))
+    if (peak <= leaf_lower_bound(&L))
         *how = ORDER_HEUR_OPT;
     else if (peak <= target)
         *how = ORDER_SKIP;
     else if (exact && n <= 512) {
         uint64_t dp_peak;
-        if (graph_leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak)) {
+        if (leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak)) {
             *how = ORDER_DP;
             if (dp_peak < peak) best = d, peak = dp_peak;
         } else {
             /* too wide for the exact search: a beam of the same search */
             int *e = xmallocarray(n, sizeof *e);
             uint64_t beam_peak;
-            if (graph_leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) && beam_peak < peak) {
+            if (leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) && beam_peak < peak) {
                 memcpy(d, e, n * sizeof *d);
                 memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
                 best = c, peak = beam_peak;
@@ -134,14 +135,14 @@ static void order_block(const graph *g, const graph_blocks *B, int b, const int 
     }
     for (size_t i = 0; i < n; i++) out[i] = L.ops[best[i]];
     free(a), free(c), free(d);
-    graph_leaf_free(&L);
+    leaf_free(&L);
 }
 
 /* ------------------------------------------------------- thread pool */
 
 typedef struct order_pool {
     const graph *g;
-    const graph_blocks *B;
+    const leaf_blocks *B;
     const int *const *ref_pos; /* program and LESCEA positions */
     int *tasks;                /* blocks with >= 2 ops, in block order */
     size_t n_tasks, next, done;
@@ -179,7 +180,7 @@ static void *order_worker(void *arg) {
 }
 
 /* Quick order of a block assignment: heuristics only, single thread. */
-static void order_blocks_quick(const graph *g, const graph_blocks *B, const int *const *ref_pos,
+static void order_blocks_quick(const graph *g, const leaf_blocks *B, const int *const *ref_pos,
                                int *out) {
     for (int b = 0; b < B->n_blocks; b++) {
         order_how how;
@@ -193,7 +194,7 @@ static void order_blocks_quick(const graph *g, const graph_blocks *B, const int 
  * block (its step's live set does not depend on the other blocks' orders).
  * A leaf whose heuristic order stays at or below it cannot lower the peak,
  * so it is not worth solving: most leaves of a training graph are such. */
-static uint64_t order_target(const graph *g, const graph_blocks *B, const int *quick) {
+static uint64_t order_target(const graph *g, const leaf_blocks *B, const int *quick) {
     uint64_t *live = xmallocarray(g->n_ops, sizeof *live);
     uint64_t target = 0;
     graph_live_bytes(g, quick, live);
@@ -201,11 +202,11 @@ static uint64_t order_target(const graph *g, const graph_blocks *B, const int *q
         size_t len = B->op_start[b + 1] - B->op_start[b];
         if (len == 1 && live[B->op_start[b]] > target) target = live[B->op_start[b]];
         if (len > 1) {
-            graph_leaf L;
-            graph_leaf_init(g, B, b, &L);
-            uint64_t lb = graph_leaf_lower_bound(&L);
+            leaf_graph L;
+            leaf_init(g, B, b, &L);
+            uint64_t lb = leaf_lower_bound(&L);
             if (lb > target) target = lb;
-            graph_leaf_free(&L);
+            leaf_free(&L);
         }
     }
     free(live);
@@ -252,11 +253,11 @@ static partition order_pick_partition(const graph *g, const planner_options *opt
         po.reference_pos = cand_i < n_rules ? NULL : ref_pos[cand_i - n_rules];
         partition P;
         partition_build(g, &po, ref_pos[0], &P);
-        graph_blocks B;
-        graph_blocks_init(g, P.block, P.n_blocks, &B);
+        leaf_blocks B;
+        leaf_blocks_init(g, P.block, P.n_blocks, &B);
         order_blocks_quick(g, &B, ref_pos, cand);
         uint64_t peak = graph_peak(g, cand, NULL, NULL);
-        graph_blocks_free(&B);
+        leaf_blocks_free(&B);
         if (peak < *best_peak) {
             partition_free(&best_p);
             best_p = P, *best_peak = peak;
@@ -274,7 +275,7 @@ static partition order_pick_partition(const graph *g, const planner_options *opt
 /* Steps 2-3: the blocks of two or more ops that the pool solves
  * (pool->tasks), single-op blocks written to pool->out directly. */
 static void order_pool_tasks(order_pool *pool) {
-    const graph_blocks *B = pool->B;
+    const leaf_blocks *B = pool->B;
     pool->tasks = xmallocarray((size_t)B->n_blocks + 1, sizeof *pool->tasks);
     pool->how = xcalloc((size_t)B->n_blocks + 1, sizeof *pool->how);
     for (int b = 0; b < B->n_blocks; b++) {
@@ -304,7 +305,7 @@ static int order_pool_run(order_pool *pool, const planner_options *opt) {
 }
 
 /* How each non-empty block was solved, into the leaf counts of st. */
-static void order_count_leaves(const graph_blocks *B, const order_how *how,
+static void order_count_leaves(const leaf_blocks *B, const order_how *how,
                                planner_order_stats *st) {
     for (int b = 0; b < B->n_blocks; b++) {
         if (B->op_start[b + 1] == B->op_start[b]) continue;
@@ -335,8 +336,8 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
     double t1 = roamc_now();
     st->t_partition = t1 - t0;
     /* 2-3. the target, then the leaves on a thread pool */
-    graph_blocks B;
-    graph_blocks_init(g, P->block, P->n_blocks, &B);
+    leaf_blocks B;
+    leaf_blocks_init(g, P->block, P->n_blocks, &B);
     order_pool pool = {.g = g,
                        .B = &B,
                        .ref_pos = ref_pos,
@@ -356,7 +357,7 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
     st->threads = order_pool_run(&pool, opt);
     order_count_leaves(&B, pool.how, st);
     free(pool.tasks), free(pool.how);
-    graph_blocks_free(&B);
+    leaf_blocks_free(&B);
     st->t_solve = roamc_now() - t1;
     return P;
 }
@@ -365,8 +366,8 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
 static void order_whole_ilp(const graph *g, const planner_options *opt, double t_run,
                             const int *warm, int *order, planner_order_stats *st) {
     double t0 = roamc_now();
-    graph_leaf L;
-    graph_leaf_init_all(g, &L);
+    leaf_graph L;
+    leaf_init_all(g, &L);
     /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time left
      * at the start of the ordering (no node budget): the rest is for the
      * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
@@ -378,7 +379,7 @@ static void order_whole_ilp(const graph *g, const planner_options *opt, double t
     ilp_order_result ir;
     ilp_order_leaf(&L, warm, &io, order, &ir);
     ilp_thread_cleanup();
-    graph_leaf_free(&L);
+    leaf_free(&L);
     st->ilp_too_large = ir.status == ILP_TOO_LARGE;
     st->ilp_vars = ir.n_vars, st->ilp_nodes = ir.nodes;
     st->leaves = 1;
@@ -443,7 +444,7 @@ void planner_order_run(const graph *g, const planner_options *opt, int *order,
     if (opt->fastest)
         memcpy(les, prog, n * sizeof *les);
     else
-        graph_order_lescea(g, les);
+        leaf_lescea_graph(g, les);
     for (size_t i = 0; i < n; i++) pos[prog[i]] = (int)i, les_pos[les[i]] = (int)i;
     const int *ref_pos[2] = {pos, les_pos};
     st->peak_program = graph_peak(g, prog, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layout.h"
+#include "leaf.h"
 #include "partition.h"
 
 static const char *const planner_order_names[] = {"program", "lescea", "roam", "ilp"};
@@ -167,7 +168,7 @@ static void plan_ilp_fallback(plan *p) {
         else if (k == 0)
             graph_program_order(g, ord), order_name = "program";
         else
-            graph_order_lescea(g, ord), order_name = "lescea";
+            leaf_lescea_graph(g, ord), order_name = "lescea";
         graph_lifetimes(g, ord, st, en);
         for (size_t s = 0; s < g->n_storages; s++)
             b[s] = (layout_buffer){g->storages[s].size, st[s], en[s]};

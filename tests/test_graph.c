@@ -11,6 +11,7 @@
 
 #include "frontend.h"
 #include "graph.h"
+#include "leaf.h"
 #include "models.h"
 
 static tg *find_valid(const char *name) {
@@ -148,17 +149,17 @@ static void test_training_persistent_and_view_order(void **state) {
     assert_true(graph_peak(&g, order, NULL, NULL) >= peak);
     /* the leaves and blocks the orders are searched on keep it too, so a
      * leaf's peak is the schedule's (graph_storage_outlives everywhere) */
-    graph_leaf L;
-    graph_leaf_init_all(&g, &L);
+    leaf_graph L;
+    leaf_init_all(&g, &L);
     for (size_t j = 0; j < L.n_st; j++)
         if (L.st[j] == gw1) assert_true(L.live_out[j]);
-    assert_int_equal(graph_leaf_peak(&L, order), graph_peak(&g, order, NULL, NULL));
-    graph_leaf_free(&L);
+    assert_int_equal(leaf_peak(&L, order), graph_peak(&g, order, NULL, NULL));
+    leaf_free(&L);
     int one_block[32] = {0};
-    graph_blocks B;
-    graph_blocks_init(&g, one_block, 1, &B);
+    leaf_blocks B;
+    leaf_blocks_init(&g, one_block, 1, &B);
     assert_int_equal(B.last[gw1], INT32_MAX);
-    graph_blocks_free(&B);
+    leaf_blocks_free(&B);
     graph_free(&g);
     fe_free(&m);
 }

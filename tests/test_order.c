@@ -16,6 +16,7 @@
 #include "frontend.h"
 #include "graph.h"
 #include "ilp.h"
+#include "leaf.h"
 #include "partition.h"
 #include "planner.h"
 #include "testgraph.h"
@@ -323,30 +324,30 @@ static void test_random_dags_against_brute_force(void **state) {
 
         /* LESCEA is a valid order, never below the optimum */
         int les[16];
-        graph_order_lescea(&g, les);
+        leaf_lescea_graph(&g, les);
         assert_int_equal(graph_check_schedule(&g, les, NULL, 0), 0);
         assert_true(graph_peak(&g, les, NULL, NULL) >= b.best);
 
         /* the whole graph as a leaf: its peak is graph_peak; exact DP = optimum */
-        graph_leaf L;
-        graph_leaf_init_all(&g, &L);
-        assert_int_equal(graph_leaf_peak(&L, les), graph_peak(&g, les, NULL, NULL));
-        assert_true(graph_leaf_lower_bound(&L) <= b.best);
+        leaf_graph L;
+        leaf_init_all(&g, &L);
+        assert_int_equal(leaf_peak(&L, les), graph_peak(&g, les, NULL, NULL));
+        assert_true(leaf_lower_bound(&L) <= b.best);
         int dp[16];
         uint64_t dp_peak;
-        assert_int_equal(graph_leaf_exact(&L, UINT64_MAX, 100000, dp, &dp_peak), 1);
-        assert_true(graph_leaf_order_valid(&L, dp));
+        assert_int_equal(leaf_exact(&L, UINT64_MAX, 100000, dp, &dp_peak), 1);
+        assert_true(leaf_order_valid(&L, dp));
         assert_int_equal(dp_peak, b.best);
         assert_int_equal(graph_peak(&g, dp, NULL, NULL), b.best);
 
         /* the beam search: valid, exact when the beam holds every state */
         int beam[16];
         uint64_t beam_peak;
-        assert_int_equal(graph_leaf_beam(&L, UINT64_MAX, 2, beam, &beam_peak), 1);
-        assert_true(graph_leaf_order_valid(&L, beam));
-        assert_int_equal(graph_leaf_peak(&L, beam), beam_peak);
+        assert_int_equal(leaf_beam(&L, UINT64_MAX, 2, beam, &beam_peak), 1);
+        assert_true(leaf_order_valid(&L, beam));
+        assert_int_equal(leaf_peak(&L, beam), beam_peak);
         assert_true(beam_peak >= b.best);
-        assert_int_equal(graph_leaf_beam(&L, UINT64_MAX, 1000, beam, &beam_peak), 1);
+        assert_int_equal(leaf_beam(&L, UINT64_MAX, 1000, beam, &beam_peak), 1);
         assert_int_equal(beam_peak, b.best);
 
         /* the ILP refuses a model over its size limit and keeps the warm start */
@@ -367,12 +368,12 @@ static void test_random_dags_against_brute_force(void **state) {
             ilp_order_result r;
             ilp_order_options io = {.node_budget = 100000, .time_limit = 30, .max_vars = 200000};
             ilp_order_leaf(&L, prog, &io, ilp, &r);
-            assert_true(graph_leaf_order_valid(&L, ilp));
+            assert_true(leaf_order_valid(&L, ilp));
             assert_int_equal(r.status, ILP_OPTIMAL);
             assert_int_equal(graph_peak(&g, ilp, NULL, NULL), b.best);
             ilp_checked++;
         }
-        graph_leaf_free(&L);
+        leaf_free(&L);
 
         /* roam with a node limit above the graph size reaches the optimum */
         planner_options o = roam_options(10, 1);
@@ -411,18 +412,18 @@ static void test_random_dags_against_brute_force(void **state) {
 
 /* Peak of the order that solves every block of P exactly. */
 static uint64_t peak_by_blocks(const graph *g, const partition *P) {
-    graph_blocks B;
-    graph_blocks_init(g, P->block, P->n_blocks, &B);
+    leaf_blocks B;
+    leaf_blocks_init(g, P->block, P->n_blocks, &B);
     int order[64], local[64];
     for (int b = 0; b < B.n_blocks; b++) {
-        graph_leaf L;
-        graph_leaf_init(g, &B, b, &L);
+        leaf_graph L;
+        leaf_init(g, &B, b, &L);
         uint64_t pk;
-        assert_int_equal(graph_leaf_exact(&L, UINT64_MAX, 1000000, local, &pk), 1);
+        assert_int_equal(leaf_exact(&L, UINT64_MAX, 1000000, local, &pk), 1);
         for (size_t i = 0; i < L.n_ops; i++) order[B.op_start[b] + i] = L.ops[local[i]];
-        graph_leaf_free(&L);
+        leaf_free(&L);
     }
-    graph_blocks_free(&B);
+    leaf_blocks_free(&B);
     assert_int_equal(graph_check_schedule(g, order, NULL, 0), 0);
     return graph_peak(g, order, NULL, NULL);
 }

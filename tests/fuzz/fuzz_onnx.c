@@ -10,6 +10,7 @@
 
 #include "frontend.h"
 #include "graph.h"
+#include "leaf.h"
 #include "planner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     graph_program_order(&g, order);
     (void)graph_check_schedule(&g, order, err, sizeof err);
     (void)graph_peak(&g, order, NULL, NULL);
-    graph_order_lescea(&g, order);
+    leaf_lescea_graph(&g, order);
     (void)graph_peak(&g, order, NULL, NULL);
     free(order);
     (void)graph_lower_bound(&g);
