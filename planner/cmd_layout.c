@@ -38,10 +38,10 @@ typedef struct cl_options {
 static int *cl_rule(layout_bnb_rules *r, const char *name) {
     static const char *const names[] = {"canonical", "dominance", "section", "monotonic",
                                         "tight",     "floor",     "fit",     "twins",
-                                        "decompose", "mirror",    "energy"};
+                                        "decompose", "mirror",    "hatless", "energy"};
     int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic,
                      &r->tight,     &r->floor,     &r->fit,     &r->twins,
-                     &r->decompose, &r->mirror,    &r->energy};
+                     &r->decompose, &r->mirror,    &r->hatless, &r->energy};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strcmp(name, names[k]) == 0) return fields[k];
     return NULL;
@@ -71,7 +71,8 @@ static void cl_usage(FILE *f) {
         "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
         "            answer is then the same on every run and machine)\n"
         "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
-        "            tight floor fit twins decompose mirror) to measure each pruning rule;\n"
+        "            tight floor fit twins decompose mirror hatless) to measure each pruning "
+        "rule;\n"
         "            --with-energy turns on the energy rule (off by default)\n");
 }
 
