@@ -58,6 +58,7 @@
  */
 #include "layout.h"
 #include "layout_internal.h"
+#include "layout_sections.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -83,23 +84,14 @@ void lay_bnb_defaults(lay_bnb_params *p) {
                           .energy = 0};
 }
 
-typedef struct bnb_undo {
-    uint64_t *where;
-    uint64_t old;
-} bnb_undo;
-
 typedef struct bnb {
     lay_bnb_params p;
-    size_t n, nsec;
-    size_t *orig;       /* search buffer -> input buffer */
-    uint64_t *size;     /* units */
-    size_t *sa, *sb;    /* sections spanned [sa, sb) */
-    uint64_t *steps;    /* lifetime length in steps */
-    uint32_t *ov_begin; /* buffers whose lifetime meets b's: CSR */
+    size_t n;
+    lay_sections sc;  /* buffers (orig, size in units), sections, live lists */
+    size_t *ov_begin; /* buffers whose lifetime meets b's: CSR */
     uint32_t *ov;
-    size_t *sec_begin, *sec_buf; /* buffers live in each section: CSR */
-    size_t *twin;                /* previous buffer (by rank) with same sa, sb, size */
-    uint64_t cap;                /* units */
+    size_t *twin; /* previous buffer (by rank) with same sa, sb, size */
+    uint64_t cap; /* units */
 
     /* state */
     uint64_t *off;    /* per buffer, BNB_NONE while unplaced */
@@ -108,11 +100,9 @@ typedef struct bnb {
     uint64_t *total;  /* per section: units of unplaced buffers */
     uint64_t *cuts;   /* per boundary k|k+1: unplaced buffers crossing it */
     uint64_t *solution;
-    size_t *rank;   /* per buffer: position in the preorder */
-    size_t *raised; /* scratch of bnb_place: buffers whose min offset rose */
-    size_t *wit;    /* per section: the last unplaced buffer that passed rule floor there */
-    bnb_undo *undo;
-    size_t nundo, undo_cap;
+    size_t *rank;    /* per buffer: position in the preorder */
+    size_t *wit;     /* per section: the last unplaced buffer that passed rule floor there */
+    lay_trail trail; /* undo log of the state */
 
     long long nodes_left;
     uint64_t *work;
@@ -121,22 +111,14 @@ typedef struct bnb {
     lay_bnb_stats *st;
 } bnb;
 
-typedef enum bnb_rc { BNB_FOUND, BNB_NOTFOUND, BNB_ABORT, BNB_NOMEM } bnb_rc;
+typedef enum bnb_rc { BNB_FOUND, BNB_NOTFOUND, BNB_ABORT } bnb_rc;
 
 static void bnb_set(bnb *s, uint64_t *where, uint64_t value) {
-    if (s->nundo == s->undo_cap) {
-        s->undo_cap = s->undo_cap ? 2 * s->undo_cap : 4096;
-        s->undo = xreallocarray(s->undo, s->undo_cap, sizeof *s->undo);
-    }
-    s->undo[s->nundo++] = (bnb_undo){where, *where};
-    *where = value;
+    lay_trail_set(&s->trail, where, value);
 }
 
 static void bnb_rollback(bnb *s, size_t mark) {
-    while (s->nundo > mark) {
-        s->nundo--;
-        *s->undo[s->nundo].where = s->undo[s->nundo].old;
-    }
+    lay_trail_undo(&s->trail, mark);
 }
 
 /* A part of the problem: the buffers listed (some placed already) within
@@ -154,15 +136,15 @@ static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt);
  * through the undo log).  Returns the unplaced buffers whose lifetimes
  * meet b's. */
 static size_t bnb_place(bnb *s, size_t b, uint64_t o) {
-    uint64_t top = o + s->size[b];
+    uint64_t top = o + s->sc.size[b];
     bnb_set(s, &s->off[b], o);
-    for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
+    for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++) {
         if (top > s->floor[k]) bnb_set(s, &s->floor[k], top);
-        bnb_set(s, &s->total[k], s->total[k] - s->size[b]);
-        if (k + 1 < s->sb[b]) bnb_set(s, &s->cuts[k], s->cuts[k] - 1);
+        bnb_set(s, &s->total[k], s->total[k] - s->sc.size[b]);
+        if (k + 1 < s->sc.sb[b]) bnb_set(s, &s->cuts[k], s->cuts[k] - 1);
     }
     size_t over = 0;
-    for (uint32_t j = s->ov_begin[b]; j < s->ov_begin[b + 1]; j++) {
+    for (size_t j = s->ov_begin[b]; j < s->ov_begin[b + 1]; j++) {
         size_t c = s->ov[j];
         if (s->off[c] != BNB_NONE) continue;
         over++;
@@ -192,10 +174,10 @@ static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost) {
             uint64_t room = s->cap - s->total[k];
             size_t w = s->wit[k];
             if (s->off[w] != BNB_NONE || s->minoff[w] > room) {
-                size_t i = s->sec_begin[k];
+                size_t i = s->sc.live_begin[k];
                 w = BNB_NONE;
-                for (; i < s->sec_begin[k + 1]; i++) {
-                    size_t d = s->sec_buf[i];
+                for (; i < s->sc.live_begin[k + 1]; i++) {
+                    size_t d = s->sc.live_buf[i];
                     if (s->off[d] == BNB_NONE && s->minoff[d] <= room) {
                         w = d;
                         break;
@@ -209,12 +191,12 @@ static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost) {
              * at exactly f, so one of them must still be able to go that
              * low (its minimum offset only rises from here) */
             int coverable = 0;
-            size_t i = s->sec_begin[k];
-            for (; i < s->sec_begin[k + 1] && !coverable; i++) {
-                size_t d = s->sec_buf[i];
+            size_t i = s->sc.live_begin[k];
+            for (; i < s->sc.live_begin[k + 1] && !coverable; i++) {
+                size_t d = s->sc.live_buf[i];
                 coverable = s->off[d] == BNB_NONE && s->minoff[d] <= f;
             }
-            *cost += (i - s->sec_begin[k]) / 4;
+            *cost += (i - s->sc.live_begin[k]) / 4;
             if (!coverable) return 0;
         }
     }
@@ -243,7 +225,7 @@ static int bnb_charge(bnb *s, uint64_t cost) {
 static bnb_rc bnb_after_place(bnb *s, const bnb_part *pt, size_t b, uint64_t o) {
     if (s->p.decompose) {
         int split = 0;
-        for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++)
+        for (size_t k = s->sc.sa[b]; k + 1 < s->sc.sb[b] && !split; k++)
             split = k + 1 > pt->lo && k + 1 < pt->hi && s->cuts[k] == 0;
         if (split) return bnb_solve_part(s, pt);
     }
@@ -261,7 +243,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
         size_t b = pt->buf[i];
         if (s->off[b] != BNB_NONE) continue;
         left++;
-        uint64_t t = s->minoff[b] + s->size[b];
+        uint64_t t = s->minoff[b] + s->sc.size[b];
         if (s->p.fit && t > s->cap) return BNB_NOTFOUND;
         if (t < min_top) min_top = t;
     }
@@ -273,7 +255,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
         size_t b = pt->buf[i];
         if (s->off[b] != BNB_NONE) continue;
         uint64_t o = s->minoff[b];
-        if (o + s->size[b] > s->cap) continue;
+        if (o + s->sc.size[b] > s->cap) continue;
         if (s->p.canonical && (o < last_off || (o == last_off && s->rank[b] < last_rank))) continue;
         if (s->p.dominance && o >= min_top) continue;
         if (s->p.twins && s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == BNB_NONE) continue;
@@ -284,7 +266,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
     for (size_t i = 0; i < nc && rc == BNB_NOTFOUND; i++) {
         size_t b = cand[i].idx;
         uint64_t o = cand[i].k1;
-        size_t mark = s->nundo;
+        size_t mark = s->trail.len;
         size_t over = bnb_place(s, b, o);
         uint64_t c2 = 0;
         if (bnb_check(s, pt, o, &c2)) {
@@ -306,8 +288,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t l
 /* Solves part pt piece by piece: pieces are maximal runs of sections
  * joined by unplaced buffers that cross their boundaries. */
 static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
-    size_t *sub = malloc((pt->nbuf ? pt->nbuf : 1) * sizeof *sub);
-    if (!sub) return BNB_NOMEM;
+    size_t *sub = xmallocarray(pt->nbuf ? pt->nbuf : 1, sizeof *sub);
     bnb_rc rc = BNB_FOUND;
     for (size_t a = pt->lo; a < pt->hi && rc == BNB_FOUND;) {
         size_t z = a + 1;
@@ -315,7 +296,7 @@ static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
         bnb_part q = {sub, 0, a, z};
         for (size_t i = 0; i < pt->nbuf; i++) {
             size_t b = pt->buf[i];
-            if (s->off[b] == BNB_NONE && s->sa[b] >= a && s->sb[b] <= z) sub[q.nbuf++] = b;
+            if (s->off[b] == BNB_NONE && s->sc.sa[b] >= a && s->sc.sb[b] <= z) sub[q.nbuf++] = b;
         }
         if (q.nbuf > 0) {
             if (pt->hi - pt->lo > z - a) s->st->splits++;
@@ -362,28 +343,10 @@ static void bnb_pre_sort(bnb_pre *v, bnb_pre *tmp, size_t n, const char *keys) {
     memcpy(v, tmp, n * sizeof *v);
 }
 
-static size_t bnb_find(const int64_t *v, size_t n, int64_t t) {
-    size_t lo = 0, hi = n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void bnb_free(bnb *s) {
-    free(s->orig);
-    free(s->size);
-    free(s->sa);
-    free(s->sb);
-    free(s->steps);
+    lay_sections_free(&s->sc);
     free(s->ov_begin);
     free(s->ov);
-    free(s->sec_begin);
-    free(s->sec_buf);
     free(s->twin);
     free(s->off);
     free(s->minoff);
@@ -393,92 +356,37 @@ static void bnb_free(bnb *s) {
     free(s->solution);
     free(s->rank);
     free(s->wit);
-    free(s->undo);
+    free(s->trail.log);
     memset(s, 0, sizeof *s);
 }
 
 /* Builds sections, overlap lists and section lists of the reduced problem
- * red of bufs (lifetimes read from bufs, which may be mirrored).  Returns
- * 0, or -1 when memory runs out. */
-static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, uint64_t capacity) {
+ * red of bufs (lifetimes read from bufs, which may be mirrored). */
+static void bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red,
+                      uint64_t capacity) {
     memset(s, 0, sizeof *s);
-    size_t n = red->n;
-    s->n = n;
+    size_t n = s->n = red->n;
     s->cap = (capacity - red->base) / red->unit;
-    s->orig = malloc(n * sizeof *s->orig);
-    s->size = malloc(n * sizeof *s->size);
-    s->sa = malloc(n * sizeof *s->sa);
-    s->sb = malloc(n * sizeof *s->sb);
-    int64_t *bp = malloc(2 * n * sizeof *bp);
-    if (!s->orig || !s->size || !s->sa || !s->sb || !bp) {
-        free(bp);
-        return -1;
-    }
-    memcpy(s->orig, red->orig, n * sizeof *s->orig);
-    memcpy(s->size, red->size, n * sizeof *s->size);
-    for (size_t b = 0; b < n; b++) {
-        bp[2 * b] = bufs[s->orig[b]].start;
-        bp[2 * b + 1] = (int64_t)bufs[s->orig[b]].end + 1;
-    }
-    qsort(bp, 2 * n, sizeof *bp, lay_i64_cmp);
-    size_t nbp = 0;
-    for (size_t i = 0; i < 2 * n; i++)
-        if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
-    s->nsec = nbp - 1;
-    size_t spans = 0;
-    s->steps = xmallocarray(n, sizeof *s->steps);
-    for (size_t b = 0; b < n; b++) {
-        s->steps[b] = (uint64_t)((int64_t)bufs[s->orig[b]].end + 1 - bufs[s->orig[b]].start);
-        s->sa[b] = bnb_find(bp, nbp, bufs[s->orig[b]].start);
-        s->sb[b] = bnb_find(bp, nbp, (int64_t)bufs[s->orig[b]].end + 1);
-        spans += s->sb[b] - s->sa[b];
-    }
-    free(bp);
-    size_t ns = s->nsec;
-    s->sec_begin = calloc(ns + 1, sizeof *s->sec_begin);
-    s->sec_buf = malloc((spans ? spans : 1) * sizeof *s->sec_buf);
-    size_t *fill = calloc(ns + 1, sizeof *fill);
-    if (!s->sec_begin || !s->sec_buf || !fill) {
-        free(fill);
-        return -1;
-    }
-    for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_begin[k + 1]++;
-    for (size_t k = 0; k < ns; k++) s->sec_begin[k + 1] += s->sec_begin[k];
-    for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
-    free(fill);
+    lay_sections_init(&s->sc, bufs, red);
+    size_t ns = s->sc.nsec;
 
     /* Overlaps: b and c meet when their section ranges intersect.  Sweep
      * the buffers by first section; the active ones meet the next. */
-    lay_key *by = malloc(n * sizeof *by);
-    s->ov_begin = calloc(n + 1, sizeof *s->ov_begin);
-    if (!by || !s->ov_begin) {
-        free(by);
-        return -1;
-    }
-    for (size_t b = 0; b < n; b++) by[b] = (lay_key){s->sa[b], s->sb[b], 0, b};
+    lay_key *by = xmallocarray(n, sizeof *by);
+    s->ov_begin = xcalloc(n + 1, sizeof *s->ov_begin);
+    for (size_t b = 0; b < n; b++) by[b] = (lay_key){s->sc.sa[b], s->sc.sb[b], 0, b};
     qsort(by, n, sizeof *by, lay_key_cmp);
     /* count, then fill: pairs (i < j in sweep order) with sa[j] < sb[i] */
-    uint64_t pairs = 0;
+    size_t pairs = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n && by[j].k1 < by[i].k2; j++) {
             s->ov_begin[by[i].idx + 1]++;
             s->ov_begin[by[j].idx + 1]++;
             pairs++;
         }
-    if (2 * pairs > UINT32_MAX) {
-        free(by);
-        return -1;
-    }
     for (size_t b = 0; b < n; b++) s->ov_begin[b + 1] += s->ov_begin[b];
-    s->ov = malloc((pairs ? 2 * pairs : 1) * sizeof *s->ov);
-    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
-    if (!s->ov || !pos) {
-        free(by);
-        free(pos);
-        return -1;
-    }
+    s->ov = xmallocarray(pairs ? 2 * pairs : 1, sizeof *s->ov);
+    size_t *pos = xmallocarray(n, sizeof *pos);
     for (size_t b = 0; b < n; b++) pos[b] = s->ov_begin[b];
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n && by[j].k1 < by[i].k2; j++) {
@@ -488,23 +396,20 @@ static int bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red, 
     free(pos);
     free(by);
 
-    s->twin = malloc(n * sizeof *s->twin);
-    s->off = malloc(n * sizeof *s->off);
-    s->minoff = malloc(n * sizeof *s->minoff);
-    s->floor = malloc((ns ? ns : 1) * sizeof *s->floor);
-    s->total = malloc((ns ? ns : 1) * sizeof *s->total);
-    s->cuts = malloc((ns ? ns : 1) * sizeof *s->cuts);
-    s->solution = malloc(n * sizeof *s->solution);
-    s->rank = malloc(n * sizeof *s->rank);
+    s->twin = xmallocarray(n, sizeof *s->twin);
+    s->off = xmallocarray(n, sizeof *s->off);
+    s->minoff = xmallocarray(n, sizeof *s->minoff);
+    s->floor = xmallocarray(ns ? ns : 1, sizeof *s->floor);
+    s->total = xmallocarray(ns ? ns : 1, sizeof *s->total);
+    s->cuts = xmallocarray(ns ? ns : 1, sizeof *s->cuts);
+    s->solution = xmallocarray(n, sizeof *s->solution);
+    s->rank = xmallocarray(n, sizeof *s->rank);
     /* witnesses start as any buffer live in the section (a section with
      * none has total 0 and is never checked) */
     s->wit = xcalloc(ns ? ns : 1, sizeof *s->wit);
     for (size_t k = 0; k < ns; k++)
-        if (s->sec_begin[k] < s->sec_begin[k + 1]) s->wit[k] = s->sec_buf[s->sec_begin[k]];
-    if (!s->twin || !s->off || !s->minoff || !s->floor || !s->total || !s->cuts || !s->solution ||
-        !s->rank)
-        return -1;
-    return 0;
+        if (s->sc.live_begin[k] < s->sc.live_begin[k + 1])
+            s->wit[k] = s->sc.live_buf[s->sc.live_begin[k]];
 }
 
 static void bnb_reset(bnb *s) {
@@ -512,58 +417,34 @@ static void bnb_reset(bnb *s) {
         s->off[b] = BNB_NONE;
         s->minoff[b] = 0;
     }
-    for (size_t k = 0; k < s->nsec; k++) s->floor[k] = s->total[k] = s->cuts[k] = 0;
-    for (size_t b = 0; b < s->n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
-            s->total[k] += s->size[b];
-            if (k + 1 < s->sb[b]) s->cuts[k]++;
-        }
-    s->nundo = 0;
+    for (size_t k = 0; k < s->sc.nsec; k++) s->floor[k] = 0;
+    lay_sections_totals(&s->sc, s->total, s->cuts);
+    s->trail.len = 0;
 }
 
 /* Ranks the buffers by the keys and finds twins (same sections and size,
  * adjacent in every preorder since they tie on every key). */
-static int bnb_preorder(bnb *s, const char *keys) {
-    bnb_pre *v = malloc(s->n * sizeof *v), *tmp = malloc(s->n * sizeof *tmp);
-    if (!v || !tmp) {
-        free(v);
-        free(tmp);
-        return -1;
-    }
+static void bnb_preorder(bnb *s, const char *keys) {
+    bnb_pre *v = xmallocarray(s->n, sizeof *v), *tmp = xmallocarray(s->n, sizeof *tmp);
     for (size_t b = 0; b < s->n; b++) {
         uint64_t t = 0;
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
+        for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++)
             if (s->total[k] > t) t = s->total[k];
-        v[b] = (bnb_pre){t, s->sb[b] - s->sa[b], s->size[b], s->steps[b], 0, 0, b};
-        v[b].tarea = (double)s->size[b] * (double)s->steps[b];
-        /* area in sections x size keeps mirrored runs alike */
-        v[b].area = (double)s->size[b] * (double)(s->sb[b] - s->sa[b]);
+        uint64_t width = s->sc.sb[b] - s->sc.sa[b];
+        v[b] = (bnb_pre){.total = t,
+                         .width = width,
+                         .size = s->sc.size[b],
+                         .steps = s->sc.steps[b],
+                         /* area in sections x size keeps mirrored runs alike */
+                         .area = (double)s->sc.size[b] * (double)width,
+                         .tarea = (double)s->sc.size[b] * (double)s->sc.steps[b],
+                         .b = b};
     }
     bnb_pre_sort(v, tmp, s->n, keys);
     for (size_t i = 0; i < s->n; i++) s->rank[v[i].b] = i;
-    /* twins: scan by (sa, sb, size, rank) */
-    lay_key *k = (lay_key *)tmp; /* reuse as scratch when large enough */
-    lay_key *own = NULL;
-    if (sizeof *k > sizeof *tmp) {
-        own = malloc(s->n * sizeof *own);
-        if (!own) {
-            free(v);
-            free(tmp);
-            return -1;
-        }
-        k = own;
-    }
-    for (size_t b = 0; b < s->n; b++)
-        k[b] = (lay_key){((uint64_t)s->sa[b] << 32) | s->sb[b], s->size[b], s->rank[b], b};
-    qsort(k, s->n, sizeof *k, lay_key_cmp);
-    for (size_t i = 0; i < s->n; i++) {
-        int same = i > 0 && k[i - 1].k1 == k[i].k1 && k[i - 1].k2 == k[i].k2;
-        s->twin[k[i].idx] = same ? k[i - 1].idx : SIZE_MAX;
-    }
-    free(own);
+    lay_sections_twins(&s->sc, s->rank, s->twin);
     free(v);
     free(tmp);
-    return 0;
 }
 
 /* The round robin's strategies: the preorders, each on the problem as
@@ -595,8 +476,7 @@ lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror,
                          const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
                          lay_bnb_stats *st) {
     assert(red->n > 0 && red->base <= capacity);
-    lay_bnb_ctx *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    lay_bnb_ctx *c = xcalloc(1, sizeof *c);
     if (params)
         c->p = *params;
     else
@@ -606,16 +486,8 @@ lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror,
     c->st = st;
     if (!c->p.mirror) mirror = NULL;
     for (; c->ndir < (mirror ? 2u : 1u); c->ndir++)
-        if (bnb_setup(&c->dir[c->ndir], c->ndir ? mirror : bufs, red, capacity) != 0) {
-            c->ndir++;
-            lay_bnb_free(c);
-            return NULL;
-        }
-    c->all = malloc(red->n * sizeof *c->all);
-    if (!c->all) {
-        lay_bnb_free(c);
-        return NULL;
-    }
+        bnb_setup(&c->dir[c->ndir], c->ndir ? mirror : bufs, red, capacity);
+    c->all = xmallocarray(red->n, sizeof *c->all);
     for (size_t b = 0; b < red->n; b++) c->all[b] = b;
     return c;
 }
@@ -629,25 +501,24 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
     bnb *s = &c->dir[h % c->ndir];
     s->p = c->p;
     bnb_reset(s);
-    if (bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS]) != 0) return LAY_NOMEM;
+    bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS]);
     s->nodes_left = limit;
     s->work = work;
     s->deadline = deadline;
     s->out_of_work = s->timed_out = 0;
     s->st = c->st;
     c->st->restarts++;
-    bnb_part whole = {c->all, c->red->n, 0, s->nsec};
+    bnb_part whole = {c->all, c->red->n, 0, s->sc.nsec};
     bnb_rc rc = bnb_solve_part(s, &whole);
     *out_of_work = s->out_of_work;
     *timed_out = s->timed_out;
     if (rc == BNB_FOUND) {
         memcpy(offsets, c->red->offsets, c->n * sizeof *offsets);
         for (size_t b = 0; b < s->n; b++)
-            offsets[s->orig[b]] = c->red->base + s->solution[b] * c->red->unit;
+            offsets[s->sc.orig[b]] = c->red->base + s->solution[b] * c->red->unit;
         return LAY_FOUND;
     }
     if (rc == BNB_NOTFOUND) return LAY_INFEASIBLE;
-    if (rc == BNB_NOMEM) return LAY_NOMEM;
     if (!*out_of_work && roamc_now() > deadline) *timed_out = 1;
     return LAY_GAVE_UP;
 }
@@ -663,7 +534,7 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
     if (!work) work = &unlimited;
     lay_reduced red;
     lay_reduce(bufs, n, align, &red);
-    lay_status result = LAY_NOMEM;
+    lay_status result;
     layout_buffer *mirror = NULL;
     lay_bnb_ctx *c = NULL;
     int timed_out = 0, out_of_work = 0;
@@ -676,18 +547,8 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
         result = LAY_FOUND;
         goto done;
     }
-    mirror = malloc(n * sizeof *mirror);
-    if (!mirror) goto done;
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].start == INT32_MIN) { /* cannot negate: no mirror */
-            free(mirror);
-            mirror = NULL;
-            break;
-        }
-        mirror[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
-    }
+    mirror = lay_mirror(bufs, n);
     c = lay_bnb_new(bufs, mirror, n, &red, capacity, params, st);
-    if (!c) goto done;
     result = LAY_GAVE_UP;
     for (long long limit = 2 * (long long)red.n;
          result == LAY_GAVE_UP && !timed_out && !out_of_work; limit *= 2) {

@@ -96,16 +96,6 @@ typedef struct lay_reduced {
 void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
 void lay_reduced_free(lay_reduced *r);
 
-/* layout_search on a work budget: *work is the work left, in the units of
- * layout_effort.work (a search node costs 1 + the sections it scans), and
- * is decreased by what the search spends; when it runs out the search
- * gives up (-1), at the same point on every machine.  deadline (roamc_now()
- * seconds) is only a backstop: when it cuts the search, *timed_out (may be
- * NULL) is set to 1, else 0. */
-int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-               uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-               int *timed_out);
-
 /* An incremental placer over a fixed buffer list (layout.c): buffers are
  * placed one at a time, each either at a given offset when that range is
  * free among the buffers already placed that it conflicts with, or in the
@@ -129,11 +119,21 @@ uint64_t lay_placer_fit(lay_placer *pl, size_t i, int best_fit);
 
 /* Outcome of an exact search for a layout within a capacity. */
 typedef enum lay_status {
-    LAY_NOMEM = -2,     /* memory ran out */
+    LAY_NOMEM = -2,     /* memory ran out (lay_sweep's sizing guard only) */
     LAY_GAVE_UP = -1,   /* node limit, work budget or time backstop */
     LAY_INFEASIBLE = 0, /* proved: no layout fits */
     LAY_FOUND = 1       /* a layout fits: offsets written */
 } lay_status;
+
+/* layout_search on a work budget: *work is the work left, in the units of
+ * layout_effort.work (a search node costs 1 + the sections it scans), and
+ * is decreased by what the search spends; when it runs out the search
+ * gives up (LAY_GAVE_UP), at the same point on every machine.  deadline
+ * (roamc_now() seconds) is only a backstop: when it cuts the search,
+ * *timed_out (may be NULL) is set to 1, else 0. */
+lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                      uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                      int *timed_out);
 
 /* layout_sweep.c: the search in time order for problems with no slack at
  * any step (capacity == live size at every step from the first start to
@@ -174,7 +174,8 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
  * strategy h (0 .. lay_bnb_strategies - 1: a preorder and a direction)
  * with a node limit.  A run that ends by its node limit returns
  * LAY_GAVE_UP with *out_of_work and *timed_out 0; LAY_FOUND writes all n
- * offsets.  Counts go to *st (not NULL), which the caller zeroes. */
+ * offsets.  Counts go to *st (not NULL), which the caller zeroes.
+ * lay_bnb_new never fails (out of memory ends the process). */
 typedef struct lay_bnb_ctx lay_bnb_ctx;
 lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
                          const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
@@ -201,24 +202,25 @@ void lay_search_defaults(lay_search_opts *o);
  * nodes counted into *st (may be NULL; zeroed first).  Per node limit of
  * the round robin, the skyline strategies run first, then the branch and
  * bound's.  Returns a lay_status. */
-int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                  int *timed_out, const lay_search_opts *opts, lay_bnb_stats *st);
+lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                         uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                         int *timed_out, const lay_search_opts *opts, lay_bnb_stats *st);
 
 /* Exact search for a layout no higher than capacity: a depth-first branch
  * and bound that fills the address x time plane from the bottom, at the
  * most constrained free cell (layout_search.c explains the branching and
  * the pruning), restarted round robin over several buffer orders and over
  * the mirror image in time with doubling node limits.  Sizes are rounded up
- * to align.  Returns 1 and writes offsets when it finds a layout; 0 when it
- * proved that none exists; -1 when it gave up (time_limit_s ran out, or
- * more than max_buffers buffers are left after those that conflict with all
- * others are stacked at the bottom); -2 when memory runs out.  A node costs
+ * to align.  Returns LAY_FOUND and writes offsets when it finds a layout;
+ * LAY_INFEASIBLE when it proved that none exists; LAY_GAVE_UP when it gave
+ * up (time_limit_s ran out, or more than max_buffers buffers are left
+ * after those that conflict with all others are stacked at the bottom).
+ * Sections and twins come from layout_sections.c.  A node costs
  * O(n + sections spanned); the recursion is about 3 frames (a few hundred
  * bytes) per buffer deep, hence LAYOUT_SEARCH_MAX_BUFFERS for threads with
  * small stacks.  Deterministic except where the time limit cuts it. */
 #define LAYOUT_SEARCH_MAX_BUFFERS 4000
-int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  double time_limit_s, size_t max_buffers, uint64_t *offsets);
+lay_status layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                         double time_limit_s, size_t max_buffers, uint64_t *offsets);
 
 #endif

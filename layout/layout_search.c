@@ -50,6 +50,7 @@
  */
 #include "layout.h"
 #include "layout_internal.h"
+#include "layout_sections.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -60,28 +61,15 @@
 typedef enum srch_rc {
     SRCH_FOUND,      /* a layout fits: offsets are in s->solution */
     SRCH_INFEASIBLE, /* proved: nothing fits */
-    SRCH_ABORT,      /* node limit, work budget or time backstop */
-    SRCH_NOMEM
+    SRCH_ABORT       /* node limit, work budget or time backstop */
 } srch_rc;
-
-/* An undo record: slot *where had value old. */
-typedef struct srch_undo {
-    uint64_t *where;
-    uint64_t old;
-} srch_undo;
 
 /* The reduced problem and the search state. */
 typedef struct srch {
-    size_t n;        /* buffers in the search */
-    size_t *orig;    /* search buffer -> input buffer */
-    uint64_t *size;  /* in units */
-    int64_t *len;    /* lifetime length in steps */
-    size_t *sa, *sb; /* sections spanned: [sa, sb) */
-    size_t nsec;
+    size_t n;            /* buffers in the search */
+    lay_sections sc;     /* buffers (orig, size in units), sections, live lists */
     size_t *start_begin; /* buffers starting in section k, in the current */
     size_t *start_buf;   /*   preorder: start_buf[start_begin[k] .. [k+1]) */
-    size_t *sec_begin;   /* buffers live in section k: */
-    size_t *sec_buf;     /*   sec_buf[sec_begin[k] .. [k+1]) */
     uint64_t cap;        /* capacity in units */
 
     uint64_t *off;                  /* per buffer: offset, SRCH_NONE while unplaced */
@@ -100,8 +88,7 @@ typedef struct srch {
     struct srch_pre *pre, *pre_tmp; /* preorder keys, and sort scratch */
     size_t *next;                   /* scratch of srch_preorder */
 
-    srch_undo *undo; /* undo log, a stack */
-    size_t nundo, undo_cap;
+    lay_trail trail; /* undo log of the state */
 
     long long nodes_left;
     uint64_t *work; /* work left (shared by both directions): a node
@@ -123,37 +110,24 @@ typedef struct srch_lift {
 /* ------------------------------------------------------------------------ */
 /* Undo log                                                                  */
 
-static int srch_set(srch *s, uint64_t *where, uint64_t value) {
-    if (s->nundo == s->undo_cap) {
-        size_t cap = s->undo_cap ? 2 * s->undo_cap : 1024;
-        srch_undo *u = realloc(s->undo, cap * sizeof *u);
-        if (!u) return -1;
-        s->undo = u;
-        s->undo_cap = cap;
-    }
-    s->undo[s->nundo++] = (srch_undo){where, *where};
-    *where = value;
-    return 0;
+static void srch_set(srch *s, uint64_t *where, uint64_t value) {
+    lay_trail_set(&s->trail, where, value);
 }
 
 static void srch_rollback(srch *s, size_t mark) {
-    while (s->nundo > mark) {
-        s->nundo--;
-        *s->undo[s->nundo].where = s->undo[s->nundo].old;
-    }
+    lay_trail_undo(&s->trail, mark);
 }
 
-/* Places b at offset o (through the undo log).  Returns 0, or -1 (memory). */
-static int srch_place(srch *s, size_t b, uint64_t o) {
-    if (srch_set(s, &s->off[b], o) != 0) return -1;
-    for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
+/* Places b at offset o (through the undo log). */
+static void srch_place(srch *s, size_t b, uint64_t o) {
+    srch_set(s, &s->off[b], o);
+    for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++) {
         assert(s->floor[k] <= o);
-        if (srch_set(s, &s->floor[k], o + s->size[b]) != 0 || srch_set(s, &s->owner[k], b) != 0 ||
-            srch_set(s, &s->total[k], s->total[k] - s->size[b]) != 0)
-            return -1;
-        if (k + 1 < s->sb[b] && srch_set(s, &s->cuts[k], s->cuts[k] - 1) != 0) return -1;
+        srch_set(s, &s->floor[k], o + s->sc.size[b]);
+        srch_set(s, &s->owner[k], b);
+        srch_set(s, &s->total[k], s->total[k] - s->sc.size[b]);
+        if (k + 1 < s->sc.sb[b]) srch_set(s, &s->cuts[k], s->cuts[k] - 1);
     }
-    return 0;
 }
 
 static int srch_active(const srch *s, size_t k) {
@@ -177,7 +151,8 @@ typedef struct srch_cell {
 
 /* Does unplaced buffer b fit at m inside the valley [a, z)? */
 static int srch_fits(const srch *s, size_t b, size_t a, size_t z, uint64_t m) {
-    return s->off[b] == SRCH_NONE && s->sa[b] >= a && s->sb[b] <= z && m + s->size[b] <= s->cap;
+    return s->off[b] == SRCH_NONE && s->sc.sa[b] >= a && s->sc.sb[b] <= z &&
+           m + s->sc.size[b] <= s->cap;
 }
 
 /* Checks the valley [a, z) at floor m, whose neighbours are higher or have
@@ -203,8 +178,8 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
             size_t b = s->start_buf[i];
             if (!srch_fits(s, b, a, z, m)) continue;
             running++;
-            s->count[s->sb[b]]++; /* ends before section sb */
-            if (s->reach[k]) s->reach[s->sb[b]] = 1;
+            s->count[s->sc.sb[b]]++; /* ends before section sb */
+            if (s->reach[k]) s->reach[s->sc.sb[b]] = 1;
         }
         running -= s->count[k];
         if (s->reach[k] && !srch_tight(s, k)) s->reach[k + 1] = 1;
@@ -221,7 +196,7 @@ static int srch_valley(srch *s, size_t a, size_t z, uint64_t m, srch_cell *best)
  * for the buffers of a tight section at floor m, so each scan stops at the
  * first higher floor; cheaper than every buffer's highest floor per node.) */
 static int srch_flat(const srch *s, size_t b, uint64_t m) {
-    for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+    for (size_t q = s->sc.sa[b]; q < s->sc.sb[b]; q++)
         if (s->floor[q] > m) return 0;
     return 1;
 }
@@ -250,7 +225,7 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell) {
         size_t b = s->start_buf[j];
         if (s->off[b] != SRCH_NONE) continue;
         uint64_t f = 0;
-        for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+        for (size_t q = s->sc.sa[b]; q < s->sc.sb[b]; q++)
             if (s->floor[q] > f) f = s->floor[q];
         s->maxf[b] = f;
     }
@@ -264,11 +239,11 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell) {
         if (!srch_active(s, q)) continue;
         size_t nl = 0;
         uint64_t all = 0, top = 0;
-        for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1]; j++) {
-            size_t b = s->sec_buf[j];
+        for (size_t j = s->sc.live_begin[q]; j < s->sc.live_begin[q + 1]; j++) {
+            size_t b = s->sc.live_buf[j];
             if (s->off[b] == SRCH_NONE && s->maxf[b] > s->floor[q]) {
-                s->lift[nl++] = (srch_lift){s->maxf[b], s->size[b]};
-                all += s->size[b];
+                s->lift[nl++] = (srch_lift){s->maxf[b], s->sc.size[b]};
+                all += s->sc.size[b];
                 if (s->maxf[b] > top) top = s->maxf[b];
             }
         }
@@ -285,8 +260,8 @@ static int srch_scan(srch *s, size_t lo, size_t hi, srch_cell *cell) {
     for (size_t q = lo; q < hi; q++) {
         if (!srch_active(s, q) || !srch_tight(s, q)) continue;
         int coverable = 0;
-        for (size_t j = s->sec_begin[q]; j < s->sec_begin[q + 1] && !coverable; j++) {
-            size_t b = s->sec_buf[j];
+        for (size_t j = s->sc.live_begin[q]; j < s->sc.live_begin[q + 1] && !coverable; j++) {
+            size_t b = s->sc.live_buf[j];
             coverable = s->off[b] == SRCH_NONE && srch_flat(s, b, s->floor[q]);
         }
         if (!coverable) return 0;
@@ -323,18 +298,14 @@ static srch_rc srch_solve_range(srch *s, size_t lo, size_t hi);
 
 /* Places b at m and searches on. */
 static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m) {
-    size_t mark = s->nundo;
-    srch_rc rc;
-    if (srch_place(s, b, m) != 0) {
-        rc = SRCH_NOMEM;
-    } else {
-        /* Did b free a boundary inside its lifetime?  Then [lo, hi) falls
-         * apart into independent pieces. */
-        int split = 0;
-        for (size_t k = s->sa[b]; k + 1 < s->sb[b] && !split; k++) split = s->cuts[k] == 0;
-        rc = split ? srch_solve_range(s, lo, hi) : srch_dfs(s, lo, hi);
-        if (rc == SRCH_FOUND) s->solution[b] = m;
-    }
+    size_t mark = s->trail.len;
+    srch_place(s, b, m);
+    /* Did b free a boundary inside its lifetime?  Then [lo, hi) falls
+     * apart into independent pieces. */
+    int split = 0;
+    for (size_t k = s->sc.sa[b]; k + 1 < s->sc.sb[b] && !split; k++) split = s->cuts[k] == 0;
+    srch_rc rc = split ? srch_solve_range(s, lo, hi) : srch_dfs(s, lo, hi);
+    if (rc == SRCH_FOUND) s->solution[b] = m;
     srch_rollback(s, mark);
     return rc;
 }
@@ -348,17 +319,17 @@ static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, 
     uint64_t min_size = SRCH_NONE;
     for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
         size_t c = s->start_buf[j];
-        if (s->off[c] == SRCH_NONE && s->size[c] < min_size) min_size = s->size[c];
+        if (s->off[c] == SRCH_NONE && s->sc.size[c] < min_size) min_size = s->sc.size[c];
     }
     /* Each buffer live in k goes at least to its highest floor, or, when
      * that is m too (nothing placed under it reaches above m), onto a buffer
      * placed later: to m + min_size at least. */
     uint64_t level = SRCH_NONE;
-    for (size_t j = s->sec_begin[k]; j < s->sec_begin[k + 1]; j++) {
-        size_t b = s->sec_buf[j];
+    for (size_t j = s->sc.live_begin[k]; j < s->sc.live_begin[k + 1]; j++) {
+        size_t b = s->sc.live_buf[j];
         if (s->off[b] != SRCH_NONE) continue;
         uint64_t highest = 0;
-        for (size_t q = s->sa[b]; q < s->sb[b]; q++)
+        for (size_t q = s->sc.sa[b]; q < s->sc.sb[b]; q++)
             if (s->floor[q] > highest) highest = s->floor[q];
         uint64_t lb = highest > m ? highest : m + min_size;
         if (lb < level) level = lb;
@@ -388,16 +359,17 @@ static int srch_cand_cmp(const void *pa, const void *pb) {
  *    their preorder is their index order too.) */
 static int srch_symmetric(const srch *s, size_t b) {
     if (s->twin[b] != SIZE_MAX && s->off[s->twin[b]] == SRCH_NONE) return 1;
-    uint64_t below = s->owner[s->sa[b]];
-    return below != SRCH_NONE && s->rank[below] > s->rank[b] && s->sa[below] == s->sa[b] &&
-           s->sb[below] == s->sb[b] && s->off[below] + s->size[below] == s->floor[s->sa[b]];
+    uint64_t below = s->owner[s->sc.sa[b]];
+    return below != SRCH_NONE && s->rank[below] > s->rank[b] && s->sc.sa[below] == s->sc.sa[b] &&
+           s->sc.sb[below] == s->sc.sb[b] &&
+           s->off[below] + s->sc.size[below] == s->floor[s->sc.sa[b]];
 }
 
 /* Solves the unplaced buffers of sections [lo, hi) (none crosses lo or hi).
  * Branch B (the cell stays empty) is the last alternative of a node, so it
  * is a loop here rather than a recursion: raise the floor, look again. */
 static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
-    size_t mark = s->nundo;
+    size_t mark = s->trail.len;
     srch_rc rc = SRCH_INFEASIBLE;
     for (;;) {
         if (s->nodes_left-- <= 0) {
@@ -433,15 +405,11 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
          * left side is higher). */
         size_t first = c.tight ? c.a : c.k;
         size_t cap = s->start_begin[c.k + 1] - s->start_begin[first];
-        srch_cand *cand = malloc((cap ? cap : 1) * sizeof *cand);
-        if (!cand) {
-            rc = SRCH_NOMEM;
-            break;
-        }
+        srch_cand *cand = xmallocarray(cap ? cap : 1, sizeof *cand);
         size_t nc = 0;
         for (size_t i = s->start_begin[first]; i < s->start_begin[c.k + 1]; i++) {
             size_t b = s->start_buf[i];
-            if (s->sb[b] > c.k && srch_fits(s, b, c.a, c.z, c.m) && !srch_symmetric(s, b))
+            if (s->sc.sb[b] > c.k && srch_fits(s, b, c.a, c.z, c.m) && !srch_symmetric(s, b))
                 cand[nc++] = (srch_cand){s->rank[b], b};
         }
         qsort(cand, nc, sizeof *cand, srch_cand_cmp);
@@ -453,11 +421,8 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
         /* Branch B */
         uint64_t level = srch_waste_level(s, lo, hi, c.k, c.m);
         if (level + s->total[c.k] > s->cap) break;
-        if (srch_set(s, &s->floor[c.k], level) != 0 ||
-            srch_set(s, &s->owner[c.k], SRCH_NONE) != 0) {
-            rc = SRCH_NOMEM;
-            break;
-        }
+        srch_set(s, &s->floor[c.k], level);
+        srch_set(s, &s->owner[c.k], SRCH_NONE);
     }
     srch_rollback(s, mark);
     return rc;
@@ -469,19 +434,16 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
  * ranges can be cut out and moved to the bottom.  So they are stacked at
  * the floor first, without branching. */
 static srch_rc srch_solve_piece(srch *s, size_t a, size_t z) {
-    size_t mark = s->nundo;
+    size_t mark = s->trail.len;
     int flat = 1;
     for (size_t k = a + 1; k < z && flat; k++) flat = s->floor[k] == s->floor[a];
     srch_rc rc = SRCH_INFEASIBLE;
     for (size_t i = s->start_begin[a]; flat && i < s->start_begin[a + 1]; i++) {
         size_t b = s->start_buf[i];
-        if (s->off[b] != SRCH_NONE || s->sb[b] != z) continue;
+        if (s->off[b] != SRCH_NONE || s->sc.sb[b] != z) continue;
         uint64_t m = s->floor[a];
-        if (m + s->size[b] > s->cap) goto out; /* rc: infeasible */
-        if (srch_place(s, b, m) != 0) {
-            rc = SRCH_NOMEM;
-            goto out;
-        }
+        if (m + s->sc.size[b] > s->cap) goto out; /* rc: infeasible */
+        srch_place(s, b, m);
         s->solution[b] = m;
     }
     /* placing them freed no boundary: they cross none inside the piece */
@@ -545,41 +507,21 @@ static void srch_pre_sort(srch_pre *v, srch_pre *tmp, size_t n, const char *keys
  * tmp (n records) and next (nsec entries) are scratch. */
 static void srch_preorder(srch *s, srch_pre *pre, srch_pre *tmp, size_t *next, const char *keys) {
     srch_pre_sort(pre, tmp, s->n, keys);
-    for (size_t k = 0; k < s->nsec; k++) next[k] = s->start_begin[k];
+    for (size_t k = 0; k < s->sc.nsec; k++) next[k] = s->start_begin[k];
     for (size_t i = 0; i < s->n; i++) {
         size_t b = pre[i].b;
         s->rank[b] = i;
-        s->start_buf[next[s->sa[b]]++] = b;
+        s->start_buf[next[s->sc.sa[b]]++] = b;
     }
 }
 
 /* ------------------------------------------------------------------------ */
 /* Setting up                                                                */
 
-/* Index of t in the sorted distinct array v[0..n). */
-static size_t srch_find(const int64_t *v, size_t n, int64_t t) {
-    size_t lo = 0, hi = n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    assert(v[lo] == t);
-    return lo;
-}
-
 static void srch_free(srch *s) {
-    free(s->orig);
-    free(s->size);
-    free(s->len);
-    free(s->sa);
-    free(s->sb);
+    lay_sections_free(&s->sc);
     free(s->start_begin);
     free(s->start_buf);
-    free(s->sec_begin);
-    free(s->sec_buf);
     free(s->off);
     free(s->solution);
     free(s->floor);
@@ -595,144 +537,73 @@ static void srch_free(srch *s) {
     free(s->pre_tmp);
     free(s->rnd_tmp);
     free(s->next);
-    free(s->undo);
+    free(s->trail.log);
     free(s->lift);
-}
-
-/* Builds sections and the two section -> buffer lists for the s->n buffers
- * in s->orig.  Returns 0, or -1 when memory runs out. */
-static int srch_build(srch *s, const layout_buffer *bufs) {
-    size_t n = s->n;
-    int64_t *bp = malloc((2 * n + 1) * sizeof *bp);
-    s->sa = malloc(n * sizeof *s->sa);
-    s->sb = malloc(n * sizeof *s->sb);
-    s->len = malloc(n * sizeof *s->len);
-    if (!bp || !s->sa || !s->sb || !s->len) {
-        free(bp);
-        return -1;
-    }
-    /* sections lie between consecutive distinct values of start, end + 1 */
-    for (size_t b = 0; b < n; b++) {
-        bp[2 * b] = bufs[s->orig[b]].start;
-        bp[2 * b + 1] = (int64_t)bufs[s->orig[b]].end + 1;
-    }
-    qsort(bp, 2 * n, sizeof *bp, lay_i64_cmp);
-    size_t nbp = 0;
-    for (size_t i = 0; i < 2 * n; i++)
-        if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
-    s->nsec = nbp - 1;
-    size_t spans = 0;
-    for (size_t b = 0; b < n; b++) {
-        const layout_buffer *x = &bufs[s->orig[b]];
-        s->sa[b] = srch_find(bp, nbp, x->start);
-        s->sb[b] = srch_find(bp, nbp, (int64_t)x->end + 1);
-        s->len[b] = (int64_t)x->end + 1 - x->start;
-        spans += s->sb[b] - s->sa[b];
-    }
-    free(bp);
-
-    size_t ns = s->nsec;
-    s->start_begin = calloc(ns + 1, sizeof *s->start_begin);
-    s->start_buf = malloc(n * sizeof *s->start_buf);
-    s->sec_begin = calloc(ns + 1, sizeof *s->sec_begin);
-    s->sec_buf = malloc(spans * sizeof *s->sec_buf);
-    size_t *fill = calloc(ns + 1, sizeof *fill);
-    if (!s->start_begin || !s->start_buf || !s->sec_begin || !s->sec_buf || !fill) {
-        free(fill);
-        return -1;
-    }
-    /* counts, then prefix sums, then fill (CSR) */
-    for (size_t b = 0; b < n; b++) {
-        s->start_begin[s->sa[b] + 1]++;
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_begin[k + 1]++;
-    }
-    for (size_t k = 0; k < ns; k++) {
-        s->start_begin[k + 1] += s->start_begin[k];
-        s->sec_begin[k + 1] += s->sec_begin[k];
-    }
-    for (size_t b = 0; b < n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) s->sec_buf[s->sec_begin[k] + fill[k]++] = b;
-    free(fill);
-
-    s->off = malloc(n * sizeof *s->off);
-    s->solution = malloc(n * sizeof *s->solution);
-    s->floor = malloc(ns * sizeof *s->floor);
-    s->total = malloc(ns * sizeof *s->total);
-    s->cuts = malloc(ns * sizeof *s->cuts);
-    s->reach = malloc(ns + 1);
-    s->count = malloc((ns + 1) * sizeof *s->count);
-    s->maxf = malloc(n * sizeof *s->maxf);
-    s->twin = malloc(n * sizeof *s->twin);
-    s->owner = malloc(ns * sizeof *s->owner);
-    s->rank = malloc(n * sizeof *s->rank);
-    if (!s->off || !s->solution || !s->floor || !s->total || !s->cuts || !s->reach || !s->count ||
-        !s->rank || !s->maxf || !s->twin || !s->owner)
-        return -1;
-    return 0;
 }
 
 /* Resets the state to "nothing placed". */
 static void srch_reset(srch *s) {
     for (size_t b = 0; b < s->n; b++) s->off[b] = SRCH_NONE;
-    for (size_t k = 0; k < s->nsec; k++) {
-        s->floor[k] = s->total[k] = s->cuts[k] = 0;
+    for (size_t k = 0; k < s->sc.nsec; k++) {
+        s->floor[k] = 0;
         s->owner[k] = SRCH_NONE;
     }
-    for (size_t b = 0; b < s->n; b++)
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++) {
-            s->total[k] += s->size[b];
-            if (k + 1 < s->sb[b]) s->cuts[k]++;
-        }
-    s->nundo = 0;
-}
-
-/* Fills s->twin: a buffer's twin is the previous one (in index order) with
- * the same sections and size, SIZE_MAX for none. */
-static void srch_find_twins(srch *s) {
-    lay_key *v = xmallocarray(s->n, sizeof *v);
-    for (size_t b = 0; b < s->n; b++) v[b] = (lay_key){s->sa[b], s->sb[b], s->size[b], b};
-    qsort(v, s->n, sizeof *v, lay_key_cmp);
-    for (size_t i = 0; i < s->n; i++) {
-        int same =
-            i > 0 && v[i - 1].k1 == v[i].k1 && v[i - 1].k2 == v[i].k2 && v[i - 1].k3 == v[i].k3;
-        s->twin[v[i].idx] = same ? v[i - 1].idx : SIZE_MAX;
-    }
-    free(v);
+    lay_sections_totals(&s->sc, s->total, s->cuts);
+    s->trail.len = 0;
 }
 
 /* Sets up s for the reduced problem red of bufs (whose steps may be
- * mirrored: only the lifetimes are read from bufs).  Returns 0 or -1. */
-static int srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red,
-                      uint64_t capacity) {
+ * mirrored: only the lifetimes are read from bufs). */
+static void srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *red,
+                       uint64_t capacity) {
     memset(s, 0, sizeof *s);
-    s->n = red->n;
+    size_t n = s->n = red->n;
     s->cap = (capacity - red->base) / red->unit;
-    s->orig = malloc(s->n * sizeof *s->orig);
-    s->size = malloc(s->n * sizeof *s->size);
-    if (!s->orig || !s->size) return -1;
-    memcpy(s->orig, red->orig, s->n * sizeof *s->orig);
-    memcpy(s->size, red->size, s->n * sizeof *s->size);
-    if (srch_build(s, bufs) != 0) return -1;
-    srch_find_twins(s);
-    s->pre = malloc(s->n * sizeof *s->pre);
-    s->pre_tmp = malloc(s->n * sizeof *s->pre_tmp);
-    s->next = malloc((s->nsec + 1) * sizeof *s->next);
-    s->rnd_tmp = malloc(s->n * sizeof *s->rnd_tmp);
-    s->lift = malloc(s->n * sizeof *s->lift);
-    if (!s->pre || !s->pre_tmp || !s->next || !s->rnd_tmp || !s->lift) return -1;
+    lay_sections_init(&s->sc, bufs, red);
+    size_t ns = s->sc.nsec;
+    /* start lists: counts here, filled in preorder by srch_preorder */
+    s->start_begin = xcalloc(ns + 1, sizeof *s->start_begin);
+    s->start_buf = xmallocarray(n, sizeof *s->start_buf);
+    for (size_t b = 0; b < n; b++) s->start_begin[s->sc.sa[b] + 1]++;
+    for (size_t k = 0; k < ns; k++) s->start_begin[k + 1] += s->start_begin[k];
+    s->off = xmallocarray(n, sizeof *s->off);
+    s->solution = xmallocarray(n, sizeof *s->solution);
+    s->floor = xmallocarray(ns, sizeof *s->floor);
+    s->total = xmallocarray(ns, sizeof *s->total);
+    s->cuts = xmallocarray(ns, sizeof *s->cuts);
+    s->reach = xmallocarray(ns + 1, 1);
+    s->count = xmallocarray(ns + 1, sizeof *s->count);
+    s->maxf = xmallocarray(n, sizeof *s->maxf);
+    s->owner = xmallocarray(ns, sizeof *s->owner);
+    s->rank = xmallocarray(n, sizeof *s->rank);
+    /* twins in index order */
+    s->twin = xmallocarray(n, sizeof *s->twin);
+    size_t *index = xmallocarray(n, sizeof *index);
+    for (size_t b = 0; b < n; b++) index[b] = b;
+    lay_sections_twins(&s->sc, index, s->twin);
+    free(index);
+    s->pre = xmallocarray(n, sizeof *s->pre);
+    s->pre_tmp = xmallocarray(n, sizeof *s->pre_tmp);
+    s->next = xmallocarray(ns + 1, sizeof *s->next);
+    s->rnd_tmp = xmallocarray(n, sizeof *s->rnd_tmp);
+    s->lift = xmallocarray(n, sizeof *s->lift);
     srch_reset(s);
-    for (size_t b = 0; b < s->n; b++) {
+    for (size_t b = 0; b < n; b++) {
         uint64_t t = 0;
-        for (size_t k = s->sa[b]; k < s->sb[b]; k++)
+        for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++)
             if (s->total[k] > t) t = s->total[k];
-        s->pre[b] = (srch_pre){
-            t, s->sb[b] - s->sa[b], s->size[b], (double)s->size[b] * (double)s->len[b], 0, b};
+        /* area stays 0 here, as it has been: the positional initializer
+         * this replaces put it in rnd, which every round overwrites */
+        s->pre[b] = (srch_pre){.total = t,
+                               .width = s->sc.sb[b] - s->sc.sa[b],
+                               .size = s->sc.size[b],
+                               .area = 0,
+                               .b = b};
     }
-    return 0;
 }
 
-int layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  double time_limit_s, size_t max_buffers, uint64_t *offsets) {
+lay_status layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                         double time_limit_s, size_t max_buffers, uint64_t *offsets) {
     uint64_t work = UINT64_MAX;
     return lay_search(bufs, n, align, capacity, &work, roamc_now() + time_limit_s, max_buffers,
                       offsets, NULL);
@@ -743,16 +614,16 @@ void lay_search_defaults(lay_search_opts *o) {
     lay_bnb_defaults(&o->bnb);
 }
 
-int lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-               uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-               int *timed_out_out) {
+lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                      uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                      int *timed_out_out) {
     return lay_search_ex(bufs, n, align, capacity, work, deadline, max_buffers, offsets,
                          timed_out_out, NULL, NULL);
 }
 
-int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                  uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                  int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st) {
+lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
+                         uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
+                         int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st) {
     assert(work != NULL);
     lay_search_opts defaults;
     if (!opts) {
@@ -770,7 +641,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     lay_reduced red;
     int timed_out = 0, out_of_work = 0;
     lay_reduce(bufs, n, align, &red);
-    lay_status result = LAY_NOMEM;
+    lay_status result;
     if (red.base > capacity) {
         result = LAY_INFEASIBLE; /* the buffers that conflict with all others alone */
         goto done;
@@ -786,27 +657,13 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
     }
     /* Time reversed is the same problem (same layouts) but the search walks
      * it differently: a second chance for free. */
-    mirror = malloc(n * sizeof *mirror);
-    if (!mirror) goto done;
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].start == INT32_MIN) { /* cannot negate: no mirror */
-            free(mirror);
-            mirror = NULL;
-            break;
-        }
-        mirror[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
+    mirror = lay_mirror(bufs, n);
+    for (; ndir < (opts->engines & LAY_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++) {
+        srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity);
+        dir[ndir].energy = opts->bnb.energy;
     }
-    for (; ndir < (opts->engines & LAY_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++)
-        if (srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity) != 0) {
-            ndir++; /* free it too */
-            goto done;
-        } else {
-            dir[ndir].energy = opts->bnb.energy;
-        }
-    if (opts->engines & LAY_ENGINE_BNB) {
+    if (opts->engines & LAY_ENGINE_BNB)
         bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);
-        if (!bnb) goto done;
-    }
 
     /* Round robin over directions and preorders, doubling the node limit
      * each round. */
@@ -836,16 +693,14 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
             s->work = work;
             s->out_of_work = 0;
             s->timed_out = 0;
-            srch_rc rc = srch_solve_range(s, 0, s->nsec);
+            srch_rc rc = srch_solve_range(s, 0, s->sc.nsec);
             if (rc == SRCH_FOUND) {
                 result = LAY_FOUND;
                 for (size_t b = 0; b < s->n; b++)
-                    red.offsets[s->orig[b]] = red.base + s->solution[b] * red.unit;
+                    red.offsets[s->sc.orig[b]] = red.base + s->solution[b] * red.unit;
                 memcpy(offsets, red.offsets, n * sizeof *offsets);
             } else if (rc == SRCH_INFEASIBLE) {
                 result = LAY_INFEASIBLE;
-            } else if (rc == SRCH_NOMEM) {
-                result = LAY_NOMEM;
             } else if (s->out_of_work) {
                 out_of_work = 1;
             } else if (s->timed_out || roamc_now() > deadline) {
@@ -860,7 +715,7 @@ int lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t 
              h++) {
             int oow = 0, cut = 0;
             lay_status rc = lay_bnb_run(bnb, h, limit, work, deadline, &oow, &cut, offsets);
-            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE || rc == LAY_NOMEM) result = rc;
+            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE) result = rc;
             out_of_work |= oow;
             timed_out |= cut;
         }

@@ -1,0 +1,112 @@
+/* layout_sections.c — time sections, twins and the mirror image of a
+ * reduced layout problem, for the exact searches (layout_sections.h). */
+#include "layout_sections.h"
+#include "layout_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Index of t in the sorted distinct array v[0..n). */
+static size_t sec_find(const int64_t *v, size_t n, int64_t t) {
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    assert(v[lo] == t);
+    return lo;
+}
+
+void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red) {
+    size_t n = red->n;
+    assert(n >= 1);
+    memset(sc, 0, sizeof *sc);
+    sc->n = n;
+    sc->orig = xmallocarray(n, sizeof *sc->orig);
+    sc->size = xmallocarray(n, sizeof *sc->size);
+    memcpy(sc->orig, red->orig, n * sizeof *sc->orig);
+    memcpy(sc->size, red->size, n * sizeof *sc->size);
+    const size_t *orig = sc->orig;
+    /* sections lie between consecutive distinct values of start, end + 1 */
+    int64_t *bp = xmallocarray(2 * n, sizeof *bp);
+    for (size_t b = 0; b < n; b++) {
+        bp[2 * b] = bufs[orig[b]].start;
+        bp[2 * b + 1] = (int64_t)bufs[orig[b]].end + 1;
+    }
+    qsort(bp, 2 * n, sizeof *bp, lay_i64_cmp);
+    size_t nbp = 0;
+    for (size_t i = 0; i < 2 * n; i++)
+        if (nbp == 0 || bp[nbp - 1] != bp[i]) bp[nbp++] = bp[i];
+    sc->nsec = nbp - 1;
+    sc->sa = xmallocarray(n, sizeof *sc->sa);
+    sc->sb = xmallocarray(n, sizeof *sc->sb);
+    sc->steps = xmallocarray(n, sizeof *sc->steps);
+    size_t spans = 0;
+    for (size_t b = 0; b < n; b++) {
+        const layout_buffer *x = &bufs[orig[b]];
+        sc->sa[b] = sec_find(bp, nbp, x->start);
+        sc->sb[b] = sec_find(bp, nbp, (int64_t)x->end + 1);
+        sc->steps[b] = (uint64_t)((int64_t)x->end + 1 - x->start);
+        spans += sc->sb[b] - sc->sa[b];
+    }
+    free(bp);
+    /* live lists: counts, prefix sums, fill (CSR) */
+    size_t ns = sc->nsec;
+    sc->live_begin = xcalloc(ns + 1, sizeof *sc->live_begin);
+    sc->live_buf = xmallocarray(spans, sizeof *sc->live_buf);
+    size_t *fill = xcalloc(ns + 1, sizeof *fill);
+    for (size_t b = 0; b < n; b++)
+        for (size_t k = sc->sa[b]; k < sc->sb[b]; k++) sc->live_begin[k + 1]++;
+    for (size_t k = 0; k < ns; k++) sc->live_begin[k + 1] += sc->live_begin[k];
+    for (size_t b = 0; b < n; b++)
+        for (size_t k = sc->sa[b]; k < sc->sb[b]; k++)
+            sc->live_buf[sc->live_begin[k] + fill[k]++] = b;
+    free(fill);
+}
+
+void lay_sections_free(lay_sections *sc) {
+    free(sc->orig);
+    free(sc->size);
+    free(sc->sa);
+    free(sc->sb);
+    free(sc->steps);
+    free(sc->live_begin);
+    free(sc->live_buf);
+    memset(sc, 0, sizeof *sc);
+}
+
+void lay_sections_totals(const lay_sections *sc, uint64_t *total, uint64_t *cuts) {
+    const uint64_t *size = sc->size;
+    for (size_t k = 0; k < sc->nsec; k++) total[k] = cuts[k] = 0;
+    for (size_t b = 0; b < sc->n; b++)
+        for (size_t k = sc->sa[b]; k < sc->sb[b]; k++) {
+            total[k] += size[b];
+            if (k + 1 < sc->sb[b]) cuts[k]++;
+        }
+}
+
+void lay_sections_twins(const lay_sections *sc, const size_t *key, size_t *twin) {
+    const uint64_t *size = sc->size;
+    lay_key *v = xmallocarray(sc->n, sizeof *v);
+    for (size_t b = 0; b < sc->n; b++)
+        v[b] = (lay_key){((uint64_t)sc->sa[b] << 32) | sc->sb[b], size[b], key[b], b};
+    qsort(v, sc->n, sizeof *v, lay_key_cmp);
+    for (size_t i = 0; i < sc->n; i++) {
+        int same = i > 0 && v[i - 1].k1 == v[i].k1 && v[i - 1].k2 == v[i].k2;
+        twin[v[i].idx] = same ? v[i - 1].idx : SIZE_MAX;
+    }
+    free(v);
+}
+
+layout_buffer *lay_mirror(const layout_buffer *bufs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i].start == INT32_MIN) return NULL;
+    layout_buffer *m = xmallocarray(n, sizeof *m);
+    for (size_t i = 0; i < n; i++)
+        m[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
+    return m;
+}
