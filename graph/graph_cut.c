@@ -100,6 +100,57 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
                                     unsigned char *mark, int *node, int *stack, int in_op,
                                     const int *out, size_t n_out);
 
+/* The edges of storage s (not touched by v) in the network of v whose op
+ * sides are node[] (see the top of the file), aux nodes numbered from
+ * *next on; a storage whose cut is forced adds its size to *fixed instead.
+ * Returns igraph's error, 0 when none. */
+static int cut_add_storage(const graph *g, const graph_touchers *T, const int *node, double inf,
+                           int s, cut_net *c, igraph_integer_t *next, uint64_t *fixed) {
+    const graph_storage *st = &g->storages[s];
+    int maker = T->maker[s];
+    if (!st->has_input && maker < 0) return 0; /* neither made nor an input: never live */
+    igraph_integer_t from = st->has_input ? CUT_SRC_NODE : cut_node(node, maker);
+    if (from == CUT_SINK_NODE) return 0; /* made after v: not live at v */
+    /* aux -> toucher edges: one into the sink puts aux there */
+    bool to_sink = graph_storage_outlives(g, st), any_free = false;
+    for (size_t k = T->start[s]; k < T->start[s + 1] && !to_sink; k++) {
+        int t = T->ops[k];
+        if (!st->has_input && t == maker) continue;
+        if (node[t] == CUT_DESC)
+            to_sink = true;
+        else if (node[t] >= 0)
+            any_free = true;
+    }
+    if (to_sink) { /* live to the end, or read after v */
+        if (from != CUT_SRC_NODE) return cut_add(c, from, CUT_SINK_NODE, (double)st->size);
+        *fixed += st->size; /* made before v: live at v */
+        return 0;
+    }
+    if (!any_free) return 0; /* all touchers before v: aux joins the source side for free */
+    igraph_integer_t aux = (*next)++;
+    int bad = cut_add(c, from, aux, (double)st->size);
+    for (size_t k = T->start[s]; k < T->start[s + 1] && !bad; k++) {
+        int t = T->ops[k];
+        if ((st->has_input || t != maker) && node[t] >= 0) bad = cut_add(c, aux, node[t], inf);
+    }
+    return bad;
+}
+
+/* The maximum flow from the source to the sink of c (n_nodes nodes), or
+ * UINT64_MAX when igraph fails or the flow is infinite. */
+static uint64_t cut_max_flow(const cut_net *c, igraph_integer_t n_nodes, double inf) {
+    uint64_t result = UINT64_MAX;
+    igraph_t ig;
+    if (!igraph_create(&ig, &c->ends, n_nodes, IGRAPH_DIRECTED)) {
+        igraph_real_t flow = 0;
+        if (!igraph_maxflow_value(&ig, &flow, CUT_SRC_NODE, CUT_SINK_NODE, &c->cap, NULL) &&
+            flow >= 0 && flow < inf)
+            result = (uint64_t)flow;
+        igraph_destroy(&ig);
+    }
+    return result;
+}
+
 static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf,
                              unsigned char *mark, int *node, int *stack) {
     return cut_min_live_in_out(g, v, T, inf, mark, node, stack, -1, NULL, 0);
@@ -138,45 +189,8 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
         for (size_t k = g->pred_start[w]; k < g->pred_start[w + 1] && !bad; k++)
             if (node[g->pred[k]] >= 0) bad = cut_add(&c, node[w], node[g->pred[k]], inf);
     }
-    for (size_t s = 0; s < ns && !bad; s++) {
-        const graph_storage *st = &g->storages[s];
-        if (mark[s]) continue;
-        int maker = T->maker[s];
-        if (!st->has_input && maker < 0) continue; /* neither made nor an input: never live */
-        igraph_integer_t from = st->has_input ? CUT_SRC_NODE : cut_node(node, maker);
-        if (from == CUT_SINK_NODE) continue; /* made after v: not live at v */
-        if (graph_storage_outlives(g, st)) {
-            if (from == CUT_SRC_NODE)
-                fixed += st->size; /* made before v, live to the end */
-            else
-                bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
-            continue;
-        }
-        /* aux -> toucher edges: one into the sink puts aux there */
-        bool aux_in_sink = false, any_free = false;
-        for (size_t k = T->start[s]; k < T->start[s + 1]; k++) {
-            int t = T->ops[k];
-            if (!st->has_input && t == maker) continue;
-            if (node[t] == CUT_DESC)
-                aux_in_sink = true;
-            else if (node[t] >= 0)
-                any_free = true;
-        }
-        if (aux_in_sink) {
-            if (from == CUT_SRC_NODE)
-                fixed += st->size; /* made before v, read after it */
-            else
-                bad = cut_add(&c, from, CUT_SINK_NODE, (double)st->size);
-            continue;
-        }
-        if (!any_free) continue; /* all touchers before v: aux joins the source side for free */
-        igraph_integer_t aux = next++;
-        bad = cut_add(&c, from, aux, (double)st->size);
-        for (size_t k = T->start[s]; k < T->start[s + 1] && !bad; k++) {
-            int t = T->ops[k];
-            if ((st->has_input || t != maker) && node[t] >= 0) bad = cut_add(&c, aux, node[t], inf);
-        }
-    }
+    for (size_t s = 0; s < ns && !bad; s++)
+        if (!mark[s]) bad = cut_add_storage(g, T, node, inf, (int)s, &c, &next, &fixed);
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
     if (in_op >= 0 && !bad) {
         if (node[in_op] == CUT_DESC)
@@ -195,14 +209,8 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
     if (!bad && c.n_edges == 0)
         result = fixed;
     else if (!bad) {
-        igraph_t ig;
-        if (!igraph_create(&ig, &c.ends, next, IGRAPH_DIRECTED)) {
-            igraph_real_t flow = 0;
-            if (!igraph_maxflow_value(&ig, &flow, CUT_SRC_NODE, CUT_SINK_NODE, &c.cap, NULL) &&
-                flow >= 0 && flow < inf)
-                result = fixed + (uint64_t)flow;
-            igraph_destroy(&ig);
-        }
+        uint64_t flow = cut_max_flow(&c, next, inf);
+        if (flow != UINT64_MAX) result = fixed + flow;
     }
     igraph_vector_int_destroy(&c.ends);
     igraph_vector_destroy(&c.cap);

@@ -486,6 +486,59 @@ int leaf_beam(const leaf_graph *L, uint64_t upper, size_t width, int *order, uin
     return leaf_dp(L, upper, SIZE_MAX, width, order, peak_out);
 }
 
+/* The leaf's edges and touches as bitsets of w words: predmask[v] holds
+ * v's predecessors, touchers[j] the ops touching storage j. */
+typedef struct leaf_dp_masks {
+    size_t w;
+    uint64_t *predmask, *touchers;
+} leaf_dp_masks;
+
+static void leaf_dp_masks_init(const leaf_graph *L, size_t w, leaf_dp_masks *M) {
+    M->w = w;
+    M->touchers = xcalloc(L->n_st * w, sizeof *M->touchers);
+    M->predmask = xcalloc(L->n_ops * w, sizeof *M->predmask);
+    for (size_t i = 0; i < L->n_ops; i++) {
+        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
+            M->touchers[(size_t)L->touch[k] * w + i / 64] |= 1ull << (i % 64);
+        for (size_t k = L->pred_start[i]; k < L->pred_start[i + 1]; k++)
+            M->predmask[i * w + (size_t)L->pred[k] / 64] |= 1ull << (L->pred[k] % 64);
+    }
+}
+
+/* Running op v from state S (the ops run so far): false when v has run or
+ * is not ready; else cand = S + v, *made the bytes v creates and *freed
+ * those of the storages whose last toucher v is. */
+static bool leaf_dp_move(const leaf_graph *L, const leaf_dp_masks *M, const uint64_t *S, size_t v,
+                         uint64_t *cand, uint64_t *made, uint64_t *freed) {
+    size_t w = M->w;
+    if (S[v / 64] >> (v % 64) & 1) return false;
+    for (size_t x = 0; x < w; x++)
+        if (M->predmask[v * w + x] & ~S[x]) return false;
+    *made = 0, *freed = 0;
+    for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) *made += L->size[L->make[k]];
+    for (size_t x = 0; x < w; x++) cand[x] = S[x];
+    cand[v / 64] |= 1ull << (v % 64);
+    for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
+        int j = L->touch[k];
+        if (L->live_out[j]) continue;
+        bool done = true;
+        for (size_t x = 0; x < w && done; x++)
+            done = (M->touchers[(size_t)j * w + x] & ~cand[x]) == 0;
+        if (done) *freed += L->size[j];
+    }
+    return true;
+}
+
+/* Fills table (hc slots, a power of two) with the states [from, d->n). */
+static void leaf_dp_rehash(const leaf_dp_states *d, int32_t *table, size_t hc, size_t from) {
+    for (size_t i = 0; i < hc; i++) table[i] = -1;
+    for (size_t s2 = from; s2 < d->n; s2++) {
+        size_t h2 = (size_t)leaf_dp_hash(d->bits + s2 * d->words, d->words) & (hc - 1);
+        while (table[h2] >= 0) h2 = (h2 + 1) & (hc - 1);
+        table[h2] = (int32_t)s2;
+    }
+}
+
 static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_t beam, int *order,
                    uint64_t *peak_out) {
     size_t n = L->n_ops, ns = L->n_st;
@@ -496,18 +549,11 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
     }
     size_t w = (n + 63) / 64;
     leaf_dp_states d = {.words = w};
-    /* per storage: bitset of its touchers in the leaf */
-    uint64_t *touchers = xcalloc(ns * w, sizeof *touchers);
-    uint64_t *predmask = xcalloc(n * w, sizeof *predmask);
+    leaf_dp_masks M;
+    leaf_dp_masks_init(L, w, &M);
     uint64_t *cand = xmallocarray(w, sizeof *cand);
     size_t hcap = 0;
     int32_t *table = NULL;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
-            touchers[(size_t)L->touch[k] * w + i / 64] |= 1ull << (i % 64);
-        for (size_t k = L->pred_start[i]; k < L->pred_start[i + 1]; k++)
-            predmask[i * w + (size_t)L->pred[k] / 64] |= 1ull << (L->pred[k] % 64);
-    }
     leaf_dp_grow(&d);
     size_t layer_lo = 0, layer_hi = 1;
     uint64_t res0 = 0;
@@ -526,24 +572,8 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
         for (size_t i = 0; i < hc; i++) table[i] = -1;
         for (size_t si = layer_lo; si < layer_hi && result == 1; si++) {
             for (size_t v = 0; v < n; v++) {
-                const uint64_t *S = d.bits + si * w;
-                if (S[v / 64] >> (v % 64) & 1) continue;
-                bool ready = true;
-                for (size_t x = 0; x < w && ready; x++) ready = (predmask[v * w + x] & ~S[x]) == 0;
-                if (!ready) continue;
-                uint64_t made = 0, freed = 0;
-                for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++)
-                    made += L->size[L->make[k]];
-                for (size_t x = 0; x < w; x++) cand[x] = S[x];
-                cand[v / 64] |= 1ull << (v % 64);
-                for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
-                    int j = L->touch[k];
-                    if (L->live_out[j]) continue;
-                    bool done = true;
-                    for (size_t x = 0; x < w && done; x++)
-                        done = (touchers[(size_t)j * w + x] & ~cand[x]) == 0;
-                    if (done) freed += L->size[j];
-                }
+                uint64_t made, freed;
+                if (!leaf_dp_move(L, &M, d.bits + si * w, v, cand, &made, &freed)) continue;
                 uint64_t step = L->base + d.res[si] + made;
                 uint64_t cost = step > d.cost[si] ? step : d.cost[si];
                 if (cost > upper) continue;
@@ -571,12 +601,7 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
                     /* keep the load factor under 1/2: rehash the layer */
                     hc *= 2, mask = hc - 1, hcap = hc;
                     table = xreallocarray(table, hc, sizeof *table);
-                    for (size_t i = 0; i < hc; i++) table[i] = -1;
-                    for (size_t s2 = layer_hi; s2 < d.n; s2++) {
-                        size_t h2 = (size_t)leaf_dp_hash(d.bits + s2 * w, w) & mask;
-                        while (table[h2] >= 0) h2 = (h2 + 1) & mask;
-                        table[h2] = (int32_t)s2;
-                    }
+                    leaf_dp_rehash(&d, table, hc, layer_hi);
                 }
             }
         }
@@ -596,7 +621,7 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
         }
         assert(s == 0);
     }
-    free(touchers), free(predmask), free(cand), free(table);
+    free(M.touchers), free(M.predmask), free(cand), free(table);
     free(d.bits), free(d.cost), free(d.res), free(d.parent), free(d.via);
     return result;
 }

@@ -232,12 +232,103 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
     return h;
 }
 
+/* Layout pytorch: the replay of PyTorch's caching allocator.  The replay
+ * rounds to 512 B itself and its segments start at multiples of 2 MiB, so
+ * any align dividing 512 keeps offsets aligned (plan_layout checks it).
+ * The plan's actual peak is where the highest block ends; the memory
+ * PyTorch would reserve (whole segments) is reported apart.  Returns the
+ * height. */
+static uint64_t plan_layout_pytorch(plan *p, const layout_buffer *b) {
+    size_t n = p->g->n_storages;
+    layout_pytorch_stats st;
+    if (layout_pytorch(b, n, p->opt.device_limit, p->offsets, &st) == UINT64_MAX) {
+        /* PyTorch would stop with out-of-memory (st.oom): the plan still
+         * needs a layout, the replay without the limit, whose reserved
+         * bytes (above the limit) say by how much it does not fit */
+        p->pytorch_oom = 1;
+        layout_pytorch(b, n, 0, p->offsets, &st);
+    }
+    p->pytorch_reserved = st.reserved_peak;
+    p->pytorch_released = st.released;
+    return layout_height(b, n, p->offsets);
+}
+
+/* Layout roam: after order roam, ROAM's tree-based layout first (half the
+ * time backstop; its work budget apart), then the global engine
+ * warm-started from it, which never returns anything higher.  A work
+ * budget, so that the plan does not depend on machine speed; budget
+ * seconds are only the backstop.  Returns the height. */
+static uint64_t plan_layout_roam(plan *p, const layout_buffer *b, double budget) {
+    const graph *g = p->g;
+    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+    layout_result lr;
+    uint64_t *tree = NULL, th = UINT64_MAX;
+    if (p->tree) {
+        tree = xmallocarray(g->n_storages, sizeof *tree);
+        double t0 = roamc_now();
+        th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
+        p->tree_layout.seconds = roamc_now() - t0;
+        e.time_limit_s =
+            budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
+    }
+    uint64_t h = layout_exact(b, g->n_storages, p->opt.align, tree, &e, p->offsets, &lr);
+    p->layout_optimal = lr.proven_optimal;
+    if (tree) {
+        p->tree_layout.used = 1;
+        p->tree_layout.tree_height = th;
+        p->tree_layout.global_height = h;
+        if (h > th) { /* not expected: layout_exact keeps its warm start */
+            memcpy(p->offsets, tree, g->n_storages * sizeof *tree);
+            h = th;
+        }
+        p->tree_layout.winner = h < th ? "global" : "tree";
+    }
+    free(tree);
+    if (lr.stopped_by_time) {
+        snprintf(
+            p->layout_note, sizeof p->layout_note,
+            "layout stopped by the time limit, not by its work budget: another run may differ");
+        plan_time_cut(p, "layout: the exact search stopped");
+    }
+    return h;
+}
+
+/* Layout ilp: the GLPK model alone, warm-started from LLFB as MODeL would
+ * be from its heuristic; too many conflicting pairs keep LLFB.  Returns
+ * the height. */
+static uint64_t plan_layout_ilp(plan *p, const layout_buffer *b, double budget) {
+    int too_large = 0;
+    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+    layout_result lr;
+    uint64_t h =
+        layout_glpk_exact(b, p->g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
+    p->layout_optimal = lr.proven_optimal;
+    plan_ilp_note(p, "layout ILP: %s",
+                  lr.proven_optimal    ? "proven minimal"
+                  : too_large          ? "too large (too many overlapping pairs), LLFB kept"
+                  : lr.stopped_by_time ? "stopped by the time limit"
+                                       : "stopped by its work budget, not proven minimal");
+    if (too_large)
+        snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
+    else if (lr.stopped_by_time) {
+        snprintf(p->layout_note, sizeof p->layout_note,
+                 "layout ILP stopped by the time limit, not by its work budget: another run "
+                 "may differ");
+        plan_time_cut(p, "layout: the layout ILP stopped");
+    }
+    return h;
+}
+
 /* budget: seconds for the exact layouts (roam, ilp), a backstop only: they
  * stop on work budgets (LAYOUT_DEFAULT_WORK) first. */
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     const graph *g = p->g;
+    if (p->opt.layout == PLANNER_LAYOUT_PYTORCH && 512 % p->opt.align)
+        return roamc_errorf(err, errlen,
+                            "layout pytorch places blocks at multiples of 512 B; use an "
+                            "--align that divides 512");
     layout_buffer *b = plan_buffers(p);
-    uint64_t h = UINT64_MAX;
+    uint64_t h = 0;
     switch (p->opt.layout) {
     case PLANNER_LAYOUT_BESTFIT:
         h = layout_bestfit(b, g->n_storages, p->opt.align, p->offsets);
@@ -246,93 +337,9 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
     case PLANNER_LAYOUT_GREEDY:
         h = layout_greedy(b, g->n_storages, p->opt.align, p->offsets);
         break;
-    case PLANNER_LAYOUT_PYTORCH: {
-        /* The replay rounds to 512 B itself and its segments start at
-         * multiples of 2 MiB, so any align dividing 512 keeps offsets aligned.
-         * The plan's actual peak is where the highest block ends; the
-         * memory PyTorch would reserve (whole segments) is reported apart. */
-        if (512 % p->opt.align) {
-            free(b);
-            return roamc_errorf(err, errlen,
-                                "layout pytorch places blocks at multiples of 512 B; use an "
-                                "--align that divides 512");
-        }
-        layout_pytorch_stats st;
-        uint64_t r = layout_pytorch(b, g->n_storages, p->opt.device_limit, p->offsets, &st);
-        if (r == UINT64_MAX) {
-            /* PyTorch would stop with out-of-memory (st.oom): the plan still
-             * needs a layout, the replay without the limit, whose reserved
-             * bytes (above the limit) say by how much it does not fit */
-            p->pytorch_oom = 1;
-            layout_pytorch(b, g->n_storages, 0, p->offsets, &st);
-        }
-        p->pytorch_reserved = st.reserved_peak;
-        p->pytorch_released = st.released;
-        h = layout_height(b, g->n_storages, p->offsets);
-        break;
-    }
-    case PLANNER_LAYOUT_ROAM: {
-        /* A work budget, so that the plan does not depend on machine speed;
-         * budget seconds are only the backstop. */
-        layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
-        layout_result lr;
-        /* After order roam, ROAM's tree-based layout first (half the time
-         * backstop; its work budget apart), then the global engine
-         * warm-started from it, which never returns anything higher. */
-        uint64_t *tree = NULL, th = UINT64_MAX;
-        if (p->tree) {
-            tree = xmallocarray(g->n_storages, sizeof *tree);
-            double t0 = roamc_now();
-            th = plan_tree_layout(p, b, LAYOUT_DEFAULT_WORK, budget / 2, tree);
-            p->tree_layout.seconds = roamc_now() - t0;
-            e.time_limit_s =
-                budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
-        }
-        h = layout_exact(b, g->n_storages, p->opt.align, th != UINT64_MAX ? tree : NULL, &e,
-                         p->offsets, &lr);
-        p->layout_optimal = lr.proven_optimal;
-        if (th != UINT64_MAX) {
-            p->tree_layout.used = 1;
-            p->tree_layout.tree_height = th;
-            p->tree_layout.global_height = h;
-            if (h > th) { /* not expected: layout_exact keeps its warm start */
-                memcpy(p->offsets, tree, g->n_storages * sizeof *tree);
-                h = th;
-            }
-            p->tree_layout.winner = h < th ? "global" : "tree";
-        }
-        free(tree);
-        if (lr.stopped_by_time) {
-            snprintf(
-                p->layout_note, sizeof p->layout_note,
-                "layout stopped by the time limit, not by its work budget: another run may differ");
-            plan_time_cut(p, "layout: the exact search stopped");
-        }
-        break;
-    }
-    case PLANNER_LAYOUT_ILP: {
-        /* The GLPK model alone, warm-started from LLFB as MODeL would be
-         * from its heuristic; too many conflicting pairs keep LLFB. */
-        int too_large = 0;
-        layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
-        layout_result lr;
-        h = layout_glpk_exact(b, g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
-        p->layout_optimal = lr.proven_optimal;
-        plan_ilp_note(p, "layout ILP: %s",
-                      lr.proven_optimal    ? "proven minimal"
-                      : too_large          ? "too large (too many overlapping pairs), LLFB kept"
-                      : lr.stopped_by_time ? "stopped by the time limit"
-                                           : "stopped by its work budget, not proven minimal");
-        if (too_large)
-            snprintf(p->layout_note, sizeof p->layout_note, "layout ILP too large, kept LLFB");
-        else if (lr.stopped_by_time) {
-            snprintf(p->layout_note, sizeof p->layout_note,
-                     "layout ILP stopped by the time limit, not by its work budget: another run "
-                     "may differ");
-            plan_time_cut(p, "layout: the layout ILP stopped");
-        }
-        break;
-    }
+    case PLANNER_LAYOUT_PYTORCH: h = plan_layout_pytorch(p, b); break;
+    case PLANNER_LAYOUT_ROAM: h = plan_layout_roam(p, b, budget); break;
+    case PLANNER_LAYOUT_ILP: h = plan_layout_ilp(p, b, budget); break;
     }
     free(b);
     if ((p->opt.layout == PLANNER_LAYOUT_ROAM || p->opt.layout == PLANNER_LAYOUT_ILP) &&
