@@ -101,7 +101,9 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
 
 /* Exact layout, the one plans use: the incumbent is the lower of the warm
  * start and layout_best_heuristic; then a search for a layout at the
- * live-size bound (the exact engines of layout_search.c and layout_bnb.c);
+ * live-size bound (the canonical branch and bound of layout_bnb.c alone
+ * first when the incumbent is within 1% of the bound, then it and the
+ * skyline search of layout_search.c round robin);
  * then the GLPK model (an offset per buffer, a binary per conflicting
  * pair, objective = height) when there are at most LAYOUT_ILP_MAX_PAIRS
  * conflicting pairs; then a local search over first-fit placement orders;
@@ -121,14 +123,16 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * model of that many rows, which is how the time of its LP re-solves grows
  * (measured from 900 to 5000 rows).  Both are calibrated so that 10^7
  * units take about a second on one core of a 2020s x86 machine.
- * The budget is split in a fixed way between the steps:
+ * The budget is split in a fixed way between the steps: at most 10% (and
+ * 6144 units a buffer) for the branch and bound alone at the bound, then
+ * of what is left
  * 40% for the search at the bound, half of what is left for GLPK, half of
  * the rest for a local search over first-fit placement orders (a placement
  * costs 16 units a buffer), the rest for the bisection (each probe a third
  * of what is left); a step that finishes early leaves its unspent work to
  * the next ones.  The first 256 placements of the local search (at most a
- * seventh of the budget) run before the search at the bound, and the
- * exact steps are skipped when they reach it. */
+ * seventh of the budget) run between the branch and bound alone and the
+ * round robin, and the exact steps are skipped when they reach it. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
 
 typedef struct layout_effort {

@@ -4,6 +4,13 @@
  * one work budget:
  *   1. the warm start and the heuristics; the best is the incumbent;
  *      done if it meets the live-size lower bound (or the goal);
+ *   1a. when the incumbent is within 1% of the bound, the canonical branch
+ *      and bound alone (layout_bnb.c) at the lower bound, on a small share
+ *      of the work (ILP_BNB_FIRST_*): on the committed models, every plan
+ *      whose layout the search at the bound finds at all, it finds there,
+ *      in its first round, at a few percent of the cost of the round
+ *      robin's skyline strategies that come first in step 2 (which then
+ *      ran out of work on vit_b_16_b1);
  *   1b. the first ILP_QUICK_PLACEMENTS placements of step 4's local
  *      search (done if they reach the bound: on most plans they do, in a
  *      fraction of the time the exact steps take to get there);
@@ -45,8 +52,30 @@
 #include <string.h>
 
 /* Shares of the work budget for steps 2, 3 and 4, as fractions num/den of
- * what is left; step 5 gets the rest, a third of what is left per probe.
- * Integers, so the split is the same everywhere. */
+ * what is left; step 5 gets the rest, a third of what is left per probe;
+ * step 1a may take 1/ILP_BNB_FIRST_DEN of the whole, and at most
+ * ILP_BNB_FIRST_WORK_PER_BUFFER units a buffer of the reduced problem, and
+ * gives back what it does not spend.  Integers, so the split is the same
+ * everywhere. */
+#define ILP_BNB_FIRST_DEN 10
+/* Step 1a's cap per buffer: a node limit of 4 a buffer starts the round
+ * robin, and a node of the branch and bound costs a few hundred units on
+ * the committed models (236 on vit_b_16_b1), so this is about six of the
+ * eight strategies of its first round; vit_b_16_b1 needs 3,980 a buffer
+ * (its fifth strategy), the others under 300.  Without the cap, on
+ * instances that the skyline search solves in its first round (gen_perfect,
+ * n = 300) the branch and bound alone went on through later rounds for up
+ * to a second before it; with it, about 0.1 s. */
+#define ILP_BNB_FIRST_WORK_PER_BUFFER 6144
+/* Step 1a runs only when the incumbent is within 1/100 of the bound.  On
+ * the committed models' plans the incumbent (tree layout or heuristics) is
+ * within 0.25% of it whenever step 1a runs, and there the branch and bound,
+ * which puts each buffer at the lowest offset its neighbours allow, goes
+ * to the bound in its first round; on the generated instances (gen_perfect,
+ * gen_brick: heuristics 1.8% to 38% above) it wanders, and the work units
+ * undercount its time there (2.8M units took 2.6 s on gen_perfect n = 450
+ * seed 5, which the skyline search of step 2 solves in milliseconds). */
+#define ILP_BNB_FIRST_GAP_DEN 100
 #define ILP_SEARCH_SHARE_NUM 2
 #define ILP_SEARCH_SHARE_DEN 5
 #define ILP_GLPK_SHARE_NUM 1
@@ -344,23 +373,52 @@ static void ilp_quick_walk(ilp_exact *x) {
     x->quick_height = x->best.height;
 }
 
-/* 2. A layout at the lower bound (or at the goal, if higher)?  The search
- * works with sizes rounded up to align, so its target is the bound rounded
- * up too: heights of aligned layouts move in steps. */
-static void ilp_search_bound(ilp_exact *x) {
+/* A search for a layout at the lower bound (or at the goal, if higher)
+ * with the given engines (LAY_ENGINE_*), on num/den of the work left.  The
+ * search works with sizes rounded up to align, so its target is the bound
+ * rounded up too: heights of aligned layouts move in steps.  Returns 0 when
+ * it gave up; 1 when the target is decided (a layout at it, or a proof
+ * that none exists, now or before) or there is nothing to decide (the
+ * incumbent is at it). */
+static int ilp_search_at_bound(ilp_exact *x, int engines, uint64_t num, uint64_t den,
+                               uint64_t cap) {
     x->target = lay_round_up(x->lb > x->goal ? x->lb : x->goal, x->align);
-    if (x->target >= x->best.height) return;
-    uint64_t w = ilp_take(&x->bud, ILP_SEARCH_SHARE_NUM, ILP_SEARCH_SHARE_DEN);
+    if (x->target >= x->best.height || x->known_bad > x->target) return 1;
+    lay_search_opts o;
+    lay_search_defaults(&o);
+    o.engines = engines;
+    uint64_t w = ilp_take(&x->bud, num, den);
+    if (w > cap) {
+        ilp_refund(&x->bud, w - cap);
+        w = cap;
+    }
     int cut = 0;
-    lay_status rc = (lay_status)lay_search(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
-                                           LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
+    lay_status rc =
+        (lay_status)lay_search_ex(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
+                                  LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut, &o, NULL);
     ilp_refund(&x->bud, w);
     x->bud.timed_out |= cut;
     if (rc == LAY_FOUND)
         ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
     else if (rc == LAY_INFEASIBLE)
         x->known_bad = x->target + 1;
-    else
+    return rc == LAY_FOUND || rc == LAY_INFEASIBLE;
+}
+
+/* 1a. The canonical branch and bound alone at the bound (see the top of
+ * the file), when the incumbent is within 1/ILP_BNB_FIRST_GAP_DEN of the
+ * bound.  What it proves stays proved; when it gives up, step 2 runs as it
+ * would without it, on the work left. */
+static void ilp_bnb_first(ilp_exact *x) {
+    if (x->best.height - x->lb > x->lb / ILP_BNB_FIRST_GAP_DEN) return;
+    ilp_search_at_bound(x, LAY_ENGINE_BNB, 1, ILP_BNB_FIRST_DEN,
+                        ILP_BNB_FIRST_WORK_PER_BUFFER * x->red.n);
+}
+
+/* 2. Both engines round robin at the bound. */
+static void ilp_search_bound(ilp_exact *x) {
+    if (!ilp_search_at_bound(x, LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB, ILP_SEARCH_SHARE_NUM,
+                             ILP_SEARCH_SHARE_DEN, UINT64_MAX))
         x->all_proofs = 0;
 }
 
@@ -440,6 +498,8 @@ static int ilp_exact_steps(ilp_exact *x, const uint64_t *warm_offsets) {
     /* Problems too big for the search keep the incumbent (the heuristics
      * are all that scale to them). */
     if (x->red.n > LAYOUT_SEARCH_MAX_BUFFERS) return 0;
+    ilp_bnb_first(x);
+    if (ilp_reached(x)) return 0;
     ilp_quick_walk(x);
     if (ilp_reached(x)) return 0;
     ilp_search_bound(x);
