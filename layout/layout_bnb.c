@@ -329,18 +329,9 @@ static int bnb_pre_cmp_keys(const bnb_pre *x, const bnb_pre *y, const char *keys
     return (x->b > y->b) - (x->b < y->b);
 }
 
-/* Merge sort with the keys as an argument (qsort has no context and a
- * static would not be thread safe). */
-static void bnb_pre_sort(bnb_pre *v, bnb_pre *tmp, size_t n, const char *keys) {
-    if (n < 2) return;
-    size_t h = n / 2;
-    bnb_pre_sort(v, tmp, h, keys);
-    bnb_pre_sort(v + h, tmp, n - h, keys);
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = bnb_pre_cmp_keys(&v[j], &v[i], keys) < 0 ? v[j++] : v[i++];
-    while (i < h) tmp[k++] = v[i++];
-    while (j < n) tmp[k++] = v[j++];
-    memcpy(v, tmp, n * sizeof *v);
+/* Is x tried before y under keys (a lay_merge_sort comparator)? */
+static int bnb_pre_before(const void *x, const void *y, const void *keys) {
+    return bnb_pre_cmp_keys(x, y, keys) < 0;
 }
 
 static void bnb_free(bnb *s) {
@@ -440,7 +431,7 @@ static void bnb_preorder(bnb *s, const char *keys) {
                          .tarea = (double)s->sc.size[b] * (double)s->sc.steps[b],
                          .b = b};
     }
-    bnb_pre_sort(v, tmp, s->n, keys);
+    lay_merge_sort(v, tmp, s->n, sizeof *v, bnb_pre_before, keys);
     for (size_t i = 0; i < s->n; i++) s->rank[v[i].b] = i;
     lay_sections_twins(&s->sc, s->rank, s->twin);
     free(v);

@@ -110,3 +110,21 @@ layout_buffer *lay_mirror(const layout_buffer *bufs, size_t n) {
         m[i] = (layout_buffer){bufs[i].size, -bufs[i].end, -bufs[i].start};
     return m;
 }
+
+void lay_merge_sort(void *base, void *tmp, size_t n, size_t size,
+                    int (*before)(const void *x, const void *y, const void *ctx), const void *ctx) {
+    if (n < 2) return;
+    size_t h = n / 2;
+    char *v = base, *t = tmp;
+    lay_merge_sort(v, tmp, h, size, before, ctx);
+    lay_merge_sort(v + h * size, tmp, n - h, size, before, ctx);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        size_t from = before(v + j * size, v + i * size, ctx) ? j++ : i++;
+        memcpy(t + k++ * size, v + from * size, size);
+    }
+    memcpy(t + k * size, v + i * size, (h - i) * size);
+    k += h - i;
+    memcpy(t + k * size, v + j * size, (n - j) * size);
+    memcpy(v, t, n * size);
+}

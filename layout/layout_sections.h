@@ -43,6 +43,13 @@ void lay_sections_totals(const lay_sections *sc, uint64_t *total, uint64_t *cuts
  * trade places in any layout, so a search places them in that order. */
 void lay_sections_twins(const lay_sections *sc, const size_t *key, size_t *twin);
 
+/* Stable merge sort of n records of size bytes at base (tmp: scratch of n
+ * records): a record goes before another when before(x, y, ctx) says so.
+ * (qsort is not stable and has no context argument for the preorders'
+ * keys.) */
+void lay_merge_sort(void *base, void *tmp, size_t n, size_t size,
+                    int (*before)(const void *x, const void *y, const void *ctx), const void *ctx);
+
 /* bufs with time reversed (start -> -end, end -> -start): the same layouts,
  * walked differently by a search.  NULL when some start is INT32_MIN (it
  * cannot be negated). */
