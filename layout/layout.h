@@ -288,8 +288,7 @@ typedef enum layout_solve_status {
                                 equal to the proven lower bound) */
     LAYOUT_SOLVE_FEASIBLE,   /* capacity mode: a layout within it */
     LAYOUT_SOLVE_INFEASIBLE, /* capacity mode: proved that none fits */
-    LAYOUT_SOLVE_STOPPED,    /* time or work ran out before a proof */
-    LAYOUT_SOLVE_NOMEM
+    LAYOUT_SOLVE_STOPPED     /* time or work ran out before a proof */
 } layout_solve_status;
 
 typedef struct layout_solve_opts {

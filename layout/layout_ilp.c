@@ -477,7 +477,6 @@ static int ilp_bisect(ilp_exact *x) {
             ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
         } else {
             if (rc != LAY_INFEASIBLE) all_proofs = 0;
-            if (rc == LAY_NOMEM) break;
             lo = mid + 1;
         }
     }

@@ -111,7 +111,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
                 r->lower_bound = o->capacity + 1;
                 r->status = LAYOUT_SOLVE_INFEASIBLE;
             } else {
-                r->status = rc == LAY_NOMEM ? LAYOUT_SOLVE_NOMEM : LAYOUT_SOLVE_STOPPED;
+                r->status = LAYOUT_SOLVE_STOPPED;
             }
         }
         free(cand);
@@ -120,7 +120,6 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
 
     /* minimise */
     uint64_t try_lo = lb; /* lowest capacity worth a probe */
-    int failed = 0;
     while (lb < best && try_lo < best) {
         if (roamc_now() > deadline) {
             r->stopped_by_time = 1;
@@ -144,19 +143,13 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
         } else if (rc == LAY_INFEASIBLE) {
             if (mid + align > lb) lb = mid + align;
             if (try_lo < lb) try_lo = lb;
-        } else if (rc == LAY_NOMEM) {
-            failed = 1;
-            break;
         } else {
             try_lo = mid + align; /* undecided: look higher */
         }
     }
     r->height = best;
     r->lower_bound = lb < best ? lb : best;
-    if (failed)
-        r->status = LAYOUT_SOLVE_NOMEM;
-    else
-        r->status = lb >= best ? LAYOUT_SOLVE_OPTIMAL : LAYOUT_SOLVE_STOPPED;
+    r->status = lb >= best ? LAYOUT_SOLVE_OPTIMAL : LAYOUT_SOLVE_STOPPED;
     free(cand);
     return r->status;
 }

@@ -324,13 +324,9 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
     so.rules = o->rules;
     run->have_solve = 1;
     layout_solve(bufs, n, o->align, offsets, &so, offsets, &run->sr);
-    if (run->sr.status == LAYOUT_SOLVE_NOMEM) {
-        run->height = UINT64_MAX;
-    } else {
-        run->height = run->sr.height;
-        run->proven = run->sr.status == LAYOUT_SOLVE_OPTIMAL;
-        run->timed_out = run->sr.stopped_by_time;
-    }
+    run->height = run->sr.height;
+    run->proven = run->sr.status == LAYOUT_SOLVE_OPTIMAL;
+    run->timed_out = run->sr.stopped_by_time;
     run->detail = run->height < run->h0 ? "improved on" : "no better than";
 }
 
@@ -338,7 +334,7 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
 static void cl_layout(const cl_options *o, const layout_csv *csv, const layout_buffer *bufs,
                       double t_start, uint64_t *offsets, cl_run *run) {
     size_t n = csv->n;
-    *run = (cl_run){.height = UINT64_MAX, .detail = "", .h0 = UINT64_MAX};
+    *run = (cl_run){.detail = ""};
     if (strcmp(o->method, "llfb") == 0) {
         run->height = layout_llfb(bufs, n, o->align, offsets);
     } else if (strcmp(o->method, "greedy") == 0) {
@@ -373,7 +369,7 @@ static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, con
     if (run->have_solve) {
         static const char *const status[] = {"optimal", "feasible (within the capacity)",
                                              "infeasible (proved: no layout within the capacity)",
-                                             "stopped", "out of memory"};
+                                             "stopped"};
         fprintf(rep, "status: %s%s\n", status[sr->status],
                 sr->status != LAYOUT_SOLVE_STOPPED ? ""
                 : sr->stopped_by_time || !o->work  ? " by time (not proved)"
@@ -446,10 +442,6 @@ static cl_exit cl_solve(const cl_options *o, const layout_csv *csv, layout_buffe
     cl_layout(o, csv, bufs, t_start, offsets, &run);
     double secs = roamc_now() - t0;
     planner_progress_end();
-    if (run.height == UINT64_MAX) {
-        fprintf(stderr, "roamc layout: out of memory\n");
-        return CL_EXIT_ERROR;
-    }
     /* Never report a layout that is not one (a bug, if it happens). */
     size_t a, b;
     int pytorch = strcmp(o->method, "pytorch") == 0;

@@ -295,7 +295,7 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
  * [--align B] [--method roam|llfb|greedy|bestfit|pytorch]` (cmd_layout.c):
  * the layout engine alone on a buffer-list CSV.  argv[0] is "layout".
  * Prints the height, the live-size lower bound, the fragmentation and the
- * time.  Returns the exit status: 0 success; 1 I/O or memory error; 2 bad
+ * time.  Returns the exit status: 0 success; 1 I/O or internal error; 2 bad
  * usage or bad input (message on stderr, no output file); 3 --capacity given
  * and no layout fits it (proved by the lower bound, or none found in time;
  * no output file). */
