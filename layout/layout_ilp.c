@@ -12,8 +12,10 @@
  *      robin's skyline strategies that come first in step 2 (which then
  *      ran out of work on vit_b_16_b1);
  *   1b. the first ILP_QUICK_PLACEMENTS placements of step 4's local
- *      search (done if they reach the bound: on most plans they do, in a
- *      fraction of the time the exact steps take to get there);
+ *      search (done if they reach the bound: before step 1a, that is how
+ *      most plans got there, in a fraction of the time the exact steps
+ *      took; since 1a, on the committed models' 51 plans with a layout
+ *      stage, step 1a reaches the bound wherever 1b would);
  *   2. layout_search for a layout at the lower bound (a complete
  *      branch and bound, fast on tight instances);
  *   3. the GLPK model of the paper (ilp.h) when it is small enough
@@ -182,9 +184,10 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
 /* Local search over placement orders                                        */
 
 /* Placements of the walk run before the exact steps (1b of layout_exact):
- * enough for the plans whose incumbent the walk takes to the bound (194 on
- * mnasnet1_0_b1, 1 on mobilenet_v2_b32, mnasnet1_0_b32 and
- * efficientnet_b0_b32), a few hundred ms on 2000 buffers. */
+ * enough for the plans whose incumbent the walk took to the bound before
+ * step 1a existed (194 on mnasnet1_0_b1, 1 on mobilenet_v2_b32,
+ * mnasnet1_0_b32 and efficientnet_b0_b32), a few hundred ms on 2000
+ * buffers. */
 #define ILP_QUICK_PLACEMENTS 256
 
 /* Work units of one buffer placed by ilp_place (a placement of all buffers
