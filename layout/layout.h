@@ -115,7 +115,8 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * input and effort give the same layout on every machine and every run,
  * unless the time backstop fires first, which res->stopped_by_time
  * reports.  (The time-limited variants the tests use are in
- * layout_internal.h.)
+ * layout_internal.h.)  GLPK keeps an environment per thread: a thread that
+ * ran either and is about to exit calls ilp_thread_cleanup (ilp.h).
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
  * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
@@ -167,11 +168,6 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
 uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
                            const layout_effort *effort, uint64_t *offsets, layout_result *res,
                            int *too_large);
-
-/* GLPK keeps an environment per thread.  A thread that called layout_exact and
- * is about to exit should call this to free it (or leak a few kB); it must
- * not hold any GLPK object of its own then. */
-void layout_ilp_thread_done(void);
 
 /* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
  * `buffer,start,end,size`, one buffer a line, half-open lifetime

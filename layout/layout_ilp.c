@@ -574,7 +574,3 @@ uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
     lay_reduced_free(&red);
     return h;
 }
-
-void layout_ilp_thread_done(void) {
-    ilp_thread_cleanup();
-}

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ilp.h"
 #include "layout.h"
 #include "layout_internal.h"
 
@@ -854,7 +855,7 @@ static void *thread_main(void *arg) {
     uint64_t off7[7];
     int too_large;
     ok = ok && layout_glpk(gap7, 7, 1, 10.0, off7, &proven, &too_large) == 17 && proven;
-    layout_ilp_thread_done();
+    ilp_thread_cleanup(); /* GLPK keeps an environment per thread */
     job->ok = ok;
     return NULL;
 }
@@ -1103,6 +1104,6 @@ int main(void) {
         cmocka_unit_test(test_csv_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    layout_ilp_thread_done();
+    ilp_thread_cleanup(); /* GLPK keeps an environment per thread */
     return rc;
 }

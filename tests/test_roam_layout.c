@@ -19,6 +19,7 @@
 
 #include "frontend.h"
 #include "graph.h"
+#include "ilp.h"
 #include "layout.h"
 #include "partition.h"
 #include "planner.h"
@@ -272,6 +273,6 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_model_groups_and_plan),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    layout_ilp_thread_done();
+    ilp_thread_cleanup(); /* GLPK keeps an environment per thread */
     return rc;
 }
