@@ -52,8 +52,6 @@ typedef enum ilp_status {
     ILP_FAILED,    /* GLPK failed: the warm start is returned */
 } ilp_status;
 
-const char *ilp_status_name(ilp_status s);
-
 typedef struct ilp_order_options {
     long node_budget;  /* branch-and-bound nodes to explore at most */
     double time_limit; /* seconds from the call, for all of it; <= 0: none */

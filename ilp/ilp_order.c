@@ -36,13 +36,6 @@ static void ilp_delete(glp_prob *P) {
     glp_delete_prob(P);
 }
 
-static const char *const ilp_status_names[] = {"optimal", "node budget", "time limit", "too large",
-                                               "failed"};
-
-const char *ilp_status_name(ilp_status s) {
-    return ilp_status_names[s];
-}
-
 void ilp_thread_cleanup(void) {
     glp_free_env();
 }

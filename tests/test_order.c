@@ -673,7 +673,6 @@ static void test_names(void **state) {
         assert_non_null(partition_placement_name((partition_placement)p));
     for (int f = 0; f < PARTITION_FLOAT_COUNT; f++)
         assert_non_null(partition_floating_name((partition_floating)f));
-    for (int s = ILP_OPTIMAL; s <= ILP_FAILED; s++) assert_non_null(ilp_status_name((ilp_status)s));
 }
 
 int main(void) {
