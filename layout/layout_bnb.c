@@ -47,9 +47,8 @@
  *
  * Which buffer to try first decides how soon a layout is found: several
  * static preorders (by the largest section total along the lifetime, the
- * sections spanned, area, size, and lifetime and area in steps), on the
- * problem and on its mirror image in
- * time, are run round robin with a node limit that doubles every round.
+ * sections spanned, area, size, lifetime and area in steps, random ties),
+ * on the problem and on its mirror image in time, are run round robin with a node limit that doubles every round.
  * A run that ends without reaching its limit is a proof (a layout or none).
  *
  * Work: a node costs 1 + (buffers of its part) / 4 units of
@@ -312,7 +311,7 @@ static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
 /* Setting up                                                                */
 
 typedef struct bnb_pre {
-    uint64_t total, width, size, steps;
+    uint64_t total, width, size, steps, rnd;
     double area, tarea;
     size_t b;
 } bnb_pre;
@@ -325,6 +324,7 @@ static int bnb_pre_cmp_keys(const bnb_pre *x, const bnb_pre *y, const char *keys
         if (*k == 'A' && x->area != y->area) return x->area > y->area ? -1 : 1;
         if (*k == 'w' && x->steps != y->steps) return x->steps > y->steps ? -1 : 1;
         if (*k == 'a' && x->tarea != y->tarea) return x->tarea > y->tarea ? -1 : 1;
+        if (*k == 'R' && x->rnd != y->rnd) return x->rnd > y->rnd ? -1 : 1;
     }
     return (x->b > y->b) - (x->b < y->b);
 }
@@ -413,9 +413,9 @@ static void bnb_reset(bnb *s) {
     s->trail.len = 0;
 }
 
-/* Ranks the buffers by the keys and finds twins (same sections and size,
- * adjacent in every preorder since they tie on every key). */
-static void bnb_preorder(bnb *s, const char *keys) {
+/* Ranks the buffers by the keys (seed: the R key's) and finds twins (same
+ * sections and size; placed in rank order). */
+static void bnb_preorder(bnb *s, const char *keys, uint64_t seed) {
     bnb_pre *v = xmallocarray(s->n, sizeof *v), *tmp = xmallocarray(s->n, sizeof *tmp);
     for (size_t b = 0; b < s->n; b++) {
         uint64_t t = 0;
@@ -430,6 +430,10 @@ static void bnb_preorder(bnb *s, const char *keys) {
                          .area = (double)s->sc.size[b] * (double)width,
                          .tarea = (double)s->sc.size[b] * (double)s->sc.steps[b],
                          .b = b};
+        uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ seed * 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 31;
+        x *= 0x94d049bb133111ebull;
+        v[b].rnd = x ^ (x >> 29);
     }
     lay_merge_sort(v, tmp, s->n, sizeof *v, bnb_pre_before, keys);
     for (size_t i = 0; i < s->n; i++) s->rank[v[i].b] = i;
@@ -439,11 +443,13 @@ static void bnb_preorder(bnb *s, const char *keys) {
 }
 
 /* The round robin's strategies: the preorders, each on the problem as
- * given and on its mirror image in time. */
-/* 'w' and 'a' (lifetime and area in steps) give MiniMalloc's first preorder
- * (WAT), which closes zero-slack instances the others do not (gen_strip
- * DROP 20, 800 buffers, seed 2: 0.7 s; without it, stopped at 5 s). */
-static const char *const bnb_orders[] = {"waT", "TWA", "WTA", "TAW"};
+ * given and on its mirror image in time.  'w' and 'a' (lifetime and area
+ * in steps) give MiniMalloc's first preorder (WAT), which closes
+ * zero-slack instances the others do not (gen_strip DROP 20, 800 buffers,
+ * seed 2: 0.7 s; without it, stopped at 5 s).  TR and WR break ties at
+ * random ('R': a hash of the buffer and the round's node limit), so each
+ * round restarts them differently, as the skyline search's TR and WR. */
+static const char *const bnb_orders[] = {"waT", "TWA", "WTA", "TAW", "TR", "WR"};
 #define BNB_NORDERS (sizeof bnb_orders / sizeof bnb_orders[0])
 
 struct lay_bnb_ctx {
@@ -492,7 +498,7 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
     bnb *s = &c->dir[h % c->ndir];
     s->p = c->p;
     bnb_reset(s);
-    bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS]);
+    bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS], (uint64_t)limit);
     s->nodes_left = limit;
     s->work = work;
     s->deadline = deadline;
