@@ -119,7 +119,6 @@ uint64_t lay_placer_fit(lay_placer *pl, size_t i, int best_fit);
 
 /* Outcome of an exact search for a layout within a capacity. */
 typedef enum lay_status {
-    LAY_NOMEM = -2,     /* memory ran out (lay_sweep's sizing guard only) */
     LAY_GAVE_UP = -1,   /* node limit, work budget or time backstop */
     LAY_INFEASIBLE = 0, /* proved: no layout fits */
     LAY_FOUND = 1       /* a layout fits: offsets written */
@@ -139,7 +138,7 @@ lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint6
  * any step (capacity == live size at every step from the first start to
  * the last end): LAY_FOUND with offsets, or LAY_GAVE_UP (not such a
  * problem, deadline, or its search exhausted: it never proves
- * infeasibility), or LAY_NOMEM.  *nodes_out (may be NULL): placements
+ * infeasibility).  *nodes_out (may be NULL): placements
  * tried.  Used by layout_solve only. */
 lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                      double deadline, uint64_t *offsets, uint64_t *nodes_out);

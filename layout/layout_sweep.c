@@ -102,7 +102,7 @@ static void swp_sort_live(const swp *s, size_t *v, size_t k) {
     }
 }
 
-typedef enum { SWP_FOUND, SWP_FAILED, SWP_ABORT, SWP_NOMEM } swp_rc;
+typedef enum { SWP_FOUND, SWP_FAILED, SWP_ABORT } swp_rc;
 
 static swp_rc swp_step(swp *s, size_t ti, size_t live0, size_t nlive_prev);
 
@@ -155,8 +155,11 @@ static swp_rc swp_step(swp *s, size_t ti, size_t prev0, size_t nprev) {
     int32_t t = s->times[ti];
     size_t live0 = prev0 + nprev;
     size_t nstart = s->st_begin[ti + 1] - s->st_begin[ti];
-    if (live0 + nprev + nstart > s->stack_cap)
-        return SWP_NOMEM; /* cannot happen: sized for the worst case */
+    /* Cannot happen: the previous live list and the starts at t are
+     * disjoint (<= n together) and each step's list lies above the one
+     * before, so step ti ends below (ti + 2) n <= stack_cap.  Kept as a
+     * guard that gives up rather than writing past the stack. */
+    if (live0 + nprev + nstart > s->stack_cap) return SWP_ABORT;
     size_t nlive = 0;
     uint64_t key = swp_mix((uint64_t)(uint32_t)t + 0x9e3779b97f4a7c15ull);
     for (size_t i = 0; i < nprev; i++) {
@@ -307,10 +310,6 @@ lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64
                 red.offsets[red.orig[i]] = red.base + s.b[i].off * red.unit;
             memcpy(offsets, red.offsets, n * sizeof *offsets);
             result = LAY_FOUND;
-            break;
-        }
-        if (rc == SWP_NOMEM) {
-            result = LAY_NOMEM;
             break;
         }
         if (rc == SWP_FAILED) break; /* exhausted (up to the hash): leave the proof to the others */
