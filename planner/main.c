@@ -642,6 +642,10 @@ static int main_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     main_t_start = roamc_now();
+    /* jansson allocates through base.h's allocators, so the out-of-memory
+     * policy (end the process with a message) covers every JSON value too:
+     * the plan, the reports, --dump-tree, roamc check's parse. */
+    json_set_alloc_funcs(xmalloc, free);
     int rc;
     if (argc >= 2 && strcmp(argv[1], "help") == 0)
         rc = main_help(argc - 1, argv + 1);
