@@ -530,174 +530,217 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
     return rc;
 }
 
+/* What the search found for each of FIT_N: the largest batch that fits,
+ * whether the search stopped at PLANNER_MAX_BATCH, and a batch above that
+ * one that fits too (0 when none was tried) */
+typedef struct fit_result {
+    int64_t best[FIT_N];
+    bool capped[FIT_N];
+    int64_t above[FIT_N];
+    double seconds; /* the whole search */
+} fit_result;
+
+/* The plan at the largest batch, held for -o until the report is written. */
+typedef struct fit_chosen {
+    plan p;
+    fe_model m;
+    graph g;
+    bool have;
+} fit_chosen;
+
+/* Searches the largest batch of each of FIT_N in turn (rows shared, so a
+ * batch is planned once), then sorts the rows by batch and notes a batch
+ * above each boundary that fits.  Returns 0, or the exit status of the
+ * failure (message in s->err). */
+static int fit_search_all(fit_search *s, fit_result *res) {
+    double t0 = roamc_now();
+    int rc = 0;
+    for (int w = 0; w < FIT_N && rc == 0; w++)
+        if ((res->best[w] = fit_search_one(s, w, &res->capped[w])) < 0)
+            rc = s->status ? s->status : 1;
+    res->seconds = roamc_now() - t0;
+    planner_progress_prefix("%s", "--max-batch: writing");
+    if (rc) return rc;
+    qsort(s->rows, s->n_rows, sizeof *s->rows, fit_row_cmp);
+    /* a batch above the boundary that fits: the need is not monotone */
+    for (size_t i = 0; i < s->n_rows; i++)
+        for (int w = 0; w < FIT_N; w++)
+            if (s->rows[i].fits[w] && s->rows[i].batch > res->best[w] && !res->above[w])
+                res->above[w] = s->rows[i].batch;
+    return 0;
+}
+
+/* Plans the model at batch with q's options into c (c->have set).
+ * Returns 0, or the exit status with a message; c holds nothing then. */
+static int fit_plan_at(const planner_batch_query *q, int64_t batch, fit_chosen *c, char *err,
+                       size_t errlen) {
+    int rc = fit_load(q, batch, &c->m, &c->g, err, errlen);
+    if (rc) return rc;
+    if ((rc = fit_plan(q, &c->g, FIT_PLAN, false, &c->p, err, errlen))) {
+        graph_free(&c->g);
+        fe_free(&c->m);
+        return rc;
+    }
+    c->have = true;
+    return 0;
+}
+
+/* Writes -o (the chosen plan, when c has one) and --svg (the chart), both
+ * or neither (planner_output_set).  Returns 0, or 1 with a message. */
+static int fit_write_outputs(const fit_search *s, const fit_result *res, const fit_chosen *c,
+                             char *err, size_t errlen) {
+    const planner_batch_query *q = s->q;
+    planner_output_set set = {0};
+    int i_plan = planner_outputs_add(&set, "-o", c->have ? q->out_path : NULL);
+    int i_svg = planner_outputs_add(&set, "--svg", q->svg_path);
+    if (planner_outputs_open(&set, err, errlen)) return 1;
+    int ok = i_plan < 0 || plan_write_stream(&c->p, q->model_path, set.slot[i_plan].f) == 0;
+    if (ok && i_svg >= 0) fit_svg(s, res->best, set.slot[i_svg].f);
+    if (!ok) roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", q->out_path);
+    return planner_outputs_commit(&set, ok, ok ? err : NULL, errlen) ? 1 : 0;
+}
+
+/* The --report json report: the verdicts, every batch tried, and the plan
+ * written (null when none). */
+static void fit_report_json(FILE *out, const fit_search *s, const fit_result *res, bool have_plan) {
+    const planner_batch_query *q = s->q;
+    static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string(q->model_path));
+    json_object_set_new(r, "batch_symbol", json_string(q->symbol));
+    json_object_set_new(r, "budget", fit_budget_json(q->budget));
+    json_object_set_new(r, "order", json_string(planner_order_name(q->opt.order)));
+    json_object_set_new(r, "layout", json_string(planner_layout_name(q->opt.layout)));
+    json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
+    for (int w = 0; w < FIT_N; w++) {
+        json_object_set_new(mb, keys[w], json_integer(res->best[w]));
+        json_object_set_new(cap, keys[w], json_boolean(res->capped[w]));
+        json_object_set_new(nm, keys[w], res->above[w] ? json_integer(res->above[w]) : json_null());
+    }
+    json_object_set_new(r, "max_batch", mb);
+    json_object_set_new(r, "stopped_at_search_limit", cap);
+    json_object_set_new(r, "fits_above_max_batch", nm);
+    json_object_set_new(r, "search_limit", json_integer(PLANNER_MAX_BATCH));
+    json_t *rows = json_array();
+    for (size_t i = 0; i < s->n_rows; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "batch", json_integer(s->rows[i].batch));
+        for (int w = 0; w < FIT_N; w++)
+            json_object_set_new(
+                o, keys[w],
+                fit_verdict_json(q->budget, s->rows[i].need[w], s->rows[i].theoretical[w]));
+        static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
+        json_object_set_new(json_object_get(o, "plan"), "arena",
+                            json_string(arena[s->rows[i].arena]));
+        json_object_set_new(o, "seconds", json_real(s->rows[i].seconds));
+        json_object_set_new(o, "time_limit_cut", json_boolean(s->rows[i].cut));
+        json_array_append_new(rows, o);
+    }
+    json_object_set_new(r, "rows", rows);
+    json_object_set_new(r, "seconds", json_real(res->seconds));
+    json_object_set_new(r, "plan", have_plan ? json_string(q->out_path) : json_null());
+    json_dumpf(r, out, JSON_INDENT(2));
+    fputc('\n', out);
+    json_decref(r);
+}
+
+/* The text report: one table row per batch tried, then the verdicts and
+ * notes on how they were found. */
+static void fit_report_text(FILE *out, const fit_search *s, const fit_result *res, bool have_plan) {
+    const planner_batch_query *q = s->q;
+    const int64_t *best = res->best;
+    const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
+    char h1[32], h2[32], h3[32], h4[32];
+    char g1[40], h5[32];
+    bool slow = false;
+    for (size_t i = 0; i < s->n_rows; i++) slow |= s->rows[i].arena != FIT_ARENA_EXACT;
+    fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q->model_path,
+            q->symbol);
+    fit_budget_text(out, q->budget);
+    fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
+            "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
+    for (size_t i = 0; i < s->n_rows; i++) {
+        const fit_row *r = &s->rows[i];
+        fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
+                planner_bytes_human(r->theoretical[0], h1, sizeof h1),
+                planner_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
+                planner_bytes_human(r->theoretical[1], h3, sizeof h3),
+                fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
+                planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
+                r->seconds);
+    }
+    for (int w = 0; w < FIT_N; w++) {
+        if (best[w] == 0)
+            fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
+        else if (res->capped[w])
+            fprintf(out, "  %-15s fits batch %" PRId64 " (the search stops there)\n", who[w],
+                    best[w]);
+        else
+            fprintf(out, "  %-15s fits batch %" PRId64 " and not %" PRId64 "\n", who[w], best[w],
+                    best[w] + 1);
+        if (res->above[w])
+            fprintf(out,
+                    "  note: %s also fits batch %" PRId64
+                    ", above that: its need does not grow with the "
+                    "batch everywhere, so a larger batch may fit\n",
+                    who[w], res->above[w]);
+    }
+    if (best[0] > 0 && best[1] > 0)
+        fprintf(out,
+                "  PyTorch fits batch %" PRId64
+                ", roamc's plan (order %s, layout %s) fits batch %" PRId64
+                " (%+.1f%%); no plan of this step fits more than batch %" PRId64
+                " (the lower bound)\n",
+                best[0], planner_order_name(q->opt.order), planner_layout_name(q->opt.layout),
+                best[1], 100.0 * ((double)best[1] - (double)best[0]) / (double)best[0], best[2]);
+    fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s->n_rows,
+            res->seconds);
+    if (slow)
+        fprintf(out,
+                "  arena         laid out by layout %s where that decides the fit; <=: llfb's "
+                "arena, which fits "
+                "already (layout %s does no worse); -: not laid out, the theoretical peak is "
+                "over the budget\n",
+                planner_layout_name(q->opt.layout), planner_layout_name(q->opt.layout));
+    size_t n_cut = 0;
+    for (size_t i = 0; i < s->n_rows; i++) n_cut += s->rows[i].cut;
+    if (n_cut)
+        fprintf(out,
+                "  time limit    %g s cut the plans of %zu of the %zu batches (the fastest "
+                "valid plan, or solvers "
+                "stopped early): the boundary may move with more time\n",
+                q->opt.time_limit, n_cut, s->n_rows);
+    if (have_plan)
+        fprintf(out, "  plan written  %s (batch %s)\n", q->out_path,
+                fit_grouped((uint64_t)best[1], g1, sizeof g1));
+    if (q->svg_path) fprintf(out, "  picture written %s\n", q->svg_path);
+}
+
 int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, size_t errlen) {
     planner_batch_query q = *query;
     char *sym = NULL;
     if (fit_find_symbol(&q, &sym, err, errlen)) return 2;
     q.symbol = sym;
     fit_search s = {.q = &q, .err = err, .errlen = errlen};
-    double t0 = roamc_now();
-    int64_t best[FIT_N] = {0};
-    bool capped[FIT_N] = {false};
-    int rc = 0;
-    for (int w = 0; w < FIT_N && rc == 0; w++)
-        if ((best[w] = fit_search_one(&s, w, &capped[w])) < 0) rc = s.status ? s.status : 1;
-    double seconds = roamc_now() - t0;
-    planner_progress_prefix("%s", "--max-batch: writing");
-    if (rc == 0) qsort(s.rows, s.n_rows, sizeof *s.rows, fit_row_cmp);
-    /* a batch above the boundary that fits: the need is not monotone */
-    int64_t above[FIT_N] = {0};
-    for (size_t i = 0; rc == 0 && i < s.n_rows; i++)
-        for (int w = 0; w < FIT_N; w++)
-            if (s.rows[i].fits[w] && s.rows[i].batch > best[w] && !above[w])
-                above[w] = s.rows[i].batch;
-    plan chosen = {0};
-    fe_model cm = {0};
-    graph cg = {0};
-    bool have_plan = false;
-    if (rc == 0 && q.out_path && best[1] > 0) {
-        /* the plan at the largest batch */
-        if ((rc = fit_load(&q, best[1], &cm, &cg, err, errlen)) == 0) {
-            if ((rc = fit_plan(&q, &cg, FIT_PLAN, false, &chosen, err, errlen)) == 0) {
-                have_plan = true;
-            } else {
-                graph_free(&cg);
-                fe_free(&cm);
-            }
-        }
-    }
-    if (rc == 0 && (have_plan || q.svg_path)) {
-        /* the plan and the picture together, or neither (planner_output_set) */
-        planner_output_set set = {0};
-        int i_plan = planner_outputs_add(&set, "-o", have_plan ? q.out_path : NULL);
-        int i_svg = planner_outputs_add(&set, "--svg", q.svg_path);
-        if (planner_outputs_open(&set, err, errlen))
-            rc = 1;
-        else {
-            int ok =
-                i_plan < 0 || plan_write_stream(&chosen, q.model_path, set.slot[i_plan].f) == 0;
-            if (ok && i_svg >= 0) fit_svg(&s, best, set.slot[i_svg].f);
-            if (!ok)
-                roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", q.out_path);
-            if (planner_outputs_commit(&set, ok, ok ? err : NULL, errlen)) rc = 1;
-        }
-    }
+    fit_result res = {0};
+    int rc = fit_search_all(&s, &res);
+    fit_chosen chosen = {0};
+    if (rc == 0 && q.out_path && res.best[FIT_PLAN] > 0)
+        rc = fit_plan_at(&q, res.best[FIT_PLAN], &chosen, err, errlen);
+    if (rc == 0 && (chosen.have || q.svg_path))
+        rc = fit_write_outputs(&s, &res, &chosen, err, errlen);
     planner_progress_end();
-    const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
-    char h1[32], h2[32], h3[32], h4[32];
-    static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};
-    if (rc == 0 && out && q.json) {
-        json_t *r = json_object();
-        json_object_set_new(r, "model", json_string(q.model_path));
-        json_object_set_new(r, "batch_symbol", json_string(q.symbol));
-        json_object_set_new(r, "budget", fit_budget_json(q.budget));
-        json_object_set_new(r, "order", json_string(planner_order_name(q.opt.order)));
-        json_object_set_new(r, "layout", json_string(planner_layout_name(q.opt.layout)));
-        json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
-        for (int w = 0; w < FIT_N; w++) {
-            json_object_set_new(mb, keys[w], json_integer(best[w]));
-            json_object_set_new(cap, keys[w], json_boolean(capped[w]));
-            json_object_set_new(nm, keys[w], above[w] ? json_integer(above[w]) : json_null());
-        }
-        json_object_set_new(r, "max_batch", mb);
-        json_object_set_new(r, "stopped_at_search_limit", cap);
-        json_object_set_new(r, "fits_above_max_batch", nm);
-        json_object_set_new(r, "search_limit", json_integer(PLANNER_MAX_BATCH));
-        json_t *rows = json_array();
-        for (size_t i = 0; i < s.n_rows; i++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "batch", json_integer(s.rows[i].batch));
-            for (int w = 0; w < FIT_N; w++)
-                json_object_set_new(
-                    o, keys[w],
-                    fit_verdict_json(q.budget, s.rows[i].need[w], s.rows[i].theoretical[w]));
-            static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
-            json_object_set_new(json_object_get(o, "plan"), "arena",
-                                json_string(arena[s.rows[i].arena]));
-            json_object_set_new(o, "seconds", json_real(s.rows[i].seconds));
-            json_object_set_new(o, "time_limit_cut", json_boolean(s.rows[i].cut));
-            json_array_append_new(rows, o);
-        }
-        json_object_set_new(r, "rows", rows);
-        json_object_set_new(r, "seconds", json_real(seconds));
-        json_object_set_new(r, "plan", have_plan ? json_string(q.out_path) : json_null());
-        json_dumpf(r, out, JSON_INDENT(2));
-        fputc('\n', out);
-        json_decref(r);
-    } else if (rc == 0 && out) {
-        char g1[40], h5[32];
-        bool slow = false;
-        for (size_t i = 0; i < s.n_rows; i++) slow |= s.rows[i].arena != FIT_ARENA_EXACT;
-        fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q.model_path,
-                q.symbol);
-        fit_budget_text(out, q.budget);
-        fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch",
-                "PyTorch th.", "reserved", "fits", "plan th.", "arena", "fits", "lower bound",
-                "fits", "time");
-        for (size_t i = 0; i < s.n_rows; i++) {
-            const fit_row *r = &s.rows[i];
-            fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n",
-                    r->batch, planner_bytes_human(r->theoretical[0], h1, sizeof h1),
-                    planner_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
-                    planner_bytes_human(r->theoretical[1], h3, sizeof h3),
-                    fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
-                    planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
-                    r->seconds);
-        }
-        for (int w = 0; w < FIT_N; w++) {
-            if (best[w] == 0)
-                fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
-            else if (capped[w])
-                fprintf(out, "  %-15s fits batch %" PRId64 " (the search stops there)\n", who[w],
-                        best[w]);
-            else
-                fprintf(out, "  %-15s fits batch %" PRId64 " and not %" PRId64 "\n", who[w],
-                        best[w], best[w] + 1);
-            if (above[w])
-                fprintf(out,
-                        "  note: %s also fits batch %" PRId64
-                        ", above that: its need does not grow with the "
-                        "batch everywhere, so a larger batch may fit\n",
-                        who[w], above[w]);
-        }
-        if (best[0] > 0 && best[1] > 0)
-            fprintf(out,
-                    "  PyTorch fits batch %" PRId64
-                    ", roamc's plan (order %s, layout %s) fits batch %" PRId64
-                    " (%+.1f%%); no plan of this step fits more than batch %" PRId64
-                    " (the lower bound)\n",
-                    best[0], planner_order_name(q.opt.order), planner_layout_name(q.opt.layout),
-                    best[1], 100.0 * ((double)best[1] - (double)best[0]) / (double)best[0],
-                    best[2]);
-        fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s.n_rows,
-                seconds);
-        if (slow)
-            fprintf(out,
-                    "  arena         laid out by layout %s where that decides the fit; <=: llfb's "
-                    "arena, which fits "
-                    "already (layout %s does no worse); -: not laid out, the theoretical peak is "
-                    "over the budget\n",
-                    planner_layout_name(q.opt.layout), planner_layout_name(q.opt.layout));
-        size_t n_cut = 0;
-        for (size_t i = 0; i < s.n_rows; i++) n_cut += s.rows[i].cut;
-        if (n_cut)
-            fprintf(out,
-                    "  time limit    %g s cut the plans of %zu of the %zu batches (the fastest "
-                    "valid plan, or solvers "
-                    "stopped early): the boundary may move with more time\n",
-                    q.opt.time_limit, n_cut, s.n_rows);
-        if (have_plan)
-            fprintf(out, "  plan written  %s (batch %s)\n", q.out_path,
-                    fit_grouped((uint64_t)best[1], g1, sizeof g1));
-        if (q.svg_path) fprintf(out, "  picture written %s\n", q.svg_path);
-    }
-    if (have_plan) {
-        plan_free(&chosen);
-        graph_free(&cg);
-        fe_free(&cm);
+    if (rc == 0 && out && q.json)
+        fit_report_json(out, &s, &res, chosen.have);
+    else if (rc == 0 && out)
+        fit_report_text(out, &s, &res, chosen.have);
+    if (chosen.have) {
+        plan_free(&chosen.p);
+        graph_free(&chosen.g);
+        fe_free(&chosen.m);
     }
     free(s.rows);
     free(sym);
     if (rc) return rc;
-    return best[1] > 0 ? 0 : PLANNER_EXIT_NO_FIT;
+    return res.best[FIT_PLAN] > 0 ? 0 : PLANNER_EXIT_NO_FIT;
 }
