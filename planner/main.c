@@ -244,7 +244,23 @@ static int main_load(const char *path, const fe_options *fopt, const main_train 
     return 0;
 }
 
-static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt);
+/* What `roamc MODEL` was asked to do: its options, parsed and checked.
+ * Not copied once parsed: train.t.frozen points into train. */
+typedef struct main_plan_args {
+    planner_options opt;
+    const char *model_path, *out_path, *svg_path, *tree_path, *buffers_path, *method, *batch_symbol;
+    planner_budget budget;
+    int json_report, quiet, compare, order_or_layout, max_batch;
+    main_train train;
+} main_plan_args;
+
+/* What an option parser returns to go on; any other value is the exit
+ * status of the command, its message printed. */
+enum { MAIN_CONTINUE = -1 };
+
+static int main_plan_parse(int argc, char **argv, const struct option *longopts, fe_options *fopt,
+                           main_plan_args *a);
+static int main_plan_run(main_plan_args *a, const fe_options *fopt);
 
 enum {
     OPT_ORDER = 256,
@@ -291,274 +307,339 @@ static int main_plan(int argc, char **argv) {
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     fe_options fopt = {0};
-    int rc = main_plan_run(argc, argv, longopts, &fopt);
+    main_plan_args a;
+    int rc = main_plan_parse(argc, argv, longopts, &fopt, &a);
+    if (rc == MAIN_CONTINUE) rc = main_plan_run(&a, &fopt);
     fe_options_free(&fopt);
     return rc;
 }
 
-static int main_plan_run(int argc, char **argv, const struct option *longopts, fe_options *fopt) {
-    planner_options opt = {.align = 512,
-                           .order = PLANNER_ORDER_ROAM,
-                           .layout = PLANNER_LAYOUT_ROAM,
-                           .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
-                           .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
-                           .time_limit = PLANNER_DEFAULT_TIME_LIMIT};
-    uint64_t num;
-    const char *out_path = NULL, *svg_path = NULL, *tree_path = NULL, *buffers_path = NULL,
-               *method = NULL, *batch_symbol = NULL;
-    planner_budget budget = {0};
-    int json_report = 0, quiet = 0, compare = 0, order_or_layout = 0, max_batch = 0, c;
-    char err[2048];
-    main_train train = {0};
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out_path = optarg; break;
-        case OPT_TRAIN:
-        case OPT_LOSS:
-        case OPT_OPTIMIZER:
-        case OPT_FROZEN:
-        case OPT_EMIT_TRAIN:
-            if (main_train_option(&train, c, optarg)) return 2;
-            break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
-        case OPT_ORDER:
-            if (planner_order_parse(optarg, &opt.order))
-                return main_usage_error(
-                    "unknown order '%s' (choose from roam, program, lescea, ilp)", optarg);
-            order_or_layout = 1;
-            break;
-        case OPT_LAYOUT:
-            if (planner_layout_parse(optarg, &opt.layout))
-                return main_usage_error(
-                    "unknown layout '%s' (choose from roam, llfb, greedy, bestfit, pytorch, ilp)",
-                    optarg);
-            order_or_layout = 1;
-            break;
-        case OPT_METHOD: {
-            const planner_method *m = planner_method_find(optarg);
-            if (!m) {
-                fprintf(stderr,
-                        "roamc: unknown method '%s' (choose from %s)\nTry 'roamc --help'.\n",
-                        optarg, planner_method_names());
-                return 2;
-            }
-            planner_method_apply(m, &opt);
-            method = optarg;
-            break;
+/* --order, --layout or --method; MAIN_CONTINUE, or 2 after a usage message. */
+static int main_plan_method_option(main_plan_args *a, int c, const char *arg) {
+    if (c == OPT_ORDER) {
+        if (planner_order_parse(arg, &a->opt.order))
+            return main_usage_error("unknown order '%s' (choose from roam, program, lescea, ilp)",
+                                    arg);
+        a->order_or_layout = 1;
+    } else if (c == OPT_LAYOUT) {
+        if (planner_layout_parse(arg, &a->opt.layout))
+            return main_usage_error(
+                "unknown layout '%s' (choose from roam, llfb, greedy, bestfit, pytorch, ilp)", arg);
+        a->order_or_layout = 1;
+    } else {
+        const planner_method *m = planner_method_find(arg);
+        if (!m) {
+            fprintf(stderr, "roamc: unknown method '%s' (choose from %s)\nTry 'roamc --help'.\n",
+                    arg, planner_method_names());
+            return 2;
         }
-        case OPT_BUDGET:
-        case OPT_RESERVE:
-            if (c == OPT_RESERVE && strspn(optarg, "0") == strlen(optarg) && *optarg)
-                budget.reserve = 0; /* "0" is the default */
-            else if (planner_size_parse(optarg, c == OPT_BUDGET ? &budget.budget : &budget.reserve,
-                                        err, sizeof err))
-                return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
-            *(c == OPT_BUDGET ? &budget.budget_text : &budget.reserve_text) = optarg;
-            break;
-        case OPT_MAX_BATCH:
-            max_batch = 1;
-            batch_symbol = optarg;
-            break;
-        case OPT_ALIGN:
-            /* offsets are multiples of align: a power of two, as every allocator's */
-            if (main_parse_u64(optarg, &opt.align) || opt.align > ((uint64_t)1 << 30) ||
-                (opt.align & (opt.align - 1)))
-                return main_usage_error(
-                    "--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'",
-                    optarg);
-            break;
-        case OPT_SVG: svg_path = optarg; break;
-        case OPT_NODE_LIMIT:
-            if (main_parse_u64(optarg, &num) || num > 100000)
-                return main_usage_error("--node-limit wants 1 to 100000, not '%s'", optarg);
-            opt.node_limit = (int)num;
-            break;
-        case OPT_DELAY_RADIUS:
-            if (strcmp(optarg, "0") == 0)
-                opt.delay_radius = 0;
-            else if (main_parse_u64(optarg, &num) || num > 100000)
-                return main_usage_error("--delay-radius wants 0 to 100000, not '%s'", optarg);
-            else
-                opt.delay_radius = (int)num;
-            break;
-        case OPT_THREADS:
-            if (main_parse_u64(optarg, &num) || num > 1024)
-                return main_usage_error("--threads wants 1 to 1024, not '%s'", optarg);
-            opt.threads = (int)num;
-            break;
-        case OPT_TIME_LIMIT:
-            if (planner_time_limit_parse(optarg, &opt.time_limit, err, sizeof err))
-                return main_usage_error("%s", err);
-            break;
-        case OPT_DUMP_TREE: tree_path = optarg; break;
-        case OPT_DUMP_BUFFERS: buffers_path = optarg; break;
-        case OPT_COMPARE: compare = 1; break;
-        case OPT_INPUT_SHAPE:
-        case OPT_DIM:
-            if (main_binding(fopt, c, optarg)) return 2;
-            break;
-        case OPT_REPORT:
-            if (strcmp(optarg, "json") == 0)
-                json_report = 1;
-            else if (strcmp(optarg, "text") == 0)
-                json_report = 0;
-            else
-                return main_usage_error("--report is text or json, not '%s'", optarg);
-            break;
-        default: return main_getopt_error(c, argv, NULL);
-        }
+        planner_method_apply(m, &a->opt);
+        a->method = arg;
     }
+    return MAIN_CONTINUE;
+}
+
+/* --budget or --reserve; MAIN_CONTINUE, or 2 after a usage message. */
+static int main_plan_budget_option(main_plan_args *a, int c, const char *arg) {
+    char err[2048];
+    planner_budget *b = &a->budget;
+    if (c == OPT_RESERVE && strspn(arg, "0") == strlen(arg) && *arg)
+        b->reserve = 0; /* "0" is the default */
+    else if (planner_size_parse(arg, c == OPT_BUDGET ? &b->budget : &b->reserve, err, sizeof err))
+        return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
+    *(c == OPT_BUDGET ? &b->budget_text : &b->reserve_text) = arg;
+    return MAIN_CONTINUE;
+}
+
+/* --align, --node-limit, --delay-radius, --threads or --time-limit;
+ * MAIN_CONTINUE, or 2 after a usage message. */
+static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
+    char err[2048];
+    uint64_t num;
+    planner_options *opt = &a->opt;
+    switch (c) {
+    case OPT_ALIGN:
+        /* offsets are multiples of align: a power of two, as every allocator's */
+        if (main_parse_u64(arg, &opt->align) || opt->align > ((uint64_t)1 << 30) ||
+            (opt->align & (opt->align - 1)))
+            return main_usage_error(
+                "--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'", arg);
+        break;
+    case OPT_NODE_LIMIT:
+        if (main_parse_u64(arg, &num) || num > 100000)
+            return main_usage_error("--node-limit wants 1 to 100000, not '%s'", arg);
+        opt->node_limit = (int)num;
+        break;
+    case OPT_DELAY_RADIUS:
+        if (strcmp(arg, "0") == 0)
+            opt->delay_radius = 0;
+        else if (main_parse_u64(arg, &num) || num > 100000)
+            return main_usage_error("--delay-radius wants 0 to 100000, not '%s'", arg);
+        else
+            opt->delay_radius = (int)num;
+        break;
+    case OPT_THREADS:
+        if (main_parse_u64(arg, &num) || num > 1024)
+            return main_usage_error("--threads wants 1 to 1024, not '%s'", arg);
+        opt->threads = (int)num;
+        break;
+    case OPT_TIME_LIMIT:
+        if (planner_time_limit_parse(arg, &opt->time_limit, err, sizeof err))
+            return main_usage_error("%s", err);
+        break;
+    }
+    return MAIN_CONTINUE;
+}
+
+/* One option, c as getopt_long returned it; MAIN_CONTINUE, or the exit
+ * status (0 after --help or --version, 2 after a usage message). */
+static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **argv) {
+    switch (c) {
+    case 'o': a->out_path = optarg; break;
+    case OPT_TRAIN:
+    case OPT_LOSS:
+    case OPT_OPTIMIZER:
+    case OPT_FROZEN:
+    case OPT_EMIT_TRAIN:
+        if (main_train_option(&a->train, c, optarg)) return 2;
+        break;
+    case 'q': a->quiet = 1; break;
+    case 'h': fputs(usage_text, stdout); return 0;
+    case 'V': printf("roamc %s\n", ROAMC_VERSION); return 0;
+    case OPT_ORDER:
+    case OPT_LAYOUT:
+    case OPT_METHOD: return main_plan_method_option(a, c, optarg);
+    case OPT_BUDGET:
+    case OPT_RESERVE: return main_plan_budget_option(a, c, optarg);
+    case OPT_MAX_BATCH:
+        a->max_batch = 1;
+        a->batch_symbol = optarg;
+        break;
+    case OPT_ALIGN:
+    case OPT_NODE_LIMIT:
+    case OPT_DELAY_RADIUS:
+    case OPT_THREADS:
+    case OPT_TIME_LIMIT: return main_plan_number_option(a, c, optarg);
+    case OPT_SVG: a->svg_path = optarg; break;
+    case OPT_DUMP_TREE: a->tree_path = optarg; break;
+    case OPT_DUMP_BUFFERS: a->buffers_path = optarg; break;
+    case OPT_COMPARE: a->compare = 1; break;
+    case OPT_INPUT_SHAPE:
+    case OPT_DIM:
+        if (main_binding(fopt, c, optarg)) return 2;
+        break;
+    case OPT_REPORT:
+        if (strcmp(optarg, "json") == 0)
+            a->json_report = 1;
+        else if (strcmp(optarg, "text") == 0)
+            a->json_report = 0;
+        else
+            return main_usage_error("--report is text or json, not '%s'", optarg);
+        break;
+    default: return main_getopt_error(c, argv, NULL);
+    }
+    return MAIN_CONTINUE;
+}
+
+/* The options that do not go together, and the one model; sets what
+ * follows from the options together (the device limit, the deadline,
+ * progress).  MAIN_CONTINUE, or 2 after a usage message. */
+static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
+    planner_options *opt = &a->opt;
+    const planner_budget *budget = &a->budget;
     if (optind != argc - 1)
         return main_usage_error("%s", optind >= argc ? "no model given" : "one model at a time");
-    if (method && order_or_layout)
+    if (a->method && a->order_or_layout)
         return main_usage_error("%s",
                                 "--method sets the order and the layout: give one or the other");
-    if (method && compare)
+    if (a->method && a->compare)
         return main_usage_error("%s", "--compare plans every method: drop --method");
-    if (budget.reserve_text && !budget.budget_text)
+    if (budget->reserve_text && !budget->budget_text)
         return main_usage_error("%s", "--reserve needs --budget");
-    if (max_batch && !budget.budget_text)
+    if (a->max_batch && !budget->budget_text)
         return main_usage_error("%s", "--max-batch needs --budget SIZE");
-    if (budget.budget_text && compare)
+    if (budget->budget_text && a->compare)
         return main_usage_error("%s", "--budget works on one plan, not with --compare");
-    if (max_batch && tree_path)
+    if (a->max_batch && a->tree_path)
         return main_usage_error("%s", "--dump-tree draws one plan's tree, not with --max-batch");
-    if (max_batch && buffers_path)
+    if (a->max_batch && a->buffers_path)
         return main_usage_error("%s",
                                 "--dump-buffers writes one plan's buffers, not with --max-batch");
-    if (budget.reserve >= budget.budget && budget.budget_text)
+    if (budget->reserve >= budget->budget && budget->budget_text)
         return main_usage_error("%s", "--reserve must be below --budget");
     /* the allocator replay sees the device's limit, as PyTorch does */
-    if (budget.budget_text && opt.layout == PLANNER_LAYOUT_PYTORCH)
-        opt.device_limit = budget.budget - budget.reserve;
-    if (batch_symbol && !*batch_symbol)
+    if (budget->budget_text && opt->layout == PLANNER_LAYOUT_PYTORCH)
+        opt->device_limit = budget->budget - budget->reserve;
+    if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
-    if (train.other && !train.on)
+    if (a->train.other && !a->train.on)
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen and --emit-train need --train");
-    if (train.t.emit_path && max_batch)
+    if (a->train.t.emit_path && a->max_batch)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch "
                                       "(bind the batch with --dim)");
     /* --time-limit bounds the whole command, from its start */
-    opt.deadline = main_t_start + opt.time_limit;
-    if (tree_path && !compare && opt.order != PLANNER_ORDER_ROAM)
+    opt->deadline = main_t_start + opt->time_limit;
+    if (a->tree_path && !a->compare && opt->order != PLANNER_ORDER_ROAM)
         return main_usage_error(
             "%s",
             "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
-    opt.progress = !quiet && isatty(STDERR_FILENO);
-    const char *model_path = argv[optind];
+    opt->progress = !a->quiet && isatty(STDERR_FILENO);
+    a->model_path = argv[optind];
+    return MAIN_CONTINUE;
+}
+
+/* Parses the command line into a (bindings into fopt) and checks it.
+ * MAIN_CONTINUE to run, or the exit status, its message printed. */
+static int main_plan_parse(int argc, char **argv, const struct option *longopts, fe_options *fopt,
+                           main_plan_args *a) {
+    *a = (main_plan_args){.opt = {.align = 512,
+                                  .order = PLANNER_ORDER_ROAM,
+                                  .layout = PLANNER_LAYOUT_ROAM,
+                                  .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
+                                  .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
+                                  .time_limit = PLANNER_DEFAULT_TIME_LIMIT}};
+    int c, rc;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1)
+        if ((rc = main_plan_option(a, fopt, c, argv)) != MAIN_CONTINUE) return rc;
+    return main_plan_check_args(a, argc, argv);
+}
+
+/* --max-batch: the largest batch that fits the budget, reported to report
+ * (planner_max_batch).  Its exit status. */
+static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, FILE *report) {
+    char err[2048];
+    planner_batch_query q = {.model_path = a->model_path,
+                             .bindings = fopt,
+                             .symbol = a->batch_symbol,
+                             .opt = a->opt,
+                             .budget = &a->budget,
+                             .out_path = a->out_path,
+                             .svg_path = a->svg_path,
+                             .json = a->json_report,
+                             .progress = a->opt.progress,
+                             .train = a->train.on ? &a->train.t : NULL};
+    int rc = planner_max_batch(&q, report, err, sizeof err);
+    planner_progress_end();
+    if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
+    return rc;
+}
+
+/* One plan of g (its model model_path, loaded in load_seconds) with
+ * --budget's verdict beside PyTorch's plan: writes the files, then the
+ * report.  Returns 0, 1 after a message, or PLANNER_EXIT_NO_FIT. */
+static int main_plan_one(const main_plan_args *a, const graph *g, const char *model_path,
+                         const planner_files *files, FILE *report, double load_seconds) {
+    char err[2048];
+    const planner_options *opt = &a->opt;
+    const planner_budget *budget = &a->budget;
+    plan p;
+    if (plan_build(g, opt, &p, err, sizeof err)) {
+        planner_progress_end();
+        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+        return 1;
+    }
+    int rc = 0;
+    p.times.load = load_seconds;
+    /* --budget: PyTorch's plan of the same step beside this one */
+    plan torch = {0};
+    const plan *torch_p = &p;
+    if (budget->budget_text && !(opt->retain_gradients && opt->layout == PLANNER_LAYOUT_PYTORCH &&
+                                 opt->order == PLANNER_ORDER_PROGRAM && opt->device_limit)) {
+        planner_options topt = *opt;
+        planner_method_apply(planner_method_find("pytorch"), &topt);
+        topt.device_limit = budget->budget - budget->reserve;
+        if (plan_build(g, &topt, &torch, err, sizeof err)) {
+            planner_progress_end();
+            fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
+            rc = 1;
+        }
+        torch_p = &torch;
+    }
+    if (rc == 0) {
+        /* plan, tree and picture together, or none of them */
+        planner_progress_prefix("%s", "writing");
+        const plan *plans[1] = {&p};
+        char title[256];
+        const char *base = strrchr(model_path, '/');
+        snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
+                 planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
+        const char *titles[1] = {title};
+        if (planner_files_write(files, &p, model_path, plans, titles, 1, err, sizeof err)) {
+            planner_progress_end();
+            fprintf(stderr, "roamc: %s\n", err);
+            rc = 1;
+        }
+    }
+    p.times.total = roamc_now() - main_t_start;
+    planner_progress_end();
+    json_t *extra = a->json_report && budget->budget_text ? json_object() : NULL;
+    int fit =
+        rc == 0 && budget->budget_text ? planner_fit_report(NULL, budget, &p, torch_p, extra) : 0;
+    if (rc == 0 && report) {
+        if (a->json_report)
+            plan_report_json(report, &p, model_path, files, extra);
+        else
+            plan_report_text(report, &p, model_path, files);
+        if (!a->json_report && budget->budget_text)
+            planner_fit_report(report, budget, &p, torch_p, NULL);
+    }
+    if (rc == 0) rc = fit;
+    json_decref(extra);
+    plan_free(&torch);
+    plan_free(&p);
+    return rc;
+}
+
+/* Runs the parsed command: checks every output, then searches the
+ * largest batch, or loads the model and plans it once or every way
+ * (--compare).  Its exit status. */
+static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
+    char err[2048];
+    const char *model_path = a->model_path;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
     planner_output_set outs = {0};
-    planner_outputs_add(&outs, "-o", out_path);
-    planner_outputs_add(&outs, "--svg", svg_path);
-    planner_outputs_add(&outs, "--dump-tree", tree_path);
-    planner_outputs_add(&outs, "--dump-buffers", buffers_path);
-    planner_outputs_add(&outs, "--emit-train", train.t.emit_path);
+    planner_outputs_add(&outs, "-o", a->out_path);
+    planner_outputs_add(&outs, "--svg", a->svg_path);
+    planner_outputs_add(&outs, "--dump-tree", a->tree_path);
+    planner_outputs_add(&outs, "--dump-buffers", a->buffers_path);
+    planner_outputs_add(&outs, "--emit-train", a->train.t.emit_path);
     const char *inputs[1] = {model_path};
     if (planner_outputs_check(&outs, inputs, 1, err, sizeof err)) {
         fprintf(stderr, "roamc: %s\n", err);
         return 2;
     }
-    if (train.t.emit_path && strcmp(train.t.emit_path, "-") == 0)
+    if (a->train.t.emit_path && strcmp(a->train.t.emit_path, "-") == 0)
         return main_usage_error(
             "%s", "--emit-train writes a file the plan names: give a file name, not -");
     /* with an output on stdout, the report goes to stderr */
-    FILE *report = quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
+    FILE *report = a->quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
     planner_files files = {
-        .plan = out_path, .svg = svg_path, .tree = tree_path, .buffers = buffers_path};
+        .plan = a->out_path, .svg = a->svg_path, .tree = a->tree_path, .buffers = a->buffers_path};
 
-    planner_progress_start(opt.progress);
-    if (max_batch) {
-        planner_batch_query q = {.model_path = model_path,
-                                 .bindings = fopt,
-                                 .symbol = batch_symbol,
-                                 .opt = opt,
-                                 .budget = &budget,
-                                 .out_path = out_path,
-                                 .svg_path = svg_path,
-                                 .json = json_report,
-                                 .progress = opt.progress,
-                                 .train = train.on ? &train.t : NULL};
-        int rc = planner_max_batch(&q, report, err, sizeof err);
-        planner_progress_end();
-        if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
-        return rc;
-    }
+    planner_progress_start(a->opt.progress);
+    if (a->max_batch) return main_plan_max_batch(a, fopt, report);
     double t0 = main_t_start;
     fe_model m;
     planner_progress_stage("loading %s", model_path);
     graph g;
-    if (main_load(model_path, fopt, &train, opt.align, &m, &g, json_report ? NULL : report))
+    if (main_load(model_path, fopt, &a->train, a->opt.align, &m, &g,
+                  a->json_report ? NULL : report))
         return 2;
-    if (train.t.emit_path) model_path = train.t.emit_path; /* the plan is of that file */
+    if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
     double t1 = roamc_now();
-    plan p;
     int rc = 0;
-    if (compare) {
-        if (plan_compare(&g, &opt, model_path, &files, json_report, report, err, sizeof err)) {
+    if (a->compare) {
+        if (plan_compare(&g, &a->opt, model_path, &files, a->json_report, report, err,
+                         sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
         }
-    } else if (plan_build(&g, &opt, &p, err, sizeof err)) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
-        rc = 1;
     } else {
-        p.times.load = t1 - t0;
-        /* --budget: PyTorch's plan of the same step beside this one */
-        plan torch = {0};
-        const plan *torch_p = &p;
-        if (rc == 0 && budget.budget_text &&
-            !(opt.retain_gradients && opt.layout == PLANNER_LAYOUT_PYTORCH &&
-              opt.order == PLANNER_ORDER_PROGRAM && opt.device_limit)) {
-            planner_options topt = opt;
-            planner_method_apply(planner_method_find("pytorch"), &topt);
-            topt.device_limit = budget.budget - budget.reserve;
-            if (plan_build(&g, &topt, &torch, err, sizeof err)) {
-                planner_progress_end();
-                fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
-                rc = 1;
-            }
-            torch_p = &torch;
-        }
-        if (rc == 0) {
-            /* plan, tree and picture together, or none of them */
-            planner_progress_prefix("%s", "writing");
-            const plan *plans[1] = {&p};
-            char title[256];
-            const char *base = strrchr(model_path, '/');
-            snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
-                     planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
-            const char *titles[1] = {title};
-            if (planner_files_write(&files, &p, model_path, plans, titles, 1, err, sizeof err)) {
-                planner_progress_end();
-                fprintf(stderr, "roamc: %s\n", err);
-                rc = 1;
-            }
-        }
-        p.times.total = roamc_now() - t0;
-        planner_progress_end();
-        json_t *extra = json_report && budget.budget_text ? json_object() : NULL;
-        int fit = rc == 0 && budget.budget_text
-                      ? planner_fit_report(NULL, &budget, &p, torch_p, extra)
-                      : 0;
-        if (rc == 0 && report) {
-            if (json_report)
-                plan_report_json(report, &p, model_path, &files, extra);
-            else
-                plan_report_text(report, &p, model_path, &files);
-            if (!json_report && budget.budget_text)
-                planner_fit_report(report, &budget, &p, torch_p, NULL);
-        }
-        if (rc == 0) rc = fit;
-        json_decref(extra);
-        plan_free(&torch);
-        plan_free(&p);
+        rc = main_plan_one(a, &g, model_path, &files, report, t1 - t0);
     }
     graph_free(&g);
     fe_free(&m);
