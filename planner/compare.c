@@ -61,16 +61,11 @@ static void compare_note(compare_row *r) {
     }
 }
 
-int plan_compare(const graph *g, const planner_options *base, const char *model_path,
-                 const planner_files *files, int json, FILE *out, char *err, size_t errlen) {
-    const char *out_path = files->plan, *svg_path = files->svg;
-    /* the rows in the order of planner_methods: PyTorch first, ROAM last */
-    compare_row rows[8] = {{0}};
-    const size_t nrows = planner_n_methods;
-    assert(nrows <= sizeof rows / sizeof rows[0]);
-    for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
-    int rc = 0;
-    for (size_t i = 0; i < nrows && rc == 0; i++) {
+/* Plans g with each of the nrows methods of rows, in order, stopping at the
+ * first failure (its message in err).  Returns 0 or -1. */
+static int compare_plan_methods(const graph *g, const planner_options *base, compare_row *rows,
+                                size_t nrows, char *err, size_t errlen) {
+    for (size_t i = 0; i < nrows; i++) {
         planner_options opt = *base;
         planner_method_apply(rows[i].m, &opt);
         /* --time-limit bounds the whole command: each method gets an equal
@@ -82,103 +77,126 @@ int plan_compare(const graph *g, const planner_options *base, const char *model_
         }
         double t0 = roamc_now();
         planner_progress_prefix("--compare: %s (%zu/%zu)", rows[i].m->title, i + 1, nrows);
-        if (plan_build(g, &opt, &rows[i].p, err, errlen)) {
-            rc = -1;
-            break;
-        }
+        if (plan_build(g, &opt, &rows[i].p, err, errlen)) return -1;
         rows[i].seconds = roamc_now() - t0;
         rows[i].ok = 1;
         rows[i].actual = plan_device_bytes(&rows[i].p);
         compare_note(&rows[i]);
     }
-    planner_progress_prefix("%s", "--compare: writing");
+    return 0;
+}
+
+/* Writes the ROAM plan (and its tree) and the picture of PyTorch's and
+ * ROAM's plans, all or nothing.  Returns 0 or -1 with err set. */
+static int compare_write_files(const planner_files *files, const char *model_path,
+                               const compare_row *torch, const compare_row *roam, char *err,
+                               size_t errlen) {
+    const plan *plans[2] = {&torch->p, &roam->p};
+    const char *base_name = strrchr(model_path, '/');
+    base_name = base_name ? base_name + 1 : model_path;
+    char t1[256], t2[256], r1[32];
+    /* the same units as the picture's own numbers ("actual 1.22 GiB") */
+    snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %s)",
+             base_name, compare_human(torch->actual, r1, sizeof r1));
+    snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
+    const char *titles[2] = {t1, t2};
+    return planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen) ? -1 : 0;
+}
+
+/* `--report json`: the graph's sizes, ROAM's bounds, one object per row. */
+static void compare_print_json(const graph *g, const char *model_path, const compare_row *rows,
+                               size_t nrows, FILE *out) {
     const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
-    if (rc == 0) {
-        /* the ROAM plan (and its tree) and the picture, all or nothing */
-        const plan *plans[2] = {&torch->p, &roam->p};
-        const char *base_name = strrchr(model_path, '/');
-        base_name = base_name ? base_name + 1 : model_path;
-        char t1[256], t2[256], r1[32];
-        /* the same units as the picture's own numbers ("actual 1.22 GiB") */
-        snprintf(t1, sizeof t1, "%s, PyTorch (program order, caching allocator; reserves %s)",
-                 base_name, compare_human(torch->actual, r1, sizeof r1));
-        snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
-        const char *titles[2] = {t1, t2};
-        if (planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen))
-            rc = -1;
+    json_t *r = json_object();
+    json_object_set_new(r, "model", json_string(model_path));
+    json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
+    json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
+    json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));
+    json_object_set_new(r, "lower_bound", json_integer((json_int_t)roam->p.lower_bound));
+    json_object_set_new(r, "persistent_bytes", json_integer((json_int_t)roam->p.persistent));
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nrows; i++) {
+        const compare_row *w = &rows[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(w->m->name));
+        json_object_set_new(o, "order", json_string(planner_order_name(w->m->order)));
+        json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
+        json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
+        json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
+        json_object_set_new(o, "fragmentation_percent",
+                            json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
+        json_object_set_new(
+            o, "reduction_vs_pytorch_percent",
+            json_real(i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual)));
+        json_object_set_new(o, "seconds", json_real(w->seconds));
+        json_object_set_new(o, "note", json_string(w->note));
+        json_array_append_new(arr, o);
     }
-    planner_progress_end();
-    if (rc == 0 && !out) {
-        /* quiet: nothing to print */
-    } else if (rc == 0 && json) {
-        json_t *r = json_object();
-        json_object_set_new(r, "model", json_string(model_path));
-        json_object_set_new(r, "operators", json_integer((json_int_t)g->n_ops));
-        json_object_set_new(r, "tensors", json_integer((json_int_t)g->n_tensors));
-        json_object_set_new(r, "storages", json_integer((json_int_t)g->n_storages));
-        json_object_set_new(r, "lower_bound", json_integer((json_int_t)roam->p.lower_bound));
-        json_object_set_new(r, "persistent_bytes", json_integer((json_int_t)roam->p.persistent));
-        json_t *arr = json_array();
-        for (size_t i = 0; i < nrows; i++) {
-            const compare_row *w = &rows[i];
-            json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(w->m->name));
-            json_object_set_new(o, "order", json_string(planner_order_name(w->m->order)));
-            json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
-            json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
-            json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
-            json_object_set_new(
-                o, "fragmentation_percent",
-                json_real(compare_pct((double)w->actual, (double)w->p.theoretical)));
-            json_object_set_new(
-                o, "reduction_vs_pytorch_percent",
-                json_real(i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual)));
-            json_object_set_new(o, "seconds", json_real(w->seconds));
-            json_object_set_new(o, "note", json_string(w->note));
-            json_array_append_new(arr, o);
-        }
-        json_object_set_new(r, "rows", arr);
-        json_dumpf(r, out, JSON_INDENT(2));
-        fputc('\n', out);
-        json_decref(r);
-    } else if (rc == 0) {
-        char a[32], b[32];
-        fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n",
-                ROAMC_VERSION, model_path, g->n_ops, g->n_tensors, g->n_storages);
-        fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout",
-                "theoretical", "actual", "frag", "vs PyTorch", "time");
-        for (size_t i = 0; i < nrows; i++) {
-            const compare_row *w = &rows[i];
-            fprintf(
-                out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
+    json_object_set_new(r, "rows", arr);
+    json_dumpf(r, out, JSON_INDENT(2));
+    fputc('\n', out);
+    json_decref(r);
+}
+
+/* The text report: one line per row, the lower bound, what "PyTorch"
+ * means for this graph, the rows' notes and the files written. */
+static void compare_print_table(const graph *g, const char *model_path, const planner_files *files,
+                                const compare_row *rows, size_t nrows, FILE *out) {
+    const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
+    char a[32], b[32];
+    fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n",
+            ROAMC_VERSION, model_path, g->n_ops, g->n_tensors, g->n_storages);
+    fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout",
+            "theoretical", "actual", "frag", "vs PyTorch", "time");
+    for (size_t i = 0; i < nrows; i++) {
+        const compare_row *w = &rows[i];
+        fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
                 planner_order_name(w->m->order), planner_layout_name(w->m->layout),
                 compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
                 compare_pct((double)w->actual, (double)w->p.theoretical),
                 i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
-        }
-        /* The bound caps what any plan can save: tells a user whether a
-         * small saving is ROAM's limit or the model's. */
-        fprintf(out,
-                "  lower bound of the theoretical peak: %s (no plan saves more than %.2f%% vs "
-                "PyTorch); "
-                "persistent %s\n",
-                compare_human(roam->p.lower_bound, a, sizeof a),
-                -compare_pct((double)roam->p.lower_bound, (double)torch->actual),
-                compare_human(roam->p.persistent, b, sizeof b));
-        if (strcmp(planner_graph_kind(g->model), "training") == 0)
-            fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager "
-                         "PyTorch holds .grad,\n"
-                         "  actual peak = what its caching allocator reserves; vs PyTorch = saving "
-                         "in actual peak.\n");
+    }
+    /* The bound caps what any plan can save: tells a user whether a
+     * small saving is ROAM's limit or the model's. */
+    fprintf(out,
+            "  lower bound of the theoretical peak: %s (no plan saves more than %.2f%% vs "
+            "PyTorch); "
+            "persistent %s\n",
+            compare_human(roam->p.lower_bound, a, sizeof a),
+            -compare_pct((double)roam->p.lower_bound, (double)torch->actual),
+            compare_human(roam->p.persistent, b, sizeof b));
+    if (strcmp(planner_graph_kind(g->model), "training") == 0)
+        fprintf(out, "  PyTorch: program order, gradients held to the end of the step as eager "
+                     "PyTorch holds .grad,\n"
+                     "  actual peak = what its caching allocator reserves; vs PyTorch = saving "
+                     "in actual peak.\n");
+    else
+        fprintf(out, "  PyTorch: program order of this inference graph, actual peak = what its "
+                     "caching allocator\n"
+                     "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].m->title, rows[i].note);
+    if (files->plan) fprintf(out, "  ROAM plan written  %s\n", files->plan);
+    if (files->svg) fprintf(out, "  picture written    %s\n", files->svg);
+}
+
+int plan_compare(const graph *g, const planner_options *base, const char *model_path,
+                 const planner_files *files, int json, FILE *out, char *err, size_t errlen) {
+    /* the rows in the order of planner_methods: PyTorch first, ROAM last */
+    compare_row rows[8] = {{0}};
+    const size_t nrows = planner_n_methods;
+    assert(nrows <= sizeof rows / sizeof rows[0]);
+    for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
+    int rc = compare_plan_methods(g, base, rows, nrows, err, errlen);
+    planner_progress_prefix("%s", "--compare: writing");
+    if (rc == 0)
+        rc = compare_write_files(files, model_path, &rows[0], &rows[nrows - 1], err, errlen);
+    planner_progress_end();
+    if (rc == 0 && out) {
+        if (json)
+            compare_print_json(g, model_path, rows, nrows, out);
         else
-            fprintf(out,
-                    "  PyTorch: program order of this inference graph, actual peak = what its "
-                    "caching allocator\n"
-                    "  reserves (initializers included); vs PyTorch = saving in actual peak.\n");
-        for (size_t i = 0; i < nrows; i++)
-            if (rows[i].note[0]) fprintf(out, "  note: %s: %s\n", rows[i].m->title, rows[i].note);
-        if (out_path) fprintf(out, "  ROAM plan written  %s\n", out_path);
-        if (svg_path) fprintf(out, "  picture written    %s\n", svg_path);
+            compare_print_table(g, model_path, files, rows, nrows, out);
     }
     for (size_t i = 0; i < nrows; i++) plan_free(&rows[i].p);
     return rc;
