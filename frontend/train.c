@@ -1876,37 +1876,142 @@ static char *tr_summary(tr *T, const tr_lists *L) {
     return s;
 }
 
+/* Loads the forward graph. An --input-shape for 'target'/'labels' that the
+ * forward graph does not have binds the label input --train adds: held back
+ * from the forward load, checked against the loss (tr_label); *label_bind is
+ * that binding, or NULL. */
+static int tr_load_forward(const char *path, const fe_options *opt, fe_model *f,
+                           const fe_input_shape **label_bind, char *err, size_t errlen) {
+    fe_options fopt = *opt;
+    fe_input_shape *shapes = NULL;
+    *label_bind = NULL;
+    for (size_t k = 0; k < opt->n_shapes; k++)
+        if (!strcmp(opt->shapes[k].name, "target") || !strcmp(opt->shapes[k].name, "labels"))
+            *label_bind = &opt->shapes[k];
+    if (*label_bind) {
+        shapes = xmallocarray(opt->n_shapes, sizeof *shapes);
+        fopt.n_shapes = 0;
+        fopt.shapes = shapes;
+        for (size_t k = 0; k < opt->n_shapes; k++)
+            if (&opt->shapes[k] != *label_bind) shapes[fopt.n_shapes++] = opt->shapes[k];
+    }
+    int lrc = fe_load(path, &fopt, f, err, errlen);
+    if (!lrc && *label_bind && fe_find_value(f, (*label_bind)->name) >= 0) {
+        /* the graph has that input: the binding is its own */
+        fe_free(f);
+        *label_bind = NULL;
+        lrc = fe_load(path, opt, f, err, errlen);
+    }
+    free(shapes);
+    return lrc ? -1 : 0;
+}
+
+/* Allocates the per-value and per-node marks the derivation fills (tr_free
+ * frees them); no node is a fused GELU or SiLU yet. */
+static void tr_alloc_marks(tr *T) {
+    size_t nv = T->f->n_values, nn = T->f->n_nodes;
+    T->req = xcalloc(nv + 1, 1);
+    T->useful = xcalloc(nv + 1, 1);
+    T->param = xcalloc(nv + 1, 1);
+    T->frozen = xcalloc(nv + 1, 1);
+    T->fused = xcalloc(nn + 1, 1);
+    T->gelu_x = xmallocarray(nn + 1, sizeof *T->gelu_x);
+    T->silu_x = xmallocarray(nn + 1, sizeof *T->silu_x);
+    T->fwd = xcalloc(nn + 1, sizeof *T->fwd);
+    for (size_t i = 0; i < nn; i++) {
+        T->gelu_x[i] = -1;
+        T->silu_x[i] = -1;
+    }
+}
+
+/* Copies the forward values into T's value table, keeping their indices; a
+ * name given twice would break that. */
+static int tr_copy_values(tr *T) {
+    const fe_model *f = T->f;
+    for (size_t v = 0; v < f->n_values; v++) {
+        const fe_value *fv = &f->values[v];
+        int64_t dims[FI_MAX_RANK];
+        int rank = fv->rank > 0 ? fv->rank : 0;
+        for (int d = 0; d < rank && d < FI_MAX_RANK; d++) dims[d] = fv->dims[d].value;
+        if (tr_add_value(T, fv->name, fv->elem_type, rank, dims) != (int)v)
+            return tr_fail(T, "value '%s' is named twice", fv->name);
+        T->v[v].tensor = fv->seq_len < 0 && fv->rank >= 0;
+    }
+    return 0;
+}
+
+/* The loss goes on the first float tensor output. */
+static int tr_pick_loss_output(tr *T) {
+    const fe_model *f = T->f;
+    T->loss_out = -1;
+    for (size_t k = 0; k < f->n_outputs && T->loss_out < 0; k++)
+        if (tr_float(f->values[f->outputs[k]].elem_type) && f->values[f->outputs[k]].seq_len < 0)
+            T->loss_out = f->outputs[k];
+    if (T->loss_out < 0) {
+        char eb[32];
+        return tr_fail(
+            T, "the graph has no float output to put a loss on (its first output '%s' is %s)",
+            f->n_outputs ? f->values[f->outputs[0]].name : "?",
+            f->n_outputs ? fe_elem_name(f->values[f->outputs[0]].elem_type, eb, sizeof eb)
+                         : "missing");
+    }
+    return 0;
+}
+
+/* Finds the GELU and SiLU patterns, which need each value's reader count. */
+static void tr_find_fusions(tr *T) {
+    const fe_model *f = T->f;
+    int *readers = xcalloc(f->n_values + 1, sizeof *readers);
+    for (size_t i = 0; i < f->n_nodes; i++)
+        for (size_t k = 0; k < f->nodes[i].n_inputs; k++)
+            if (f->nodes[i].inputs[k] >= 0) readers[f->nodes[i].inputs[k]]++;
+    tr_find_gelu(T, readers);
+    tr_find_silu(T, readers);
+    free(readers);
+}
+
+/* Sorts the forward inputs into parameters (with their gradients), buffers,
+ * frozen weights and data; the label --train adds is data too. */
+static void tr_sort_inputs(tr *T, tr_lists *L) {
+    const fe_model *f = T->f;
+    for (size_t k = 0; k < f->n_inputs; k++) {
+        int v = f->inputs[k];
+        const fe_value *fv = &f->values[v];
+        if (T->param[v]) {
+            int g = T->grad[v];
+            if (g >= 0 && T->shared[v])
+                g = tr_op(T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
+            tr_push(&L->params, v);
+            tr_push(&L->grads, g);
+        } else if (fv->kind & FE_INITIALIZER) {
+            if (tr_float(fv->elem_type)) tr_push(&L->buffers, v);
+            if (T->frozen[v]) tr_push(&L->frozen, v);
+        } else {
+            tr_push(&L->data, v);
+        }
+    }
+    if (T->label >= 0) tr_push(&L->data, T->label);
+}
+
+/* Loads the packed training graph into m, as the planner will read it. */
+static int tr_load_derived(tr *T, const char *name, const uint8_t *bytes, size_t len, fe_model *m) {
+    if (fe_load_bytes(name, bytes, len, NULL, m, T->err, T->errlen)) {
+        /* a derivation bug, not bad input: say so */
+        char inner[1024];
+        snprintf(inner, sizeof inner, "%s", T->err);
+        return tr_fail(T, "internal error: the derived training graph does not load: %s", inner);
+    }
+    return 0;
+}
+
 int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
              char **summary, uint8_t **derived, size_t *derived_len, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     *summary = NULL;
     if (derived) *derived = NULL, *derived_len = 0;
     fe_model f;
-    /* An --input-shape for 'target'/'labels' that the forward graph does not
-     * have binds the label input --train adds: held back from the forward
-     * load, checked against the loss (tr_label). */
-    fe_options fopt = *opt;
-    fe_input_shape *shapes = NULL;
-    const fe_input_shape *label_bind = NULL;
-    for (size_t k = 0; k < opt->n_shapes; k++)
-        if (!strcmp(opt->shapes[k].name, "target") || !strcmp(opt->shapes[k].name, "labels"))
-            label_bind = &opt->shapes[k];
-    if (label_bind) {
-        shapes = xmallocarray(opt->n_shapes, sizeof *shapes);
-        fopt.n_shapes = 0;
-        fopt.shapes = shapes;
-        for (size_t k = 0; k < opt->n_shapes; k++)
-            if (&opt->shapes[k] != label_bind) shapes[fopt.n_shapes++] = opt->shapes[k];
-    }
-    int lrc = fe_load(path, &fopt, &f, err, errlen);
-    if (!lrc && label_bind && fe_find_value(&f, label_bind->name) >= 0) {
-        /* the graph has that input: the binding is its own */
-        fe_free(&f);
-        label_bind = NULL;
-        lrc = fe_load(path, opt, &f, err, errlen);
-    }
-    free(shapes);
-    if (lrc) return -1;
+    const fe_input_shape *label_bind;
+    if (tr_load_forward(path, opt, &f, &label_bind, err, errlen)) return -1;
     tr T = {.path = path,
             .f = &f,
             .opt = t,
@@ -1920,82 +2025,18 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     uint8_t *bytes = NULL;
     size_t len = 0;
     int rc = -1;
-    size_t nv = f.n_values, nn = f.n_nodes;
     if (t->emit_path && tr_check_emit(&T, path, t->emit_path)) goto out;
     if (tr_read_proto(&T)) goto out;
-    T.req = xcalloc(nv + 1, 1);
-    T.useful = xcalloc(nv + 1, 1);
-    T.param = xcalloc(nv + 1, 1);
-    T.frozen = xcalloc(nv + 1, 1);
-    T.fused = xcalloc(nn + 1, 1);
-    T.gelu_x = xmallocarray(nn + 1, sizeof *T.gelu_x);
-    T.silu_x = xmallocarray(nn + 1, sizeof *T.silu_x);
-    T.fwd = xcalloc(nn + 1, sizeof *T.fwd);
-    int *readers = xcalloc(nv + 1, sizeof *readers);
-    for (size_t i = 0; i < nn; i++) {
-        T.gelu_x[i] = -1;
-        T.silu_x[i] = -1;
-        for (size_t k = 0; k < f.nodes[i].n_inputs; k++)
-            if (f.nodes[i].inputs[k] >= 0) readers[f.nodes[i].inputs[k]]++;
-    }
-    for (size_t v = 0; v < nv; v++) {
-        const fe_value *fv = &f.values[v];
-        int64_t dims[FI_MAX_RANK];
-        int rank = fv->rank > 0 ? fv->rank : 0;
-        for (int d = 0; d < rank && d < FI_MAX_RANK; d++) dims[d] = fv->dims[d].value;
-        if (tr_add_value(&T, fv->name, fv->elem_type, rank, dims) != (int)v) {
-            free(readers);
-            tr_fail(&T, "value '%s' is named twice", fv->name);
-            goto out;
-        }
-        T.v[v].tensor = fv->seq_len < 0 && fv->rank >= 0;
-    }
-    T.loss_out = -1;
-    for (size_t k = 0; k < f.n_outputs && T.loss_out < 0; k++)
-        if (tr_float(f.values[f.outputs[k]].elem_type) && f.values[f.outputs[k]].seq_len < 0)
-            T.loss_out = f.outputs[k];
-    if (T.loss_out < 0) {
-        free(readers);
-        char eb[32];
-        tr_fail(&T, "the graph has no float output to put a loss on (its first output '%s' is %s)",
-                f.n_outputs ? f.values[f.outputs[0]].name : "?",
-                f.n_outputs ? fe_elem_name(f.values[f.outputs[0]].elem_type, eb, sizeof eb)
-                            : "missing");
-        goto out;
-    }
-    tr_find_gelu(&T, readers);
-    tr_find_silu(&T, readers);
-    free(readers);
+    tr_alloc_marks(&T);
+    if (tr_copy_values(&T) || tr_pick_loss_output(&T)) goto out;
+    tr_find_fusions(&T);
     if (tr_analyse(&T)) goto out;
     tr_adjust_forward(&T);
     if (tr_build_loss(&T) || tr_backward(&T)) goto out;
-    for (size_t k = 0; k < f.n_inputs; k++) {
-        int v = f.inputs[k];
-        const fe_value *fv = &f.values[v];
-        if (T.param[v]) {
-            int g = T.grad[v];
-            if (g >= 0 && T.shared[v])
-                g = tr_op(&T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
-            tr_push(&L.params, v);
-            tr_push(&L.grads, g);
-        } else if (fv->kind & FE_INITIALIZER) {
-            if (tr_float(fv->elem_type)) tr_push(&L.buffers, v);
-            if (T.frozen[v]) tr_push(&L.frozen, v);
-        } else {
-            tr_push(&L.data, v);
-        }
-    }
-    if (T.label >= 0) tr_push(&L.data, T.label);
+    tr_sort_inputs(&T, &L);
     tr_optimizer(&T, &L.params, &L.grads, &L.states);
     tr_pack(&T, &L, &bytes, &len);
-    const char *name = t->emit_path ? t->emit_path : path;
-    if (fe_load_bytes(name, bytes, len, NULL, m, err, errlen)) {
-        /* a derivation bug, not bad input: say so */
-        char inner[1024];
-        snprintf(inner, sizeof inner, "%s", err);
-        tr_fail(&T, "internal error: the derived training graph does not load: %s", inner);
-        goto out;
-    }
+    if (tr_load_derived(&T, t->emit_path ? t->emit_path : path, bytes, len, m)) goto out;
     *summary = tr_summary(&T, &L);
     if (derived) { /* the caller writes it (--emit-train) */
         *derived = bytes, *derived_len = len;
