@@ -62,21 +62,10 @@ static double svg_tick_step(double top, int want) {
     return unit;
 }
 
-/* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
- * bytes fill the layout height (the same for every panel of a picture). */
-static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
-                      size_t n_panels) {
-    const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
+/* The panel's title line (the plan's peaks and fragmentation) and the frame
+ * of its layout. */
+static void svg_panel_title(FILE *f, const plan *p, const char *title, int layout_h) {
     char b1[32], b2[32];
-    const graph *g = p->g;
-    size_t steps = g->n_ops, ns = g->n_storages;
-    double xs = (double)SVG_W / (double)(steps ? steps : 1);
-    double ys = (double)layout_h / (double)(scale_top ? scale_top : 1);
-    int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
-    /* raster cells: 0 empty, 1 activation, 2 persistent */
-    unsigned char *cell = xcalloc((size_t)cols * (size_t)rows, 1);
-
-    fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
     fprintf(f, "<text x=\"0\" y=\"-8\" class=\"title\">");
     svg_escape(f, title);
     fprintf(f, ": theoretical %s, actual %s, fragmentation %.2f%%</text>\n",
@@ -87,6 +76,33 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
                 : 0.0);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", SVG_W,
             layout_h);
+}
+
+/* Emits the raster (0 empty, 1 activation, 2 persistent) as one rectangle
+ * per run of equal, covered cells in a row. */
+static void svg_raster_runs(FILE *f, const unsigned char *cell, int cols, int rows) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols;) {
+            unsigned char v = cell[(size_t)r * cols + c];
+            int e = c;
+            while (e < cols && cell[(size_t)r * cols + e] == v) e++;
+            if (v)
+                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n",
+                        c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL,
+                        v == 2 ? "p" : "a");
+            c = e;
+        }
+}
+
+/* The storages of p: one rectangle each where it is at least SVG_MIN_PX in
+ * both directions, the rest painted into the raster.  Returns how many were
+ * drawn one by one. */
+static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, int layout_h) {
+    const graph *g = p->g;
+    size_t ns = g->n_storages;
+    int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
+    /* raster cells: 0 empty, 1 activation, 2 persistent */
+    unsigned char *cell = xcalloc((size_t)cols * (size_t)rows, 1);
     size_t drawn = 0;
     for (size_t s = 0; s < ns; s++) {
         uint64_t size = g->storages[s].size;
@@ -113,25 +129,25 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
                 if (cell[(size_t)r * cols + c] < 1 + pers)
                     cell[(size_t)r * cols + c] = (unsigned char)(1 + pers);
     }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols;) {
-            unsigned char v = cell[(size_t)r * cols + c];
-            int e = c;
-            while (e < cols && cell[(size_t)r * cols + e] == v) e++;
-            if (v)
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n",
-                        c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL,
-                        v == 2 ? "p" : "a");
-            c = e;
-        }
+    svg_raster_runs(f, cell, cols, rows);
     free(cell);
-    /* the actual peak */
+    return drawn;
+}
+
+/* The actual peak: a dashed line across the layout, labelled at its right. */
+static void svg_peak_marker(FILE *f, const plan *p, double ys, int layout_h) {
+    char b1[32];
     double peak_y = layout_h - (double)p->actual * ys;
     fprintf(f, "<line x1=\"0\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"peak\"/>\n", peak_y, SVG_W,
             peak_y);
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"label\">%s</text>\n", SVG_W + 4, peak_y + 4,
             svg_size((double)p->actual, b1, sizeof b1));
-    /* address ticks at round byte counts, step ticks along the bottom */
+}
+
+/* The layout's axes: address ticks at round byte counts, step ticks along
+ * the bottom. */
+static void svg_layout_axes(FILE *f, uint64_t scale_top, size_t steps, double xs, double ys,
+                            int layout_h) {
     double unit = scale_top >= (1ull << 30) ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
     double tick = svg_tick_step((double)scale_top / unit, 5);
     for (double a = 0; a * unit <= (double)scale_top; a += tick) {
@@ -145,8 +161,13 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
     for (double t = 0; t <= (double)steps; t += stick)
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" class=\"axis\" text-anchor=\"middle\">%.0f</text>\n",
                 t * xs, layout_h + 13, t);
+}
 
-    /* live bytes per step, as the max within each pixel column */
+/* Live bytes per step of p, as the max within each of the SVG_W pixel
+ * columns; the caller frees the array. */
+static double *svg_live_columns(const plan *p, double xs) {
+    const graph *g = p->g;
+    size_t steps = g->n_ops, ns = g->n_storages;
     int64_t *delta = xcalloc(steps + 1, sizeof *delta);
     double *colmax = xcalloc(SVG_W, sizeof *colmax);
     for (size_t s = 0; s < ns; s++) {
@@ -160,6 +181,19 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
         for (int c = c0; c <= c1 && c < SVG_W; c++)
             if ((double)live > colmax[c]) colmax[c] = (double)live;
     }
+    free(delta);
+    return colmax;
+}
+
+/* The live-memory strip under the layout: its frame and axis, the curve,
+ * the theoretical peak (dashed) and the caption, which counts the `drawn`
+ * storages. */
+static void svg_live_curve(FILE *f, const plan *p, uint64_t scale_top, double xs, int layout_h,
+                           int curve_h, size_t drawn) {
+    char b1[32];
+    const graph *g = p->g;
+    size_t steps = g->n_ops, ns = g->n_storages;
+    double *colmax = svg_live_columns(p, xs);
     double cy0 = layout_h + 22, cys = (double)curve_h / (double)(scale_top ? scale_top : 1);
     fprintf(f, "<rect x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\" class=\"frame\"/>\n", cy0,
             SVG_W, curve_h);
@@ -185,8 +219,23 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
         "%zu steps, %zu storages (%zu drawn one by one, the rest merged per %d px cell)</text>\n",
         cy0 + curve_h + 16, svg_size((double)p->theoretical, b1, sizeof b1), steps, ns, drawn,
         SVG_CELL);
-    free(delta);
     free(colmax);
+}
+
+/* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
+ * bytes fill the layout height (the same for every panel of a picture). */
+static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
+                      size_t n_panels) {
+    const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
+    size_t steps = p->g->n_ops;
+    double xs = (double)SVG_W / (double)(steps ? steps : 1);
+    double ys = (double)layout_h / (double)(scale_top ? scale_top : 1);
+    fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
+    svg_panel_title(f, p, title, layout_h);
+    size_t drawn = svg_storage_rects(f, p, xs, ys, layout_h);
+    svg_peak_marker(f, p, ys, layout_h);
+    svg_layout_axes(f, scale_top, steps, xs, ys, layout_h);
+    svg_live_curve(f, p, scale_top, xs, layout_h, curve_h, drawn);
     fprintf(f, "</g>\n");
 }
 
