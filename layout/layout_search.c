@@ -321,14 +321,20 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m) {
 /* Branch B, the lowest cell (section k at floor m) stays empty: returns
  * the floor k can be raised to, the lowest offset any buffer live there
  * can then take. */
-static uint64_t srch_waste_level(const srch *s, size_t lo, size_t hi, size_t k, uint64_t m) {
-    /* The smallest unplaced size in the part: the least a buffer that does
-     * not go at m rises by when it rests on a buffer placed later. */
+/* The smallest unplaced size in the part [lo, hi): the least a buffer that
+ * does not go at a cell's floor rises by when it rests on a buffer placed
+ * later. */
+static uint64_t srch_min_size(const srch *s, size_t lo, size_t hi) {
     uint64_t min_size = SRCH_NONE;
     for (size_t j = s->start_begin[lo]; j < s->start_begin[hi]; j++) {
         size_t c = s->start_buf[j];
         if (s->off[c] == SRCH_NONE && s->sc.size[c] < min_size) min_size = s->sc.size[c];
     }
+    return min_size;
+}
+
+/* min_size: srch_min_size of the part. */
+static uint64_t srch_waste_level(const srch *s, size_t k, uint64_t m, uint64_t min_size) {
     /* Each buffer live in k goes at least to its highest floor, or, when
      * that is m too (nothing placed under it reaches above m), onto a buffer
      * placed later: to m + min_size at least. */
@@ -379,6 +385,7 @@ static int srch_symmetric(const srch *s, size_t b) {
 static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
     size_t mark = s->trail.len;
     srch_rc rc = SRCH_INFEASIBLE;
+    uint64_t min_size = SRCH_NONE; /* of the part, once Branch B needs it */
     for (;;) {
         if (s->nodes_left-- <= 0) {
             rc = SRCH_ABORT;
@@ -427,7 +434,11 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
         free(cand);
         if (rc != SRCH_INFEASIBLE || srch_tight(s, c.k)) break; /* done, or no room to waste */
         /* Branch B */
-        uint64_t level = srch_waste_level(s, lo, hi, c.k, c.m);
+        /* the part's buffers stay unplaced from one Branch B to the next
+         * (Branch A undoes its placements), so its smallest size does too:
+         * scanned once per call, not once per empty cell */
+        if (min_size == SRCH_NONE) min_size = srch_min_size(s, lo, hi);
+        uint64_t level = srch_waste_level(s, c.k, c.m, min_size);
         if (level + s->total[c.k] > s->cap) break;
         srch_set(s, &s->floor[c.k], level);
         srch_set(s, &s->owner[c.k], SRCH_NONE);
