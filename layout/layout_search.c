@@ -627,6 +627,32 @@ lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint6
                          timed_out_out, NULL, NULL);
 }
 
+/* One strategy of the round robin: the search restarted from scratch under
+ * preorder `order` (fresh random ties for its R key, drawn from the round's
+ * node limit), at most `limit` nodes. */
+static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, uint64_t *work,
+                                 double deadline, lay_bnb_stats *st) {
+    srch_reset(s);
+    for (size_t b = 0; b < s->n; b++) {
+        uint64_t x =
+            ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 31;
+        x *= 0x94d049bb133111ebull;
+        x ^= x >> 29;
+        s->rnd_tmp[b] = x;
+    }
+    for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
+    srch_preorder(s, s->pre, s->pre_tmp, s->next, order);
+    s->deadline = deadline;
+    s->st = st;
+    st->restarts++;
+    s->nodes_left = limit;
+    s->work = work;
+    s->out_of_work = 0;
+    s->timed_out = 0;
+    return srch_solve_range(s, 0, s->sc.nsec);
+}
+
 lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                          uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
                          int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st) {
@@ -684,25 +710,7 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
         for (size_t h = 0;
              h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
-            srch_reset(s);
-            for (size_t b = 0; b < s->n; b++) { /* fresh ties for R each round */
-                uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^
-                             (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
-                x ^= x >> 31;
-                x *= 0x94d049bb133111ebull;
-                x ^= x >> 29;
-                s->rnd_tmp[b] = x;
-            }
-            for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
-            srch_preorder(s, s->pre, s->pre_tmp, s->next, orders[h / ndir]);
-            s->deadline = deadline;
-            s->st = st;
-            st->restarts++;
-            s->nodes_left = limit;
-            s->work = work;
-            s->out_of_work = 0;
-            s->timed_out = 0;
-            srch_rc rc = srch_solve_range(s, 0, s->sc.nsec);
+            srch_rc rc = srch_run_strategy(s, orders[h / ndir], limit, work, deadline, st);
             if (rc == SRCH_FOUND) {
                 result = LAY_FOUND;
                 for (size_t b = 0; b < s->n; b++)
