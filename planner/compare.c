@@ -20,7 +20,6 @@
 typedef struct compare_row {
     const planner_method *m;
     plan p;
-    int ok;
     double seconds;
     uint64_t actual; /* what this method needs: reserved memory for PyTorch */
     char note[768];
@@ -40,9 +39,7 @@ static double compare_pct(double num, double den) {
 
 /* Fills the note of a row: what fell back, what ran out of time. */
 static void compare_note(compare_row *r) {
-    const planner_order_stats *st = r->p.ostats;
     r->note[0] = 0;
-    (void)st;
     /* why the ILPs stopped, and whether a heuristic plan replaced theirs */
     if (r->p.ilp_note[0]) snprintf(r->note, sizeof r->note, "%s", r->p.ilp_note);
     if (r->p.time_short) {
@@ -79,7 +76,6 @@ static int compare_plan_methods(const graph *g, const planner_options *base, com
         planner_progress_prefix("--compare: %s (%zu/%zu)", rows[i].m->title, i + 1, nrows);
         if (plan_build(g, &opt, &rows[i].p, err, errlen)) return -1;
         rows[i].seconds = roamc_now() - t0;
-        rows[i].ok = 1;
         rows[i].actual = plan_device_bytes(&rows[i].p);
         compare_note(&rows[i]);
     }
