@@ -228,7 +228,8 @@ static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
     assert(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
     lay_span *v = a->spare[k];
     if (v) {
-        memcpy(&a->spare[k], v, sizeof v);
+        /* the free list's link lives in the array itself */
+        memcpy(&a->spare[k], (const void *)v, sizeof a->spare[k]);
         return v;
     }
     lay_chunk *c = a->chunks;
@@ -248,7 +249,7 @@ static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
 
 static void lay_arena_give(lay_arena *a, lay_span *v, size_t cap) {
     size_t k = lay_size_class(cap);
-    memcpy(v, &a->spare[k], sizeof v);
+    memcpy((void *)v, &a->spare[k], sizeof a->spare[k]);
     a->spare[k] = v;
 }
 
