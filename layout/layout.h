@@ -269,6 +269,8 @@ typedef struct layout_bnb_rules {
     int mirror;    /* also search the problem mirrored in time */
     int hatless;   /* a failed placement of a buffer that no unplaced
                        buffer meets ends its node (needs canonical) */
+    int reorder;   /* a piece split off by decompose is preordered again
+                       by its own section totals */
     int energy;    /* skyline search, per section: the unplaced buffers
                        whose lowest possible offset is >= h fit in [h, cap)
                        for every such h (layout_search.c); off by

@@ -39,6 +39,14 @@
  *               buffer crosses, the two sides are independent and solved
  *               one after the other, so a failure on one side never
  *               re-opens choices on the other;
+ *   reorder     a piece split off by decompose is ranked again, by the
+ *               same keys but from the section totals left in it (key T):
+ *               MiniMalloc preorders each sub-problem of its dynamic
+ *               decomposition afresh.  Any ranking keeps the search
+ *               complete (canonical needs distinct ranks within the piece,
+ *               twins only a fixed order among twins).  Real compilers'
+ *               lists, whose steps are not all at the peak, split often;
+ *               the zero-slack generators' rarely;
  *   hatless     (MiniMalloc's name) when no unplaced buffer meets the one
  *               just placed and its subtree fails, the node fails: that
  *               buffer's min offset is final, so every completion puts it
@@ -80,6 +88,7 @@ void lay_bnb_defaults(lay_bnb_params *p) {
                           .decompose = 1,
                           .mirror = 1,
                           .hatless = 1,
+                          .reorder = 1,
                           .energy = 0};
 }
 
@@ -99,9 +108,12 @@ typedef struct bnb {
     uint64_t *total;  /* per section: units of unplaced buffers */
     uint64_t *cuts;   /* per boundary k|k+1: unplaced buffers crossing it */
     uint64_t *solution;
-    size_t *rank;    /* per buffer: position in the preorder */
-    size_t *wit;     /* per section: the last unplaced buffer that passed rule floor there */
-    lay_trail trail; /* undo log of the state */
+    uint64_t *rank;   /* per buffer: position in the preorder (of its piece,
+                        under rule reorder) */
+    const char *keys; /* the run's preorder keys */
+    uint64_t seed;    /* the run's seed for key R */
+    size_t *wit;      /* per section: the last unplaced buffer that passed rule floor there */
+    lay_trail trail;  /* undo log of the state */
 
     long long nodes_left;
     uint64_t *work;
@@ -128,7 +140,8 @@ typedef struct bnb_part {
     size_t lo, hi;
 } bnb_part;
 
-static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t last_rank);
+static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, uint64_t last_rank);
+static void bnb_rank(bnb *s, const size_t *list, size_t m, int undo);
 static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt);
 
 /* Places b at o and updates floors, totals, cuts and minimum offsets (all
@@ -231,7 +244,7 @@ static bnb_rc bnb_after_place(bnb *s, const bnb_part *pt, size_t b, uint64_t o) 
     return bnb_search(s, pt, o, s->rank[b]);
 }
 
-static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, size_t last_rank) {
+static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, uint64_t last_rank) {
     uint64_t cost = 1 + pt->nbuf / 4;
     if (!bnb_charge(s, cost)) return BNB_ABORT;
     /* With rules section, monotonic and canonical, a placement at o fails
@@ -318,7 +331,10 @@ static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
             if (s->off[b] == BNB_NONE && s->sc.sa[b] >= a && s->sc.sb[b] <= z) sub[q.nbuf++] = b;
         }
         if (q.nbuf > 0) {
-            if (pt->hi - pt->lo > z - a) s->st->splits++;
+            if (pt->hi - pt->lo > z - a) {
+                s->st->splits++;
+                if (s->p.reorder && q.nbuf > 1) bnb_rank(s, q.buf, q.nbuf, 1);
+            }
             rc = bnb_search(s, &q, 0, 0);
         }
         a = z;
@@ -433,16 +449,18 @@ static void bnb_reset(bnb *s) {
     s->trail.len = 0;
 }
 
-/* Ranks the buffers by the keys (seed: the R key's) and finds twins (same
- * sections and size; placed in rank order). */
-static void bnb_preorder(bnb *s, const char *keys, uint64_t seed) {
-    bnb_pre *v = xmallocarray(s->n, sizeof *v), *tmp = xmallocarray(s->n, sizeof *tmp);
-    for (size_t b = 0; b < s->n; b++) {
+/* Ranks the m buffers of list by the run's keys, from the section totals
+ * of now (for key T), as ranks 0 .. m - 1; through the undo trail when
+ * undo is set. */
+static void bnb_rank(bnb *s, const size_t *list, size_t m, int undo) {
+    bnb_pre *v = xmallocarray(m, sizeof *v), *tmp = xmallocarray(m, sizeof *tmp);
+    for (size_t i = 0; i < m; i++) {
+        size_t b = list[i];
         uint64_t t = 0;
         for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++)
             if (s->total[k] > t) t = s->total[k];
         uint64_t width = s->sc.sb[b] - s->sc.sa[b];
-        v[b] = (bnb_pre){.total = t,
+        v[i] = (bnb_pre){.total = t,
                          .width = width,
                          .size = s->sc.size[b],
                          .steps = s->sc.steps[b],
@@ -450,16 +468,35 @@ static void bnb_preorder(bnb *s, const char *keys, uint64_t seed) {
                          .area = (double)s->sc.size[b] * (double)width,
                          .tarea = (double)s->sc.size[b] * (double)s->sc.steps[b],
                          .b = b};
-        uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ seed * 0xbf58476d1ce4e5b9ull;
+        uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ s->seed * 0xbf58476d1ce4e5b9ull;
         x ^= x >> 31;
         x *= 0x94d049bb133111ebull;
-        v[b].rnd = x ^ (x >> 29);
+        v[i].rnd = x ^ (x >> 29);
     }
-    lay_merge_sort(v, tmp, s->n, sizeof *v, bnb_pre_before, keys);
-    for (size_t i = 0; i < s->n; i++) s->rank[v[i].b] = i;
-    lay_sections_twins(&s->sc, s->rank, s->twin);
+    lay_merge_sort(v, tmp, m, sizeof *v, bnb_pre_before, s->keys);
+    for (size_t i = 0; i < m; i++) {
+        if (undo)
+            bnb_set(s, &s->rank[v[i].b], i);
+        else
+            s->rank[v[i].b] = i;
+    }
     free(v);
     free(tmp);
+}
+
+/* Ranks all buffers by keys (seed: the R key's) and finds twins (same
+ * sections and size; placed in rank order). */
+static void bnb_preorder(bnb *s, const char *keys, uint64_t seed) {
+    s->keys = keys;
+    s->seed = seed;
+    size_t *all = xmallocarray(s->n, sizeof *all);
+    for (size_t b = 0; b < s->n; b++) all[b] = b;
+    bnb_rank(s, all, s->n, 0);
+    free(all);
+    size_t *key = xmallocarray(s->n, sizeof *key);
+    for (size_t b = 0; b < s->n; b++) key[b] = (size_t)s->rank[b];
+    lay_sections_twins(&s->sc, key, s->twin);
+    free(key);
 }
 
 /* The round robin's strategies: the preorders, each on the problem as

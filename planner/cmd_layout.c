@@ -36,12 +36,12 @@ typedef struct cl_options {
 /* The dev flags --no-RULE: each turns one pruning rule of the branch and
  * bound off, to measure what it is worth (the answer stays exact). */
 static int *cl_rule(layout_bnb_rules *r, const char *name) {
-    static const char *const names[] = {"canonical", "dominance", "section", "monotonic",
-                                        "tight",     "floor",     "fit",     "twins",
-                                        "decompose", "mirror",    "hatless", "energy"};
-    int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic,
-                     &r->tight,     &r->floor,     &r->fit,     &r->twins,
-                     &r->decompose, &r->mirror,    &r->hatless, &r->energy};
+    static const char *const names[] = {"canonical", "dominance", "section", "monotonic", "tight",
+                                        "floor",     "fit",       "twins",   "decompose", "mirror",
+                                        "hatless",   "reorder",   "energy"};
+    int *fields[] = {&r->canonical, &r->dominance, &r->section, &r->monotonic, &r->tight,
+                     &r->floor,     &r->fit,       &r->twins,   &r->decompose, &r->mirror,
+                     &r->hatless,   &r->reorder,   &r->energy};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strcmp(name, names[k]) == 0) return fields[k];
     return NULL;
@@ -71,7 +71,8 @@ static void cl_usage(FILE *f) {
         "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
         "            answer is then the same on every run and machine)\n"
         "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
-        "            tight floor fit twins decompose mirror hatless) to measure each pruning "
+        "            tight floor fit twins decompose mirror hatless reorder) to measure each "
+        "pruning "
         "rule;\n"
         "            --with-energy turns on the energy rule (off by default)\n");
 }

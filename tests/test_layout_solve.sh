@@ -49,7 +49,8 @@ g,3,6,1
 h,3,6,2
 CSV
 for flag in "" --no-canonical --no-dominance --no-section --no-monotonic --no-tight --no-floor \
-    --no-fit --no-twins --no-decompose --no-mirror --with-energy "--engine bnb" "--engine skyline"; do
+    --no-fit --no-twins --no-decompose --no-reorder --no-mirror --no-hatless --with-energy "--engine bnb" \
+    "--engine skyline"; do
     # shellcheck disable=SC2086
     "$roamc" layout "$work/perfect.csv" --capacity 8 $flag --engine bnb > "$work/log" 2>&1 ||
         fail "perfect $flag: exit $?: $(cat "$work/log")"
