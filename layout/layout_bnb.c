@@ -56,7 +56,8 @@
  * Which buffer to try first decides how soon a layout is found: several
  * static preorders (by the largest section total along the lifetime, the
  * sections spanned, area, size, lifetime and area in steps, random ties),
- * on the problem and on its mirror image in time, are run round robin with a node limit that doubles every round.
+ * on the problem and on its mirror image in time, are run round robin
+ * with a node limit that doubles every round.
  * A run that ends without reaching its limit is a proof (a layout or none).
  *
  * Work: a node costs 1 + (buffers of its part) / 4 units of
@@ -167,10 +168,9 @@ static size_t bnb_place(bnb *s, size_t b, uint64_t o) {
 
 /* The bounds after a placement at offset o: returns 0 when some section of
  * the part can no longer hold its unplaced buffers. */
-static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost) {
+static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o) {
     if (!s->p.section) return 1;
     uint64_t mono = s->p.monotonic && s->p.canonical ? o : 0;
-    *cost += pt->hi - pt->lo;
     for (size_t k = pt->lo; k < pt->hi; k++) {
         if (s->total[k] == 0) continue;
         uint64_t f = s->floor[k] > mono ? s->floor[k] : mono;
@@ -208,7 +208,6 @@ static int bnb_check(bnb *s, const bnb_part *pt, uint64_t o, uint64_t *cost) {
                 size_t d = s->sc.live_buf[i];
                 coverable = s->off[d] == BNB_NONE && s->minoff[d] <= f;
             }
-            *cost += (i - s->sc.live_begin[k]) / 4;
             if (!coverable) return 0;
         }
     }
@@ -266,7 +265,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, uint64_t
      * sort: ranks are distinct. */
     uint64_t min_top = BNB_NONE;
     size_t left = 0, nc = 0;
-    lay_key *cand = xmallocarray(pt->nbuf ? pt->nbuf : 1, sizeof *cand);
+    lay_key *cand = xmallocarray(pt->nbuf, sizeof *cand);
     for (size_t i = 0; i < pt->nbuf; i++) {
         size_t b = pt->buf[i];
         if (s->off[b] != BNB_NONE) continue;
@@ -300,8 +299,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, uint64_t
         uint64_t o = cand[i].k1;
         size_t mark = s->trail.len;
         size_t over = bnb_place(s, b, o);
-        uint64_t c2 = 0;
-        if (bnb_check(s, pt, o, &c2)) {
+        if (bnb_check(s, pt, o)) {
             rc = bnb_after_place(s, pt, b, o);
             if (rc == BNB_FOUND) s->solution[b] = o;
         }
@@ -320,7 +318,7 @@ static bnb_rc bnb_search(bnb *s, const bnb_part *pt, uint64_t last_off, uint64_t
 /* Solves part pt piece by piece: pieces are maximal runs of sections
  * joined by unplaced buffers that cross their boundaries. */
 static bnb_rc bnb_solve_part(bnb *s, const bnb_part *pt) {
-    size_t *sub = xmallocarray(pt->nbuf ? pt->nbuf : 1, sizeof *sub);
+    size_t *sub = xmallocarray(pt->nbuf, sizeof *sub);
     bnb_rc rc = BNB_FOUND;
     for (size_t a = pt->lo; a < pt->hi && rc == BNB_FOUND;) {
         size_t z = a + 1;
@@ -412,7 +410,7 @@ static void bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red,
             pairs++;
         }
     for (size_t b = 0; b < n; b++) s->ov_begin[b + 1] += s->ov_begin[b];
-    s->ov = xmallocarray(pairs ? 2 * pairs : 1, sizeof *s->ov);
+    s->ov = xmallocarray(2 * pairs, sizeof *s->ov);
     size_t *pos = xmallocarray(n, sizeof *pos);
     for (size_t b = 0; b < n; b++) pos[b] = s->ov_begin[b];
     for (size_t i = 0; i < n; i++)
@@ -426,14 +424,14 @@ static void bnb_setup(bnb *s, const layout_buffer *bufs, const lay_reduced *red,
     s->twin = xmallocarray(n, sizeof *s->twin);
     s->off = xmallocarray(n, sizeof *s->off);
     s->minoff = xmallocarray(n, sizeof *s->minoff);
-    s->floor = xmallocarray(ns ? ns : 1, sizeof *s->floor);
-    s->total = xmallocarray(ns ? ns : 1, sizeof *s->total);
-    s->cuts = xmallocarray(ns ? ns : 1, sizeof *s->cuts);
+    s->floor = xmallocarray(ns, sizeof *s->floor);
+    s->total = xmallocarray(ns, sizeof *s->total);
+    s->cuts = xmallocarray(ns, sizeof *s->cuts);
     s->solution = xmallocarray(n, sizeof *s->solution);
     s->rank = xmallocarray(n, sizeof *s->rank);
     /* witnesses start as any buffer live in the section (a section with
      * none has total 0 and is never checked) */
-    s->wit = xcalloc(ns ? ns : 1, sizeof *s->wit);
+    s->wit = xcalloc(ns, sizeof *s->wit);
     for (size_t k = 0; k < ns; k++)
         if (s->sc.live_begin[k] < s->sc.live_begin[k + 1])
             s->wit[k] = s->sc.live_buf[s->sc.live_begin[k]];
@@ -468,10 +466,7 @@ static void bnb_rank(bnb *s, const size_t *list, size_t m, int undo) {
                          .area = (double)s->sc.size[b] * (double)width,
                          .tarea = (double)s->sc.size[b] * (double)s->sc.steps[b],
                          .b = b};
-        uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ s->seed * 0xbf58476d1ce4e5b9ull;
-        x ^= x >> 31;
-        x *= 0x94d049bb133111ebull;
-        v[i].rnd = x ^ (x >> 29);
+        v[i].rnd = lay_random_tie(b, s->seed);
     }
     lay_merge_sort(v, tmp, m, sizeof *v, bnb_pre_before, s->keys);
     for (size_t i = 0; i < m; i++) {
@@ -493,10 +488,7 @@ static void bnb_preorder(bnb *s, const char *keys, uint64_t seed) {
     for (size_t b = 0; b < s->n; b++) all[b] = b;
     bnb_rank(s, all, s->n, 0);
     free(all);
-    size_t *key = xmallocarray(s->n, sizeof *key);
-    for (size_t b = 0; b < s->n; b++) key[b] = (size_t)s->rank[b];
-    lay_sections_twins(&s->sc, key, s->twin);
-    free(key);
+    lay_sections_twins(&s->sc, s->rank, s->twin);
 }
 
 /* The round robin's strategies: the preorders, each on the problem as

@@ -99,7 +99,6 @@ typedef struct srch {
     double deadline; /* the time backstop */
     int timed_out;
     lay_bnb_stats *st;      /* nodes counted */
-    uint64_t *rnd_tmp;      /* per buffer: scratch for the R key */
     int energy;             /* the energy rule (layout_bnb_rules.energy) */
     struct srch_lift *lift; /* per buffer: scratch of the energy rule */
 } srch;
@@ -318,9 +317,6 @@ static srch_rc srch_try(srch *s, size_t lo, size_t hi, size_t b, uint64_t m) {
     return rc;
 }
 
-/* Branch B, the lowest cell (section k at floor m) stays empty: returns
- * the floor k can be raised to, the lowest offset any buffer live there
- * can then take. */
 /* The smallest unplaced size in the part [lo, hi): the least a buffer that
  * does not go at a cell's floor rises by when it rests on a buffer placed
  * later. */
@@ -333,7 +329,9 @@ static uint64_t srch_min_size(const srch *s, size_t lo, size_t hi) {
     return min_size;
 }
 
-/* min_size: srch_min_size of the part. */
+/* Branch B, the lowest cell (section k at floor m) stays empty: returns
+ * the floor k can be raised to, the lowest offset any buffer live there
+ * can then take (min_size: srch_min_size of the part). */
 static uint64_t srch_waste_level(const srch *s, size_t k, uint64_t m, uint64_t min_size) {
     /* Each buffer live in k goes at least to its highest floor, or, when
      * that is m too (nothing placed under it reaches above m), onto a buffer
@@ -420,7 +418,7 @@ static srch_rc srch_dfs(srch *s, size_t lo, size_t hi) {
          * left side is higher). */
         size_t first = c.tight ? c.a : c.k;
         size_t cap = s->start_begin[c.k + 1] - s->start_begin[first];
-        srch_cand *cand = xmallocarray(cap ? cap : 1, sizeof *cand);
+        srch_cand *cand = xmallocarray(cap, sizeof *cand);
         size_t nc = 0;
         for (size_t i = s->start_begin[first]; i < s->start_begin[c.k + 1]; i++) {
             size_t b = s->start_buf[i];
@@ -542,7 +540,6 @@ static void srch_free(srch *s) {
     free(s->rank);
     free(s->pre);
     free(s->pre_tmp);
-    free(s->rnd_tmp);
     free(s->next);
     free(s->trail.log);
     free(s->lift);
@@ -583,20 +580,15 @@ static void srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *re
     s->maxf = xmallocarray(n, sizeof *s->maxf);
     s->owner = xmallocarray(ns, sizeof *s->owner);
     s->rank = xmallocarray(n, sizeof *s->rank);
-    /* twins in index order */
-    s->cover = xcalloc(ns ? ns : 1, sizeof *s->cover);
+    s->cover = xcalloc(ns, sizeof *s->cover);
     for (size_t k = 0; k < ns; k++) /* any buffer live there (an empty section is never active) */
         if (s->sc.live_begin[k] < s->sc.live_begin[k + 1])
             s->cover[k] = s->sc.live_buf[s->sc.live_begin[k]];
-    s->twin = xmallocarray(n, sizeof *s->twin);
-    size_t *index = xmallocarray(n, sizeof *index);
-    for (size_t b = 0; b < n; b++) index[b] = b;
-    lay_sections_twins(&s->sc, index, s->twin);
-    free(index);
+    s->twin = xmallocarray(n, sizeof *s->twin); /* twins in index order */
+    lay_sections_twins(&s->sc, NULL, s->twin);
     s->pre = xmallocarray(n, sizeof *s->pre);
     s->pre_tmp = xmallocarray(n, sizeof *s->pre_tmp);
     s->next = xmallocarray(ns + 1, sizeof *s->next);
-    s->rnd_tmp = xmallocarray(n, sizeof *s->rnd_tmp);
     s->lift = xmallocarray(n, sizeof *s->lift);
     srch_reset(s);
     for (size_t b = 0; b < n; b++) {
@@ -633,15 +625,7 @@ lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint6
 static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, uint64_t *work,
                                  double deadline, lay_bnb_stats *st) {
     srch_reset(s);
-    for (size_t b = 0; b < s->n; b++) {
-        uint64_t x =
-            ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)limit * 0xbf58476d1ce4e5b9ull;
-        x ^= x >> 31;
-        x *= 0x94d049bb133111ebull;
-        x ^= x >> 29;
-        s->rnd_tmp[b] = x;
-    }
-    for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = s->rnd_tmp[s->pre[i].b];
+    for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = lay_random_tie(s->pre[i].b, (uint64_t)limit);
     srch_preorder(s, s->pre, s->pre_tmp, s->next, order);
     s->deadline = deadline;
     s->st = st;

@@ -89,11 +89,11 @@ void lay_sections_totals(const lay_sections *sc, uint64_t *total, uint64_t *cuts
         }
 }
 
-void lay_sections_twins(const lay_sections *sc, const size_t *key, size_t *twin) {
+void lay_sections_twins(const lay_sections *sc, const uint64_t *key, size_t *twin) {
     const uint64_t *size = sc->size;
     lay_key *v = xmallocarray(sc->n, sizeof *v);
     for (size_t b = 0; b < sc->n; b++)
-        v[b] = (lay_key){((uint64_t)sc->sa[b] << 32) | sc->sb[b], size[b], key[b], b};
+        v[b] = (lay_key){((uint64_t)sc->sa[b] << 32) | sc->sb[b], size[b], key ? key[b] : b, b};
     qsort(v, sc->n, sizeof *v, lay_key_cmp);
     for (size_t i = 0; i < sc->n; i++) {
         int same = i > 0 && v[i - 1].k1 == v[i].k1 && v[i - 1].k2 == v[i].k2;

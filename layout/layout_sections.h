@@ -39,9 +39,19 @@ void lay_sections_free(lay_sections *sc);
 void lay_sections_totals(const lay_sections *sc, uint64_t *total, uint64_t *cuts);
 
 /* twin[b]: the buffer before b (in the order of key, a distinct value per
- * buffer) with the same sections and size, SIZE_MAX for none.  Twins can
- * trade places in any layout, so a search places them in that order. */
-void lay_sections_twins(const lay_sections *sc, const size_t *key, size_t *twin);
+ * buffer; NULL: the buffers' own order) with the same sections and size,
+ * SIZE_MAX for none.  Twins can trade places in any layout, so a search
+ * places them in that order. */
+void lay_sections_twins(const lay_sections *sc, const uint64_t *key, size_t *twin);
+
+/* Key R of the searches' preorders for buffer b: a hash of b and seed, so
+ * that each seed breaks ties differently, and every run alike. */
+static inline uint64_t lay_random_tie(size_t b, uint64_t seed) {
+    uint64_t x = ((uint64_t)b + 1) * 0x9e3779b97f4a7c15ull ^ seed * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 31;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 29);
+}
 
 /* Stable merge sort of n records of size bytes at base (tmp: scratch of n
  * records): a record goes before another when before(x, y, ctx) says so.

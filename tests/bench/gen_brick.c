@@ -46,26 +46,6 @@ typedef struct brick {
 
 static bench_rng rng; /* one generator per run */
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Cuts [a0, a1) at m - 1 distinct random points into `cuts` (m + 1 bounds,
- * a0 first and a1 last); m <= a1 - a0. */
-static void cut_interval(uint64_t a0, uint64_t a1, size_t m, uint64_t *cuts) {
-    cuts[0] = a0;
-    size_t k = 1;
-    while (k < m) {
-        uint64_t c = bench_rng_range(&rng, a0 + 1, a1);
-        int dup = 0;
-        for (size_t i = 1; i < k; i++) dup |= cuts[i] == c;
-        if (!dup) cuts[k++] = c;
-    }
-    qsort(cuts + 1, m - 1, sizeof *cuts, cmp_u64);
-    cuts[m] = a1;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 6) {
         fprintf(stderr, "usage: gen_brick N SEED [LIVE] [CAPACITY] [RUN]\n");
@@ -86,7 +66,7 @@ int main(int argc, char **argv) {
     uint64_t cuts[8];
     uint64_t *first = malloc((live_target + 1) * sizeof *first);
     if (!b || !live || !first) return 1;
-    cut_interval(0, capacity, live_target, first);
+    bench_cut_interval(&rng, 0, capacity, live_target, first);
     size_t nb = 0, nl = 0;
     for (size_t i = 0; i < live_target; i++) {
         b[nb] = (brick){0, -1, first[i], first[i + 1]};
@@ -122,7 +102,7 @@ int main(int argc, char **argv) {
                 m--;
             if (m > n - nb) m = n - nb;
             if (m > a1 - a0) m = (size_t)(a1 - a0);
-            cut_interval(a0, a1, m, cuts);
+            bench_cut_interval(&rng, a0, a1, m, cuts);
             for (size_t k = 0; k < m; k++) {
                 b[nb] = (brick){t, -1, cuts[k], cuts[k + 1]};
                 next[nn++] = nb++;

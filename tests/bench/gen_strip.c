@@ -67,11 +67,6 @@ typedef struct seg {
 
 static bench_rng rng; /* one generator per run */
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3 || argc > 8) {
         fprintf(stderr, "usage: gen_strip N SEED [LIVE] [CAPACITY] [REUSE] [MERGE] [DROP]\n");
@@ -101,16 +96,7 @@ int main(int argc, char **argv) {
     size_t nb = 0, ns = 0, nkept = 0;
 
     /* time 0: [0, capacity) cut at live - 1 random points */
-    cuts[0] = 0;
-    size_t k = 1;
-    while (k < live) {
-        uint64_t c = bench_rng_range(&rng, 1, capacity);
-        int dup = 0;
-        for (size_t i = 1; i < k; i++) dup |= cuts[i] == c;
-        if (!dup) cuts[k++] = c;
-    }
-    qsort(cuts + 1, live - 1, sizeof *cuts, cmp_u64);
-    cuts[live] = capacity;
+    bench_cut_interval(&rng, 0, capacity, live, cuts);
     for (size_t i = 0; i < live; i++) {
         b[nb] = (strip_buf){0, (int64_t)bench_rng_range(&rng, 1, (uint64_t)dmax + 1),
                             cuts[i + 1] - cuts[i], 1};
@@ -180,7 +166,7 @@ int main(int argc, char **argv) {
                 for (size_t q = 1; q <= nc; q++) dup |= cuts[q] == c;
                 if (!dup) cuts[1 + nc++] = c;
             }
-            qsort(cuts + 1, nc, sizeof *cuts, cmp_u64);
+            qsort(cuts + 1, nc, sizeof *cuts, bench_cmp_u64);
             cuts[0] = a0;
             cuts[nc + 1] = a1;
             for (size_t q = 0; q <= nc; q++) {
