@@ -231,7 +231,6 @@ typedef struct fe_loader {
     const Onnx__ModelProto *mp;
     const Onnx__GraphProto *g;
     fe_model *m;
-    fi_names *names; /* the model's (m->names) */
     fe_err err;
 } fe_loader;
 
@@ -243,14 +242,17 @@ static const char *fe_node_label(const Onnx__NodeProto *n) {
  * (the caller reports who defined it first).  The value array has room for
  * every value the graph can define (fe_build sizes it up front). */
 static int fe_add_value(fe_loader *L, const char *name, int producer, unsigned kind) {
-    if (fi_names_get(L->names, name) >= 0) return -1;
     fe_model *m = L->m;
     fe_value *v = &m->values[m->n_values];
     memset(v, 0, sizeof *v);
     v->name = xstrdup(name);
+    if (!fi_names_put(m->names, v->name, (int)m->n_values)) {
+        free(v->name);
+        v->name = NULL;
+        return -1;
+    }
     v->producer = producer;
     v->kind = kind;
-    fi_names_put(L->names, v->name, (int)m->n_values);
     return (int)m->n_values++;
 }
 
@@ -587,7 +589,7 @@ static int fe_build_values(fe_loader *L) {
     }
     m->values = xcalloc(cap, sizeof *m->values);
     m->inputs = xcalloc(cap, sizeof *m->inputs);
-    L->names = m->names = xcalloc(1, sizeof *m->names);
+    m->names = xcalloc(1, sizeof *m->names);
     char who[256];
 
     for (size_t i = 0; i < g->n_input; i++) {
@@ -602,7 +604,7 @@ static int fe_build_values(fe_loader *L) {
         const Onnx__TensorProto *t = g->initializer[i];
         if (!t || !t->name || !t->name[0])
             return fe_fail(&L->err, "initializer #%zu has no name", i);
-        int idx = fi_names_get(L->names, t->name);
+        int idx = fi_names_get(L->m->names, t->name);
         if (idx >= 0 && (m->values[idx].kind & FE_INITIALIZER))
             return fe_fail(&L->err, "initializer '%s' is listed twice", t->name);
         if (idx < 0) { /* IR >= 4: initializers need not be graph inputs */
@@ -618,7 +620,7 @@ static int fe_build_values(fe_loader *L) {
             if (!name || !name[0]) continue;
             int idx = fe_add_value(L, name, (int)i, 0);
             if (idx < 0) {
-                fe_describe_definer(L, fi_names_get(L->names, name), who, sizeof who);
+                fe_describe_definer(L, fi_names_get(L->m->names, name), who, sizeof who);
                 return fe_fail(&L->err,
                                "value '%s' is produced twice: by %s and by node '%s' (#%zu)", name,
                                who, fe_node_label(n), i);
@@ -655,7 +657,7 @@ static int fe_build_node(fe_loader *L, size_t i) {
             fn->inputs[k] = -1;
             continue;
         }
-        int idx = fi_names_get(L->names, name);
+        int idx = fi_names_get(L->m->names, name);
         if (idx < 0) {
             int rc = fe_fail(&L->err,
                              "node '%s' (#%zu) reads '%s'%s, which no node, graph input or "
@@ -669,7 +671,7 @@ static int fe_build_node(fe_loader *L, size_t i) {
     free(outer);
     for (size_t k = 0; k < fn->n_outputs; k++)
         fn->outputs[k] =
-            (n->output[k] && n->output[k][0]) ? fi_names_get(L->names, n->output[k]) : -1;
+            (n->output[k] && n->output[k][0]) ? fi_names_get(L->m->names, n->output[k]) : -1;
     return fe_node_alias(L, i, fn);
 }
 
@@ -683,7 +685,7 @@ static int fe_build_outputs(fe_loader *L) {
         const Onnx__ValueInfoProto *vi = g->output[i];
         if (!vi || !vi->name || !vi->name[0])
             return fe_fail(&L->err, "graph output #%zu has no name", i);
-        int idx = fi_names_get(L->names, vi->name);
+        int idx = fi_names_get(L->m->names, vi->name);
         if (idx < 0)
             return fe_fail(&L->err,
                            "graph output '%s' is produced by no node, graph input or initializer",

@@ -184,7 +184,9 @@ void fi_symbol_get(const fi_ctx *cx, size_t i, const char **name, int64_t *value
 
 /* ------------------------------------------------------------------ scopes */
 
-uint64_t fi_hash(const char *s) {
+/* FNV-1a of a NUL-terminated name: the hash of every name table of the
+ * frontend (fi_names and inference's scopes). */
+static uint64_t fi_hash(const char *s) {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;

@@ -112,11 +112,8 @@ extern const fi_rule fi_rules_sequence[];
 
 /* ---------------------------------------------------------------- driver */
 
-/* FNV-1a of a NUL-terminated name: the hash of every name table of the
- * frontend (the loader's and inference's scopes). */
-uint64_t fi_hash(const char *s);
-
-/* The frontend's one name table: borrowed names to int indices, open
+/* The name table of the loader and of train.c: borrowed names to int
+ * indices (inference's scopes keep theirs in its budgeted arena), open
  * addressing over fi_hash with linear probing, at most half full, growing
  * as names are added.  It never copies a name: each must outlive the table.
  * Example: after fi_names_put(&t, "x", 7), fi_names_get(&t, "x") == 7 and
@@ -131,6 +128,7 @@ typedef struct fi_names {
 int fi_names_get(const fi_names *t, const char *name);
 /* Maps name to index; returns false, changing nothing, when name is there. */
 bool fi_names_put(fi_names *t, const char *name, int index);
+/* Frees the slots (not the names): t is an empty table again. */
 void fi_names_free(fi_names *t);
 
 /* True when roamc has a rule for the operator (standard domain only). */

@@ -23,6 +23,7 @@
  * written by --emit-train takes when read back: the plan of the derived step
  * and the plan of that file cannot differ.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -1924,20 +1925,21 @@ static void tr_alloc_marks(tr *T) {
     }
 }
 
-/* Copies the forward values into T's value table, keeping their indices; a
- * name given twice would break that. */
-static int tr_copy_values(tr *T) {
+/* Copies the forward values into T's value table, keeping their indices
+ * (the table starts empty, and a name given twice gets a suffix, not a new
+ * index). */
+static void tr_copy_values(tr *T) {
     const fe_model *f = T->f;
     for (size_t v = 0; v < f->n_values; v++) {
         const fe_value *fv = &f->values[v];
         int64_t dims[FI_MAX_RANK];
         int rank = fv->rank > 0 ? fv->rank : 0;
         for (int d = 0; d < rank && d < FI_MAX_RANK; d++) dims[d] = fv->dims[d].value;
-        if (tr_add_value(T, fv->name, fv->elem_type, rank, dims) != (int)v)
-            return tr_fail(T, "value '%s' is named twice", fv->name);
+        int index = tr_add_value(T, fv->name, fv->elem_type, rank, dims);
+        assert(index == (int)v);
+        (void)index;
         T->v[v].tensor = fv->seq_len < 0 && fv->rank >= 0;
     }
-    return 0;
 }
 
 /* The loss goes on the first float tensor output. */
@@ -2028,7 +2030,8 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     if (t->emit_path && tr_check_emit(&T, path, t->emit_path)) goto out;
     if (tr_read_proto(&T)) goto out;
     tr_alloc_marks(&T);
-    if (tr_copy_values(&T) || tr_pick_loss_output(&T)) goto out;
+    tr_copy_values(&T);
+    if (tr_pick_loss_output(&T)) goto out;
     tr_find_fusions(&T);
     if (tr_analyse(&T)) goto out;
     tr_adjust_forward(&T);

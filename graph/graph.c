@@ -12,20 +12,15 @@
 
 #include <igraph.h>
 
-/* roamc_verrorf with the model's path as the prefix ("PATH: what"). */
+/* The frontend's error message (fe_verrorf) with the model's path. */
 static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return -1;
     const char *path = g->model && g->model->path ? g->model->path : "?";
-    char *prefix = xmallocarray(strlen(path) + 3, 1);
-    snprintf(prefix, strlen(path) + 3, "%s: ", path);
     va_list ap;
     va_start(ap, fmt);
-    roamc_verrorf(err, errlen, prefix, fmt, ap);
+    fe_verrorf(err, errlen, path, NULL, fmt, ap);
     va_end(ap);
-    free(prefix);
-    fe_make_printable(err); /* messages quote the model's names */
     return -1;
 }
 

@@ -103,7 +103,7 @@ static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers 
 /* The edges of storage s (not touched by v) in the network of v whose op
  * sides are node[] (see the top of the file), aux nodes numbered from
  * *next on; a storage whose cut is forced adds its size to *fixed instead.
- * Returns igraph's error, 0 when none. */
+ * Returns non-zero when igraph fails, 0 otherwise. */
 static int cut_add_storage(const graph *g, const graph_touchers *T, const int *node, double inf,
                            int s, cut_net *c, igraph_integer_t *next, uint64_t *fixed) {
     const graph_storage *st = &g->storages[s];
@@ -276,10 +276,9 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     int *node = xmallocarray(n, sizeof *node), *stack = xmallocarray(n, sizeof *stack);
     int *side = xmallocarray(n, sizeof *side), *cands = xmallocarray(n, sizeof *cands);
     int *w_set = xmallocarray(n, sizeof *w_set);
-    uint64_t result = UINT64_MAX;
     graph_igraph_init();
     uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
-    result = plain;
+    uint64_t result = plain;
     if (plain == UINT64_MAX) goto out;
 
     for (size_t w = 0; w < n; w++) side[w] = CUT_FREE;

@@ -4,7 +4,6 @@
 #include "base.h"
 #include "graph_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 

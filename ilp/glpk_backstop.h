@@ -14,6 +14,7 @@
 #define ROAMC_GLPK_BACKSTOP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <glpk.h>
 
@@ -32,6 +33,14 @@ typedef struct glpk_backstop {
     double per_candidate; /* seconds per fractional variable at the first branching */
     bool fired;           /* the search was stopped by the backstop */
 } glpk_backstop;
+
+/* GLPK's tm_lim (milliseconds) for seconds: at least floor_ms, and
+ * INT32_MAX from 2e6 s on, where the milliseconds would overflow an int.
+ * Example: glpk_tm_lim(0.0004, 1) == 1, glpk_tm_lim(2.5, 1) == 2500. */
+static inline int glpk_tm_lim(double seconds, int floor_ms) {
+    if (seconds > 2e6) return INT32_MAX;
+    return seconds * 1000.0 >= floor_ms ? (int)(seconds * 1000.0) : floor_ms;
+}
 
 /* Sets the estimates from the root LP: a node's step takes about guess
  * seconds; the root LP took lp_seconds for lp_iterations. */

@@ -196,7 +196,7 @@ static ilp_layout_status ilp_layout_branch(glp_prob *lp, const ilp_layout_proble
     io.presolve = GLP_OFF; /* the callback speaks of the original columns */
     io.cb_func = ilp_callback;
     io.cb_info = cb;
-    io.tm_lim = left > 2e6 ? INT32_MAX : left > 0.01 ? (int)(left * 1000.0) : 10;
+    io.tm_lim = glpk_tm_lim(left, 10);
     io.mip_gap = 0.0;
     io.br_tech = GLP_BR_DTH;
     io.bt_tech = GLP_BT_BLB;
@@ -235,7 +235,7 @@ ilp_layout_status ilp_layout_solve(const ilp_layout_problem *p, uint64_t *work, 
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = seconds < 2e6 ? (int)(seconds * 1000.0) : INT32_MAX;
+    sm.tm_lim = glpk_tm_lim(seconds, 50); /* seconds >= 0.05 here */
     double t_lp = roamc_now();
     int sret = glp_simplex(lp, &sm);
     /* a node's LP takes at most about as long as the root's */

@@ -375,28 +375,23 @@ static glp_prob *ilp_create_columns(const ilp_model *m) {
  * lower peak than r->peak. */
 static void ilp_take_incumbent(glp_prob *P, const ilp_model *m, int *order, ilp_order_result *r) {
     size_t n = m->n;
-    int *steps = xmallocarray(n, sizeof *steps), *cand = xmallocarray(n, sizeof *cand);
+    /* two ops on one step leave another step at -1, which
+     * leaf_order_valid rejects */
+    int *cand = xmallocarray(n, sizeof *cand);
+    for (size_t s = 0; s < n; s++) cand[s] = -1;
     for (size_t v = 0; v < n; v++) {
         int t = m->asap[v];
         while (t < m->alap[v] && glp_mip_col_val(P, ilp_d(m, (int)v, t)) < 0.5) t++;
-        steps[v] = t;
+        cand[t] = (int)v;
     }
-    for (size_t s = 0; s < n; s++) cand[s] = -1;
-    bool perm = true;
-    for (size_t v = 0; v < n && perm; v++) {
-        if (cand[steps[v]] >= 0)
-            perm = false;
-        else
-            cand[steps[v]] = (int)v;
-    }
-    if (perm && leaf_order_valid(m->L, cand)) {
+    if (leaf_order_valid(m->L, cand)) {
         uint64_t pk = leaf_peak(m->L, cand);
         if (pk < r->peak) {
             r->peak = pk;
             memcpy(order, cand, n * sizeof *order);
         }
     }
-    free(steps), free(cand);
+    free(cand);
 }
 
 /* The root LP, under what is left of the time before deadline less the
@@ -409,7 +404,7 @@ static int ilp_root_lp(glp_prob *P, double deadline, double t_built, double setu
     glp_smcp sp;
     glp_init_smcp(&sp);
     sp.msg_lev = GLP_MSG_OFF;
-    sp.tm_lim = left > 2e6 ? INT32_MAX : left - setup >= 0.001 ? (int)(1000.0 * (left - setup)) : 1;
+    sp.tm_lim = glpk_tm_lim(left - setup, 1);
     return left > setup ? glp_simplex(P, &sp) : GLP_ETMLIM;
 }
 
@@ -426,7 +421,7 @@ static void ilp_branch_and_bound(glp_prob *P, const ilp_model *m, ilp_cb *cb, do
      * all; the root LP is solved already */
     ip.presolve = GLP_OFF;
     double left = cb->time.deadline - t_root;
-    ip.tm_lim = left > 2e6 ? INT32_MAX : left >= 0.001 ? (int)(1000.0 * left) : 1;
+    ip.tm_lim = glpk_tm_lim(left, 1);
     /* the first node LP re-solves the root from its optimal basis: at most
      * the set-up, and not longer than the root LP took */
     glpk_backstop_calibrate(&cb->time, t_root - t_built < setup ? t_root - t_built : setup,

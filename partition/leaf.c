@@ -487,17 +487,21 @@ int leaf_beam(const leaf_graph *L, uint64_t upper, size_t width, int *order, uin
 }
 
 /* The leaf's edges and touches as bitsets of w words: predmask[v] holds
- * v's predecessors, touchers[j] the ops touching storage j. */
+ * v's predecessors, touchers[j] the ops touching storage j; made[v]: the
+ * bytes op v creates. */
 typedef struct leaf_dp_masks {
     size_t w;
-    uint64_t *predmask, *touchers;
+    uint64_t *predmask, *touchers, *made;
 } leaf_dp_masks;
 
 static void leaf_dp_masks_init(const leaf_graph *L, size_t w, leaf_dp_masks *M) {
     M->w = w;
     M->touchers = xcalloc(L->n_st * w, sizeof *M->touchers);
     M->predmask = xcalloc(L->n_ops * w, sizeof *M->predmask);
+    M->made = xcalloc(L->n_ops, sizeof *M->made);
     for (size_t i = 0; i < L->n_ops; i++) {
+        for (size_t k = L->make_start[i]; k < L->make_start[i + 1]; k++)
+            M->made[i] += L->size[L->make[k]];
         for (size_t k = L->touch_start[i]; k < L->touch_start[i + 1]; k++)
             M->touchers[(size_t)L->touch[k] * w + i / 64] |= 1ull << (i % 64);
         for (size_t k = L->pred_start[i]; k < L->pred_start[i + 1]; k++)
@@ -505,28 +509,33 @@ static void leaf_dp_masks_init(const leaf_graph *L, size_t w, leaf_dp_masks *M) 
     }
 }
 
-/* Running op v from state S (the ops run so far): false when v has run or
- * is not ready; else cand = S + v, *made the bytes v creates and *freed
- * those of the storages whose last toucher v is. */
-static bool leaf_dp_move(const leaf_graph *L, const leaf_dp_masks *M, const uint64_t *S, size_t v,
-                         uint64_t *cand, uint64_t *made, uint64_t *freed) {
+/* Can op v run from state S (the ops run so far): not run yet, and every
+ * predecessor run? */
+static bool leaf_dp_ready(const leaf_dp_masks *M, const uint64_t *S, size_t v) {
     size_t w = M->w;
     if (S[v / 64] >> (v % 64) & 1) return false;
     for (size_t x = 0; x < w; x++)
         if (M->predmask[v * w + x] & ~S[x]) return false;
-    *made = 0, *freed = 0;
-    for (size_t k = L->make_start[v]; k < L->make_start[v + 1]; k++) *made += L->size[L->make[k]];
+    return true;
+}
+
+/* Runs ready op v from state S: cand = S + v; returns the bytes of the
+ * storages whose last toucher v is (freed after v). */
+static uint64_t leaf_dp_run(const leaf_graph *L, const leaf_dp_masks *M, const uint64_t *S,
+                            size_t v, uint64_t *cand) {
+    size_t w = M->w;
     for (size_t x = 0; x < w; x++) cand[x] = S[x];
     cand[v / 64] |= 1ull << (v % 64);
+    uint64_t freed = 0;
     for (size_t k = L->touch_start[v]; k < L->touch_start[v + 1]; k++) {
         int j = L->touch[k];
         if (L->live_out[j]) continue;
         bool done = true;
         for (size_t x = 0; x < w && done; x++)
             done = (M->touchers[(size_t)j * w + x] & ~cand[x]) == 0;
-        if (done) *freed += L->size[j];
+        if (done) freed += L->size[j];
     }
-    return true;
+    return freed;
 }
 
 /* Fills table (hc slots, a power of two) with the states [from, d->n). */
@@ -572,12 +581,12 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
         for (size_t i = 0; i < hc; i++) table[i] = -1;
         for (size_t si = layer_lo; si < layer_hi && result == 1; si++) {
             for (size_t v = 0; v < n; v++) {
-                uint64_t made, freed;
-                if (!leaf_dp_move(L, &M, d.bits + si * w, v, cand, &made, &freed)) continue;
-                uint64_t step = L->base + d.res[si] + made;
+                if (!leaf_dp_ready(&M, d.bits + si * w, v)) continue;
+                /* the bound first: the storages v frees cost a scan */
+                uint64_t step = L->base + d.res[si] + M.made[v];
                 uint64_t cost = step > d.cost[si] ? step : d.cost[si];
                 if (cost > upper) continue;
-                uint64_t res = d.res[si] + made - freed;
+                uint64_t res = d.res[si] + M.made[v] - leaf_dp_run(L, &M, d.bits + si * w, v, cand);
                 size_t h = (size_t)leaf_dp_hash(cand, w) & mask;
                 while (table[h] >= 0 &&
                        memcmp(d.bits + (size_t)table[h] * w, cand, w * sizeof *cand) != 0)
@@ -621,7 +630,7 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
         }
         assert(s == 0);
     }
-    free(M.touchers), free(M.predmask), free(cand), free(table);
+    free(M.touchers), free(M.predmask), free(M.made), free(cand), free(table);
     free(d.bits), free(d.cost), free(d.res), free(d.parent), free(d.via);
     return result;
 }

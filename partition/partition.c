@@ -15,6 +15,13 @@ static const char *const partition_placement_names[] = {"rule", "immediate", "pr
                                                         "reference"};
 static const char *const partition_floating_names[] = {"rule", "just-in-time", "early",
                                                        "reference"};
+/* a name for every value: checked when it compiles */
+_Static_assert(sizeof partition_placement_names / sizeof *partition_placement_names ==
+                   PARTITION_PLACE_COUNT,
+               "a placement without a name");
+_Static_assert(sizeof partition_floating_names / sizeof *partition_floating_names ==
+                   PARTITION_FLOAT_COUNT,
+               "a floating rule without a name");
 
 const char *partition_placement_name(partition_placement p) {
     return partition_placement_names[p];
@@ -153,7 +160,8 @@ typedef struct partition_work {
 
 /* Coarse blocks interleave the k + 1 segments and the k MI ops in order:
  * segment i is block 2i, MI op i is block 2i + 1 (n_coarse = 2k + 1).  Only
- * these five functions know that encoding. */
+ * the functions from here to partition_mi_block_outer know that
+ * encoding. */
 static int partition_segment_block(int segment) {
     return 2 * segment;
 }
@@ -178,6 +186,12 @@ static int partition_segment_after(int c) {
  * a segment, segment i for MI op i (it runs after segment i). */
 static int partition_segment_before(int c) {
     return c / 2;
+}
+/* The next MI block outwards from MI block c, towards the start (dir -1,
+ * -1 when none is left) or the end (dir +1, nc when none is left). */
+static int partition_mi_block_outer(int c, int dir, int nc) {
+    int next = c + 2 * dir;
+    return next < -1 ? -1 : next > nc ? nc : next;
 }
 
 static double partition_alpha(const graph *g) {
@@ -512,8 +526,8 @@ static void partition_blocks(partition_work *w, const int *program_pos) {
     P->n_blocks = next;
 }
 
-/* Appends a tree node with the ops of final blocks [b0, b1] and of coarse
- * ranges given by the caller through in_node marks. */
+/* Appends a tree node of kind under parent: its ops (n) and its boundary
+ * MI ops (nb); cap is the capacity of P->nodes. */
 static void partition_add_node(partition *P, partition_node_kind kind, int parent, const int *ops,
                                size_t n, const int *boundary, size_t nb, size_t *cap) {
     if (P->n_nodes == *cap) {
@@ -641,8 +655,8 @@ static void partition_widen(const graph *g, const partition_tree_index *x, int p
         added_lo = *fo + 1, added_hi = *bo - 1;
         bool grow_f = *fo >= 0 && lo_need < *fo, grow_b = *bo < x->nc && hi_need > *bo;
         if (!grow_f && !grow_b) break;
-        if (grow_f) *fo = *fo - 2 < -1 ? -1 : *fo - 2;
-        if (grow_b) *bo = *bo + 2 > x->nc ? x->nc : *bo + 2;
+        if (grow_f) *fo = partition_mi_block_outer(*fo, -1, x->nc);
+        if (grow_b) *bo = partition_mi_block_outer(*bo, +1, x->nc);
     }
 }
 
@@ -711,8 +725,8 @@ static void partition_tree(partition_work *w) {
         partition_emit_independent(w, &x, fo, bo, prev_lo, prev_hi, members, blist, &cap);
         if (fo < 0 && bo >= nc) break;
         prev_lo = fo + 1, prev_hi = bo - 1;
-        fo = fo - 2 < -1 ? -1 : fo - 2;
-        bo = bo + 2 > nc ? nc : bo + 2;
+        fo = partition_mi_block_outer(fo, -1, nc);
+        bo = partition_mi_block_outer(bo, +1, nc);
     }
     free(members), free(blist);
     partition_tree_index_free(&x);

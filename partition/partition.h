@@ -44,6 +44,7 @@ typedef enum partition_placement {
     PARTITION_PLACE_COUNT
 } partition_placement;
 
+/* The name of p in reports (a static string). */
 const char *partition_placement_name(partition_placement p);
 
 /* Where floating ops go (ops analysed apart from the MI ops, see
@@ -57,6 +58,7 @@ typedef enum partition_floating {
     PARTITION_FLOAT_COUNT
 } partition_floating;
 
+/* The name of f in reports (a static string). */
 const char *partition_floating_name(partition_floating f);
 
 typedef struct partition_options {

@@ -71,10 +71,8 @@ static void cl_usage(FILE *f) {
         "  --work UNITS: stop the exact search on a work budget instead (10^7 ~ 1 s; the\n"
         "            answer is then the same on every run and machine)\n"
         "  dev: --engine skyline|bnb|sweep|both, --no-RULE (canonical dominance section monotonic\n"
-        "            tight floor fit twins decompose mirror hatless reorder) to measure each "
-        "pruning "
-        "rule;\n"
-        "            --with-energy turns on the energy rule (off by default)\n");
+        "            tight floor fit twins decompose reorder mirror hatless) to measure each\n"
+        "            pruning rule; --with-energy turns on the energy rule (off by default)\n");
 }
 
 static int cl_parse_u64(const char *s, uint64_t *out) {
@@ -297,7 +295,6 @@ typedef struct cl_run {
 static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, double t_start,
                     uint64_t *offsets, cl_run *run) {
     run->h0 = layout_best_heuristic(bufs, n, o->align, offsets, &run->winner);
-    run->height = run->h0;
     double left =
         0.9 * (t_start + o->time_limit - roamc_now()); /* a tenth for checking and writing */
     /* The plans' exact layout first (search at the bound, GLPK on small

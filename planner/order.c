@@ -107,14 +107,11 @@ static void order_block(const graph *g, const leaf_blocks *B, int b, const int *
             if (dp_peak < peak) best = d, peak = dp_peak;
         } else {
             /* too wide for the exact search: a beam of the same search */
-            int *e = xmallocarray(n, sizeof *e);
-            uint64_t beam_peak;
-            if (leaf_beam(&L, peak, ORDER_BEAM_WIDTH, e, &beam_peak) && beam_peak < peak) {
-                memcpy(d, e, n * sizeof *d);
-                memcpy(c, e, n * sizeof *c); /* c is the warm start from here on */
+            uint64_t beam_peak; /* d is scratch here */
+            if (leaf_beam(&L, peak, ORDER_BEAM_WIDTH, d, &beam_peak) && beam_peak < peak) {
+                memcpy(c, d, n * sizeof *c); /* c is the warm start from here on */
                 best = c, peak = beam_peak;
             }
-            free(e);
         }
         if (*how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
             if (roamc_now() > deadline)
@@ -151,7 +148,6 @@ typedef struct order_pool {
     uint64_t target;    /* a peak the blocks reach whatever their orders: see order_target */
     uint64_t best_peak; /* the best whole-graph peak known before the leaves, for progress */
     double deadline, time_limit;
-    int progress;
     pthread_mutex_t lock;
 } order_pool;
 
@@ -226,7 +222,6 @@ static int order_threads(const planner_options *opt) {
     return n > 0 ? (int)n : 1;
 }
 
-/* Returns the winning partition (the caller frees it). */
 /* Step 1 of order roam: builds a partition for every candidate placement
  * of the update and floating ops (the rules, then the placements of
  * program order and of LESCEA), scores each by the peak of its blocks'
@@ -338,12 +333,7 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
     /* 2-3. the target, then the leaves on a thread pool */
     leaf_blocks B;
     leaf_blocks_init(g, P->block, P->n_blocks, &B);
-    order_pool pool = {.g = g,
-                       .B = &B,
-                       .ref_pos = ref_pos,
-                       .out = order,
-                       .progress = opt->progress,
-                       .best_peak = best_peak};
+    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .best_peak = best_peak};
     /* the quick order of the winner gives the target */
     int *quick = xmallocarray(g->n_ops, sizeof *quick);
     order_blocks_quick(g, &B, ref_pos, quick);
@@ -459,7 +449,7 @@ void planner_order_run(const graph *g, const planner_options *opt, int *order,
     case PLANNER_ORDER_ROAM: {
         partition *P = order_roam(g, opt, ref_pos, order, st);
         if (tree)
-            *tree = P, P = NULL;
+            *tree = P;
         else
             partition_free(P), free(P);
         st->source = "roam";

@@ -166,22 +166,16 @@ static void svg_layout_axes(FILE *f, uint64_t scale_top, size_t steps, double xs
 /* Live bytes per step of p, as the max within each of the SVG_W pixel
  * columns; the caller frees the array. */
 static double *svg_live_columns(const plan *p, double xs) {
-    const graph *g = p->g;
-    size_t steps = g->n_ops, ns = g->n_storages;
-    int64_t *delta = xcalloc(steps + 1, sizeof *delta);
+    size_t steps = p->g->n_ops;
+    uint64_t *live = xmallocarray(steps, sizeof *live);
+    graph_live_bytes(p->g, p->order, live); /* p's lifetimes are the schedule's */
     double *colmax = xcalloc(SVG_W, sizeof *colmax);
-    for (size_t s = 0; s < ns; s++) {
-        delta[p->start[s]] += (int64_t)g->storages[s].size;
-        delta[p->end[s] + 1] -= (int64_t)g->storages[s].size;
-    }
-    int64_t live = 0;
     for (size_t t = 0; t < steps; t++) {
-        live += delta[t];
         int c0 = (int)(t * xs), c1 = (int)((t + 1) * xs - 1e-9);
         for (int c = c0; c <= c1 && c < SVG_W; c++)
-            if ((double)live > colmax[c]) colmax[c] = (double)live;
+            if ((double)live[t] > colmax[c]) colmax[c] = (double)live[t];
     }
-    free(delta);
+    free(live);
     return colmax;
 }
 

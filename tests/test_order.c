@@ -669,10 +669,6 @@ static void test_names(void **state) {
     }
     planner_order o;
     assert_int_equal(planner_order_parse("nope", &o), -1);
-    for (int p = 0; p < PARTITION_PLACE_COUNT; p++)
-        assert_non_null(partition_placement_name((partition_placement)p));
-    for (int f = 0; f < PARTITION_FLOAT_COUNT; f++)
-        assert_non_null(partition_floating_name((partition_floating)f));
 }
 
 int main(void) {
