@@ -1,11 +1,11 @@
-/* The layout model (step 3 of layout_exact, layout/layout_ilp.c; see ilp.h
- * for the model and its contract).
+/* The layout model (step 3 of layout_exact, layout/layout_ilp.c; see
+ * ilp_layout.h for the model and its contract).
  *
  * GLPK keeps one environment per thread (it is built with thread-local
  * storage); each call makes and deletes its own glp_prob, so concurrent calls
  * from different threads do not interact.
  */
-#include "ilp.h"
+#include "ilp_layout.h"
 #include "base.h" /* roamc_now, xmallocarray */
 #include "glpk_backstop.h"
 
@@ -13,6 +13,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ilp_thread_cleanup(void) {
+    glp_free_env();
+}
 
 /* Sort record: a buffer by start step. */
 typedef struct ilp_start {

@@ -1,5 +1,5 @@
-/* The leaf order ILP (see ilp.h for the model and its determinism). */
-#include "ilp.h"
+/* The leaf order ILP (see ilp_order.h for the model and its determinism). */
+#include "ilp_order.h"
 #include "base.h" /* roamc_now: one deadline for the whole call; x* allocators */
 #include "glpk_backstop.h"
 
@@ -34,10 +34,6 @@ static void ilp_delete(glp_prob *P) {
     }
 #endif
     glp_delete_prob(P);
-}
-
-void ilp_thread_cleanup(void) {
-    glp_free_env();
 }
 
 /* glp_simplex's set-up (not under its tm_lim) against the time it took to

@@ -26,7 +26,7 @@ typedef struct layout_buffer {
 /* Sum of sizes of buffers live at the busiest step: the lower bound of any
  * layout's height.  O(n log n).
  *
- * Memory: this part allocates with graph/base.h's x* allocators, which end
+ * Memory: this part allocates with frontend/base/base.h's x* allocators, which end
  * the process when the machine is out of memory; results here mean what
  * they say, never "out of memory". */
 uint64_t layout_live_peak(const layout_buffer *bufs, size_t n);
@@ -116,11 +116,11 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * unless the time backstop fires first, which res->stopped_by_time
  * reports.  (The time-limited variants the tests use are in
  * layout_internal.h.)  GLPK keeps an environment per thread: a thread that
- * ran either and is about to exit calls ilp_thread_cleanup (ilp.h).
+ * ran either and is about to exit calls ilp_thread_cleanup (ilp_layout.h).
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
  * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
- * root LP counts as one) costs rows^2.5 / ILP_LAYOUT_NODE_DIV (ilp.h) for a
+ * root LP counts as one) costs rows^2.5 / ILP_LAYOUT_NODE_DIV (ilp_layout.h) for a
  * model of that many rows, which is how the time of its LP re-solves grows
  * (measured from 900 to 5000 rows).  Both are calibrated so that 10^7
  * units take about a second on one core of a 2020s x86 machine.

@@ -18,7 +18,7 @@
  *      stage, step 1a reaches the bound wherever 1b would);
  *   2. layout_search for a layout at the lower bound (a complete
  *      branch and bound, fast on tight instances);
- *   3. the GLPK model of the paper (ilp.h) when it is small enough
+ *   3. the GLPK model of the paper (ilp_layout.h) when it is small enough
  *      (LAYOUT_ILP_MAX_PAIRS conflicting pairs): an offset per buffer, a
  *      binary per conflicting pair (big-M disjunction), minimize the height,
  *      seeded with the incumbent and stopped as soon as it meets the bound;
@@ -41,12 +41,12 @@
  * (buffers conflicting with all others stacked at the bottom, sizes in
  * units), which has the same optimum and fewer pairs.
  *
- * The GLPK model itself is in ilp/ilp_layout.c (ilp.h: ilp_layout_solve),
+ * The GLPK model itself is in ilp/ilp_layout.c (ilp_layout.h: ilp_layout_solve),
  * with the order model; this file translates the reduced problem to it.
  */
 #include "layout.h"
 #include "layout_internal.h"
-#include "ilp.h" /* the GLPK model: ilp_layout_solve */
+#include "ilp_layout.h" /* the GLPK model: ilp_layout_solve */
 
 #include <assert.h>
 #include <math.h>

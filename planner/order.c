@@ -40,7 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ilp.h"
+#include "ilp_order.h"
 #include "leaf.h"
 #include "partition.h"
 
@@ -361,7 +361,7 @@ static void order_whole_ilp(const graph *g, const planner_options *opt, double t
     /* The whole-graph baseline runs until ORDER_ILP_SHARE of the time left
      * at the start of the ordering (no node budget): the rest is for the
      * bounds, the layout (the layout ILP too) and writing.  The ILP keeps
-     * to its deadline, model building included (ilp.h). */
+     * to its deadline, model building included (ilp_order.h). */
     double left = order_stage_deadline(opt, t_run) - roamc_now();
     ilp_order_options io = {.node_budget = 1L << 40,
                             .time_limit = left > 1e-6 ? left : 1e-6,

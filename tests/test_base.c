@@ -1,4 +1,4 @@
-/* graph/base.h: the out-of-memory policy (the x* allocators end the process
+/* frontend/base/base.h: the out-of-memory policy (the x* allocators end the process
  * with exit status 1 and a message on stderr, never return NULL), the
  * zero-size and overflow cases, and the error formatter. */
 #include <setjmp.h>

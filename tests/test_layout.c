@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ilp.h"
+#include "ilp_layout.h"
 #include "layout.h"
 #include "layout_internal.h"
 

@@ -15,7 +15,7 @@
 
 #include "frontend.h"
 #include "graph.h"
-#include "ilp.h"
+#include "ilp_order.h"
 #include "leaf.h"
 #include "partition.h"
 #include "planner.h"

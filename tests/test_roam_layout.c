@@ -19,7 +19,7 @@
 
 #include "frontend.h"
 #include "graph.h"
-#include "ilp.h"
+#include "ilp_layout.h"
 #include "layout.h"
 #include "partition.h"
 #include "planner.h"
