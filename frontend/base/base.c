@@ -81,3 +81,8 @@ int roamc_errorf(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
     return -1;
 }
+
+_Noreturn void roamc_assert_fail(const char *file, int line, const char *cond) {
+    fprintf(stderr, "roamc: internal error: %s:%d: %s\n", file, line, cond);
+    exit(1);
+}

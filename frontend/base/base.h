@@ -1,9 +1,9 @@
 /* base.h — the few helpers every part of roamc uses, one of each: memory
  * allocation, a clock and an error formatter.
  *
- * They sit in their own library (roamc_base), below the whole pipeline, so
- * that frontend/ and layout/, which do not link the graph IR, can use them
- * too.
+ * They sit in their own library (roamc_base, frontend/base/), the floor
+ * under the whole pipeline: every part may include this header, and it
+ * includes nothing of roamc.
  *
  * Out-of-memory policy: the x* allocators never return NULL.  When the
  * system has no memory left they print "roamc: out of memory" with the
@@ -31,6 +31,14 @@ void *xmallocarray(size_t n, size_t size);
 void *xreallocarray(void *p, size_t n, size_t size);
 /* strdup(s), never NULL; s NULL gives "". */
 char *xstrdup(const char *s);
+
+/* An invariant that holds whatever the input: on failure, prints
+ * "roamc: internal error: FILE:LINE: COND" on stderr and ends the process
+ * with exit status 1 (roamc failed), in every build type, as ggml's
+ * GGML_ASSERT.  For roamc's own bugs only; bad input is an error return.
+ * Example: ROAMC_ASSERT(offset % align == 0); */
+#define ROAMC_ASSERT(cond) ((cond) ? (void)0 : roamc_assert_fail(__FILE__, __LINE__, #cond))
+_Noreturn void roamc_assert_fail(const char *file, int line, const char *cond);
 
 /* Monotonic seconds since an arbitrary start: for deadlines and timings,
  * never for anything that must be the same on every run. */
