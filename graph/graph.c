@@ -13,6 +13,16 @@
 #include <igraph.h>
 
 /* The frontend's error message (fe_verrorf) with the model's path. */
+/* roamc.loss and roamc.optimizer (graph.h: loss_value, optimizer_moments).
+ * Example: "sgd" or "SGD, momentum 0.9" -> 0 moments; "adamw" -> 2. */
+static void graph_resolve_training(graph *g, const fe_model *m) {
+    const char *loss = fe_meta(m, "roamc.loss");
+    int v = loss ? fe_find_value(m, loss) : -1;
+    g->loss_value = v >= 0 && m->values[v].producer >= 0 ? v : -1;
+    const char *o = fe_meta(m, "roamc.optimizer");
+    g->optimizer_moments = !o ? -1 : strncmp(o, "sgd", 3) == 0 || strncmp(o, "SGD", 3) == 0 ? 0 : 2;
+}
+
 static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int graph_fail(const graph *g, char *err, size_t errlen, const char *fmt, ...) {
@@ -136,6 +146,7 @@ static void graph_build_storages(graph *g) {
     graph_mark_listed(m, fe_meta(m, "roamc.parameters"), state);
     graph_mark_listed(m, fe_meta(m, "roamc.optimizer_state"), state);
     graph_mark_listed(m, fe_meta(m, "roamc.gradients"), grad);
+    graph_resolve_training(g, m);
     for (size_t t = 0; t < nt; t++) {
         graph_storage *st = &g->storages[g->storage_of[t]];
         const fe_value *v = &m->values[t];

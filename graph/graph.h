@@ -58,6 +58,13 @@ typedef struct graph {
      * keeps each .grad until the next zero_grad (graph_build sets false;
      * set it before planning to model what PyTorch really holds). */
     bool retain_gradients;
+    /* What the training metadata says, resolved by graph_build so that
+     * later parts read no ONNX metadata: the loss value (metadata
+     * roamc.loss, when it names a produced value; -1 otherwise) and the
+     * optimizer's state tensors per parameter (roamc.optimizer: 0 for
+     * SGD, 2 for Adam and the like, -1 when the metadata does not say). */
+    int loss_value;
+    int optimizer_moments;
 } graph;
 
 /* Builds the IR.  align >= 1 rounds storage sizes.  Persistent storages: a

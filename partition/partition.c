@@ -194,11 +194,10 @@ static int partition_mi_block_outer(int c, int dir, int nc) {
     return next < -1 ? -1 : next > nc ? nc : next;
 }
 
+/* Eq. 5's alpha: the gradient and the optimizer state an update touches,
+ * in gradient sizes (unknown optimizer: assume the common case, Adam). */
 static double partition_alpha(const graph *g) {
-    const char *o = fe_meta(g->model, "roamc.optimizer");
-    if (!o) return 3.0; /* unknown: assume the common case, Adam */
-    if (strncmp(o, "sgd", 3) == 0 || strncmp(o, "SGD", 3) == 0) return 1.0;
-    return 3.0; /* adam, adamw and the like keep two moments */
+    return g->optimizer_moments < 0 ? 3.0 : 1.0 + g->optimizer_moments;
 }
 
 /* Segment (0..k) or MI index of every main op, from its MI ancestors. */
@@ -367,12 +366,8 @@ static void partition_spans(const partition_work *w, bool main_only, int32_t *fi
 static void partition_find_loss(const graph *g, partition *P) {
     const fe_model *m = g->model;
     P->loss_op = -1;
-    const char *name = fe_meta(m, "roamc.loss");
-    if (name) {
-        int v = fe_find_value(m, name);
-        if (v >= 0 && m->values[v].producer >= 0)
-            P->loss_op = m->values[v].producer, P->loss_from_metadata = true;
-    }
+    if (g->loss_value >= 0)
+        P->loss_op = m->values[g->loss_value].producer, P->loss_from_metadata = true;
     if (P->loss_op < 0) {
         uint64_t best = UINT64_MAX;
         for (size_t i = 0; i < m->n_outputs; i++) {

@@ -102,11 +102,6 @@ int plan_write_stream(const plan *p, const char *model_path, FILE *f) {
     return ok ? 0 : -1;
 }
 
-int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen) {
-    planner_files files = {.plan = path};
-    return planner_files_write(&files, p, model_path, NULL, NULL, 0, err, errlen);
-}
-
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
     if (!p->tree)
         return roamc_errorf(err, errlen, "no subgraph tree: the order did not come from roam");
@@ -118,7 +113,7 @@ int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
  * lifetime half-open [start, end + 1)), so that `roamc layout` or another
  * static allocator can solve the same problem; its live-size bound is the
  * plan's theoretical peak. */
-static int plan_write_buffers(const plan *p, FILE *f) {
+int plan_write_buffers(const plan *p, FILE *f) {
     const graph *g = p->g;
     if (fprintf(f, "id,lower,upper,size\n") < 0) return -1;
     for (size_t s = 0; s < g->n_storages; s++)
@@ -126,33 +121,6 @@ static int plan_write_buffers(const plan *p, FILE *f) {
                     (unsigned long long)g->storages[s].size) < 0)
             return -1;
     return 0;
-}
-
-int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
-                        const plan *const *svg_plans, const char *const *titles, size_t n_svg,
-                        char *err, size_t errlen) {
-    planner_output_set set = {0};
-    int i_plan = planner_outputs_add(&set, "-o", files->plan);
-    int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
-    int i_tree = planner_outputs_add(&set, "--dump-tree", files->tree);
-    int i_bufs = planner_outputs_add(&set, "--dump-buffers", files->buffers);
-    if (set.n == 0) return 0;
-    if (planner_outputs_open(&set, err, errlen)) return -1;
-    int rc = 0;
-    char why[512] = "";
-    if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
-        rc = roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", files->plan);
-    if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
-        rc = roamc_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
-    if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
-        rc = roamc_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
-                          files->buffers);
-    if (rc == 0 && i_svg >= 0) plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f);
-    if (rc) {
-        planner_outputs_commit(&set, 0, NULL, 0);
-        return -1;
-    }
-    return planner_outputs_commit(&set, 1, err, errlen);
 }
 
 /* ----------------------------------------------------------------- report */

@@ -1,4 +1,8 @@
-/* planner/ — drives the pipeline and owns the plan file.
+/* planner/ — the pipeline: loads a model, orders, lays out, validates,
+ * and writes the plan file and the report.  The commands that drive it
+ * (roamc's main, check, compare, budget, layout, the pictures) are in
+ * planner/cmd/, each behind a header of its own; they include this
+ * header, never the other way.
  *
  *   model (frontend) -> graph -> order -> lifetimes -> layout -> validate
  *   -> plan file (roam-plan v1, written atomically) and report.
@@ -185,24 +189,18 @@ int plan_validate(const plan *p, char *err, size_t errlen);
  * hex digits and a NUL. */
 void plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65]);
 
-/* Writes the roam-plan v1 file for p to path atomically: a temporary file in
- * the same folder, renamed over path only when complete.  model_path is
- * recorded as given.  Returns 0, or -1 with a message (no file is left). */
-int plan_write(const plan *p, const char *model_path, const char *path, char *err, size_t errlen);
 /* The files one planning run writes, each NULL when not asked for. */
 typedef struct planner_files {
     const char *plan, *svg, *tree;
     const char *buffers; /* --dump-buffers: the layout problem as a buffer CSV */
 } planner_files;
-/* Writes files->plan, files->tree and files->buffers for p and files->svg with the n_svg
- * plans and titles, all or nothing (planner_output_set).  Returns 0, or -1
- * with a message and no file written. */
-int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
-                        const plan *const *svg_plans, const char *const *titles, size_t n_svg,
-                        char *err, size_t errlen);
 /* The same file into f (an output of a planner_output_set).  Returns 0, -1
  * on a write error. */
 int plan_write_stream(const plan *p, const char *model_path, FILE *f);
+/* --dump-buffers: the plan's layout problem as a buffer CSV (DESIGN.md:
+ * id,lower,upper,size; one line per storage, aligned sizes, half-open
+ * lifetimes) into f.  Returns 0, -1 on a write error. */
+int plan_write_buffers(const plan *p, FILE *f);
 /* --dump-tree: the subgraph tree of a plan ordered by roam (p->tree) as JSON
  * into f.  Returns 0, or -1 with a message. */
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen);
@@ -273,34 +271,6 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files,
                       struct json_t *extra);
 
-/* Draws n plans of the same graph one above the other on one scale (time
- * across, address up, one rectangle per storage, persistent storages shaded
- * apart, the actual peak marked, the live-bytes curve under each) into an SVG
- * file, written atomically.  Storages below a pixel are merged, so the file
- * stays small for 10,000+ storages.  Returns 0, or -1 with a message. */
-int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
-                   char *err, size_t errlen);
-/* The same picture into f (write errors show at the stream's close). */
-void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f);
-
-/* `roamc MODEL --compare`: plans g as PyTorch (program order, allocator
- * replay), Heuristics (LESCEA, LLFB), ILP (whole-graph order and layout
- * ILPs) and ROAM, and prints one table (or JSON when json != 0) to out.
- * Writes the ROAM plan (and its tree) and the PyTorch and ROAM layouts to
- * the files asked for, all or nothing.  Returns 0, or -1 with a message. */
-int plan_compare(const graph *g, const planner_options *base, const char *model_path,
-                 const planner_files *files, int json, FILE *out, char *err, size_t errlen);
-
-/* `roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]
- * [--align B] [--method roam|llfb|greedy|bestfit|pytorch]` (cmd_layout.c):
- * the layout engine alone on a buffer-list CSV.  argv[0] is "layout".
- * Prints the height, the live-size lower bound, the fragmentation and the
- * time.  Returns the exit status: 0 success; 1 I/O or internal error; 2 bad
- * usage or bad input (message on stderr, no output file); 3 --capacity given
- * and no layout fits it (proved by the lower bound, or none found in time;
- * no output file). */
-int cmd_layout(int argc, char **argv);
-
 /* Loads the model at path under the bindings of fopt (with train, not NULL:
  * derives its training step, fe_train, and writes it to train->emit_path
  * when set, all or nothing) and builds its graph with align
@@ -311,70 +281,6 @@ int cmd_layout(int argc, char **argv);
 int planner_model_load(const char *path, const fe_options *fopt, const fe_train_options *train,
                        uint64_t align, fe_model *m, graph *g, char **summary, char *err,
                        size_t errlen);
-
-/* `roamc check MODEL PLAN [--input-shape ...] [--dim ...]`: the checks of
- * shared/tools/check_plan.py, with the model sized under the bindings of
- * fopt (NULL: none).  Prints "VALID ..." or up to 20 "INVALID: ..." lines to
- * out and returns 0 (valid), 1 (invalid) or 2 (unreadable model or plan;
- * message to err). */
-int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
-                    FILE *out, FILE *err);
-
-/* ------------------------------------------------ will it fit (planner/fit.c) */
-
-/* Exit status of a plan that does not fit its --budget (0: it fits). */
-#define PLANNER_EXIT_NO_FIT 3
-/* --max-batch stops doubling here: 2^20 samples. */
-#define PLANNER_MAX_BATCH ((int64_t)1 << 20)
-
-/* Parses a byte count as people write one: digits, an optional fraction
- * and a unit, B, kB, MB, GB, TB, PB (powers of 1000) or KiB, MiB, GiB,
- * TiB, PiB (powers of 1024), in any letter case: "24000000000", "80GB",
- * "16GiB", "1.5TiB"; a fraction of a byte rounds down ("0.9GiB").  Refuses
- * zero, signs, unknown or bare units ("16G") and values above 2^63 - 1
- * (8 EiB; sizes stay JSON integers).  Returns 0, or -1 with a message
- * quoting s. */
-int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen);
-
-/* A device memory budget: the step fits when what it needs plus reserve
- * is at most budget.  reserve < budget. */
-typedef struct planner_budget {
-    uint64_t budget;          /* bytes of device memory */
-    uint64_t reserve;         /* spent outside the arena: CUDA context, workspaces */
-    const char *budget_text;  /* as the user wrote them, echoed in reports */
-    const char *reserve_text; /* NULL when not given (0) */
-} planner_budget;
-
-/* The verdict of --budget on one plan next to PyTorch's plan of the same
- * step (method pytorch): each fits or not, by how much.  Text lines to f,
- * or (json != NULL) a "budget" member added to json.  Returns 0 when
- * `chosen` fits, PLANNER_EXIT_NO_FIT when it does not. */
-int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
-                       struct json_t *json);
-
-/* --max-batch: what to search. */
-typedef struct planner_batch_query {
-    const char *model_path;
-    const fe_options *bindings; /* the user's --input-shape/--dim; must leave the batch unbound */
-    const char *symbol;         /* the batch dim, or NULL: the one input symbol left unbound */
-    /* plan the training step derived from the model (--train), or NULL */
-    const fe_train_options *train;
-    planner_options opt; /* the plan to size against PyTorch's (method pytorch) */
-    const planner_budget *budget;
-    const char *out_path; /* write the plan at the largest batch that fits, or NULL */
-    const char *svg_path; /* draw need against batch, or NULL */
-    int json;             /* the table as one JSON object */
-    int progress;         /* a line per batch on stderr */
-} planner_batch_query;
-
-/* Finds, for PyTorch's plan and for the chosen one, the largest batch that
- * fits the budget (doubling, then bisection; both plans at every batch
- * tried) and prints the table of every batch tried to out (NULL: quiet).
- * Returns the exit status: 0 when the chosen plan fits batch 1 at least,
- * PLANNER_EXIT_NO_FIT when it does not, 2 when the model has no batch
- * symbol to search or a binding is wrong, 1 on another failure (message in
- * err for 1 and 2). */
-int planner_max_batch(const planner_batch_query *q, FILE *out, char *err, size_t errlen);
 
 /* ------------------------------------------------ what was inferred (planner/shapes.c) */
 

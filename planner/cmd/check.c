@@ -6,6 +6,7 @@
  * one difference is that a node's reads from inside its subgraphs count as
  * reads here (check_plan.py does not look into subgraphs).
  */
+#include "check.h"
 #include "planner.h"
 
 #include <stdarg.h>

@@ -16,7 +16,7 @@
  * with the batch, which the table lets one check (a batch above the
  * boundary that fits is reported).
  */
-#include "planner.h"
+#include "budget.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,7 +30,7 @@
 /* "16GiB": the unit's bytes, or 0 for an unknown unit.  Letters in any case,
  * since people write "16gb" as often as "16GB"; a bare "G" is refused
  * because it means 10^9 to some tools and 2^30 to others. */
-static uint64_t fit_unit(const char *u) {
+static uint64_t budget_unit(const char *u) {
     static const struct {
         const char *name;
         uint64_t bytes;
@@ -80,7 +80,7 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
         return roamc_errorf(
             err, errlen,
             "'%s' is not a size: give bytes, or a number with a unit such as 16GiB or 80GB", s);
-    uint64_t unit = fit_unit(p);
+    uint64_t unit = budget_unit(p);
     if (unit == 0)
         return roamc_errorf(err, errlen,
                             "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
@@ -102,7 +102,7 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
 }
 
 /* "17,179,869,184": bytes with thousands separators, exact. */
-static const char *fit_grouped(uint64_t v, char *buf, size_t len) {
+static const char *budget_grouped(uint64_t v, char *buf, size_t len) {
     char digits[32];
     int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
     size_t k = 0;
@@ -116,31 +116,31 @@ static const char *fit_grouped(uint64_t v, char *buf, size_t len) {
 
 /* ------------------------------------------------------------ one verdict */
 
-static bool fit_fits(const planner_budget *b, uint64_t need) {
+static bool budget_fits(const planner_budget *b, uint64_t need) {
     return need <= b->budget - b->reserve;
 }
 
 /* Margin (positive) or shortfall (negative) in bytes, as a double so that
  * it has a sign for any uint64 pair. */
-static double fit_margin(const planner_budget *b, uint64_t need) {
+static double budget_margin(const planner_budget *b, uint64_t need) {
     return (double)(b->budget - b->reserve) - (double)need;
 }
 
-static json_t *fit_verdict_json(const planner_budget *b, uint64_t need, uint64_t theoretical) {
+static json_t *budget_verdict_json(const planner_budget *b, uint64_t need, uint64_t theoretical) {
     json_t *o = json_object();
     json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)theoretical));
     json_object_set_new(o, "needs", json_integer((json_int_t)need));
-    json_object_set_new(o, "fits", json_boolean(fit_fits(b, need)));
+    json_object_set_new(o, "fits", json_boolean(budget_fits(b, need)));
     /* the margin is exact in bytes; json_int_t holds it for any budget up to 2^63 */
-    int64_t m = fit_fits(b, need) ? (int64_t)(b->budget - b->reserve - need)
-                                  : -(int64_t)(need - (b->budget - b->reserve));
+    int64_t m = budget_fits(b, need) ? (int64_t)(b->budget - b->reserve - need)
+                                     : -(int64_t)(need - (b->budget - b->reserve));
     json_object_set_new(o, "margin", json_integer((json_int_t)m));
     json_object_set_new(o, "margin_percent_of_budget",
-                        json_real(100.0 * fit_margin(b, need) / (double)b->budget));
+                        json_real(100.0 * budget_margin(b, need) / (double)b->budget));
     return o;
 }
 
-static json_t *fit_budget_json(const planner_budget *b) {
+static json_t *budget_echo_json(const planner_budget *b) {
     json_t *o = json_object();
     json_object_set_new(o, "budget", json_integer((json_int_t)b->budget));
     json_object_set_new(o, "budget_text", json_string(b->budget_text));
@@ -150,38 +150,38 @@ static json_t *fit_budget_json(const planner_budget *b) {
     return o;
 }
 
-static void fit_budget_text(FILE *f, const planner_budget *b) {
+static void budget_echo_text(FILE *f, const planner_budget *b) {
     char g1[40], g2[40], g3[40];
     fprintf(f,
             "  budget        %s = %s B; reserve %s = %s B outside the arena; %s B for the step\n",
-            b->budget_text, fit_grouped(b->budget, g1, sizeof g1),
-            b->reserve_text ? b->reserve_text : "0", fit_grouped(b->reserve, g2, sizeof g2),
-            fit_grouped(b->budget - b->reserve, g3, sizeof g3));
+            b->budget_text, budget_grouped(b->budget, g1, sizeof g1),
+            b->reserve_text ? b->reserve_text : "0", budget_grouped(b->reserve, g2, sizeof g2),
+            budget_grouped(b->budget - b->reserve, g3, sizeof g3));
 }
 
-static void fit_verdict_text(FILE *f, const planner_budget *b, const char *who, uint64_t need) {
+static void budget_verdict_text(FILE *f, const planner_budget *b, const char *who, uint64_t need) {
     char h[32], g[40], hm[32];
-    bool fits = fit_fits(b, need);
+    bool fits = budget_fits(b, need);
     uint64_t gap = fits ? b->budget - b->reserve - need : need - (b->budget - b->reserve);
     fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who,
-            planner_bytes_human(need, h, sizeof h), fit_grouped(need, g, sizeof g),
+            planner_bytes_human(need, h, sizeof h), budget_grouped(need, g, sizeof g),
             fits ? "FITS" : "DOES NOT FIT", planner_bytes_human(gap, hm, sizeof hm),
             100.0 * (double)gap / (double)b->budget);
 }
 
-int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
-                       json_t *json) {
+int planner_budget_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
+                          json_t *json) {
     if (json) {
-        json_t *o = fit_budget_json(b);
-        json_object_set_new(o, "pytorch",
-                            fit_verdict_json(b, plan_device_bytes(pytorch), pytorch->theoretical));
+        json_t *o = budget_echo_json(b);
+        json_object_set_new(
+            o, "pytorch", budget_verdict_json(b, plan_device_bytes(pytorch), pytorch->theoretical));
         json_object_set_new(o, "plan",
-                            fit_verdict_json(b, plan_device_bytes(chosen), chosen->theoretical));
+                            budget_verdict_json(b, plan_device_bytes(chosen), chosen->theoretical));
         json_object_set_new(json, "budget", o);
     } else if (f) {
-        fit_budget_text(f, b);
-        fit_verdict_text(f, b, "PyTorch", plan_device_bytes(pytorch));
-        fit_verdict_text(f, b, "this plan", plan_device_bytes(chosen));
+        budget_echo_text(f, b);
+        budget_verdict_text(f, b, "PyTorch", plan_device_bytes(pytorch));
+        budget_verdict_text(f, b, "this plan", plan_device_bytes(chosen));
         if (pytorch->pytorch_released)
             fprintf(f,
                     "  note          near the budget PyTorch's allocator gave %zu cached segments "
@@ -192,7 +192,7 @@ int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, con
             fprintf(f, "  note          PyTorch would stop with out of memory; it needs what it "
                        "reserves with no limit\n");
     }
-    return fit_fits(b, plan_device_bytes(chosen)) ? 0 : PLANNER_EXIT_NO_FIT;
+    return budget_fits(b, plan_device_bytes(chosen)) ? 0 : PLANNER_EXIT_NO_FIT;
 }
 
 /* ------------------------------------------------------------ batch search */
@@ -200,36 +200,36 @@ int planner_fit_report(FILE *f, const planner_budget *b, const plan *chosen, con
 /* What is sized at each batch: PyTorch's plan, the chosen plan, and the
  * lower bound of the theoretical peak over every schedule (so no plan at
  * all fits a batch whose bound does not). */
-enum { FIT_PYTORCH, FIT_PLAN, FIT_BOUND, FIT_N };
+enum { BUDGET_PYTORCH, BUDGET_PLAN, BUDGET_BOUND, BUDGET_N };
 
 /* One batch tried. */
-typedef struct fit_row {
+typedef struct budget_row {
     int64_t batch;
-    uint64_t theoretical[FIT_N], need[FIT_N]; /* the bound: both the bound */
-    bool fits[FIT_N];
+    uint64_t theoretical[BUDGET_N], need[BUDGET_N]; /* the bound: both the bound */
+    bool fits[BUDGET_N];
     /* how the chosen plan's arena was found: its own layout (exact); the
      * fast llfb layout, which fit already (an upper bound: the chosen
      * layout never does worse); or not at all, the theoretical peak being
      * over the budget (need is then that peak, a lower bound) */
-    enum { FIT_ARENA_EXACT, FIT_ARENA_AT_MOST, FIT_ARENA_SKIPPED } arena;
+    enum { BUDGET_ARENA_EXACT, BUDGET_ARENA_AT_MOST, BUDGET_ARENA_SKIPPED } arena;
     double seconds;
     /* --time-limit: some plan of this batch was cut short (plan.time_short or time_cut) */
     bool cut;
-} fit_row;
+} budget_row;
 
-typedef struct fit_search {
+typedef struct budget_search {
     const planner_batch_query *q;
-    fit_row *rows;
+    budget_row *rows;
     size_t n_rows, cap_rows;
     char *err;
     size_t errlen;
     int status; /* exit status of the failure that stopped the search */
-} fit_search;
+} budget_search;
 
 /* Loads the model (or its --train step) with q's bindings and symbol =
  * batch, and builds its graph.  Returns 0, or 2 with a message. */
-static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g, char *err,
-                    size_t errlen) {
+static int budget_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g,
+                       char *err, size_t errlen) {
     /* q's bindings plus one: shares q's strings, owns only the array */
     fe_options o = *q->bindings;
     o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
@@ -241,13 +241,13 @@ static int fit_load(const planner_batch_query *q, int64_t batch, fe_model *m, gr
     return rc ? 2 : 0;
 }
 
-/* Plans g as method pytorch (who FIT_PYTORCH) or with q's options
- * (FIT_PLAN; with quick, its order and the fast llfb layout).  Returns 0,
+/* Plans g as method pytorch (who BUDGET_PYTORCH) or with q's options
+ * (BUDGET_PLAN; with quick, its order and the fast llfb layout).  Returns 0,
  * or 1 with a message. */
-static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool quick, plan *p,
-                    char *err, size_t errlen) {
+static int budget_plan(const planner_batch_query *q, const graph *g, int who, bool quick, plan *p,
+                       char *err, size_t errlen) {
     planner_options opt = q->opt;
-    if (who == FIT_PYTORCH) planner_method_apply(planner_method_find("pytorch"), &opt);
+    if (who == BUDGET_PYTORCH) planner_method_apply(planner_method_find("pytorch"), &opt);
     if (quick) opt.layout = PLANNER_LAYOUT_LLFB;
     if (opt.layout == PLANNER_LAYOUT_PYTORCH)
         opt.device_limit = q->budget->budget - q->budget->reserve;
@@ -258,7 +258,7 @@ static int fit_plan(const planner_batch_query *q, const graph *g, int who, bool 
 /* The row of batch b, planned now if it was not yet.  NULL on an error
  * (message in s->err); a model too large to size at this batch is a row
  * that does not fit. */
-static const fit_row *fit_probe(fit_search *s, int64_t b) {
+static const budget_row *budget_probe(budget_search *s, int64_t b) {
     for (size_t i = 0; i < s->n_rows; i++)
         if (s->rows[i].batch == b) return &s->rows[i];
     if (s->n_rows == s->cap_rows) {
@@ -266,7 +266,7 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
         s->rows = xreallocarray(s->rows, cap, sizeof *s->rows);
         s->cap_rows = cap;
     }
-    fit_row *row = &s->rows[s->n_rows];
+    budget_row *row = &s->rows[s->n_rows];
     memset(row, 0, sizeof *row);
     row->batch = b;
     double t0 = roamc_now();
@@ -278,24 +278,24 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
     char why[1024];
     /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
      * represent: any failure is the model's, reported */
-    if ((s->status = fit_load(s->q, b, &m, &g, why, sizeof why)))
+    if ((s->status = budget_load(s->q, b, &m, &g, why, sizeof why)))
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
-    for (int who = FIT_PYTORCH; who <= FIT_PLAN && s->status == 0; who++) {
+    for (int who = BUDGET_PYTORCH; who <= BUDGET_PLAN && s->status == 0; who++) {
         plan p;
         /* The slow layout only where it decides: its arena is at least the
          * theoretical peak, which the order alone gives, and at most what
          * llfb gives (it starts from the best heuristic), so only a batch
          * with peak <= budget < llfb's arena needs it. */
-        bool quick = who == FIT_PLAN && slow_layout;
+        bool quick = who == BUDGET_PLAN && slow_layout;
         for (;;) {
-            if ((s->status = fit_plan(s->q, &g, who, quick, &p, why, sizeof why))) break;
+            if ((s->status = budget_plan(s->q, &g, who, quick, &p, why, sizeof why))) break;
             if (!quick) break;
-            if (!fit_fits(s->q->budget, p.theoretical)) {
-                row->arena = FIT_ARENA_SKIPPED;
+            if (!budget_fits(s->q->budget, p.theoretical)) {
+                row->arena = BUDGET_ARENA_SKIPPED;
                 break;
             }
-            if (fit_fits(s->q->budget, p.actual)) {
-                row->arena = FIT_ARENA_AT_MOST;
+            if (budget_fits(s->q->budget, p.actual)) {
+                row->arena = BUDGET_ARENA_AT_MOST;
                 break;
             }
             plan_free(&p);
@@ -304,19 +304,21 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
         if (s->status) break;
         row->cut |= p.time_short || p.time_cut[0];
         row->theoretical[who] = p.theoretical;
-        row->need[who] = who == FIT_PLAN && row->arena == FIT_ARENA_SKIPPED ? p.theoretical
-                                                                            : plan_device_bytes(&p);
-        row->fits[who] = fit_fits(s->q->budget, row->need[who]);
+        row->need[who] = who == BUDGET_PLAN && row->arena == BUDGET_ARENA_SKIPPED
+                             ? p.theoretical
+                             : plan_device_bytes(&p);
+        row->fits[who] = budget_fits(s->q->budget, row->need[who]);
         /* the chosen plan's graph frees each gradient after its last use;
          * PyTorch's holds them to the end, so its bound is another one */
-        if (who == FIT_PLAN) row->theoretical[FIT_BOUND] = row->need[FIT_BOUND] = p.lower_bound;
+        if (who == BUDGET_PLAN)
+            row->theoretical[BUDGET_BOUND] = row->need[BUDGET_BOUND] = p.lower_bound;
         plan_free(&p);
     }
     graph_free(&g);
     fe_free(&m);
     if (s->status)
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
-    row->fits[FIT_BOUND] = fit_fits(s->q->budget, row->need[FIT_BOUND]);
+    row->fits[BUDGET_BOUND] = budget_fits(s->q->budget, row->need[BUDGET_BOUND]);
     row->seconds = roamc_now() - t0;
     planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
                             row->fits[0] ? "fits" : "does not fit",
@@ -327,10 +329,10 @@ static const fit_row *fit_probe(fit_search *s, int64_t b) {
 
 /* Largest batch at which plan `who` fits (0 when batch 1 does not), by
  * doubling then bisection; -1 on an error. */
-static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
+static int64_t budget_search_one(budget_search *s, int who, bool *capped) {
     int64_t lo = 0, hi = 1;
     for (;;) {
-        const fit_row *r = fit_probe(s, hi);
+        const budget_row *r = budget_probe(s, hi);
         if (!r) return -1;
         if (!r->fits[who]) break;
         lo = hi;
@@ -342,7 +344,7 @@ static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
     }
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
-        const fit_row *r = fit_probe(s, mid);
+        const budget_row *r = budget_probe(s, mid);
         if (!r) return -1;
         if (r->fits[who])
             lo = mid;
@@ -352,39 +354,39 @@ static int64_t fit_search_one(fit_search *s, int who, bool *capped) {
     return lo;
 }
 
-/* The arena column: "16.00 GiB", "<=16.02 GiB" or "-" (see fit_row);
+/* The arena column: "16.00 GiB", "<=16.02 GiB" or "-" (see budget_row);
  * buf holds at least 32 bytes. */
-static const char *fit_arena_text(const fit_row *r, char *buf, size_t len) {
-    if (r->arena == FIT_ARENA_SKIPPED) return snprintf(buf, len, "-"), buf;
-    size_t k = r->arena == FIT_ARENA_AT_MOST ? 2 : 0;
+static const char *budget_arena_text(const budget_row *r, char *buf, size_t len) {
+    if (r->arena == BUDGET_ARENA_SKIPPED) return snprintf(buf, len, "-"), buf;
+    size_t k = r->arena == BUDGET_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
-    planner_bytes_human(r->need[FIT_PLAN], buf + k, len - k);
+    planner_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
     return buf;
 }
 
-static int fit_row_cmp(const void *a, const void *b) {
-    int64_t x = ((const fit_row *)a)->batch, y = ((const fit_row *)b)->batch;
+static int budget_row_cmp(const void *a, const void *b) {
+    int64_t x = ((const budget_row *)a)->batch, y = ((const budget_row *)b)->batch;
     return (x > y) - (x < y);
 }
 
 /* x position of batch b on the chart's log2 axis */
-static double fit_svg_x(int64_t b, int64_t top) {
+static double budget_svg_x(int64_t b, int64_t top) {
     return 80 + 900.0 * (top > 1 ? __builtin_log2((double)b) / __builtin_log2((double)top) : 0.5);
 }
 
 /* Peak against batch, both plans and the budget line. */
-static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
+static void budget_svg(const budget_search *s, const int64_t best[BUDGET_N], FILE *f) {
     const planner_batch_query *q = s->q;
     int64_t top = 2;
     uint64_t ymax = q->budget->budget;
     for (size_t i = 0; i < s->n_rows; i++) {
         if (s->rows[i].batch > top) top = s->rows[i].batch;
-        for (int w = 0; w < FIT_N; w++)
+        for (int w = 0; w < BUDGET_N; w++)
             if (s->rows[i].need[w] > ymax) ymax = s->rows[i].need[w];
     }
     ymax += ymax / 10;
     const double H = 400, Y0 = 60;
-#define FIT_Y(v) (Y0 + H - H * (double)(v) / (double)ymax)
+#define BUDGET_Y(v) (Y0 + H - H * (double)(v) / (double)ymax)
     fprintf(f,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
             "width=\"1100\" "
@@ -420,11 +422,11 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
                 "<text x=\"74\" y=\"%.1f\" text-anchor=\"end\">%g %s</text><line class=\"ax\" "
                 "x1=\"76\" "
                 "y1=\"%.1f\" x2=\"80\" y2=\"%.1f\"/>\n",
-                FIT_Y(v * unit) + 4, v, unit > (double)(1ull << 20) ? "GiB" : "MiB",
-                FIT_Y(v * unit), FIT_Y(v * unit));
+                BUDGET_Y(v * unit) + 4, v, unit > (double)(1ull << 20) ? "GiB" : "MiB",
+                BUDGET_Y(v * unit), BUDGET_Y(v * unit));
     for (int64_t b = 1; b <= top; b *= 2)
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%" PRId64 "</text>\n",
-                fit_svg_x(b, top), Y0 + H + 16, b);
+                budget_svg_x(b, top), Y0 + H + 16, b);
     fprintf(f, "<text x=\"535\" y=\"%.1f\" text-anchor=\"middle\">batch (log scale)</text>\n",
             Y0 + H + 34);
     /* budget line: what the step may use, the reserve taken off */
@@ -432,26 +434,27 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
             "<line class=\"b\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/><text x=\"994\" "
             "y=\"%.1f\" "
             "fill=\"#e15759\">budget</text>\n",
-            FIT_Y(q->budget->budget - q->budget->reserve),
-            FIT_Y(q->budget->budget - q->budget->reserve),
-            FIT_Y(q->budget->budget - q->budget->reserve) + 4);
-    static const char *const colors[FIT_N] = {"#f28e2b", "#4e79a7", "#bab0ac"};
-    static const char *const names[FIT_N] = {"PyTorch (allocator reserves)", "roamc plan (arena)",
-                                             "lower bound (any plan)"};
+            BUDGET_Y(q->budget->budget - q->budget->reserve),
+            BUDGET_Y(q->budget->budget - q->budget->reserve),
+            BUDGET_Y(q->budget->budget - q->budget->reserve) + 4);
+    static const char *const colors[BUDGET_N] = {"#f28e2b", "#4e79a7", "#bab0ac"};
+    static const char *const names[BUDGET_N] = {"PyTorch (allocator reserves)",
+                                                "roamc plan (arena)", "lower bound (any plan)"};
     /* the bound first, dashed, so that the plan drawn over it stays visible */
-    for (int w = FIT_N - 1; w >= 0; w--) {
+    for (int w = BUDGET_N - 1; w >= 0; w--) {
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", colors[w],
-                w == FIT_BOUND ? "1.5\" stroke-dasharray=\"5 3" : "2");
+                w == BUDGET_BOUND ? "1.5\" stroke-dasharray=\"5 3" : "2");
         for (size_t i = 0; i < s->n_rows; i++)
-            fprintf(f, "%.1f,%.1f ", fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]));
+            fprintf(f, "%.1f,%.1f ", budget_svg_x(s->rows[i].batch, top),
+                    BUDGET_Y(s->rows[i].need[w]));
         fprintf(f, "\"/>\n");
         for (size_t i = 0; i < s->n_rows; i++)
             fprintf(f,
                     "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"><title>batch %" PRId64
                     ": %s</title></circle>\n",
-                    fit_svg_x(s->rows[i].batch, top), FIT_Y(s->rows[i].need[w]),
+                    budget_svg_x(s->rows[i].batch, top), BUDGET_Y(s->rows[i].need[w]),
                     s->rows[i].batch == best[w] ? "5"
-                    : w == FIT_BOUND            ? "1.5"
+                    : w == BUDGET_BOUND         ? "1.5"
                                                 : "2.5",
                     colors[w], s->rows[i].batch,
                     planner_bytes_human(s->rows[i].need[w], h1, sizeof h1));
@@ -461,14 +464,14 @@ static void fit_svg(const fit_search *s, const int64_t best[FIT_N], FILE *f) {
                 "largest batch %" PRId64 "</text>\n",
                 80 + 340 * w, colors[w], 98 + 340 * w, names[w], best[w]);
     }
-#undef FIT_Y
+#undef BUDGET_Y
     fputs("</svg>\n", f);
 }
 
 /* The symbol to search: q->symbol when given (it must be a dim of the
  * model left unbound), else the one input symbol the bindings leave
  * unbound.  Returns 0 with *sym (owned by the caller), or -1. */
-static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, size_t errlen) {
+static int budget_find_symbol(const planner_batch_query *q, char **sym, char *err, size_t errlen) {
     fe_options o = *q->bindings;
     o.allow_unresolved = true;
     fe_model m;
@@ -530,41 +533,41 @@ static int fit_find_symbol(const planner_batch_query *q, char **sym, char *err, 
     return rc;
 }
 
-/* What the search found for each of FIT_N: the largest batch that fits,
+/* What the search found for each of BUDGET_N: the largest batch that fits,
  * whether the search stopped at PLANNER_MAX_BATCH, and a batch above that
  * one that fits too (0 when none was tried) */
-typedef struct fit_result {
-    int64_t best[FIT_N];
-    bool capped[FIT_N];
-    int64_t above[FIT_N];
+typedef struct budget_result {
+    int64_t best[BUDGET_N];
+    bool capped[BUDGET_N];
+    int64_t above[BUDGET_N];
     double seconds; /* the whole search */
-} fit_result;
+} budget_result;
 
 /* The plan at the largest batch, held for -o until the report is written. */
-typedef struct fit_chosen {
+typedef struct budget_chosen {
     plan p;
     fe_model m;
     graph g;
     bool have;
-} fit_chosen;
+} budget_chosen;
 
-/* Searches the largest batch of each of FIT_N in turn (rows shared, so a
+/* Searches the largest batch of each of BUDGET_N in turn (rows shared, so a
  * batch is planned once), then sorts the rows by batch and notes a batch
  * above each boundary that fits.  Returns 0, or the exit status of the
  * failure (message in s->err). */
-static int fit_search_all(fit_search *s, fit_result *res) {
+static int budget_search_all(budget_search *s, budget_result *res) {
     double t0 = roamc_now();
     int rc = 0;
-    for (int w = 0; w < FIT_N && rc == 0; w++)
-        if ((res->best[w] = fit_search_one(s, w, &res->capped[w])) < 0)
+    for (int w = 0; w < BUDGET_N && rc == 0; w++)
+        if ((res->best[w] = budget_search_one(s, w, &res->capped[w])) < 0)
             rc = s->status ? s->status : 1;
     res->seconds = roamc_now() - t0;
     planner_progress_prefix("%s", "--max-batch: writing");
     if (rc) return rc;
-    qsort(s->rows, s->n_rows, sizeof *s->rows, fit_row_cmp);
+    qsort(s->rows, s->n_rows, sizeof *s->rows, budget_row_cmp);
     /* a batch above the boundary that fits: the need is not monotone */
     for (size_t i = 0; i < s->n_rows; i++)
-        for (int w = 0; w < FIT_N; w++)
+        for (int w = 0; w < BUDGET_N; w++)
             if (s->rows[i].fits[w] && s->rows[i].batch > res->best[w] && !res->above[w])
                 res->above[w] = s->rows[i].batch;
     return 0;
@@ -572,11 +575,11 @@ static int fit_search_all(fit_search *s, fit_result *res) {
 
 /* Plans the model at batch with q's options into c (c->have set).
  * Returns 0, or the exit status with a message; c holds nothing then. */
-static int fit_plan_at(const planner_batch_query *q, int64_t batch, fit_chosen *c, char *err,
-                       size_t errlen) {
-    int rc = fit_load(q, batch, &c->m, &c->g, err, errlen);
+static int budget_plan_at(const planner_batch_query *q, int64_t batch, budget_chosen *c, char *err,
+                          size_t errlen) {
+    int rc = budget_load(q, batch, &c->m, &c->g, err, errlen);
     if (rc) return rc;
-    if ((rc = fit_plan(q, &c->g, FIT_PLAN, false, &c->p, err, errlen))) {
+    if ((rc = budget_plan(q, &c->g, BUDGET_PLAN, false, &c->p, err, errlen))) {
         graph_free(&c->g);
         fe_free(&c->m);
         return rc;
@@ -587,32 +590,33 @@ static int fit_plan_at(const planner_batch_query *q, int64_t batch, fit_chosen *
 
 /* Writes -o (the chosen plan, when c has one) and --svg (the chart), both
  * or neither (planner_output_set).  Returns 0, or 1 with a message. */
-static int fit_write_outputs(const fit_search *s, const fit_result *res, const fit_chosen *c,
-                             char *err, size_t errlen) {
+static int budget_write_outputs(const budget_search *s, const budget_result *res,
+                                const budget_chosen *c, char *err, size_t errlen) {
     const planner_batch_query *q = s->q;
     planner_output_set set = {0};
     int i_plan = planner_outputs_add(&set, "-o", c->have ? q->out_path : NULL);
     int i_svg = planner_outputs_add(&set, "--svg", q->svg_path);
     if (planner_outputs_open(&set, err, errlen)) return 1;
     int ok = i_plan < 0 || plan_write_stream(&c->p, q->model_path, set.slot[i_plan].f) == 0;
-    if (ok && i_svg >= 0) fit_svg(s, res->best, set.slot[i_svg].f);
+    if (ok && i_svg >= 0) budget_svg(s, res->best, set.slot[i_svg].f);
     if (!ok) roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", q->out_path);
     return planner_outputs_commit(&set, ok, ok ? err : NULL, errlen) ? 1 : 0;
 }
 
 /* The --report json report: the verdicts, every batch tried, and the plan
  * written (null when none). */
-static void fit_report_json(FILE *out, const fit_search *s, const fit_result *res, bool have_plan) {
+static void budget_report_json(FILE *out, const budget_search *s, const budget_result *res,
+                               bool have_plan) {
     const planner_batch_query *q = s->q;
-    static const char *const keys[FIT_N] = {"pytorch", "plan", "lower_bound"};
+    static const char *const keys[BUDGET_N] = {"pytorch", "plan", "lower_bound"};
     json_t *r = json_object();
     json_object_set_new(r, "model", json_string(q->model_path));
     json_object_set_new(r, "batch_symbol", json_string(q->symbol));
-    json_object_set_new(r, "budget", fit_budget_json(q->budget));
+    json_object_set_new(r, "budget", budget_echo_json(q->budget));
     json_object_set_new(r, "order", json_string(planner_order_name(q->opt.order)));
     json_object_set_new(r, "layout", json_string(planner_layout_name(q->opt.layout)));
     json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
-    for (int w = 0; w < FIT_N; w++) {
+    for (int w = 0; w < BUDGET_N; w++) {
         json_object_set_new(mb, keys[w], json_integer(res->best[w]));
         json_object_set_new(cap, keys[w], json_boolean(res->capped[w]));
         json_object_set_new(nm, keys[w], res->above[w] ? json_integer(res->above[w]) : json_null());
@@ -625,10 +629,10 @@ static void fit_report_json(FILE *out, const fit_search *s, const fit_result *re
     for (size_t i = 0; i < s->n_rows; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "batch", json_integer(s->rows[i].batch));
-        for (int w = 0; w < FIT_N; w++)
+        for (int w = 0; w < BUDGET_N; w++)
             json_object_set_new(
                 o, keys[w],
-                fit_verdict_json(q->budget, s->rows[i].need[w], s->rows[i].theoretical[w]));
+                budget_verdict_json(q->budget, s->rows[i].need[w], s->rows[i].theoretical[w]));
         static const char *const arena[] = {"exact", "at_most", "not_laid_out"};
         json_object_set_new(json_object_get(o, "plan"), "arena",
                             json_string(arena[s->rows[i].arena]));
@@ -646,30 +650,31 @@ static void fit_report_json(FILE *out, const fit_search *s, const fit_result *re
 
 /* The text report: one table row per batch tried, then the verdicts and
  * notes on how they were found. */
-static void fit_report_text(FILE *out, const fit_search *s, const fit_result *res, bool have_plan) {
+static void budget_report_text(FILE *out, const budget_search *s, const budget_result *res,
+                               bool have_plan) {
     const planner_batch_query *q = s->q;
     const int64_t *best = res->best;
-    const char *who[FIT_N] = {"PyTorch", "roamc's plan", "the lower bound"};
+    const char *who[BUDGET_N] = {"PyTorch", "roamc's plan", "the lower bound"};
     char h1[32], h2[32], h3[32], h4[32];
     char g1[40], h5[32];
     bool slow = false;
-    for (size_t i = 0; i < s->n_rows; i++) slow |= s->rows[i].arena != FIT_ARENA_EXACT;
+    for (size_t i = 0; i < s->n_rows; i++) slow |= s->rows[i].arena != BUDGET_ARENA_EXACT;
     fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q->model_path,
             q->symbol);
-    fit_budget_text(out, q->budget);
+    budget_echo_text(out, q->budget);
     fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
             "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
     for (size_t i = 0; i < s->n_rows; i++) {
-        const fit_row *r = &s->rows[i];
+        const budget_row *r = &s->rows[i];
         fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
                 planner_bytes_human(r->theoretical[0], h1, sizeof h1),
                 planner_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
                 planner_bytes_human(r->theoretical[1], h3, sizeof h3),
-                fit_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
+                budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
                 planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
                 r->seconds);
     }
-    for (int w = 0; w < FIT_N; w++) {
+    for (int w = 0; w < BUDGET_N; w++) {
         if (best[w] == 0)
             fprintf(out, "  %-15s does not fit even batch 1\n", who[w]);
         else if (res->capped[w])
@@ -712,28 +717,28 @@ static void fit_report_text(FILE *out, const fit_search *s, const fit_result *re
                 q->opt.time_limit, n_cut, s->n_rows);
     if (have_plan)
         fprintf(out, "  plan written  %s (batch %s)\n", q->out_path,
-                fit_grouped((uint64_t)best[1], g1, sizeof g1));
+                budget_grouped((uint64_t)best[1], g1, sizeof g1));
     if (q->svg_path) fprintf(out, "  picture written %s\n", q->svg_path);
 }
 
 int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, size_t errlen) {
     planner_batch_query q = *query;
     char *sym = NULL;
-    if (fit_find_symbol(&q, &sym, err, errlen)) return 2;
+    if (budget_find_symbol(&q, &sym, err, errlen)) return 2;
     q.symbol = sym;
-    fit_search s = {.q = &q, .err = err, .errlen = errlen};
-    fit_result res = {0};
-    int rc = fit_search_all(&s, &res);
-    fit_chosen chosen = {0};
-    if (rc == 0 && q.out_path && res.best[FIT_PLAN] > 0)
-        rc = fit_plan_at(&q, res.best[FIT_PLAN], &chosen, err, errlen);
+    budget_search s = {.q = &q, .err = err, .errlen = errlen};
+    budget_result res = {0};
+    int rc = budget_search_all(&s, &res);
+    budget_chosen chosen = {0};
+    if (rc == 0 && q.out_path && res.best[BUDGET_PLAN] > 0)
+        rc = budget_plan_at(&q, res.best[BUDGET_PLAN], &chosen, err, errlen);
     if (rc == 0 && (chosen.have || q.svg_path))
-        rc = fit_write_outputs(&s, &res, &chosen, err, errlen);
+        rc = budget_write_outputs(&s, &res, &chosen, err, errlen);
     planner_progress_end();
     if (rc == 0 && out && q.json)
-        fit_report_json(out, &s, &res, chosen.have);
+        budget_report_json(out, &s, &res, chosen.have);
     else if (rc == 0 && out)
-        fit_report_text(out, &s, &res, chosen.have);
+        budget_report_text(out, &s, &res, chosen.have);
     if (chosen.have) {
         plan_free(&chosen.p);
         graph_free(&chosen.g);
@@ -742,5 +747,5 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     free(s.rows);
     free(sym);
     if (rc) return rc;
-    return res.best[FIT_PLAN] > 0 ? 0 : PLANNER_EXIT_NO_FIT;
+    return res.best[BUDGET_PLAN] > 0 ? 0 : PLANNER_EXIT_NO_FIT;
 }

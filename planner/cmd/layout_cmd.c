@@ -1,5 +1,6 @@
-/* cmd_layout.c — `roamc layout`: the layout engine alone, on a buffer-list
+/* layout_cmd.c — `roamc layout`: the layout engine alone, on a buffer-list
  * CSV (shared/DESIGN.md).  See cmd_layout.h for the interface. */
+#include "layout_cmd.h"
 #include "planner.h"
 
 #include "layout.h"

@@ -6,7 +6,7 @@
  * are painted into a coarse raster of cells, emitted as one rectangle per run
  * of covered cells in a row.  The file stays small and looks the same.
  */
-#include "planner.h"
+#include "svg.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -270,10 +270,4 @@ void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t
             "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
             SVG_MARGIN);
     fputs("</svg>\n", f);
-}
-
-int plan_write_svg(const plan *const *plans, const char *const *titles, size_t n, const char *path,
-                   char *err, size_t errlen) {
-    planner_files files = {.svg = path};
-    return n ? planner_files_write(&files, plans[0], "", plans, titles, n, err, errlen) : 0;
 }

@@ -21,6 +21,12 @@
 #include "graph.h"
 #include "planner.h"
 
+#include "budget.h"
+#include "check.h"
+#include "compare.h"
+#include "files.h"
+#include "layout_cmd.h"
+
 static const char usage_text[] =
     "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
     "       roamc check MODEL.onnx PLAN.json [--input-shape ...] [--dim ...]\n"
@@ -575,15 +581,16 @@ static int main_plan_one(const main_plan_args *a, const graph *g, const char *mo
     p.times.total = roamc_now() - main_t_start;
     planner_progress_end();
     json_t *extra = a->json_report && budget->budget_text ? json_object() : NULL;
-    int fit =
-        rc == 0 && budget->budget_text ? planner_fit_report(NULL, budget, &p, torch_p, extra) : 0;
+    int fit = rc == 0 && budget->budget_text
+                  ? planner_budget_report(NULL, budget, &p, torch_p, extra)
+                  : 0;
     if (rc == 0 && report) {
         if (a->json_report)
             plan_report_json(report, &p, model_path, files, extra);
         else
             plan_report_text(report, &p, model_path, files);
         if (!a->json_report && budget->budget_text)
-            planner_fit_report(report, budget, &p, torch_p, NULL);
+            planner_budget_report(report, budget, &p, torch_p, NULL);
     }
     if (rc == 0) rc = fit;
     json_decref(extra);

@@ -9,7 +9,8 @@
  *               each falls back to its best heuristic when too large)
  *   ROAM        roam order, roam layout
  */
-#include "planner.h"
+#include "compare.h"
+#include "files.h"
 
 #include <assert.h>
 #include <stdlib.h>

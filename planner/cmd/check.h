@@ -1,0 +1,17 @@
+/* planner/cmd/check.h — `roamc check`: validate a plan file against its model. */
+#ifndef ROAMC_CMD_CHECK_H
+#define ROAMC_CMD_CHECK_H
+
+#include <stdio.h>
+
+#include "frontend.h"
+
+/* `roamc check MODEL PLAN [--input-shape ...] [--dim ...]`: the checks of
+ * shared/tools/check_plan.py, with the model sized under the bindings of
+ * fopt (NULL: none).  Prints "VALID ..." or up to 20 "INVALID: ..." lines to
+ * out and returns 0 (valid), 1 (invalid) or 2 (unreadable model or plan;
+ * message to err). */
+int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
+                    FILE *out, FILE *err);
+
+#endif
