@@ -38,7 +38,7 @@ typedef struct planner_budget {
  * or (json != NULL) a "budget" member added to json.  Returns 0 when
  * `chosen` fits, PLANNER_EXIT_NO_FIT when it does not. */
 int planner_budget_report(FILE *f, const planner_budget *b, const plan *chosen, const plan *pytorch,
-                       struct json_t *json);
+                          struct json_t *json);
 
 /* --max-batch: what to search. */
 typedef struct planner_batch_query {
