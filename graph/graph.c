@@ -13,6 +13,21 @@
 #include <igraph.h>
 
 /* The frontend's error message (fe_verrorf) with the model's path. */
+/* The outputs of ai.roamc Offload nodes live in host memory (DESIGN.md,
+ * "A step that fits"): no device bytes, their own size kept apart. */
+static void graph_mark_host(graph *g, const fe_model *m) {
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        if (strcmp(n->domain, GRAPH_ROAMC_DOMAIN) != 0 || strcmp(n->op_type, "Offload") != 0)
+            continue;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            if (n->outputs[k] < 0) continue;
+            graph_storage *st = &g->storages[g->storage_of[n->outputs[k]]];
+            if (!st->host) st->host = true, st->host_size = st->size, st->size = 0;
+        }
+    }
+}
+
 /* roamc.loss and roamc.optimizer (graph.h: loss_value, optimizer_moments).
  * Example: "sgd" or "SGD, momentum 0.9" -> 0 moments; "adamw" -> 2. */
 static void graph_resolve_training(graph *g, const fe_model *m) {
@@ -172,6 +187,7 @@ static void graph_build_storages(graph *g) {
             if (st->has_input) st->persistent = true;
         }
     }
+    graph_mark_host(g, m);
     free(parent);
     free(sid);
     free(fill);

@@ -34,7 +34,14 @@ typedef struct graph_storage {
     bool has_output; /* holds a graph output: live to the last step */
     bool persistent; /* lives for the whole step (see graph_build) */
     bool gradient;   /* holds a parameter's gradient (metadata roamc.gradients) */
+    /* made by an ai.roamc Offload: lives in host memory, so size is 0 (it
+     * takes no device bytes) and host_size is what it holds */
+    bool host;
+    uint64_t host_size;
 } graph_storage;
+
+/* The domain of roamc's own nodes (Offload, Reload, the collectives). */
+#define GRAPH_ROAMC_DOMAIN "ai.roamc"
 
 typedef struct graph {
     const fe_model *model;

@@ -52,7 +52,7 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     const fe_model *m = g->model;
     json_t *root = json_object();
     json_t *sched = json_array();
-    json_t *bufs = json_array();
+    json_t *bufs = json_array(), *host = json_array();
     json_object_set_new(root, "format", json_string("roam-plan"));
     json_object_set_new(root, "version", json_integer(1));
     json_object_set_new(root, "model", json_string(model_path));
@@ -76,14 +76,20 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
             json_array_append_new(names, json_string(m->values[st->tensors[k]].name));
         json_object_set_new(b, "id", json_integer((json_int_t)s));
         json_object_set_new(b, "tensors", names);
-        json_object_set_new(b, "size", json_integer((json_int_t)st->size));
-        json_object_set_new(b, "offset", json_integer((json_int_t)p->offsets[s]));
+        /* host memory (an Offload's output): its bytes, no device offset */
+        uint64_t size = st->host ? st->host_size : st->size;
+        json_object_set_new(b, "size", json_integer((json_int_t)size));
+        json_object_set_new(b, "offset", json_integer((json_int_t)(st->host ? 0 : p->offsets[s])));
         json_object_set_new(b, "start", json_integer(p->start[s]));
         json_object_set_new(b, "end", json_integer(p->end[s]));
         if (st->persistent) json_object_set_new(b, "persistent", json_true());
-        json_array_append_new(bufs, b);
+        json_array_append_new(st->host ? host : bufs, b);
     }
     json_object_set_new(root, "buffers", bufs);
+    if (json_array_size(host))
+        json_object_set_new(root, "host_buffers", host);
+    else
+        json_decref(host);
     json_t *peak = json_object();
     json_object_set_new(peak, "theoretical", json_integer((json_int_t)p->theoretical));
     json_object_set_new(peak, "actual", json_integer((json_int_t)p->actual));

@@ -62,6 +62,7 @@ static bool check_int(check_ctx *c, json_t *obj, const char *key, size_t bi, lon
 
 typedef struct check_buffer {
     long long size, offset, start, end;
+    bool host; /* a host buffer (an Offload's output): no offset, no device bytes */
 } check_buffer;
 
 typedef struct check_mutation_ctx {
@@ -252,6 +253,11 @@ static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_
     return check_verdict(c);
 }
 
+/* Tensor t is made by an ai.roamc Offload: it lives in host memory. */
+static bool check_is_offloaded(const graph *g, int t) {
+    return g->storages[g->storage_of[t]].host;
+}
+
 /* The plan's buffers into bufs[0..nb) and, for each tensor they name,
  * buf_of[value] (-1: none): every field present, sizes and lifetimes in
  * range, offsets aligned, no tensor twice, none larger than its buffer.
@@ -260,7 +266,6 @@ static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_
 static int check_read_buffers(check_ctx *c, const graph *g, json_t *jb, long long align,
                               check_buffer *bufs, int *buf_of) {
     const fe_model *m = g->model;
-    for (size_t i = 0; i < m->n_values; i++) buf_of[i] = -1;
     for (size_t bi = 0; bi < json_array_size(jb); bi++) {
         json_t *b = json_array_get(jb, bi);
         check_buffer *B = &bufs[bi];
@@ -272,6 +277,7 @@ static int check_read_buffers(check_ctx *c, const graph *g, json_t *jb, long lon
         if (!check_int(c, b, "size", bi, &B->size) || !check_int(c, b, "offset", bi, &B->offset) ||
             !check_int(c, b, "start", bi, &B->start) || !check_int(c, b, "end", bi, &B->end))
             return check_verdict(c);
+        B->host = false;
         if (B->size < 0 || B->offset < 0 ||
             !(0 <= B->start && B->start <= B->end && B->end < (long long)g->n_ops))
             check_problem(
@@ -287,10 +293,59 @@ static int check_read_buffers(check_ctx *c, const graph *g, json_t *jb, long lon
                 check_problem(c, "tensor '%s' is in buffers %d and %zu", m->values[t].name,
                               buf_of[t], bi);
             buf_of[t] = (int)bi;
+            if (check_is_offloaded(g, t))
+                check_problem(c,
+                              "tensor '%s' lives in host memory (an Offload makes it) but is in "
+                              "device buffer %zu",
+                              m->values[t].name, bi);
             if ((long long)m->values[t].bytes > B->size)
                 check_problem(c, "buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)",
                               bi, B->size, m->values[t].name,
                               (unsigned long long)m->values[t].bytes);
+        }
+    }
+    return 0;
+}
+
+/* The plan's host_buffers (DESIGN.md "A step that fits") into host[0..nh)
+ * and buf_of (indices first + i): the fields of a buffer less the offset,
+ * every tensor made by an ai.roamc Offload, none in two buffers, none
+ * larger than its buffer.  Returns 0, or 1 after one too malformed to
+ * read further (listed); the rest are listed for the caller's verdict. */
+static int check_read_host_buffers(check_ctx *c, const graph *g, json_t *jh, size_t first,
+                                   check_buffer *host, int *buf_of) {
+    const fe_model *m = g->model;
+    for (size_t hi = 0; hi < json_array_size(jh); hi++) {
+        json_t *b = json_array_get(jh, hi);
+        check_buffer *B = &host[hi];
+        json_t *tens = json_is_object(b) ? json_object_get(b, "tensors") : NULL;
+        if (!json_is_object(b) || !json_is_array(tens)) {
+            check_problem(c, "host buffer %zu lacks 'tensors'", hi);
+            return check_verdict(c);
+        }
+        if (!check_int(c, b, "size", hi, &B->size) || !check_int(c, b, "start", hi, &B->start) ||
+            !check_int(c, b, "end", hi, &B->end))
+            return check_verdict(c);
+        B->offset = 0, B->host = true;
+        if (B->size < 0 || !(0 <= B->start && B->start <= B->end && B->end < (long long)g->n_ops))
+            check_problem(
+                c, "host buffer %zu has a negative size or a lifetime outside the schedule", hi);
+        for (size_t k = 0; k < json_array_size(tens); k++) {
+            json_t *tn = json_array_get(tens, k);
+            int t = json_is_string(tn) ? fe_find_value(m, json_string_value(tn)) : -1;
+            if (t < 0) continue;
+            if (!check_is_offloaded(g, t))
+                check_problem(c,
+                              "tensor '%s' is in host buffer %zu but no ai.roamc Offload makes it",
+                              m->values[t].name, hi);
+            if (buf_of[t] >= 0)
+                check_problem(c, "tensor '%s' is in buffers %d and host buffer %zu",
+                              m->values[t].name, buf_of[t], hi);
+            buf_of[t] = (int)(first + hi);
+            if ((long long)m->values[t].bytes > B->size)
+                check_problem(
+                    c, "host buffer %zu (%lld bytes) is smaller than tensor '%s' (%llu bytes)", hi,
+                    B->size, m->values[t].name, (unsigned long long)m->values[t].bytes);
         }
     }
     return 0;
@@ -402,17 +457,24 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     int *buf_of = xmallocarray(g->model->n_values, sizeof *buf_of);
     check_buffer *bufs = NULL;
     int rc = check_schedule(&c, g, plan, step_of, order);
-    json_t *jb = json_object_get(plan, "buffers");
+    json_t *jb = json_object_get(plan, "buffers"), *jh = json_object_get(plan, "host_buffers");
     if (rc == 0 && !json_is_array(jb)) {
         check_problem(&c, "plan has no buffers list");
         rc = check_verdict(&c);
     }
+    if (rc == 0 && jh && !json_is_array(jh)) {
+        check_problem(&c, "host_buffers must be a list");
+        rc = check_verdict(&c);
+    }
     if (rc == 0) {
-        size_t nb = json_array_size(jb);
-        bufs = xcalloc(nb, sizeof *bufs);
+        /* device buffers first, then host buffers: one index for buf_of */
+        size_t nb = json_array_size(jb), nh = json_array_size(jh);
+        bufs = xcalloc(nb + nh, sizeof *bufs);
+        for (size_t i = 0; i < g->model->n_values; i++) buf_of[i] = -1;
         rc = check_read_buffers(&c, g, jb, align, bufs, buf_of);
+        if (rc == 0) rc = check_read_host_buffers(&c, g, jh, nb, bufs + nb, buf_of);
         if (rc == 0) {
-            check_lifetimes(&c, g, order, bufs, nb, buf_of);
+            check_lifetimes(&c, g, order, bufs, nb + nh, buf_of);
             rc = check_verdict(&c);
         }
         if (rc == 0) rc = check_addresses(&c, plan, plan_path, g->n_ops, bufs, nb);
