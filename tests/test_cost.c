@@ -5,11 +5,14 @@
  * bad, an op's seconds).
  *
  * Also the measuring driver of graph/COST.md's table:
- *   test_cost --report MODEL.onnx...   per model: ops, FLOPs (forward and
- *       step), bytes, ops per rule, default-rule op types, and the
- *       estimated step seconds on every built-in device. */
+ *   test_cost --report [--device-profile FILE.json] MODEL.onnx...
+ *       per model: ops, kernels, FLOPs (forward and step), bytes, ops per
+ *       rule, default-rule op types, and the estimated step seconds on
+ *       every built-in device (and FILE's, named "file").
+ *   test_cost --devices   the built-in profiles with every source. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -451,6 +454,18 @@ static void report_defaults(const fe_model *m, const graph_op_cost *c, size_t n)
 }
 
 static int report(int argc, char **argv) {
+    /* --device-profile FILE: that profile too, after the built-in ones */
+    fit_device extra;
+    bool has_extra = false;
+    if (argc >= 2 && strcmp(argv[0], "--device-profile") == 0) {
+        char err[1024];
+        if (fit_device_load(argv[1], &extra, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        has_extra = true;
+        argc -= 2, argv += 2;
+    }
     for (int a = 0; a < argc; a++) {
         fe_model m;
         graph g;
@@ -483,12 +498,12 @@ static int report(int argc, char **argv) {
             if (s.n_rule[r]) printf(" %s %zu", graph_cost_rule_name(r), s.n_rule[r]);
         printf("\n");
         report_defaults(&m, c, g.n_ops);
-        for (size_t d = 0; d < fit_device_count(); d++) {
-            const fit_device *dev = fit_device_builtin(d);
+        for (size_t d = 0; d < fit_device_count() + has_extra; d++) {
+            const fit_device *dev = d < fit_device_count() ? fit_device_builtin(d) : &extra;
             fit_step_sum(dev, c, g.n_ops, &s);
             printf("  %-5s step %.4f s (matmul %.4f, conv %.4f, conv_backward %.4f, rest %.4f)\n",
-                   dev->key, s.compute_s, s.rule_s[GRAPH_COST_MATMUL], s.rule_s[GRAPH_COST_CONV],
-                   s.rule_s[GRAPH_COST_CONV_BACKWARD],
+                   dev->key[0] ? dev->key : "file", s.compute_s, s.rule_s[GRAPH_COST_MATMUL],
+                   s.rule_s[GRAPH_COST_CONV], s.rule_s[GRAPH_COST_CONV_BACKWARD],
                    s.compute_s - s.rule_s[GRAPH_COST_MATMUL] - s.rule_s[GRAPH_COST_CONV] -
                        s.rule_s[GRAPH_COST_CONV_BACKWARD]);
         }

@@ -138,6 +138,7 @@ const fit_device *fit_device_builtin(size_t i) {
 }
 
 const fit_device *fit_device_find(const char *name) {
+    ROAMC_ASSERT(name);
     const char *key = name;
     for (size_t a = 0; a < sizeof fit_aliases / sizeof fit_aliases[0]; a++)
         if (strcasecmp(name, fit_aliases[a].alias) == 0) key = fit_aliases[a].key;
