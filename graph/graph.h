@@ -198,4 +198,53 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n);
  * UINT64_MAX when igraph fails. */
 uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates);
 
+/* ------------------------------- operator cost (graph_cost.c; the rules: graph/COST.md)
+ *
+ * What running one operator takes, from the inferred shapes and element
+ * types alone: FLOPs (multiply and add count one each, so a multiply-add is
+ * 2) and bytes moved (bytes read + bytes written, each value once, a view
+ * output nothing).  planner/fit/fit.h turns these into seconds on a device.
+ * The IR keeps no node attributes, so every rule works from shapes: a
+ * convolution's FLOPs come from its weight's shape, a pooling window is not
+ * known (COST.md says what each rule assumes). */
+
+enum graph_cost_rule {
+    GRAPH_COST_VIEW,          /* every output a view of an input: no kernel, 0 FLOPs, 0 bytes */
+    GRAPH_COST_ALLOC,         /* memory handed out, nothing written (empty): 0, 0 */
+    GRAPH_COST_FILL,          /* writes a constant or a shape's metadata: 0 FLOPs */
+    GRAPH_COST_COPY,          /* moves or converts data: 0 FLOPs */
+    GRAPH_COST_ELEMENTWISE,   /* k FLOPs per element (k per op: COST.md) */
+    GRAPH_COST_REDUCE,        /* reductions and pools: k FLOPs per element */
+    GRAPH_COST_NORM,          /* normalisations, softmax: k FLOPs per element */
+    GRAPH_COST_GATHER,        /* reads only the indexed rows of its data input */
+    GRAPH_COST_SCATTER,       /* writes its whole output, adds k x input 0 */
+    GRAPH_COST_MATMUL,        /* 2 x output elements x K */
+    GRAPH_COST_CONV,          /* 2 x output elements x (Cin / groups) x kernel */
+    GRAPH_COST_CONV_BACKWARD, /* the forward's FLOPs per gradient made */
+    GRAPH_COST_HOST_COPY,     /* ai.roamc Offload / Reload: bytes over the host link */
+    GRAPH_COST_DEFAULT,       /* an op no rule knows: 1 FLOP per output element */
+    GRAPH_COST_N_RULES
+};
+
+typedef struct graph_op_cost {
+    double flops;      /* a double: sums reach 1e13 (a GPT-2 XL step) */
+    uint64_t bytes;    /* read + written (HOST_COPY: the bytes copied) */
+    int rule;          /* enum graph_cost_rule */
+    int32_t elem_type; /* the element type that sets the rate: the first float input
+                           it reads (matmul, conv: the data operand), else output 0's */
+    bool tensor_op;    /* matmul / conv / conv backward: may run on tensor cores */
+} graph_op_cost;
+
+/* The cost of node op of m (shapes resolved, as fe_load leaves a model it
+ * plans).  Pure; never fails: an op no rule knows gets GRAPH_COST_DEFAULT,
+ * a rule whose operands lack the ranks it needs falls back to it too. */
+graph_op_cost graph_op_cost_of(const fe_model *m, int op);
+
+/* graph_op_cost_of for every op of g: out[0 .. g->n_ops). */
+void graph_op_costs(const graph *g, graph_op_cost *out);
+
+/* The rule's name as COST.md spells it ("matmul", "default", ...); never
+ * NULL ("?" outside the enum). */
+const char *graph_cost_rule_name(int rule);
+
 #endif

@@ -1,0 +1,135 @@
+/* planner/fit/ — device profiles and the seconds an operator takes on one
+ * (shared/DESIGN.md "A step that fits", "Cost").
+ *
+ * An operator's seconds on a device: max(FLOPs / peak rate, bytes / memory
+ * bandwidth), the rate picked by the op's element type (fit_op_rate); a
+ * copy to or from the host: bytes / host-link bandwidth, on a stream of its
+ * own.  FLOPs and bytes come from graph_op_cost_of (graph/graph.h, rules in
+ * graph/COST.md).  Peak rates are dense (no 2:4 sparsity) vendor figures, so
+ * estimates are lower bounds of what kernels reach.
+ *
+ * Built-in profiles (fit_device_find, case-insensitive; planner/fit/DEVICES.md
+ * has every figure and its source):
+ *   h100   NVIDIA H100 SXM5 80GB   (aliases h100-sxm, h100-sxm5, h100-80gb)
+ *   a100   NVIDIA A100 SXM4 80GB   (a100-sxm, a100-80gb, a100-sxm4)
+ *   l4     NVIDIA L4 24GB          (nvidia-l4)
+ *   4090   NVIDIA GeForce RTX 4090 (rtx4090, rtx-4090, geforce-rtx-4090)
+ *   gh200  NVIDIA GH200 96GB       (grace-hopper, gh200-96gb): NVLink-C2C to host
+ *
+ * Profile file (--device-profile FILE.json), one JSON object; every figure
+ * is {"value": positive number, "source": "where it comes from"}:
+ *   {
+ *     "name": "My GPU",                                   required, 1-95 bytes
+ *     "fp32_tflops":    {"value": 67,    "source": "..."}, fp32 on CUDA cores
+ *     "tf32_tflops":    {"value": 494.5, "source": "..."}, tensor cores, dense
+ *     "bf16_tflops":    {"value": 989.5, "source": "..."}, tensor cores, dense,
+ *     "fp16_tflops":    {"value": 989.5, "source": "..."},   fp32 accumulate
+ *     "fp64_tflops":    {"value": 34,    "source": "..."}, fp64 on CUDA cores
+ *     "memory_gbps":    {"value": 3350,  "source": "..."}, device memory, GB/s
+ *     "host_link_gbps": {"value": 50,    "source": "..."}, one direction, effective
+ *     "memory_gib":     {"value": 80,    "source": "..."}, device memory size
+ *     "tf32_matmul": false,   optional (default false): fp32 matmuls on TF32
+ *     "tf32_conv": true       optional (default true): fp32 convolutions on TF32
+ *   }
+ * (TFLOP/s are 10^12 FLOP/s, GB/s 10^9 B/s, GiB 2^30 B.)  Every field is
+ * required unless marked optional; an unknown field is an error (a typo
+ * would otherwise fall back silently); a source is 1-255 bytes.  The two
+ * flags are PyTorch's defaults: torch.backends.cuda.matmul.allow_tf32 is
+ * False since 1.12, torch.backends.cudnn.allow_tf32 True. */
+#ifndef ROAMC_FIT_H
+#define ROAMC_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph.h"
+
+enum fit_figure {
+    FIT_FP32,      /* FLOP/s */
+    FIT_TF32,      /* FLOP/s */
+    FIT_BF16,      /* FLOP/s */
+    FIT_FP16,      /* FLOP/s */
+    FIT_FP64,      /* FLOP/s */
+    FIT_MEMORY_BW, /* bytes/s */
+    FIT_HOST_BW,   /* bytes/s, one direction */
+    FIT_MEMORY,    /* bytes */
+    FIT_N_FIGURES
+};
+
+typedef struct fit_device {
+    char key[16];  /* the name fit_device_find takes ("h100"); "" for a loaded file */
+    char name[96]; /* "NVIDIA H100 SXM5 80GB" */
+    double figure[FIT_N_FIGURES]; /* in SI units (above), each > 0 */
+    char source[FIT_N_FIGURES][256];
+    bool tf32_matmul, tf32_conv;
+} fit_device;
+
+/* The JSON field of a figure ("fp32_tflops"); NULL outside the enum. */
+const char *fit_figure_field(int figure);
+
+/* Built-in profiles: fit_device_count() of them, fit_device_builtin(i) for
+ * i below it (NULL beyond).  Static storage: never freed. */
+size_t fit_device_count(void);
+const fit_device *fit_device_builtin(size_t i);
+
+/* The built-in profile whose key or alias is name, ignoring case (the
+ * aliases are listed at the top of this file); NULL when none is. */
+const fit_device *fit_device_find(const char *name);
+
+/* Loads the profile file path into *d (see the format above).  Returns 0,
+ * or -1 with "PATH: what" in err: unreadable, not JSON (jansson's message,
+ * line and column), not an object, a missing or unknown field, a figure
+ * that is not {"value": positive finite number, "source": string} (the
+ * field named, e.g. "field 'memory_gbps.value': must be a number above 0,
+ * got -3"), a name or source empty or too long.  *d is unspecified on
+ * error. */
+int fit_device_load(const char *path, fit_device *d, char *err, size_t errlen);
+
+/* One line per built-in profile (key, name, peak fp32/tf32/bf16 TFLOP/s,
+ * memory GB/s, host link GB/s, memory GiB): for `roamc devices` or --help. */
+void fit_device_list(FILE *f);
+
+/* Every figure of d with its source, one per line, each indented by indent. */
+void fit_device_print(FILE *f, const fit_device *d, const char *indent);
+
+/* The FLOP/s an op of cost c runs at on d: tensor ops (matmul, conv) by
+ * element type: bf16 and fp16 at their tensor rates, fp8 at the bf16 rate,
+ * fp32 at tf32 when d's flag for that op kind says so, else at fp32; fp64 at
+ * fp64; every other op at the fp64 rate when it is fp64, else at fp32. */
+double fit_op_rate(const fit_device *d, const graph_op_cost *c);
+
+/* Seconds of one op on d: max(flops / fit_op_rate, bytes / memory
+ * bandwidth); 0 for a view or an allocation; a host copy (ai.roamc
+ * Offload / Reload) takes no compute-stream time here: see
+ * fit_copy_seconds. */
+double fit_op_seconds(const fit_device *d, const graph_op_cost *c);
+
+/* Seconds to copy bytes over d's host link (one direction). */
+double fit_copy_seconds(const fit_device *d, uint64_t bytes);
+
+/* A step's totals on a device. */
+typedef struct fit_step_cost {
+    double flops;            /* summed over ops */
+    uint64_t bytes;          /* summed over ops (host copies left out) */
+    double compute_s;        /* sum of fit_op_seconds: ops one after another */
+    double copy_s;           /* sum of the host copies' fit_copy_seconds */
+    uint64_t copy_bytes;     /* bytes copied over the host link */
+    size_t n_ops, n_default; /* ops; those no rule knew (GRAPH_COST_DEFAULT) */
+    /* ops that run a kernel on the compute stream (all but views, allocations
+     * and host copies): what a per-launch overhead would multiply.  Eager
+     * PyTorch spends ~14-17 us of host time per op (DEVICES.md), which no
+     * figure here counts. */
+    size_t n_kernels;
+    size_t n_rule[GRAPH_COST_N_RULES]; /* ops per rule */
+    double rule_s[GRAPH_COST_N_RULES]; /* compute seconds per rule */
+} fit_step_cost;
+
+/* Totals of costs[0 .. n) on d into *out. */
+void fit_step_sum(const fit_device *d, const graph_op_cost *costs, size_t n, fit_step_cost *out);
+
+/* fit_step_sum over every op of g (computes the costs itself). */
+void fit_step_estimate(const fit_device *d, const graph *g, fit_step_cost *out);
+
+#endif
