@@ -1,4 +1,4 @@
-/* frontend/train.c — `roamc --train`: one training step derived from a
+/* frontend/train/train.c — `roamc --train`: one training step derived from a
  * forward-only ONNX graph (frontend.h fe_train; the rules in TRAIN.md).
  *
  * Works on two views of the same file: the fe_model (names, element types,
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "frontend.h"
-#include "infer.h"
+#include "infer/infer.h"
 #include "onnx.pb-c.h"
 #include "proto.h"
 
@@ -939,13 +939,14 @@ static int tr_analyse(tr *T) {
         for (size_t k = 0; k < n->n_explicit_inputs; k++)
             if (n->inputs[k] >= 0 && T->req[n->inputs[k]]) in_req = true;
         if (out_grad && in_req)
-            return tr_fail(T,
-                           "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no "
-                           "gradient rule for it "
-                           "(frontend/TRAIN.md lists the operators covered; --frozen can stop the "
-                           "gradient before it)",
-                           tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "",
-                           n->domain[0] ? "::" : "", n->op_type);
+            return tr_fail(
+                T,
+                "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no "
+                "gradient rule for it "
+                "(frontend/train/TRAIN.md lists the operators covered; --frozen can stop the "
+                "gradient before it)",
+                tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "",
+                n->domain[0] ? "::" : "", n->op_type);
     }
     for (size_t v = 0; v < nv; v++) {
         const fe_value *fv = &f->values[v];
