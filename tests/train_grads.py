@@ -42,7 +42,7 @@ except ImportError as e:
 
 warnings.filterwarnings("ignore")
 
-# The operators frontend/train/train.c has a gradient rule for (tr_rules), less Sum
+# The operators frontend/train/train_rules.c has a gradient rule for (tr_rules), less Sum
 # (torch.onnx writes Python sums as Add chains); each must be on a gradient
 # path in some case below.
 RULE_OPS = """Relu Sigmoid Tanh LeakyRelu Elu Selu Celu HardSigmoid HardSwish Softplus Softmax
