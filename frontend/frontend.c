@@ -100,7 +100,9 @@ typedef struct fe_wire {
     const uint8_t *base;
     uint8_t *out;
     size_t n;
-    size_t deep_at; /* where nesting went past FE_MAX_NESTING */
+    size_t deep_at;           /* where nesting went past FE_MAX_NESTING */
+    size_t n_dropped;         /* tensor payloads dropped (above FE_STRIP_BYTES) */
+    uint64_t largest_dropped; /* the largest of them, in bytes */
 } fe_wire;
 
 /* TensorProto fields that hold data: float_data, int32_data, string_data,
@@ -143,6 +145,8 @@ static int fe_wire_copy(fe_wire *w, const uint8_t *p, const uint8_t *end,
             if (!fe_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto verbatim;
             unsigned num = (unsigned)(key >> 3);
             if (tensor && len > FE_STRIP_BYTES && fe_is_tensor_data(num)) {
+                w->n_dropped++;
+                if (len > w->largest_dropped) w->largest_dropped = len;
                 p += len; /* a weight: dropped */
                 continue;
             }
@@ -183,11 +187,17 @@ verbatim:
 }
 
 Onnx__ModelProto *fe_unpack_model(const uint8_t *bytes, size_t len) {
+    return fe_unpack_model_counted(bytes, len, NULL);
+}
+
+Onnx__ModelProto *fe_unpack_model_counted(const uint8_t *bytes, size_t len,
+                                          fe_unpack_drops *drops) {
     fe_wire w = {.base = bytes, .out = xmalloc(len + 10 * (FE_MAX_NESTING + 2))};
     Onnx__ModelProto *mp = NULL;
     if (!fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0))
         mp = onnx__model_proto__unpack(NULL, w.n, w.out);
     free(w.out);
+    if (drops) *drops = (fe_unpack_drops){w.n_dropped, w.largest_dropped};
     return mp;
 }
 
