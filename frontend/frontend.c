@@ -564,6 +564,30 @@ static int fe_build_outputs(fe_loader *L) {
     return 0;
 }
 
+/* What graph/ relies on in a resolved model, checked always (a loader bug,
+ * not bad input, breaks these: bad input is refused before): every value
+ * index in range, each made value's producer the node that lists it, each
+ * alias naming a present explicit input. */
+static void fe_assert_resolved(const fe_model *m) {
+    const int nv = (int)m->n_values;
+    for (size_t v = 0; v < m->n_values; v++)
+        ROAMC_ASSERT(m->values[v].producer >= -1 && m->values[v].producer < (int)m->n_nodes);
+    for (size_t k = 0; k < m->n_inputs; k++) ROAMC_ASSERT(m->inputs[k] >= 0 && m->inputs[k] < nv);
+    for (size_t k = 0; k < m->n_outputs; k++)
+        ROAMC_ASSERT(m->outputs[k] >= 0 && m->outputs[k] < nv);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        ROAMC_ASSERT(n->n_explicit_inputs <= n->n_inputs);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            ROAMC_ASSERT(n->inputs[k] >= -1 && n->inputs[k] < nv);
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            int o = n->outputs[k], a = n->alias[k];
+            ROAMC_ASSERT(o >= -1 && o < nv && (o < 0 || m->values[o].producer == (int)i));
+            ROAMC_ASSERT(a >= -1 && a < (int)n->n_explicit_inputs && (a < 0 || n->inputs[a] >= 0));
+        }
+    }
+}
+
 /* The model from the protobuf: values, nodes, outputs, then the shapes. */
 static int fe_build(fe_loader *L, const fe_options *opt) {
     if (fe_build_values(L)) return -1;
@@ -572,6 +596,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
     for (size_t i = 0; i < L->g->n_node; i++)
         if (fe_build_node(L, i)) return -1;
     if (fe_build_outputs(L)) return -1;
+    fe_assert_resolved(L->m);
     return fe_apply_shapes(L, opt);
 }
 

@@ -127,7 +127,7 @@ static int64_t tr_bytes(const tr *T, int v) {
 
 /* ----------------------------------------------------------------- nodes */
 
-/* Appends a node.  in/out end at the first -2; alias NULL: no output
+/* (train_internal.h) Appends a node.  in/out end at TR_VALUES_END; alias NULL: no output
  * aliases; otherwise one entry per output. */
 void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias, int inplace) {
     if (T->nn == T->cap_n) {
@@ -136,8 +136,11 @@ void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *al
         T->cap_n = cap;
     }
     size_t ni = 0, no = 0;
-    while (in[ni] != -2) ni++;
-    while (out[no] != -2) no++;
+    while (in[ni] != TR_VALUES_END) ni++;
+    while (out[no] != TR_VALUES_END) no++;
+    /* every value a derived node names exists (-1: omitted) */
+    for (size_t k = 0; k < ni; k++) ROAMC_ASSERT(in[k] >= -1 && in[k] < (int)T->nv);
+    for (size_t k = 0; k < no; k++) ROAMC_ASSERT(out[k] >= -1 && out[k] < (int)T->nv);
     tr_node *n = &T->n[T->nn];
     memset(n, 0, sizeof *n);
     n->op = op;
@@ -959,8 +962,7 @@ static void tr_copy_values(tr *T) {
         int rank = fv->rank > 0 ? fv->rank : 0;
         for (int d = 0; d < rank && d < FI_MAX_RANK; d++) dims[d] = fv->dims[d].value;
         int index = tr_add_value(T, fv->name, fv->elem_type, rank, dims);
-        assert(index == (int)v);
-        (void)index;
+        ROAMC_ASSERT(index == (int)v); /* the forward indices stay valid in T */
         T->v[v].tensor = fv->seq_len < 0 && fv->rank >= 0;
     }
 }

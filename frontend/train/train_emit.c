@@ -28,6 +28,7 @@ static void tr_alias_attrs(ow_arena *a, const int *alias, size_t n_out, int inpl
 }
 
 static char *tr_vname(tr *T, int v) {
+    ROAMC_ASSERT(v >= -1 && v < (int)T->nv);
     return v >= 0 ? T->v[v].name : "";
 }
 
