@@ -2,7 +2,7 @@
  *
  * fe_load parses an ONNX ModelProto (protobuf-c types generated at build time
  * from Debian's onnx.proto), names every value once, gives it an element
- * type and a static shape (from roamc's own shape inference, infer.c, with
+ * type and a static shape (from roamc's own shape inference, infer/, with
  * the input shapes and symbols the caller binds; the file's own value_info
  * fills in what inference cannot know, e.g. operators of other domains),
  * resolves every node input and output to a value index, and decides which
@@ -148,7 +148,7 @@ const char *fe_meta(const fe_model *m, const char *key);
  * made (its name hash), O(n) in one built by hand. */
 int fe_find_value(const fe_model *m, const char *name);
 
-/* ------------------------------------------------------------ --train (train.c)
+/* ------------------------------------------------------------ --train (train/)
  * Derives one training step from a forward-only graph, in DESIGN.md's
  * training-graph convention (see frontend/train/TRAIN.md for the rules). */
 
