@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer.h"
+#include "infer/infer.h"
 #include "onnx.pb-c.h"
 #include "proto.h"
 
@@ -56,39 +56,6 @@ static int fe_fail(const fe_err *e, const char *fmt, ...) {
 void fe_make_printable(char *s) {
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
-}
-
-/* ---------------------------------------------------------- element sizes */
-
-unsigned fe_elem_bits(int32_t elem_type) {
-    switch (elem_type) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return 32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return 8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return 8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: return 16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return 16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return 32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return 16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return 64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: return 32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return 64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64: return 64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128: return 128;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return 16;
-    /* Types newer than some onnx.proto versions: by number, so the loader
-     * builds against any libonnx-dev. */
-    case 17:
-    case 18:
-    case 19:
-    case 20: return 8; /* FLOAT8 variants */
-    case 21:
-    case 22:
-    case 23: return 4; /* UINT4, INT4, FLOAT4E2M1 */
-    case 24: return 8; /* FLOAT8E8M0 */
-    default: return 0; /* STRING (8), UNDEFINED, unknown */
-    }
 }
 
 /* Bytes of n elements of bits each, or -1 on overflow. */
@@ -133,7 +100,9 @@ typedef struct fe_wire {
     const uint8_t *base;
     uint8_t *out;
     size_t n;
-    size_t deep_at; /* where nesting went past FE_MAX_NESTING */
+    size_t deep_at;           /* where nesting went past FE_MAX_NESTING */
+    size_t n_dropped;         /* tensor payloads dropped (above FE_STRIP_BYTES) */
+    uint64_t largest_dropped; /* the largest of them, in bytes */
 } fe_wire;
 
 /* TensorProto fields that hold data: float_data, int32_data, string_data,
@@ -176,6 +145,8 @@ static int fe_wire_copy(fe_wire *w, const uint8_t *p, const uint8_t *end,
             if (!fe_varint(&p, end, &len) || len > (uint64_t)(end - p)) goto verbatim;
             unsigned num = (unsigned)(key >> 3);
             if (tensor && len > FE_STRIP_BYTES && fe_is_tensor_data(num)) {
+                w->n_dropped++;
+                if (len > w->largest_dropped) w->largest_dropped = len;
                 p += len; /* a weight: dropped */
                 continue;
             }
@@ -216,11 +187,17 @@ verbatim:
 }
 
 Onnx__ModelProto *fe_unpack_model(const uint8_t *bytes, size_t len) {
+    return fe_unpack_model_counted(bytes, len, NULL);
+}
+
+Onnx__ModelProto *fe_unpack_model_counted(const uint8_t *bytes, size_t len,
+                                          fe_unpack_drops *drops) {
     fe_wire w = {.base = bytes, .out = xmalloc(len + 10 * (FE_MAX_NESTING + 2))};
     Onnx__ModelProto *mp = NULL;
     if (!fe_wire_copy(&w, bytes, bytes + len, &onnx__model_proto__descriptor, 0))
         mp = onnx__model_proto__unpack(NULL, w.n, w.out);
     free(w.out);
+    if (drops) *drops = (fe_unpack_drops){w.n_dropped, w.largest_dropped};
     return mp;
 }
 
@@ -383,7 +360,7 @@ static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor 
         return fe_fail(
             &L->err,
             "value '%s' (%s) has no static %s: roamc has no shape inference for operator %s%s%s "
-            "and the file gives no shape for it (frontend/SHAPES.md lists what is covered)",
+            "and the file gives no shape for it (frontend/infer/SHAPES.md lists what is covered)",
             v->name, where, t && t->elem ? "shape" : "type",
             np->domain && np->domain[0] ? np->domain : "", np->domain && np->domain[0] ? "::" : "",
             np->op_type);
@@ -463,116 +440,6 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
     }
     fi_free(cx);
     return rc;
-}
-
-const char *fe_elem_name(int32_t e, char *buf, size_t len) {
-    static const char *const names[] = {
-        "undefined",      "float32",  "uint8",        "int8",           "uint16",
-        "int16",          "int32",    "int64",        "string",         "bool",
-        "float16",        "float64",  "uint32",       "uint64",         "complex64",
-        "complex128",     "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-        "float8e5m2fnuz", "uint4",    "int4",         "float4e2m1",     "float8e8m0"};
-    if (e >= 0 && (size_t)e < sizeof names / sizeof *names) return names[e];
-    snprintf(buf, len, "type%d", (int)e);
-    return buf;
-}
-
-/* ---------------------------------------------------------------- options */
-
-/* Parses a dim: a decimal integer from 0 to 2^62. */
-static int fe_parse_dim(const char *s, size_t len, int64_t *out) {
-    if (len == 0 || len > 19) return -1;
-    int64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v > ((int64_t)1 << 62)) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Splits NAME=REST at the last '=', else at the last ':'. */
-static const char *fe_split_binding(const char *spec) {
-    const char *eq = strrchr(spec, '=');
-    return eq ? eq : strrchr(spec, ':');
-}
-
-int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *err, size_t errlen) {
-    const char *sep = fe_split_binding(spec);
-    bool dim = strcmp(flag, "--dim") == 0;
-    if (!sep || sep == spec || (dim && !sep[1])) {
-        snprintf(err, errlen, "%s wants %s, not '%s'", flag,
-                 dim ? "SYMBOL=VALUE" : "NAME=D1,D2,...", spec);
-        return -1;
-    }
-    size_t name_len = (size_t)(sep - spec);
-    char *name = xmalloc(name_len + 1);
-    memcpy(name, spec, name_len);
-    name[name_len] = '\0';
-    if (dim) {
-        int64_t v;
-        for (size_t i = 0; i < o->n_dims; i++)
-            if (strcmp(o->dims[i].symbol, name) == 0) {
-                snprintf(err, errlen, "--dim %s is given twice", name);
-                free(name);
-                return -1;
-            }
-        if (fe_parse_dim(sep + 1, strlen(sep + 1), &v)) {
-            snprintf(err, errlen, "--dim %s wants an integer from 0 to 2^62, not '%s'", name,
-                     sep + 1);
-            free(name);
-            return -1;
-        }
-        o->dims = xreallocarray(o->dims, o->n_dims + 1, sizeof *o->dims);
-        o->dims[o->n_dims++] = (fe_dim_binding){name, v};
-        return 0;
-    }
-    for (size_t i = 0; i < o->n_shapes; i++)
-        if (strcmp(o->shapes[i].name, name) == 0) {
-            snprintf(err, errlen, "--input-shape %s is given twice", name);
-            free(name);
-            return -1;
-        }
-    /* dims separated by ',' (onnxruntime) or 'x' (TensorRT); an empty
-     * list is a scalar */
-    const char *p = sep + 1;
-    size_t cap = 1;
-    for (const char *q = p; *q; q++) cap += (*q == ',' || *q == 'x');
-    int64_t *dims = xmallocarray(cap, sizeof *dims);
-    size_t rank = 0;
-    int bad = 0;
-    if (*p) {
-        while (!bad) {
-            size_t len = strcspn(p, ",x");
-            bad = fe_parse_dim(p, len, &dims[rank]);
-            if (!bad) rank++;
-            if (!p[len]) break;
-            p += len + 1;
-        }
-    }
-    if (bad) {
-        snprintf(err, errlen,
-                 "--input-shape %s wants dims from 0 to 2^62 separated by ',' (or 'x'), not '%s'",
-                 name, sep + 1);
-        free(name);
-        free(dims);
-        return -1;
-    }
-    o->shapes = xreallocarray(o->shapes, o->n_shapes + 1, sizeof *o->shapes);
-    o->shapes[o->n_shapes++] = (fe_input_shape){name, dims, rank};
-    return 0;
-}
-
-void fe_options_free(fe_options *o) {
-    for (size_t i = 0; i < o->n_shapes; i++) {
-        free(o->shapes[i].name);
-        free(o->shapes[i].dims);
-    }
-    for (size_t i = 0; i < o->n_dims; i++) free(o->dims[i].symbol);
-    free(o->shapes);
-    free(o->dims);
-    memset(o, 0, sizeof *o);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -697,6 +564,30 @@ static int fe_build_outputs(fe_loader *L) {
     return 0;
 }
 
+/* What graph/ relies on in a resolved model, checked always (a loader bug,
+ * not bad input, breaks these: bad input is refused before): every value
+ * index in range, each made value's producer the node that lists it, each
+ * alias naming a present explicit input. */
+static void fe_assert_resolved(const fe_model *m) {
+    const int nv = (int)m->n_values;
+    for (size_t v = 0; v < m->n_values; v++)
+        ROAMC_ASSERT(m->values[v].producer >= -1 && m->values[v].producer < (int)m->n_nodes);
+    for (size_t k = 0; k < m->n_inputs; k++) ROAMC_ASSERT(m->inputs[k] >= 0 && m->inputs[k] < nv);
+    for (size_t k = 0; k < m->n_outputs; k++)
+        ROAMC_ASSERT(m->outputs[k] >= 0 && m->outputs[k] < nv);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        ROAMC_ASSERT(n->n_explicit_inputs <= n->n_inputs);
+        for (size_t k = 0; k < n->n_inputs; k++)
+            ROAMC_ASSERT(n->inputs[k] >= -1 && n->inputs[k] < nv);
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            int o = n->outputs[k], a = n->alias[k];
+            ROAMC_ASSERT(o >= -1 && o < nv && (o < 0 || m->values[o].producer == (int)i));
+            ROAMC_ASSERT(a >= -1 && a < (int)n->n_explicit_inputs && (a < 0 || n->inputs[a] >= 0));
+        }
+    }
+}
+
 /* The model from the protobuf: values, nodes, outputs, then the shapes. */
 static int fe_build(fe_loader *L, const fe_options *opt) {
     if (fe_build_values(L)) return -1;
@@ -705,6 +596,7 @@ static int fe_build(fe_loader *L, const fe_options *opt) {
     for (size_t i = 0; i < L->g->n_node; i++)
         if (fe_build_node(L, i)) return -1;
     if (fe_build_outputs(L)) return -1;
+    fe_assert_resolved(L->m);
     return fe_apply_shapes(L, opt);
 }
 

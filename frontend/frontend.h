@@ -2,7 +2,7 @@
  *
  * fe_load parses an ONNX ModelProto (protobuf-c types generated at build time
  * from Debian's onnx.proto), names every value once, gives it an element
- * type and a static shape (from roamc's own shape inference, infer.c, with
+ * type and a static shape (from roamc's own shape inference, infer/, with
  * the input shapes and symbols the caller binds; the file's own value_info
  * fills in what inference cannot know, e.g. operators of other domains),
  * resolves every node input and output to a value index, and decides which
@@ -20,6 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "bindings.h"
+#include "elem.h"
 
 enum fe_value_kind {
     FE_GRAPH_INPUT = 1u << 0,  /* listed in graph.input */
@@ -51,51 +54,12 @@ typedef struct fe_value {
     bool inferred;    /* the shape comes from roamc's inference, not from the file */
 } fe_value;
 
-enum fe_symbol_kind {
-    FE_SYMBOL_INPUT = 1, /* a dim_param of the file (or a --dim name) */
-    FE_SYMBOL_DATA = 2,  /* a size that depends on data, planned at an upper bound */
-};
-
 typedef struct fe_symbol {
     char *name;    /* "batch"; data symbols: "NODE:what", e.g. "NonZero#12:count" */
     int64_t value; /* bound value (data symbols: the upper bound), -1 when unbound */
-    int kind;      /* fe_symbol_kind */
+    int kind;      /* enum fe_symbol_kind (bindings.h) */
     int node;      /* data symbols: the node of the main graph that made it, or -1 */
 } fe_symbol;
-
-/* --input-shape NAME=D1,D2,... */
-typedef struct fe_input_shape {
-    char *name;
-    int64_t *dims;
-    size_t rank;
-} fe_input_shape;
-
-/* --dim SYMBOL=V */
-typedef struct fe_dim_binding {
-    char *symbol;
-    int64_t value;
-} fe_dim_binding;
-
-/* What the caller binds before inference.  Zero-initialize; fill with
- * fe_options_parse; free with fe_options_free. */
-typedef struct fe_options {
-    fe_input_shape *shapes;
-    size_t n_shapes;
-    fe_dim_binding *dims;
-    size_t n_dims;
-    /* Keep values whose shape stays unknown (roamc shapes) instead of
-     * failing the load; such a model must not be planned. */
-    bool allow_unresolved;
-} fe_options;
-
-/* Adds one binding from the command line: flag is "--input-shape" (spec
- * NAME=D1,D2,... or NAME:D1xD2x..., NAME= for a scalar; the last '=' or else the last ':'
- * ending the name, as onnxruntime's and TensorRT's tools spell it) or
- * "--dim" (SYMBOL=V or SYMBOL:V).  Dims are integers from 0 to 2^62.
- * Returns 0, or -1 with a message in err (a name bound twice, bad
- * numbers, out of memory). */
-int fe_options_parse(fe_options *o, const char *flag, const char *spec, char *err, size_t errlen);
-void fe_options_free(fe_options *o);
 
 typedef struct fe_node {
     char *name; /* "" when the file gives none */
@@ -184,17 +148,9 @@ const char *fe_meta(const fe_model *m, const char *key);
  * made (its name hash), O(n) in one built by hand. */
 int fe_find_value(const fe_model *m, const char *name);
 
-/* The name of an element type as numpy spells it ("float32", "int64"), or
- * "type<N>" for unknown numbers (written into buf). */
-const char *fe_elem_name(int32_t elem_type, char *buf, size_t len);
-
-/* Bytes of one element of an ONNX element type, in bits (4 for INT4/UINT4/
- * FLOAT4E2M1), or 0 for STRING and unknown types. */
-unsigned fe_elem_bits(int32_t elem_type);
-
-/* ------------------------------------------------------------ --train (train.c)
+/* ------------------------------------------------------------ --train (train/)
  * Derives one training step from a forward-only graph, in DESIGN.md's
- * training-graph convention (see frontend/TRAIN.md for the rules). */
+ * training-graph convention (see frontend/train/TRAIN.md for the rules). */
 
 enum fe_loss { FE_LOSS_AUTO = 0, FE_LOSS_CROSS_ENTROPY, FE_LOSS_MSE, FE_LOSS_NONE };
 enum fe_optimizer { FE_OPT_ADAM = 0, FE_OPT_ADAMW, FE_OPT_SGD, FE_OPT_MOMENTUM, FE_OPT_NONE };

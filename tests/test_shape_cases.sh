@@ -1,6 +1,6 @@
 #!/bin/sh
 # The hand-built shape-inference cases of tests/shape_cases (one script per
-# rule family of frontend/infer_*.c): each builds small ONNX models for
+# rule family of frontend/infer/infer_*.c): each builds small ONNX models for
 # every operator in its opset forms, runs `roamc shapes`, and compares each
 # value's type and shape with the expectation, which was checked against
 # ONNX Runtime where ORT runs the model (rerun a script by hand with its ORT

@@ -19,7 +19,7 @@ each case:
      the same loss (cross-entropy on the logits, or the module's own loss);
   4. the plan passes `roamc check` and tools/check_plan.py.
 
-Then every operator in the rule table (frontend/TRAIN.md) must have appeared
+Then every operator in the rule table (frontend/train/TRAIN.md) must have appeared
 on a gradient path in some case.  Exit 0 pass, 1 fail, 77 skip (no torch).
 """
 import importlib.util
@@ -42,7 +42,7 @@ except ImportError as e:
 
 warnings.filterwarnings("ignore")
 
-# The operators frontend/train.c has a gradient rule for (tr_rules), less Sum
+# The operators frontend/train/train_rules.c has a gradient rule for (tr_rules), less Sum
 # (torch.onnx writes Python sums as Add chains); each must be on a gradient
 # path in some case below.
 RULE_OPS = """Relu Sigmoid Tanh LeakyRelu Elu Selu Celu HardSigmoid HardSwish Softplus Softmax

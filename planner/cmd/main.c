@@ -193,7 +193,7 @@ static int main_parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
-/* --train and its options (frontend/train.c derives the step). */
+/* --train and its options (frontend/train/train.c derives the step). */
 enum { OPT_TRAIN = 400, OPT_LOSS, OPT_OPTIMIZER, OPT_FROZEN, OPT_EMIT_TRAIN };
 #define MAIN_TRAIN_OPTIONS                                                                         \
     {"train", no_argument, NULL, OPT_TRAIN}, {"loss", required_argument, NULL, OPT_LOSS},          \

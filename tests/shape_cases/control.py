@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shape cases for the control family (frontend/infer_control.c): If, Loop,
+"""Shape cases for the control family (frontend/infer/infer_control.c): If, Loop,
 Scan, NonZero, NonMaxSuppression, TopK, Unique, the random generators and
 the Optional operators, in their opset forms, plus hostile models.
 

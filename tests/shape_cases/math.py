@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shape-inference cases for the math family (frontend/infer_math.c).
+"""Shape-inference cases for the math family (frontend/infer/infer_math.c).
 
 usage: /usr/bin/python3 tests/shape_cases/math.py [ROAMC] [--no-ort] [--only SUBSTR] [-v]
 

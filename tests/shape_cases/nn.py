@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shape-inference cases for the nn family (frontend/infer_nn.c).
+"""Shape-inference cases for the nn family (frontend/infer/infer_nn.c).
 
 cases() returns one dict per case: name, model (onnx.ModelProto), bindings
 (roamc flags), expect {value: (elem_type, dims)} where a dim None is

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Shape-family cases for roamc's shape inference (frontend/infer_shape.c).
+"""Shape-family cases for roamc's shape inference (frontend/infer/infer_shape.c).
 
 cases() returns dicts {"name", "model", "bindings", "expect"} and, for the
 hostile ones, "error": a substring the failure message must hold (the node

@@ -1,5 +1,6 @@
-/* frontend/train.c — `roamc --train`: one training step derived from a
- * forward-only ONNX graph (frontend.h fe_train; the rules in TRAIN.md).
+/* frontend/train/train.c — `roamc --train`: one training step derived from a
+ * forward-only ONNX graph (frontend.h fe_train; the rules in TRAIN.md): the
+ * graph surgery (train_internal.h says what the other two files hold).
  *
  * Works on two views of the same file: the fe_model (names, element types,
  * shapes from inference) decides what to add; the ModelProto (attributes,
@@ -23,7 +24,6 @@
  * written by --emit-train takes when read back: the plan of the derived step
  * and the plan of that file cannot differ.
  */
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -36,85 +36,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frontend.h"
-#include "infer.h"
-#include "onnx.pb-c.h"
+#include "base.h"
 #include "proto.h"
+#include "train_internal.h"
 
-#define TR_ATEN "org.pytorch.aten"
-#define ROAMC_TRAIN_VERSION "1"
-#define TR_MAX_IO 4096 /* inputs of a cat, outputs of a split */
-
-/* ------------------------------------------------------------------ state */
-
-typedef struct tr_value {
-    char *name;
-    int32_t elem;
-    int rank;
-    int64_t *dims;
-    bool tensor; /* a plain tensor with a static shape (forward sequences are not) */
-} tr_value;
-
-/* A node the derivation adds (loss, backward, optimizer). */
-typedef struct tr_node {
-    const char *op; /* static string: an ATen op name */
-    int *in;        /* value indices, -1 for an omitted optional input */
-    size_t n_in;
-    int *out; /* value indices, -1 for an omitted output */
-    size_t n_out;
-    int *alias; /* per output: the input it shares storage with, or -1 */
-    int inplace;
-} tr_node;
-
-/* How a forward node changes in the derived graph. */
-typedef struct tr_fwd {
-    int *out; /* its outputs, extended where an optional one is added; NULL: unchanged */
-    size_t n_out;
-    /* BatchNormalization: running stats updated in place; Transpose of a weight: a view */
-    int alias[3];
-    bool has_alias;
-    int inplace;
-    /* a Dropout that passes its input through (ratio 0 or not training), a Cast to the same type */
-    bool identity;
-} tr_fwd;
-
-typedef struct tr {
-    const char *path;
-    const fe_model *f;
-    const Onnx__ModelProto *mp;
-    const fe_train_options *opt;
-    tr_value *v;
-    size_t nv, cap_v;
-    tr_node *n;
-    size_t nn, cap_n;
-    tr_fwd *fwd; /* per forward node */
-    /* per value (grown with v) */
-    int *grad;    /* the gradient accumulated so far, or -1 */
-    bool *shared; /* that gradient is a tensor another slot also holds */
-    /* per forward value */
-    bool *req;    /* requires grad */
-    bool *useful; /* the loss depends on it through differentiable slots */
-    bool *param;  /* a trained parameter */
-    bool *frozen; /* a float initializer --frozen keeps fixed */
-    int *gelu_x;  /* per forward node: the x of an Erf-GELU ending here, else -1 */
-    int *silu_x;  /* per forward node: the x of a SiLU x * Sigmoid(x) ending here, else -1 */
-    bool *fused;  /* per forward node: inside an Erf-GELU or a SiLU (its rule is the last node's) */
-    fi_names names; /* names in use: v[].name -> index */
-    unsigned serial;
-    /* the derived step, for the summary and metadata */
-    int loss_out, loss, label, label_view;
-    int loss_kind;
-    const fe_input_shape *label_bind; /* --input-shape for the label input --train adds, or NULL */
-    int64_t n_param_bytes, n_state_bytes, n_frozen_bytes;
-    size_t n_params, n_frozen, n_state, n_buffers, n_backward, n_optim;
-    char **final; /* graph outputs besides the loss */
-    size_t n_final, cap_final;
-    char *err;
-    size_t errlen;
-} tr;
-
-static int tr_fail(tr *T, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int tr_fail(tr *T, const char *fmt, ...) {
+int tr_fail(tr *T, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fe_verrorf(T->err, T->errlen, T->path, "--train", fmt, ap);
@@ -122,7 +48,7 @@ static int tr_fail(tr *T, const char *fmt, ...) {
     return -1;
 }
 
-static const char *tr_node_label(const tr *T, int ni) {
+const char *tr_node_label(const tr *T, int ni) {
     const fe_node *n = &T->f->nodes[ni];
     return n->name[0] ? n->name : n->op_type;
 }
@@ -166,7 +92,7 @@ static int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const i
 }
 
 /* A new value named after op, shaped like value `like` with element type elem (0: like's). */
-static int tr_new_like(tr *T, const char *op, int like, int32_t elem) {
+int tr_new_like(tr *T, const char *op, int like, int32_t elem) {
     char name[96];
     snprintf(name, sizeof name, "%s_%u", op, T->serial++);
     /* `like` may move when the table grows: copy what is needed first */
@@ -176,7 +102,7 @@ static int tr_new_like(tr *T, const char *op, int like, int32_t elem) {
     return tr_add_value(T, name, elem ? elem : T->v[like].elem, rank, dims);
 }
 
-static int tr_new_shape(tr *T, const char *op, int32_t elem, int rank, const int64_t *dims) {
+int tr_new_shape(tr *T, const char *op, int32_t elem, int rank, const int64_t *dims) {
     char name[96];
     snprintf(name, sizeof name, "%s_%u", op, T->serial++);
     return tr_add_value(T, name, elem, rank, dims);
@@ -201,18 +127,20 @@ static int64_t tr_bytes(const tr *T, int v) {
 
 /* ----------------------------------------------------------------- nodes */
 
-/* Appends a node.  in/out end at the first -2; alias NULL: no output
+/* (train_internal.h) Appends a node.  in/out end at TR_VALUES_END; alias NULL: no output
  * aliases; otherwise one entry per output. */
-static void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias,
-                    int inplace) {
+void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *alias, int inplace) {
     if (T->nn == T->cap_n) {
         size_t cap = T->cap_n ? 2 * T->cap_n : 1024;
         T->n = xreallocarray(T->n, cap, sizeof *T->n);
         T->cap_n = cap;
     }
     size_t ni = 0, no = 0;
-    while (in[ni] != -2) ni++;
-    while (out[no] != -2) no++;
+    while (in[ni] != TR_VALUES_END) ni++;
+    while (out[no] != TR_VALUES_END) no++;
+    /* every value a derived node names exists (-1: omitted) */
+    for (size_t k = 0; k < ni; k++) ROAMC_ASSERT(in[k] >= -1 && in[k] < (int)T->nv);
+    for (size_t k = 0; k < no; k++) ROAMC_ASSERT(out[k] >= -1 && out[k] < (int)T->nv);
     tr_node *n = &T->n[T->nn];
     memset(n, 0, sizeof *n);
     n->op = op;
@@ -228,27 +156,24 @@ static void tr_emit(tr *T, const char *op, const int *in, const int *out, const 
     T->nn++;
 }
 
-#define END (-2)
-#define INS(...) ((const int[]){__VA_ARGS__, END})
-
 /* One new output shaped like `like`; returns it. */
-static int tr_op(tr *T, const char *op, int like, int32_t elem, const int *in) {
+int tr_op(tr *T, const char *op, int like, int32_t elem, const int *in) {
     int o = tr_new_like(T, op, like, elem);
-    tr_emit(T, op, in, INS(o), NULL, 0);
+    tr_emit(T, op, in, TR_VALUES(o), NULL, 0);
     return o;
 }
 
 /* A view of src (shares its storage), shaped like `like`. */
-static int tr_view(tr *T, const char *op, int src, int like) {
+int tr_view(tr *T, const char *op, int src, int like) {
     int o = tr_new_like(T, op, like, T->v[src].elem);
-    tr_emit(T, op, INS(src), INS(o), (const int[]){0}, 0);
+    tr_emit(T, op, TR_VALUES(src), TR_VALUES(o), (const int[]){0}, 0);
     return o;
 }
 
 /* An in-place update of in[0]: the new version of its storage. */
-static int tr_inplace(tr *T, const char *op, const int *in) {
+int tr_inplace(tr *T, const char *op, const int *in) {
     int o = tr_new_like(T, op, in[0], 0);
-    tr_emit(T, op, in, INS(o), (const int[]){0}, 1);
+    tr_emit(T, op, in, TR_VALUES(o), (const int[]){0}, 1);
     return o;
 }
 
@@ -259,10 +184,10 @@ static int tr_inplace(tr *T, const char *op, const int *in) {
  * second contribution is summed out of place, as torch 1.13's InputBuffer
  * does (models/export.py traces show `add`, never `add_`, there).
  * shared: g is also another slot's gradient (a pass-through of Add). */
-static int tr_give(tr *T, int x, int g, bool shared) {
+int tr_give(tr *T, int x, int g, bool shared) {
     if (g < 0) return -1;
     if (!tr_same_shape(T, x, g)) {
-        g = tr_op(T, "sum", x, T->v[g].elem, INS(g));
+        g = tr_op(T, "sum", x, T->v[g].elem, TR_VALUES(g));
         if (g < 0) return -1;
         shared = false;
     }
@@ -271,548 +196,11 @@ static int tr_give(tr *T, int x, int g, bool shared) {
         T->shared[x] = shared;
         return 0;
     }
-    int s = tr_op(T, "add", x, 0, INS(T->grad[x], g));
+    int s = tr_op(T, "add", x, 0, TR_VALUES(T->grad[x], g));
     if (s < 0) return -1;
     T->grad[x] = s;
     T->shared[x] = false;
     return 0;
-}
-
-/* ------------------------------------------------------------ rule table */
-
-typedef struct tr_ctx {
-    tr *T;
-    int ni; /* forward node */
-    const fe_node *n;
-} tr_ctx;
-
-static int IN(const tr_ctx *c, size_t k) {
-    return k < c->n->n_explicit_inputs ? c->n->inputs[k] : -1;
-}
-static int OUT(const tr_ctx *c, size_t k) {
-    const tr_fwd *fw = &c->T->fwd[c->ni];
-    if (fw->out) return k < fw->n_out ? fw->out[k] : -1;
-    return k < c->n->n_outputs ? c->n->outputs[k] : -1;
-}
-/* The gradient of output k, or -1. */
-static int GY(const tr_ctx *c, size_t k) {
-    int o = OUT(c, k);
-    return o >= 0 && o < (int)c->T->f->n_values ? c->T->grad[o] : -1;
-}
-/* Input k wants a gradient. */
-static bool NEED(const tr_ctx *c, size_t k) {
-    int x = IN(c, k);
-    return x >= 0 && c->T->req[x] && c->T->useful[x];
-}
-
-typedef int (*tr_rule)(tr_ctx *c);
-
-/* x <- op(gY, saved...) shaped like x: the unary pattern of most rules. */
-static int tr_unary(tr_ctx *c, const char *op, int saved) {
-    if (!NEED(c, 0)) return 0;
-    int gy = GY(c, 0), x = IN(c, 0);
-    int g = saved >= 0 ? tr_op(c->T, op, x, 0, INS(gy, saved)) : tr_op(c->T, op, x, 0, INS(gy));
-    return tr_give(c->T, x, g, false);
-}
-
-/* ReLU keeps its output (ReluBackward0 saves result), as do sigmoid and tanh. */
-static int r_relu(tr_ctx *c) {
-    return tr_unary(c, "threshold_backward", OUT(c, 0));
-}
-static int r_sigmoid(tr_ctx *c) {
-    return tr_unary(c, "sigmoid_backward", OUT(c, 0));
-}
-static int r_tanh(tr_ctx *c) {
-    return tr_unary(c, "tanh_backward", OUT(c, 0));
-}
-/* These keep their input. */
-static int r_gelu(tr_ctx *c) {
-    return tr_unary(c, "gelu_backward", IN(c, 0));
-}
-static int r_leaky(tr_ctx *c) {
-    return tr_unary(c, "leaky_relu_backward", IN(c, 0));
-}
-static int r_elu(tr_ctx *c) {
-    return tr_unary(c, "elu_backward", IN(c, 0));
-}
-static int r_hsig(tr_ctx *c) {
-    return tr_unary(c, "hardsigmoid_backward", IN(c, 0));
-}
-static int r_hswish(tr_ctx *c) {
-    return tr_unary(c, "hardswish_backward", IN(c, 0));
-}
-static int r_softplus(tr_ctx *c) {
-    return tr_unary(c, "softplus_backward", IN(c, 0));
-}
-static int r_mish(tr_ctx *c) {
-    return tr_unary(c, "mish_backward", IN(c, 0));
-}
-static int r_softmax(tr_ctx *c) {
-    return tr_unary(c, "_softmax_backward_data", OUT(c, 0));
-}
-static int r_logsoftmax(tr_ctx *c) {
-    return tr_unary(c, "_log_softmax_backward_data", OUT(c, 0));
-}
-static int r_exp(tr_ctx *c) {
-    return tr_unary(c, "mul", OUT(c, 0));
-}
-static int r_log(tr_ctx *c) {
-    return tr_unary(c, "div", IN(c, 0));
-}
-static int r_neg(tr_ctx *c) {
-    return tr_unary(c, "neg", -1);
-}
-static int r_identity(tr_ctx *c);
-/* A Cast to the value's own type is the value itself (a view, see tr_adjust_nodes). */
-static int r_cast(tr_ctx *c) {
-    return c->T->fwd[c->ni].identity ? r_identity(c) : tr_unary(c, "_to_copy", -1);
-}
-static int r_avgpool(tr_ctx *c) {
-    return tr_unary(c, "avg_pool2d_backward", IN(c, 0));
-}
-static int r_pad(tr_ctx *c) {
-    return tr_unary(c, "constant_pad_nd", -1);
-}
-static int r_slice(tr_ctx *c) {
-    return tr_unary(c, "slice_backward", -1);
-}
-static int r_tile(tr_ctx *c) {
-    return tr_unary(c, "sum", -1);
-}
-/* Dropout keeps only its mask (native_dropout's second output); one that passes
- * its input through is a view, its gradient passed on. */
-static int r_identity(tr_ctx *c);
-static int r_dropout(tr_ctx *c) {
-    if (c->T->fwd[c->ni].identity) return r_identity(c);
-    return tr_unary(c, "native_dropout_backward", OUT(c, 1));
-}
-static int r_maxpool(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    int g = tr_op(c->T, "max_pool2d_with_indices_backward", x, 0, INS(GY(c, 0), x, OUT(c, 1)));
-    return tr_give(c->T, x, g, false);
-}
-
-/* f'(x) as a chain of temporaries, then mul by the gradient: what the
- * autograd formulas dispatch op by op (SqrtBackward0: grad / (2 * result)). */
-static int tr_chain(tr_ctx *c, int saved, const char *const *ops, size_t n_ops, const char *last) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0), t = saved, gy = GY(c, 0);
-    /* the first temporary also reads the gradient: autograd computes the
-     * formula when the gradient arrives, and without the edge a planner
-     * could hoist it into the forward pass (keeping, say, a bool mask
-     * instead of the float input), which PyTorch never does */
-    for (size_t k = 0; k < n_ops; k++)
-        if ((t = k ? tr_op(c->T, ops[k], x, 0, INS(t)) : tr_op(c->T, ops[k], x, 0, INS(t, gy))) < 0)
-            return -1;
-    int g = tr_op(c->T, last, x, 0, INS(GY(c, 0), t));
-    return tr_give(c->T, x, g, false);
-}
-static int r_sqrt(tr_ctx *c) {
-    return tr_chain(c, OUT(c, 0), (const char *const[]){"mul"}, 1, "div");
-}
-static int r_erf(tr_ctx *c) {
-    return tr_chain(c, IN(c, 0), (const char *const[]){"pow", "neg", "exp", "mul"}, 4, "mul");
-}
-/* The base: pow_backward_self; a trained exponent (PowBackward1 keeps self,
- * exponent and result): grad * (result * log(self)), reduced to its shape. */
-static int r_pow(tr_ctx *c) {
-    if (tr_chain(c, IN(c, 0), (const char *const[]){"pow", "mul"}, 2, "mul")) return -1;
-    if (!NEED(c, 1)) return 0;
-    int x = IN(c, 0), y = OUT(c, 0), gy = GY(c, 0);
-    int t0 = tr_op(c->T, "log", x, 0, INS(x, gy)); /* reads the gradient: see tr_chain */
-    int t1 = t0 < 0 ? -1 : tr_op(c->T, "mul", y, 0, INS(y, t0));
-    int g = t1 < 0 ? -1 : tr_op(c->T, "mul", y, 0, INS(gy, t1));
-    return tr_give(c->T, IN(c, 1), g, false);
-}
-static int r_abs(tr_ctx *c) {
-    return tr_chain(c, IN(c, 0), (const char *const[]){"sgn"}, 1, "mul");
-}
-static int r_sin(tr_ctx *c) {
-    return tr_chain(c, IN(c, 0), (const char *const[]){"cos"}, 1, "mul");
-}
-static int r_cos(tr_ctx *c) {
-    return tr_chain(c, IN(c, 0), (const char *const[]){"sin", "neg"}, 2, "mul");
-}
-static int r_reciprocal(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0), y = OUT(c, 0);
-    int t1 = tr_op(c->T, "neg", x, 0, INS(GY(c, 0)));
-    int t2 = t1 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(t1, y));
-    int g = t2 < 0 ? -1 : tr_op(c->T, "mul", x, 0, INS(t2, y));
-    return tr_give(c->T, x, g, false);
-}
-/* Clip is torch's hardtanh (ReLU6 in MobileNet): hardtanh_backward keeps the input. */
-static int r_clip(tr_ctx *c) {
-    return tr_unary(c, "hardtanh_backward", IN(c, 0));
-}
-
-/* Add and Sum pass the same gradient tensor on (AddBackward0 saves nothing). */
-static int r_add(tr_ctx *c) {
-    for (size_t k = 0; k < c->n->n_explicit_inputs; k++)
-        if (NEED(c, k) && tr_give(c->T, IN(c, k), GY(c, 0), true)) return -1;
-    return 0;
-}
-static int r_sub(tr_ctx *c) {
-    if (NEED(c, 0) && tr_give(c->T, IN(c, 0), GY(c, 0), true)) return -1;
-    if (NEED(c, 1)) {
-        int g = tr_op(c->T, "neg", OUT(c, 0), 0, INS(GY(c, 0)));
-        if (tr_give(c->T, IN(c, 1), g, false)) return -1;
-    }
-    return 0;
-}
-/* MulBackward0 saves other for self's gradient and self for other's. */
-static int r_mul(tr_ctx *c) {
-    for (size_t k = 0; k < 2; k++) {
-        if (!NEED(c, k)) continue;
-        int g = tr_op(c->T, "mul", OUT(c, 0), 0, INS(GY(c, 0), IN(c, 1 - k)));
-        if (tr_give(c->T, IN(c, k), g, false)) return -1;
-    }
-    return 0;
-}
-/* DivBackward0: grad / other; -grad * ((self / other) / other). */
-static int r_div(tr_ctx *c) {
-    tr *T = c->T;
-    int y = OUT(c, 0), a = IN(c, 0), b = IN(c, 1), gy = GY(c, 0);
-    if (NEED(c, 0) && tr_give(T, a, tr_op(T, "div", y, 0, INS(gy, b)), false)) return -1;
-    if (NEED(c, 1)) {
-        int t0 = tr_op(T, "neg", y, 0, INS(gy));
-        int t1 = t0 < 0 ? -1 : tr_op(T, "mul", y, 0, INS(t0, a));
-        int t2 = t1 < 0 ? -1 : tr_op(T, "div", y, 0, INS(t1, b));
-        int g = t2 < 0 ? -1 : tr_op(T, "div", y, 0, INS(t2, b));
-        if (tr_give(T, b, g, false)) return -1;
-    }
-    return 0;
-}
-static int r_where(tr_ctx *c) {
-    for (size_t k = 1; k < 3; k++) {
-        if (!NEED(c, k)) continue;
-        int g = tr_op(c->T, "where", OUT(c, 0), 0, INS(IN(c, 0), GY(c, 0)));
-        if (tr_give(c->T, IN(c, k), g, false)) return -1;
-    }
-    return 0;
-}
-
-/* MatMul: the batch dims of Y with the last two of the operand. */
-static int tr_batched_like(tr *T, const char *op, int y, int x, const int *in) {
-    int64_t dims[FI_MAX_RANK];
-    int ry = T->v[y].rank, rx = T->v[x].rank;
-    if (ry < 2 || rx < 2) return tr_op(T, op, x, 0, in);
-    memcpy(dims, T->v[y].dims, (size_t)ry * sizeof *dims);
-    dims[ry - 2] = T->v[x].dims[rx - 2];
-    dims[ry - 1] = T->v[x].dims[rx - 1];
-    int o = tr_new_shape(T, op, T->v[x].elem, ry, dims);
-    tr_emit(T, op, in, INS(o), NULL, 0);
-    return o;
-}
-/* MatMul keeps both operands.  A 2-D right operand is torch's folded
- * linear (mm on the flattened left); otherwise bmm, whose result is summed
- * over broadcast batch dims. */
-static int r_matmul(tr_ctx *c) {
-    tr *T = c->T;
-    int a = IN(c, 0), b = IN(c, 1), y = OUT(c, 0), gy = GY(c, 0);
-    bool folded = T->v[b].rank <= 2;
-    if (NEED(c, 0)) {
-        int g =
-            folded ? tr_op(T, "mm", a, 0, INS(gy, b)) : tr_batched_like(T, "bmm", y, a, INS(gy, b));
-        if (tr_give(T, a, g, false)) return -1;
-    }
-    if (NEED(c, 1)) {
-        int g =
-            folded ? tr_op(T, "mm", b, 0, INS(a, gy)) : tr_batched_like(T, "bmm", y, b, INS(a, gy));
-        if (tr_give(T, b, g, false)) return -1;
-    }
-    return 0;
-}
-/* Gemm as torch's addmm: mm for A, mm for B, a sum for the bias. */
-static int r_gemm(tr_ctx *c) {
-    tr *T = c->T;
-    int gy = GY(c, 0);
-    if (NEED(c, 0) && tr_give(T, IN(c, 0), tr_op(T, "mm", IN(c, 0), 0, INS(gy, IN(c, 1))), false))
-        return -1;
-    if (NEED(c, 1) && tr_give(T, IN(c, 1), tr_op(T, "mm", IN(c, 1), 0, INS(gy, IN(c, 0))), false))
-        return -1;
-    if (NEED(c, 2) && tr_give(T, IN(c, 2), gy, true)) return -1;
-    return 0;
-}
-/* One backward op that reads ins and has an output per input 0..2 that wants
- * a gradient (-1 for the others), each output given to its input: the shape
- * of convolution_backward, native_batch_norm_backward and
- * native_layer_norm_backward. */
-static int tr_grads_of_three(tr_ctx *c, const char *op, const int *ins) {
-    tr *T = c->T;
-    int o[4] = {-1, -1, -1, END};
-    for (size_t k = 0; k < 3; k++)
-        if (NEED(c, k)) o[k] = tr_new_like(T, op, IN(c, k), 0);
-    if (o[0] < 0 && o[1] < 0 && o[2] < 0) return 0;
-    tr_emit(T, op, ins, o, NULL, 0);
-    for (size_t k = 0; k < 3; k++)
-        if (o[k] >= 0 && tr_give(T, IN(c, k), o[k], false)) return -1;
-    return 0;
-}
-/* convolution_backward keeps input and weight; one op, three outputs. */
-static int r_conv(tr_ctx *c) {
-    return tr_grads_of_three(c, "convolution_backward", INS(GY(c, 0), IN(c, 0), IN(c, 1)));
-}
-/* native_batch_norm_backward keeps input, weight and the statistics (the
- * running stats the forward node updates in place stand for the saved
- * mean/invstd, which ONNX's BatchNormalization from opset 14 does not output). */
-static int r_batchnorm(tr_ctx *c) {
-    int m = OUT(c, 1) >= 0 ? OUT(c, 1) : IN(c, 3), v = OUT(c, 2) >= 0 ? OUT(c, 2) : IN(c, 4);
-    return tr_grads_of_three(c, "native_batch_norm_backward",
-                             INS(GY(c, 0), IN(c, 0), IN(c, 1), m, v));
-}
-/* native_layer_norm_backward keeps input, mean, rstd, weight and bias. */
-static int r_layernorm(tr_ctx *c) {
-    return tr_grads_of_three(c, "native_layer_norm_backward",
-                             INS(GY(c, 0), IN(c, 0), OUT(c, 1), OUT(c, 2), IN(c, 1), IN(c, 2)));
-}
-/* GlobalAveragePool is torch's mean over H, W: it keeps nothing; its
- * backward expands the gradient (a view) and divides (a new tensor). */
-static int r_mean(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    int e = tr_view(c->T, "expand", GY(c, 0), x);
-    int g = e < 0 ? -1 : tr_op(c->T, "div", x, 0, INS(e));
-    return tr_give(c->T, x, g, false);
-}
-static int r_reducesum(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    return tr_give(c->T, x, tr_view(c->T, "expand", GY(c, 0), x), true);
-}
-/* Views: the gradient is a view of the output's gradient. */
-static int r_view(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    return tr_give(c->T, x, tr_view(c->T, "view", GY(c, 0), x), c->T->shared[OUT(c, 0)]);
-}
-static int r_identity(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    return tr_give(c->T, IN(c, 0), GY(c, 0), true);
-}
-/* A Transpose of a weight is torch's t() view; of an activation, a copy
- * (permute + contiguous), and so is its backward. */
-static int r_transpose(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    if (c->T->fwd[c->ni].has_alias)
-        return tr_give(c->T, x, tr_view(c->T, "t", GY(c, 0), x), c->T->shared[OUT(c, 0)]);
-    return tr_give(c->T, x, tr_op(c->T, "permute_copy", x, 0, INS(GY(c, 0))), false);
-}
-/* CatBackward0 narrows the gradient: views. */
-static int r_concat(tr_ctx *c) {
-    for (size_t k = 0; k < c->n->n_explicit_inputs; k++) {
-        if (!NEED(c, k)) continue;
-        if (tr_give(c->T, IN(c, k), tr_view(c->T, "slice", GY(c, 0), IN(c, k)), true)) return -1;
-    }
-    return 0;
-}
-/* SplitBackward0 concatenates the outputs' gradients, zeros where one has none. */
-static int r_split(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    tr *T = c->T;
-    size_t no = c->n->n_outputs;
-    if (no + 1 > TR_MAX_IO)
-        return tr_fail(T, "node '%s' (#%d): %zu outputs", tr_node_label(T, c->ni), c->ni, no);
-    int *in = xmallocarray(no + 1, sizeof *in);
-    size_t k = 0;
-    for (; k < no; k++) {
-        in[k] = GY(c, k);
-        if (in[k] < 0 && OUT(c, k) >= 0) {
-            in[k] = tr_new_like(T, "new_zeros", OUT(c, k), 0);
-            tr_emit(T, "new_zeros", (const int[]){END}, INS(in[k]), NULL, 0);
-        }
-    }
-    in[k] = END;
-    int g = tr_op(T, "cat", IN(c, 0), 0, in);
-    free(in);
-    return tr_give(T, IN(c, 0), g, false);
-}
-/* Gather of a weight is an embedding (embedding_dense_backward); of an
- * activation, index_select's backward.  Both keep only the indices. */
-static int r_gather(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    const char *op = c->T->param[x] ? "embedding_dense_backward" : "index_select_backward";
-    return tr_give(c->T, x, tr_op(c->T, op, x, 0, INS(GY(c, 0), IN(c, 1))), false);
-}
-static int r_gather_elements(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    return tr_give(c->T, x, tr_op(c->T, "gather_backward", x, 0, INS(GY(c, 0), IN(c, 1))), false);
-}
-static int r_expand(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    return tr_give(c->T, IN(c, 0), GY(c, 0), true);
-}
-/* SoftmaxCrossEntropyLoss as torch's cross_entropy: nll_loss_backward and
- * _log_softmax_backward_data, keeping the log-probabilities. */
-static int r_sce(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    tr *T = c->T;
-    int lp = OUT(c, 1), x = IN(c, 0);
-    bool nd = T->v[x].rank > 2;
-    int t = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", lp, 0,
-                  INS(GY(c, 0), lp, IN(c, 1)));
-    int g = t < 0 ? -1 : tr_op(T, "_log_softmax_backward_data", x, 0, INS(t, lp));
-    return tr_give(T, x, g, false);
-}
-static int r_nll(tr_ctx *c) {
-    if (!NEED(c, 0)) return 0;
-    int x = IN(c, 0);
-    bool nd = c->T->v[x].rank > 2;
-    return tr_give(c->T, x,
-                   tr_op(c->T, nd ? "nll_loss2d_backward" : "nll_loss_backward", x, 0,
-                         INS(GY(c, 0), x, IN(c, 1))),
-                   false);
-}
-/* The Erf form of GELU that torch.onnx writes for F.gelu (opset < 20):
- * PyTorch runs one gelu and keeps x; the rule sits on the last Mul. */
-static int r_fused_gelu(tr_ctx *c) {
-    int x = c->T->gelu_x[c->ni];
-    if (!(c->T->req[x] && c->T->useful[x])) return 0;
-    return tr_give(c->T, x, tr_op(c->T, "gelu_backward", x, 0, INS(GY(c, 0), x)), false);
-}
-/* SiLU as torch.onnx writes nn.SiLU / F.silu: Mul(x, Sigmoid(x)).  PyTorch runs one
- * silu and keeps x; op by op the Sigmoid would keep its output and the Mul both
- * factors (efficientnet_b0 b32: +27% on the peak).  The rule sits on the Mul. */
-static int r_fused_silu(tr_ctx *c) {
-    int x = c->T->silu_x[c->ni];
-    if (!(c->T->req[x] && c->T->useful[x])) return 0;
-    return tr_give(c->T, x, tr_op(c->T, "silu_backward", x, 0, INS(GY(c, 0), x)), false);
-}
-
-/* diff: bit k set = input k can carry a gradient (0: every input). */
-typedef struct tr_rule_entry {
-    const char *op;
-    tr_rule rule;
-    unsigned diff;
-} tr_rule_entry;
-
-static const tr_rule_entry tr_rules[] = {
-    {"Relu", r_relu, 0},
-    {"Sigmoid", r_sigmoid, 0},
-    {"Tanh", r_tanh, 0},
-    {"Gelu", r_gelu, 0},
-    {"LeakyRelu", r_leaky, 0},
-    {"Elu", r_elu, 0},
-    {"Selu", r_elu, 0},
-    {"Celu", r_elu, 0},
-    {"HardSigmoid", r_hsig, 0},
-    {"HardSwish", r_hswish, 0},
-    {"Softplus", r_softplus, 0},
-    {"Mish", r_mish, 0},
-    {"Softmax", r_softmax, 0},
-    {"LogSoftmax", r_logsoftmax, 0},
-    {"Exp", r_exp, 0},
-    {"Log", r_log, 0},
-    {"Neg", r_neg, 0},
-    {"Cast", r_cast, 1},
-    {"Sqrt", r_sqrt, 0},
-    {"Erf", r_erf, 0},
-    {"Pow", r_pow, 0},
-    {"Abs", r_abs, 0},
-    {"Sin", r_sin, 0},
-    {"Cos", r_cos, 0},
-    {"Reciprocal", r_reciprocal, 0},
-    {"Clip", r_clip, 1},
-    {"Add", r_add, 0},
-    {"Sum", r_add, 0},
-    {"Sub", r_sub, 0},
-    {"Mul", r_mul, 0},
-    {"Div", r_div, 0},
-    {"Where", r_where, 6},
-    {"MatMul", r_matmul, 0},
-    {"Gemm", r_gemm, 0},
-    {"Conv", r_conv, 0},
-    {"ConvTranspose", r_conv, 0},
-    {"BatchNormalization", r_batchnorm, 7},
-    {"LayerNormalization", r_layernorm, 0},
-    {"MaxPool", r_maxpool, 1},
-    {"AveragePool", r_avgpool, 1},
-    {"GlobalAveragePool", r_mean, 1},
-    {"ReduceMean", r_mean, 1},
-    {"ReduceSum", r_reducesum, 1},
-    {"Reshape", r_view, 1},
-    {"Flatten", r_view, 1},
-    {"Squeeze", r_view, 1},
-    {"Unsqueeze", r_view, 1},
-    {"Identity", r_identity, 1},
-    {"Transpose", r_transpose, 1},
-    {"Concat", r_concat, 0},
-    {"Split", r_split, 1},
-    {"Slice", r_slice, 1},
-    {"Gather", r_gather, 1},
-    {"GatherElements", r_gather_elements, 1},
-    {"Expand", r_expand, 1},
-    {"Tile", r_tile, 1},
-    {"Pad", r_pad, 1},
-    {"Dropout", r_dropout, 1},
-    {"SoftmaxCrossEntropyLoss", r_sce, 1},
-    {"NegativeLogLikelihoodLoss", r_nll, 1},
-    {NULL, NULL, 0},
-};
-
-/* Operators whose outputs carry no gradient: integer results, comparisons,
- * data-dependent indices, random numbers, piecewise-constant functions. */
-static const char *const tr_nondiff[] = {
-    "Shape",
-    "Size",
-    "Constant",
-    "ConstantOfShape",
-    "Equal",
-    "Less",
-    "LessOrEqual",
-    "Greater",
-    "GreaterOrEqual",
-    "Not",
-    "And",
-    "Or",
-    "Xor",
-    "ArgMax",
-    "ArgMin",
-    "NonZero",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sign",
-    "IsNaN",
-    "IsInf",
-    "Range",
-    "RandomNormal",
-    "RandomNormalLike",
-    "RandomUniform",
-    "RandomUniformLike",
-    "Bernoulli",
-    "Multinomial",
-    "EyeLike",
-    "OneHot",
-    "NonMaxSuppression",
-    NULL,
-};
-
-static const tr_rule_entry *tr_rule_of(const fe_node *n) {
-    if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return NULL;
-    for (const tr_rule_entry *r = tr_rules; r->op; r++)
-        if (strcmp(r->op, n->op_type) == 0) return r;
-    return NULL;
-}
-
-static bool tr_is_nondiff(const fe_node *n) {
-    if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return false;
-    for (const char *const *p = tr_nondiff; *p; p++)
-        if (strcmp(*p, n->op_type) == 0) return true;
-    return false;
-}
-
-/* Input slot k of n can carry a gradient (unknown ops: every slot, so that
- * an unknown op on the gradient path is found and named). */
-static bool tr_diff_slot(const fe_node *n, size_t k) {
-    if (tr_is_nondiff(n)) return false;
-    const tr_rule_entry *r = tr_rule_of(n);
-    if (!r || r->diff == 0) return true;
-    return k < 32 && (r->diff >> k) & 1u;
 }
 
 /* ------------------------------------------------------------- analysis */
@@ -931,7 +319,7 @@ static int tr_analyse(tr *T) {
     /* An operator that the gradient must cross and that has no rule. */
     for (size_t i = f->n_nodes; i-- > 0;) {
         const fe_node *n = &f->nodes[i];
-        if (T->fused[i] || tr_rule_of(n) || T->gelu_x[i] >= 0 || T->silu_x[i] >= 0) continue;
+        if (T->fused[i] || tr_has_rule(n) || T->gelu_x[i] >= 0 || T->silu_x[i] >= 0) continue;
         bool out_grad = false, in_req = false;
         for (size_t k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] >= 0 && T->useful[n->outputs[k]] && T->req[n->outputs[k]])
@@ -939,13 +327,14 @@ static int tr_analyse(tr *T) {
         for (size_t k = 0; k < n->n_explicit_inputs; k++)
             if (n->inputs[k] >= 0 && T->req[n->inputs[k]]) in_req = true;
         if (out_grad && in_req)
-            return tr_fail(T,
-                           "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no "
-                           "gradient rule for it "
-                           "(frontend/TRAIN.md lists the operators covered; --frozen can stop the "
-                           "gradient before it)",
-                           tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "",
-                           n->domain[0] ? "::" : "", n->op_type);
+            return tr_fail(
+                T,
+                "node '%s' (#%zu, %s%s%s) is on the gradient path and roamc has no "
+                "gradient rule for it "
+                "(frontend/train/TRAIN.md lists the operators covered; --frozen can stop the "
+                "gradient before it)",
+                tr_node_label(T, (int)i), i, n->domain[0] ? n->domain : "",
+                n->domain[0] ? "::" : "", n->op_type);
     }
     for (size_t v = 0; v < nv; v++) {
         const fe_value *fv = &f->values[v];
@@ -1150,7 +539,7 @@ static void tr_adjust_nodes(tr *T, bool *bufview) {
 
 /* ------------------------------------------------------------------- loss */
 
-static const char *tr_loss_name(int k) {
+const char *tr_loss_name(int k) {
     switch (k) {
     case FE_LOSS_CROSS_ENTROPY: return "cross-entropy";
     case FE_LOSS_MSE: return "mse";
@@ -1159,7 +548,7 @@ static const char *tr_loss_name(int k) {
     }
 }
 
-static const char *tr_optimizer_name(int k) {
+const char *tr_optimizer_name(int k) {
     switch (k) {
     case FE_OPT_ADAM: return "adam";
     case FE_OPT_ADAMW: return "adamw";
@@ -1198,15 +587,15 @@ static void tr_shape_text(const tr *T, int v, char *buf, size_t len) {
  * nll_loss_backward, _log_softmax_backward_data.  Returns the gradient of y. */
 static int tr_cross_entropy(tr *T, int y, int label, bool nd) {
     const char *fwd = nd ? "nll_loss2d_forward" : "nll_loss_forward";
-    int lsm = tr_op(T, "_log_softmax", y, 0, INS(y));
+    int lsm = tr_op(T, "_log_softmax", y, 0, TR_VALUES(y));
     int loss = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
     int tw = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
-    tr_emit(T, fwd, INS(lsm, label), INS(loss, tw), NULL, 0);
+    tr_emit(T, fwd, TR_VALUES(lsm, label), TR_VALUES(loss, tw), NULL, 0);
     T->loss = loss;
-    int seed = tr_op(T, "ones_like", loss, 0, INS(loss));
+    int seed = tr_op(T, "ones_like", loss, 0, TR_VALUES(loss));
     int g = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0,
-                  INS(seed, lsm, label, -1, tw));
-    return tr_op(T, "_log_softmax_backward_data", y, 0, INS(g, lsm));
+                  TR_VALUES(seed, lsm, label, -1, tw));
+    return tr_op(T, "_log_softmax_backward_data", y, 0, TR_VALUES(g, lsm));
 }
 
 static void tr_dims_text(int rank, const int64_t *dims, char *buf, size_t len) {
@@ -1275,14 +664,14 @@ static int tr_build_loss(tr *T) {
                 "(use --loss cross-entropy or mse)",
                 T->v[y].name, shape);
         T->loss = y;
-        g = tr_op(T, "ones_like", y, 0, INS(y));
+        g = tr_op(T, "ones_like", y, 0, TR_VALUES(y));
     } else if (kind == FE_LOSS_MSE) {
         if (tr_label(T, y, elem, rank, T->v[y].dims) < 0) return -1;
         int loss = tr_new_shape(T, "mse_loss", elem, 0, NULL);
-        tr_emit(T, "mse_loss", INS(y, T->label), INS(loss), NULL, 0);
+        tr_emit(T, "mse_loss", TR_VALUES(y, T->label), TR_VALUES(loss), NULL, 0);
         T->loss = loss;
-        int seed = tr_op(T, "ones_like", loss, 0, INS(loss));
-        g = tr_op(T, "mse_loss_backward", y, 0, INS(seed, y, T->label));
+        int seed = tr_op(T, "ones_like", loss, 0, TR_VALUES(loss));
+        g = tr_op(T, "mse_loss_backward", y, 0, TR_VALUES(seed, y, T->label));
     } else {
         if (rank < 2)
             return tr_fail(
@@ -1301,9 +690,9 @@ static int tr_build_loss(tr *T) {
             if (tr_label(T, y, 7, 2, T->v[y].dims) < 0) return -1;
             int64_t flat[2] = {T->v[y].dims[0] * T->v[y].dims[1], T->v[y].dims[2]};
             int yv = tr_new_shape(T, "view", elem, 2, flat);
-            tr_emit(T, "view", INS(y), INS(yv), (const int[]){0}, 0);
+            tr_emit(T, "view", TR_VALUES(y), TR_VALUES(yv), (const int[]){0}, 0);
             int lv = tr_new_shape(T, "view", 7, 1, flat);
-            tr_emit(T, "view", INS(T->label), INS(lv), (const int[]){0}, 0);
+            tr_emit(T, "view", TR_VALUES(T->label), TR_VALUES(lv), (const int[]){0}, 0);
             T->label_view = lv;
             int g2 = tr_cross_entropy(T, yv, lv, false);
             g = tr_view(T, "view", g2, y);
@@ -1318,32 +707,6 @@ static int tr_build_loss(tr *T) {
     if (g < 0) return -1;
     T->grad[y] = g;
     T->shared[y] = false;
-    return 0;
-}
-
-/* --------------------------------------------------------------- backward */
-
-static int tr_backward(tr *T) {
-    const fe_model *f = T->f;
-    size_t before = T->nn;
-    for (size_t i = f->n_nodes; i-- > 0;) {
-        const fe_node *n = &f->nodes[i];
-        if (T->fused[i]) continue;
-        tr_ctx c = {T, (int)i, n};
-        bool any = false;
-        for (size_t k = 0; k < n->n_outputs; k++)
-            if (GY(&c, k) >= 0) any = true;
-        if (!any) continue;
-        tr_rule rule = NULL;
-        if (T->gelu_x[i] >= 0)
-            rule = r_fused_gelu;
-        else if (T->silu_x[i] >= 0)
-            rule = r_fused_silu;
-        else if (tr_rule_of(n))
-            rule = tr_rule_of(n)->rule;
-        if (rule && rule(&c)) return -1;
-    }
-    T->n_backward = T->nn - before;
     return 0;
 }
 
@@ -1368,11 +731,6 @@ static int tr_state(tr *T, int p, const char *suffix, int rank_like_p) {
     T->n_state_bytes += tr_bytes(T, s);
     return s;
 }
-
-typedef struct tr_list {
-    int *v;
-    size_t n, cap;
-} tr_list;
 
 static void tr_push(tr_list *l, int v) {
     if (l->n == l->cap) {
@@ -1402,15 +760,15 @@ static void tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states
             continue;
         }
         if (kind == FE_OPT_SGD) {
-            tr_add_final(T, tr_inplace(T, "add_", INS(p, g)));
+            tr_add_final(T, tr_inplace(T, "add_", TR_VALUES(p, g)));
             continue;
         }
         if (kind == FE_OPT_MOMENTUM) {
             int buf = tr_state(T, p, "momentum_buffer", 1);
             tr_push(states, buf);
-            int b1 = tr_inplace(T, "mul_", INS(buf));
-            int b2 = tr_inplace(T, "add_", INS(b1, g));
-            tr_add_final(T, tr_inplace(T, "add_", INS(p, b2)));
+            int b1 = tr_inplace(T, "mul_", TR_VALUES(buf));
+            int b2 = tr_inplace(T, "add_", TR_VALUES(b1, g));
+            tr_add_final(T, tr_inplace(T, "add_", TR_VALUES(p, b2)));
             tr_add_final(T, b2);
             continue;
         }
@@ -1420,356 +778,24 @@ static void tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states
         tr_push(states, step);
         tr_push(states, m);
         tr_push(states, v);
-        int s1 = tr_inplace(T, "add_", INS(step));
+        int s1 = tr_inplace(T, "add_", TR_VALUES(step));
         int pw = p;
-        if (kind == FE_OPT_ADAMW) pw = tr_inplace(T, "mul_", INS(p)); /* decoupled weight decay */
-        int m1 = tr_inplace(T, "mul_", INS(m));
-        int m2 = tr_inplace(T, "add_", INS(m1, g));
-        int v1 = tr_inplace(T, "mul_", INS(v));
-        int v2 = tr_inplace(T, "addcmul_", INS(v1, g, g));
-        int d1 = tr_op(T, "sqrt", v2, 0, INS(v2));
-        int d2 = tr_op(T, "div", d1, 0, INS(d1));
-        int d3 = tr_inplace(T, "add_", INS(d2));
-        int p1 = tr_inplace(T, "addcdiv_", INS(pw, m2, d3));
+        if (kind == FE_OPT_ADAMW)
+            pw = tr_inplace(T, "mul_", TR_VALUES(p)); /* decoupled weight decay */
+        int m1 = tr_inplace(T, "mul_", TR_VALUES(m));
+        int m2 = tr_inplace(T, "add_", TR_VALUES(m1, g));
+        int v1 = tr_inplace(T, "mul_", TR_VALUES(v));
+        int v2 = tr_inplace(T, "addcmul_", TR_VALUES(v1, g, g));
+        int d1 = tr_op(T, "sqrt", v2, 0, TR_VALUES(v2));
+        int d2 = tr_op(T, "div", d1, 0, TR_VALUES(d1));
+        int d3 = tr_inplace(T, "add_", TR_VALUES(d2));
+        int p1 = tr_inplace(T, "addcdiv_", TR_VALUES(pw, m2, d3));
         tr_add_final(T, p1);
         tr_add_final(T, s1);
         tr_add_final(T, m2);
         tr_add_final(T, v2);
     }
     T->n_optim = T->nn - before;
-}
-
-/* --------------------------------------------------------------- protobuf */
-
-/* Everything the derived ModelProto owns: freed together after packing. */
-typedef struct tr_arena {
-    void **p;
-    size_t n, cap;
-} tr_arena;
-
-static void *tr_mem(tr_arena *a, size_t size) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 4096;
-        a->p = xreallocarray(a->p, cap, sizeof *a->p);
-        a->cap = cap;
-    }
-    return a->p[a->n++] = xcalloc(1, size);
-}
-
-static void tr_arena_free(tr_arena *a) {
-    for (size_t i = 0; i < a->n; i++) free(a->p[i]);
-    free(a->p);
-}
-
-static Onnx__ValueInfoProto *tr_vinfo(tr_arena *a, const tr_value *v) {
-    Onnx__ValueInfoProto *vi = tr_mem(a, sizeof *vi);
-    Onnx__TypeProto *tp = tr_mem(a, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = tr_mem(a, sizeof *tt);
-    Onnx__TensorShapeProto *sp = tr_mem(a, sizeof *sp);
-    Onnx__TensorShapeProto__Dimension **dims =
-        tr_mem(a, (size_t)(v->rank > 0 ? v->rank : 0) * sizeof *dims);
-    *vi = (Onnx__ValueInfoProto)ONNX__VALUE_INFO_PROTO__INIT;
-    *tp = (Onnx__TypeProto)ONNX__TYPE_PROTO__INIT;
-    *tt = (Onnx__TypeProto__Tensor)ONNX__TYPE_PROTO__TENSOR__INIT;
-    *sp = (Onnx__TensorShapeProto)ONNX__TENSOR_SHAPE_PROTO__INIT;
-    for (int d = 0; d < v->rank; d++) {
-        Onnx__TensorShapeProto__Dimension *dm = tr_mem(a, sizeof *dm);
-        *dm = (Onnx__TensorShapeProto__Dimension)ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT;
-        dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        dm->dim_value = v->dims[d];
-        dims[d] = dm;
-    }
-    sp->n_dim = (size_t)(v->rank > 0 ? v->rank : 0);
-    sp->dim = dims;
-    tt->has_elem_type = 1;
-    tt->elem_type = v->elem;
-    tt->shape = sp;
-    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    tp->tensor_type = tt;
-    vi->name = v->name;
-    vi->type = tp;
-    return vi;
-}
-
-/* The alias (INTS) and inplace (INT) attributes of DESIGN.md's convention. */
-static void tr_alias_attrs(tr_arena *a, const int *alias, size_t n_out, int inplace,
-                           Onnx__AttributeProto **out) {
-    Onnx__AttributeProto *al = tr_mem(a, sizeof *al), *ip = tr_mem(a, sizeof *ip);
-    int64_t *ints = tr_mem(a, n_out * sizeof *ints);
-    *al = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-    *ip = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-    for (size_t k = 0; k < n_out; k++) ints[k] = alias[k];
-    al->name = "alias";
-    al->has_type = 1;
-    al->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-    al->n_ints = n_out;
-    al->ints = ints;
-    ip->name = "inplace";
-    ip->has_type = 1;
-    ip->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    ip->has_i = 1;
-    ip->i = inplace;
-    out[0] = al;
-    out[1] = ip;
-}
-
-static char *tr_vname(tr *T, int v) {
-    return v >= 0 ? T->v[v].name : "";
-}
-
-static Onnx__StringStringEntryProto *tr_meta(tr_arena *a, const char *key, const char *value) {
-    Onnx__StringStringEntryProto *e = tr_mem(a, sizeof *e);
-    size_t kl = strlen(key), vl = strlen(value);
-    char *k = tr_mem(a, kl + 1), *v = tr_mem(a, vl + 1);
-    memcpy(k, key, kl + 1);
-    memcpy(v, value, vl + 1);
-    *e = (Onnx__StringStringEntryProto)ONNX__STRING_STRING_ENTRY_PROTO__INIT;
-    e->key = k;
-    e->value = v;
-    return e;
-}
-
-/* A comma-separated list of value names, in the arena. */
-static char *tr_join(tr *T, tr_arena *a, const int *v, size_t n) {
-    size_t len = 1;
-    for (size_t k = 0; k < n; k++) len += strlen(tr_vname(T, v[k])) + 1;
-    char *s = tr_mem(a, len), *p = s;
-    for (size_t k = 0; k < n; k++) {
-        size_t l = strlen(tr_vname(T, v[k]));
-        if (k) *p++ = ',';
-        memcpy(p, tr_vname(T, v[k]), l);
-        p += l;
-    }
-    *p = 0;
-    return s;
-}
-
-typedef struct tr_lists {
-    tr_list data, params, grads, states, buffers, frozen;
-} tr_lists;
-
-/* The file's forward nodes into nodes[0 .. n_node): shared as they are, or copied where the
- * derivation added an optional output or alias attributes. */
-static void tr_pack_fwd_nodes(tr *T, tr_arena *A, Onnx__NodeProto **nodes) {
-    const Onnx__GraphProto *og = T->mp->graph;
-    for (size_t i = 0; i < og->n_node; i++) {
-        const tr_fwd *fw = &T->fwd[i];
-        if (!fw->out && !fw->has_alias) {
-            nodes[i] = og->node[i];
-            continue;
-        }
-        Onnx__NodeProto *c = tr_mem(A, sizeof *c);
-        *c = *og->node[i];
-        if (fw->out) {
-            char **outs = tr_mem(A, fw->n_out * sizeof *outs);
-            for (size_t k = 0; k < fw->n_out; k++) outs[k] = tr_vname(T, fw->out[k]);
-            c->output = outs;
-            c->n_output = fw->n_out;
-        }
-        if (fw->has_alias) {
-            Onnx__AttributeProto **at = tr_mem(A, (c->n_attribute + 2) * sizeof *at);
-            if (c->n_attribute) /* Slice, Cast, Dropout may have none: attribute is NULL */
-                memcpy(at, og->node[i]->attribute, c->n_attribute * sizeof *at);
-            size_t no = c->n_output < 3 ? c->n_output : 3;
-            tr_alias_attrs(A, fw->alias, no, fw->inplace, at + c->n_attribute);
-            c->attribute = at;
-            c->n_attribute += 2;
-        }
-        nodes[i] = c;
-    }
-}
-
-/* The derived nodes (loss, backward, optimizer) into nodes[0 .. T->nn), in the aten domain,
- * named train0, train1, ... */
-static void tr_pack_train_nodes(tr *T, tr_arena *A, Onnx__NodeProto **nodes) {
-    for (size_t j = 0; j < T->nn; j++) {
-        const tr_node *n = &T->n[j];
-        Onnx__NodeProto *c = tr_mem(A, sizeof *c);
-        char **in = tr_mem(A, n->n_in * sizeof *in);
-        char **outs = tr_mem(A, n->n_out * sizeof *outs);
-        Onnx__AttributeProto **at = tr_mem(A, 2 * sizeof *at);
-        char *name = tr_mem(A, 32);
-        *c = (Onnx__NodeProto)ONNX__NODE_PROTO__INIT;
-        for (size_t k = 0; k < n->n_in; k++) in[k] = tr_vname(T, n->in[k]);
-        for (size_t k = 0; k < n->n_out; k++) outs[k] = tr_vname(T, n->out[k]);
-        snprintf(name, 32, "train%zu", j);
-        c->name = name;
-        c->op_type = (char *)n->op;
-        c->domain = TR_ATEN;
-        c->input = in;
-        c->n_input = n->n_in;
-        c->output = outs;
-        c->n_output = n->n_out;
-        tr_alias_attrs(A, n->alias, n->n_out, n->inplace, at);
-        c->attribute = at;
-        c->n_attribute = 2;
-        nodes[j] = c;
-    }
-}
-
-/* g's inputs: data, label, parameters, optimizer state.  Marks each in is_io, so that the
- * later lists do not declare it again. */
-static void tr_pack_inputs(tr *T, const tr_lists *L, tr_arena *A, Onnx__GraphProto *g,
-                           bool *is_io) {
-    size_t n_in = L->data.n + L->params.n + L->states.n + 1;
-    Onnx__ValueInfoProto **inputs = tr_mem(A, n_in * sizeof *inputs);
-    size_t ni = 0;
-    const tr_list *in_lists[3] = {&L->data, &L->params, &L->states};
-    for (int l = 0; l < 3; l++)
-        for (size_t k = 0; k < in_lists[l]->n; k++) {
-            int v = in_lists[l]->v[k];
-            inputs[ni++] = tr_vinfo(A, &T->v[v]);
-            is_io[v] = true;
-        }
-    g->input = inputs;
-    g->n_input = ni;
-}
-
-/* g's initializers: the file's, less the parameters (now inputs without data). */
-static void tr_pack_initializers(tr *T, tr_arena *A, Onnx__GraphProto *g, bool *is_io) {
-    const Onnx__GraphProto *og = T->mp->graph;
-    Onnx__TensorProto **inits = tr_mem(A, og->n_initializer * sizeof *inits);
-    size_t nini = 0;
-    for (size_t k = 0; k < og->n_initializer; k++) {
-        const char *iname = og->initializer[k]->name ? og->initializer[k]->name : "";
-        int v = fi_names_get(&T->names, iname);
-        if (v >= 0 && T->param[v]) continue;
-        if (v >= 0) is_io[v] = true;
-        inits[nini++] = og->initializer[k];
-    }
-    g->initializer = inits;
-    g->n_initializer = nini;
-}
-
-/* g's outputs: the loss, then the final versions of parameters and state not declared yet. */
-static void tr_pack_outputs(tr *T, tr_arena *A, Onnx__GraphProto *g, bool *is_io) {
-    Onnx__ValueInfoProto **outputs = tr_mem(A, (T->n_final + 1) * sizeof *outputs);
-    size_t no = 0;
-    outputs[no++] = tr_vinfo(A, &T->v[T->loss]);
-    is_io[T->loss] = true;
-    for (size_t k = 0; k < T->n_final; k++) {
-        int v = fi_names_get(&T->names, T->final[k]);
-        if (v < 0 || is_io[v]) continue;
-        outputs[no++] = tr_vinfo(A, &T->v[v]);
-        is_io[v] = true;
-    }
-    g->output = outputs;
-    g->n_output = no;
-}
-
-/* g's value_info: every other tensor a node makes, forward nodes first. */
-static void tr_pack_value_info(tr *T, tr_arena *A, Onnx__GraphProto *g, bool *is_io) {
-    const fe_model *f = T->f;
-    const Onnx__GraphProto *og = T->mp->graph;
-    Onnx__ValueInfoProto **vis = tr_mem(A, T->nv * sizeof *vis);
-    size_t nvi = 0;
-    for (size_t i = 0; i < og->n_node; i++) {
-        const tr_fwd *fw = &T->fwd[i];
-        size_t nout = fw->out ? fw->n_out : f->nodes[i].n_outputs;
-        for (size_t k = 0; k < nout; k++) {
-            int v = fw->out ? fw->out[k] : f->nodes[i].outputs[k];
-            if (v < 0 || is_io[v] || !T->v[v].tensor) continue;
-            vis[nvi++] = tr_vinfo(A, &T->v[v]);
-            is_io[v] = true;
-        }
-    }
-    for (size_t j = 0; j < T->nn; j++)
-        for (size_t k = 0; k < T->n[j].n_out; k++) {
-            int v = T->n[j].out[k];
-            if (v < 0 || is_io[v]) continue;
-            vis[nvi++] = tr_vinfo(A, &T->v[v]);
-            is_io[v] = true;
-        }
-    g->value_info = vis;
-    g->n_value_info = nvi;
-}
-
-/* The derived graph: the file's graph with the nodes and the four value lists replaced.  The
- * lists are filled in this order because each declares a value only once (is_io). */
-static Onnx__GraphProto *tr_pack_graph(tr *T, const tr_lists *L, tr_arena *A) {
-    const Onnx__GraphProto *og = T->mp->graph;
-    Onnx__GraphProto *g = tr_mem(A, sizeof *g);
-    size_t nn = og->n_node + T->nn;
-    Onnx__NodeProto **nodes = tr_mem(A, nn * sizeof *nodes);
-    bool *is_io = tr_mem(A, T->nv * sizeof *is_io);
-    *g = *og;
-    tr_pack_fwd_nodes(T, A, nodes);
-    tr_pack_train_nodes(T, A, nodes + og->n_node);
-    g->node = nodes;
-    g->n_node = nn;
-    tr_pack_inputs(T, L, A, g, is_io);
-    tr_pack_initializers(T, A, g, is_io);
-    tr_pack_outputs(T, A, g, is_io);
-    tr_pack_value_info(T, A, g, is_io);
-    return g;
-}
-
-/* m's opset imports: the file's, plus the aten domain the derived nodes use unless the file
- * imports it already. */
-static void tr_pack_opsets(tr *T, tr_arena *A, Onnx__ModelProto *m) {
-    const Onnx__ModelProto *mp = T->mp;
-    bool has_aten = false;
-    for (size_t k = 0; k < mp->n_opset_import; k++)
-        if (mp->opset_import[k]->domain && !strcmp(mp->opset_import[k]->domain, TR_ATEN))
-            has_aten = true;
-    Onnx__OperatorSetIdProto **ops = tr_mem(A, (mp->n_opset_import + 1) * sizeof *ops);
-    Onnx__OperatorSetIdProto *aten = tr_mem(A, sizeof *aten);
-    memcpy(ops, mp->opset_import, mp->n_opset_import * sizeof *ops);
-    m->opset_import = ops;
-    if (!has_aten) {
-        *aten = (Onnx__OperatorSetIdProto)ONNX__OPERATOR_SET_ID_PROTO__INIT;
-        aten->domain = TR_ATEN;
-        aten->has_version = 1;
-        aten->version = 1;
-        ops[m->n_opset_import++] = aten;
-    }
-}
-
-/* m's metadata: the file's, less any roamc.* keys (a step derived again replaces them), then
- * the roamc.* keys that let a later run (--report, the planner) read the step's roles. */
-static void tr_pack_metadata(tr *T, const tr_lists *L, tr_arena *A, Onnx__ModelProto *m) {
-    const Onnx__ModelProto *mp = T->mp;
-    Onnx__StringStringEntryProto **meta = tr_mem(A, (mp->n_metadata_props + 16) * sizeof *meta);
-    size_t nm = 0;
-    for (size_t k = 0; k < mp->n_metadata_props; k++)
-        if (mp->metadata_props[k]->key && strncmp(mp->metadata_props[k]->key, "roamc.", 6) != 0)
-            meta[nm++] = mp->metadata_props[k];
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", tr_optimizer_name(T->opt->optimizer));
-    const char *kv[][2] = {
-        {"roamc.loss", T->v[T->loss].name},
-        {"roamc.parameters", tr_join(T, A, L->params.v, L->params.n)},
-        {"roamc.optimizer_state", tr_join(T, A, L->states.v, L->states.n)},
-        {"roamc.data_inputs", tr_join(T, A, L->data.v, L->data.n)},
-        {"roamc.buffers", tr_join(T, A, L->buffers.v, L->buffers.n)},
-        {"roamc.frozen", tr_join(T, A, L->frozen.v, L->frozen.n)},
-        {"roamc.gradients", tr_join(T, A, L->grads.v, L->grads.n)},
-        {"roamc.optimizer", buf},
-        {"roamc.loss_kind", tr_loss_name(T->loss_kind)},
-        {"roamc.label", T->label >= 0 ? T->v[T->label].name : ""},
-        {"roamc.derived_from", T->path},
-        {"roamc.exporter", "roamc --train " ROAMC_TRAIN_VERSION},
-    };
-    for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++)
-        meta[nm++] = tr_meta(A, kv[k][0], kv[k][1]);
-    m->metadata_props = meta;
-    m->n_metadata_props = nm;
-}
-
-/* Packs the derived model into *bytes (malloc'd).  The model shares the file's unchanged
- * parts (nodes, initializers, metadata) and holds the new ones in an arena freed after. */
-static void tr_pack(tr *T, tr_lists *L, uint8_t **bytes, size_t *len) {
-    tr_arena A = {0};
-    Onnx__ModelProto m = *T->mp;
-    m.graph = tr_pack_graph(T, L, &A);
-    m.n_training_info = 0;
-    m.training_info = NULL;
-    tr_pack_opsets(T, &A, &m);
-    tr_pack_metadata(T, L, &A, &m);
-    *len = onnx__model_proto__get_packed_size(&m);
-    *bytes = xmalloc(*len);
-    onnx__model_proto__pack(&m, *bytes);
-    tr_arena_free(&A);
 }
 
 /* ------------------------------------------------------------------ entry */
@@ -1936,8 +962,7 @@ static void tr_copy_values(tr *T) {
         int rank = fv->rank > 0 ? fv->rank : 0;
         for (int d = 0; d < rank && d < FI_MAX_RANK; d++) dims[d] = fv->dims[d].value;
         int index = tr_add_value(T, fv->name, fv->elem_type, rank, dims);
-        assert(index == (int)v);
-        (void)index;
+        ROAMC_ASSERT(index == (int)v); /* the forward indices stay valid in T */
         T->v[v].tensor = fv->seq_len < 0 && fv->rank >= 0;
     }
 }
@@ -1982,7 +1007,8 @@ static void tr_sort_inputs(tr *T, tr_lists *L) {
         if (T->param[v]) {
             int g = T->grad[v];
             if (g >= 0 && T->shared[v])
-                g = tr_op(T, "clone", v, 0, INS(g)); /* AccumulateGrad copies a shared gradient */
+                g = tr_op(T, "clone", v, 0,
+                          TR_VALUES(g)); /* AccumulateGrad copies a shared gradient */
             tr_push(&L->params, v);
             tr_push(&L->grads, g);
         } else if (fv->kind & FE_INITIALIZER) {

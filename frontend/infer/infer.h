@@ -1,4 +1,4 @@
-/* frontend/infer.h — shape and type inference, private to frontend/.
+/* frontend/infer/infer.h — shape and type inference, private to frontend/.
  *
  * The loader (frontend.c) asks infer.c for the element type and shape of
  * every value of the main graph; infer.c walks the graph in topological
@@ -18,6 +18,10 @@
  * first failure is recorded in the context and every later helper returns a
  * harmless value, so a rule never checks more than its own return code
  * (the ggml-alloc habit: one place handles failure).
+ *
+ * Includes run one way: the loader (frontend.c) and --train (train/)
+ * include this header; inference includes only base.h and the two files
+ * below the loader (bindings.h, elem.h), never frontend.h.
  */
 #ifndef ROAMC_FRONTEND_INFER_H
 #define ROAMC_FRONTEND_INFER_H
@@ -27,7 +31,8 @@
 #include <stdint.h>
 
 #include "base.h"
-#include "frontend.h"
+#include "bindings.h"
+#include "elem.h"
 #include "onnx.pb-c.h"
 
 /* The most dims a value may have; deeper ranks are refused with a message. */
@@ -112,7 +117,7 @@ extern const fi_rule fi_rules_sequence[];
 
 /* ---------------------------------------------------------------- driver */
 
-/* The name table of the loader and of train.c: borrowed names to int
+/* The name table of the loader and of train/: borrowed names to int
  * indices (inference's scopes keep theirs in its budgeted arena), open
  * addressing over fi_hash with linear probing, at most half full, growing
  * as names are added.  It never copies a name: each must outlive the table.
@@ -266,7 +271,7 @@ fi_tensor *fi_new_tensor(fi_node *n);
  * failing the node. */
 fi_dim *fi_new_dims(fi_node *n, int rank);
 
-/* Bytes of one element in bits (frontend.h), and ONNX type classes. */
+/* ONNX type classes (the size of an element: elem.h). */
 bool fi_is_float_type(int32_t elem);
 bool fi_is_int_type(int32_t elem); /* integer or bool */
 
