@@ -25,12 +25,12 @@
 /* Time-limited entry points over layout_exact and layout_glpk_exact (which
  * plans use and which stop on work): the default work budget with
  * time_limit_s as the backstop (a non-positive limit is kept tiny, not
- * none).  layout_ilp_goal also stops once the height is <= goal;
+ * none).  exact_in_time_goal also stops once the height is <= goal;
  * *proven_optimal (may be NULL) is res.proven_optimal.  Only these tests
  * call them, so they live here. */
-static uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                                const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                                uint64_t *offsets, int *proven_optimal) {
+static uint64_t exact_in_time_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                                   const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                                   uint64_t *offsets, int *proven_optimal) {
     layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
     layout_result res;
     uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
@@ -38,10 +38,11 @@ static uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t al
     return h;
 }
 
-static uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                           const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
-                           int *proven_optimal) {
-    return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
+static uint64_t exact_in_time(const layout_buffer *bufs, size_t n, uint64_t align,
+                              const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
+                              int *proven_optimal) {
+    return exact_in_time_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets,
+                              proven_optimal);
 }
 
 /* The GLPK model alone (layout_glpk_exact) under a time limit. */
@@ -232,7 +233,7 @@ static void test_five_buffers(void **state) {
     int proven = 0;
     uint64_t h0 = layout_best_heuristic(csv.bufs, 5, 1, warm, NULL);
     assert_true(check_layout(csv.bufs, 5, warm, 1));
-    uint64_t h = layout_ilp(csv.bufs, 5, 1, warm, 5.0, off, &proven);
+    uint64_t h = exact_in_time(csv.bufs, 5, 1, warm, 5.0, off, &proven);
     assert_int_equal(h, 12);
     assert_true(h <= h0);
     assert_int_equal(proven, 1);
@@ -319,7 +320,7 @@ static void test_random_instances(void **state) {
         assert_true(st.allocated_peak >= lb);
         if (it % 10 == 0) {
             int proven;
-            uint64_t h = layout_ilp(bufs, n, align, warm, 0.05, off, &proven);
+            uint64_t h = exact_in_time(bufs, n, align, warm, 0.05, off, &proven);
             assert_true(check_layout(bufs, n, off, align));
             assert_true(h <= hb && h >= lb);
             if (h == lb) assert_int_equal(proven, 1);
@@ -531,24 +532,24 @@ static void test_ilp_optimum_above_bound(void **state) {
     assert_int_equal(proven, 1);
     assert_int_equal(too_large, 0);
     assert_true(check_layout(gap7, 7, off, 1));
-    /* the whole of layout_ilp, from a poor warm start (all stacked) */
+    /* the whole of exact_in_time, from a poor warm start (all stacked) */
     uint64_t top = 0;
     for (size_t i = 0; i < 7; i++) {
         warm[i] = top;
         top += gap7[i].size;
     }
     proven = 0;
-    assert_int_equal(layout_ilp(gap7, 7, 1, warm, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, warm, 10.0, off, &proven), 17);
     assert_int_equal(proven, 1);
     assert_true(check_layout(gap7, 7, off, 1));
-    assert_int_equal(layout_ilp(gap7, 7, 1, NULL, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, NULL, 10.0, off, &proven), 17);
     assert_true(check_layout(gap7, 7, off, 1));
     /* an invalid warm start is ignored */
     uint64_t bad[7] = {0};
-    assert_int_equal(layout_ilp(gap7, 7, 1, bad, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, bad, 10.0, off, &proven), 17);
     assert_true(check_layout(gap7, 7, off, 1));
     /* with a goal: stops as soon as the height is <= goal */
-    assert_true(layout_ilp_goal(gap7, 7, 1, warm, 10.0, 30, off, &proven) <= 30);
+    assert_true(exact_in_time_goal(gap7, 7, 1, warm, 10.0, 30, off, &proven) <= 30);
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
@@ -748,7 +749,7 @@ static void test_perfect_instances(void **state) {
         assert_int_equal(layout_live_peak(b, n), cap);
         layout_best_heuristic(b, n, 1, warm, NULL);
         int proven = 0;
-        uint64_t h = layout_ilp(b, n, 1, warm, 5.0, off, &proven);
+        uint64_t h = exact_in_time(b, n, 1, warm, 5.0, off, &proven);
         assert_true(check_layout(b, n, off, 1));
         assert_int_equal(h, cap);
         assert_int_equal(proven, 1);
@@ -757,7 +758,7 @@ static void test_perfect_instances(void **state) {
 
 /* With slack and tiny sizes, branch B raises floors in tiny steps: long
  * chains that once overflowed the stack.  The search must give up or
- * succeed within its time, and layout_ilp must stay valid. */
+ * succeed within its time, and exact_in_time must stay valid. */
 static void test_search_slack_tiny_sizes(void **state) {
     (void)state;
     rng r = {77};
@@ -776,7 +777,7 @@ static void test_search_slack_tiny_sizes(void **state) {
         assert_true(layout_height(b, N, off) <= lb + lb / 100);
     }
     int proven;
-    uint64_t h = layout_ilp(b, N, 1, NULL, 1.0, off, &proven);
+    uint64_t h = exact_in_time(b, N, 1, NULL, 1.0, off, &proven);
     assert_true(check_layout(b, N, off, 1));
     assert_true(h >= lb);
     free(b);
@@ -837,7 +838,7 @@ static void test_exact_work_budget(void **state) {
     free(o2);
 }
 
-/* Several threads run layout_ilp (and so GLPK) at once. */
+/* Several threads run exact_in_time (and so GLPK) at once. */
 typedef struct thread_job {
     uint64_t seed;
     int ok;
@@ -850,7 +851,7 @@ static void *thread_main(void *arg) {
     uint64_t off[40];
     make_perfect(&r, 40, 80, 100000, b);
     int proven = 0;
-    uint64_t h = layout_ilp(b, 40, 1, NULL, 10.0, off, &proven);
+    uint64_t h = exact_in_time(b, 40, 1, NULL, 10.0, off, &proven);
     int ok = h == 100000 && check_layout(b, 40, off, 1);
     uint64_t off7[7];
     int too_large;
