@@ -8,7 +8,7 @@
  * minimum offset at its turn, so branching "which unplaced buffer goes
  * next, at its minimum offset" reaches every pushed-down layout and the
  * search is complete.  This is the branching of MiniMalloc (Moffitt, ASPLOS
- * 2023); the rules that cut it down, each switchable in lay_bnb_params so
+ * 2023); the rules that cut it down, each switchable in layout_bnb_rules so
  * its worth can be measured:
  *
  *   canonical   the placements go in nondecreasing (offset, rank): a layout
@@ -74,27 +74,27 @@
 
 #define BNB_NONE UINT64_MAX
 
-void lay_bnb_defaults(lay_bnb_params *p) {
+void lay_bnb_defaults(layout_bnb_rules *p) {
     /* energy is off (roamc layout --with-energy turns it on): under the
      * same work budget it saves 0-4% of the nodes on zero-slack instances
      * (gen_perfect, gen_brick) and costs up to 2x the time per node */
-    *p = (lay_bnb_params){.canonical = 1,
-                          .dominance = 1,
-                          .section = 1,
-                          .monotonic = 1,
-                          .tight = 1,
-                          .floor = 1,
-                          .fit = 1,
-                          .twins = 1,
-                          .decompose = 1,
-                          .mirror = 1,
-                          .hatless = 1,
-                          .reorder = 1,
-                          .energy = 0};
+    *p = (layout_bnb_rules){.canonical = 1,
+                            .dominance = 1,
+                            .section = 1,
+                            .monotonic = 1,
+                            .tight = 1,
+                            .floor = 1,
+                            .fit = 1,
+                            .twins = 1,
+                            .decompose = 1,
+                            .mirror = 1,
+                            .hatless = 1,
+                            .reorder = 1,
+                            .energy = 0};
 }
 
 typedef struct bnb {
-    lay_bnb_params p;
+    layout_bnb_rules p;
     size_t n;
     lay_sections sc;  /* buffers (orig, size in units), sections, live lists */
     size_t *ov_begin; /* buffers whose lifetime meets b's: CSR */
@@ -505,7 +505,7 @@ static const char *const bnb_orders[] = {"waT", "TWA", "WTA", "TAW", "TR", "WR",
 #define BNB_NORDERS (sizeof bnb_orders / sizeof bnb_orders[0])
 
 struct lay_bnb_ctx {
-    lay_bnb_params p;
+    layout_bnb_rules p;
     bnb dir[2];
     size_t ndir;
     size_t *all;
@@ -522,7 +522,7 @@ void lay_bnb_free(lay_bnb_ctx *c) {
 }
 
 lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
-                         const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
+                         const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *params,
                          lay_bnb_stats *st) {
     assert(red->n > 0 && red->base <= capacity);
     lay_bnb_ctx *c = xcalloc(1, sizeof *c);
@@ -573,8 +573,8 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
 }
 
 lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                   const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
-                   lay_bnb_stats *st, int *timed_out_out) {
+                   const layout_bnb_rules *params, uint64_t *work, double deadline,
+                   uint64_t *offsets, lay_bnb_stats *st, int *timed_out_out) {
     lay_bnb_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);

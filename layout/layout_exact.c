@@ -378,7 +378,7 @@ static void exact_quick_walk(exact_run *x) {
 }
 
 /* A search for a layout at the lower bound (or at the goal, if higher)
- * with the given engines (LAY_ENGINE_*), on num/den of the work left.  The
+ * with the given engines (LAYOUT_ENGINE_*), on num/den of the work left.  The
  * search works with sizes rounded up to align, so its target is the bound
  * rounded up too: heights of aligned layouts move in steps.  Returns 0 when
  * it gave up; 1 when the target is decided (a layout at it, or a proof
@@ -415,13 +415,13 @@ static int exact_search_at_bound(exact_run *x, int engines, uint64_t num, uint64
  * would without it, on the work left. */
 static void exact_bnb_first(exact_run *x) {
     if (x->best.height - x->lb > x->lb / EXACT_BNB_FIRST_GAP_DEN) return;
-    exact_search_at_bound(x, LAY_ENGINE_BNB, 1, EXACT_BNB_FIRST_DEN,
+    exact_search_at_bound(x, LAYOUT_ENGINE_BNB, 1, EXACT_BNB_FIRST_DEN,
                           EXACT_BNB_FIRST_WORK_PER_BUFFER * x->red.n);
 }
 
 /* 2. Both engines round robin at the bound. */
 static void exact_search_bound(exact_run *x) {
-    if (!exact_search_at_bound(x, LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB, EXACT_SEARCH_SHARE_NUM,
+    if (!exact_search_at_bound(x, LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB, EXACT_SEARCH_SHARE_NUM,
                                EXACT_SEARCH_SHARE_DEN, UINT64_MAX))
         x->all_proofs = 0;
 }

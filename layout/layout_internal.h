@@ -143,11 +143,10 @@ lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint6
 lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
                      double deadline, uint64_t *offsets, uint64_t *nodes_out);
 
-/* The pruning rules of lay_bnb: layout_bnb_rules of layout.h. */
-typedef layout_bnb_rules lay_bnb_params;
-
-/* All rules on. */
-void lay_bnb_defaults(lay_bnb_params *p);
+/* The pruning rules of lay_bnb (layout_bnb_rules of layout.h): all on
+ * but energy (the skyline search's rule, which costs more than it
+ * prunes). */
+void lay_bnb_defaults(layout_bnb_rules *p);
 
 typedef struct lay_bnb_stats {
     uint64_t nodes;      /* search nodes explored (all restarts) */
@@ -164,8 +163,8 @@ typedef struct lay_bnb_stats {
  * params NULL: lay_bnb_defaults; st may be NULL.  Deterministic unless the
  * deadline fires.  Memory: the pairs of buffers whose lifetimes meet. */
 lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                   const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
-                   lay_bnb_stats *st, int *timed_out);
+                   const layout_bnb_rules *params, uint64_t *work, double deadline,
+                   uint64_t *offsets, lay_bnb_stats *st, int *timed_out);
 
 /* lay_bnb in steps, for round robins shared with other searches: a context
  * for the reduced problem red (which it keeps a pointer to) of bufs, and
@@ -177,22 +176,20 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
  * lay_bnb_new never fails (out of memory ends the process). */
 typedef struct lay_bnb_ctx lay_bnb_ctx;
 lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
-                         const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
+                         const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *params,
                          lay_bnb_stats *st);
 size_t lay_bnb_strategies(const lay_bnb_ctx *c);
 lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work, double deadline,
                        int *out_of_work, int *timed_out, uint64_t *offsets);
 void lay_bnb_free(lay_bnb_ctx *c);
 
-/* Which searches lay_search_ex runs round robin (a bit set): the skyline
- * search of layout_search.c (branching on the most constrained cell) and
- * the canonical branch and bound of layout_bnb.c. */
-#define LAY_ENGINE_SKYLINE LAYOUT_ENGINE_SKYLINE
-#define LAY_ENGINE_BNB LAYOUT_ENGINE_BNB
-
+/* Which searches lay_search_ex runs round robin, and how: engines is a
+ * bit set of LAYOUT_ENGINE_SKYLINE (the skyline search of layout_search.c,
+ * branching on the most constrained cell) and LAYOUT_ENGINE_BNB (the
+ * canonical branch and bound of layout_bnb.c). */
 typedef struct lay_search_opts {
-    int engines;        /* LAY_ENGINE_*; both by default */
-    lay_bnb_params bnb; /* the branch and bound's rules */
+    int engines;            /* LAYOUT_ENGINE_* bits; both by default */
+    layout_bnb_rules rules; /* the branch and bound's rules */
 } lay_search_opts;
 
 void lay_search_defaults(lay_search_opts *o);

@@ -608,8 +608,8 @@ lay_status layout_search(const layout_buffer *bufs, size_t n, uint64_t align, ui
 }
 
 void lay_search_defaults(lay_search_opts *o) {
-    o->engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
-    lay_bnb_defaults(&o->bnb);
+    o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+    lay_bnb_defaults(&o->rules);
 }
 
 lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
@@ -674,12 +674,12 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
     /* Time reversed is the same problem (same layouts) but the search walks
      * it differently: a second chance for free. */
     mirror = lay_mirror(bufs, n);
-    for (; ndir < (opts->engines & LAY_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++) {
+    for (; ndir < (opts->engines & LAYOUT_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++) {
         srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity);
-        dir[ndir].energy = opts->bnb.energy;
+        dir[ndir].energy = opts->rules.energy;
     }
-    if (opts->engines & LAY_ENGINE_BNB)
-        bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);
+    if (opts->engines & LAYOUT_ENGINE_BNB)
+        bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->rules, st);
 
     /* Round robin over directions and preorders, doubling the node limit
      * each round. */

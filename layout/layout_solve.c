@@ -80,7 +80,7 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     lay_search_opts so;
     lay_search_defaults(&so);
     if (o->engines) so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
-    so.bnb = o->rules;
+    so.rules = o->rules;
     double deadline = o->time_limit_s > 0 ? roamc_now() + o->time_limit_s : INFINITY;
     uint64_t work_left = o->work;
     uint64_t *cand = xmallocarray(n, sizeof *cand);

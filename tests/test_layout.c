@@ -614,19 +614,19 @@ static void test_bnb_rules_against_brute_force(void **state) {
         for (size_t k = 0; k <= nrules + 3; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
-            o.engines = LAY_ENGINE_BNB;
+            o.engines = LAYOUT_ENGINE_BNB;
             if (k < nrules)
-                ((int *)&o.bnb)[k] = 0; /* rule k off */
+                ((int *)&o.rules)[k] = 0; /* rule k off */
             else if (k == nrules)
-                memset(&o.bnb, 0, sizeof o.bnb); /* all off */
+                memset(&o.rules, 0, sizeof o.rules); /* all off */
             else if (k == nrules + 1) {
-                o.engines = LAY_ENGINE_SKYLINE;
-                o.bnb.energy = 1; /* the skyline search's own rule */
+                o.engines = LAYOUT_ENGINE_SKYLINE;
+                o.rules.energy = 1; /* the skyline search's own rule */
             } else if (k == nrules + 2) {
-                o.engines = LAY_ENGINE_SKYLINE;
-                o.bnb.energy = 0;
+                o.engines = LAYOUT_ENGINE_SKYLINE;
+                o.rules.energy = 0;
             } else
-                o.engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
+                o.engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
             uint64_t w = UINT64_MAX;
             lay_bnb_stats st;
             assert_int_equal(lay_search_ex(b, n, 1, opt, &w, 1e300, 100, off, NULL, &o, &st),
