@@ -68,7 +68,6 @@
 #include "layout_internal.h"
 #include "layout_sections.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -524,7 +523,7 @@ void lay_bnb_free(lay_bnb_ctx *c) {
 lay_bnb_ctx *lay_bnb_new(const layout_problem *p, const layout_buffer *mirror,
                          const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *rules,
                          lay_bnb_stats *st) {
-    assert(red->n > 0 && red->base <= capacity);
+    ROAMC_ASSERT(red->n > 0 && red->base <= capacity);
     lay_bnb_ctx *c = xcalloc(1, sizeof *c);
     if (rules)
         c->p = *rules;

@@ -48,7 +48,6 @@
 #include "layout_internal.h"
 #include "ilp_layout.h" /* the GLPK model: ilp_layout_solve */
 
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,7 +510,7 @@ static int exact_steps(exact_run *x, const uint64_t *warm_offsets) {
 
 uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
                       const layout_effort *effort, uint64_t *offsets, layout_result *res) {
-    assert(p->align >= 1);
+    ROAMC_ASSERT(p->align >= 1);
     const size_t n = p->n;
     exact_run x = {.p = p,
                    .bud = {exact_work(effort), exact_deadline(effort), LAY_STOP_NONE},
@@ -548,7 +547,7 @@ uint64_t layout_glpk_exact(const layout_problem *p, const layout_effort *effort,
     layout_llfb(p->bufs, n, p->align, warm);
     lay_reduce(p->bufs, n, p->align, &red);
     exact_offer(&best, p, warm);
-    assert(best.height != UINT64_MAX); /* LLFB is valid */
+    ROAMC_ASSERT(best.height != UINT64_MAX); /* LLFB is valid */
     uint64_t lb = layout_live_peak(p->bufs, n);
     size_t np = 0;
     ilp_layout_pair *pairs = best.height > lb ? exact_pairs(p->bufs, &red, &np) : NULL;

@@ -16,7 +16,6 @@
 #include "layout.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,8 +120,7 @@ static uint64_t roam_fill(roam_run *r, const size_t *idx, size_t nl, size_t n, u
     for (size_t k = 0; k < nl; k++) {
         off[k] = rel[idx[k]] - base;
         int placed = lay_placer_try(pl, k, off[k]);
-        assert(placed); /* an exact layout of the long-lived part is valid */
-        (void)placed;
+        ROAMC_ASSERT(placed); /* an exact layout of the long-lived part is valid */
     }
     for (size_t k = nl; k < n; k++) ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
     qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
@@ -302,7 +300,7 @@ static size_t roam_collect(const layout_buffer *bufs, size_t n, const layout_roa
     size_t ng = in->n_groups;
     size_t *count = xcalloc(ng + 1, sizeof *count);
     for (size_t i = 0; i < n; i++) {
-        assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
+        ROAMC_ASSERT(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
         if (in->group[i] >= 0) count[in->group[i] + 1]++;
     }
     for (size_t g = 0; g < ng; g++) {
@@ -378,7 +376,7 @@ static uint64_t roam_best_stacking(const roam_run *r, const roam_group *grs, con
 
 uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
                      const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *stp) {
-    assert(align >= 1 && in && (in->group || n == 0));
+    ROAMC_ASSERT(align >= 1 && in && (in->group || n == 0));
     layout_roam_stats local;
     layout_roam_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
@@ -402,7 +400,8 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
     st->stopped_by_time = r.bud.stop == LAY_STOP_TIME;
     uint64_t h = roam_best_stacking(&r, grs, rest, nr, offsets);
     if (layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
-        assert(!"layout_roam built an invalid layout");
+        /* a bug, which the contract answers with the heuristic (and which
+         * st->fallback reports) rather than an exit */
         st->fallback = 1;
         h = layout_best_heuristic(bufs, n, align, offsets, NULL);
     }

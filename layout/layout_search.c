@@ -52,7 +52,6 @@
 #include "layout_internal.h"
 #include "layout_sections.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +122,7 @@ static void srch_rollback(srch *s, size_t mark) {
 static void srch_place(srch *s, size_t b, uint64_t o) {
     srch_set(s, &s->off[b], o);
     for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++) {
-        assert(s->floor[k] <= o);
+        ROAMC_ASSERT(s->floor[k] <= o);
         srch_set(s, &s->floor[k], o + s->sc.size[b]);
         srch_set(s, &s->owner[k], b);
         srch_set(s, &s->total[k], s->total[k] - s->sc.size[b]);
@@ -346,7 +345,7 @@ static uint64_t srch_waste_level(const srch *s, size_t k, uint64_t m, uint64_t m
         uint64_t lb = highest > m ? highest : m + min_size;
         if (lb < level) level = lb;
     }
-    assert(level != SRCH_NONE && level > m);
+    ROAMC_ASSERT(level != SRCH_NONE && level > m);
     return level;
 }
 
@@ -635,7 +634,7 @@ static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, la
 
 lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_search_opts *opts,
                       lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st) {
-    assert(bud != NULL);
+    ROAMC_ASSERT(bud != NULL);
     const layout_buffer *bufs = p->bufs;
     const size_t n = p->n;
     lay_search_opts defaults;
