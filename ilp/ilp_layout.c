@@ -1,4 +1,4 @@
-/* The layout model (step 3 of layout_exact, layout/layout_ilp.c; see
+/* The layout model (step 3 of layout_exact, layout/layout_exact.c; see
  * ilp_layout.h for the model and its contract).
  *
  * GLPK keeps one environment per thread (it is built with thread-local

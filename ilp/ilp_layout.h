@@ -1,7 +1,7 @@
 /* ilp/ilp_layout.h — the GLPK model of a layout (offsets of buffers).
  *
  * The layout model (paper section IV-B; step 3 of layout_exact in
- * layout/layout_ilp.c, and the whole of layout_glpk_exact).
+ * layout/layout_exact.c, and the whole of layout_glpk_exact).
  *
  * Offsets of buffers with fixed sizes and lifetimes: an integer offset k_a
  * per buffer, the height H, and per pair of buffers live at the same time a

@@ -12,7 +12,6 @@
 #include "layout.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +74,7 @@ uint64_t layout_live_peak(const layout_buffer *bufs, size_t n) {
     lay_key *ends = xmallocarray(n, sizeof *ends);
     uint64_t peak = 0;
     for (size_t i = 0; i < n; i++) {
-        assert(bufs[i].start <= bufs[i].end);
+        ROAMC_ASSERT(bufs[i].start <= bufs[i].end);
         starts[i] = (lay_key){lay_step_key(bufs[i].start), 0, 0, i};
         ends[i] = (lay_key){lay_step_key((int64_t)bufs[i].end + 1), 0, 0, i};
     }
@@ -112,7 +111,7 @@ static int lay_addr_overlap(uint64_t oa, uint64_t sa, uint64_t ob, uint64_t sb) 
 
 int layout_validate(const layout_buffer *bufs, size_t n, const uint64_t *offsets, uint64_t align,
                     size_t *a, size_t *b) {
-    assert(align >= 1);
+    ROAMC_ASSERT(align >= 1);
     for (size_t i = 0; i < n; i++) {
         if (offsets[i] % align != 0 ||
             (bufs[i].size > 0 && offsets[i] > UINT64_MAX - bufs[i].size)) {
@@ -225,7 +224,7 @@ static size_t lay_size_class(size_t cap) {
 /* An array of cap spans (cap = 4 * 2^k). */
 static lay_span *lay_arena_take(lay_arena *a, size_t cap) {
     size_t k = lay_size_class(cap);
-    assert(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
+    ROAMC_ASSERT(k < LAY_SIZE_CLASSES && (size_t)4 << k == cap);
     lay_span *v = a->spare[k];
     if (v) {
         /* the free list's link lives in the array itself */
@@ -457,7 +456,7 @@ static size_t lay_index_leaf(const lay_index *ix, int64_t t) {
         else
             hi = mid;
     }
-    assert(ix->steps[lo] == t);
+    ROAMC_ASSERT(ix->steps[lo] == t);
     return lo + ix->cap;
 }
 
@@ -496,7 +495,7 @@ typedef struct lay_lists {
 } lay_lists;
 
 static void lay_lists_push(lay_lists *l, const lay_spans *x) {
-    assert(l->n < l->cap);
+    ROAMC_ASSERT(l->n < l->cap);
     if (x->n > 0) l->v[l->n++] = x;
 }
 
@@ -527,7 +526,7 @@ static void lay_spans_union(lay_arena *arena, lay_spans *out, const lay_spans *a
 static const lay_spans *lay_index_pu(lay_index *ix, size_t a) {
     size_t path[64], from[64], d = 0;
     for (size_t v = a; v >= 1; v /= 2) path[d++] = v; /* leaf-most first */
-    assert(a < ix->pu_lim);
+    ROAMC_ASSERT(a < ix->pu_lim);
     size_t changed = 0; /* latest change to own on the path so far */
     for (size_t k = d; k-- > 0;) {
         size_t v = path[k];
@@ -705,7 +704,7 @@ static void lay_placer_scratch(lay_placer *pl) {
 }
 
 lay_placer *lay_placer_new(const layout_buffer *bufs, size_t n, uint64_t align) {
-    assert(align >= 1);
+    ROAMC_ASSERT(align >= 1);
     lay_placer *pl = xcalloc(1, sizeof *pl);
     pl->bufs = bufs;
     pl->n = n;
@@ -745,7 +744,7 @@ static int lay_range_free(const lay_lists *lists, uint64_t lo, uint64_t hi) {
 }
 
 int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset) {
-    assert(i < pl->n && offset % pl->align == 0);
+    ROAMC_ASSERT(i < pl->n && offset % pl->align == 0);
     const layout_buffer *b = &pl->bufs[i];
     if (b->size == 0) return 1;
     uint64_t sz = lay_round_up(b->size, pl->align);
@@ -756,13 +755,13 @@ int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset) {
 }
 
 static uint64_t lay_placer_put(lay_placer *pl, size_t i, lay_fit fit) {
-    assert(i < pl->n);
+    ROAMC_ASSERT(i < pl->n);
     const layout_buffer *b = &pl->bufs[i];
     if (b->size == 0) return 0;
     uint64_t sz = lay_round_up(b->size, pl->align);
     lay_index_query(&pl->ix, b->start, b->end, &pl->lists, 1);
     uint64_t offset = lay_choose_gap(&pl->lists, pl->heap, sz, fit);
-    assert(offset % pl->align == 0);
+    ROAMC_ASSERT(offset % pl->align == 0);
     lay_index_place(&pl->ix, b->start, b->end, offset, offset + sz);
     return offset;
 }
@@ -851,7 +850,7 @@ typedef struct lay_free_list {
 } lay_free_list;
 
 static void lay_gap_add(lay_free_list *f, uint64_t lo, uint64_t hi) {
-    assert(f->nspare > 0 && lo < hi);
+    ROAMC_ASSERT(f->nspare > 0 && lo < hi);
     size_t id = f->spare[--f->nspare];
     f->lo[id] = lo;
     f->hi[id] = hi;
@@ -897,7 +896,7 @@ static void lay_fl_free(lay_free_list *f, uint64_t lo, uint64_t hi) {
 }
 
 uint64_t layout_bestfit(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t *offsets) {
-    assert(align >= 1);
+    ROAMC_ASSERT(align >= 1);
     lay_events ev;
     lay_events_init(bufs, n, &ev);
     lay_free_list f = {0};

@@ -23,6 +23,17 @@ typedef struct layout_buffer {
     int32_t end;   /* last step the buffer is live; start <= end */
 } layout_buffer;
 
+/* A layout problem as the exact layouts take it (layout_exact,
+ * layout_glpk_exact, layout_solve and the searches of layout_internal.h):
+ * the buffers, only read, and the alignment of every offset.  What a
+ * search may spend is its own argument (layout_effort, layout_solve_opts),
+ * so one problem serves several searches. */
+typedef struct layout_problem {
+    const layout_buffer *bufs; /* n buffers */
+    size_t n;
+    uint64_t align; /* offsets are multiples of it; >= 1 */
+} layout_problem;
+
 /* Sum of sizes of buffers live at the busiest step: the lower bound of any
  * layout's height.  O(n log n).
  *
@@ -114,9 +125,10 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * layout_exact and layout_glpk_exact stop on a work budget, so the same
  * input and effort give the same layout on every machine and every run,
  * unless the time backstop fires first, which res->stopped_by_time
- * reports.  (The time-limited variants the tests use are in
- * layout_internal.h.)  GLPK keeps an environment per thread: a thread that
- * ran either and is about to exit calls ilp_thread_cleanup (ilp_layout.h).
+ * reports.  (The exact search under them, lay_search of
+ * layout_internal.h, takes its work and deadline as a lay_budget.)  GLPK
+ * keeps an environment per thread: a thread that ran either and is about
+ * to exit calls ilp_thread_cleanup (ilp_layout.h).
  *
  * Work units: a layout_search node costs 1 + the sections (time intervals
  * between lifetime boundaries) it scans; a GLPK branch-and-bound node (the
@@ -155,9 +167,8 @@ typedef struct layout_result {
  * may be NULL); deterministic unless res->stopped_by_time.  effort->goal > 0
  * also stops it as soon as the height is <= goal.  effort NULL means the
  * defaults with no backstop.  Returns res->height. */
-uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
-                      layout_result *res);
+uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
+                      const layout_effort *effort, uint64_t *offsets, layout_result *res);
 
 /* The GLPK layout model alone (the MODeL-like whole-graph baseline, what
  * --layout ilp plans with), warm-started from LLFB, on a work budget (all
@@ -165,9 +176,8 @@ uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
  * better of LLFB and GLPK's answer; *too_large = 1 (and LLFB is kept) when
  * the model would have more than LAYOUT_ILP_MAX_PAIRS conflicting pairs.
  * Returns the height. */
-uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                           const layout_effort *effort, uint64_t *offsets, layout_result *res,
-                           int *too_large);
+uint64_t layout_glpk_exact(const layout_problem *p, const layout_effort *effort, uint64_t *offsets,
+                           layout_result *res, int *too_large);
 
 /* Buffer-list CSV (shared/DESIGN.md): header `id,lower,upper,size` or
  * `buffer,start,end,size`, one buffer a line, half-open lifetime
@@ -320,8 +330,8 @@ void layout_solve_defaults(layout_solve_opts *o);
  * seeds the incumbent; offsets receives the best layout found (the warm
  * one when nothing better is).  Sizes are rounded up to align.  Returns
  * r->status.  Deterministic when only o->work stops it. */
-layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t align,
-                                 const uint64_t *warm_offsets, const layout_solve_opts *o,
-                                 uint64_t *offsets, layout_solve_result *r);
+layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_offsets,
+                                 const layout_solve_opts *o, uint64_t *offsets,
+                                 layout_solve_result *r);
 
 #endif

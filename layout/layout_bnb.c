@@ -8,7 +8,7 @@
  * minimum offset at its turn, so branching "which unplaced buffer goes
  * next, at its minimum offset" reaches every pushed-down layout and the
  * search is complete.  This is the branching of MiniMalloc (Moffitt, ASPLOS
- * 2023); the rules that cut it down, each switchable in lay_bnb_params so
+ * 2023); the rules that cut it down, each switchable in layout_bnb_rules so
  * its worth can be measured:
  *
  *   canonical   the placements go in nondecreasing (offset, rank): a layout
@@ -68,33 +68,32 @@
 #include "layout_internal.h"
 #include "layout_sections.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BNB_NONE UINT64_MAX
 
-void lay_bnb_defaults(lay_bnb_params *p) {
+void lay_bnb_defaults(layout_bnb_rules *p) {
     /* energy is off (roamc layout --with-energy turns it on): under the
      * same work budget it saves 0-4% of the nodes on zero-slack instances
      * (gen_perfect, gen_brick) and costs up to 2x the time per node */
-    *p = (lay_bnb_params){.canonical = 1,
-                          .dominance = 1,
-                          .section = 1,
-                          .monotonic = 1,
-                          .tight = 1,
-                          .floor = 1,
-                          .fit = 1,
-                          .twins = 1,
-                          .decompose = 1,
-                          .mirror = 1,
-                          .hatless = 1,
-                          .reorder = 1,
-                          .energy = 0};
+    *p = (layout_bnb_rules){.canonical = 1,
+                            .dominance = 1,
+                            .section = 1,
+                            .monotonic = 1,
+                            .tight = 1,
+                            .floor = 1,
+                            .fit = 1,
+                            .twins = 1,
+                            .decompose = 1,
+                            .mirror = 1,
+                            .hatless = 1,
+                            .reorder = 1,
+                            .energy = 0};
 }
 
 typedef struct bnb {
-    lay_bnb_params p;
+    layout_bnb_rules p;
     size_t n;
     lay_sections sc;  /* buffers (orig, size in units), sections, live lists */
     size_t *ov_begin; /* buffers whose lifetime meets b's: CSR */
@@ -505,7 +504,7 @@ static const char *const bnb_orders[] = {"waT", "TWA", "WTA", "TAW", "TR", "WR",
 #define BNB_NORDERS (sizeof bnb_orders / sizeof bnb_orders[0])
 
 struct lay_bnb_ctx {
-    lay_bnb_params p;
+    layout_bnb_rules p;
     bnb dir[2];
     size_t ndir;
     size_t *all;
@@ -521,21 +520,21 @@ void lay_bnb_free(lay_bnb_ctx *c) {
     free(c);
 }
 
-lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
-                         const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
+lay_bnb_ctx *lay_bnb_new(const layout_problem *p, const layout_buffer *mirror,
+                         const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *rules,
                          lay_bnb_stats *st) {
-    assert(red->n > 0 && red->base <= capacity);
+    ROAMC_ASSERT(red->n > 0 && red->base <= capacity);
     lay_bnb_ctx *c = xcalloc(1, sizeof *c);
-    if (params)
-        c->p = *params;
+    if (rules)
+        c->p = *rules;
     else
         lay_bnb_defaults(&c->p);
     c->red = red;
-    c->n = n;
+    c->n = p->n;
     c->st = st;
     if (!c->p.mirror) mirror = NULL;
     for (; c->ndir < (mirror ? 2u : 1u); c->ndir++)
-        bnb_setup(&c->dir[c->ndir], c->ndir ? mirror : bufs, red, capacity);
+        bnb_setup(&c->dir[c->ndir], c->ndir ? mirror : p->bufs, red, capacity);
     c->all = xmallocarray(red->n, sizeof *c->all);
     for (size_t b = 0; b < red->n; b++) c->all[b] = b;
     return c;
@@ -545,22 +544,21 @@ size_t lay_bnb_strategies(const lay_bnb_ctx *c) {
     return BNB_NORDERS * c->ndir;
 }
 
-lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work, double deadline,
-                       int *out_of_work, int *timed_out, uint64_t *offsets) {
+lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, lay_budget *bud,
+                       uint64_t *offsets) {
     bnb *s = &c->dir[h % c->ndir];
     s->p = c->p;
     bnb_reset(s);
     bnb_preorder(s, bnb_orders[(h / c->ndir) % BNB_NORDERS], (uint64_t)limit);
     s->nodes_left = limit;
-    s->work = work;
-    s->deadline = deadline;
+    s->work = &bud->work;
+    s->deadline = bud->deadline;
     s->out_of_work = s->timed_out = 0;
     s->st = c->st;
     c->st->restarts++;
     bnb_part whole = {c->all, c->red->n, 0, s->sc.nsec};
     bnb_rc rc = bnb_solve_part(s, &whole);
-    *out_of_work = s->out_of_work;
-    *timed_out = s->timed_out;
+    bud->stop = LAY_STOP_NONE;
     if (rc == BNB_FOUND) {
         memcpy(offsets, c->red->offsets, c->n * sizeof *offsets);
         for (size_t b = 0; b < s->n; b++)
@@ -568,25 +566,24 @@ lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work
         return LAY_FOUND;
     }
     if (rc == BNB_NOTFOUND) return LAY_INFEASIBLE;
-    if (!*out_of_work && roamc_now() > deadline) *timed_out = 1;
+    bud->stop = s->out_of_work                                ? LAY_STOP_WORK
+                : s->timed_out || roamc_now() > bud->deadline ? LAY_STOP_TIME
+                                                              : LAY_STOP_NONE;
     return LAY_GAVE_UP;
 }
 
-lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                   const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
-                   lay_bnb_stats *st, int *timed_out_out) {
+lay_status lay_bnb(const layout_problem *p, uint64_t capacity, const layout_bnb_rules *rules,
+                   lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st) {
     lay_bnb_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    if (timed_out_out) *timed_out_out = 0;
-    uint64_t unlimited = UINT64_MAX;
-    if (!work) work = &unlimited;
+    const size_t n = p->n;
     lay_reduced red;
-    lay_reduce(bufs, n, align, &red);
+    lay_reduce(p->bufs, n, p->align, &red);
     lay_status result;
     layout_buffer *mirror = NULL;
     lay_bnb_ctx *c = NULL;
-    int timed_out = 0, out_of_work = 0;
+    bud->stop = LAY_STOP_NONE;
     if (red.base > capacity) {
         result = LAY_INFEASIBLE;
         goto done;
@@ -596,18 +593,17 @@ lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t
         result = LAY_FOUND;
         goto done;
     }
-    mirror = lay_mirror(bufs, n);
-    c = lay_bnb_new(bufs, mirror, n, &red, capacity, params, st);
+    mirror = lay_mirror(p->bufs, n);
+    c = lay_bnb_new(p, mirror, &red, capacity, rules, st);
     result = LAY_GAVE_UP;
     for (long long limit = 2 * (long long)red.n;
-         result == LAY_GAVE_UP && !timed_out && !out_of_work; limit *= 2) {
+         result == LAY_GAVE_UP && bud->stop == LAY_STOP_NONE; limit *= 2) {
         for (size_t h = 0;
-             h < lay_bnb_strategies(c) && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++)
-            result = lay_bnb_run(c, h, limit, work, deadline, &out_of_work, &timed_out, offsets);
+             h < lay_bnb_strategies(c) && result == LAY_GAVE_UP && bud->stop == LAY_STOP_NONE; h++)
+            result = lay_bnb_run(c, h, limit, bud, offsets);
         if (limit > (1LL << 52)) break;
     }
 done:
-    if (timed_out_out) *timed_out_out = result == LAY_GAVE_UP && timed_out;
     lay_bnb_free(c);
     free(mirror);
     lay_reduced_free(&red);

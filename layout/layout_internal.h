@@ -117,37 +117,51 @@ int lay_placer_try(lay_placer *pl, size_t i, uint64_t offset);
  * for an empty buffer). */
 uint64_t lay_placer_fit(lay_placer *pl, size_t i, int best_fit);
 
-/* Outcome of an exact search for a layout within a capacity. */
+/* Outcome of an exact search for a layout within a capacity: the answer.
+ * Which limit a search that gave up ran into is its budget's stop. */
 typedef enum lay_status {
-    LAY_GAVE_UP = -1,   /* node limit, work budget or time backstop */
+    LAY_GAVE_UP = -1,   /* node limit, work budget, time backstop or size */
     LAY_INFEASIBLE = 0, /* proved: no layout fits */
     LAY_FOUND = 1       /* a layout fits: offsets written */
 } lay_status;
 
-/* layout_search on a work budget: *work is the work left, in the units of
- * layout_effort.work (a search node costs 1 + the sections it scans), and
- * is decreased by what the search spends; when it runs out the search
- * gives up (LAY_GAVE_UP), at the same point on every machine.  deadline
- * (roamc_now() seconds) is only a backstop: when it cuts the search,
- * *timed_out (may be NULL) is set to 1, else 0. */
-lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                      uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                      int *timed_out);
+/* Why a search gave up (lay_budget.stop). */
+typedef enum lay_stop {
+    LAY_STOP_NONE = 0, /* no limit: it found a layout, proved that none fits,
+                          or ran out of its own node limits */
+    LAY_STOP_WORK,     /* the work budget ran out */
+    LAY_STOP_TIME,     /* the deadline (the time backstop) passed */
+    LAY_STOP_SIZE      /* more buffers than it takes (lay_search_opts.max_buffers) */
+} lay_stop;
+
+/* What an exact search may spend, and which limit stopped it.  work is
+ * in the units of layout_effort.work (a search node costs 1 + the sections
+ * it scans); the search decreases it by what it spends and gives up when
+ * it runs out, at the same point on every machine.  deadline (roamc_now()
+ * seconds; INFINITY or 1e300: none) is only a backstop.  A search sets
+ * stop when it returns: LAY_STOP_TIME only when the deadline cut it, so
+ * the answer may differ on another run. */
+typedef struct lay_budget {
+    uint64_t work;
+    double deadline;
+    lay_stop stop;
+} lay_budget;
 
 /* layout_sweep.c: the search in time order for problems with no slack at
  * any step (capacity == live size at every step from the first start to
  * the last end): LAY_FOUND with offsets, or LAY_GAVE_UP (not such a
  * problem, deadline, or its search exhausted: it never proves
- * infeasibility).  *nodes_out (may be NULL): placements
- * tried.  Used by layout_solve only. */
-lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                     double deadline, uint64_t *offsets, uint64_t *nodes_out);
+ * infeasibility).  It counts no work (layout_solve runs it only without a
+ * work budget): deadline (roamc_now() seconds) alone stops it.
+ * *nodes_out (may be NULL): placements tried.  Used by layout_solve
+ * only. */
+lay_status lay_sweep(const layout_problem *p, uint64_t capacity, double deadline, uint64_t *offsets,
+                     uint64_t *nodes_out);
 
-/* The pruning rules of lay_bnb: layout_bnb_rules of layout.h. */
-typedef layout_bnb_rules lay_bnb_params;
-
-/* All rules on. */
-void lay_bnb_defaults(lay_bnb_params *p);
+/* The pruning rules of lay_bnb (layout_bnb_rules of layout.h): all on
+ * but energy (the skyline search's rule, which costs more than it
+ * prunes). */
+void lay_bnb_defaults(layout_bnb_rules *p);
 
 typedef struct lay_bnb_stats {
     uint64_t nodes;      /* search nodes explored (all restarts) */
@@ -156,54 +170,56 @@ typedef struct lay_bnb_stats {
     uint64_t restarts;   /* runs of the round robin started */
 } lay_bnb_stats;
 
-/* Exact branch and bound for a layout no higher than capacity (sizes are
- * rounded up to align): LAY_FOUND with offsets written, LAY_INFEASIBLE
- * when it proved none exists, LAY_GAVE_UP when *work (decreased by what
- * it spends; NULL: unlimited) or the deadline (roamc_now() seconds, the
- * backstop; *timed_out set when it cut the search) ran out first.
- * params NULL: lay_bnb_defaults; st may be NULL.  Deterministic unless the
- * deadline fires.  Memory: the pairs of buffers whose lifetimes meet. */
-lay_status lay_bnb(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                   const lay_bnb_params *params, uint64_t *work, double deadline, uint64_t *offsets,
-                   lay_bnb_stats *st, int *timed_out);
+/* Exact branch and bound for a layout of p no higher than capacity (sizes
+ * are rounded up to p->align): LAY_FOUND with offsets written,
+ * LAY_INFEASIBLE when it proved none exists, LAY_GAVE_UP when bud (not
+ * NULL; bud->stop says which limit) ran out first.  rules NULL:
+ * lay_bnb_defaults; st may be NULL.  Deterministic unless the deadline
+ * fires.  Memory: the pairs of buffers whose lifetimes meet. */
+lay_status lay_bnb(const layout_problem *p, uint64_t capacity, const layout_bnb_rules *rules,
+                   lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st);
 
 /* lay_bnb in steps, for round robins shared with other searches: a context
- * for the reduced problem red (which it keeps a pointer to) of bufs, and
- * of mirror (bufs with time reversed, may be NULL); each run is one
- * strategy h (0 .. lay_bnb_strategies - 1: a preorder and a direction)
- * with a node limit.  A run that ends by its node limit returns
- * LAY_GAVE_UP with *out_of_work and *timed_out 0; LAY_FOUND writes all n
- * offsets.  Counts go to *st (not NULL), which the caller zeroes.
- * lay_bnb_new never fails (out of memory ends the process). */
+ * for the reduced problem red (which it keeps a pointer to) of p's
+ * buffers, and of mirror (the same buffers with time reversed, may be
+ * NULL); each run is one strategy h (0 .. lay_bnb_strategies - 1: a
+ * preorder and a direction) with a node limit.  A run sets bud->stop: a
+ * run that ends by its node limit returns LAY_GAVE_UP with LAY_STOP_NONE;
+ * LAY_FOUND writes all p->n offsets.  Counts go to *st (not NULL), which
+ * the caller zeroes.  lay_bnb_new never fails (out of memory ends the
+ * process). */
 typedef struct lay_bnb_ctx lay_bnb_ctx;
-lay_bnb_ctx *lay_bnb_new(const layout_buffer *bufs, const layout_buffer *mirror, size_t n,
-                         const lay_reduced *red, uint64_t capacity, const lay_bnb_params *params,
+lay_bnb_ctx *lay_bnb_new(const layout_problem *p, const layout_buffer *mirror,
+                         const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *rules,
                          lay_bnb_stats *st);
 size_t lay_bnb_strategies(const lay_bnb_ctx *c);
-lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, uint64_t *work, double deadline,
-                       int *out_of_work, int *timed_out, uint64_t *offsets);
+lay_status lay_bnb_run(lay_bnb_ctx *c, size_t h, long long limit, lay_budget *bud,
+                       uint64_t *offsets);
 void lay_bnb_free(lay_bnb_ctx *c);
 
-/* Which searches lay_search_ex runs round robin (a bit set): the skyline
- * search of layout_search.c (branching on the most constrained cell) and
- * the canonical branch and bound of layout_bnb.c. */
-#define LAY_ENGINE_SKYLINE LAYOUT_ENGINE_SKYLINE
-#define LAY_ENGINE_BNB LAYOUT_ENGINE_BNB
-
+/* Which searches lay_search runs round robin, and how: engines is a bit
+ * set of LAYOUT_ENGINE_SKYLINE (the skyline search of layout_search.c,
+ * branching on the most constrained cell) and LAYOUT_ENGINE_BNB (the
+ * canonical branch and bound of layout_bnb.c). */
 typedef struct lay_search_opts {
-    int engines;        /* LAY_ENGINE_*; both by default */
-    lay_bnb_params bnb; /* the branch and bound's rules */
+    int engines;            /* LAYOUT_ENGINE_* bits; both by default */
+    layout_bnb_rules rules; /* the branch and bound's rules */
+    size_t max_buffers;     /* more buffers left after those that conflict
+                               with all others are stacked: gives up
+                               (LAY_STOP_SIZE); LAYOUT_SEARCH_MAX_BUFFERS
+                               by default */
 } lay_search_opts;
 
 void lay_search_defaults(lay_search_opts *o);
 
-/* lay_search with the engines and rules of opts (NULL: the defaults) and
- * nodes counted into *st (may be NULL; zeroed first).  Per node limit of
- * the round robin, the skyline strategies run first, then the branch and
- * bound's.  Returns a lay_status. */
-lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                         uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                         int *timed_out, const lay_search_opts *opts, lay_bnb_stats *st);
+/* The exact search for a layout of p no higher than capacity, on a budget:
+ * the engines of opts (NULL: the defaults) round robin, per node limit the
+ * skyline strategies first, then the branch and bound's.  bud (not NULL)
+ * is spent and its stop set as lay_budget says; nodes are counted into *st
+ * (may be NULL; zeroed first).  Returns a lay_status, offsets written when
+ * LAY_FOUND. */
+lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_search_opts *opts,
+                      lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st);
 
 /* Exact search for a layout no higher than capacity: a depth-first branch
  * and bound that fills the address x time plane from the bottom, at the
@@ -214,12 +230,14 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
  * LAY_INFEASIBLE when it proved that none exists; LAY_GAVE_UP when it gave
  * up (time_limit_s ran out, or more than max_buffers buffers are left
  * after those that conflict with all others are stacked at the bottom).
+ * No work budget: lay_search with the defaults but max_buffers, on the
+ * clock (the tests' entry point).
  * Sections and twins come from layout_sections.c.  A node costs
  * O(n + sections spanned); the recursion is about 3 frames (a few hundred
  * bytes) per buffer deep, hence LAYOUT_SEARCH_MAX_BUFFERS for threads with
  * small stacks.  Deterministic except where the time limit cuts it. */
 #define LAYOUT_SEARCH_MAX_BUFFERS 4000
-lay_status layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                         double time_limit_s, size_t max_buffers, uint64_t *offsets);
+lay_status layout_search(const layout_problem *p, uint64_t capacity, double time_limit_s,
+                         size_t max_buffers, uint64_t *offsets);
 
 #endif

@@ -24,7 +24,6 @@
 #include "layout.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +58,7 @@ typedef struct pt_allocator {
 } pt_allocator;
 
 static size_t pt_new_block(pt_allocator *a, uint64_t addr, uint64_t size, int small) {
-    assert(a->nblocks < a->cap);
+    ROAMC_ASSERT(a->nblocks < a->cap);
     size_t id = a->nblocks++;
     a->blocks[id] = (pt_block){addr, size, LAY_NIL, LAY_NIL, small, 0, 0};
     return id;
@@ -113,7 +112,7 @@ static size_t pt_malloc(pt_allocator *a, uint64_t sz) {
         a->segments++;
     }
     pt_block *b = &a->blocks[id];
-    assert(b->size >= sz);
+    ROAMC_ASSERT(b->size >= sz);
     uint64_t rest = b->size - sz;
     int split = small ? rest >= PT_ROUND : rest > PT_SMALL_SIZE;
     if (split) {
@@ -133,7 +132,7 @@ static size_t pt_malloc(pt_allocator *a, uint64_t sz) {
 
 static void pt_free(pt_allocator *a, size_t id) {
     pt_block *b = &a->blocks[id];
-    assert(!b->free);
+    ROAMC_ASSERT(!b->free);
     a->allocated -= b->size;
     /* Absorb a free neighbour into b: b keeps its id, the neighbour's id is
      * dropped from the list and from the pool. */

@@ -7,7 +7,6 @@
 #include "layout.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +20,7 @@ static uint64_t red_gcd(uint64_t a, uint64_t b) {
 }
 
 void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r) {
-    assert(align >= 1);
+    ROAMC_ASSERT(align >= 1);
     memset(r, 0, sizeof *r);
     r->orig = xmallocarray(n, sizeof *r->orig);
     r->size = xmallocarray(n, sizeof *r->size);

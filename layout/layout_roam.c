@@ -16,7 +16,6 @@
 #include "layout.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +59,20 @@ static void roam_default_low(const layout_buffer *bufs, const roam_group *gr, un
     free(ev);
 }
 
+/* One call of layout_roam: its input, the long-lived marks, the work and
+ * time left for the groups' exact layouts, and where the group layouts go. */
+typedef struct roam_run {
+    const layout_buffer *bufs;
+    size_t n;
+    uint64_t align;
+    const layout_roam_input *in;
+    const unsigned char *low; /* per buffer: long-lived in its group */
+    lay_budget bud;           /* of the exact layouts of all groups; stop is
+                                 LAY_STOP_TIME once one hit the backstop */
+    uint64_t *rel;            /* per grouped buffer: offset in its group's layout */
+    layout_roam_stats *st;
+} roam_run;
+
 /* The buffers idx[0..n) of bufs, as a problem of their own. */
 static layout_buffer *roam_subset(const layout_buffer *bufs, const size_t *idx, size_t n) {
     layout_buffer *sub = xmallocarray(n, sizeof *sub);
@@ -67,25 +80,24 @@ static layout_buffer *roam_subset(const layout_buffer *bufs, const size_t *idx, 
     return sub;
 }
 
-/* Exact layout of a subset of the buffers at base, within *work: writes
- * offsets of the subset, returns its height (0 when empty) and takes what
- * it spent from *work. */
-static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t n, uint64_t align,
-                           uint64_t *work, uint64_t share, double deadline, uint64_t base,
-                           uint64_t *offsets, int *proven, int *timed_out) {
+/* Exact layout of the buffers idx[0..n) at base on share of r's work:
+ * writes their offsets into r->rel, returns their height (0 when empty)
+ * and takes what it spent from r->bud. */
+static uint64_t roam_exact(roam_run *r, const size_t *idx, size_t n, uint64_t share, uint64_t base,
+                           int *proven) {
     *proven = 1;
     if (n == 0) return 0;
-    layout_buffer *sub = roam_subset(bufs, idx, n);
+    layout_buffer *sub = roam_subset(r->bufs, idx, n);
     uint64_t *off = xmallocarray(n, sizeof *off);
-    double left = deadline - roamc_now();
+    double left = r->bud.deadline - roamc_now();
     /* a work budget of 0 would mean the default: give at least 1 */
     layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
     layout_result res = {0};
-    uint64_t h = layout_exact(sub, n, align, NULL, &e, off, &res);
+    uint64_t h = layout_exact(&(layout_problem){sub, n, r->align}, NULL, &e, off, &res);
     *proven = res.proven_optimal;
-    *timed_out |= res.stopped_by_time;
-    *work -= res.work_spent < *work ? res.work_spent : *work;
-    for (size_t k = 0; k < n; k++) offsets[idx[k]] = base + off[k];
+    if (res.stopped_by_time) r->bud.stop = LAY_STOP_TIME;
+    r->bud.work -= res.work_spent < r->bud.work ? res.work_spent : r->bud.work;
+    for (size_t k = 0; k < n; k++) r->rel[idx[k]] = base + off[k];
     free(sub);
     free(off);
     return h;
@@ -95,19 +107,20 @@ static uint64_t roam_exact(const layout_buffer *bufs, const size_t *idx, size_t 
  * temporaries of the backward pass reuse the space of activations already
  * freed): the long-lived part stays where roam_exact put it, and the group's
  * other buffers (idx[nl..n)) are placed around it, longest first, best fit.
- * When the group is then lower than hl + hs, their offsets in rel (relative
- * to base) are replaced.  Returns the group's height either way. */
-static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t nl, size_t n,
-                          uint64_t align, uint64_t base, uint64_t stacked_height, uint64_t *rel) {
-    layout_buffer *sub = roam_subset(bufs, idx, n);
+ * When the group is then lower than stacked_height, their offsets in
+ * r->rel (relative to base) are replaced.  Returns the group's height
+ * either way. */
+static uint64_t roam_fill(roam_run *r, const size_t *idx, size_t nl, size_t n, uint64_t base,
+                          uint64_t stacked_height) {
+    uint64_t *rel = r->rel;
+    layout_buffer *sub = roam_subset(r->bufs, idx, n);
     uint64_t *off = xmallocarray(n, sizeof *off);
     lay_key *ord = xmallocarray(n - nl, sizeof *ord);
-    lay_placer *pl = lay_placer_new(sub, n, align);
+    lay_placer *pl = lay_placer_new(sub, n, r->align);
     for (size_t k = 0; k < nl; k++) {
         off[k] = rel[idx[k]] - base;
         int placed = lay_placer_try(pl, k, off[k]);
-        assert(placed); /* an exact layout of the long-lived part is valid */
-        (void)placed;
+        ROAMC_ASSERT(placed); /* an exact layout of the long-lived part is valid */
     }
     for (size_t k = nl; k < n; k++) ord[k - nl] = (lay_key){~roam_len(&sub[k]), ~sub[k].size, 0, k};
     qsort(ord, n - nl, sizeof *ord, lay_key_cmp);
@@ -126,12 +139,11 @@ static uint64_t roam_fill(const layout_buffer *bufs, const size_t *idx, size_t n
 
 /* Lays out one group (step 1 of layout_roam), with share of the work:
  * its long-lived part first, then the rest above it (or around it:
- * in->fill), the share split by buffer counts.  rel gets the offsets of its
- * buffers within the group's layout; tmp is scratch for gr->n indices. */
-static void roam_group_layout(const layout_buffer *bufs, uint64_t align,
-                              const layout_roam_input *in, roam_group *gr, const unsigned char *low,
-                              uint64_t share, uint64_t *work, double deadline, size_t *tmp,
-                              uint64_t *rel, layout_roam_stats *st) {
+ * in->fill), the share split by buffer counts.  r->rel gets the offsets of
+ * its buffers within the group's layout; tmp is scratch for gr->n
+ * indices. */
+static void roam_group_layout(roam_run *r, roam_group *gr, uint64_t share, size_t *tmp) {
+    const unsigned char *low = r->low;
     const uint64_t base = 0;
     size_t nl = 0, ns = 0;
     for (size_t k = 0; k < gr->n; k++)
@@ -140,28 +152,25 @@ static void roam_group_layout(const layout_buffer *bufs, uint64_t align,
         if (!low[gr->idx[k]]) tmp[nl + ns++] = gr->idx[k];
     int pl = 1, ps = 1;
     uint64_t sl = (uint64_t)((double)share * (double)nl / (double)gr->n);
-    uint64_t hl =
-        roam_exact(bufs, tmp, nl, align, work, sl, deadline, base, rel, &pl, &st->stopped_by_time);
-    hl = lay_round_up(hl, align); /* keeps every base aligned */
+    uint64_t hl = roam_exact(r, tmp, nl, sl, base, &pl);
+    hl = lay_round_up(hl, r->align); /* keeps every base aligned */
     uint64_t ss = share - (sl < share ? sl : share);
-    uint64_t hs = roam_exact(bufs, tmp + nl, ns, align, work, ss, deadline, base + hl, rel, &ps,
-                             &st->stopped_by_time);
+    uint64_t hs = roam_exact(r, tmp + nl, ns, ss, base + hl, &ps);
     gr->low_height = hl;
     /* may be below hl when filling uses the rounding slack */
-    gr->height = in->fill ? roam_fill(bufs, tmp, nl, gr->n, align, base, hl + hs, rel) : hl + hs;
+    gr->height = r->in->fill ? roam_fill(r, tmp, nl, gr->n, base, hl + hs) : hl + hs;
+    layout_roam_stats *st = r->st;
     st->groups++;
     st->groups_proven += pl && ps;
     st->low += nl;
 }
 
-/* Lays out every group on its own (step 1 of layout_roam): rel gets the
+/* Lays out every group on its own (step 1 of layout_roam): r->rel gets the
  * offsets of all grouped buffers within their group's layout.  Groups are
  * solved in the paper's stacking order, which only decides how the work
  * budget is shared. */
-static void roam_groups(const layout_buffer *bufs, uint64_t align, const layout_roam_input *in,
-                        roam_group *grs, const unsigned char *low, uint64_t *rel,
-                        layout_roam_stats *st) {
-    size_t ng = in->n_groups;
+static void roam_groups(roam_run *r, roam_group *grs) {
+    size_t ng = r->in->n_groups;
     lay_key *ord = xmallocarray(ng, sizeof *ord);
     size_t nonempty = 0, largest = 0;
     for (size_t g = 0; g < ng; g++) {
@@ -174,16 +183,14 @@ static void roam_groups(const layout_buffer *bufs, uint64_t align, const layout_
     }
     qsort(ord, ng, sizeof *ord, lay_key_cmp);
     size_t *tmp = xmallocarray(largest, sizeof *tmp);
-    double deadline = in->time_limit_s > 0 ? roamc_now() + in->time_limit_s : 1e300;
-    uint64_t work = in->work ? in->work : LAYOUT_DEFAULT_WORK;
     size_t left = nonempty;
-    for (size_t r = 0; r < ng; r++) {
-        roam_group *gr = &grs[ord[r].idx];
+    for (size_t k = 0; k < ng; k++) {
+        roam_group *gr = &grs[ord[k].idx];
         if (gr->n == 0) continue;
         /* an equal share of the work left; work (unlike time) keeps the
          * result the same on every machine */
-        uint64_t share = work / left--;
-        roam_group_layout(bufs, align, in, gr, low, share, &work, deadline, tmp, rel, st);
+        uint64_t share = r->bud.work / left--;
+        roam_group_layout(r, gr, share, tmp);
     }
     free(tmp);
     free(ord);
@@ -233,42 +240,52 @@ static uint64_t roam_stack(const roam_group *grs, size_t ng, roam_stacking how, 
     return top;
 }
 
+/* The buffers of steps 3-4: the grouped ones in the order in which they
+ * keep their stacked offsets (keep), and the leftovers in their order of
+ * step 4 (rest). */
+typedef struct roam_order {
+    const lay_key *keep;
+    size_t nk;
+    const lay_key *rest;
+    size_t nr;
+} roam_order;
+
 /* Fits the re-placed buffers (moved, in order) and the ungrouped ones
- * (rest) into pl; returns the height. */
-static uint64_t roam_fit_rest(lay_placer *pl, const layout_buffer *bufs, size_t n,
-                              const lay_key *moved, size_t nm, const lay_key *rest, size_t nr,
-                              uint64_t *offsets) {
+ * (ord->rest) into pl; returns the height. */
+static uint64_t roam_fit_rest(lay_placer *pl, const roam_run *r, const lay_key *moved, size_t nm,
+                              const roam_order *ord, uint64_t *offsets) {
     for (size_t k = 0; k < nm; k++) offsets[moved[k].idx] = lay_placer_fit(pl, moved[k].idx, 0);
-    for (size_t k = 0; k < nr; k++) offsets[rest[k].idx] = lay_placer_fit(pl, rest[k].idx, 1);
-    return layout_height(bufs, n, offsets);
+    for (size_t k = 0; k < ord->nr; k++)
+        offsets[ord->rest[k].idx] = lay_placer_fit(pl, ord->rest[k].idx, 1);
+    return layout_height(r->bufs, r->n, offsets);
 }
 
 /* Steps 3-4 with both orders of the re-placed buffers: smallest first
- * into off_small (height h[0]) and largest first into off_large (h[1]).
- * The kept buffers are the same in both, so they are placed once and the
+ * into off[0] (height h[0]) and largest first into off[1] (h[1]).  The
+ * kept buffers are the same in both, so they are placed once and the
  * placer is copied for the second order (the keep pass is most of the
  * work).  *repaired gets the number re-placed. */
-static void roam_place(const layout_buffer *bufs, size_t n, uint64_t align, const lay_key *keep,
-                       size_t nk, const uint64_t *proposed, const lay_key *rest, size_t nr,
-                       uint64_t *off_small, uint64_t *off_large, uint64_t h[2], size_t *repaired) {
-    lay_placer *pl = lay_placer_new(bufs, n, align);
-    lay_key *moved = xmallocarray(nk, sizeof *moved);
+static void roam_place(const roam_run *r, const roam_order *ord, const uint64_t *proposed,
+                       uint64_t *off[2], uint64_t h[2], size_t *repaired) {
+    const layout_buffer *bufs = r->bufs;
+    lay_placer *pl = lay_placer_new(bufs, r->n, r->align);
+    lay_key *moved = xmallocarray(ord->nk, sizeof *moved);
     size_t nm = 0;
-    for (size_t k = 0; k < nk; k++) {
-        size_t i = keep[k].idx;
+    for (size_t k = 0; k < ord->nk; k++) {
+        size_t i = ord->keep[k].idx;
         if (lay_placer_try(pl, i, proposed[i]))
-            off_small[i] = off_large[i] = proposed[i];
+            off[0][i] = off[1][i] = proposed[i];
         else
             moved[nm++] = (lay_key){bufs[i].size, roam_len(&bufs[i]), 0, i};
     }
     lay_placer *pl2 = lay_placer_clone(pl);
     qsort(moved, nm, sizeof *moved, lay_key_cmp);
-    h[0] = roam_fit_rest(pl, bufs, n, moved, nm, rest, nr, off_small);
+    h[0] = roam_fit_rest(pl, r, moved, nm, ord, off[0]);
     lay_placer_free(pl);
     for (size_t k = 0; k < nm; k++) /* largest first: complemented keys */
         moved[k] = (lay_key){~moved[k].k1, ~moved[k].k2, 0, moved[k].idx};
     qsort(moved, nm, sizeof *moved, lay_key_cmp);
-    h[1] = roam_fit_rest(pl2, bufs, n, moved, nm, rest, nr, off_large);
+    h[1] = roam_fit_rest(pl2, r, moved, nm, ord, off[1]);
     lay_placer_free(pl2);
     free(moved);
     *repaired = nm;
@@ -283,7 +300,7 @@ static size_t roam_collect(const layout_buffer *bufs, size_t n, const layout_roa
     size_t ng = in->n_groups;
     size_t *count = xcalloc(ng + 1, sizeof *count);
     for (size_t i = 0; i < n; i++) {
-        assert(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
+        ROAMC_ASSERT(in->group[i] >= -1 && (in->group[i] < 0 || (size_t)in->group[i] < ng));
         if (in->group[i] >= 0) count[in->group[i] + 1]++;
     }
     for (size_t g = 0; g < ng; g++) {
@@ -312,15 +329,17 @@ static size_t roam_collect(const layout_buffer *bufs, size_t n, const layout_roa
     return nr;
 }
 
-/* Steps 2-4 of layout_roam over the group layouts in rel: every stacking
- * order, each with the re-placed buffers smallest first (the paper) and
- * largest first (often tighter), all cheap next to the group layouts; the
- * lowest goes to offsets (ties: the first).  Returns its height. */
-static uint64_t roam_best_stacking(const layout_buffer *bufs, size_t n, uint64_t align,
-                                   const layout_roam_input *in, const roam_group *grs,
-                                   const unsigned char *low, const uint64_t *rel,
-                                   const lay_key *rest, size_t nr, uint64_t *offsets,
-                                   layout_roam_stats *st) {
+/* Steps 2-4 of layout_roam over the group layouts in r->rel: every
+ * stacking order, each with the re-placed buffers smallest first (the
+ * paper) and largest first (often tighter), all cheap next to the group
+ * layouts; the lowest goes to offsets (ties: the first).  rest: the
+ * leftovers in their order of step 4.  Returns its height. */
+static uint64_t roam_best_stacking(const roam_run *r, const roam_group *grs, const lay_key *rest,
+                                   size_t nr, uint64_t *offsets) {
+    const layout_buffer *bufs = r->bufs;
+    const size_t n = r->n;
+    const layout_roam_input *in = r->in;
+    layout_roam_stats *st = r->st;
     uint64_t *proposed = xcalloc(n, sizeof *proposed);
     uint64_t *alt[2] = {xmallocarray(n, sizeof(uint64_t)), xmallocarray(n, sizeof(uint64_t))};
     lay_key *keep = xmallocarray(n, sizeof *keep);
@@ -329,16 +348,17 @@ static uint64_t roam_best_stacking(const layout_buffer *bufs, size_t n, uint64_t
     size_t nk = 0;
     for (size_t i = 0; i < n; i++)
         if (in->group[i] >= 0)
-            keep[nk++] = (lay_key){low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
+            keep[nk++] = (lay_key){r->low[i] ? 0 : 1, ~bufs[i].size, ~roam_len(&bufs[i]), i};
     qsort(keep, nk, sizeof *keep, lay_key_cmp);
     st->grouped = nk, st->leftovers = nr;
+    const roam_order ord = {keep, nk, rest, nr};
     uint64_t h = UINT64_MAX;
     for (int how = 0; how < ROAM_STACK_COUNT; how++) {
         uint64_t stacked =
-            roam_stack(grs, in->n_groups, (roam_stacking)how, in->group, n, rel, proposed);
+            roam_stack(grs, in->n_groups, (roam_stacking)how, in->group, n, r->rel, proposed);
         uint64_t hh[2];
         size_t rep = 0;
-        roam_place(bufs, n, align, keep, nk, proposed, rest, nr, alt[0], alt[1], hh, &rep);
+        roam_place(r, &ord, proposed, alt, hh, &rep);
         for (int v = 0; v < 2; v++) { /* smallest first, then largest first */
             if (hh[v] < h) {
                 h = hh[v];
@@ -356,7 +376,7 @@ static uint64_t roam_best_stacking(const layout_buffer *bufs, size_t n, uint64_t
 
 uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
                      const layout_roam_input *in, uint64_t *offsets, layout_roam_stats *stp) {
-    assert(align >= 1 && in && (in->group || n == 0));
+    ROAMC_ASSERT(align >= 1 && in && (in->group || n == 0));
     layout_roam_stats local;
     layout_roam_stats *st = stp ? stp : &local;
     memset(st, 0, sizeof *st);
@@ -366,10 +386,22 @@ uint64_t layout_roam(const layout_buffer *bufs, size_t n, uint64_t align,
     uint64_t *rel = xcalloc(n, sizeof *rel);
     lay_key *rest = xmallocarray(n, sizeof *rest);
     size_t nr = roam_collect(bufs, n, in, grs, pool, low, rest);
-    roam_groups(bufs, align, in, grs, low, rel, st);
-    uint64_t h = roam_best_stacking(bufs, n, align, in, grs, low, rel, rest, nr, offsets, st);
+    roam_run r = {.bufs = bufs,
+                  .n = n,
+                  .align = align,
+                  .in = in,
+                  .low = low,
+                  .bud = {in->work ? in->work : LAYOUT_DEFAULT_WORK,
+                          in->time_limit_s > 0 ? roamc_now() + in->time_limit_s : 1e300,
+                          LAY_STOP_NONE},
+                  .rel = rel,
+                  .st = st};
+    roam_groups(&r, grs);
+    st->stopped_by_time = r.bud.stop == LAY_STOP_TIME;
+    uint64_t h = roam_best_stacking(&r, grs, rest, nr, offsets);
     if (layout_validate(bufs, n, offsets, align, NULL, NULL) != 0) {
-        assert(!"layout_roam built an invalid layout");
+        /* a bug, which the contract answers with the heuristic (and which
+         * st->fallback reports) rather than an exit */
         st->fallback = 1;
         h = layout_best_heuristic(bufs, n, align, offsets, NULL);
     }

@@ -52,7 +52,6 @@
 #include "layout_internal.h"
 #include "layout_sections.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +122,7 @@ static void srch_rollback(srch *s, size_t mark) {
 static void srch_place(srch *s, size_t b, uint64_t o) {
     srch_set(s, &s->off[b], o);
     for (size_t k = s->sc.sa[b]; k < s->sc.sb[b]; k++) {
-        assert(s->floor[k] <= o);
+        ROAMC_ASSERT(s->floor[k] <= o);
         srch_set(s, &s->floor[k], o + s->sc.size[b]);
         srch_set(s, &s->owner[k], b);
         srch_set(s, &s->total[k], s->total[k] - s->sc.size[b]);
@@ -346,7 +345,7 @@ static uint64_t srch_waste_level(const srch *s, size_t k, uint64_t m, uint64_t m
         uint64_t lb = highest > m ? highest : m + min_size;
         if (lb < level) level = lb;
     }
-    assert(level != SRCH_NONE && level > m);
+    ROAMC_ASSERT(level != SRCH_NONE && level > m);
     return level;
 }
 
@@ -490,7 +489,7 @@ typedef struct srch_pre { /* (the struct tag is used in srch) */
     uint64_t total;       /* T: the largest section total along its lifetime */
     uint64_t width;       /* W: sections spanned */
     uint64_t size;        /* Z */
-    uint64_t rnd;         /* R: a hash of the buffer and the round (see lay_search_ex) */
+    uint64_t rnd;         /* R: a hash of the buffer and the round (see lay_search) */
     size_t b;
 } srch_pre;
 
@@ -600,47 +599,44 @@ static void srch_setup(srch *s, const layout_buffer *bufs, const lay_reduced *re
     }
 }
 
-lay_status layout_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                         double time_limit_s, size_t max_buffers, uint64_t *offsets) {
-    uint64_t work = UINT64_MAX;
-    return lay_search(bufs, n, align, capacity, &work, roamc_now() + time_limit_s, max_buffers,
-                      offsets, NULL);
+lay_status layout_search(const layout_problem *p, uint64_t capacity, double time_limit_s,
+                         size_t max_buffers, uint64_t *offsets) {
+    lay_search_opts o;
+    lay_search_defaults(&o);
+    o.max_buffers = max_buffers;
+    lay_budget bud = {UINT64_MAX, roamc_now() + time_limit_s, LAY_STOP_NONE};
+    return lay_search(p, capacity, &o, &bud, offsets, NULL);
 }
 
 void lay_search_defaults(lay_search_opts *o) {
-    o->engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
-    lay_bnb_defaults(&o->bnb);
-}
-
-lay_status lay_search(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                      uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                      int *timed_out_out) {
-    return lay_search_ex(bufs, n, align, capacity, work, deadline, max_buffers, offsets,
-                         timed_out_out, NULL, NULL);
+    o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+    lay_bnb_defaults(&o->rules);
+    o->max_buffers = LAYOUT_SEARCH_MAX_BUFFERS;
 }
 
 /* One strategy of the round robin: the search restarted from scratch under
  * preorder `order` (fresh random ties for its R key, drawn from the round's
- * node limit), at most `limit` nodes. */
-static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, uint64_t *work,
-                                 double deadline, lay_bnb_stats *st) {
+ * node limit), at most `limit` nodes, spending bud's work. */
+static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, lay_budget *bud,
+                                 lay_bnb_stats *st) {
     srch_reset(s);
     for (size_t i = 0; i < s->n; i++) s->pre[i].rnd = lay_random_tie(s->pre[i].b, (uint64_t)limit);
     srch_preorder(s, s->pre, s->pre_tmp, s->next, order);
-    s->deadline = deadline;
+    s->deadline = bud->deadline;
     s->st = st;
     st->restarts++;
     s->nodes_left = limit;
-    s->work = work;
+    s->work = &bud->work;
     s->out_of_work = 0;
     s->timed_out = 0;
     return srch_solve_range(s, 0, s->sc.nsec);
 }
 
-lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                         uint64_t *work, double deadline, size_t max_buffers, uint64_t *offsets,
-                         int *timed_out_out, const lay_search_opts *opts, lay_bnb_stats *st) {
-    assert(work != NULL);
+lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_search_opts *opts,
+                      lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st) {
+    ROAMC_ASSERT(bud != NULL);
+    const layout_buffer *bufs = p->bufs;
+    const size_t n = p->n;
     lay_search_opts defaults;
     if (!opts) {
         lay_search_defaults(&defaults);
@@ -650,13 +646,12 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
     if (!st) st = &local_st;
     memset(st, 0, sizeof *st);
     lay_bnb_ctx *bnb = NULL;
-    if (timed_out_out) *timed_out_out = 0;
     srch dir[2]; /* the problem as given, and with time running backwards */
     size_t ndir = 0;
     layout_buffer *mirror = NULL;
     lay_reduced red;
-    int timed_out = 0, out_of_work = 0;
-    lay_reduce(bufs, n, align, &red);
+    int timed_out = 0, out_of_work = 0, too_large = 0;
+    lay_reduce(bufs, n, p->align, &red);
     lay_status result;
     if (red.base > capacity) {
         result = LAY_INFEASIBLE; /* the buffers that conflict with all others alone */
@@ -667,19 +662,20 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
         result = LAY_FOUND;
         goto done;
     }
-    if (red.n > max_buffers) {
+    if (red.n > opts->max_buffers) {
         result = LAY_GAVE_UP;
+        too_large = 1;
         goto done;
     }
     /* Time reversed is the same problem (same layouts) but the search walks
      * it differently: a second chance for free. */
     mirror = lay_mirror(bufs, n);
-    for (; ndir < (opts->engines & LAY_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++) {
+    for (; ndir < (opts->engines & LAYOUT_ENGINE_SKYLINE ? (mirror ? 2u : 1u) : 0u); ndir++) {
         srch_setup(&dir[ndir], ndir ? mirror : bufs, &red, capacity);
-        dir[ndir].energy = opts->bnb.energy;
+        dir[ndir].energy = opts->rules.energy;
     }
-    if (opts->engines & LAY_ENGINE_BNB)
-        bnb = lay_bnb_new(bufs, mirror, n, &red, capacity, &opts->bnb, st);
+    if (opts->engines & LAYOUT_ENGINE_BNB)
+        bnb = lay_bnb_new(p, mirror, &red, capacity, &opts->rules, st);
 
     /* Round robin over directions and preorders, doubling the node limit
      * each round. */
@@ -694,7 +690,7 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
         for (size_t h = 0;
              h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
             srch *s = &dir[h % ndir];
-            srch_rc rc = srch_run_strategy(s, orders[h / ndir], limit, work, deadline, st);
+            srch_rc rc = srch_run_strategy(s, orders[h / ndir], limit, bud, st);
             if (rc == SRCH_FOUND) {
                 result = LAY_FOUND;
                 for (size_t b = 0; b < s->n; b++)
@@ -704,7 +700,7 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
                 result = LAY_INFEASIBLE;
             } else if (s->out_of_work) {
                 out_of_work = 1;
-            } else if (s->timed_out || roamc_now() > deadline) {
+            } else if (s->timed_out || roamc_now() > bud->deadline) {
                 timed_out = 1;
             }
         }
@@ -714,17 +710,20 @@ lay_status lay_search_ex(const layout_buffer *bufs, size_t n, uint64_t align, ui
         for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == LAY_GAVE_UP &&
                            !timed_out && !out_of_work;
              h++) {
-            int oow = 0, cut = 0;
-            lay_status rc = lay_bnb_run(bnb, h, limit, work, deadline, &oow, &cut, offsets);
+            lay_status rc = lay_bnb_run(bnb, h, limit, bud, offsets);
             if (rc == LAY_FOUND || rc == LAY_INFEASIBLE) result = rc;
-            out_of_work |= oow;
-            timed_out |= cut;
+            out_of_work |= bud->stop == LAY_STOP_WORK;
+            timed_out |= bud->stop == LAY_STOP_TIME;
         }
         if (limit > (1LL << 50)) break;
     }
 done:
     lay_bnb_free(bnb);
-    if (timed_out_out) *timed_out_out = result == LAY_GAVE_UP && timed_out;
+    bud->stop = result != LAY_GAVE_UP ? LAY_STOP_NONE
+                : timed_out           ? LAY_STOP_TIME
+                : out_of_work         ? LAY_STOP_WORK
+                : too_large           ? LAY_STOP_SIZE
+                                      : LAY_STOP_NONE;
     for (size_t d = 0; d < ndir; d++) srch_free(&dir[d]);
     free(mirror);
     lay_reduced_free(&red);

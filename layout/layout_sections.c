@@ -3,7 +3,6 @@
 #include "layout_sections.h"
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +16,13 @@ static size_t sec_find(const int64_t *v, size_t n, int64_t t) {
         else
             hi = mid;
     }
-    assert(v[lo] == t);
+    ROAMC_ASSERT(v[lo] == t);
     return lo;
 }
 
 void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red) {
     size_t n = red->n;
-    assert(n >= 1);
+    ROAMC_ASSERT(n >= 1);
     memset(sc, 0, sizeof *sc);
     sc->n = n;
     sc->orig = xmallocarray(n, sizeof *sc->orig);

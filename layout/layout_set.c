@@ -5,7 +5,6 @@
  * written with split and merge, the shortest correct formulation. */
 #include "layout_internal.h"
 
-#include <assert.h>
 #include <stdlib.h>
 
 /* splitmix64: a good 64-bit mix, so priorities of consecutive ids are
@@ -64,7 +63,7 @@ static size_t set_merge(lay_set_node *nodes, size_t a, size_t b) {
 }
 
 void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2) {
-    assert(id < set->cap && !set->nodes[id].in_set);
+    ROAMC_ASSERT(id < set->cap && !set->nodes[id].in_set);
     lay_set_node *x = &set->nodes[id];
     x->k1 = k1;
     x->k2 = k2;
@@ -77,12 +76,12 @@ void lay_set_insert(lay_set *set, size_t id, uint64_t k1, uint64_t k2) {
 }
 
 void lay_set_erase(lay_set *set, size_t id) {
-    assert(id < set->cap && set->nodes[id].in_set);
+    ROAMC_ASSERT(id < set->cap && set->nodes[id].in_set);
     lay_set_node *nodes = set->nodes;
     /* Find the link that points at id, then replace it by its children. */
     size_t *link = &set->root;
     while (*link != id) {
-        assert(*link != LAY_NIL);
+        ROAMC_ASSERT(*link != LAY_NIL);
         const lay_set_node *t = &nodes[*link];
         link = set_less(t, nodes[id].k1, nodes[id].k2) ? &nodes[*link].right : &nodes[*link].left;
     }

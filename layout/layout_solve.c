@@ -1,5 +1,5 @@
 /* layout_solve.c — `roamc layout`'s exact solver: decide a capacity, or
- * minimise the height by probing capacities with lay_search_ex.
+ * minimise the height by probing capacities with lay_search.
  *
  * Minimising: the proven lower bound starts at the live-size bound (rounded
  * up to align: aligned layouts move in steps of align) and the incumbent at
@@ -28,62 +28,83 @@ void layout_solve_defaults(layout_solve_opts *o) {
     lay_bnb_defaults(&o->rules); /* energy off, as in plans */
 }
 
+/* One call of layout_solve: its problem, options, what is left of the
+ * work and the time, the scratch layout of the probes and the result. */
+typedef struct solve_run {
+    const layout_problem *p;
+    const layout_solve_opts *o;
+    lay_search_opts so; /* the engines and rules of o */
+    uint64_t work_left; /* of o->work, when given */
+    double deadline;    /* of o->time_limit_s; INFINITY: none */
+    uint64_t *cand;     /* a probe's layout */
+    layout_solve_result *r;
+} solve_run;
+
+/* A probe's layout in cand is valid and within cap. */
+static int solve_fits(const solve_run *x, uint64_t cap) {
+    const layout_problem *p = x->p;
+    return layout_validate(p->bufs, p->n, x->cand, p->align, NULL, NULL) == 0 &&
+           layout_height(p->bufs, p->n, x->cand) <= cap;
+}
+
 /* A zero-slack probe (cap at the live-size bound): the sweep in time order
  * first, with half of the time left (all of it when it is the only engine).
  * Only when asked for (--engine sweep): on the zero-slack benchmarks
  * (gen_brick, gen_perfect) it closed nothing the other engines do not, so
  * by default it would only take their time.  Not under a work budget (it
  * stops on the clock only).  Returns 1 when it found a layout (in cand). */
-static int solve_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
-                       const layout_solve_opts *o, double deadline, uint64_t *cand,
-                       layout_solve_result *r) {
+static int solve_sweep(solve_run *x, uint64_t cap) {
+    const layout_solve_opts *o = x->o;
     if (o->work || !(o->engines & LAYOUT_ENGINE_SWEEP)) return 0;
     double now = roamc_now();
     int alone = o->engines == LAYOUT_ENGINE_SWEEP;
-    double dl = isinf(deadline) ? now + 5.0 : alone ? deadline : now + (deadline - now) / 2;
+    double dl = isinf(x->deadline) ? now + 5.0
+                : alone            ? x->deadline
+                                   : now + (x->deadline - now) / 2;
     uint64_t nodes = 0;
-    lay_status rc = lay_sweep(bufs, n, align, cap, dl, cand, &nodes);
-    r->nodes += nodes;
-    return rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0 &&
-           layout_height(bufs, n, cand) <= cap;
+    lay_status rc = lay_sweep(x->p, cap, dl, x->cand, &nodes);
+    x->r->nodes += nodes;
+    return rc == LAY_FOUND && solve_fits(x, cap);
 }
 
-/* One probe of capacity cap with half of the work and time left. */
-static lay_status solve_probe(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t cap,
-                              const layout_solve_opts *o, const lay_search_opts *so,
-                              uint64_t *work_left, double deadline, uint64_t *cand,
-                              layout_solve_result *r, int last) {
-    uint64_t w = UINT64_MAX;
-    if (o->work) {
-        w = last ? *work_left : *work_left / 2;
-        *work_left -= w;
+/* One probe of capacity cap with half of the work and time left (all of
+ * it when last). */
+static lay_status solve_probe(solve_run *x, uint64_t cap, int last) {
+    const int metered = x->o->work > 0;
+    lay_budget bud = {UINT64_MAX, x->deadline, LAY_STOP_NONE};
+    if (metered) {
+        bud.work = last ? x->work_left : x->work_left / 2;
+        x->work_left -= bud.work;
     }
     double now = roamc_now();
-    double dl = isinf(deadline) || last ? deadline : now + (deadline - now) / 2;
+    if (!isinf(x->deadline) && !last) bud.deadline = now + (x->deadline - now) / 2;
     lay_bnb_stats st;
-    int cut = 0;
-    uint64_t w0 = w;
-    int rc = lay_search_ex(bufs, n, align, cap, &w, dl, 5 * LAYOUT_SEARCH_MAX_BUFFERS, cand, &cut,
-                           so, &st);
-    if (o->work) *work_left += w; /* unspent */
-    (void)w0;
-    r->nodes += st.nodes;
-    r->probes++;
-    if (rc == LAY_GAVE_UP && (cut || roamc_now() > deadline)) r->stopped_by_time = 1;
-    return (lay_status)rc;
+    lay_status rc = lay_search(x->p, cap, &x->so, &bud, x->cand, &st);
+    if (metered) x->work_left += bud.work; /* unspent */
+    x->r->nodes += st.nodes;
+    x->r->probes++;
+    if (rc == LAY_GAVE_UP && (bud.stop == LAY_STOP_TIME || roamc_now() > x->deadline))
+        x->r->stopped_by_time = 1;
+    return rc;
 }
 
-layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t align,
-                                 const uint64_t *warm_offsets, const layout_solve_opts *o,
-                                 uint64_t *offsets, layout_solve_result *r) {
+layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_offsets,
+                                 const layout_solve_opts *o, uint64_t *offsets,
+                                 layout_solve_result *r) {
+    const layout_buffer *bufs = p->bufs;
+    const size_t n = p->n;
+    const uint64_t align = p->align;
     memset(r, 0, sizeof *r);
-    lay_search_opts so;
-    lay_search_defaults(&so);
-    if (o->engines) so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
-    so.bnb = o->rules;
-    double deadline = o->time_limit_s > 0 ? roamc_now() + o->time_limit_s : INFINITY;
-    uint64_t work_left = o->work;
-    uint64_t *cand = xmallocarray(n, sizeof *cand);
+    solve_run x = {.p = p,
+                   .o = o,
+                   .work_left = o->work,
+                   .deadline = o->time_limit_s > 0 ? roamc_now() + o->time_limit_s : INFINITY,
+                   .cand = xmallocarray(n, sizeof(uint64_t)),
+                   .r = r};
+    lay_search_defaults(&x.so);
+    if (o->engines) x.so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
+    x.so.rules = o->rules;
+    x.so.max_buffers = 5 * LAYOUT_SEARCH_MAX_BUFFERS;
     memcpy(offsets, warm_offsets, n * sizeof *offsets);
     uint64_t best = layout_height(bufs, n, offsets);
     uint64_t lb = lay_round_up(layout_live_peak(bufs, n), align);
@@ -98,14 +119,13 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
             r->status = LAYOUT_SOLVE_INFEASIBLE;
         } else {
             uint64_t cap = o->capacity / align * align;
-            lay_status rc = cap < lb ? LAY_INFEASIBLE
-                            : solve_sweep(bufs, n, align, cap, o, deadline, cand, r) ? LAY_FOUND
-                            : !so.engines                                            ? LAY_GAVE_UP
-                                          : solve_probe(bufs, n, align, cap, o, &so, &work_left,
-                                                        deadline, cand, r, 1);
-            if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0) {
-                memcpy(offsets, cand, n * sizeof *offsets);
-                r->height = best = layout_height(bufs, n, cand);
+            lay_status rc = cap < lb               ? LAY_INFEASIBLE
+                            : solve_sweep(&x, cap) ? LAY_FOUND
+                            : !x.so.engines        ? LAY_GAVE_UP
+                                                   : solve_probe(&x, cap, 1);
+            if (rc == LAY_FOUND && layout_validate(bufs, n, x.cand, align, NULL, NULL) == 0) {
+                memcpy(offsets, x.cand, n * sizeof *offsets);
+                r->height = best = layout_height(bufs, n, x.cand);
                 r->status = best <= lb ? LAYOUT_SOLVE_OPTIMAL : LAYOUT_SOLVE_FEASIBLE;
             } else if (rc == LAY_INFEASIBLE) {
                 r->lower_bound = o->capacity + 1;
@@ -114,32 +134,30 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
                 r->status = LAYOUT_SOLVE_STOPPED;
             }
         }
-        free(cand);
+        free(x.cand);
         return r->status;
     }
 
     /* minimise */
     uint64_t try_lo = lb; /* lowest capacity worth a probe */
     while (lb < best && try_lo < best) {
-        if (roamc_now() > deadline) {
+        if (roamc_now() > x.deadline) {
             r->stopped_by_time = 1;
             break;
         }
-        if (need_work && work_left < 1000) break;
+        if (need_work && x.work_left < 1000) break;
         uint64_t hi = best - align; /* beat the incumbent */
         uint64_t mid = r->probes == 0 ? try_lo : lay_round_up(try_lo + (hi - try_lo) / 2, align);
         if (mid > hi) mid = hi;
         if (mid < try_lo) break;
-        lay_status rc =
-            r->probes == 0 && solve_sweep(bufs, n, align, mid, o, deadline, cand, r) ? LAY_FOUND
-            : !so.engines
-                ? LAY_GAVE_UP
-                : solve_probe(bufs, n, align, mid, o, &so, &work_left, deadline, cand, r, 0);
-        if (!so.engines) r->probes++;
-        if (rc == LAY_FOUND && layout_validate(bufs, n, cand, align, NULL, NULL) == 0 &&
-            layout_height(bufs, n, cand) < best) {
-            memcpy(offsets, cand, n * sizeof *offsets);
-            best = layout_height(bufs, n, cand);
+        lay_status rc = r->probes == 0 && solve_sweep(&x, mid) ? LAY_FOUND
+                        : !x.so.engines                        ? LAY_GAVE_UP
+                                                               : solve_probe(&x, mid, 0);
+        if (!x.so.engines) r->probes++;
+        if (rc == LAY_FOUND && layout_validate(bufs, n, x.cand, align, NULL, NULL) == 0 &&
+            layout_height(bufs, n, x.cand) < best) {
+            memcpy(offsets, x.cand, n * sizeof *offsets);
+            best = layout_height(bufs, n, x.cand);
         } else if (rc == LAY_INFEASIBLE) {
             if (mid + align > lb) lb = mid + align;
             if (try_lo < lb) try_lo = lb;
@@ -150,6 +168,6 @@ layout_solve_status layout_solve(const layout_buffer *bufs, size_t n, uint64_t a
     r->height = best;
     r->lower_bound = lb < best ? lb : best;
     r->status = lb >= best ? LAYOUT_SOLVE_OPTIMAL : LAYOUT_SOLVE_STOPPED;
-    free(cand);
+    free(x.cand);
     return r->status;
 }

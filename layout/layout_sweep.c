@@ -229,11 +229,13 @@ static void swp_order(swp *s, unsigned round) {
     }
 }
 
-lay_status lay_sweep(const layout_buffer *bufs, size_t n, uint64_t align, uint64_t capacity,
-                     double deadline, uint64_t *offsets, uint64_t *nodes_out) {
+lay_status lay_sweep(const layout_problem *p, uint64_t capacity, double deadline, uint64_t *offsets,
+                     uint64_t *nodes_out) {
     if (nodes_out) *nodes_out = 0;
+    const layout_buffer *bufs = p->bufs;
+    const size_t n = p->n;
     lay_reduced red;
-    lay_reduce(bufs, n, align, &red);
+    lay_reduce(bufs, n, p->align, &red);
     lay_status result = LAY_GAVE_UP;
     swp s;
     memset(&s, 0, sizeof s);

@@ -271,7 +271,8 @@ static uint64_t plan_layout_roam(plan *p, const layout_buffer *b, double budget)
         e.time_limit_s =
             budget - p->tree_layout.seconds > 0.1 ? budget - p->tree_layout.seconds : 0.1;
     }
-    uint64_t h = layout_exact(b, g->n_storages, p->opt.align, tree, &e, p->offsets, &lr);
+    layout_problem lp = {b, g->n_storages, p->opt.align};
+    uint64_t h = layout_exact(&lp, tree, &e, p->offsets, &lr);
     p->layout_optimal = lr.proven_optimal;
     if (tree) {
         p->tree_layout.used = 1;
@@ -300,8 +301,8 @@ static uint64_t plan_layout_ilp(plan *p, const layout_buffer *b, double budget) 
     int too_large = 0;
     layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
     layout_result lr;
-    uint64_t h =
-        layout_glpk_exact(b, p->g->n_storages, p->opt.align, &e, p->offsets, &lr, &too_large);
+    layout_problem lp = {b, p->g->n_storages, p->opt.align};
+    uint64_t h = layout_glpk_exact(&lp, &e, p->offsets, &lr, &too_large);
     p->layout_optimal = lr.proven_optimal;
     plan_ilp_note(p, "layout ILP: %s",
                   lr.proven_optimal    ? "proven minimal"

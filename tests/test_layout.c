@@ -25,23 +25,24 @@
 /* Time-limited entry points over layout_exact and layout_glpk_exact (which
  * plans use and which stop on work): the default work budget with
  * time_limit_s as the backstop (a non-positive limit is kept tiny, not
- * none).  layout_ilp_goal also stops once the height is <= goal;
+ * none).  exact_in_time_goal also stops once the height is <= goal;
  * *proven_optimal (may be NULL) is res.proven_optimal.  Only these tests
  * call them, so they live here. */
-static uint64_t layout_ilp_goal(const layout_buffer *bufs, size_t n, uint64_t align,
-                                const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
-                                uint64_t *offsets, int *proven_optimal) {
+static uint64_t exact_in_time_goal(const layout_buffer *bufs, size_t n, uint64_t align,
+                                   const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
+                                   uint64_t *offsets, int *proven_optimal) {
     layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
     layout_result res;
-    uint64_t h = layout_exact(bufs, n, align, warm_offsets, &e, offsets, &res);
+    uint64_t h = layout_exact(&(layout_problem){bufs, n, align}, warm_offsets, &e, offsets, &res);
     if (proven_optimal) *proven_optimal = res.proven_optimal;
     return h;
 }
 
-static uint64_t layout_ilp(const layout_buffer *bufs, size_t n, uint64_t align,
-                           const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
-                           int *proven_optimal) {
-    return layout_ilp_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets, proven_optimal);
+static uint64_t exact_in_time(const layout_buffer *bufs, size_t n, uint64_t align,
+                              const uint64_t *warm_offsets, double time_limit_s, uint64_t *offsets,
+                              int *proven_optimal) {
+    return exact_in_time_goal(bufs, n, align, warm_offsets, time_limit_s, 0, offsets,
+                              proven_optimal);
 }
 
 /* The GLPK model alone (layout_glpk_exact) under a time limit. */
@@ -50,7 +51,7 @@ static uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align,
                             int *too_large) {
     layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
     layout_result res;
-    uint64_t h = layout_glpk_exact(bufs, n, align, &e, offsets, &res, too_large);
+    uint64_t h = layout_glpk_exact(&(layout_problem){bufs, n, align}, &e, offsets, &res, too_large);
     if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
     return h;
 }
@@ -232,7 +233,7 @@ static void test_five_buffers(void **state) {
     int proven = 0;
     uint64_t h0 = layout_best_heuristic(csv.bufs, 5, 1, warm, NULL);
     assert_true(check_layout(csv.bufs, 5, warm, 1));
-    uint64_t h = layout_ilp(csv.bufs, 5, 1, warm, 5.0, off, &proven);
+    uint64_t h = exact_in_time(csv.bufs, 5, 1, warm, 5.0, off, &proven);
     assert_int_equal(h, 12);
     assert_true(h <= h0);
     assert_int_equal(proven, 1);
@@ -319,7 +320,7 @@ static void test_random_instances(void **state) {
         assert_true(st.allocated_peak >= lb);
         if (it % 10 == 0) {
             int proven;
-            uint64_t h = layout_ilp(bufs, n, align, warm, 0.05, off, &proven);
+            uint64_t h = exact_in_time(bufs, n, align, warm, 0.05, off, &proven);
             assert_true(check_layout(bufs, n, off, align));
             assert_true(h <= hb && h >= lb);
             if (h == lb) assert_int_equal(proven, 1);
@@ -505,20 +506,35 @@ static void test_search_against_brute_force(void **state) {
         }
         uint64_t opt = layout_live_peak(b, n);
         while (!brute_fits(b, n, opt, off, 0)) opt++;
-        assert_int_equal(layout_search(b, n, 1, opt, 5.0, 100, off), 1);
+        assert_int_equal(layout_search(&(layout_problem){b, n, 1}, opt, 5.0, 100, off), 1);
         assert_true(check_layout(b, n, off, 1));
         assert_true(layout_height(b, n, off) <= opt);
-        assert_int_equal(layout_search(b, n, 1, opt - 1, 5.0, 100, off), 0);
+        assert_int_equal(layout_search(&(layout_problem){b, n, 1}, opt - 1, 5.0, 100, off), 0);
     }
     /* brute force agrees that gap7 needs 17 */
     assert_int_equal(layout_live_peak(gap7, 7), 16);
     assert_false(brute_fits(gap7, 7, 16, off, 0));
     assert_true(brute_fits(gap7, 7, 17, off, 0));
-    assert_int_equal(layout_search(gap7, 7, 1, 16, 5.0, 100, off), 0);
-    assert_int_equal(layout_search(gap7, 7, 1, 17, 5.0, 100, off), 1);
+    assert_int_equal(layout_search(&(layout_problem){gap7, 7, 1}, 16, 5.0, 100, off), 0);
+    assert_int_equal(layout_search(&(layout_problem){gap7, 7, 1}, 17, 5.0, 100, off), 1);
     assert_true(check_layout(gap7, 7, off, 1));
     /* too many buffers for the limit: gives up */
-    assert_int_equal(layout_search(gap7, 7, 1, 17, 5.0, 3, off), -1);
+    assert_int_equal(layout_search(&(layout_problem){gap7, 7, 1}, 17, 5.0, 3, off), -1);
+    /* and the budget says why it gave up: the size or the work */
+    const layout_problem g7 = {gap7, 7, 1};
+    lay_search_opts o;
+    lay_search_defaults(&o);
+    o.max_buffers = 3;
+    lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_search(&g7, 17, &o, &bud, off, NULL), LAY_GAVE_UP);
+    assert_int_equal(bud.stop, LAY_STOP_SIZE);
+    bud = (lay_budget){1, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_search(&g7, 17, NULL, &bud, off, NULL), LAY_GAVE_UP);
+    assert_int_equal(bud.stop, LAY_STOP_WORK);
+    assert_int_equal(bud.work, 1);                        /* a node costs more: nothing spent */
+    bud = (lay_budget){UINT64_MAX, 1e300, LAY_STOP_TIME}; /* a stop left from before */
+    assert_int_equal(lay_search(&g7, 17, NULL, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(bud.stop, LAY_STOP_NONE);
 }
 
 static void test_ilp_optimum_above_bound(void **state) {
@@ -531,24 +547,24 @@ static void test_ilp_optimum_above_bound(void **state) {
     assert_int_equal(proven, 1);
     assert_int_equal(too_large, 0);
     assert_true(check_layout(gap7, 7, off, 1));
-    /* the whole of layout_ilp, from a poor warm start (all stacked) */
+    /* the whole of exact_in_time, from a poor warm start (all stacked) */
     uint64_t top = 0;
     for (size_t i = 0; i < 7; i++) {
         warm[i] = top;
         top += gap7[i].size;
     }
     proven = 0;
-    assert_int_equal(layout_ilp(gap7, 7, 1, warm, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, warm, 10.0, off, &proven), 17);
     assert_int_equal(proven, 1);
     assert_true(check_layout(gap7, 7, off, 1));
-    assert_int_equal(layout_ilp(gap7, 7, 1, NULL, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, NULL, 10.0, off, &proven), 17);
     assert_true(check_layout(gap7, 7, off, 1));
     /* an invalid warm start is ignored */
     uint64_t bad[7] = {0};
-    assert_int_equal(layout_ilp(gap7, 7, 1, bad, 10.0, off, &proven), 17);
+    assert_int_equal(exact_in_time(gap7, 7, 1, bad, 10.0, off, &proven), 17);
     assert_true(check_layout(gap7, 7, off, 1));
     /* with a goal: stops as soon as the height is <= goal */
-    assert_true(layout_ilp_goal(gap7, 7, 1, warm, 10.0, 30, off, &proven) <= 30);
+    assert_true(exact_in_time_goal(gap7, 7, 1, warm, 10.0, 30, off, &proven) <= 30);
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
@@ -613,34 +629,36 @@ static void test_bnb_rules_against_brute_force(void **state) {
         for (size_t k = 0; k <= nrules + 3; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
-            o.engines = LAY_ENGINE_BNB;
+            o.engines = LAYOUT_ENGINE_BNB;
             if (k < nrules)
-                ((int *)&o.bnb)[k] = 0; /* rule k off */
+                ((int *)&o.rules)[k] = 0; /* rule k off */
             else if (k == nrules)
-                memset(&o.bnb, 0, sizeof o.bnb); /* all off */
+                memset(&o.rules, 0, sizeof o.rules); /* all off */
             else if (k == nrules + 1) {
-                o.engines = LAY_ENGINE_SKYLINE;
-                o.bnb.energy = 1; /* the skyline search's own rule */
+                o.engines = LAYOUT_ENGINE_SKYLINE;
+                o.rules.energy = 1; /* the skyline search's own rule */
             } else if (k == nrules + 2) {
-                o.engines = LAY_ENGINE_SKYLINE;
-                o.bnb.energy = 0;
+                o.engines = LAYOUT_ENGINE_SKYLINE;
+                o.rules.energy = 0;
             } else
-                o.engines = LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB;
-            uint64_t w = UINT64_MAX;
+                o.engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+            o.max_buffers = 100;
+            const layout_problem p = {b, n, 1};
+            lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
             lay_bnb_stats st;
-            assert_int_equal(lay_search_ex(b, n, 1, opt, &w, 1e300, 100, off, NULL, &o, &st),
-                             LAY_FOUND);
+            assert_int_equal(lay_search(&p, opt, &o, &bud, off, &st), LAY_FOUND);
             assert_true(check_layout(b, n, off, 1));
             assert_true(layout_height(b, n, off) <= opt);
-            w = UINT64_MAX;
-            assert_int_equal(lay_search_ex(b, n, 1, opt - 1, &w, 1e300, 100, off, NULL, &o, &st),
-                             LAY_INFEASIBLE);
+            bud = (lay_budget){UINT64_MAX, 1e300, LAY_STOP_NONE};
+            assert_int_equal(lay_search(&p, opt - 1, &o, &bud, off, &st), LAY_INFEASIBLE);
+            assert_int_equal(bud.stop, LAY_STOP_NONE);
         }
     }
     /* and gap7 (optimum 17 above the bound 16) with the canonical search alone */
-    uint64_t w = UINT64_MAX;
-    assert_int_equal(lay_bnb(gap7, 7, 1, 16, NULL, &w, 1e300, off, NULL, NULL), LAY_INFEASIBLE);
-    assert_int_equal(lay_bnb(gap7, 7, 1, 17, NULL, &w, 1e300, off, NULL, NULL), LAY_FOUND);
+    const layout_problem g7 = {gap7, 7, 1};
+    lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_bnb(&g7, 16, NULL, &bud, off, NULL), LAY_INFEASIBLE);
+    assert_int_equal(lay_bnb(&g7, 17, NULL, &bud, off, NULL), LAY_FOUND);
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
@@ -682,12 +700,13 @@ static void test_sweep(void **state) {
         for (size_t i = 0; i < np; i++)
             b[i] = (layout_buffer){p[i].a1 - p[i].a0, p[i].t0, p[i].t1 - 1};
         uint64_t nodes = 0;
-        assert_int_equal(lay_sweep(b, np, 1, cap, 1e300, off, &nodes), LAY_FOUND);
+        assert_int_equal(lay_sweep(&(layout_problem){b, np, 1}, cap, 1e300, off, &nodes),
+                         LAY_FOUND);
         assert_true(check_layout(b, np, off, 1));
         assert_true(layout_height(b, np, off) <= cap);
     }
     uint64_t off[7];
-    assert_int_equal(lay_sweep(gap7, 7, 1, 17, 1e300, off, NULL), LAY_GAVE_UP);
+    assert_int_equal(lay_sweep(&(layout_problem){gap7, 7, 1}, 17, 1e300, off, NULL), LAY_GAVE_UP);
 }
 
 /* layout_solve: a zero-slack guillotine instance solved at its bound and
@@ -710,7 +729,8 @@ static void test_solve(void **state) {
     o.work = 100000000; /* deterministic */
     o.time_limit_s = 15;
     layout_solve_result res;
-    assert_int_equal(layout_solve(b, N, 1, warm, &o, off, &res), LAYOUT_SOLVE_OPTIMAL);
+    assert_int_equal(layout_solve(&(layout_problem){b, N, 1}, warm, &o, off, &res),
+                     LAYOUT_SOLVE_OPTIMAL);
     assert_true(check_layout(b, N, off, 1));
     assert_int_equal(res.height, 1 << 20);
     assert_int_equal(res.lower_bound, 1 << 20);
@@ -718,17 +738,19 @@ static void test_solve(void **state) {
 
     uint64_t w7[7], o7[7];
     layout_llfb(gap7, 7, 1, w7);
-    assert_int_equal(layout_solve(gap7, 7, 1, w7, &o, o7, &res), LAYOUT_SOLVE_OPTIMAL);
+    assert_int_equal(layout_solve(&(layout_problem){gap7, 7, 1}, w7, &o, o7, &res),
+                     LAYOUT_SOLVE_OPTIMAL);
     assert_int_equal(res.height, 17);
     assert_int_equal(res.lower_bound, 17);
     assert_true(check_layout(gap7, 7, o7, 1));
     o.capacity = 16;
     layout_llfb(gap7, 7, 1, w7);
-    assert_int_equal(layout_solve(gap7, 7, 1, w7, &o, o7, &res), LAYOUT_SOLVE_INFEASIBLE);
+    assert_int_equal(layout_solve(&(layout_problem){gap7, 7, 1}, w7, &o, o7, &res),
+                     LAYOUT_SOLVE_INFEASIBLE);
     assert_int_equal(res.lower_bound, 17);
     o.capacity = 17;
     layout_llfb(gap7, 7, 1, w7);
-    layout_solve_status st = layout_solve(gap7, 7, 1, w7, &o, o7, &res);
+    layout_solve_status st = layout_solve(&(layout_problem){gap7, 7, 1}, w7, &o, o7, &res);
     assert_true(st == LAYOUT_SOLVE_OPTIMAL || st == LAYOUT_SOLVE_FEASIBLE);
     assert_true(res.height <= 17);
     free(b);
@@ -748,7 +770,7 @@ static void test_perfect_instances(void **state) {
         assert_int_equal(layout_live_peak(b, n), cap);
         layout_best_heuristic(b, n, 1, warm, NULL);
         int proven = 0;
-        uint64_t h = layout_ilp(b, n, 1, warm, 5.0, off, &proven);
+        uint64_t h = exact_in_time(b, n, 1, warm, 5.0, off, &proven);
         assert_true(check_layout(b, n, off, 1));
         assert_int_equal(h, cap);
         assert_int_equal(proven, 1);
@@ -757,7 +779,7 @@ static void test_perfect_instances(void **state) {
 
 /* With slack and tiny sizes, branch B raises floors in tiny steps: long
  * chains that once overflowed the stack.  The search must give up or
- * succeed within its time, and layout_ilp must stay valid. */
+ * succeed within its time, and exact_in_time must stay valid. */
 static void test_search_slack_tiny_sizes(void **state) {
     (void)state;
     rng r = {77};
@@ -769,14 +791,15 @@ static void test_search_slack_tiny_sizes(void **state) {
     make_perfect(&r, N, 4 * N, 1048576, b);
     for (size_t i = 0; i < N; i += 7) b[i].size = b[i].size / 2 + 1; /* leave slack and odd sizes */
     uint64_t lb = layout_live_peak(b, N);
-    int rc = layout_search(b, N, 1, lb + lb / 100, 0.5, LAYOUT_SEARCH_MAX_BUFFERS, off);
+    int rc = layout_search(&(layout_problem){b, N, 1}, lb + lb / 100, 0.5,
+                           LAYOUT_SEARCH_MAX_BUFFERS, off);
     assert_true(rc == 1 || rc == -1);
     if (rc == 1) {
         assert_true(check_layout(b, N, off, 1));
         assert_true(layout_height(b, N, off) <= lb + lb / 100);
     }
     int proven;
-    uint64_t h = layout_ilp(b, N, 1, NULL, 1.0, off, &proven);
+    uint64_t h = exact_in_time(b, N, 1, NULL, 1.0, off, &proven);
     assert_true(check_layout(b, N, off, 1));
     assert_true(h >= lb);
     free(b);
@@ -803,8 +826,8 @@ static void test_exact_work_budget(void **state) {
     for (size_t w = 0; w < sizeof works / sizeof works[0]; w++) {
         layout_effort e = {works[w], 0.0, 0}; /* no backstop */
         layout_result r1, r2;
-        uint64_t h1 = layout_exact(b, N, 1, NULL, &e, o1, &r1);
-        uint64_t h2 = layout_exact(b, N, 1, NULL, &e, o2, &r2);
+        uint64_t h1 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o1, &r1);
+        uint64_t h2 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o2, &r2);
         assert_true(check_layout(b, N, o1, 1));
         assert_true(h1 >= lb);
         assert_int_equal(h1, r1.height);
@@ -819,17 +842,18 @@ static void test_exact_work_budget(void **state) {
     uint64_t off[7];
     layout_effort e = {1000000, 0.0, 0};
     layout_result res;
-    assert_int_equal(layout_exact(gap7, 7, 1, NULL, &e, off, &res), 17);
+    assert_int_equal(layout_exact(&(layout_problem){gap7, 7, 1}, NULL, &e, off, &res), 17);
     assert_int_equal(res.proven_optimal, 1);
     assert_int_equal(res.stopped_by_time, 0);
     int too_large = 1;
-    assert_int_equal(layout_glpk_exact(gap7, 7, 1, &e, off, &res, &too_large), 17);
+    assert_int_equal(layout_glpk_exact(&(layout_problem){gap7, 7, 1}, &e, off, &res, &too_large),
+                     17);
     assert_int_equal(too_large, 0);
     assert_int_equal(res.proven_optimal, 1);
     assert_true(check_layout(gap7, 7, off, 1));
     /* a backstop that has already passed is reported */
     layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0};
-    layout_exact(b, N, 1, NULL, &late, o1, &res);
+    layout_exact(&(layout_problem){b, N, 1}, NULL, &late, o1, &res);
     assert_true(check_layout(b, N, o1, 1));
     assert_int_equal(res.stopped_by_time, 1);
     free(b);
@@ -837,7 +861,7 @@ static void test_exact_work_budget(void **state) {
     free(o2);
 }
 
-/* Several threads run layout_ilp (and so GLPK) at once. */
+/* Several threads run exact_in_time (and so GLPK) at once. */
 typedef struct thread_job {
     uint64_t seed;
     int ok;
@@ -850,7 +874,7 @@ static void *thread_main(void *arg) {
     uint64_t off[40];
     make_perfect(&r, 40, 80, 100000, b);
     int proven = 0;
-    uint64_t h = layout_ilp(b, 40, 1, NULL, 10.0, off, &proven);
+    uint64_t h = exact_in_time(b, 40, 1, NULL, 10.0, off, &proven);
     int ok = h == 100000 && check_layout(b, 40, off, 1);
     uint64_t off7[7];
     int too_large;

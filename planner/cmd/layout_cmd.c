@@ -310,7 +310,7 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
         layout_result er;
         uint64_t *warm = xmallocarray(n, sizeof *warm);
         memcpy(warm, offsets, n * sizeof *warm);
-        layout_exact(bufs, n, o->align, warm, &e, offsets, &er);
+        layout_exact(&(layout_problem){bufs, n, o->align}, warm, &e, offsets, &er);
         free(warm);
         left = 0.9 * (t_start + o->time_limit - roamc_now());
     }
@@ -322,7 +322,7 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
     so.engines = o->engines;
     so.rules = o->rules;
     run->have_solve = 1;
-    layout_solve(bufs, n, o->align, offsets, &so, offsets, &run->sr);
+    layout_solve(&(layout_problem){bufs, n, o->align}, offsets, &so, offsets, &run->sr);
     run->height = run->sr.height;
     run->proven = run->sr.status == LAYOUT_SOLVE_OPTIMAL;
     run->timed_out = run->sr.stopped_by_time;

@@ -1,4 +1,4 @@
-/* layout_ilp.c — the exact layout step of ROAM (paper section IV-B/D).
+/* layout_exact.c — the exact layout step of ROAM (paper section IV-B/D).
  *
  * layout_exact runs, within
  * one work budget:
@@ -6,12 +6,12 @@
  *      done if it meets the live-size lower bound (or the goal);
  *   1a. when the incumbent is within 1% of the bound, the canonical branch
  *      and bound alone (layout_bnb.c) at the lower bound, on a small share
- *      of the work (ILP_BNB_FIRST_*): on the committed models, every plan
+ *      of the work (EXACT_BNB_FIRST_*): on the committed models, every plan
  *      whose layout the search at the bound finds at all, it finds there,
  *      in its first round, at a few percent of the cost of the round
  *      robin's skyline strategies that come first in step 2 (which then
  *      ran out of work on vit_b_16_b1);
- *   1b. the first ILP_QUICK_PLACEMENTS placements of step 4's local
+ *   1b. the first EXACT_QUICK_PLACEMENTS placements of step 4's local
  *      search (done if they reach the bound: before step 1a, that is how
  *      most plans got there, in a fraction of the time the exact steps
  *      took; since 1a, on the committed models' 51 plans with a layout
@@ -26,7 +26,7 @@
  *      buffers, from the incumbent's (half of the work left);
  *   5. with the work left, a bisection on the height between what is proved
  *      impossible and the incumbent, each probe a layout_search (only on
- *      problems of at most ILP_BISECT_MAX_BUFFERS buffers).
+ *      problems of at most EXACT_BISECT_MAX_BUFFERS buffers).
  *
  * Why work and not time: a plan must be the same on every run and machine.
  * Every step counts what it does (search nodes, GLPK branch-and-bound
@@ -48,18 +48,17 @@
 #include "layout_internal.h"
 #include "ilp_layout.h" /* the GLPK model: ilp_layout_solve */
 
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Shares of the work budget for steps 2, 3 and 4, as fractions num/den of
  * what is left; step 5 gets the rest, a third of what is left per probe;
- * step 1a may take 1/ILP_BNB_FIRST_DEN of the whole, and at most
- * ILP_BNB_FIRST_WORK_PER_BUFFER units a buffer of the reduced problem, and
+ * step 1a may take 1/EXACT_BNB_FIRST_DEN of the whole, and at most
+ * EXACT_BNB_FIRST_WORK_PER_BUFFER units a buffer of the reduced problem, and
  * gives back what it does not spend.  Integers, so the split is the same
  * everywhere. */
-#define ILP_BNB_FIRST_DEN 10
+#define EXACT_BNB_FIRST_DEN 10
 /* Step 1a's cap per buffer: a node limit of 4 a buffer starts the round
  * robin, and a node of the branch and bound costs a few hundred units on
  * the committed models (236 on vit_b_16_b1), so this is about six of the
@@ -68,7 +67,7 @@
  * instances that the skyline search solves in its first round (gen_perfect,
  * n = 300) the branch and bound alone went on through later rounds for up
  * to a second before it; with it, about 0.1 s. */
-#define ILP_BNB_FIRST_WORK_PER_BUFFER 6144
+#define EXACT_BNB_FIRST_WORK_PER_BUFFER 6144
 /* Step 1a runs only when the incumbent is within 1/100 of the bound.  On
  * the committed models' plans the incumbent (tree layout or heuristics) is
  * within 0.25% of it whenever step 1a runs, and there the branch and bound,
@@ -77,16 +76,16 @@
  * gen_brick: heuristics 1.8% to 38% above) it wanders, and the work units
  * undercount its time there (2.8M units took 2.6 s on gen_perfect n = 450
  * seed 5, which the skyline search of step 2 solves in milliseconds). */
-#define ILP_BNB_FIRST_GAP_DEN 100
-#define ILP_SEARCH_SHARE_NUM 2
-#define ILP_SEARCH_SHARE_DEN 5
-#define ILP_GLPK_SHARE_NUM 1
-#define ILP_GLPK_SHARE_DEN 2
-#define ILP_REORDER_SHARE_NUM 1
-#define ILP_REORDER_SHARE_DEN 2
-#define ILP_PROBE_SHARE_DEN 3
+#define EXACT_BNB_FIRST_GAP_DEN 100
+#define EXACT_SEARCH_SHARE_NUM 2
+#define EXACT_SEARCH_SHARE_DEN 5
+#define EXACT_GLPK_SHARE_NUM 1
+#define EXACT_GLPK_SHARE_DEN 2
+#define EXACT_REORDER_SHARE_NUM 1
+#define EXACT_REORDER_SHARE_DEN 2
+#define EXACT_PROBE_SHARE_DEN 3
 /* Probes below this much work are not worth starting. */
-#define ILP_MIN_PROBE_WORK 1000
+#define EXACT_MIN_PROBE_WORK 1000
 /* Step 5 runs only on problems of at most this many buffers after the
  * reduction.  Its probes search at a capacity with slack above the bound,
  * where the exact engines seldom reach a leaf on large problems: on the
@@ -94,41 +93,37 @@
  * on three plans (vit_b_16_b1 default, efficientnet_b0_b1 and _b32 in
  * program order; 942 and 1291 buffers), none of its 28 probes found a
  * layout, and it took a third of their layout time. */
-#define ILP_BISECT_MAX_BUFFERS 500
+#define EXACT_BISECT_MAX_BUFFERS 500
 
-/* How a step is bounded: the work it may spend and the time backstop. */
-typedef struct ilp_budget {
-    uint64_t work;   /* work left */
-    double deadline; /* roamc_now() seconds; INFINITY: none */
-    int timed_out;   /* some step was cut by the deadline */
-} ilp_budget;
-
-/* Takes num/den of the work left out of bud for a step; the step hands back
- * what it did not spend with ilp_refund. */
-static uint64_t ilp_take(ilp_budget *bud, uint64_t num, uint64_t den) {
+/* A step's budget: num/den of the work left in bud (taken out of it) and
+ * bud's deadline.  The step hands back what it did not spend with
+ * exact_refund. */
+static lay_budget exact_take(lay_budget *bud, uint64_t num, uint64_t den) {
     uint64_t w = bud->work / den * num + bud->work % den * num / den;
     bud->work -= w;
-    return w;
+    return (lay_budget){w, bud->deadline, LAY_STOP_NONE};
 }
 
-static void ilp_refund(ilp_budget *bud, uint64_t unspent) {
-    bud->work += unspent;
+/* Gives the work a step did not spend back to bud, and marks bud cut by
+ * the deadline when the step was. */
+static void exact_refund(lay_budget *bud, const lay_budget *step) {
+    bud->work += step->work;
+    if (step->stop == LAY_STOP_TIME) bud->stop = LAY_STOP_TIME;
 }
 
 /* The incumbent: the best valid layout so far. */
-typedef struct ilp_best {
+typedef struct exact_best {
     uint64_t *offsets;
     uint64_t height;
-} ilp_best;
+} exact_best;
 
 /* Takes cand when it is valid and lower than the incumbent. */
-static void ilp_offer(ilp_best *best, const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *cand) {
-    if (layout_validate(bufs, n, cand, align, NULL, NULL) != 0) return;
-    uint64_t h = layout_height(bufs, n, cand);
+static void exact_offer(exact_best *best, const layout_problem *p, const uint64_t *cand) {
+    if (layout_validate(p->bufs, p->n, cand, p->align, NULL, NULL) != 0) return;
+    uint64_t h = layout_height(p->bufs, p->n, cand);
     if (h < best->height) {
         best->height = h;
-        memcpy(best->offsets, cand, n * sizeof *cand);
+        memcpy(best->offsets, cand, p->n * sizeof *cand);
     }
 }
 
@@ -137,7 +132,7 @@ static void ilp_offer(ilp_best *best, const layout_buffer *bufs, size_t n, uint6
 
 /* The conflicting pairs of the reduced problem (ilp_layout_pairs): NULL with
  * *np = SIZE_MAX when there are more than LAYOUT_ILP_MAX_PAIRS. */
-static ilp_layout_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t *np) {
+static ilp_layout_pair *exact_pairs(const layout_buffer *bufs, const lay_reduced *r, size_t *np) {
     int32_t *start = xmallocarray(r->n, sizeof *start);
     int32_t *end = xmallocarray(r->n, sizeof *end);
     for (size_t a = 0; a < r->n; a++) {
@@ -150,29 +145,30 @@ static ilp_layout_pair *ilp_pairs(const layout_buffer *bufs, const lay_reduced *
     return pairs;
 }
 
-/* Runs the GLPK model on the reduced problem r with its conflicting pairs,
- * seeded with the incumbent, spending at most *work (decreased by what it
- * spends) before deadline.  Offers GLPK's answer to best; returns 1 when
- * GLPK proved optimality, else 0.  *timed_out is set to 1 when the deadline
- * stopped GLPK. */
-static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const lay_reduced *r,
-                    const ilp_layout_pair *pairs, size_t np, uint64_t lb, uint64_t *work,
-                    double deadline, int *timed_out, ilp_best *best) {
+/* Runs the GLPK model on the reduced problem r of p with its conflicting
+ * pairs and the lower bound lb (bytes), seeded with the incumbent, on bud
+ * (its work decreased by what GLPK spends; its stop set to LAY_STOP_TIME
+ * when the deadline cut GLPK, else left).  Offers GLPK's answer to best;
+ * returns 1 when GLPK proved optimality, else 0. */
+static int exact_glpk(const layout_problem *p, const lay_reduced *r, const ilp_layout_pair *pairs,
+                      size_t np, uint64_t lb, lay_budget *bud, exact_best *best) {
     uint64_t *units = xmallocarray(r->n, sizeof *units);
     uint64_t *found = xmallocarray(r->n, sizeof *found);
     for (size_t a = 0; a < r->n; a++) units[a] = (best->offsets[r->orig[a]] - r->base) / r->unit;
-    ilp_layout_problem p = {.n = r->n,
-                            .size = r->size,
-                            .pairs = pairs,
-                            .np = np,
-                            .lower_bound = (lb > r->base ? lb - r->base : 0) / r->unit,
-                            .incumbent = units};
-    ilp_layout_status st = ilp_layout_solve(&p, work, deadline, timed_out, found);
+    ilp_layout_problem ip = {.n = r->n,
+                             .size = r->size,
+                             .pairs = pairs,
+                             .np = np,
+                             .lower_bound = (lb > r->base ? lb - r->base : 0) / r->unit,
+                             .incumbent = units};
+    int cut = 0;
+    ilp_layout_status st = ilp_layout_solve(&ip, &bud->work, bud->deadline, &cut, found);
+    if (cut) bud->stop = LAY_STOP_TIME;
     if (st != ILP_LAYOUT_NONE) {
-        uint64_t *cand = xmallocarray(n, sizeof *cand);
-        memcpy(cand, best->offsets, n * sizeof *cand);
+        uint64_t *cand = xmallocarray(p->n, sizeof *cand);
+        memcpy(cand, best->offsets, p->n * sizeof *cand);
         for (size_t a = 0; a < r->n; a++) cand[r->orig[a]] = r->base + found[a] * r->unit;
-        ilp_offer(best, bufs, n, align, cand);
+        exact_offer(best, p, cand);
         free(cand);
     }
     free(units);
@@ -188,14 +184,14 @@ static int ilp_glpk(const layout_buffer *bufs, size_t n, uint64_t align, const l
  * step 1a existed (194 on mnasnet1_0_b1, 1 on mobilenet_v2_b32,
  * mnasnet1_0_b32 and efficientnet_b0_b32), a few hundred ms on 2000
  * buffers. */
-#define ILP_QUICK_PLACEMENTS 256
+#define EXACT_QUICK_PLACEMENTS 256
 
-/* Work units of one buffer placed by ilp_place (a placement of all buffers
+/* Work units of one buffer placed by exact_first_fit (a placement of all buffers
  * then costs about what as many search nodes over a few sections do). */
-#define ILP_PLACE_WORK 16
+#define EXACT_PLACE_WORK 16
 
 /* xorshift64 from a fixed seed: the walk is the same on every machine. */
-static uint64_t ilp_rand(uint64_t *state) {
+static uint64_t exact_rand(uint64_t *state) {
     uint64_t x = *state;
     x ^= x << 13;
     x ^= x >> 7;
@@ -212,8 +208,11 @@ static uint64_t ilp_rand(uint64_t *state) {
  * not depend on what follows), and the placement stops as soon as a top
  * passes give_up (the caller rejects such an order anyway); it then
  * returns that top, and off[] is incomplete. */
-static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, const size_t *order,
-                          uint64_t *off, const uint64_t *known, size_t keep, uint64_t give_up) {
+static uint64_t exact_first_fit(const layout_problem *p, const size_t *order, uint64_t *off,
+                                const uint64_t *known, size_t keep, uint64_t give_up) {
+    const layout_buffer *bufs = p->bufs;
+    const size_t n = p->n;
+    const uint64_t align = p->align;
     lay_placer *pl = lay_placer_new(bufs, n, align);
     uint64_t h = 0;
     for (size_t k = 0; k < n; k++) {
@@ -235,30 +234,30 @@ static uint64_t ilp_place(const layout_buffer *bufs, size_t n, uint64_t align, c
  * the incumbent's offset order gives the incumbent back (or lower), and
  * moving a buffer that touches the top earlier in that order often lowers
  * it.  A move is kept when the height does not grow (plateaus are walked).
- * The walk is resumable: layout_exact runs its first ILP_QUICK_PLACEMENTS
+ * The walk is resumable: layout_exact runs its first EXACT_QUICK_PLACEMENTS
  * placements before the exact steps (on most plans they reach the bound
  * and the exact steps are skipped) and continues the same walk, from the
  * same state, in step 4; so where the quick part does not reach the bound
  * the walk is the one a single run from the same incumbent would be. */
-typedef struct ilp_walk {
+typedef struct exact_walk {
     size_t n;
     size_t *order, *trial, *tops;
     uint64_t *cur, *off;
     uint64_t h;    /* height of cur, the placement of order */
     uint64_t seed; /* xorshift state */
     int ready;     /* order, cur and h hold a walk in progress */
-} ilp_walk;
+} exact_walk;
 
-static void ilp_walk_init(ilp_walk *wk, size_t n) {
-    *wk = (ilp_walk){.n = n,
-                     .order = xmallocarray(n, sizeof(size_t)),
-                     .trial = xmallocarray(n, sizeof(size_t)),
-                     .tops = xmallocarray(n, sizeof(size_t)),
-                     .cur = xmallocarray(n, sizeof(uint64_t)),
-                     .off = xmallocarray(n, sizeof(uint64_t))};
+static void exact_walk_init(exact_walk *wk, size_t n) {
+    *wk = (exact_walk){.n = n,
+                       .order = xmallocarray(n, sizeof(size_t)),
+                       .trial = xmallocarray(n, sizeof(size_t)),
+                       .tops = xmallocarray(n, sizeof(size_t)),
+                       .cur = xmallocarray(n, sizeof(uint64_t)),
+                       .off = xmallocarray(n, sizeof(uint64_t))};
 }
 
-static void ilp_walk_free(ilp_walk *wk) {
+static void exact_walk_free(exact_walk *wk) {
     free(wk->order);
     free(wk->trial);
     free(wk->tops);
@@ -266,34 +265,37 @@ static void ilp_walk_free(ilp_walk *wk) {
     free(wk->off);
 }
 
-/* Walks from the incumbent's order (or resumes the walk in progress) until
- * the incumbent is at stop_at or *work is spent (ILP_PLACE_WORK a buffer
- * placed). */
-static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs, uint64_t align,
-                        uint64_t stop_at, ilp_budget *bud, uint64_t *work) {
+/* Walks over first-fit placements of p from the incumbent's order (or
+ * resumes the walk in progress) until the incumbent is at stop_at or
+ * bud's work is spent (EXACT_PLACE_WORK a buffer placed); bud->stop is set
+ * to LAY_STOP_TIME when the deadline cut it, else left. */
+static void exact_walk_run(exact_walk *wk, exact_best *best, const layout_problem *p,
+                           uint64_t stop_at, lay_budget *bud) {
+    const layout_buffer *bufs = p->bufs;
+    const uint64_t align = p->align;
     const size_t n = wk->n;
     if (n < 2) return;
-    const uint64_t cost = (uint64_t)ILP_PLACE_WORK * n;
+    const uint64_t cost = (uint64_t)EXACT_PLACE_WORK * n;
     if (!wk->ready) {
-        if (*work < cost) return;
+        if (bud->work < cost) return;
         /* the buffers by incumbent offset, then index */
         lay_key *at = xmallocarray(n, sizeof *at);
         for (size_t i = 0; i < n; i++) at[i] = (lay_key){best->offsets[i], 0, 0, i};
         qsort(at, n, sizeof *at, lay_key_cmp);
         for (size_t k = 0; k < n; k++) wk->order[k] = at[k].idx;
         free(at);
-        *work -= cost;
-        wk->h = ilp_place(bufs, n, align, wk->order, wk->cur, NULL, 0, UINT64_MAX);
-        ilp_offer(best, bufs, n, align, wk->cur);
+        bud->work -= cost;
+        wk->h = exact_first_fit(p, wk->order, wk->cur, NULL, 0, UINT64_MAX);
+        exact_offer(best, p, wk->cur);
         /* Any fixed seed keeps the walk deterministic; the walk's luck varies
          * with it (of four seeds tried, two took vit_b_16_b1 under 0.1%). */
         wk->seed = 3;
         wk->ready = 1;
     }
     size_t *order = wk->order, *trial = wk->trial, *tops = wk->tops;
-    while (best->height > stop_at && *work >= cost) {
+    while (best->height > stop_at && bud->work >= cost) {
         if (roamc_now() > bud->deadline) {
-            bud->timed_out = 1;
+            bud->stop = LAY_STOP_TIME;
             break;
         }
         /* positions in the order of the buffers whose top is the height */
@@ -303,19 +305,19 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
             if (k > 0 && bufs[i].size && wk->cur[i] + lay_round_up(bufs[i].size, align) == wk->h)
                 tops[ntops++] = k;
         }
-        *work -= cost;
+        bud->work -= cost;
         if (ntops == 0) break; /* only the first buffer reaches the top: nothing to move */
-        size_t j = tops[ilp_rand(&wk->seed) % ntops];
-        size_t to = (size_t)(ilp_rand(&wk->seed) % j);
+        size_t j = tops[exact_rand(&wk->seed) % ntops];
+        size_t to = (size_t)(exact_rand(&wk->seed) % j);
         memcpy(trial, order, n * sizeof *trial);
         memmove(trial + to + 1, trial + to, (j - to) * sizeof *trial);
         trial[to] = order[j];
-        uint64_t th = ilp_place(bufs, n, align, trial, wk->off, wk->cur, to, wk->h);
+        uint64_t th = exact_first_fit(p, trial, wk->off, wk->cur, to, wk->h);
         if (th <= wk->h) {
             wk->h = th;
             memcpy(order, trial, n * sizeof *order);
             memcpy(wk->cur, wk->off, n * sizeof *wk->cur);
-            if (th < best->height) ilp_offer(best, bufs, n, align, wk->cur);
+            if (th < best->height) exact_offer(best, p, wk->cur);
         }
     }
 }
@@ -323,161 +325,153 @@ static void ilp_reorder(ilp_walk *wk, ilp_best *best, const layout_buffer *bufs,
 /* ------------------------------------------------------------------------ */
 
 /* The time backstop of an effort, as a roamc_now() deadline. */
-static double ilp_deadline(const layout_effort *effort) {
+static double exact_deadline(const layout_effort *effort) {
     if (!effort || !(effort->time_limit_s > 0)) return INFINITY;
     return roamc_now() + effort->time_limit_s;
 }
 
-static uint64_t ilp_work(const layout_effort *effort) {
+static uint64_t exact_work(const layout_effort *effort) {
     return effort && effort->work ? effort->work : LAYOUT_DEFAULT_WORK;
 }
 
 /* The state of one layout_exact call, shared by its steps. */
-typedef struct ilp_exact {
-    const layout_buffer *bufs;
-    size_t n;
-    uint64_t align;
-    ilp_budget bud;
-    ilp_best best;
+typedef struct exact_run {
+    const layout_problem *p;
+    lay_budget bud; /* the work left and the deadline; stop is
+                                           LAY_STOP_TIME once the deadline cut a step */
+    exact_best best;
     uint64_t *cand;                     /* scratch layout for the searches */
     uint64_t lb;                        /* the live-size lower bound */
     uint64_t goal;                      /* effort->goal */
     lay_reduced red;                    /* the reduced problem of steps 2-5 */
-    ilp_walk walk;                      /* step 4's walk, begun in step 1b */
+    exact_walk walk;                    /* step 4's walk, begun in step 1b */
     uint64_t quick_spent, quick_height; /* step 1b's work and result */
     uint64_t target;                    /* step 2's height: the bound (or goal), aligned */
     uint64_t known_bad;                 /* heights below this are proved impossible */
     int all_proofs;                     /* every failed probe was a proof */
-} ilp_exact;
+} exact_run;
 
 /* The incumbent meets the lower bound or the goal: nothing more to do. */
-static int ilp_reached(const ilp_exact *x) {
+static int exact_reached(const exact_run *x) {
     return x->best.height <= x->lb || x->best.height <= x->goal;
 }
 
-/* 1b. The first ILP_QUICK_PLACEMENTS placements of step 4's walk: on most
+/* 1b. The first EXACT_QUICK_PLACEMENTS placements of step 4's walk: on most
  * plans the incumbent is a few buffers off the bound, which the walk closes
  * in a few placements where the search at the bound takes seconds to fail
- * or to succeed.  Its work counts as part of step 4's share, so that the
- * steps in between get the same budgets as without it, and step 4 resumes
- * the same walk (ilp_walk): where it does not reach the bound, the layout
- * is the one the steps give without it. */
-static void ilp_quick_walk(ilp_exact *x) {
-    ilp_walk_init(&x->walk, x->n);
+ * or to succeed.  Its work counts as part of step 4's share (it is not
+ * taken from x->bud here), so that the steps in between get the same
+ * budgets as without it, and step 4 resumes the same walk (exact_walk):
+ * where it does not reach the bound, the layout is the one the steps give
+ * without it. */
+static void exact_quick_walk(exact_run *x) {
+    exact_walk_init(&x->walk, x->p->n);
     /* At most a seventh of the work: step 4's share is at least
      * (1 - 2/5) / 2 / 2 = 3/20 of it, whatever steps 2-3 spend, so the
      * quick placements always fit in it. */
-    uint64_t q = (uint64_t)ILP_QUICK_PLACEMENTS * ILP_PLACE_WORK * x->n;
+    uint64_t q = (uint64_t)EXACT_QUICK_PLACEMENTS * EXACT_PLACE_WORK * x->p->n;
     if (q > x->bud.work / 7) q = x->bud.work / 7;
-    uint64_t w = q;
-    ilp_reorder(&x->walk, &x->best, x->bufs, x->align, x->lb > x->goal ? x->lb : x->goal, &x->bud,
-                &w);
-    x->quick_spent = q - w;
+    lay_budget quick = {q, x->bud.deadline, LAY_STOP_NONE};
+    exact_walk_run(&x->walk, &x->best, x->p, x->lb > x->goal ? x->lb : x->goal, &quick);
+    if (quick.stop == LAY_STOP_TIME) x->bud.stop = LAY_STOP_TIME;
+    x->quick_spent = q - quick.work;
     x->quick_height = x->best.height;
 }
 
 /* A search for a layout at the lower bound (or at the goal, if higher)
- * with the given engines (LAY_ENGINE_*), on num/den of the work left.  The
- * search works with sizes rounded up to align, so its target is the bound
- * rounded up too: heights of aligned layouts move in steps.  Returns 0 when
- * it gave up; 1 when the target is decided (a layout at it, or a proof
- * that none exists, now or before) or there is nothing to decide (the
- * incumbent is at it). */
-static int ilp_search_at_bound(ilp_exact *x, int engines, uint64_t num, uint64_t den,
-                               uint64_t cap) {
-    x->target = lay_round_up(x->lb > x->goal ? x->lb : x->goal, x->align);
+ * with the given engines (LAYOUT_ENGINE_*), on num/den of the work left
+ * and at most cap.  The search works with sizes rounded up to align, so
+ * its target is the bound rounded up too: heights of aligned layouts move
+ * in steps.  Returns 0 when it gave up; 1 when the target is decided (a
+ * layout at it, or a proof that none exists, now or before) or there is
+ * nothing to decide (the incumbent is at it). */
+static int exact_search_at_bound(exact_run *x, int engines, uint64_t num, uint64_t den,
+                                 uint64_t cap) {
+    x->target = lay_round_up(x->lb > x->goal ? x->lb : x->goal, x->p->align);
     if (x->target >= x->best.height || x->known_bad > x->target) return 1;
     lay_search_opts o;
     lay_search_defaults(&o);
     o.engines = engines;
-    uint64_t w = ilp_take(&x->bud, num, den);
-    if (w > cap) {
-        ilp_refund(&x->bud, w - cap);
-        w = cap;
+    lay_budget step = exact_take(&x->bud, num, den);
+    if (step.work > cap) {
+        x->bud.work += step.work - cap;
+        step.work = cap;
     }
-    int cut = 0;
-    lay_status rc =
-        (lay_status)lay_search_ex(x->bufs, x->n, x->align, x->target, &w, x->bud.deadline,
-                                  LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut, &o, NULL);
-    ilp_refund(&x->bud, w);
-    x->bud.timed_out |= cut;
+    lay_status rc = lay_search(x->p, x->target, &o, &step, x->cand, NULL);
+    exact_refund(&x->bud, &step);
     if (rc == LAY_FOUND)
-        ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
+        exact_offer(&x->best, x->p, x->cand);
     else if (rc == LAY_INFEASIBLE)
         x->known_bad = x->target + 1;
     return rc == LAY_FOUND || rc == LAY_INFEASIBLE;
 }
 
 /* 1a. The canonical branch and bound alone at the bound (see the top of
- * the file), when the incumbent is within 1/ILP_BNB_FIRST_GAP_DEN of the
+ * the file), when the incumbent is within 1/EXACT_BNB_FIRST_GAP_DEN of the
  * bound.  What it proves stays proved; when it gives up, step 2 runs as it
  * would without it, on the work left. */
-static void ilp_bnb_first(ilp_exact *x) {
-    if (x->best.height - x->lb > x->lb / ILP_BNB_FIRST_GAP_DEN) return;
-    ilp_search_at_bound(x, LAY_ENGINE_BNB, 1, ILP_BNB_FIRST_DEN,
-                        ILP_BNB_FIRST_WORK_PER_BUFFER * x->red.n);
+static void exact_bnb_first(exact_run *x) {
+    if (x->best.height - x->lb > x->lb / EXACT_BNB_FIRST_GAP_DEN) return;
+    exact_search_at_bound(x, LAYOUT_ENGINE_BNB, 1, EXACT_BNB_FIRST_DEN,
+                          EXACT_BNB_FIRST_WORK_PER_BUFFER * x->red.n);
 }
 
 /* 2. Both engines round robin at the bound. */
-static void ilp_search_bound(ilp_exact *x) {
-    if (!ilp_search_at_bound(x, LAY_ENGINE_SKYLINE | LAY_ENGINE_BNB, ILP_SEARCH_SHARE_NUM,
-                             ILP_SEARCH_SHARE_DEN, UINT64_MAX))
+static void exact_search_bound(exact_run *x) {
+    if (!exact_search_at_bound(x, LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB, EXACT_SEARCH_SHARE_NUM,
+                               EXACT_SEARCH_SHARE_DEN, UINT64_MAX))
         x->all_proofs = 0;
 }
 
 /* 3. The GLPK model, when small.  Returns 1 when GLPK proved optimality. */
-static int ilp_glpk_step(ilp_exact *x) {
+static int exact_glpk_step(exact_run *x) {
     size_t np = 0;
-    ilp_layout_pair *pairs = ilp_pairs(x->bufs, &x->red, &np);
+    ilp_layout_pair *pairs = exact_pairs(x->p->bufs, &x->red, &np);
     if (!pairs) return 0;
-    uint64_t w = ilp_take(&x->bud, ILP_GLPK_SHARE_NUM, ILP_GLPK_SHARE_DEN);
-    int proven = ilp_glpk(x->bufs, x->n, x->align, &x->red, pairs, np, x->lb, &w, x->bud.deadline,
-                          &x->bud.timed_out, &x->best);
-    ilp_refund(&x->bud, w);
+    lay_budget step = exact_take(&x->bud, EXACT_GLPK_SHARE_NUM, EXACT_GLPK_SHARE_DEN);
+    int proven = exact_glpk(x->p, &x->red, pairs, np, x->lb, &step, &x->best);
+    exact_refund(&x->bud, &step);
     free(pairs);
     return proven;
 }
 
 /* 4. Local search over placement orders from the incumbent: the search
  * alone seldom gets anywhere when the bound is out of reach. */
-static void ilp_reorder_step(ilp_exact *x) {
-    uint64_t w = ilp_take(&x->bud, ILP_REORDER_SHARE_NUM, ILP_REORDER_SHARE_DEN);
+static void exact_walk_step(exact_run *x) {
+    lay_budget step = exact_take(&x->bud, EXACT_REORDER_SHARE_NUM, EXACT_REORDER_SHARE_DEN);
     /* the quick placements were the start of this walk's share */
-    uint64_t q = x->quick_spent < w ? x->quick_spent : w;
-    w -= q;
+    uint64_t q = x->quick_spent < step.work ? x->quick_spent : step.work;
+    step.work -= q;
     x->quick_spent -= q;
     if (x->best.height < x->quick_height)
         x->walk.ready = 0; /* GLPK moved the incumbent: walk from it */
-    ilp_reorder(&x->walk, &x->best, x->bufs, x->align, x->lb > x->goal ? x->lb : x->goal, &x->bud,
-                &w);
-    ilp_refund(&x->bud, w);
+    exact_walk_run(&x->walk, &x->best, x->p, x->lb > x->goal ? x->lb : x->goal, &step);
+    exact_refund(&x->bud, &step);
 }
 
 /* 5. Bisection on the height with the search, in steps of align, while the
  * work lasts (the deadline is the backstop).  Returns 1 when every height
  * below the incumbent was proved impossible. */
-static int ilp_bisect(ilp_exact *x) {
+static int exact_bisect(exact_run *x) {
+    const uint64_t align = x->p->align;
     uint64_t lo = x->known_bad > x->target ? x->known_bad : x->target;
     int all_proofs = x->all_proofs;
-    if (x->red.n > ILP_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
-    while (lo < x->best.height && x->red.n <= ILP_BISECT_MAX_BUFFERS &&
-           x->bud.work / ILP_PROBE_SHARE_DEN >= ILP_MIN_PROBE_WORK) {
+    if (x->red.n > EXACT_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
+    while (lo < x->best.height && x->red.n <= EXACT_BISECT_MAX_BUFFERS &&
+           x->bud.work / EXACT_PROBE_SHARE_DEN >= EXACT_MIN_PROBE_WORK) {
         if (roamc_now() > x->bud.deadline) {
-            x->bud.timed_out = 1;
+            x->bud.stop = LAY_STOP_TIME;
             break;
         }
         uint64_t hi = x->best.height - 1; /* try to beat the incumbent */
-        uint64_t mid = lay_round_up(lo + (hi - lo) / 2, x->align);
-        if (mid > hi) mid = hi / x->align * x->align;
+        uint64_t mid = lay_round_up(lo + (hi - lo) / 2, align);
+        if (mid > hi) mid = hi / align * align;
         if (mid < lo) break;
-        uint64_t w = ilp_take(&x->bud, 1, ILP_PROBE_SHARE_DEN);
-        int cut = 0;
-        lay_status rc = (lay_status)lay_search(x->bufs, x->n, x->align, mid, &w, x->bud.deadline,
-                                               LAYOUT_SEARCH_MAX_BUFFERS, x->cand, &cut);
-        ilp_refund(&x->bud, w);
-        x->bud.timed_out |= cut;
+        lay_budget step = exact_take(&x->bud, 1, EXACT_PROBE_SHARE_DEN);
+        lay_status rc = lay_search(x->p, mid, NULL, &step, x->cand, NULL);
+        exact_refund(&x->bud, &step);
         if (rc == LAY_FOUND) {
-            ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
+            exact_offer(&x->best, x->p, x->cand);
         } else {
             if (rc != LAY_INFEASIBLE) all_proofs = 0;
             lo = mid + 1;
@@ -489,84 +483,83 @@ static int ilp_bisect(ilp_exact *x) {
 /* Steps 1 to 5 (the comment at the top of the file), each skipped once the
  * incumbent reaches the bound or the goal.  Returns 1 when a step proved the
  * incumbent optimal, else 0. */
-static int ilp_exact_steps(ilp_exact *x, const uint64_t *warm_offsets) {
+static int exact_steps(exact_run *x, const uint64_t *warm_offsets) {
+    const layout_problem *p = x->p;
     /* 1. Incumbent: the warm start or the best heuristic, whichever is lower. */
-    if (warm_offsets) ilp_offer(&x->best, x->bufs, x->n, x->align, warm_offsets);
-    layout_best_heuristic(x->bufs, x->n, x->align, x->cand, NULL);
-    ilp_offer(&x->best, x->bufs, x->n, x->align, x->cand);
-    x->lb = layout_live_peak(x->bufs, x->n);
-    if (ilp_reached(x)) return 0;
-    lay_reduce(x->bufs, x->n, x->align, &x->red);
+    if (warm_offsets) exact_offer(&x->best, p, warm_offsets);
+    layout_best_heuristic(p->bufs, p->n, p->align, x->cand, NULL);
+    exact_offer(&x->best, p, x->cand);
+    x->lb = layout_live_peak(p->bufs, p->n);
+    if (exact_reached(x)) return 0;
+    lay_reduce(p->bufs, p->n, p->align, &x->red);
     /* Problems too big for the search keep the incumbent (the heuristics
      * are all that scale to them). */
     if (x->red.n > LAYOUT_SEARCH_MAX_BUFFERS) return 0;
-    ilp_bnb_first(x);
-    if (ilp_reached(x)) return 0;
-    ilp_quick_walk(x);
-    if (ilp_reached(x)) return 0;
-    ilp_search_bound(x);
-    if (ilp_reached(x)) return 0;
-    if (ilp_glpk_step(x)) return 1;
-    if (ilp_reached(x)) return 0;
-    ilp_reorder_step(x);
-    if (ilp_reached(x)) return 0;
-    return ilp_bisect(x);
+    exact_bnb_first(x);
+    if (exact_reached(x)) return 0;
+    exact_quick_walk(x);
+    if (exact_reached(x)) return 0;
+    exact_search_bound(x);
+    if (exact_reached(x)) return 0;
+    if (exact_glpk_step(x)) return 1;
+    if (exact_reached(x)) return 0;
+    exact_walk_step(x);
+    if (exact_reached(x)) return 0;
+    return exact_bisect(x);
 }
 
-uint64_t layout_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                      const uint64_t *warm_offsets, const layout_effort *effort, uint64_t *offsets,
-                      layout_result *res) {
-    assert(align >= 1);
-    ilp_exact x = {.bufs = bufs,
-                   .n = n,
-                   .align = align,
-                   .bud = {ilp_work(effort), ilp_deadline(effort), 0},
+uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
+                      const layout_effort *effort, uint64_t *offsets, layout_result *res) {
+    ROAMC_ASSERT(p->align >= 1);
+    const size_t n = p->n;
+    exact_run x = {.p = p,
+                   .bud = {exact_work(effort), exact_deadline(effort), LAY_STOP_NONE},
                    .best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX},
                    .cand = xmallocarray(n, sizeof(uint64_t)),
                    .goal = effort ? effort->goal : 0,
                    .quick_height = UINT64_MAX,
                    .all_proofs = 1};
     const uint64_t work0 = x.bud.work;
-    int proven = ilp_exact_steps(&x, warm_offsets) || x.best.height <= x.lb;
+    int proven = exact_steps(&x, warm_offsets) || x.best.height <= x.lb;
     memcpy(offsets, x.best.offsets, n * sizeof *offsets);
     /* quick placements not charged to step 4 (the steps before it closed
      * the gap) still count as work spent */
     if (res)
-        *res = (layout_result){x.best.height, proven, x.bud.timed_out,
+        *res = (layout_result){x.best.height, proven, x.bud.stop == LAY_STOP_TIME,
                                work0 - x.bud.work + x.quick_spent};
-    ilp_walk_free(&x.walk);
+    exact_walk_free(&x.walk);
     lay_reduced_free(&x.red);
     free(x.cand);
     free(x.best.offsets);
     return x.best.height;
 }
 
-uint64_t layout_glpk_exact(const layout_buffer *bufs, size_t n, uint64_t align,
-                           const layout_effort *effort, uint64_t *offsets, layout_result *res,
-                           int *too_large) {
-    ilp_best best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX};
+uint64_t layout_glpk_exact(const layout_problem *p, const layout_effort *effort, uint64_t *offsets,
+                           layout_result *res, int *too_large) {
+    const size_t n = p->n;
+    exact_best best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX};
     uint64_t *warm = xmallocarray(n, sizeof *warm);
     lay_reduced red;
     int proven = 0;
-    ilp_budget bud = {ilp_work(effort), ilp_deadline(effort), 0};
+    lay_budget bud = {exact_work(effort), exact_deadline(effort), LAY_STOP_NONE};
     const uint64_t work0 = bud.work;
     *too_large = 0;
-    layout_llfb(bufs, n, align, warm);
-    lay_reduce(bufs, n, align, &red);
-    ilp_offer(&best, bufs, n, align, warm);
-    assert(best.height != UINT64_MAX); /* LLFB is valid */
-    uint64_t lb = layout_live_peak(bufs, n);
+    layout_llfb(p->bufs, n, p->align, warm);
+    lay_reduce(p->bufs, n, p->align, &red);
+    exact_offer(&best, p, warm);
+    ROAMC_ASSERT(best.height != UINT64_MAX); /* LLFB is valid */
+    uint64_t lb = layout_live_peak(p->bufs, n);
     size_t np = 0;
-    ilp_layout_pair *pairs = best.height > lb ? ilp_pairs(bufs, &red, &np) : NULL;
+    ilp_layout_pair *pairs = best.height > lb ? exact_pairs(p->bufs, &red, &np) : NULL;
     if (pairs) {
-        proven = ilp_glpk(bufs, n, align, &red, pairs, np, lb, &bud.work, bud.deadline,
-                          &bud.timed_out, &best);
+        proven = exact_glpk(p, &red, pairs, np, lb, &bud, &best);
         free(pairs);
     } else if (np == SIZE_MAX) {
         *too_large = 1;
     }
     if (best.height <= lb) proven = 1;
-    if (res) *res = (layout_result){best.height, proven, bud.timed_out, work0 - bud.work};
+    if (res)
+        *res = (layout_result){best.height, proven, bud.stop == LAY_STOP_TIME, work0 - bud.work};
     memcpy(offsets, best.offsets, n * sizeof *offsets);
     uint64_t h = best.height;
     free(best.offsets);
