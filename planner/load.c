@@ -1,8 +1,11 @@
 /* The one way a command reads its model: load (or derive the training step)
- * and build the graph (planner.h, planner_model_load). */
+ * and build the graph (planner.h, planner_step_load). */
 #include "planner.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* --emit-train: the derived model's bytes to path, all or nothing
  * (planner_output_set, as every file roamc writes).  0, or -1 with a
@@ -19,33 +22,63 @@ static int load_emit(const char *path, const uint8_t *bytes, size_t len, char *e
     return 0;
 }
 
-int planner_model_load(const char *path, const fe_options *fopt, const fe_train_options *train,
-                       uint64_t align, fe_model *m, graph *g, char **summary, char *err,
-                       size_t errlen) {
-    char *text = NULL;
+/* The whole file at path into *bytes (keep_bytes without --train). */
+static int load_read(const char *path, uint8_t **bytes, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return roamc_errorf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = xmalloc(cap);
+    for (size_t got; (got = fread(b + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) b = xreallocarray(b, cap *= 2, 1);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(b);
+        return roamc_errorf(err, errlen, "%s: cannot read: I/O error", path);
+    }
+    *bytes = b, *len = n;
+    return 0;
+}
+
+int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    const fe_train_options *t = l->train;
+    bool emit = t && t->emit_path && !l->keep_bytes;
     uint8_t *derived = NULL;
     size_t len = 0;
-    if (summary) *summary = NULL;
-    int rc = train ? fe_train(path, fopt, train, m, &text, train->emit_path ? &derived : NULL, &len,
-                              err, errlen)
-                   : fe_load(path, fopt, m, err, errlen);
+    int rc = 0;
+    if (t)
+        rc = fe_train(l->path, l->bindings, t, &s->m, &s->summary,
+                      emit || l->keep_bytes ? &derived : NULL, &len, err, errlen);
+    else if (l->keep_bytes && (rc = load_read(l->path, &derived, &len, err, errlen)) == 0) {
+        rc = fe_load_bytes(l->path, derived, len, l->bindings, &s->m, err, errlen);
+        if (rc) free(derived), derived = NULL;
+    } else if (!l->keep_bytes)
+        rc = fe_load(l->path, l->bindings, &s->m, err, errlen);
     if (rc) return -1;
-    if (derived) {
-        rc = load_emit(train->emit_path, derived, len, err, errlen);
+    if (emit) {
+        rc = load_emit(t->emit_path, derived, len, err, errlen);
         free(derived);
-        if (rc) {
-            fe_free(m);
-            free(text);
-            return -1;
-        }
+        derived = NULL;
     }
-    if (summary)
-        *summary = text;
-    else
-        free(text);
-    if (graph_build(m, align, g, err, errlen)) {
-        fe_free(m);
-        return -1;
-    }
-    return 0;
+    if (!l->summary) free(s->summary), s->summary = NULL;
+    if (rc == 0) s->bytes = derived, s->len = len;
+    if (rc == 0 && graph_build(&s->m, l->align, &s->g, err, errlen) == 0) return 0;
+    char *summary = s->summary;
+    s->summary = NULL;
+    free(s->bytes);
+    fe_free(&s->m);
+    memset(s, 0, sizeof *s);
+    s->summary = summary;
+    return -1;
+}
+
+void planner_step_free(planner_step *s) {
+    graph_free(&s->g);
+    fe_free(&s->m);
+    free(s->summary);
+    free(s->bytes);
+    memset(s, 0, sizeof *s);
 }

@@ -193,6 +193,10 @@ void plan_model_digests(const fe_model *m, char model_hex[65], char sizes_hex[65
 typedef struct planner_files {
     const char *plan, *svg, *tree;
     const char *buffers; /* --dump-buffers: the layout problem as a buffer CSV */
+    /* --fit --emit-train: the step the plan is of, written with it */
+    const char *step;
+    const uint8_t *step_bytes;
+    size_t step_len;
 } planner_files;
 /* The same file into f (an output of a planner_output_set).  Returns 0, -1
  * on a write error. */
@@ -271,16 +275,33 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files,
                       struct json_t *extra);
 
-/* Loads the model at path under the bindings of fopt (with train, not NULL:
- * derives its training step, fe_train, and writes it to train->emit_path
- * when set, all or nothing) and builds its graph with align
- * (graph_build).  *summary (summary not NULL) gets fe_train's malloc'ed
- * description, or NULL without train; it is set once the model loaded,
- * even when the graph build then fails (free it either way).  Returns 0
- * (free m and g), or -1 with a message in err and nothing else to free. */
-int planner_model_load(const char *path, const fe_options *fopt, const fe_train_options *train,
-                       uint64_t align, fe_model *m, graph *g, char **summary, char *err,
-                       size_t errlen);
+/* How a command reads its model (planner_step_load). */
+typedef struct planner_load {
+    const char *path;
+    const fe_options *bindings; /* --input-shape/--dim, or NULL */
+    /* derive the training step (fe_train) when not NULL; it is written to
+     * train->emit_path when that is set and keep_bytes is not */
+    const fe_train_options *train;
+    uint64_t align;  /* graph_build's */
+    bool summary;    /* keep fe_train's description */
+    bool keep_bytes; /* keep the step's ONNX bytes (the file's, or the derived step's) */
+} planner_load;
+
+/* A loaded step: its model, graph, and what planner_load asked to keep. */
+typedef struct planner_step {
+    fe_model m;
+    graph g;
+    char *summary;  /* fe_train's description, or NULL */
+    uint8_t *bytes; /* keep_bytes: the step's ONNX bytes, or NULL */
+    size_t len;
+} planner_step;
+
+/* Loads (or derives) the step and builds its graph (graph_build).  Returns
+ * 0 (free s with planner_step_free), or -1 with a message in err; s->summary
+ * is set once the model loaded, even when the graph build then fails (the
+ * caller prints it; planner_step_free frees it either way). */
+int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t errlen);
+void planner_step_free(planner_step *s);
 
 /* ------------------------------------------------ what was inferred (planner/shapes.c) */
 

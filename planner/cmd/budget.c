@@ -236,9 +236,14 @@ static int budget_load(const planner_batch_query *q, int64_t batch, fe_model *m,
     if (q->bindings->n_dims)
         memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
-    int rc = planner_model_load(q->model_path, &o, q->train, q->opt.align, m, g, NULL, err, errlen);
+    planner_load l = {
+        .path = q->model_path, .bindings = &o, .train = q->train, .align = q->opt.align};
+    planner_step step;
+    int rc = planner_step_load(&l, &step, err, errlen);
     free(o.dims);
-    return rc ? 2 : 0;
+    if (rc) return 2;
+    *m = step.m, *g = step.g; /* the caller frees them */
+    return 0;
 }
 
 /* Plans g as method pytorch (who BUDGET_PYTORCH) or with q's options

@@ -489,9 +489,9 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
 int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
                     FILE *out, FILE *err) {
     char msg[1024];
-    fe_model m;
-    graph g;
-    if (planner_model_load(model_path, fopt, NULL, 1, &m, &g, NULL, msg, sizeof msg)) {
+    planner_load l = {.path = model_path, .bindings = fopt, .align = 1};
+    planner_step step;
+    if (planner_step_load(&l, &step, msg, sizeof msg)) {
         fprintf(err, "roamc: %s\n", msg);
         return 2;
     }
@@ -510,10 +510,9 @@ int plan_check_file(const char *model_path, const fe_options *fopt, const char *
         fprintf(err, "roamc: %s: a plan is a JSON object\n", plan_path);
         rc = 2;
     } else {
-        rc = check_plan_json(&g, plan, plan_path, out);
+        rc = check_plan_json(&step.g, plan, plan_path, out);
     }
     json_decref(plan);
-    graph_free(&g);
-    fe_free(&m);
+    planner_step_free(&step);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* Every file of one planning run (-o, --svg, --dump-tree, --dump-buffers),
+/* Every file of one planning run (-o, --svg, --dump-tree, --dump-buffers,
+ * and with --fit the step itself),
  * written all or nothing through one planner_output_set. */
 #include "files.h"
 #include "svg.h"
@@ -11,6 +12,7 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
     int i_tree = planner_outputs_add(&set, "--dump-tree", files->tree);
     int i_bufs = planner_outputs_add(&set, "--dump-buffers", files->buffers);
+    int i_step = planner_outputs_add(&set, "--emit-train", files->step);
     if (set.n == 0) return 0;
     if (planner_outputs_open(&set, err, errlen)) return -1;
     int rc = 0;
@@ -22,6 +24,10 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     if (rc == 0 && i_bufs >= 0 && plan_write_buffers(p, set.slot[i_bufs].f))
         rc = roamc_errorf(err, errlen, "--dump-buffers %s: cannot write the buffers: I/O error",
                           files->buffers);
+    if (rc == 0 && i_step >= 0 &&
+        fwrite(files->step_bytes, 1, files->step_len, set.slot[i_step].f) != files->step_len)
+        rc = roamc_errorf(err, errlen, "--emit-train %s: cannot write the step: I/O error",
+                          files->step);
     if (rc == 0 && i_svg >= 0) plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f);
     if (rc) {
         planner_outputs_commit(&set, 0, NULL, 0);

@@ -26,6 +26,7 @@
 #include "compare.h"
 #include "files.h"
 #include "layout_cmd.h"
+#include "fit.h"
 
 static const char usage_text[] =
     "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
@@ -55,7 +56,8 @@ static const char usage_text[] =
     "      --frozen PATTERN  --train: float initializers matching PATTERN (fnmatch, e.g.\n"
     "                        'encoder.*') stay fixed (repeatable)\n"
     "      --emit-train FILE --train: also write the derived training graph to FILE; the\n"
-    "                        plan and report then name FILE\n"
+    "                        plan and report then name FILE; --fit: write the step planned\n"
+    "                        (the changed step, or the unchanged one when it fits) to FILE\n"
     "      --method NAME     plan as one row of --compare: pytorch (what eager PyTorch\n"
     "                        does: program order, gradients held to the end of the step,\n"
     "                        caching-allocator replay), heuristics (lescea + llfb), ilp\n"
@@ -83,6 +85,14 @@ static const char usage_text[] =
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
     "                        this plan fit, searching the symbolic dim SYM (default: the\n"
     "                        one left unbound); -o writes the plan at that batch\n"
+    "      --fit[=HOW]       with --budget: when the plan does not fit, change the step\n"
+    "                        at the least added time: recompute or offload to host memory\n"
+    "                        values the backward pass reads (HOW: recompute, offload,\n"
+    "                        both; default both); -o then needs --emit-train FILE\n"
+    "      --max-overhead P  --fit: add at most P%% of the step's time (e.g. 33%%)\n"
+    "      --device NAME     --fit: the device profile its costs use: h100 (default),\n"
+    "                        a100, l4, 4090, gh200 (planner/fit/DEVICES.md)\n"
+    "      --device-profile FILE  --fit: a device profile file (JSON; DEVICES.md)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -117,7 +127,8 @@ static const char usage_text[] =
     "terminal, cleared at the end; -q silences it.\n"
     "\n"
     "exit status: 0 ok, 1 roamc failed, 2 bad input or usage, 3 the plan does not fit\n"
-    "--budget (--max-batch: not even at batch 1).\n";
+    "--budget (--max-batch: not even at batch 1; --fit: no changed step fits, or not\n"
+    "within --max-overhead).\n";
 
 static const char check_usage[] =
     "usage: roamc check MODEL.onnx PLAN.json [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V]\n"
@@ -203,17 +214,15 @@ enum { OPT_TRAIN = 400, OPT_LOSS, OPT_OPTIMIZER, OPT_FROZEN, OPT_EMIT_TRAIN };
     }
 #define MAIN_MAX_FROZEN 256
 typedef struct main_train {
-    bool on, other; /* --train given; some --train-only option given */
+    bool on, derive; /* --train given; --loss, --optimizer or --frozen given */
     fe_train_options t;
     const char *frozen[MAIN_MAX_FROZEN];
 } main_train;
 
 /* One --train option; returns 0, or 2 after a usage message. */
 static int main_train_option(main_train *tr, int c, const char *arg) {
-    if (c == OPT_TRAIN)
-        tr->on = true;
-    else
-        tr->other = true;
+    if (c == OPT_TRAIN) tr->on = true;
+    if (c == OPT_LOSS || c == OPT_OPTIMIZER || c == OPT_FROZEN) tr->derive = true;
     if (c == OPT_LOSS && fe_train_loss_parse(arg, &tr->t.loss))
         return main_usage_error("--loss is cross-entropy, mse or none, not '%s'", arg);
     if (c == OPT_OPTIMIZER && fe_train_optimizer_parse(arg, &tr->t.optimizer))
@@ -230,19 +239,24 @@ static int main_train_option(main_train *tr, int c, const char *arg) {
 
 /* Loads the model, or with --train derives its training step (and prints
  * what was derived to report, when not NULL), and builds its graph
- * (planner_model_load).  0, or 2 after a message. */
+ * (planner_step_load; keep_bytes: the step's bytes too, for --fit).  0, or
+ * 2 after a message. */
 static int main_load(const char *path, const fe_options *fopt, const main_train *tr, uint64_t align,
-                     fe_model *m, graph *g, FILE *report) {
+                     bool keep_bytes, planner_step *step, FILE *report) {
     char err[2048];
-    char *summary = NULL;
-    int rc = planner_model_load(path, fopt, tr->on ? &tr->t : NULL, align, m, g, &summary, err,
-                                sizeof err);
-    if (summary && report) {
+    planner_load l = {.path = path,
+                      .bindings = fopt,
+                      .train = tr->on ? &tr->t : NULL,
+                      .align = align,
+                      .summary = true,
+                      .keep_bytes = keep_bytes};
+    int rc = planner_step_load(&l, step, err, sizeof err);
+    if (step->summary && report) {
         planner_progress_clear();
-        fprintf(report, "roamc --train: %s\n%s", path, summary);
+        fprintf(report, "roamc --train: %s\n%s", path, step->summary);
     }
-    free(summary);
     if (rc) {
+        free(step->summary);
         planner_progress_end();
         fprintf(stderr, "roamc: %s\n", err);
         return 2;
@@ -258,6 +272,11 @@ typedef struct main_plan_args {
     planner_budget budget;
     int json_report, quiet, compare, order_or_layout, max_batch;
     main_train train;
+    /* --fit: its mode (fit_mode bits, 0: no --fit), --max-overhead as a
+     * fraction (< 0: none), the device profile */
+    unsigned fit;
+    double max_overhead;
+    const char *device_name, *device_profile;
 } main_plan_args;
 
 /* What an option parser returns to go on; any other value is the exit
@@ -284,7 +303,11 @@ enum {
     OPT_BUDGET,
     OPT_RESERVE,
     OPT_MAX_BATCH,
-    OPT_DUMP_BUFFERS
+    OPT_DUMP_BUFFERS,
+    OPT_FIT,
+    OPT_MAX_OVERHEAD,
+    OPT_DEVICE,
+    OPT_DEVICE_PROFILE
 };
 
 static int main_plan(int argc, char **argv) {
@@ -307,6 +330,10 @@ static int main_plan(int argc, char **argv) {
         {"budget", required_argument, NULL, OPT_BUDGET},
         {"reserve", required_argument, NULL, OPT_RESERVE},
         {"max-batch", optional_argument, NULL, OPT_MAX_BATCH},
+        {"fit", optional_argument, NULL, OPT_FIT},
+        {"max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -354,6 +381,35 @@ static int main_plan_budget_option(main_plan_args *a, int c, const char *arg) {
     else if (planner_size_parse(arg, c == OPT_BUDGET ? &b->budget : &b->reserve, err, sizeof err))
         return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
     *(c == OPT_BUDGET ? &b->budget_text : &b->reserve_text) = arg;
+    return MAIN_CONTINUE;
+}
+
+/* --fit[=HOW], --max-overhead P, --device NAME or --device-profile FILE;
+ * MAIN_CONTINUE, or 2 after a usage message. */
+static int main_plan_fit_option(main_plan_args *a, int c, const char *arg) {
+    if (c == OPT_FIT) {
+        if (!arg || strcmp(arg, "both") == 0)
+            a->fit = FIT_BOTH;
+        else if (strcmp(arg, "recompute") == 0)
+            a->fit = FIT_RECOMPUTE;
+        else if (strcmp(arg, "offload") == 0)
+            a->fit = FIT_OFFLOAD;
+        else
+            return main_usage_error("--fit is recompute, offload or both, not '%s'", arg);
+    } else if (c == OPT_MAX_OVERHEAD) {
+        char *end;
+        errno = 0;
+        double p = strtod(arg, &end);
+        if (end != arg && *end == '%') end++;
+        if (end == arg || *end || errno || !(p >= 0 && p <= 1e6))
+            return main_usage_error("--max-overhead is a percentage from 0 to 1000000 (33%%), "
+                                    "not '%s'",
+                                    arg);
+        a->max_overhead = p / 100.0;
+    } else if (c == OPT_DEVICE)
+        a->device_name = arg;
+    else
+        a->device_profile = arg;
     return MAIN_CONTINUE;
 }
 
@@ -421,6 +477,10 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
         a->max_batch = 1;
         a->batch_symbol = optarg;
         break;
+    case OPT_FIT:
+    case OPT_MAX_OVERHEAD:
+    case OPT_DEVICE:
+    case OPT_DEVICE_PROFILE: return main_plan_fit_option(a, c, optarg);
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -478,9 +538,19 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         opt->device_limit = budget->budget - budget->reserve;
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
-    if (a->train.other && !a->train.on)
+    if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit)))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen and --emit-train need --train");
+    if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
+    if (a->fit && (a->compare || a->max_batch))
+        return main_usage_error("%s", "--fit changes one step: not with --compare or --max-batch");
+    if (a->fit && a->out_path && !a->train.t.emit_path)
+        return main_usage_error("%s", "--fit -o needs --emit-train FILE: the plan names the step "
+                                      "it plans, which --fit may change");
+    if (!a->fit && (a->max_overhead >= 0 || a->device_name || a->device_profile))
+        return main_usage_error("%s", "--max-overhead, --device and --device-profile need --fit");
+    if (a->device_name && a->device_profile)
+        return main_usage_error("%s", "--device or --device-profile: give one");
     if (a->train.t.emit_path && a->max_batch)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch "
                                       "(bind the batch with --dim)");
@@ -504,7 +574,8 @@ static int main_plan_parse(int argc, char **argv, const struct option *longopts,
                                   .layout = PLANNER_LAYOUT_ROAM,
                                   .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
                                   .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
-                                  .time_limit = PLANNER_DEFAULT_TIME_LIMIT}};
+                                  .time_limit = PLANNER_DEFAULT_TIME_LIMIT},
+                          .max_overhead = -1};
     int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1)
@@ -599,6 +670,106 @@ static int main_plan_one(const main_plan_args *a, const graph *g, const char *mo
     return rc;
 }
 
+/* The device profile --fit costs with: --device-profile FILE, --device
+ * NAME, or the H100.  NULL after a message. */
+static const fit_device *main_fit_device(const main_plan_args *a, fit_device *loaded) {
+    char err[2048];
+    if (a->device_profile) {
+        if (fit_device_load(a->device_profile, loaded, err, sizeof err)) {
+            fprintf(stderr, "roamc: --device-profile %s\n", err);
+            return NULL;
+        }
+        return loaded;
+    }
+    const fit_device *d = fit_device_find(a->device_name ? a->device_name : "h100");
+    if (!d)
+        fprintf(stderr, "roamc: --device: no profile named '%s' (roamc --help lists them)\n",
+                a->device_name);
+    return d;
+}
+
+/* --fit: the cheapest changed step that fits (fit_run), written with its
+ * plan, reported beside --budget's verdict.  Its exit status: 0 when the
+ * step fits (changed or not), PLANNER_EXIT_NO_FIT when no changed step
+ * fits or not within --max-overhead, 1 or 2 after a message. */
+static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const planner_step *step,
+                         const char *model_path, planner_files *files, FILE *report) {
+    char err[2048];
+    fit_device loaded;
+    const fit_device *device = main_fit_device(a, &loaded);
+    if (!device) return 2;
+    const planner_budget *budget = &a->budget;
+    const char *emit = a->train.t.emit_path;
+    fit_request r = {.step_name = model_path,
+                     .step_bytes = step->bytes,
+                     .step_len = step->len,
+                     .g = &step->g,
+                     .bindings = fopt,
+                     .opt = &a->opt,
+                     .arena_budget = budget->budget - budget->reserve,
+                     .mode = a->fit,
+                     .max_overhead = a->max_overhead,
+                     .device = device,
+                     .emit_name = emit ? emit : "(the changed step)"};
+    fit_outcome o;
+    planner_progress_stage("fitting %s", model_path);
+    if (fit_run(&r, &o, err, sizeof err)) {
+        planner_progress_end();
+        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+        fit_outcome_free(&o);
+        return 1;
+    }
+    bool changed = o.status != FIT_ALREADY;
+    const plan *p = changed ? &o.after : &o.before;
+    const char *plan_model = emit ? emit : model_path;
+    int rc = 0;
+    if (o.status == FIT_ALREADY || o.status == FIT_FITTED) {
+        files->step = emit;
+        files->step_bytes = changed ? o.bytes : step->bytes;
+        files->step_len = changed ? o.len : step->len;
+        const plan *plans[1] = {p};
+        const char *titles[1] = {changed ? "the changed step (--fit)"
+                                         : "the step (--fit: unchanged)"};
+        if (planner_files_write(files, p, plan_model, plans, titles, 1, err, sizeof err)) {
+            planner_progress_end();
+            fprintf(stderr, "roamc: %s\n", err);
+            rc = 1;
+        }
+    }
+    planner_progress_end();
+    if (rc == 0 && report) {
+        const planner_files *shown =
+            o.status == FIT_ALREADY || o.status == FIT_FITTED ? files : NULL;
+        planner_files none = {0};
+        if (a->json_report) {
+            json_t *extra = json_object();
+            fit_report_json(extra, &r, &o);
+            plan_report_json(report, p, plan_model, shown ? shown : &none, extra);
+            json_decref(extra);
+        } else {
+            plan_report_text(report, p, plan_model, shown ? shown : &none);
+            fit_report_text(report, &r, &o);
+        }
+    }
+    if (rc == 0 && (o.status == FIT_CANNOT || o.status == FIT_TOO_SLOW)) {
+        if (o.status == FIT_CANNOT)
+            fprintf(stderr,
+                    "roamc: %s: cannot fit: needs at least %llu B with every value the "
+                    "backward pass reads recomputed or offloaded (budget %s: %llu B for "
+                    "the arena)\n",
+                    model_path, (unsigned long long)o.least, budget->budget_text,
+                    (unsigned long long)r.arena_budget);
+        else
+            fprintf(stderr,
+                    "roamc: %s: fits only by adding %.1f%% of the step's time, over "
+                    "--max-overhead %.1f%%\n",
+                    model_path, 100.0 * o.added_seconds / o.step_seconds, 100.0 * a->max_overhead);
+        rc = PLANNER_EXIT_NO_FIT;
+    }
+    fit_outcome_free(&o);
+    return rc;
+}
+
 /* Runs the parsed command: checks every output, then searches the
  * largest batch, or loads the model and plans it once or every way
  * (--compare).  Its exit status. */
@@ -629,27 +800,27 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     planner_progress_start(a->opt.progress);
     if (a->max_batch) return main_plan_max_batch(a, fopt, report);
     double t0 = main_t_start;
-    fe_model m;
     planner_progress_stage("loading %s", model_path);
-    graph g;
-    if (main_load(model_path, fopt, &a->train, a->opt.align, &m, &g,
+    planner_step step;
+    if (main_load(model_path, fopt, &a->train, a->opt.align, a->fit != 0, &step,
                   a->json_report ? NULL : report))
         return 2;
     if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
     double t1 = roamc_now();
     int rc = 0;
-    if (a->compare) {
-        if (plan_compare(&g, &a->opt, model_path, &files, a->json_report, report, err,
+    if (a->fit) {
+        rc = main_plan_fit(a, fopt, &step, a->model_path, &files, report);
+    } else if (a->compare) {
+        if (plan_compare(&step.g, &a->opt, model_path, &files, a->json_report, report, err,
                          sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
         }
     } else {
-        rc = main_plan_one(a, &g, model_path, &files, report, t1 - t0);
+        rc = main_plan_one(a, &step.g, model_path, &files, report, t1 - t0);
     }
-    graph_free(&g);
-    fe_free(&m);
+    planner_step_free(&step);
     return rc;
 }
 

@@ -45,6 +45,7 @@
 #include <stdio.h>
 
 #include "graph.h"
+#include "planner.h"
 
 enum fit_figure {
     FIT_FP32,      /* FLOP/s */
@@ -131,5 +132,137 @@ void fit_step_sum(const fit_device *d, const graph_op_cost *costs, size_t n, fit
 
 /* fit_step_sum over every op of g (computes the costs itself). */
 void fit_step_estimate(const fit_device *d, const graph *g, fit_step_cost *out);
+
+/* ------------------------------------------------ the choice (fit_choose.c) */
+
+/* What may be done to a value the backward pass reads. */
+enum fit_mode { FIT_RECOMPUTE = 1, FIT_OFFLOAD = 2, FIT_BOTH = 3 };
+
+/* The unchanged step, planned, and what each op and copy costs. */
+typedef struct fit_problem {
+    const graph *g;
+    const int *order;           /* its schedule: n_ops op indices */
+    const int32_t *start, *end; /* its storages' closed lifetimes under order */
+    const double *op_seconds;   /* per op: seconds on the device (fit_op_seconds) */
+    const double *op_flops;     /* per op: FLOPs (graph_op_cost_of) */
+    double link_bytes_per_s;    /* the host link, one direction; 0: no offload */
+    unsigned mode;              /* enum fit_mode bits */
+    size_t max_closure_ops;     /* most forward ops one recompute may clone */
+} fit_problem;
+
+/* One storage dropped from the gap between its last forward and first
+ * backward touch, by recomputing it or by a host round trip. */
+typedef struct fit_action {
+    int storage;
+    int kind;             /* FIT_RECOMPUTE or FIT_OFFLOAD */
+    double seconds;       /* estimated seconds added (copies: the part not hidden) */
+    double flops;         /* recompute: FLOPs of the cloned ops */
+    uint64_t temp_bytes;  /* recompute: bytes the clones make besides the storage */
+    uint64_t moved_bytes; /* offload: bytes over the host link, both ways */
+    int tensor;           /* offload: the tensor copied out and back */
+    int after;            /* offload: the Offload runs after the op at this step */
+    int at;               /* the clones / the Reload run before the op at this step */
+    int *ops;             /* recompute: forward ops to clone, in schedule order */
+    size_t n_ops;
+} fit_action;
+
+/* The greedy sequence of actions: peaks[k] is the estimated theoretical
+ * peak (the schedule's live bytes) after the first k actions, so that any
+ * budget takes the shortest prefix that meets it; the sequence does not
+ * depend on the budget, so a lower budget never takes less time. */
+typedef struct fit_choice {
+    fit_action *actions;
+    size_t n_actions;
+    uint64_t *peaks; /* n_actions + 1 */
+    size_t n_candidates;
+    int loss_op;   /* -1: no loss found, nothing was chosen */
+    bool *forward; /* per op: in the forward pass (the loss and its ancestors) */
+} fit_choice;
+
+/* Runs the greedy to its end: until the peak step has no candidate left.
+ * Free with fit_choice_free. */
+void fit_choose(const fit_problem *P, fit_choice *c);
+void fit_choice_free(fit_choice *c);
+
+/* ------------------------------------------------ the changed step (fit_emit.c) */
+
+/* The first n_actions of choice, written into the unchanged step. */
+typedef struct fit_emit_request {
+    const graph *g;           /* the unchanged step's graph, loaded from step_bytes */
+    const fit_choice *choice; /* made on g */
+    size_t n_actions;         /* <= choice->n_actions */
+    const char *step_name;    /* names the step in messages */
+    const uint8_t *step_bytes;
+    size_t step_len;
+} fit_emit_request;
+
+/* The changed step as ONNX bytes into *bytes (malloc'd, *len; the caller
+ * frees): recompute clones with attribute roamc_recompute, ai.roamc
+ * Offload/Reload pairs, backward readers rewired (fit_emit.c says where
+ * each goes).  Returns 0, or -1 with the editor's message. */
+int fit_emit(const fit_emit_request *r, uint8_t **bytes, size_t *len, char *err, size_t errlen);
+
+/* ------------------------------------------------ --fit (fit_run.c) */
+
+/* What --fit is asked: the unchanged step and what the changed one may take. */
+typedef struct fit_request {
+    const char *step_name;     /* the unchanged step, in messages */
+    const uint8_t *step_bytes; /* its ONNX bytes (the file's, or --train's derived step) */
+    size_t step_len;
+    const graph *g;             /* its graph, loaded from step_bytes under bindings */
+    const fe_options *bindings; /* to load the changed step the same way */
+    const planner_options *opt; /* how both steps are planned */
+    uint64_t arena_budget;      /* the changed step's arena (actual peak) must be at most this */
+    unsigned mode;              /* enum fit_mode bits */
+    double max_overhead;        /* most added seconds, as a fraction of the step's; < 0: no cap */
+    const fit_device *device;
+    const char *emit_name; /* names the changed step: the plan's "model" */
+} fit_request;
+
+enum fit_status {
+    FIT_ALREADY,  /* the unchanged step fits: nothing changed */
+    FIT_FITTED,   /* the changed step's plan fits */
+    FIT_CANNOT,   /* no changed step found fits: least is the lowest arena reached */
+    FIT_TOO_SLOW, /* it fits, but adds more than max_overhead */
+};
+
+typedef struct fit_outcome {
+    int status;  /* enum fit_status */
+    plan before; /* the unchanged step's plan */
+    /* the changed step (status other than FIT_ALREADY): its bytes, model,
+     * graph and validated plan */
+    uint8_t *bytes;
+    size_t len;
+    fe_model model;
+    graph graph;
+    plan after;
+    bool have_before, have_model, have_graph, have_after;
+    size_t n_actions, n_candidates, n_recomputed, n_offloaded, n_cloned_ops;
+    uint64_t bytes_recomputed, bytes_offloaded;
+    uint64_t host_bytes;  /* host memory the offloaded values take */
+    uint64_t link_bytes;  /* bytes over the host link, both ways */
+    uint64_t added_bytes; /* memory traffic the change adds: clones' bytes and the copies */
+    double added_flops;   /* the clones' FLOPs */
+    double step_seconds;  /* the unchanged step on the device */
+    double added_seconds; /* what the changed step takes more (fit_simulate) */
+    double recompute_seconds, copy_seconds, copy_exposed_seconds;
+    uint64_t least; /* FIT_CANNOT: the changed step's arena with every action taken */
+    size_t plans;   /* changed steps planned */
+} fit_outcome;
+
+/* Runs --fit (the steps are in fit_run.c).  Returns 0 with o filled (free
+ * it with fit_outcome_free whatever the status), or -1 with a message: a
+ * plan failed, the changed step could not be written or loaded, or the
+ * graph has no loss to tell its passes apart. */
+int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen);
+/* Frees the changed step of o (bytes, model, graph, plan) and keeps the rest. */
+void fit_outcome_drop_changed(fit_outcome *o);
+void fit_outcome_free(fit_outcome *o);
+/* "fits unchanged", "fits changed", "cannot fit", "over --max-overhead". */
+const char *fit_status_name(int status);
+/* The report's fit lines; the "fit" member of a JSON report. */
+void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o);
+struct json_t;
+void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o);
 
 #endif

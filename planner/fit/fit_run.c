@@ -1,0 +1,340 @@
+/* --fit: the cheapest changed step whose plan fits the budget (issue 27).
+ *
+ *   1. plan the unchanged step (the options' order and layout); if its
+ *      arena fits, nothing changes;
+ *   2. fit_choose: the greedy sequence of recompute/offload actions on that
+ *      plan, with the estimated peak after each prefix;
+ *   3. take the shortest prefix whose estimate meets the budget, write the
+ *      changed step (fit_emit), load it and plan it as any other step; if
+ *      its real arena is still above the budget, take a longer prefix (by
+ *      the overshoot) and plan again; a plan is only ever kept when the
+ *      pipeline validated it, so the fitted peak is an arena that exists;
+ *   4. what the change adds is measured on the changed step's own plan:
+ *      recompute seconds and FLOPs from the cost model, the host copies on
+ *      a stream of their own (fit_simulate), so only what compute does not
+ *      hide counts.
+ */
+#include "fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base.h"
+
+/* Largest prefixes tried before giving up on the estimate (each is one
+ * more plan of the changed step). */
+#define FIT_MAX_PLANS 12
+#define FIT_MAX_CLOSURE_OPS 64
+
+/* Seconds and FLOPs of every op of g on the device. */
+static void fit_op_costs(const graph *g, const fit_device *d, double *seconds, double *flops) {
+    graph_op_cost *c = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *c);
+    graph_op_costs(g, c);
+    for (size_t i = 0; i < g->n_ops; i++) {
+        seconds[i] = fit_op_seconds(d, &c[i]);
+        flops[i] = c[i].flops;
+    }
+    free(c);
+}
+
+static bool fit_is_roamc_op(const fe_node *n, const char *op_type) {
+    return strcmp(n->domain, GRAPH_ROAMC_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
+}
+
+/* The schedule of p on two streams: compute runs the ops in order; the
+ * host copies (Offload, Reload) run in order on a copy stream.  An Offload
+ * may start once its input is made and must end before its own step ends
+ * (the plan frees the input there); a Reload may start at its own step,
+ * once its Offload ended, and its output is ready when it ends, so its
+ * readers wait for it.  Returns the step's seconds; *copy_s gets the copy
+ * stream's busy seconds. */
+static double fit_simulate(const plan *p, const fit_device *d, double *copy_s) {
+    const graph *g = p->g;
+    const fe_model *m = g->model;
+    double *sec = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *sec);
+    double *fl = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *fl);
+    double *ready = xcalloc(m->n_values ? m->n_values : 1, sizeof *ready);
+    fit_op_costs(g, d, sec, fl);
+    double now = 0, stream = 0;
+    *copy_s = 0;
+    for (size_t s = 0; s < g->n_ops; s++) {
+        const fe_node *n = &m->nodes[p->order[s]];
+        double start = now;
+        for (size_t i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0 && ready[n->inputs[i]] > start) start = ready[n->inputs[i]];
+        bool off = fit_is_roamc_op(n, "Offload"), rel = fit_is_roamc_op(n, "Reload");
+        if (off || rel) {
+            int x = n->inputs[0];
+            uint64_t bytes = x >= 0 ? m->values[x].bytes : 0;
+            double copy = fit_copy_seconds(d, bytes);
+            /* an Offload starts when its input was made, a Reload at its step */
+            double from = off ? (x >= 0 ? ready[x] : 0) : start;
+            double begin = from > stream ? from : stream;
+            stream = begin + copy;
+            *copy_s += copy;
+            for (size_t k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0) ready[n->outputs[k]] = stream;
+            now = off && stream > start ? stream : start; /* the Offload's step ends with it */
+            continue;
+        }
+        now = start + sec[p->order[s]];
+        for (size_t k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) ready[n->outputs[k]] = now;
+    }
+    free(sec);
+    free(fl);
+    free(ready);
+    return now;
+}
+
+/* The smallest prefix, from `from` on, whose estimated peak is at most
+ * target; c->n_actions when none is. */
+static size_t fit_prefix(const fit_choice *c, size_t from, uint64_t target) {
+    for (size_t k = from; k <= c->n_actions; k++)
+        if (c->peaks[k] <= target) return k;
+    return c->n_actions;
+}
+
+/* Writes the first k actions, loads the changed step and plans it into o. */
+static int fit_try(const fit_request *r, const fit_choice *c, size_t k, fit_outcome *o, char *err,
+                   size_t errlen) {
+    fit_outcome_drop_changed(o);
+    fit_emit_request er = {.g = r->g,
+                           .choice = c,
+                           .n_actions = k,
+                           .step_name = r->step_name,
+                           .step_bytes = r->step_bytes,
+                           .step_len = r->step_len};
+    if (fit_emit(&er, &o->bytes, &o->len, err, errlen)) return -1;
+    if (fe_load_bytes(r->emit_name, o->bytes, o->len, r->bindings, &o->model, err, errlen))
+        return -1;
+    o->have_model = true;
+    if (graph_build(&o->model, r->opt->align, &o->graph, err, errlen)) return -1;
+    o->have_graph = true;
+    if (plan_build(&o->graph, r->opt, &o->after, err, errlen)) return -1;
+    o->have_after = true;
+    o->n_actions = k;
+    o->plans++;
+    return 0;
+}
+
+/* What the first o->n_actions of c add, measured on the changed plan. */
+static void fit_measure(const fit_request *r, const fit_choice *c, fit_outcome *o) {
+    const graph *g = r->g;
+    for (size_t a = 0; a < o->n_actions; a++) {
+        const fit_action *A = &c->actions[a];
+        uint64_t size = g->storages[A->storage].size;
+        if (A->kind == FIT_RECOMPUTE) {
+            o->n_recomputed++, o->bytes_recomputed += size, o->n_cloned_ops += A->n_ops;
+            o->added_flops += A->flops;
+            o->recompute_seconds += A->seconds;
+        } else {
+            o->n_offloaded++, o->bytes_offloaded += size;
+            o->link_bytes += A->moved_bytes;
+        }
+    }
+    graph_op_cost *cost = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *cost);
+    graph_op_costs(g, cost);
+    for (size_t a = 0; a < o->n_actions; a++)
+        for (size_t k = 0; k < c->actions[a].n_ops; k++)
+            o->added_bytes += cost[c->actions[a].ops[k]].bytes;
+    free(cost);
+    o->added_bytes += o->link_bytes;
+    for (size_t s = 0; s < o->graph.n_storages; s++)
+        if (o->graph.storages[s].host) o->host_bytes += o->graph.storages[s].host_size;
+    double copy_s;
+    double changed = fit_simulate(&o->after, r->device, &copy_s);
+    o->copy_seconds = copy_s;
+    o->added_seconds = changed - o->step_seconds;
+    o->copy_exposed_seconds = o->added_seconds - o->recompute_seconds;
+    if (o->copy_exposed_seconds < 0) o->copy_exposed_seconds = 0;
+}
+
+int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    const graph *g = r->g;
+    if (plan_build(g, r->opt, &o->before, err, errlen)) return -1;
+    o->have_before = true;
+    double copy_s;
+    o->step_seconds = fit_simulate(&o->before, r->device, &copy_s);
+    if (o->before.actual <= r->arena_budget) {
+        o->status = FIT_ALREADY;
+        return 0;
+    }
+    double *sec = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *sec);
+    double *fl = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *fl);
+    fit_op_costs(g, r->device, sec, fl);
+    fit_problem P = {.g = g,
+                     .order = o->before.order,
+                     .start = o->before.start,
+                     .end = o->before.end,
+                     .op_seconds = sec,
+                     .op_flops = fl,
+                     .link_bytes_per_s = r->device->figure[FIT_HOST_BW],
+                     .mode = r->mode,
+                     .max_closure_ops = FIT_MAX_CLOSURE_OPS};
+    fit_choice c;
+    fit_choose(&P, &c);
+    o->n_candidates = c.n_candidates;
+    int rc = 0;
+    if (c.loss_op < 0) {
+        rc = roamc_errorf(err, errlen,
+                          "--fit: no loss found (metadata roamc.loss or a scalar output), so the "
+                          "forward pass cannot be told from the backward pass");
+        goto done;
+    }
+    /* the estimate's target: the budget, less the layout's own excess over
+     * the live bytes in the unchanged plan */
+    uint64_t target = r->arena_budget;
+    size_t k = fit_prefix(&c, 0, target);
+    for (;;) {
+        if ((rc = fit_try(r, &c, k, o, err, errlen))) goto done;
+        if (o->after.actual <= r->arena_budget) {
+            o->status = FIT_FITTED;
+            break;
+        }
+        if (k == c.n_actions || o->plans >= FIT_MAX_PLANS) {
+            o->status = FIT_CANNOT;
+            break;
+        }
+        /* take as much more off the estimate as the plan overshot */
+        uint64_t over = o->after.actual - r->arena_budget;
+        target = c.peaks[k] > over ? c.peaks[k] - over : 0;
+        size_t next = fit_prefix(&c, k + 1, target);
+        k = next > k ? next : k + 1;
+    }
+    if (o->status == FIT_CANNOT && k < c.n_actions &&
+        (rc = fit_try(r, &c, c.n_actions, o, err, errlen)))
+        goto done;
+    if (o->status == FIT_CANNOT) o->least = o->after.actual;
+    fit_measure(r, &c, o);
+    if (o->status == FIT_FITTED && r->max_overhead >= 0 &&
+        o->added_seconds > r->max_overhead * o->step_seconds)
+        o->status = FIT_TOO_SLOW;
+done:
+    fit_choice_free(&c);
+    free(sec);
+    free(fl);
+    return rc;
+}
+
+void fit_outcome_drop_changed(fit_outcome *o) {
+    if (o->have_after) plan_free(&o->after);
+    if (o->have_graph) graph_free(&o->graph);
+    if (o->have_model) fe_free(&o->model);
+    free(o->bytes);
+    o->bytes = NULL, o->len = 0;
+    o->have_after = o->have_graph = o->have_model = false;
+}
+
+void fit_outcome_free(fit_outcome *o) {
+    fit_outcome_drop_changed(o);
+    if (o->have_before) plan_free(&o->before);
+    memset(o, 0, sizeof *o);
+}
+
+const char *fit_status_name(int status) {
+    switch (status) {
+    case FIT_ALREADY: return "fits unchanged";
+    case FIT_FITTED: return "fits changed";
+    case FIT_CANNOT: return "cannot fit";
+    case FIT_TOO_SLOW: return "over --max-overhead";
+    default: return "?";
+    }
+}
+
+static const char *fit_mode_name(unsigned mode) {
+    return mode == FIT_BOTH        ? "recompute and offload"
+           : mode == FIT_RECOMPUTE ? "recompute"
+                                   : "offload";
+}
+
+void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
+    char a[32], b[32], c[32], d[32];
+    fprintf(f, "  fit           %s (%s; device %s)\n", fit_status_name(o->status),
+            fit_mode_name(r->mode), r->device->name);
+    fprintf(f, "  fit budget    arena at most %s (%llu B)\n",
+            planner_bytes_human(r->arena_budget, a, sizeof a), (unsigned long long)r->arena_budget);
+    if (o->status == FIT_ALREADY) {
+        fprintf(f, "  fit change    none: the unchanged step's arena %s fits\n",
+                planner_bytes_human(o->before.actual, a, sizeof a));
+        return;
+    }
+    uint64_t after = o->after.actual;
+    fprintf(f, "  fit peak      %s -> %s actual (%llu -> %llu B); theoretical %s -> %s\n",
+            planner_bytes_human(o->before.actual, a, sizeof a),
+            planner_bytes_human(after, b, sizeof b), (unsigned long long)o->before.actual,
+            (unsigned long long)after, planner_bytes_human(o->before.theoretical, c, sizeof c),
+            planner_bytes_human(o->after.theoretical, d, sizeof d));
+    fprintf(f,
+            "  fit values    %zu recomputed (%s, %zu ops cloned), %zu offloaded (%s); %zu of %zu "
+            "candidates\n",
+            o->n_recomputed, planner_bytes_human(o->bytes_recomputed, a, sizeof a), o->n_cloned_ops,
+            o->n_offloaded, planner_bytes_human(o->bytes_offloaded, b, sizeof b), o->n_actions,
+            o->n_candidates);
+    fprintf(f, "  fit adds      %.3g FLOP, %s moved (%s over the host link); host memory %s\n",
+            o->added_flops, planner_bytes_human(o->added_bytes, a, sizeof a),
+            planner_bytes_human(o->link_bytes, b, sizeof b),
+            planner_bytes_human(o->host_bytes, c, sizeof c));
+    fprintf(f,
+            "  fit time      +%.3f ms on a %.3f ms step (+%.2f%%): recompute %.3f ms, copies not "
+            "hidden %.3f ms of %.3f ms\n",
+            1e3 * o->added_seconds, 1e3 * o->step_seconds,
+            o->step_seconds > 0 ? 100.0 * o->added_seconds / o->step_seconds : 0.0,
+            1e3 * o->recompute_seconds, 1e3 * o->copy_exposed_seconds, 1e3 * o->copy_seconds);
+    if (o->status == FIT_CANNOT)
+        fprintf(
+            f,
+            "  fit verdict   cannot fit: needs at least %llu B (%s) with every candidate changed\n",
+            (unsigned long long)o->least, planner_bytes_human(o->least, a, sizeof a));
+    else if (o->status == FIT_TOO_SLOW)
+        fprintf(f,
+                "  fit verdict   fits, but adds %.2f%% of the step, over --max-overhead %.2f%%\n",
+                100.0 * o->added_seconds / o->step_seconds, 100.0 * r->max_overhead);
+    else
+        fprintf(f, "  fit slack     %llu B (%s) under the budget; %zu changed steps planned\n",
+                (unsigned long long)(r->arena_budget - after),
+                planner_bytes_human(r->arena_budget - after, a, sizeof a), o->plans);
+}
+
+void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o) {
+    json_t *j = json_object();
+    json_object_set_new(j, "status", json_string(fit_status_name(o->status)));
+    json_object_set_new(j, "mode", json_string(fit_mode_name(r->mode)));
+    json_object_set_new(j, "device", json_string(r->device->name));
+    json_object_set_new(j, "arena_budget", json_integer((json_int_t)r->arena_budget));
+    json_object_set_new(j, "actual_before", json_integer((json_int_t)o->before.actual));
+    json_object_set_new(j, "theoretical_before", json_integer((json_int_t)o->before.theoretical));
+    json_object_set_new(j, "step_seconds", json_real(o->step_seconds));
+    if (o->status != FIT_ALREADY) {
+        json_object_set_new(j, "actual_after", json_integer((json_int_t)o->after.actual));
+        json_object_set_new(j, "theoretical_after", json_integer((json_int_t)o->after.theoretical));
+        json_object_set_new(j, "recomputed", json_integer((json_int_t)o->n_recomputed));
+        json_object_set_new(j, "recomputed_bytes", json_integer((json_int_t)o->bytes_recomputed));
+        json_object_set_new(j, "cloned_ops", json_integer((json_int_t)o->n_cloned_ops));
+        json_object_set_new(j, "offloaded", json_integer((json_int_t)o->n_offloaded));
+        json_object_set_new(j, "offloaded_bytes", json_integer((json_int_t)o->bytes_offloaded));
+        json_object_set_new(j, "candidates", json_integer((json_int_t)o->n_candidates));
+        json_object_set_new(j, "added_flops", json_real(o->added_flops));
+        json_object_set_new(j, "added_bytes", json_integer((json_int_t)o->added_bytes));
+        json_object_set_new(j, "link_bytes", json_integer((json_int_t)o->link_bytes));
+        json_object_set_new(j, "host_bytes", json_integer((json_int_t)o->host_bytes));
+        json_object_set_new(j, "added_seconds", json_real(o->added_seconds));
+        json_object_set_new(
+            j, "added_percent",
+            json_real(o->step_seconds > 0 ? 100.0 * o->added_seconds / o->step_seconds : 0));
+        json_object_set_new(j, "recompute_seconds", json_real(o->recompute_seconds));
+        json_object_set_new(j, "copy_seconds", json_real(o->copy_seconds));
+        json_object_set_new(j, "copy_exposed_seconds", json_real(o->copy_exposed_seconds));
+        json_object_set_new(j, "plans", json_integer((json_int_t)o->plans));
+    }
+    if (o->status == FIT_FITTED)
+        json_object_set_new(j, "slack",
+                            json_integer((json_int_t)(r->arena_budget - o->after.actual)));
+    if (o->status == FIT_CANNOT)
+        json_object_set_new(j, "least", json_integer((json_int_t)o->least));
+    json_object_set_new(obj, "fit", j);
+}
