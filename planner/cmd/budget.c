@@ -228,8 +228,8 @@ typedef struct budget_search {
 
 /* Loads the model (or its --train step) with q's bindings and symbol =
  * batch, and builds its graph.  Returns 0, or 2 with a message. */
-static int budget_load(const planner_batch_query *q, int64_t batch, fe_model *m, graph *g,
-                       char *err, size_t errlen) {
+static int budget_load(const planner_batch_query *q, int64_t batch, planner_step *step, char *err,
+                       size_t errlen) {
     /* q's bindings plus one: shares q's strings, owns only the array */
     fe_options o = *q->bindings;
     o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
@@ -238,12 +238,9 @@ static int budget_load(const planner_batch_query *q, int64_t batch, fe_model *m,
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
     planner_load l = {
         .path = q->model_path, .bindings = &o, .train = q->train, .align = q->opt.align};
-    planner_step step;
-    int rc = planner_step_load(&l, &step, err, errlen);
+    int rc = planner_step_load(&l, step, err, errlen);
     free(o.dims);
-    if (rc) return 2;
-    *m = step.m, *g = step.g; /* the caller frees them */
-    return 0;
+    return rc ? 2 : 0;
 }
 
 /* Plans g as method pytorch (who BUDGET_PYTORCH) or with q's options
@@ -278,12 +275,11 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
     planner_progress_prefix("--max-batch: batch %" PRId64, b);
     planner_layout chosen = s->q->opt.layout;
     bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
-    fe_model m;
-    graph g;
+    planner_step step;
     char why[1024];
     /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
      * represent: any failure is the model's, reported */
-    if ((s->status = budget_load(s->q, b, &m, &g, why, sizeof why)))
+    if ((s->status = budget_load(s->q, b, &step, why, sizeof why)))
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     for (int who = BUDGET_PYTORCH; who <= BUDGET_PLAN && s->status == 0; who++) {
         plan p;
@@ -293,7 +289,7 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
          * with peak <= budget < llfb's arena needs it. */
         bool quick = who == BUDGET_PLAN && slow_layout;
         for (;;) {
-            if ((s->status = budget_plan(s->q, &g, who, quick, &p, why, sizeof why))) break;
+            if ((s->status = budget_plan(s->q, &step.g, who, quick, &p, why, sizeof why))) break;
             if (!quick) break;
             if (!budget_fits(s->q->budget, p.theoretical)) {
                 row->arena = BUDGET_ARENA_SKIPPED;
@@ -319,8 +315,7 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
             row->theoretical[BUDGET_BOUND] = row->need[BUDGET_BOUND] = p.lower_bound;
         plan_free(&p);
     }
-    graph_free(&g);
-    fe_free(&m);
+    planner_step_free(&step);
     if (s->status)
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     row->fits[BUDGET_BOUND] = budget_fits(s->q->budget, row->need[BUDGET_BOUND]);
@@ -551,8 +546,7 @@ typedef struct budget_result {
 /* The plan at the largest batch, held for -o until the report is written. */
 typedef struct budget_chosen {
     plan p;
-    fe_model m;
-    graph g;
+    planner_step step;
     bool have;
 } budget_chosen;
 
@@ -582,11 +576,10 @@ static int budget_search_all(budget_search *s, budget_result *res) {
  * Returns 0, or the exit status with a message; c holds nothing then. */
 static int budget_plan_at(const planner_batch_query *q, int64_t batch, budget_chosen *c, char *err,
                           size_t errlen) {
-    int rc = budget_load(q, batch, &c->m, &c->g, err, errlen);
+    int rc = budget_load(q, batch, &c->step, err, errlen);
     if (rc) return rc;
-    if ((rc = budget_plan(q, &c->g, BUDGET_PLAN, false, &c->p, err, errlen))) {
-        graph_free(&c->g);
-        fe_free(&c->m);
+    if ((rc = budget_plan(q, &c->step.g, BUDGET_PLAN, false, &c->p, err, errlen))) {
+        planner_step_free(&c->step);
         return rc;
     }
     c->have = true;
@@ -746,8 +739,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
         budget_report_text(out, &s, &res, chosen.have);
     if (chosen.have) {
         plan_free(&chosen.p);
-        graph_free(&chosen.g);
-        fe_free(&chosen.m);
+        planner_step_free(&chosen.step);
     }
     free(s.rows);
     free(sym);

@@ -228,8 +228,7 @@ static bool fit_price(fit_work *w, int s, fit_action *a) {
     if (w->P->mode & FIT_OFFLOAD) have = fit_offload(w, s, a);
     if (w->P->mode & FIT_RECOMPUTE) {
         fit_action r;
-        if (fit_closure(w, s, &r) && (!have || r.seconds <= a->seconds))
-            *a = r, have = true;
+        if (fit_closure(w, s, &r) && (!have || r.seconds <= a->seconds)) *a = r, have = true;
     }
     return have;
 }
