@@ -75,6 +75,8 @@ GPT2_CONFIGS = {
     "gpt2-medium": dict(layers=24, hidden=1024, heads=16),
     "gpt2-large": dict(layers=36, hidden=1280, heads=20),
     "gpt2-xl": dict(layers=48, hidden=1600, heads=25),
+    # a 2-layer transformer small enough for tests and the CPU harness (models/dist_harness.py)
+    "gpt2-tiny": dict(layers=2, hidden=128, heads=4, vocab=2048, max_positions=256, seq_len=64),
 }
 GPT2_COMMON = dict(vocab=50257, max_positions=1024, eps=1e-5, dropout=0.1)
 
@@ -339,12 +341,13 @@ def build(name, batch, image_size, seq_len, device="meta"):
             ("input_ids", _ids((batch, seq), BERT_COMMON["vocab"], meta)),
             ("labels", _ids((batch, seq), BERT_COMMON["vocab"], meta))], {"seq_len": seq}
     if name in GPT2_CONFIGS:
-        seq = seq_len or 1024
-        if seq > GPT2_COMMON["max_positions"]:
-            die("--seq-len %d exceeds GPT-2's %d positions" % (seq, GPT2_COMMON["max_positions"]))
+        c = dict(GPT2_COMMON, **GPT2_CONFIGS[name])
+        seq = seq_len or c.get("seq_len", 1024)
+        if seq > c["max_positions"]:
+            die("--seq-len %d exceeds %s's %d positions" % (seq, name, c["max_positions"]))
         return GPT2LMHeadModel(GPT2_CONFIGS[name], meta), [
-            ("input_ids", _ids((batch, seq), GPT2_COMMON["vocab"], meta)),
-            ("labels", _ids((batch, seq), GPT2_COMMON["vocab"], meta))], {"seq_len": seq}
+            ("input_ids", _ids((batch, seq), c["vocab"], meta)),
+            ("labels", _ids((batch, seq), c["vocab"], meta))], {"seq_len": seq}
     import torchvision
     if name not in torchvision_names():
         die("unknown model %r (known: mlp3, %s, %s, or a torchvision.models classifier such as "
