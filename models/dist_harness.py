@@ -302,6 +302,10 @@ def run_rank(rank, world, spec, setup, a):
         net = model
         if setup in ("ddp", "zero1"):
             from torch.nn.parallel import DistributedDataParallel as DDP
+            # gloo cannot broadcast bool tensors ("Invalid scalar type"): GPT-2's causal
+            # masks (constant, the same on every rank) are left out of DDP's buffer sync
+            DDP._set_params_and_buffers_to_ignore_for_model(
+                model, [n for n, b in model.named_buffers() if b.dtype == torch.bool])
             net = DDP(model, bucket_cap_mb=a.bucket_cap_mb)
             out["bucket_cap_mb"] = a.bucket_cap_mb
         if setup == "fsdp":

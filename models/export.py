@@ -699,6 +699,10 @@ class MetaOnCpu(torch.Tensor):
             if isinstance(x, MetaOnCpu):
                 shells[id(x.elem)] = x
                 return x.elem
+            if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+                # a real CPU tensor met with shells (GPT-2's torch.full([], min) mask value,
+                # made without a device): its meta twin
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
             if isinstance(x, torch.device) and x.type == "cpu":
                 return torch.device("meta")
             if isinstance(x, str) and x == "cpu":
