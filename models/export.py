@@ -1281,9 +1281,9 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
         ("roamc.optimizer", optimizer),
         ("roamc.model", name),
         ("roamc.batch", batch if batch is not None else data[0][1].shape[0] if data[0][1].dim() else 1),
-        ("roamc.precision", "amp-%s" % amp if amp else "fp32"),
     ]
-    if amp:
+    if amp:  # fp32 files carry no roamc.precision: the committed evaluation set stays byte-equal
+        meta.append(("roamc.precision", "amp-%s" % amp))
         meta.append(("roamc.amp_impl", AMP_IMPL[amp]))
     if grad_accum > 1:
         meta.append(("roamc.grad_accum", grad_accum))
