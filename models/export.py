@@ -75,6 +75,8 @@ GPT2_CONFIGS = {
     "gpt2-medium": dict(layers=24, hidden=1024, heads=16),
     "gpt2-large": dict(layers=36, hidden=1280, heads=20),
     "gpt2-xl": dict(layers=48, hidden=1600, heads=25),
+    # a 2-layer transformer small enough for tests and the CPU harness (models/dist_harness.py)
+    "gpt2-tiny": dict(layers=2, hidden=128, heads=4, vocab=2048, max_positions=256, seq_len=64),
 }
 GPT2_COMMON = dict(vocab=50257, max_positions=1024, eps=1e-5, dropout=0.1)
 
@@ -339,12 +341,13 @@ def build(name, batch, image_size, seq_len, device="meta"):
             ("input_ids", _ids((batch, seq), BERT_COMMON["vocab"], meta)),
             ("labels", _ids((batch, seq), BERT_COMMON["vocab"], meta))], {"seq_len": seq}
     if name in GPT2_CONFIGS:
-        seq = seq_len or 1024
-        if seq > GPT2_COMMON["max_positions"]:
-            die("--seq-len %d exceeds GPT-2's %d positions" % (seq, GPT2_COMMON["max_positions"]))
+        c = dict(GPT2_COMMON, **GPT2_CONFIGS[name])
+        seq = seq_len or c.get("seq_len", 1024)
+        if seq > c["max_positions"]:
+            die("--seq-len %d exceeds %s's %d positions" % (seq, name, c["max_positions"]))
         return GPT2LMHeadModel(GPT2_CONFIGS[name], meta), [
-            ("input_ids", _ids((batch, seq), GPT2_COMMON["vocab"], meta)),
-            ("labels", _ids((batch, seq), GPT2_COMMON["vocab"], meta))], {"seq_len": seq}
+            ("input_ids", _ids((batch, seq), c["vocab"], meta)),
+            ("labels", _ids((batch, seq), c["vocab"], meta))], {"seq_len": seq}
     import torchvision
     if name not in torchvision_names():
         die("unknown model %r (known: mlp3, %s, %s, or a torchvision.models classifier such as "
@@ -660,13 +663,134 @@ def make_optimizer(kind, params):
             states.append([("momentum_buffer", st["momentum_buffer"])])
     return opt, states
 
+# ---------------------------------------------------------------------------
+# Mixed precision (--amp bf16) and gradient accumulation (--grad-accum K).
+# ---------------------------------------------------------------------------
 
-def training_step(model, data, opt):
-    """One training step as a user writes it (grads start as None: zero_grad(set_to_none=True))."""
-    loss = model(*data)
-    loss.backward()
+class MetaOnCpu(torch.Tensor):
+    """A tensor that says it is on the CPU but holds only a meta tensor (`elem`: shapes,
+    no memory).  torch 1.13's autocast casts only tensors whose device it serves
+    (AutocastCPU: `is_cpu()`), so plain meta tensors pass through torch.autocast
+    untouched; this shell makes the real torch.autocast("cpu", bfloat16) -- its own
+    casting lists, its cast cache -- act on a shapes-only trace.  Every operator runs on
+    `elem` (with run_meta's fallbacks); a device argument "cpu" becomes "meta"; an
+    in-place result is the input shell itself, every other result a new shell.  The
+    autograd engine treats the shells as CPU tensors, as it would in a real CPU run."""
+
+    log = {}  # run_meta's fallback notes (the Recorder's log while tracing)
+
+    @staticmethod
+    def __new__(cls, elem):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(),
+            dtype=elem.dtype, layout=elem.layout, device="cpu", requires_grad=False)
+
+    def __init__(self, elem):
+        self.elem = elem
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from torch.utils._pytree import tree_map
+        shells = {}
+
+        def unwrap(x):
+            if isinstance(x, MetaOnCpu):
+                shells[id(x.elem)] = x
+                return x.elem
+            if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+                # a real CPU tensor met with shells (GPT-2's torch.full([], min) mask value,
+                # made without a device): its meta twin
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+            if isinstance(x, torch.device) and x.type == "cpu":
+                return torch.device("meta")
+            if isinstance(x, str) and x == "cpu":
+                return "meta"
+            return x
+
+        def wrap(x):
+            if isinstance(x, torch.Tensor) and not isinstance(x, MetaOnCpu) and x.device.type == "meta":
+                s = shells.get(id(x))
+                return s if s is not None else MetaOnCpu(x)
+            return x
+        out = run_meta(func, tree_map(unwrap, list(args)), tree_map(unwrap, dict(kwargs or {})), cls.log)
+        return tree_map(wrap, out)
+
+    def __repr__(self):
+        return "MetaOnCpu(%s, %s)" % (self.dtype, list(self.shape))
+
+
+def shell_module(module):
+    """Puts every parameter and buffer of a meta module into a MetaOnCpu shell (tied
+    parameters stay tied: one shell per tensor)."""
+    memo = {}
+    for m in module.modules():
+        for k, p in list(m._parameters.items()):
+            if p is not None:
+                if id(p) not in memo:
+                    memo[id(p)] = nn.Parameter(MetaOnCpu(p.detach()), requires_grad=p.requires_grad)
+                m._parameters[k] = memo[id(p)]
+        for k, b in list(m._buffers.items()):
+            if b is not None:
+                if id(b) not in memo:
+                    memo[id(b)] = MetaOnCpu(b)
+                m._buffers[k] = memo[id(b)]
+    return module
+
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AMP_IMPL = {"bf16": "torch.autocast('cpu', bfloat16) of torch %s over forward and loss: CPU "
+                    "autocast's lists (conv, linear, matmul, bmm, addmm, baddbmm in bf16; "
+                    "nll_loss and the other fp32-list ops in fp32; the rest in their inputs' "
+                    "dtype), parameters, gradients and optimizer state in fp32, the bf16 "
+                    "copies (_to_copy) where autocast makes them" % torch.__version__.split("+")[0]}
+
+
+def autocast(amp):
+    """The autocast region of a step: torch.autocast("cpu", bfloat16) for bf16 (torch
+    1.13's CPU autocast, the only dtype it takes), nothing for fp32."""
+    import contextlib
+    if amp is None:
+        return contextlib.nullcontext()
+    if amp == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    raise ValueError("--amp %s: %s" % (amp, AMP_FP16_REFUSAL))
+
+
+AMP_FP16_REFUSAL = (
+    "fp16 autocast cannot be traced with torch 1.13 here: CPU autocast takes only bfloat16 "
+    "('AutocastCPU only support Bfloat16'), CUDA autocast casts only tensors that are on a CUDA "
+    "device, and a backward pass over tensors that claim a CUDA device needs CUDA's device guard, "
+    "which this CPU-only build does not have; use --amp bf16")
+
+
+def training_step(model, data, opt, amp=None, grad_accum=1):
+    """One training step as a user writes it (grads start as None: zero_grad(set_to_none=True)).
+    With grad_accum K > 1, `data` is a list of K microbatches (each a list of inputs):
+    K forward+backward passes, the loss of each divided by K (as Hugging Face's Trainer and
+    most loops do) and the gradients accumulated into .grad by autograd itself (the first
+    backward creates .grad, the later ones add in place), then one optimizer step.  With
+    amp, the forward and the loss run under autocast, backward and step outside it (as
+    torch.autocast's documentation prescribes)."""
+    micro = data if grad_accum > 1 else [data]
+    loss = None
+    for d in micro:
+        with autocast(amp):
+            loss = model(*d)
+            if grad_accum > 1:
+                loss = loss / grad_accum
+        loss.backward()
     opt.step()
     return loss
+
+
+def microbatch_names(names, grad_accum):
+    """Graph input names of the data inputs: as they are for one batch, 'mb<k>.<name>'
+    for microbatch k of a --grad-accum K > 1 step."""
+    if grad_accum <= 1:
+        return list(names)
+    return ["mb%d.%s" % (k, n) for k in range(grad_accum) for n in names]
 
 
 # ---------------------------------------------------------------------------
@@ -674,6 +798,8 @@ def training_step(model, data, opt):
 # ---------------------------------------------------------------------------
 
 def _storage_id(t):
+    if isinstance(t, MetaOnCpu):
+        t = t.elem
     try:
         if t.numel() == 0:
             return None
@@ -1076,14 +1202,29 @@ CHECKER_VIEW_NAMES = {"view", "_unsafe_view", "reshape", "_reshape_alias", "t", 
                       "tensor_split", "movedim", "flatten", "unflatten"}
 
 
-def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=False):
-    """Traces one training step; returns (onnx ModelProto, stats dict)."""
+def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=False,
+           amp=None, grad_accum=1):
+    """Traces one training step; returns (onnx ModelProto, stats dict).  amp: None (fp32) or
+    "bf16" (torch.autocast("cpu", bfloat16) over the forward and the loss); grad_accum K:
+    K microbatches of `batch` each, then one optimizer step (training_step)."""
     t0 = time.time()
     torch.manual_seed(0)
+    if amp is not None and amp not in AMP_DTYPES:
+        raise ValueError("unknown --amp %r (bf16 or fp16)" % amp)
+    if amp == "fp16":
+        die("--amp fp16: " + AMP_FP16_REFUSAL)
     model, data, desc = build(name, batch, image_size, seq_len)
     for cfgs in (BERT_CONFIGS, GPT2_CONFIGS):  # --layers: the metadata names the depth traced
         if cfgs.get(name, {}).get("layers_set"):
             desc["layers"] = cfgs[name]["layers"]
+    if grad_accum > 1:
+        # one set of data inputs per microbatch, shaped like the first
+        data = [(mb, torch.empty(t.shape, dtype=t.dtype, device=t.device))
+                for mb, (_, t) in zip(microbatch_names([n for n, _ in data], grad_accum),
+                                      data * grad_accum)]
+    if amp is not None:
+        model = shell_module(model)
+        data = [(n, MetaOnCpu(t)) for n, t in data]
     model.train()
     params = [p for _, p in model.named_parameters()]
     pnames = [n for n, _ in model.named_parameters()]
@@ -1105,8 +1246,13 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
             snames.append("%s.%s" % (n, suffix))
 
     try:
+        MetaOnCpu.log = rec.log
+        tensors = [t for _, t in data]
+        if grad_accum > 1:
+            per = len(tensors) // grad_accum
+            tensors = [tensors[k * per:(k + 1) * per] for k in range(grad_accum)]
         with cuda_like_dropout(), no_record_function(), rec:
-            loss = training_step(model, [t for _, t in data], opt)
+            loss = training_step(model, tensors, opt, amp, grad_accum)
     except Exception as e:
         # an impossible geometry (an image too small for the pooling, a sequence longer
         # than the positions), a model/input mismatch, a loss that is not a scalar...
@@ -1136,6 +1282,14 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
         ("roamc.model", name),
         ("roamc.batch", batch if batch is not None else data[0][1].shape[0] if data[0][1].dim() else 1),
     ]
+    if amp:  # fp32 files carry no roamc.precision: the committed evaluation set stays byte-equal
+        meta.append(("roamc.precision", "amp-%s" % amp))
+        meta.append(("roamc.amp_impl", AMP_IMPL[amp]))
+    if grad_accum > 1:
+        meta.append(("roamc.grad_accum", grad_accum))
+        meta.append(("roamc.grad_accum_impl", "%d microbatches of roamc.batch each (data inputs "
+                     "mb<k>.<name>), loss/%d, gradients accumulated into .grad by autograd, "
+                     "one optimizer step" % (grad_accum, grad_accum)))
     for k, v in sorted(desc.items()):
         meta.append(("roamc." + k, v))
     meta += [
@@ -1215,6 +1369,11 @@ def symbolic_batch(models, symbol="batch"):
     return ref
 
 
+def setup_suffix(amp, grad_accum):
+    """The default output name's set-up part: _amp-bf16, _ga4."""
+    return ("_amp-%s" % amp if amp else "") + ("_ga%d" % grad_accum if grad_accum > 1 else "")
+
+
 def check_output(path):
     """Refuses an output path that cannot be written, before any tracing."""
     if os.path.isdir(path):
@@ -1253,20 +1412,22 @@ def _has_det():
         return False
 
 
-def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False):
+def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False, amp=None, grad_accum=1):
     """Exports one step to out; batch None: batch-symbolic (symbolic_batch); "func": the
-    batch of a --module FUNC that takes none."""
+    batch of a --module FUNC that takes none; amp, grad_accum: as export()."""
     check_output(out)
     t0 = time.time()
     if batch is None:
-        traces = [export(name, bb, image_size, seq_len, optimizer) for bb in SYMBOLIC_BATCHES]
+        traces = [export(name, bb, image_size, seq_len, optimizer, amp=amp, grad_accum=grad_accum)
+                  for bb in SYMBOLIC_BATCHES]
         try:
             onx = symbolic_batch([t[0] for t in traces])
         except ValueError as e:
             die("%s: cannot write a batch-symbolic graph: %s; export fixed batches with --batch N" % (name, e))
         st = traces[0][1]
     else:
-        onx, st = export(name, None if batch == "func" else batch, image_size, seq_len, optimizer)
+        onx, st = export(name, None if batch == "func" else batch, image_size, seq_len, optimizer,
+                         amp=amp, grad_accum=grad_accum)
     size = write(onx, out)
     total = time.time() - t0
     if not quiet:
@@ -1312,7 +1473,16 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=None,
                     help="BERT/GPT-2: this many transformer layers instead of the configuration's "
                          "(bigger graphs of the same structure, for scale tests)")
-    ap.add_argument("-o", "--output", help="output file (default MODEL_bBATCH.onnx)")
+    ap.add_argument("--amp", choices=["bf16", "fp16"], default=None,
+                    help="mixed precision: trace the forward and the loss under "
+                         "torch.autocast('cpu', bfloat16) (fp32 master weights, gradients and "
+                         "optimizer state; bf16 copies where autocast makes them); fp16 is refused "
+                         "(see models/README.md)")
+    ap.add_argument("--grad-accum", type=int, default=1, metavar="K",
+                    help="gradient accumulation: K microbatches of --batch each (forward + "
+                         "backward, .grad accumulated in place), then one optimizer step "
+                         "(default 1)")
+    ap.add_argument("-o", "--output", help="output file (default MODEL_bBATCH[_amp-bf16][_gaK].onnx)")
     ap.add_argument("--all", metavar="DIR", help="export the evaluation set into DIR")
     ap.add_argument("--only", help="with --all: comma-separated file stems to export")
     ap.add_argument("--list", action="store_true", help="list the known model names")
@@ -1323,6 +1493,12 @@ def main(argv=None):
         return 0
     if a.batch is not None and a.batch < 1:
         die("--batch must be >= 1")
+    if a.grad_accum < 1:
+        die("--grad-accum must be >= 1")
+    if a.amp == "fp16":
+        die("--amp fp16: " + AMP_FP16_REFUSAL)
+    if a.all and (a.amp or a.grad_accum > 1):
+        die("--all writes the fp32 evaluation set; --amp/--grad-accum go with --model or --module")
     if a.image_size < 1 or (a.seq_len is not None and a.seq_len < 1):
         die("--image-size and --seq-len must be >= 1")
     if a.module:
@@ -1335,7 +1511,7 @@ def main(argv=None):
         batch = None if a.symbolic_batch else "func" if a.batch is None else a.batch
         if batch is None and "batch" not in um.takes:
             die("%s takes no 'batch' argument, so --symbolic-batch cannot vary the batch" % um)
-        run_one(um, batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
+        run_one(um, batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
         return 0
     if a.batch is None:
         a.batch = 1
@@ -1358,11 +1534,11 @@ def main(argv=None):
         # the module constructors read the depth from the configuration dict
         cfgs[a.model] = dict(cfgs[a.model], layers=a.layers, layers_set=True)
     if a.symbolic_batch:
-        out = a.output or "%s_bsym.onnx" % a.model
-        run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
+        out = a.output or "%s_bsym%s.onnx" % (a.model, setup_suffix(a.amp, a.grad_accum))
+        run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
         return 0
-    out = a.output or "%s_b%d.onnx" % (a.model, a.batch)
-    run_one(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet)
+    out = a.output or "%s_b%d%s.onnx" % (a.model, a.batch, setup_suffix(a.amp, a.grad_accum))
+    run_one(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
     return 0
 
 

@@ -3,7 +3,8 @@
 program-order theoretical peak.
 
 usage: models/fidelity.py --model NAME [--batch N] [--image-size S] [--seq-len L]
-                          [--optimizer adam|adamw|sgd] [--onnx FILE]
+                          [--optimizer adam|adamw|sgd] [--amp bf16] [--grad-accum K]
+                          [--onnx FILE] [--json]
 
 Runs the same training step that models/export.py traces (same model code, same
 CUDA-like dropout, same steady-state optimizer state, grads starting as None),
@@ -84,9 +85,31 @@ class LiveBytes(TorchDispatchMode):
         return out
 
 
-def eager_peak(name, batch, image_size, seq_len, optimizer):
+def microbatches(data, grad_accum):
+    """K microbatches shaped like `data` (the first is `data` itself), named as the
+    exporter names them (export.microbatch_names)."""
+    if grad_accum <= 1:
+        return data
+    out = list(data)
+    for _ in range(1, grad_accum):
+        for _, t in data:
+            out.append((None, torch.randint_like(t, 0, 10) if not t.is_floating_point()
+                        else torch.randn_like(t)))
+    names = E.microbatch_names([n for n, _ in data], grad_accum)
+    return [(n, t) for n, (_, t) in zip(names, out)]
+
+
+def split_microbatches(tensors, grad_accum):
+    if grad_accum <= 1:
+        return tensors
+    per = len(tensors) // grad_accum
+    return [tensors[k * per:(k + 1) * per] for k in range(grad_accum)]
+
+
+def eager_peak(name, batch, image_size, seq_len, optimizer, amp=None, grad_accum=1):
     torch.manual_seed(0)
     model, data, _ = E.build(name, batch, image_size, seq_len, device="cpu")
+    data = microbatches(data, grad_accum)
     model.train()
     params = list(model.parameters())
     opt, states = E.make_optimizer(optimizer, params)
@@ -103,7 +126,8 @@ def eager_peak(name, batch, image_size, seq_len, optimizer):
     persistent = mode.current
     mode.note("start")
     with E.cuda_like_dropout(), E.no_record_function(), mode:
-        loss = E.training_step(model, [t for _, t in data], opt)
+        loss = E.training_step(model, split_microbatches([t for _, t in data], grad_accum), opt,
+                               amp, grad_accum)
     mode.prune()
     end = mode.current
     del loss
@@ -119,16 +143,22 @@ def main(argv=None):
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--seq-len", type=int, default=None)
     ap.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd"])
+    ap.add_argument("--amp", choices=["bf16"], default=None,
+                    help="run the forward and the loss under torch.autocast('cpu', bfloat16)")
+    ap.add_argument("--grad-accum", type=int, default=1, metavar="K",
+                    help="K microbatches of --batch, one optimizer step")
     ap.add_argument("--onnx", help="exported graph of the same configuration (default: export now)")
+    ap.add_argument("--json", action="store_true", help="one JSON line instead of the text")
     a = ap.parse_args(argv)
 
     t0 = time.time()
-    e = eager_peak(a.model, a.batch, a.image_size, a.seq_len, a.optimizer)
+    e = eager_peak(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, a.amp, a.grad_accum)
     t_eager = time.time() - t0
     path = a.onnx
     tmp = None
     if path is None:
-        onx, _ = E.export(a.model, a.batch, a.image_size, a.seq_len, a.optimizer)
+        onx, _ = E.export(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, amp=a.amp,
+                          grad_accum=a.grad_accum)
         tmp = tempfile.NamedTemporaryFile(suffix=".onnx", delete=False)
         tmp.close()
         E.write(onx, tmp.name)
@@ -138,6 +168,14 @@ def main(argv=None):
     if tmp:
         os.unlink(tmp.name)
     gap = 100.0 * (e["peak"] - g["theoretical_peak"]) / g["theoretical_peak"]
+    if a.json:
+        import json
+        print(json.dumps(dict(model=a.model, batch=a.batch, optimizer=a.optimizer,
+                              amp=a.amp, grad_accum=a.grad_accum, eager_peak=e["peak"],
+                              graph_peak=g["theoretical_peak"],
+                              graph_peak_keep_grads=gk["theoretical_peak"],
+                              eager_start=e["start"], eager_end=e["end"])))
+        return 0
     print("%s batch %d (%s): PyTorch eager CPU live-storage peak %d B (%.2f MB) after op %d/%d (%s); "
           "graph program-order theoretical peak %d B (%.2f MB) at step %d/%d (%s); gap %+.2f%%"
           % (a.model, a.batch, a.optimizer, e["peak"], e["peak"] / 1e6, e["peak_at"][0], e["ops"],
