@@ -4,6 +4,7 @@ with the same step run eagerly in program order.
 
 usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
                           [--steps N] [--seed N] [--trust-plan] [--quiet]
+                          [--reference ORIGINAL.onnx]
 
 MODEL.onnx is a training step written by models/export.py (every node an ATen
 operator of the domain org.pytorch.aten, its overload and its non-tensor
@@ -38,6 +39,30 @@ buffers fit in the arena.  A guard that fires stops the run: exit 1.
 
 The runs match when the loss, every graph output, and every parameter,
 optimizer-state tensor and module buffer after the step are equal bit for bit.
+
+Changed steps (DESIGN.md, "A step that fits"): MODEL may hold recompute nodes
+(copies of forward nodes with new output names and a STRING attribute
+roamc_recompute naming the forward output they recompute) and ai.roamc
+Offload(x) -> x_host / Reload(x_host) -> y nodes.  --reference ORIGINAL.onnx
+makes the reference run the unchanged step (what PyTorch ran: same inputs,
+outputs, loss and state names) while the plan runs MODEL, so a match proves
+the change computes the same as the original.  In the plan run an Offload
+copies x into host memory outside the arena (one tensor per entry of the
+plan's `host_buffers`, pinned under --device cuda), a Reload copies it back
+into y's arena slot; host memory is poisoned when its host buffer ends.  A
+random node of MODEL is seeded by the reference node that made the same
+output; a recompute copy by the reference node that made the value its
+roamc_recompute names, so a correct recompute of a dropout draws the
+forward's mask again, and a copy without the attribute (or naming another
+value) draws a new one, which the comparison shows.  Always rejected (exit
+1, with or without --trust-plan): a node other than a Reload reading a host
+value, a Reload of a device value, a host graph output.  Guards: a host
+value in `buffers` or a device value in `host_buffers`, a host value used
+outside its host buffer's lifetime, a read of an offloaded value after its
+device buffer ended (the message says to read the Reload), and, as for any
+value, a Reload run before its Offload or after its reader.  Without
+--reference a changed step is its own reference (run in file order, the
+copies made the same way).
 
 --steps N (default 1) runs N training steps in both: each step starts from
 the parameters, optimizer state and module buffers the step before left
