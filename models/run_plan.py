@@ -4,6 +4,7 @@ with the same step run eagerly in program order.
 
 usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
                           [--steps N] [--seed N] [--trust-plan] [--quiet]
+                          [--reference ORIGINAL.onnx]
 
 MODEL.onnx is a training step written by models/export.py (every node an ATen
 operator of the domain org.pytorch.aten, its overload and its non-tensor
@@ -39,6 +40,30 @@ buffers fit in the arena.  A guard that fires stops the run: exit 1.
 The runs match when the loss, every graph output, and every parameter,
 optimizer-state tensor and module buffer after the step are equal bit for bit.
 
+Changed steps (DESIGN.md, "A step that fits"): MODEL may hold recompute nodes
+(copies of forward nodes with new output names and a STRING attribute
+roamc_recompute naming the forward output they recompute) and ai.roamc
+Offload(x) -> x_host / Reload(x_host) -> y nodes.  --reference ORIGINAL.onnx
+makes the reference run the unchanged step (what PyTorch ran: same inputs,
+outputs, loss and state names) while the plan runs MODEL, so a match proves
+the change computes the same as the original.  In the plan run an Offload
+copies x into host memory outside the arena (one tensor per entry of the
+plan's `host_buffers`, pinned under --device cuda), a Reload copies it back
+into y's arena slot; host memory is poisoned when its host buffer ends.  A
+random node of MODEL is seeded by the reference node that made the same
+output; a recompute copy by the reference node that made the value its
+roamc_recompute names, so a correct recompute of a dropout draws the
+forward's mask again, and a copy without the attribute (or naming another
+value) draws a new one, which the comparison shows.  Always rejected (exit
+1, with or without --trust-plan): a node other than a Reload reading a host
+value, a Reload of a device value, a host graph output.  Guards: a host
+value in `buffers` or a device value in `host_buffers`, a host value used
+outside its host buffer's lifetime, a read of an offloaded value after its
+device buffer ended (the message says to read the Reload), and, as for any
+value, a Reload run before its Offload or after its reader.  Without
+--reference a changed step is its own reference (run in file order, the
+copies made the same way).
+
 --steps N (default 1) runs N training steps in both: each step starts from
 the parameters, optimizer state and module buffers the step before left
 (the same data batch; random operators seeded per step and node), and the
@@ -68,6 +93,8 @@ import time
 
 EXIT_MATCH, EXIT_MISMATCH, EXIT_BAD = 0, 1, 2
 ATEN = "org.pytorch.aten"
+ROAMC = "ai.roamc"  # Offload/Reload of a changed step (DESIGN.md, "A step that fits")
+RECOMPUTE_ATTR = "roamc_recompute"
 POISON = 0xFF
 # operators that draw random numbers: seeded per node
 RANDOM_OPS = {"native_dropout", "dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn",
@@ -83,6 +110,12 @@ class BadInput(Exception):
 
 
 class PlanViolation(Exception):
+    pass
+
+
+class StepViolation(Exception):
+    """A changed step that breaks DESIGN.md's rules for Offload/Reload: it is
+    wrong whatever the plan (exit 1, with or without --trust-plan)."""
     pass
 
 
@@ -130,9 +163,26 @@ class Graph:
         if self.loss is None:
             raise BadInput("%s: no roamc.loss metadata: not a graph written by models/export.py" % path)
         self.calls = [self._resolve(i, n) for i, n in enumerate(self.nodes)]
+        self.producer = {}
+        for i, n in enumerate(self.nodes):
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        # values in host memory: what an Offload makes
+        self.host = {c.node.output[0] for c in self.calls if c.op == "Offload"}
+        self.changed = bool(self.host) or any(c.recompute is not None or c.op == "Reload" for c in self.calls)
 
     def _resolve(self, i, n):
         where = "%s: node %d (%s)" % (self.path, i, n.op_type)
+        if n.domain == ROAMC:
+            if n.op_type not in ("Offload", "Reload"):
+                raise BadInput("%s: the runner replays ai.roamc Offload and Reload, not %s" % (where, n.op_type))
+            if len([x for x in n.input if x]) != 1 or len([x for x in n.output if x]) != 1:
+                raise BadInput("%s: %s takes one input and makes one output" % (where, n.op_type))
+            if n.input[0] in self.info and n.output[0] in self.info and \
+                    self.info[n.input[0]] != self.info[n.output[0]]:
+                raise BadInput("%s: '%s' and '%s' differ in type or shape" % (where, n.input[0], n.output[0]))
+            return CopyCall(n, where)
         if n.domain != ATEN:
             raise BadInput("%s: domain '%s'; the runner replays org.pytorch.aten nodes (models/export.py)"
                            % (where, n.domain))
@@ -188,6 +238,8 @@ class Call:
         self.fn, self.node, self.alias, self.where = fn, node, alias, where
         self.op = node.op_type
         self.inplace = attrs["inplace"].i if "inplace" in attrs else 0
+        # a recompute copy: the forward output it recomputes (DESIGN.md, "A step that fits")
+        self.recompute = attrs[RECOMPUTE_ATTR].s.decode() if RECOMPUTE_ATTR in attrs else None
         self.random = self.op in RANDOM_OPS
         self.empty = self.op in EMPTY_OPS
         schema = fn._schema
@@ -271,6 +323,85 @@ class Call:
         return flat
 
 
+class CopyCall:
+    """An ai.roamc Offload (device -> host) or Reload (host -> device): a copy."""
+
+    def __init__(self, node, where):
+        self.node, self.where, self.op = node, where, node.op_type
+        self.inputs = list(node.input)
+        self.alias = [-1]
+        self.inplace = 0
+        self.random = self.empty = False
+        self.recompute = None
+
+
+def check_host_use(g):
+    """DESIGN.md's rules for host values, from the graph alone: only a Reload
+    reads a value an Offload made, a Reload reads nothing else, no host value
+    is a graph output, nothing offloads a host value again."""
+    for i, c in enumerate(g.calls):
+        for t in c.node.input:
+            if not t:
+                continue
+            if t in g.host and c.op != "Reload":
+                raise StepViolation("%s reads '%s', a host value (node %d's Offload made it); only a "
+                                    "Reload may read it: the reader should read the Reload's output"
+                                    % (c.where, t, g.producer[t]))
+            if c.op == "Reload" and t not in g.host:
+                raise StepViolation("%s reloads '%s', which no Offload made (a device value)" % (c.where, t))
+    for t in g.outputs:
+        if t in g.host:
+            raise StepViolation("%s: graph output '%s' is a host value (an Offload makes it)" % (g.path, t))
+
+
+def seed_keys(g, ref):
+    """Per node of g, the index its random draws are seeded by: the node of the
+    reference step `ref` that made the same output (so a moved node draws the
+    same mask); for a recompute copy (attribute roamc_recompute) the reference
+    node that made the value it names, so that a correct recompute of a random
+    op draws the forward's mask again; a random node with neither draws from a
+    seed of its own, one no reference node has (a new mask)."""
+    keys = []
+    for i, c in enumerate(g.calls):
+        if not c.random:
+            keys.append(None)
+        elif c.recompute is not None:
+            if c.recompute not in ref.producer:
+                raise BadInput("%s: %s names '%s', which the reference step %s does not make"
+                               % (c.where, RECOMPUTE_ATTR, c.recompute, ref.path))
+            keys.append(ref.producer[c.recompute])
+        else:
+            outs = [o for o in c.node.output if o in ref.producer]
+            keys.append(ref.producer[outs[0]] if outs else len(ref.nodes) + i)
+    return keys
+
+
+def host_tensor(t, device):
+    """A host copy of t, outside the arena (pinned when the run is on CUDA)."""
+    h = torch.empty(t.shape, dtype=t.dtype, pin_memory=device.type == "cuda")
+    h.copy_(t)
+    return h
+
+
+def check_same_step(g, ref):
+    """The changed step g and the reference step ref take the same inputs and
+    give the same outputs, loss and state (what the comparison reads)."""
+    problems = []
+    if set(g.inputs) != set(ref.inputs):
+        problems.append("inputs differ: %s" % sorted(set(g.inputs) ^ set(ref.inputs))[:4])
+    if set(g.outputs) != set(ref.outputs):
+        problems.append("graph outputs differ: %s" % sorted(set(g.outputs) ^ set(ref.outputs))[:4])
+    for t in set(g.inputs) & set(ref.inputs):
+        if g.info[t] != ref.info[t]:
+            problems.append("input '%s' is %s there, %s here" % (t, ref.info[t], g.info[t]))
+    for key in ("roamc.loss", "roamc.parameters", "roamc.optimizer_state", "roamc.buffers"):
+        if g.meta.get(key) != ref.meta.get(key):
+            problems.append("metadata %s differs" % key)
+    if problems:
+        raise BadInput("%s is not a changed version of the reference step %s: %s"
+                       % (g.path, ref.path, "; ".join(problems[:4])))
+
+
 # --------------------------------------------------------------------------- inputs
 
 def make_inputs(g, seed):
@@ -316,8 +447,10 @@ def seed_node(i, seed, device):
 
 # --------------------------------------------------------------------------- reference
 
-def run_reference(g, init, seed, device):
-    """Program order, ordinary allocations: the results to match."""
+def run_reference(g, init, seed, device, keys=None):
+    """Program order, ordinary allocations: the results to match.  keys: the
+    seed index of each random node (seed_keys; default its own index).  An
+    Offload is a copy to a host tensor, a Reload a copy back."""
     env = {k: v.clone().to(device) for k, v in init.items()}
     keep = set(g.inputs) | set(g.outputs)
     last = {}
@@ -326,8 +459,17 @@ def run_reference(g, init, seed, device):
             if t:
                 last[t] = i
     for i, c in enumerate(g.calls):
+        for t in c.node.input:
+            if t and t not in env:
+                raise StepViolation("%s reads '%s' before anything in the file made it" % (c.where, t))
+        if c.op in ("Offload", "Reload"):
+            x = env[c.inputs[0]]
+            env[c.node.output[0]] = host_tensor(x, device) if c.op == "Offload" else x.to(device, copy=True)
+            if last.get(c.inputs[0]) == i and c.inputs[0] not in keep:
+                del env[c.inputs[0]]
+            continue
         if c.random:
-            seed_node(i, seed, device)
+            seed_node(i if keys is None else keys[i], seed, device)
         a, kw = c.arguments(lambda x: env[x], device)
         out = c.fn(*a, **kw)
         for name, t in zip(c.node.output, c.flat_outputs(out, lambda x: env[x])):
@@ -353,26 +495,48 @@ def _extent(t):
 
 
 class Arena:
-    def __init__(self, g, plan, device, guards):
+    def __init__(self, g, plan, device, guards, keys=None):
         self.g, self.guards = g, guards
+        self.keys = keys  # seed index per random node (seed_keys); None: the node's own
         try:
             self.sched = [int(x) for x in plan["schedule"]]
             self.buffers = plan["buffers"]
+            self.host_buffers = plan.get("host_buffers", [])
             self.actual = int(plan["peak"]["actual"])
             for b in self.buffers:
                 for k in ("size", "offset", "start", "end"):
                     b[k] = int(b[k])
+            for b in self.host_buffers:
+                for k in ("size", "start", "end"):
+                    b[k] = int(b[k])
+                list(b["tensors"])
         except (KeyError, TypeError, ValueError) as e:
             raise BadInput("the plan lacks a field or has a wrong type (%s)" % e)
         if sorted(self.sched) != list(range(len(g.nodes))):
             raise BadInput("the plan's schedule is not a permutation of the %d nodes" % len(g.nodes))
-        self.buf_of = {}
+        self.buf_of, self.host_of = {}, {}
         for bi, b in enumerate(self.buffers):
             for t in b["tensors"]:
+                if t in g.host:
+                    # a host value in the arena would count in the device peak and hide a missing copy
+                    raise PlanViolation("'%s' is a host value (an Offload makes it) but the plan puts it in "
+                                        "device buffer %d; it belongs in host_buffers" % (t, bi))
                 self.buf_of[t] = bi
+        for hi, b in enumerate(self.host_buffers):
+            for t in b["tensors"]:
+                if t not in g.host:
+                    raise PlanViolation("'%s' is in host buffer %d, but no Offload makes it (a device value)"
+                                        % (t, hi))
+                self.host_of[t] = hi
         for name in list(g.info):
-            if name not in self.buf_of:
+            if name not in self.buf_of and name not in self.host_of:
                 raise BadInput("tensor '%s' is in no buffer of the plan" % name)
+        self.step_of = {n: s for s, n in enumerate(self.sched)}
+        # where each offloaded device value was copied out (for the guard's message)
+        self.offloaded_at = {c.inputs[0]: self.step_of[i] for i, c in enumerate(g.calls) if c.op == "Offload"}
+        # host memory: one pinned (on CUDA) byte tensor per host buffer, outside the arena
+        self.host_mem = [torch.full((max(b["size"], 0),), POISON, dtype=torch.uint8,
+                                    pin_memory=device.type == "cuda") for b in self.host_buffers]
         top = max([b["offset"] + b["size"] for b in self.buffers] + [0])
         if top > self.actual:
             msg = "buffers reach byte %d, beyond the plan's actual peak %d" % (top, self.actual)
@@ -396,9 +560,13 @@ class Arena:
         bi = self.buf_of[name]
         b = self.buffers[bi]
         if not (b["start"] <= self.step <= b["end"]):
-            raise PlanViolation("step %d (node %d, %s): %s '%s' outside its buffer %d's lifetime [%d,%d]"
+            off = self.offloaded_at.get(name)
+            raise PlanViolation("step %d (node %d, %s): %s '%s' outside its buffer %d's lifetime [%d,%d]%s"
                                 % (self.step, self.node, self.g.nodes[self.node].op_type, what, name, bi,
-                                   b["start"], b["end"]))
+                                   b["start"], b["end"],
+                                   "" if off is None or off > self.step else
+                                   " (it was offloaded at step %d and its device copy freed: a reader after "
+                                   "that must read its Reload)" % off))
         if t.numel() == 0:
             return
         if storage_ptr(t) != self.base:
@@ -459,6 +627,11 @@ class Arena:
         for bi, b in enumerate(self.buffers):
             ends.setdefault(b["end"], []).append(bi)
         last_step = len(self.sched) - 1
+        host_ends = {}
+        for hi, b in enumerate(self.host_buffers):
+            host_ends.setdefault(b["end"], []).append(hi)
+        for h in self.host_mem:
+            h.fill_(POISON)
         self.open_buffers(starts.get(0, []), started)
         for name in g.inputs:
             self.env[name] = self.place(name, init[name].to(device))
@@ -472,9 +645,16 @@ class Arena:
                     if t not in self.env:
                         raise PlanViolation("step %d (node %d, %s) reads '%s' before anything produced it"
                                             % (s, i, c.op, t))
-                    self.check(t, self.env[t], "reads")
+                    if t in self.host_of:
+                        self.check_host(t)
+                    else:
+                        self.check(t, self.env[t], "reads")
+            if c.op in ("Offload", "Reload"):
+                self.copy(c)
+                self.end_buffers(ends.get(s, []), host_ends.get(s, []), s < last_step)
+                continue
             if c.random:
-                seed_node(i, seed, device)
+                seed_node(i if self.keys is None else self.keys[i], seed, device)
             a, kw = c.arguments(lambda x: self.env[x], device)
             if c.op in ("as_strided", "as_strided_") and len(a) > 3 and a[3] is not None:
                 # storage_offset counts from the start of the storage, which eager
@@ -500,12 +680,48 @@ class Arena:
                     if c.empty:
                         fill_poison(t)
                     self.env[name] = self.place(name, t)
-            for bi in ends.get(s, []):
-                lo, hi = self.slot_range(bi)
-                if hi > lo and s < last_step:
-                    self.mem[lo - self.base:hi - self.base].fill_(POISON)  # freed: nothing may read it
-                self.live = [x for x in self.live if x != bi]
+            self.end_buffers(ends.get(s, []), host_ends.get(s, []), s < last_step)
         return self.env
+
+    def end_buffers(self, bis, his, poison):
+        for bi in bis:
+            lo, hi = self.slot_range(bi)
+            if hi > lo and poison:
+                self.mem[lo - self.base:hi - self.base].fill_(POISON)  # freed: nothing may read it
+            self.live = [x for x in self.live if x != bi]
+        for hi in his:
+            if poison:
+                self.host_mem[hi].fill_(POISON)
+
+    def check_host(self, name):
+        """Guard: a host value is read while its host buffer is live."""
+        b = self.host_buffers[self.host_of[name]]
+        if self.guards and not (b["start"] <= self.step <= b["end"]):
+            raise PlanViolation("step %d (node %d, %s): reads host value '%s' outside its host buffer %d's "
+                                "lifetime [%d,%d]" % (self.step, self.node, self.g.nodes[self.node].op_type,
+                                                      name, self.host_of[name], b["start"], b["end"]))
+
+    def copy(self, c):
+        """Offload: the device value copied into its host buffer's memory, outside
+        the arena.  Reload: the host value copied into the output's arena slot."""
+        src, dst = c.inputs[0], c.node.output[0]
+        x = self.env[src]
+        if c.op == "Offload":
+            hi = self.host_of[dst]
+            b = self.host_buffers[hi]
+            if self.guards and not (b["start"] <= self.step <= b["end"]):
+                raise PlanViolation("step %d (node %d, Offload): '%s' is produced outside its host buffer %d's "
+                                    "lifetime [%d,%d]" % (self.step, self.node, dst, hi, b["start"], b["end"]))
+            need = x.numel() * x.element_size()
+            if need > b["size"]:
+                raise PlanViolation("step %d (node %d, Offload): '%s' needs %d bytes, its host buffer %d has %d"
+                                    % (self.step, self.node, dst, need, hi, b["size"]))
+            h = self.host_mem[hi][:need].view(x.dtype).view(x.shape) if need else \
+                torch.empty(x.shape, dtype=x.dtype)
+            h.copy_(x)
+            self.env[dst] = h
+        else:
+            self.env[dst] = self.place(dst, x)
 
     def open_buffers(self, bis, started):
         for bi in bis:
@@ -604,6 +820,9 @@ def main(argv):
                     help="training steps run and compared (the first is the warm-up for CUDA figures)")
     ap.add_argument("--trust-plan", action="store_true",
                     help="no guards: only the comparison decides")
+    ap.add_argument("--reference", metavar="ORIGINAL.onnx",
+                    help="the reference run is this step (the unchanged one PyTorch ran), the plan run "
+                         "MODEL (a changed step: recompute nodes, Offload/Reload); default: MODEL itself")
     ap.add_argument("--quiet", action="store_true")
     try:
         args = ap.parse_args(argv[1:])
@@ -625,32 +844,46 @@ def main(argv):
     try:
         t0 = time.time()
         g = Graph(args.model)
+        check_host_use(g)
+        ref = Graph(args.reference) if args.reference else g
+        if ref is not g:
+            check_host_use(ref)
+            check_same_step(g, ref)
         plans = [load_plan(p, g) for p in args.plans]
-        init = make_inputs(g, args.seed)
+        init = make_inputs(ref, args.seed)
+        keys = seed_keys(g, ref)
         cuda_peaks(device)
-        keep = set(g.inputs) | set(g.outputs)
-        where = "%s (reference run)" % args.model
+        keep = set(ref.inputs) | set(ref.outputs)
+        where = "%s (reference run)" % ref.path
+        if g.changed and ref is g and not args.quiet:
+            print("note: %s is a changed step (recompute, Offload/Reload) and is its own reference; "
+                  "--reference ORIGINAL.onnx proves it against the unchanged step" % g.path)
         refs, mems_ref, state = [], [], init
         for step in range(args.steps):
             t1 = time.time()
-            env = run_reference(g, state, args.seed + step, device)
+            env = run_reference(ref, state, args.seed + step, device, seed_keys(ref, ref))
             t_ref = time.time() - t1
             mems_ref.append(cuda_peaks(device))
             # kept on the host, so that N steps hold one step's tensors on the device
             refs.append({k: v.detach().to("cpu", copy=device.type != "cpu") for k, v in env.items() if k in keep})
             del env
-            state = carried_state(g, init, refs[-1])
+            state = carried_state(ref, init, refs[-1])
             if not args.quiet:
                 print("reference %s%s: %d nodes in program order, ordinary allocations, %.2f s%s%s"
-                      % (args.model, " step %d" % (step + 1) if args.steps > 1 else "", len(g.nodes), t_ref,
+                      % (ref.path, " step %d" % (step + 1) if args.steps > 1 else "", len(ref.nodes), t_ref,
                          " (setup %.2f s)" % (t1 - t0) if step == 0 else "", cuda_text(mems_ref[-1])))
         if args.steps > 1 and not args.quiet and mems_ref[-1]:
             print("reference %s after warm-up, largest over steps 2..%d%s"
-                  % (args.model, args.steps, cuda_text(cuda_max(mems_ref[1:]))))
+                  % (ref.path, args.steps, cuda_text(cuda_max(mems_ref[1:]))))
         rc = EXIT_MATCH
         for path, plan in zip(args.plans, plans):
             where = "%s (plan %s)" % (args.model, path)
-            arena = Arena(g, plan, device, not args.trust_plan)
+            try:
+                arena = Arena(g, plan, device, not args.trust_plan, keys)
+            except PlanViolation as e:
+                print("MISMATCH %s: the plan broke a guard: %s" % (path, e))
+                rc = EXIT_MISMATCH
+                continue
             state, mems, failed = init, [], False
             for step in range(args.steps):
                 at = " step %d" % (step + 1) if args.steps > 1 else ""
@@ -664,7 +897,9 @@ def main(argv):
                 t_run = time.time() - t2
                 mems.append(cuda_peaks(device))
                 names, diffs = compare(g, refs[step], got)
-                info = "arena %d B, plan run %.2f s%s" % (arena.mem.numel(), t_run, cuda_text(mems[-1]))
+                info = "arena %d B%s, plan run %.2f s%s" % (
+                    arena.mem.numel(), ", host %d B" % sum(h.numel() for h in arena.host_mem)
+                    if arena.host_mem else "", t_run, cuda_text(mems[-1]))
                 if diffs:
                     print("MISMATCH %s%s: %d of %d compared tensors differ (%s)"
                           % (path, at, len(diffs), len(names), info))
@@ -687,6 +922,9 @@ def main(argv):
     except BadInput as e:
         print("run_plan.py: %s" % e, file=sys.stderr)
         return EXIT_BAD
+    except StepViolation as e:
+        print("REJECTED %s: the changed step breaks the Offload/Reload rules: %s" % (args.model, e))
+        return EXIT_MISMATCH
     except (RuntimeError, TypeError, ValueError, IndexError) as e:
         # an operator that refused its arguments: not a graph the runner can replay
         print("run_plan.py: %s: %s" % (where, e), file=sys.stderr)
