@@ -370,6 +370,17 @@ static void check_lifetimes(check_ctx *c, const graph *g, const int *order,
                 continue;
             }
             const check_buffer *B = &bufs[buf_of[t]];
+            /* host memory is touched by its Offload (written) and Reloads
+             * (read) alone: a device op cannot read it */
+            bool copy = strcmp(nd->domain, GRAPH_ROAMC_DOMAIN) == 0 &&
+                        strcmp(nd->op_type, k < nd->n_inputs ? "Reload" : "Offload") == 0;
+            if (B->host && !copy)
+                check_problem(c,
+                              "node %d (%s) %s '%s', which lives in host memory: only an "
+                              "ai.roamc %s may",
+                              order[s], nd->op_type, k < nd->n_inputs ? "reads" : "writes",
+                              m->values[t].name,
+                              k < nd->n_inputs ? "Reload read it" : "Offload make it");
             if (!(B->start <= (long long)s && (long long)s <= B->end))
                 check_problem(
                     c, "tensor '%s' is used at step %zu outside its buffer's lifetime [%lld,%lld]",

@@ -220,15 +220,19 @@ static bool fit_offload(const fit_work *w, int s, fit_action *a) {
     return true;
 }
 
-/* The cheaper action for candidate s under the mode into a; false when
- * neither applies.  A recompute's ops stay in w->ops, its reads in
+/* The cheaper action for candidate s under the mode into a (peak: the live
+ * curve's peak now); false when neither applies.  A recompute's ops stay in w->ops, its reads in
  * w->reads, until the next call. */
-static bool fit_price(fit_work *w, int s, fit_action *a) {
+static bool fit_price(fit_work *w, int s, uint64_t peak, fit_action *a) {
     bool have = false;
     if (w->P->mode & FIT_OFFLOAD) have = fit_offload(w, s, a);
     if (w->P->mode & FIT_RECOMPUTE) {
         fit_action r;
-        if (fit_closure(w, s, &r) && (!have || r.seconds <= a->seconds)) *a = r, have = true;
+        /* a recompute whose temporaries would make a new peak where it runs
+         * is left to the offload, which makes none */
+        if (fit_closure(w, s, &r) && (!have || r.seconds <= a->seconds) &&
+            (!have || w->live[r.at] + r.temp_bytes < peak))
+            *a = r, have = true;
     }
     return have;
 }
@@ -250,7 +254,7 @@ static fit_action fit_best_at(fit_work *w, int at) {
         if (w->dropped[s] || sp->last_forward >= at || sp->first_backward <= at) continue;
         if (!fit_is_candidate(w, (int)s)) continue;
         fit_action a;
-        if (!fit_price(w, (int)s, &a)) continue;
+        if (!fit_price(w, (int)s, w->live[at], &a)) continue;
         /* bytes freed over the gap per second added (ties: the first
          * storage); the temporaries are short-lived and show in the live
          * curve at a.at, where the next round sees them */
