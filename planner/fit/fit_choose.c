@@ -160,7 +160,6 @@ static bool fit_closure(fit_work *w, int s, fit_action *a) {
     while (top && ok) {
         int u = w->stack[--top];
         const graph_storage *st = &g->storages[u];
-        if (u != s) a->temp_bytes += st->size;
         for (size_t k = 0; k < st->n_tensors && ok; k++) {
             int op = g->model->values[st->tensors[k]].producer;
             if (op < 0 || !w->forward[op] || n >= w->P->max_closure_ops) {
@@ -187,7 +186,21 @@ static bool fit_closure(fit_work *w, int s, fit_action *a) {
             }
         }
     }
-    for (size_t i = 0; i < n; i++) w->op_in[w->ops[i]] = false;
+    /* the temporaries: every storage the clones make but s (the
+     * recomputed inputs and the clones' other outputs, e.g. a dropout's
+     * mask when its output is what is wanted) */
+    w->cur_stamp++;
+    w->stamp[s] = w->cur_stamp;
+    for (size_t i = 0; i < n; i++) {
+        const fe_node *nd = &g->model->nodes[w->ops[i]];
+        for (size_t k = 0; k < nd->n_outputs; k++) {
+            int v = nd->outputs[k] < 0 ? -1 : g->storage_of[nd->outputs[k]];
+            if (v < 0 || w->stamp[v] == w->cur_stamp) continue;
+            w->stamp[v] = w->cur_stamp;
+            a->temp_bytes += g->storages[v].size;
+        }
+        w->op_in[w->ops[i]] = false;
+    }
     a->n_ops = n;
     return ok;
 }
