@@ -13,6 +13,7 @@
 # - a step that already fits is not changed (the step written is the input);
 # - a budget below what any change reaches: "cannot fit: needs at least N B",
 #   exit 3, no file written;
+# - --max-batch --fit finds a larger batch than the plan alone;
 # - over 12 budgets of bert-base_b32, from its peak down: every fitted arena
 #   is within its budget and the added time never falls as the budget falls;
 # - bad options get a message and exit 2.
@@ -103,6 +104,22 @@ print(f.get('added_seconds', 0.0))" "$W/bert.$i.json" "$b") || { fail "bert budg
 done
 echo "bert-base_b32: $i budgets fitted, added time last $last_time s"
 
+# --max-batch --fit: a larger batch than the plan alone fits, at no more
+# than --max-overhead, beside PyTorch's
+$PY "$SRC/models/export.py" --module "$SRC/tests/fit_mlp_module.py:make" --symbolic-batch \
+    -o "$W/mlp_bsym.onnx" -q || fail "export --symbolic-batch"
+"$ROAMC" "$W/mlp_bsym.onnx" --budget 4MiB --max-batch --fit --max-overhead 50% --report json \
+    >"$W/batch.json" 2>"$W/batch.err" || fail "--max-batch --fit: exit $?"
+$PY -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+fit, torch = r['max_batch']['plan'], r['max_batch']['pytorch']
+rows = [x for x in r['rows'] if 'fit' in x['plan']]
+assert fit > torch, (fit, torch)
+assert rows and all(x['plan']['fit']['added_percent'] <= 50 or not x['plan']['fits'] for x in rows), rows
+print('--max-batch --fit: batch', fit, 'against PyTorch', torch)" "$W/batch.json" ||
+    fail "--max-batch --fit: no larger batch, or one over --max-overhead"
+
 # bad options
 expect_usage() {
     "$ROAMC" "$W/mlp.onnx" "$@" >"$W/bad.out" 2>&1
@@ -117,5 +134,6 @@ expect_usage --budget 1GB --fit --max-overhead lots
 expect_usage --budget 1GB --fit --device nosuchgpu
 expect_usage --budget 1GB --max-overhead 10%
 expect_usage --budget 1GB --fit --compare
+expect_usage --budget 1GB --fit --max-batch -o "$W/x.json"
 
 test_finish test_fit_step "$failures" 1

@@ -17,6 +17,7 @@
  * boundary that fits is reported).
  */
 #include "budget.h"
+#include "fit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -215,6 +216,11 @@ typedef struct budget_row {
     double seconds;
     /* --time-limit: some plan of this batch was cut short (plan.time_short or time_cut) */
     bool cut;
+    /* --fit: the chosen plan did not fit and a changed step was tried:
+     * fit_run's status, and what it adds in % of the step's time */
+    int fit_status;
+    bool fit_tried;
+    double fit_added_percent;
 } budget_row;
 
 typedef struct budget_search {
@@ -236,8 +242,11 @@ static int budget_load(const planner_batch_query *q, int64_t batch, planner_step
     if (q->bindings->n_dims)
         memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
-    planner_load l = {
-        .path = q->model_path, .bindings = &o, .train = q->train, .align = q->opt.align};
+    planner_load l = {.path = q->model_path,
+                      .bindings = &o,
+                      .train = q->train,
+                      .align = q->opt.align,
+                      .keep_bytes = q->fit != 0};
     int rc = planner_step_load(&l, step, err, errlen);
     free(o.dims);
     return rc ? 2 : 0;
@@ -255,6 +264,51 @@ static int budget_plan(const planner_batch_query *q, const graph *g, int who, bo
         opt.device_limit = q->budget->budget - q->budget->reserve;
     opt.progress = 0;
     return plan_build(g, &opt, p, err, errlen) ? 1 : 0;
+}
+
+/* --fit at batch b, whose chosen plan does not fit: the changed step's
+ * arena becomes the row's need, and it fits when fit_run fits it within
+ * --max-overhead.  Returns 0, or 1 with a message. */
+static int budget_fit(const planner_batch_query *q, const planner_step *step, int64_t b,
+                      budget_row *row, char *err, size_t errlen) {
+    planner_options opt = q->opt;
+    opt.progress = 0;
+    char name[64];
+    snprintf(name, sizeof name, "(the changed step at batch %" PRId64 ")", b);
+    fit_request r = {.step_name = q->model_path,
+                     .step_bytes = step->bytes,
+                     .step_len = step->len,
+                     .g = &step->g,
+                     .bindings = NULL,
+                     .opt = &opt,
+                     .arena_budget = q->budget->budget - q->budget->reserve,
+                     .mode = q->fit,
+                     .max_overhead = q->max_overhead,
+                     .device = q->device,
+                     .emit_name = name};
+    /* the changed step keeps the batch the step was loaded at: its value_info
+     * holds every shape, so it needs the same bindings */
+    fe_options o = *q->bindings;
+    o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
+    if (q->bindings->n_dims)
+        memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
+    o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, b};
+    r.bindings = &o;
+    fit_outcome out;
+    int rc = fit_run(&r, &out, err, errlen);
+    free(o.dims);
+    if (rc == 0 && out.status != FIT_ALREADY) {
+        row->fit_tried = true;
+        row->fit_status = out.status;
+        row->fit_added_percent =
+            out.step_seconds > 0 ? 100.0 * out.added_seconds / out.step_seconds : 0;
+        row->need[BUDGET_PLAN] = out.status == FIT_CANNOT ? out.least : out.after.actual;
+        row->theoretical[BUDGET_PLAN] = out.after.theoretical;
+        row->arena = BUDGET_ARENA_EXACT;
+        row->fits[BUDGET_PLAN] = out.status == FIT_FITTED;
+    }
+    fit_outcome_free(&out);
+    return rc ? 1 : 0;
 }
 
 /* The row of batch b, planned now if it was not yet.  NULL on an error
@@ -315,6 +369,8 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
             row->theoretical[BUDGET_BOUND] = row->need[BUDGET_BOUND] = p.lower_bound;
         plan_free(&p);
     }
+    if (s->status == 0 && s->q->fit && !row->fits[BUDGET_PLAN])
+        s->status = budget_fit(s->q, &step, b, row, why, sizeof why);
     planner_step_free(&step);
     if (s->status)
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
@@ -361,6 +417,8 @@ static const char *budget_arena_text(const budget_row *r, char *buf, size_t len)
     size_t k = r->arena == BUDGET_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
     planner_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
+    if (r->fit_tried) /* "+24%": --fit changed the step, adding that much time */
+        snprintf(buf + strlen(buf), len - strlen(buf), " +%.0f%%", r->fit_added_percent);
     return buf;
 }
 
@@ -636,6 +694,12 @@ static void budget_report_json(FILE *out, const budget_search *s, const budget_r
                             json_string(arena[s->rows[i].arena]));
         json_object_set_new(o, "seconds", json_real(s->rows[i].seconds));
         json_object_set_new(o, "time_limit_cut", json_boolean(s->rows[i].cut));
+        if (s->rows[i].fit_tried) {
+            json_t *f = json_object();
+            json_object_set_new(f, "status", json_string(fit_status_name(s->rows[i].fit_status)));
+            json_object_set_new(f, "added_percent", json_real(s->rows[i].fit_added_percent));
+            json_object_set_new(json_object_get(o, "plan"), "fit", f);
+        }
         json_array_append_new(rows, o);
     }
     json_object_set_new(r, "rows", rows);
@@ -652,7 +716,8 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                                bool have_plan) {
     const planner_batch_query *q = s->q;
     const int64_t *best = res->best;
-    const char *who[BUDGET_N] = {"PyTorch", "roamc's plan", "the lower bound"};
+    const char *who[BUDGET_N] = {"PyTorch", q->fit ? "roamc --fit" : "roamc's plan",
+                                 "the lower bound"};
     char h1[32], h2[32], h3[32], h4[32];
     char g1[40], h5[32];
     bool slow = false;
@@ -691,11 +756,13 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
     if (best[0] > 0 && best[1] > 0)
         fprintf(out,
                 "  PyTorch fits batch %" PRId64
-                ", roamc's plan (order %s, layout %s) fits batch %" PRId64
+                ", roamc's plan (order %s, layout %s%s) fits batch %" PRId64
                 " (%+.1f%%); no plan of this step fits more than batch %" PRId64
-                " (the lower bound)\n",
+                " (the lower bound)%s\n",
                 best[0], planner_order_name(q->opt.order), planner_layout_name(q->opt.layout),
-                best[1], 100.0 * ((double)best[1] - (double)best[0]) / (double)best[0], best[2]);
+                q->fit ? ", --fit where the step does not fit as it is" : "", best[1],
+                100.0 * ((double)best[1] - (double)best[0]) / (double)best[0], best[2],
+                q->fit ? " unless, as --fit does, the step is changed" : "");
     fprintf(out, "  search        %zu batches, each planned both ways, in %.2f s\n", s->n_rows,
             res->seconds);
     if (slow)

@@ -53,6 +53,12 @@ typedef struct planner_batch_query {
     const char *svg_path; /* draw need against batch, or NULL */
     int json;             /* the table as one JSON object */
     int progress;         /* a line per batch on stderr */
+    /* --fit: where the chosen plan does not fit a batch, the cheapest
+     * changed step (fit_run) does, when within max_overhead (fit: enum
+     * fit_mode bits, 0: no --fit) */
+    unsigned fit;
+    double max_overhead;
+    const struct fit_device *device;
 } planner_batch_query;
 
 /* Finds, for PyTorch's plan and for the chosen one, the largest batch that

@@ -542,9 +542,12 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen and --emit-train need --train");
     if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
-    if (a->fit && (a->compare || a->max_batch))
-        return main_usage_error("%s", "--fit changes one step: not with --compare or --max-batch");
-    if (a->fit && a->out_path && !a->train.t.emit_path)
+    if (a->fit && a->compare)
+        return main_usage_error("%s", "--fit changes one step: not with --compare");
+    if (a->fit && a->max_batch && a->out_path)
+        return main_usage_error("%s", "--max-batch --fit writes no plan: plan the batch it finds "
+                                      "with --dim SYMBOL=B --fit --emit-train FILE -o PLAN");
+    if (a->fit && !a->max_batch && a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--fit -o needs --emit-train FILE: the plan names the step "
                                       "it plans, which --fit may change");
     if (!a->fit && (a->max_overhead >= 0 || a->device_name || a->device_profile))
@@ -583,10 +586,31 @@ static int main_plan_parse(int argc, char **argv, const struct option *longopts,
     return main_plan_check_args(a, argc, argv);
 }
 
+/* The device profile --fit costs with: --device-profile FILE, --device
+ * NAME, or the H100.  NULL after a message. */
+static const fit_device *main_fit_device(const main_plan_args *a, fit_device *loaded) {
+    char err[2048];
+    if (a->device_profile) {
+        if (fit_device_load(a->device_profile, loaded, err, sizeof err)) {
+            fprintf(stderr, "roamc: --device-profile %s\n", err);
+            return NULL;
+        }
+        return loaded;
+    }
+    const fit_device *d = fit_device_find(a->device_name ? a->device_name : "h100");
+    if (!d)
+        fprintf(stderr, "roamc: --device: no profile named '%s' (roamc --help lists them)\n",
+                a->device_name);
+    return d;
+}
+
 /* --max-batch: the largest batch that fits the budget, reported to report
  * (planner_max_batch).  Its exit status. */
 static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, FILE *report) {
     char err[2048];
+    fit_device loaded;
+    const fit_device *device = a->fit ? main_fit_device(a, &loaded) : NULL;
+    if (a->fit && !device) return 2;
     planner_batch_query q = {.model_path = a->model_path,
                              .bindings = fopt,
                              .symbol = a->batch_symbol,
@@ -596,7 +620,10 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .svg_path = a->svg_path,
                              .json = a->json_report,
                              .progress = a->opt.progress,
-                             .train = a->train.on ? &a->train.t : NULL};
+                             .train = a->train.on ? &a->train.t : NULL,
+                             .fit = a->fit,
+                             .max_overhead = a->max_overhead,
+                             .device = device};
     int rc = planner_max_batch(&q, report, err, sizeof err);
     planner_progress_end();
     if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
@@ -668,24 +695,6 @@ static int main_plan_one(const main_plan_args *a, const graph *g, const char *mo
     plan_free(&torch);
     plan_free(&p);
     return rc;
-}
-
-/* The device profile --fit costs with: --device-profile FILE, --device
- * NAME, or the H100.  NULL after a message. */
-static const fit_device *main_fit_device(const main_plan_args *a, fit_device *loaded) {
-    char err[2048];
-    if (a->device_profile) {
-        if (fit_device_load(a->device_profile, loaded, err, sizeof err)) {
-            fprintf(stderr, "roamc: --device-profile %s\n", err);
-            return NULL;
-        }
-        return loaded;
-    }
-    const fit_device *d = fit_device_find(a->device_name ? a->device_name : "h100");
-    if (!d)
-        fprintf(stderr, "roamc: --device: no profile named '%s' (roamc --help lists them)\n",
-                a->device_name);
-    return d;
 }
 
 /* --fit: the cheapest changed step that fits (fit_run), written with its
