@@ -763,9 +763,8 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
     if (rc == 0 && (o.status == FIT_CANNOT || o.status == FIT_TOO_SLOW)) {
         if (o.status == FIT_CANNOT)
             fprintf(stderr,
-                    "roamc: %s: cannot fit: needs at least %llu B with every value the "
-                    "backward pass reads recomputed or offloaded (budget %s: %llu B for "
-                    "the arena)\n",
+                    "roamc: %s: cannot fit: needs at least %llu B, the least arena --fit "
+                    "reaches (budget %s: %llu B for the arena)\n",
                     model_path, (unsigned long long)o.least, budget->budget_text,
                     (unsigned long long)r.arena_budget);
         else

@@ -286,10 +286,10 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
             o->step_seconds > 0 ? 100.0 * o->added_seconds / o->step_seconds : 0.0,
             1e3 * o->recompute_seconds, 1e3 * o->copy_exposed_seconds, 1e3 * o->copy_seconds);
     if (o->status == FIT_CANNOT)
-        fprintf(
-            f,
-            "  fit verdict   cannot fit: needs at least %llu B (%s) with every candidate changed\n",
-            (unsigned long long)o->least, planner_bytes_human(o->least, a, sizeof a));
+        fprintf(f,
+                "  fit verdict   cannot fit: needs at least %llu B (%s): the least arena --fit "
+                "reaches (no value live across its peak step is left to recompute or offload)\n",
+                (unsigned long long)o->least, planner_bytes_human(o->least, a, sizeof a));
     else if (o->status == FIT_TOO_SLOW)
         fprintf(f,
                 "  fit verdict   fits, but adds %.2f%% of the step, over --max-overhead %.2f%%\n",
