@@ -3,7 +3,6 @@
 #include "base.h" /* roamc_now: one deadline for the whole call; x* allocators */
 #include "glpk_backstop.h"
 
-#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +98,7 @@ static void ilp_model_init(const leaf_graph *L, ilp_model *m) {
         for (size_t k = L->succ_start[v]; k < L->succ_start[v + 1]; k++)
             if (--indeg[L->succ[k]] == 0) topo[tail++] = L->succ[k];
     }
-    assert(tail == n);
+    ROAMC_ASSERT(tail == n);
     for (size_t i = 0; i < n; i++) /* ancestors */
         m->asap[topo[i]] = ilp_count_joined(bits, w, topo[i], L->pred_start, L->pred);
     memset(bits, 0, n * w * sizeof *bits);
@@ -137,7 +136,7 @@ static int ilp_d(const ilp_model *m, int v, int t) {
 }
 
 static int ilp_p(const ilp_model *m, int j, int t) {
-    assert(t >= m->lo[j] && t <= m->hi[j]);
+    ROAMC_ASSERT(t >= m->lo[j] && t <= m->hi[j]);
     return m->pcol[j] + t - m->lo[j];
 }
 
