@@ -3,7 +3,6 @@
 #include "base.h"
 #include "graph_internal.h"
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -241,7 +240,7 @@ static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, si
                 next = g->pred[k];
                 break;
             }
-        assert(next >= 0); /* an unordered op always has an unordered predecessor */
+        ROAMC_ASSERT(next >= 0); /* an unordered op always has an unordered predecessor */
         v = next;
     }
     /* v is on the cycle: list it and its cycle predecessors (at most 6). */
@@ -627,7 +626,7 @@ void graph_program_order(const graph *g, int *order) {
         for (size_t e = g->succ_start[v]; e < g->succ_start[v + 1]; e++)
             if (--indeg[g->succ[e]] == 0) graph_heap_push(&h, g->succ[e]);
     }
-    assert(k == n); /* graph_build rejected cycles */
+    ROAMC_ASSERT(k == n); /* graph_build rejected cycles */
     free(indeg);
     free(h.a);
 }
@@ -679,7 +678,7 @@ void graph_lifetimes(const graph *g, const int *order, int32_t *start, int32_t *
         const graph_storage *st = &g->storages[s];
         if (graph_storage_outlives(g, st)) end[s] = last;
         if (end[s] < start[s]) end[s] = start[s]; /* an input nothing reads: live at step 0 only */
-        assert(start[s] != INT32_MAX);
+        ROAMC_ASSERT(start[s] != INT32_MAX);
     }
 }
 

@@ -3,7 +3,6 @@
 #include "leaf.h"
 #include "base.h"
 
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,9 +19,9 @@ void leaf_blocks_init(const graph *g, const int *block, int n_blocks, leaf_block
     B->pos = xmallocarray(g->n_ops, sizeof *B->pos);
     B->through = xcalloc((size_t)n_blocks + 1, sizeof *B->through);
     for (size_t i = 0; i < g->n_ops; i++) {
-        assert(block[i] >= 0 && block[i] < n_blocks);
+        ROAMC_ASSERT(block[i] >= 0 && block[i] < n_blocks);
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++)
-            assert(block[i] <= block[g->succ[k]]);
+            ROAMC_ASSERT(block[i] <= block[g->succ[k]]);
         B->op_start[block[i] + 1]++;
     }
     for (int b = 0; b < n_blocks; b++) B->op_start[b + 1] += B->op_start[b];
@@ -116,7 +115,7 @@ static void leaf_build(const graph *g, const int *ops, size_t n, const leaf_bloc
     size_t nt = 0, ne = 0;
     for (size_t i = 0; i < n; i++) {
         int v = ops[i];
-        assert(leaf_local_op(B, b, v) == (int)i);
+        ROAMC_ASSERT(leaf_local_op(B, b, v) == (int)i);
         nt += g->touch_start[v + 1] - g->touch_start[v];
         for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
             ne += leaf_local_op(B, b, g->succ[k]) >= 0;
@@ -147,7 +146,7 @@ static void leaf_build(const graph *g, const int *ops, size_t n, const leaf_bloc
         for (size_t k = g->make_start[v]; k < g->make_start[v + 1]; k++) {
             /* a storage made by v is also touched by v (its output) */
             size_t h = leaf_st_map_slot(&map, g->make[k]);
-            assert(map.key[h] == g->make[k]);
+            ROAMC_ASSERT(map.key[h] == g->make[k]);
             L->make[m++] = map.val[h];
         }
         L->make_start[i + 1] = m;
@@ -359,7 +358,7 @@ void leaf_lescea(const leaf_graph *L, int *order) {
     for (size_t step = 0; step < n; step++) {
         leaf_heap_entry e;
         do {
-            assert(n_heap > 0);
+            ROAMC_ASSERT(n_heap > 0);
             e = leaf_heap_pop(heap, &n_heap);
         } while (state[e.op] != 1 || e.delta != delta[e.op]);
         int v = e.op;
@@ -464,7 +463,7 @@ static void leaf_beam_cut(leaf_dp_states *d, size_t lo, size_t width) {
     }
     for (size_t i = 0; i < width; i++) {
         size_t src = keep[i], dst = lo + i;
-        assert(dst <= src);
+        ROAMC_ASSERT(dst <= src);
         memmove(d->bits + dst * d->words, d->bits + src * d->words, d->words * sizeof *d->bits);
         d->cost[dst] = d->cost[src], d->res[dst] = d->res[src];
         d->parent[dst] = d->parent[src], d->via[dst] = d->via[src];
@@ -482,7 +481,7 @@ int leaf_exact(const leaf_graph *L, uint64_t upper, size_t max_states, int *orde
 }
 
 int leaf_beam(const leaf_graph *L, uint64_t upper, size_t width, int *order, uint64_t *peak_out) {
-    assert(width > 0);
+    ROAMC_ASSERT(width > 0);
     return leaf_dp(L, upper, SIZE_MAX, width, order, peak_out);
 }
 
@@ -551,7 +550,7 @@ static void leaf_dp_rehash(const leaf_dp_states *d, int32_t *table, size_t hc, s
 static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_t beam, int *order,
                    uint64_t *peak_out) {
     size_t n = L->n_ops, ns = L->n_st;
-    assert(n <= 512);
+    ROAMC_ASSERT(n <= 512);
     if (n == 0) {
         *peak_out = L->base;
         return 1;
@@ -621,14 +620,14 @@ static int leaf_dp(const leaf_graph *L, uint64_t upper, size_t max_states, size_
         if (result == 1 && layer_lo == layer_hi) result = 0;
     }
     if (result == 1) {
-        assert(layer_hi - layer_lo == 1); /* the full set */
+        ROAMC_ASSERT(layer_hi - layer_lo == 1); /* the full set */
         int32_t s = (int32_t)layer_lo;
         *peak_out = d.cost[s];
         for (size_t step = n; step-- > 0;) {
             order[step] = d.via[s];
             s = d.parent[s];
         }
-        assert(s == 0);
+        ROAMC_ASSERT(s == 0);
     }
     free(M.touchers), free(M.predmask), free(M.made), free(cand), free(table);
     free(d.bits), free(d.cost), free(d.res), free(d.parent), free(d.via);

@@ -4,7 +4,6 @@
 #include "base.h"
 #include "leaf.h"
 
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +52,7 @@ int partition_memory_insensitive(const graph *g, const bool *mask, const int *to
             if ((!mask || mask[g->pred[k]]) && pos[g->pred[k]] > lp) lp = pos[g->pred[k]];
         for (size_t k = g->succ_start[v]; k < g->succ_start[v + 1]; k++)
             if ((!mask || mask[g->succ[k]]) && pos[g->succ[k]] < es) es = pos[g->succ[k]];
-        assert(lp < (int)i && es > (int)i); /* topo is a valid order */
+        ROAMC_ASSERT(lp < (int)i && es > (int)i); /* topo is a valid order */
         latest_pred[i] = lp, earliest_succ[i] = es;
     }
     /* suffix minimum of latest_pred over positions > i, prefix maximum of
@@ -170,11 +169,11 @@ static int partition_mi_block(int mi) {
 }
 /* The MI index of MI block c; the segment of segment block c. */
 static int partition_block_mi(int c) {
-    assert(c & 1);
+    ROAMC_ASSERT(c & 1);
     return c / 2;
 }
 static int partition_block_segment(int c) {
-    assert(!(c & 1));
+    ROAMC_ASSERT(!(c & 1));
     return c / 2;
 }
 /* The first segment an op may run in when it follows block c (c >= 0):
@@ -213,7 +212,7 @@ static void partition_segments(partition_work *w) {
         } else
             w->coarse[v] = partition_segment_block(seen);
     }
-    assert(seen == w->k);
+    ROAMC_ASSERT(seen == w->k);
 }
 
 /* Floating ops.  A main op that can run far from where it is used (the
@@ -296,7 +295,7 @@ static void partition_place_floating(partition_work *w) {
     for (size_t i = 0; i < n; i++) {
         int v = w->topo[i];
         if (P->update[v] || !w->floating[v]) continue;
-        assert(base[v] <= lim[v]);
+        ROAMC_ASSERT(base[v] <= lim[v]);
         int seg = lim[v];
         if (w->opt->floating == PARTITION_FLOAT_EARLY)
             seg = base[v];
@@ -321,7 +320,7 @@ static void partition_place_floating(partition_work *w) {
             if (!P->update[p] && w->floating[p] && partition_block_segment(w->coarse[p]) > seg)
                 seg = partition_block_segment(w->coarse[p]);
         }
-        assert(seg <= lim[v]);
+        ROAMC_ASSERT(seg <= lim[v]);
         w->coarse[v] = partition_segment_block(seg);
     }
     free(base), free(lim);
@@ -438,7 +437,7 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
             int seg = partition_segment_after(w->coarse[g->pred[q]]);
             if (seg > e) e = seg;
         }
-        assert(e <= k);
+        ROAMC_ASSERT(e <= k);
         int chosen = e;
         switch (w->opt->placement) {
         case PARTITION_PLACE_IMMEDIATE: chosen = e; break;
@@ -480,7 +479,7 @@ static void partition_place_updates(partition_work *w, const int32_t *first, con
             }
             break;
         }
-        case PARTITION_PLACE_COUNT: assert(0); break;
+        case PARTITION_PLACE_COUNT: ROAMC_ASSERT(w->opt->placement != PARTITION_PLACE_COUNT); break;
         }
         w->coarse[u] = partition_segment_block(chosen);
     }
@@ -612,7 +611,7 @@ static void partition_tree_index_init(const partition_work *w, partition_tree_in
         while (b < nb && coarse_of_block[b] < c) b++;
         x->cblock[c] = b;
     }
-    for (int b = 1; b < nb; b++) assert(coarse_of_block[b - 1] <= coarse_of_block[b]);
+    for (int b = 1; b < nb; b++) ROAMC_ASSERT(coarse_of_block[b - 1] <= coarse_of_block[b]);
     free(coarse_of_block);
 }
 
@@ -787,8 +786,8 @@ static int partition_leaf_of(const partition *P, int *leaf_of) {
         /* the root is a leaf only when the graph was not split */
         if (nd->n_children != 0 || (i == 0 && P->n_nodes > 1)) continue;
         for (size_t k = 0; k < nd->n_ops; k++) {
-            assert(nd->ops[k] >= 0 && (size_t)nd->ops[k] < P->n_ops);
-            assert(leaf_of[nd->ops[k]] == -1); /* leaves are disjoint */
+            ROAMC_ASSERT(nd->ops[k] >= 0 && (size_t)nd->ops[k] < P->n_ops);
+            ROAMC_ASSERT(leaf_of[nd->ops[k]] == -1); /* leaves are disjoint */
             leaf_of[nd->ops[k]] = n_leaves;
         }
         n_leaves++;
@@ -799,7 +798,7 @@ static int partition_leaf_of(const partition *P, int *leaf_of) {
 int partition_layout_groups(const graph *g, const partition *P, const int *order,
                             const int32_t *start, const int32_t *end, int *group,
                             bool *activation) {
-    assert(g->n_ops == P->n_ops);
+    ROAMC_ASSERT(g->n_ops == P->n_ops);
     int *leaf_of = xmallocarray(g->n_ops, sizeof *leaf_of);
     int n_leaves = partition_leaf_of(P, leaf_of);
     for (size_t s = 0; s < g->n_storages; s++) {
@@ -807,7 +806,7 @@ int partition_layout_groups(const graph *g, const partition *P, const int *order
         if (g->storages[s].persistent) {
             group[s] = n_leaves, act = true;
         } else {
-            assert(start[s] >= 0 && start[s] <= end[s] && (size_t)end[s] < g->n_ops);
+            ROAMC_ASSERT(start[s] >= 0 && start[s] <= end[s] && (size_t)end[s] < g->n_ops);
             int c = order[start[s]], f = order[end[s]];
             int lc = leaf_of[c], lf = leaf_of[f];
             bool fwd_c = P->forward[c], fwd_f = P->forward[f];

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 /* a -> (relu, sigmoid) -> add: two branches that can run in either order. */
 static tg *m_diamond(void) {
@@ -192,6 +193,12 @@ const test_model test_models_valid[] = {
     {"multiout", m_multiout}, {"dtypes", m_dtypes},
     {"training", m_training}, {NULL, NULL},
 };
+
+tg *test_model_build(const char *name) {
+    for (const test_model *m = test_models_valid; m->name; m++)
+        if (strcmp(m->name, name) == 0) return m->build();
+    return NULL;
+}
 
 /* ------------------------------------------------------------- bad ones */
 

@@ -14,6 +14,10 @@ typedef struct test_model {
 /* Valid models, NULL-terminated. */
 extern const test_model test_models_valid[];
 
+/* The valid model called name, built (the caller frees it with tg_free);
+ * NULL when no valid model has that name. */
+tg *test_model_build(const char *name);
+
 /* Models that roamc must reject, each with a fragment its message must hold. */
 typedef struct test_bad_model {
     const char *name;

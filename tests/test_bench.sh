@@ -2,22 +2,26 @@
 # `roamc --compare --report json` keeps its promises, and tests/bench/bench.py
 # still runs end to end (on two small models, so the suite stays fast).
 # usage: test_bench.sh ROAMC CHECK_PLAN_PY MODEL_DIR WORK_DIR
-# Exit 77 (skipped) without /usr/bin/python3.
+# Exit 77 (skipped) without /usr/bin/python3, or when check_plan.py cannot run.
 set -u
-roamc=$1 check_py=$2 models=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3"; exit 77; }
-rm -rf "$work" && mkdir -p "$work/models"
-fail() { echo "FAIL: $*"; exit 1; }
+test_usage 4 4 "ROAMC CHECK_PLAN_PY MODEL_DIR WORK_DIR" "$@"
+roamc=$1 check_py=$2 models=$3 work=$4
+[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3"
+rm -rf "$work" && mkdir -p "$work/models" || fail_now "cannot make $work"
 
 # 1. --compare on each model: four rows, consistent numbers, and the ROAM
 #    plan it writes passes both checkers.
 for name in mobilenet_v2_b1 vgg16_b1; do
   model="$models/$name.onnx"
-  cp "$model" "$work/models/"
-  "$roamc" "$model" --compare --report json --time-limit 2 -o "$work/$name.plan.json" \
-      > "$work/$name.json" 2> "$work/$name.err" || fail "$name: roamc --compare: $(cat "$work/$name.err")"
+  failed_before=$TEST_FAILS
+  cp "$model" "$work/models/" || fail_now "cannot copy $model"
+  if ! "$roamc" "$model" --compare --report json --time-limit 2 -o "$work/$name.plan.json" \
+      > "$work/$name.json" 2> "$work/$name.err"; then
+    fail "$name: roamc --compare: $(cat "$work/$name.err")"
+    continue
+  fi
   /usr/bin/python3 - "$work/$name.json" <<'EOF' || fail "$name: --compare report"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -39,20 +43,19 @@ assert all(roam <= x["actual_peak"] for x in rows.values()), "ROAM above another
 assert rows["pytorch"]["theoretical_peak"] >= rows["roam"]["theoretical_peak"]
 EOF
   "$roamc" check "$model" "$work/$name.plan.json" > /dev/null || fail "$name: roamc check of the --compare plan"
-  if test_check_plan_runs "$check_py"; then
+  if test_check_plan "$check_py"; then
     /usr/bin/python3 "$check_py" "$model" "$work/$name.plan.json" > /dev/null \
         || fail "$name: check_plan.py of the --compare plan"
-  else
-    skipped_check=1
   fi
-  echo "ok   $name --compare"
+  [ "$TEST_FAILS" != "$failed_before" ] || pass "$name --compare"
 done
 
 # 2. bench.py on those two models writes every table, and its headline agrees
 #    with the CSV.
 /usr/bin/python3 "$here/bench/bench.py" --roamc "$roamc" --models "$work/models" \
     --out "$work/results" --time-limit 2 > "$work/bench.out" 2> "$work/bench.err" \
-    || fail "bench.py: $(tail -n 5 "$work/bench.err")"
+    || fail_now "bench.py: $(tail -n 5 "$work/bench.err")"
+failed_before=$TEST_FAILS
 for f in results.csv fig11_actual.md fig12_theoretical.md headroom.md table1_fragmentation.md \
          time.md summary.md time_vs_operators.dat time_vs_operators.gp; do
   [ -s "$work/results/$f" ] || fail "bench.py wrote no $f"
@@ -76,5 +79,5 @@ got_cap = float(re.search(r"mean: \*\*([-0-9.]+)%\*\* vs PyTorch", text).group(1
 assert abs(got_pt - want_pt) < 0.006 and abs(got_cap - want_cap) < 0.006, (got_pt, want_pt, got_cap, want_cap)
 assert got_cap >= got_pt - 0.006, "ROAM saved more than the bound allows"
 EOF
-echo "ok   bench.py on 2 models"
-test_finish test_bench 0 "$((1 - ${skipped_check:-0}))"
+[ "$TEST_FAILS" != "$failed_before" ] || pass "bench.py on 2 models"
+test_finish test_bench

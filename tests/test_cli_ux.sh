@@ -10,14 +10,14 @@
 # Never writes to a real device node: device tests use one made with mknod
 # in WORK_DIR (an old roamc replaced /dev/null with a plain file as root).
 set -u
-roamc=$(realpath "$1") check_py=$2 models=$(realpath "$3") export_py=$(realpath "$4") work=$5
 here=$(cd "$(dirname "$0")" && pwd)
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-fails=0 skips=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-skip() { echo "SKIP: $*"; skips=$((skips + 1)); }
+. "$here/lib.sh"
+test_usage 5 5 "ROAMC CHECK_PLAN_PY MODEL_DIR EXPORT_PY WORK_DIR" "$@"
+roamc=$(realpath "$1") check_py=$2 models=$(realpath "$3") export_py=$(realpath "$4") work=$5
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail_now "cannot make $work"
 T0=$(date +%s%N)
-ok() { echo "ok   $* ($(( ($(date +%s%N) - T0) / 1000000 )) ms so far)"; }
+# ok WHAT: pass WHAT, when no check has failed so far, with the time so far
+ok() { [ "$TEST_FAILS" = 0 ] && pass "$* ($(( ($(date +%s%N) - T0) / 1000000 )) ms so far)"; }
 # run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc
 run() { local n=$1; shift; "$@" >"$n.out" 2>"$n.err"; rc=$?; }
 A1=$models/alexnet_b1.onnx
@@ -46,7 +46,7 @@ run i1 "$roamc" model.onnx -q -o p.json --dump-tree t.json --svg s.svg
 run i1 "$roamc" model.onnx -q --order lescea --dump-tree t2.json
 [ $rc = 2 ] && [ ! -e t2.json ] || fail "1: --dump-tree without order roam: rc $rc"
 ls -a | grep -q '\.tmp\.' && fail "1: a temporary file was left: $(ls -a)"
-[ $fails = 0 ] && ok "1 outputs checked against the model (also via symlink, hard link, other spellings) and each other"
+ok "1 outputs checked against the model (also via symlink, hard link, other spellings) and each other"
 
 # ---- 2. '-' is stdout, symlinks written through, FIFOs and devices written directly
 rm -f p.json
@@ -69,9 +69,9 @@ if [ "$(id -u)" = 0 ]; then
   run i2 "$roamc" model.onnx -q -o fulldev
   [ $rc = 1 ] && [ -c fulldev ] && grep -q "No space left" i2.err || fail "2: -o a full device: rc $rc, $(cat i2.err)"
 else
-  skip "2: device nodes need root (mknod)"
+  skip_part "2: device nodes need root (mknod)"
 fi
-[ $fails = 0 ] && ok "2 '-', /dev/stdout, symlink, FIFO, device node"
+ok "2 '-', /dev/stdout, symlink, FIFO, device node"
 
 # ---- 3. all or nothing: one bad output, no file at all, and the reason
 rm -f p1.json
@@ -81,7 +81,7 @@ if [ -c fulldev ]; then # the picture fails at the commit: the plan is not writt
   run i3 "$roamc" model.onnx -o p1.json --svg fulldev
   [ $rc = 1 ] && [ ! -e p1.json ] && [ -c fulldev ] || fail "3: --svg to a full device: rc $rc, p1.json $( [ -e p1.json ] && echo written)"
 fi
-[ $fails = 0 ] && ok "3 one failing output: no output written, reason given"
+ok "3 one failing output: no output written, reason given"
 
 # ---- 4. a bad path costs nothing: checked before loading and planning
 G4=$models/gpt2-xl_b4.onnx
@@ -91,7 +91,7 @@ for extra in "" "--compare"; do
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   [ $rc = 2 ] && [ $ms -lt 1500 ] || fail "4: -o /nonexistent $extra: rc $rc after $ms ms"
 done
-[ $fails = 0 ] && ok "4 bad output path refused before the work"
+ok "4 bad output path refused before the work"
 
 # ---- 5. one meaning of --time-limit, with its range; --align a power of two
 t0=$(date +%s%N)
@@ -120,13 +120,13 @@ run i5 "$roamc" layout bufs.csv --time-limit 0.00001 -o out.csv
   || fail "5: layout --time-limit 0.00001: rc $rc, $(cat i5.out i5.err)"
 run i5 "$roamc" --help
 grep -q "seconds for the whole command" i5.out && grep -q "share S among their plans" i5.out || fail "5: --help on the time limit"
-[ $fails = 0 ] && ok "5 --time-limit whole command (fastest plan when too short), stated ranges, --align power of two"
+ok "5 --time-limit whole command (fastest plan when too short), stated ranges, --align power of two"
 
 # ---- 6. the --compare PyTorch row as one plan (the numbers: test_fit)
 run i6 "$roamc" model.onnx --method pytorch
 [ $rc = 0 ] && grep -q "gradients held to the end of the step" i6.out && grep -q "reserved" i6.out || fail "6: --method pytorch"
 "$roamc" --help | grep -q "plan as one row of --compare: pytorch" || fail "6: --help on --method"
-[ $fails = 0 ] && ok "6 --method pytorch plans the PyTorch row alone"
+ok "6 --method pytorch plans the PyTorch row alone"
 
 # ---- 7. the ILP row falls back to the best heuristic and says why it stopped
 A32=$models/alexnet_b32.onnx
@@ -140,7 +140,7 @@ rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["rows"]}
 assert rows["ilp"]["actual_peak"] <= rows["heuristics"]["actual_peak"], rows
 assert "order ILP:" in rows["ilp"]["note"] and "layout ILP:" in rows["ilp"]["note"], rows["ilp"]["note"]
 EOF
-[ $fails = 0 ] && ok "7 ILP never above the heuristics, every ILP says why it stopped"
+ok "7 ILP never above the heuristics, every ILP says why it stopped"
 
 # ---- 8. progress: on a terminal only, cleared at the end, -q silences it
 # A plan that takes over a second, so that the 0.5 s ticker prints a line:
@@ -158,11 +158,11 @@ if command -v script >/dev/null && script -qc true /dev/null >/dev/null 2>&1; th
   script -qc "'$roamc' '$V1' $P8 --time-limit 1.5 -q" /dev/null >tty_q.out 2>&1
   [ ! -s tty_q.out ] || fail "8: -q still printed: $(head -c 200 tty_q.out | cat -v)"
 else
-  skip "8: no pty (script from util-linux) to test the progress line"
+  skip_part "8: no pty (script from util-linux) to test the progress line"
 fi
 run i8 "$roamc" "$V1" $P8 --time-limit 1.5
 [ ! -s i8.err ] || fail "8: progress written to a stderr that is not a terminal: $(head -c 200 i8.err | cat -v)"
-[ $fails = 0 ] && ok "8 progress only on a terminal, cleared, silenced by -q"
+ok "8 progress only on a terminal, cleared, silenced by -q"
 
 # ---- 9. help and errors in command-line conventions
 for cmd in "check --help" "shapes --help" "layout --help" "help" "help check" "help layout" "help plan" "--help"; do
@@ -185,7 +185,7 @@ grep -q "choose from roam, llfb, greedy, bestfit, pytorch, ilp" i9.err || fail "
 "$roamc" --help | grep -qE "[a-z]+/[A-Z_]+\.md" && fail "9: --help cites a source path"
 for t in "off the peak" "floating ops" "MI ops"; do "$roamc" --help | grep -q "$t" || fail "9: --help does not explain '$t'"; done
 for o in node-limit delay-radius threads; do "$roamc" --help | grep -A1 -- "--$o" | grep -q "to 1" || fail "9: --$o states no range"; done
-[ $fails = 0 ] && ok "9 help for every command, one program name, choices and ranges stated"
+ok "9 help for every command, one program name, choices and ranges stated"
 
 # ---- 10. file modes follow the umask (plans and layout CSVs alike)
 for m in 022 077; do
@@ -196,7 +196,7 @@ for m in 022 077; do
     [ "$(stat -c %a $f)" = "$want" ] || fail "10: umask $m: $f has mode $(stat -c %a $f), want $want"
   done
 done
-[ $fails = 0 ] && ok "10 modes 0666 minus the umask for plan, picture and CSV"
+ok "10 modes 0666 minus the umask for plan, picture and CSV"
 
 # ---- the file items as an unprivileged user (mode, FIFO, unwritable folder)
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
@@ -217,9 +217,9 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   (cd "$u" && as_user "$roamc" model.onnx -q -o fifo); r=$?
   wait
   [ $r = 0 ] && [ -p "$u/fifo" ] && grep -q roam-plan "$u/from_fifo" || fail "user: -o FIFO: rc $r"
-  [ $fails = 0 ] && ok "1, 2, 3, 10 as uid 65534: modes, -o MODEL, unwritable folder, FIFO"
+  ok "1, 2, 3, 10 as uid 65534: modes, -o MODEL, unwritable folder, FIFO"
 else
-  skip "not root or no setpriv: the unprivileged-user cases did not run"
+  skip_part "not root or no setpriv: the unprivileged-user cases did not run"
 fi
 
 # ---- 11. the exporter: one-line errors, exit 2, no traceback, no temporary
@@ -233,16 +233,16 @@ if /usr/bin/python3 -c 'import torch, torchvision, onnx' 2>/dev/null; then
   done
   ls -a . outdir | grep -q "\.tmp" && fail "11: the exporter left a temporary file"
   [ -e small.onnx ] && fail "11: a failed export wrote its output"
-  [ $fails = 0 ] && ok "11 export.py: bad arguments and failures as one line, exit 2"
+  ok "11 export.py: bad arguments and failures as one line, exit 2"
 else
-  skip "11: /usr/bin/python3 without torch, torchvision and onnx: the exporter cases did not run"
+  skip_part "11: /usr/bin/python3 without torch, torchvision and onnx: the exporter cases did not run"
 fi
 
 # ---- 12. a test that cannot run its checker says SKIP, not pass
 "$here/test_models.sh" "$roamc" /nonexistent/check_plan.py "$models" models_work "program:bestfit" "alexnet_b1.onnx" >m.out 2>&1
 r=$?
 [ $r = 77 ] && grep -q SKIP m.out || fail "12: test_models.sh without check_plan.py exits $r, not 77"
-[ $fails = 0 ] && ok "12 a missing check_plan.py is a SKIP (77)"
+ok "12 a missing check_plan.py is a SKIP (77)"
 
 # ---- 13. report and picture wording
 G1=$models/gpt2-xl_b1.onnx
@@ -267,11 +267,9 @@ EOF
   run i13 "$roamc" strings.onnx
   [ $rc = 2 ] && grep -q "element type string (8)" i13.err || fail "13: string element type: $(cat i13.err)"
 else
-  skip "13: no python3-onnx to build a model with a string value"
+  skip_part "13: no python3-onnx to build a model with a string value"
 fi
-[ $fails = 0 ] && ok "13 wording: bytes above the bound, picture written, one unit, axes, type names"
+ok "13 wording: bytes above the bound, picture written, one unit, axes, type names"
 
-echo "$fails failed, $skips skipped"
-[ $fails = 0 ] || exit 1
-[ $skips = 0 ] || exit 77
-exit 0
+echo "$TEST_FAILS failed, $TEST_SKIPS skipped"
+test_finish test_cli_ux

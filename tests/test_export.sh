@@ -25,13 +25,10 @@ test_need_python "torch, torchvision, onnx" "python3-torch, python3-torchvision,
 
 # shared/tools/check_plan.py lives beside the repository, not in it: a clone
 # without it still checks every plan with `roamc check`, and says what it skipped.
-if [ ! -f "$CHECK" ]; then
-    echo "SKIP: check_plan.py steps ($CHECK not found); roamc check still runs"
-fi
+have_check=1
+test_check_plan "$CHECK" || have_check=0
 
-mkdir -p "$OUT" || exit 1
-fail=0
-failed() { echo "FAIL: $*"; fail=1; }
+mkdir -p "$OUT" || fail_now "cannot make $OUT"
 
 # name | export options | expected parameter count source
 run_case() {
@@ -39,7 +36,7 @@ run_case() {
     local model=$OUT/$name.onnx plan=$OUT/$name.plan.json
     echo "== $name"
     if ! "$PY" "$EXPORT" "$@" -o "$model" -q; then
-        failed "$name: export failed"; return
+        fail "$name: export failed"; return
     fi
     if ! "$PY" - "$model" "$EXPORT" "$@" <<'EOF'
 import sys, os, importlib.util
@@ -111,19 +108,19 @@ print("  %d nodes, %d parameters, %d problems" % (len(g.node), len(params), len(
 sys.exit(1 if problems else 0)
 EOF
     then
-        failed "$name: graph checks"; return
+        fail "$name: graph checks"; return
     fi
     if [ ! -x "$ROAMC" ]; then
-        failed "$name: roamc binary $ROAMC not found or not executable"; return
+        fail "$name: roamc binary $ROAMC not found or not executable"; return
     fi
     if ! "$ROAMC" "$model" -o "$plan"; then
-        failed "$name: roamc failed"; return
+        fail "$name: roamc failed"; return
     fi
     if ! "$ROAMC" check "$model" "$plan"; then
-        failed "$name: roamc check rejected the plan"; return
+        fail "$name: roamc check rejected the plan"; return
     fi
-    if [ -f "$CHECK" ] && ! "$PY" "$CHECK" "$model" "$plan"; then
-        failed "$name: check_plan rejected the plan"; return
+    if [ $have_check = 1 ] && ! "$PY" "$CHECK" "$model" "$plan"; then
+        fail "$name: check_plan rejected the plan"; return
     fi
 }
 
@@ -138,11 +135,11 @@ run_case example_lm_b3 --module "$HERE/../models/example_module.py:make_lm" --ba
 # One real process (no traceback on stderr), the rest in one interpreter (torch loads once).
 echo "== --module bad inputs"
 BAD=$OUT/bad_inputs
-rm -rf "$BAD"; mkdir -p "$BAD/outdir" || exit 1
+rm -rf "$BAD"; mkdir -p "$BAD/outdir" || fail_now "cannot make $BAD/outdir"
 "$PY" "$EXPORT" --module "$BAD/missing.py:make" -o "$BAD/m.onnx" >"$BAD/err" 2>&1
 rc=$?
 if [ $rc -ne 2 ] || grep -q Traceback "$BAD/err" || [ "$(wc -l <"$BAD/err")" -ne 1 ]; then
-    failed "--module missing file: exit $rc, stderr: $(cat "$BAD/err")"
+    fail "--module missing file: exit $rc, stderr: $(cat "$BAD/err")"
 fi
 rm -f "$BAD/err"
 if ! "$PY" - "$EXPORT" "$BAD" <<'EOF'
@@ -211,7 +208,7 @@ if not os.path.isfile(out):
 sys.exit(1 if bad else 0)
 EOF
 then
-    failed "--module bad inputs"
+    fail "--module bad inputs"
 fi
 
-test_finish test_export "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"
+test_finish test_export

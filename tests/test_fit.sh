@@ -12,11 +12,11 @@
 #     byte for byte like the static export of that batch.
 # usage: test_fit.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORK_DIR   (77 = skipped)
 set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 4 4 "ROAMC CHECK_PLAN_PY MODELS_DIR WORK_DIR" "$@"
 roamc=$1 checker=$2 models=$3 work=$4
 py=/usr/bin/python3
-mkdir -p "$work" && cd "$work" || exit 1
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+mkdir -p "$work" && cd "$work" || fail_now "cannot make $work"
 # expect STATUS GREP_PATTERN CMD...: exit status and a pattern of stderr+stdout
 expect() {
     want=$1 pat=$2
@@ -72,10 +72,8 @@ expect 2 "choose from pytorch, heuristics, ilp, roam" "$roamc" "$m" --method tor
 expect 2 "symbolic-batch" "$roamc" "$m" --budget 16GiB --max-batch
 [ ! -e nofile.json ] || fail "a usage error left a file"
 
-if ! $py -c 'import torch, onnx' 2>/dev/null; then
-    echo "SKIP: the batch search needs /usr/bin/python3 with torch and onnx (Debian) to export a model"
-    exit 77
-fi
+$py -c 'import torch, onnx' 2>/dev/null ||
+    skip "the batch search needs /usr/bin/python3 with torch and onnx (Debian) to export a model"
 $py "$models/export.py" --model mlp3 --symbolic-batch -o mlp3_bsym.onnx -q || fail "export --symbolic-batch"
 $py "$models/export.py" --model mlp3 --batch 48 -o mlp3_b48.onnx -q || fail "export --batch 48"
 # the symbolic graph bound to 48 plans like the static export at 48
@@ -89,10 +87,8 @@ sys.exit("differ: %s" % diff if diff else 0)
 EOF
 # a budget the plan fits at some batch in the hundreds (24 MiB)
 budget=25165824
-if ! "$roamc" mlp3_bsym.onnx --budget $budget --max-batch --report json -o best.json --svg batch.svg > search.json; then
-    fail "max-batch search"
-    exit 1
-fi
+"$roamc" mlp3_bsym.onnx --budget $budget --max-batch --report json -o best.json --svg batch.svg > search.json ||
+    fail_now "max-batch search"
 b=$(json search.json 'd["max_batch"]["plan"]')
 tb=$(json search.json 'd["max_batch"]["pytorch"]')
 echo "mlp3 under $budget B: PyTorch fits batch $tb, the plan batch $b"
@@ -114,11 +110,7 @@ $py -c 'import sys, xml.dom.minidom as x; x.parse(sys.argv[1])' batch.svg || fai
 grep -q "budget" batch.svg || fail "batch.svg has no budget line"
 "$roamc" check mlp3_bsym.onnx best.json --dim batch="$b" > /dev/null || fail "roamc check of the plan at batch $b"
 
-if [ ! -f "$checker" ]; then
-    echo "SKIP: $checker is missing (the rest passed: $fails failures)"
-    [ $fails -eq 0 ] && exit 77
-    exit 1
-fi
+test_check_plan "$checker" || test_finish test_fit
 # check_plan.py sizes values from static shapes only: check the plan against
 # the static export of that batch (the same graph, as shown above at 48)
 $py "$models/export.py" --model mlp3 --batch "$b" -o "mlp3_b$b.onnx" -q || fail "export --batch $b"
@@ -126,5 +118,4 @@ $py "$checker" "mlp3_b$b.onnx" best.json > checker.txt 2>&1 || fail "check_plan.
 # and the batch-48 plans (the symbolic one is the static one, compared above)
 $py "$checker" mlp3_b48.onnx static48.json > checker.txt 2>&1 || fail "check_plan.py rejects static48.json: $(tail -1 checker.txt)"
 $py "$checker" mlp3_b48.onnx sym48.json > checker.txt 2>&1 || fail "check_plan.py rejects sym48.json against the static export: $(tail -1 checker.txt)"
-[ $fails -eq 0 ] && echo "test_fit: all passed"
-[ $fails -eq 0 ]
+test_finish test_fit

@@ -6,15 +6,16 @@
 # the file back with its live-size bound at the capacity.  Same arguments
 # give the same file.
 set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 2 2 "GEN ROAMC" "$@"
 gen=$1
 roamc=$2
 name=$(basename "$gen")
-work=$(mktemp -d)
+work=$(mktemp -d) || fail_now "mktemp"
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 for n in 1 7 100 800; do
     for seed in 1 2 3; do
-        "$gen" "$n" "$seed" > "$work/in.csv" || fail "$name $n $seed: exit $?"
+        "$gen" "$n" "$seed" > "$work/in.csv" || { fail "$name $n $seed: exit $?"; continue; }
         res=$(awk -F, 'NR == 1 { next }
             { if ($3 <= $2 || $4 < 1) bad_line++; for (t = $2; t < $3; t++) live[t] += $4; if ($3 > T) T = $3; c++ }
             END { bad = 0; for (t = 0; t < T; t++) if (live[t] != 1048576) bad++; print c, bad, bad_line + 0 }' "$work/in.csv")
@@ -25,4 +26,4 @@ for n in 1 7 100 800; do
 done
 "$gen" 100 5 > "$work/a.csv" && "$gen" 100 5 > "$work/b.csv" && cmp -s "$work/a.csv" "$work/b.csv" || fail "not deterministic"
 "$gen" 100 > /dev/null 2>&1 && fail "missing seed accepted"
-echo "$name: zero-slack instances ok"
+test_finish "$name (zero-slack instances)"

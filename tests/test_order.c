@@ -2,7 +2,8 @@
  * ILP, memory-insensitive operators, the subgraph tree and the ROAM driver,
  * checked against brute force over every topological order of random DAGs
  * (views, in-place writes, multi-output ops), plus the weight-update
- * placement rule on two graphs built for it. */
+ * placement rule on two graphs built for it and retained gradients kept
+ * live by the leaves and blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "graph.h"
 #include "ilp_order.h"
 #include "leaf.h"
+#include "models.h"
 #include "partition.h"
 #include "planner.h"
 #include "testgraph.h"
@@ -659,6 +661,44 @@ static void test_threads_and_tree(void **state) {
     }
 }
 
+/* Gradients retained as eager PyTorch retains .grad
+ * (test_graph.c's training test): the leaves and blocks the orders are
+ * searched on keep them to the end too, so a leaf's peak is the schedule's
+ * (graph_storage_outlives everywhere). */
+static void test_leaves_keep_retained_gradients(void **state) {
+    (void)state;
+    tg *t = test_model_build("training");
+    assert_non_null(t);
+    size_t len;
+    uint8_t *bytes = tg_pack(t, &len);
+    fe_model m;
+    graph g;
+    char err[1024];
+    if (fe_load_bytes("training", bytes, len, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+    if (graph_build(&m, 512, &g, err, sizeof err)) fail_msg("%s", err);
+    free(bytes);
+    tg_free(t);
+    int gw1 = g.storage_of[fe_find_value(&m, "gw1")];
+    assert_true(g.storages[gw1].gradient);
+    g.retain_gradients = true;
+    int order[32];
+    assert_true(g.n_ops <= 32);
+    graph_program_order(&g, order);
+    leaf_graph L;
+    leaf_init_all(&g, &L);
+    for (size_t j = 0; j < L.n_st; j++)
+        if (L.st[j] == gw1) assert_true(L.live_out[j]);
+    assert_int_equal(leaf_peak(&L, order), graph_peak(&g, order, NULL, NULL));
+    leaf_free(&L);
+    int one_block[32] = {0};
+    leaf_blocks B;
+    leaf_blocks_init(&g, one_block, 1, &B);
+    assert_int_equal(B.last[gw1], INT32_MAX);
+    leaf_blocks_free(&B);
+    graph_free(&g);
+    fe_free(&m);
+}
+
 static void test_names(void **state) {
     (void)state;
     const char *names[] = {"program", "lescea", "roam", "ilp"};
@@ -681,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_update_delay_wins),
         cmocka_unit_test(test_update_immediate_wins),
         cmocka_unit_test(test_threads_and_tree),
+        cmocka_unit_test(test_leaves_keep_retained_gradients),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

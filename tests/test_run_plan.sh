@@ -11,27 +11,22 @@
 # usage: test_run_plan.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORKDIR
 # Exit 77 (skipped) without /usr/bin/python3 with torch and onnx.
 set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 4 4 "ROAMC CHECK_PLAN_PY MODELS_DIR WORKDIR" "$@"
 ROAMC=$1 CHECK=$2 MODELS=$3 W=$4
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 PY=/usr/bin/python3
-if ! [ -x $PY ] || ! $PY -c 'import torch, onnx' 2>/dev/null; then
-    echo "SKIP: needs /usr/bin/python3 with torch and onnx"
-    exit 77
-fi
-rm -rf "$W" && mkdir -p "$W"
-fails=0
+{ [ -x $PY ] && $PY -c 'import torch, onnx' 2>/dev/null; } || skip "needs /usr/bin/python3 with torch and onnx"
+rm -rf "$W" && mkdir -p "$W" || fail_now "cannot make $W"
+# checked STATUS TAG ARGS...: check_plan.py on ARGS wants exit STATUS.
 # check_plan.py (../shared) may be absent from a clone: its steps are then
 # skipped and the test ends as SKIP (77) rather than passing without them
-checker_missing=0
-[ -f "$CHECK" ] || checker_missing=1
-# checked STATUS TAG ARGS...: check_plan.py on ARGS wants exit STATUS
 checked() {
-    if [ $checker_missing -eq 1 ]; then echo "SKIP: $2 (no $CHECK)"; return; fi
+    test_check_plan "$CHECK" || return 0
     want=$1 tag=$2
     shift 2
     expect "$want" "$tag" $PY "$CHECK" "$@"
 }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # expect STATUS TAG CMD...: runs CMD, output into $W/TAG.out, wants exit STATUS
 expect() {
     want=$1 tag=$2
@@ -94,7 +89,7 @@ if [ -f "$MODELS/alexnet_b1.onnx" ]; then
     has run_alexnet "MISMATCH"
     has run_alexnet "addcdiv__81 differs"
 else
-    echo "SKIP: $MODELS/alexnet_b1.onnx not found"
+    skip_part "$MODELS/alexnet_b1.onnx not found: the issue's case did not run"
 fi
 
 # bad input: exit 2
@@ -106,12 +101,6 @@ printf '{not json' >"$W/garbage.json"
 expect 2 run_garbage $PY "$SRC/models/run_plan.py" "$M" "$W/garbage.json"
 has run_garbage "not a readable JSON plan"
 
-if [ $fails -ne 0 ]; then
-    echo "$fails failures"
-    exit 1
-fi
-if [ $checker_missing -eq 1 ]; then
-    echo "SKIP: $CHECK is missing: the runner and roamc check passed, the check_plan.py steps did not run"
-    exit 77
-fi
-echo "OK: plans run bit for bit equal to eager; broken plans rejected by roamc check, check_plan.py and the runner"
+[ "$TEST_FAILS" != 0 ] ||
+    pass "plans run bit for bit equal to eager; broken plans rejected by roamc check, check_plan.py and the runner"
+test_finish test_run_plan

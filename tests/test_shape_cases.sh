@@ -9,21 +9,21 @@
 #
 # usage: test_shape_cases.sh ROAMC        (exit 77 = skipped)
 set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 1 1 "ROAMC" "$@"
 roamc=$1
 here=$(dirname "$0")
-if ! /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
-    echo "SKIP: needs /usr/bin/python3 with python3-onnx (Debian) to build the models"
-    exit 77
-fi
-fails=0
+/usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null ||
+    skip "needs /usr/bin/python3 with python3-onnx (Debian) to build the models"
 for family in math nn shape control; do
     case $family in math) extra=--no-ort ;; *) extra= ;; esac
     /usr/bin/python3 "$here/shape_cases/$family.py" "$roamc" $extra > "$family.log" 2>&1
     rc=$?
-    echo "$family: $(tail -n 1 "$family.log")"
-    if [ $rc -ne 0 ]; then
-        fails=$((fails + 1))
+    if [ $rc -eq 0 ]; then
+        pass "$family: $(tail -n 1 "$family.log")"
+    else
+        fail "$family: $(tail -n 1 "$family.log")"
         grep -A3 FAIL "$family.log" | head -n 40
     fi
 done
-[ $fails -eq 0 ]
+test_finish test_shape_cases

@@ -23,30 +23,31 @@ REPO=$(dirname "$HERE")
 CHECK=${3:-$REPO/../shared/tools/check_plan.py}
 PY=/usr/bin/python3
 
-command -v node >/dev/null 2>&1 || { echo "SKIP: node is not installed"; exit 77; }
+command -v node >/dev/null 2>&1 || skip "node is not installed"
 [ -d "$REPO/node_modules/onnxruntime-node" ] ||
-    { echo "SKIP: onnxruntime-node is not installed (cd $REPO && npm install --ignore-scripts)"; exit 77; }
+    skip "onnxruntime-node is not installed (cd $REPO && npm install --ignore-scripts)"
 test_need_python "torch, torchvision, onnx"
-[ -x "$ROAMC" ] || { echo "FAIL: roamc binary $ROAMC not found or not executable"; exit 1; }
+[ -x "$ROAMC" ] || fail_now "roamc binary $ROAMC not found or not executable"
 
-mkdir -p "$WORK" || exit 1
+mkdir -p "$WORK" || fail_now "cannot make $WORK"
 INDEX=$WORK/corpus.json
 if [ ! "$INDEX" -nt "$REPO/models/corpus.py" ] || [ ! "$INDEX" -nt "$REPO/models/corpus_handbuilt.py" ]; then
     rm -f "$INDEX"
-    "$PY" "$REPO/models/corpus.py" "$WORK" --quick || { echo "FAIL: models/corpus.py"; exit 1; }
+    "$PY" "$REPO/models/corpus.py" "$WORK" --quick || fail_now "models/corpus.py"
 fi
 
-fail=0
-"$PY" "$HERE/shape_oracle.py" "$ROAMC" "$WORK" || fail=1
+"$PY" "$HERE/shape_oracle.py" "$ROAMC" "$WORK" || fail "shape_oracle.py: roamc's shapes differ from ONNX Runtime's"
 
-[ -f "$CHECK" ] || echo "note: $CHECK not found; plans are checked by roamc check alone"
+# without check_plan.py, plans are checked by roamc check alone (and the test ends SKIP)
+have_check=1
+test_check_plan "$CHECK" || have_check=0
 # one line per model: name, file, roamc's bindings, the --input-shape form
 models=$("$PY" -c '
 import json, sys
 for m in json.load(open(sys.argv[1]))["models"]:
     shapes = " ".join("--input-shape " + s for s in m["input_shapes"])
     print("\t".join([m["name"], m["file"], " ".join(m["roamc_args"]), shapes]))
-' "$INDEX") || exit 1
+' "$INDEX") || fail_now "cannot read $INDEX"
 planned=0
 while IFS=$'\t' read -r name file bind shapes; do
     model=$WORK/$file plan=$WORK/$name.plan.json
@@ -54,7 +55,7 @@ while IFS=$'\t' read -r name file bind shapes; do
     "$ROAMC" "$model" $bind -o "$plan" --report json --time-limit 30 > "$WORK/$name.report.json"
     rc=$?
     if [ $rc -ne 0 ]; then
-        echo "FAIL plan $name: roamc exited $rc"; fail=1; continue
+        fail "plan $name: roamc exited $rc"; continue
     fi
     # roam's order is never worse than program order or LESCEA
     if ! "$PY" -c '
@@ -62,21 +63,20 @@ import json, sys
 r = json.load(open(sys.argv[1])); o = r["ordering"]
 sys.exit(0 if r["theoretical_peak"] <= min(o["theoretical_peak_program"], o["theoretical_peak_lescea"]) else 1)
 ' "$WORK/$name.report.json"; then
-        echo "FAIL plan $name: roam's theoretical peak is above program order's or LESCEA's"; fail=1; continue
+        fail "plan $name: roam's theoretical peak is above program order's or LESCEA's"; continue
     fi
     # check_plan.py cannot parse a scalar's empty dims ("NAME="): a scalar
     # input's shape needs no binding, so it is left out
     shapes=$(printf '%s' "$shapes" | sed -E 's/--input-shape [^ =]+=( |$)//g')
     # shellcheck disable=SC2086
-    if [ -f "$CHECK" ] && ! "$PY" "$CHECK" "$model" "$plan" $shapes --quiet; then
-        echo "FAIL plan $name: check_plan.py rejected it"; fail=1; continue
+    if [ $have_check = 1 ] && ! "$PY" "$CHECK" "$model" "$plan" $shapes --quiet; then
+        fail "plan $name: check_plan.py rejected it"; continue
     fi
     # shellcheck disable=SC2086
     if ! "$ROAMC" check "$model" "$plan" $bind >/dev/null; then
-        echo "FAIL plan $name: roamc check rejected it"; fail=1; continue
+        fail "plan $name: roamc check rejected it"; continue
     fi
     planned=$((planned + 1))
 done <<< "$models"
-echo "test_shapes_ort: $planned plans valid"
-
-test_finish test_shapes_ort "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"
+pass "$planned plans valid"
+test_finish test_shapes_ort

@@ -7,22 +7,19 @@
 # `ROAMC MODEL --compare --svg FILE` is supported, its picture is checked the
 # same way. The SVGs and screenshots stay in WORKDIR for a look.
 #
-# Exit status: 0 pass, 1 fail, 77 skip (no Chromium; "SKIP: ..." on stdout).
+# Exit status: 0 pass, 1 fail, 2 bad usage, 77 skip (no Chromium; "SKIP: ..." on stdout).
 # Chromium: $CHROMIUM, else chromium, chromium-browser or google-chrome on PATH.
 # Finishes within ~55 s and leaves no Chromium process behind.
 set -u
-
-if [ $# -ne 3 ]; then
-    echo "usage: $0 ROAMC MODEL WORKDIR" >&2
-    exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+test_usage 3 3 "ROAMC MODEL WORKDIR" "$@"
 roamc=$1 model=$2 work=$3
 budget=55                       # seconds for the whole test
 max_svg_bytes=2000000           # "smaller than 2 MB"
 min_ink_permille=20             # at least 2% of the screenshot not white
 time_limit=${SVG_TEST_TIME_LIMIT:-5}
 py=/usr/bin/python3
-[ -x "$py" ] || py=$(command -v python3) || { echo "FAIL: no python3"; exit 1; }
+[ -x "$py" ] || py=$(command -v python3) || fail_now "no python3"
 
 browser=${CHROMIUM:-}
 if [ -z "$browser" ]; then
@@ -31,15 +28,13 @@ if [ -z "$browser" ]; then
     done
 fi
 if [ -z "$browser" ] || [ ! -x "$browser" ]; then
-    echo "SKIP: no headless Chromium (install chromium or set CHROMIUM)"
-    exit 77
+    skip "no headless Chromium (install chromium or set CHROMIUM)"
 fi
 
-mkdir -p "$work" || { echo "FAIL: cannot create $work"; exit 1; }
+mkdir -p "$work" || fail_now "cannot create $work"
 work=$(cd "$work" && pwd)
-tmp=$(mktemp -d) || { echo "FAIL: mktemp"; exit 1; }
+tmp=$(mktemp -d) || fail_now "mktemp"
 start=$SECONDS
-failed=0
 pgids=()
 
 # Ends whatever is left of the Chromium process groups started here, and any
@@ -59,8 +54,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-fail() { echo "FAIL: $*"; failed=1; }
 
 remaining() {
     local r=$((budget - (SECONDS - start)))
@@ -228,8 +221,7 @@ fi
 rm -f "$work/plan.svg" "$work/compare.svg"
 if ! timeout -k 2 "$(remaining)" "$roamc" "$model" "${limit_args[@]}" --svg "$work/plan.svg" -q \
         > "$tmp/roamc.out" 2>&1; then
-    echo "FAIL: $roamc $model --svg failed: $(tail -n 3 "$tmp/roamc.out")"
-    exit 1
+    fail_now "$roamc $model --svg failed: $(tail -n 3 "$tmp/roamc.out")"
 fi
 check_svg plan
 
@@ -240,14 +232,10 @@ timeout -k 2 "$(remaining)" "$roamc" "$model" --compare --time-limit "$time_limi
 if [ "$rc" -eq 0 ]; then
     check_svg compare
 elif [ "$rc" -eq 2 ] && ! "$roamc" --help 2>&1 | grep -q -- '--compare'; then
-    echo "note: $roamc has no --compare; compare picture not checked"
+    skip_part "$roamc has no --compare; compare picture not checked"
 else
     fail "$roamc $model --compare --svg failed (exit $rc): $(tail -n 3 "$tmp/compare.out")"
 fi
 
 echo "elapsed: $((SECONDS - start)) s"
-if [ "$failed" -ne 0 ]; then
-    exit 1
-fi
-echo "PASS: $model"
-exit 0
+test_finish "test_svg ($model)"

@@ -20,10 +20,10 @@ OUT=$3
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 test_need_python "onnx, numpy" "python3-onnx"
-rm -rf "$OUT" && mkdir -p "$OUT" || exit 1
-"$PY" "$HERE/gen_train_models.py" "$OUT" || { echo "FAIL: gen_train_models.py"; exit 1; }
-fail=0
-failed() { echo "FAIL: $*"; fail=1; }
+rm -rf "$OUT" && mkdir -p "$OUT" || fail_now "cannot make $OUT"
+"$PY" "$HERE/gen_train_models.py" "$OUT" || fail_now "gen_train_models.py"
+have_check=1
+test_check_plan "$CHECK" || have_check=0
 
 # name | model | expected text in the report | roamc options
 good() {
@@ -31,13 +31,13 @@ good() {
     shift 3
     local d="$OUT/$name.derived.onnx" p="$OUT/$name.plan.json"
     if ! "$ROAMC" "$OUT/$model" --train --emit-train "$d" -o "$p" "$@" >"$OUT/$name.out" 2>&1; then
-        failed "$name: roamc --train failed: $(cat "$OUT/$name.out")"
+        fail "$name: roamc --train failed: $(cat "$OUT/$name.out")"
         return
     fi
-    grep -q -- "$expect" "$OUT/$name.out" || failed "$name: report lacks '$expect': $(cat "$OUT/$name.out")"
-    "$ROAMC" check "$d" "$p" >/dev/null 2>&1 || failed "$name: roamc check rejects the plan"
-    if [ -f "$CHECK" ]; then
-        "$PY" "$CHECK" "$d" "$p" >"$OUT/$name.check" 2>&1 || failed "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
+    grep -q -- "$expect" "$OUT/$name.out" || fail "$name: report lacks '$expect': $(cat "$OUT/$name.out")"
+    "$ROAMC" check "$d" "$p" >/dev/null 2>&1 || fail "$name: roamc check rejects the plan"
+    if [ $have_check = 1 ]; then
+        "$PY" "$CHECK" "$d" "$p" >"$OUT/$name.check" 2>&1 || fail "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
     fi
     # the derived file read back: the same plan, byte for byte (same options less --train's)
     local rest=() skip=0
@@ -45,9 +45,9 @@ good() {
         if [ $skip = 1 ]; then skip=0; continue; fi
         case "$a" in --loss|--optimizer|--frozen|--dim) skip=1 ;; *) rest+=("$a") ;; esac
     done
-    "$ROAMC" "$d" -q -o "$p.again" "${rest[@]}" || failed "$name: roamc on the derived file failed"
-    cmp -s "$p" "$p.again" || failed "$name: reading the derived file back gives another plan"
-    echo "ok: $name ($(grep -m1 '^  train' "$OUT/$name.out" | sed 's/^ *//'))"
+    "$ROAMC" "$d" -q -o "$p.again" "${rest[@]}" || fail "$name: roamc on the derived file failed"
+    cmp -s "$p" "$p.again" || fail "$name: reading the derived file back gives another plan"
+    pass "$name ($(grep -m1 '^  train' "$OUT/$name.out" | sed 's/^ *//'))"
 }
 
 good cnn cnn.onnx "label input 'target' int64 \[4\]"
@@ -87,7 +87,7 @@ if missing:
     print("missing:", sorted(missing))
     sys.exit(1)
 PYEOF
-then echo "ok: derived ops and gradient shapes"; else failed "derived graphs lack rules"; fi
+then pass "derived ops and gradient shapes"; else fail "derived graphs lack rules"; fi
 
 # name | expected exit | expected message | roamc arguments
 bad() {
@@ -96,11 +96,11 @@ bad() {
     rm -f "$OUT/bad.plan.json" "$OUT/bad.derived.onnx"
     "$ROAMC" "$@" -o "$OUT/bad.plan.json" >"$OUT/$name.out" 2>&1
     local rc=$?
-    [ $rc = "$code" ] || failed "$name: exit $rc, want $code: $(cat "$OUT/$name.out")"
-    grep -q -- "$expect" "$OUT/$name.out" || failed "$name: message lacks '$expect': $(cat "$OUT/$name.out")"
-    [ ! -e "$OUT/bad.plan.json" ] || failed "$name: wrote a plan"
-    [ ! -e "$OUT/bad.derived.onnx" ] || failed "$name: wrote the derived graph"
-    echo "ok: $name"
+    [ $rc = "$code" ] || fail "$name: exit $rc, want $code: $(cat "$OUT/$name.out")"
+    grep -q -- "$expect" "$OUT/$name.out" || fail "$name: message lacks '$expect': $(cat "$OUT/$name.out")"
+    [ ! -e "$OUT/bad.plan.json" ] || fail "$name: wrote a plan"
+    [ ! -e "$OUT/bad.derived.onnx" ] || fail "$name: wrote the derived graph"
+    pass "$name"
 }
 E="--emit-train $OUT/bad.derived.onnx"
 bad no_float_initializer 2 "no float initializer" "$OUT/bad_noinit.onnx" --train $E
@@ -122,21 +122,21 @@ for src in "$OUT/cnn.onnx --train --frozen c1.*" "$OUT/cnn_frozen.derived.onnx";
 ok = (t["loss"] == "cross-entropy" and t["label"] == {"name": "target", "dtype": "int64", "shape": [4]}
       and t["parameters"]["count"] == 5 and t["frozen"] == {"count": 2, "bytes": 896}
       and t["optimizer"] == "adam" and t["optimizer_state"]["count"] == 15 and t["derived_from"].endswith("cnn.onnx"))
-sys.exit(0 if ok else print(t) or 1)' "$OUT/json.report" && echo "ok: --report json train object ($src)" ||
-        failed "--report json lacks the derivation: $src: $(head -c 600 "$OUT/json.report")"
+sys.exit(0 if ok else print(t) or 1)' "$OUT/json.report" && pass "--report json train object ($src)" ||
+        fail "--report json lacks the derivation: $src: $(head -c 600 "$OUT/json.report")"
 done
 set +f
 # the label bound to the shape the loss needs: the same schedule, buffers and peaks
 "$ROAMC" "$OUT/cnn.onnx" --train --input-shape target=4 -q -o "$OUT/label_ok.plan.json" &&
     "$PY" -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:])
 sys.exit(any(a[k] != b[k] for k in ("schedule", "buffers", "peak")))' "$OUT/label_ok.plan.json" "$OUT/cnn.plan.json" \
-    && echo "ok: label shape bound to what the loss needs" || failed "label_ok: --input-shape target=4 did not plan like the unbound step"
+    && pass "label shape bound to what the loss needs" || fail "label_ok: --input-shape target=4 did not plan like the unbound step"
 bad loss_without_train 2 "need --train" "$OUT/cnn.onnx" --loss mse
 bad unknown_optimizer 2 "--optimizer is adam" "$OUT/cnn.onnx" --train --optimizer lion
 cp "$OUT/cnn.onnx" "$OUT/cnn.copy"
 bad emit_over_input 2 "is the input file\\|that is the input" "$OUT/cnn.onnx" --train --emit-train "$OUT/cnn.onnx"
-cmp -s "$OUT/cnn.onnx" "$OUT/cnn.copy" || failed "emit_over_input: the input file changed"
+cmp -s "$OUT/cnn.onnx" "$OUT/cnn.copy" || fail "emit_over_input: the input file changed"
 mkdir -p "$OUT/adir"
 bad emit_to_directory 2 "a directory\\|a folder" "$OUT/cnn.onnx" --train --emit-train "$OUT/adir"
 
-test_finish test_train "$fail" "$(test_check_plan_runs "$CHECK" && echo 1 || echo 0)"
+test_finish test_train

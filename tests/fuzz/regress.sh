@@ -18,13 +18,14 @@
 #
 # usage: regress.sh ROAMC REGRESS_DIR WORKDIR
 set -u
+. "$(dirname "$0")/../lib.sh"
+test_usage 3 3 "ROAMC REGRESS_DIR WORKDIR" "$@"
 roamc=$1 dir=$2 work=$3
 models=$(dirname "$dir")/models
-rm -rf "$work" && mkdir -p "$work" || exit 1
+rm -rf "$work" && mkdir -p "$work" || fail_now "cannot make $work"
 # The stack size decides where deep recursion crashes: the default one.
 ulimit -s 8192 2>/dev/null
-fails=0 n=0
-fail() { echo "FAIL $case: $*"; fails=$((fails + 1)); }
+n=0
 
 while read -r cmd want input model; do
     case "$cmd" in ''|'#'*) continue ;; esac
@@ -34,7 +35,7 @@ while read -r cmd want input model; do
     if [ "${input%.awk}" != "$input" ]; then
         ext=$(sed -n 's/^# input: //p' "$src")
         src=$work/${input%.awk}.$ext
-        LC_ALL=C awk -f "$dir/$input" > "$src" || { fail "generator failed"; continue; }
+        LC_ALL=C awk -f "$dir/$input" > "$src" || { fail "$case: generator failed"; continue; }
     fi
     out=$work/out.${input%.*}
     rm -f "$out" "$out".tmp.*
@@ -45,32 +46,33 @@ while read -r cmd want input model; do
     load)
         : > "$work/empty.json"
         timeout 15 "$roamc" check "$src" "$work/empty.json" > "$work/stdout" 2> "$work/stderr" ;;
-    *) fail "unknown command '$cmd' in $dir/cases"; continue ;;
+    *) fail "$case: unknown command '$cmd' in $dir/cases"; continue ;;
     esac
     got=$?
-    [ "$got" -eq "$want" ] || fail "exit status $got, expected $want ($(head -c 300 "$work/stderr"))"
+    [ "$got" -eq "$want" ] || fail "$case: exit status $got, expected $want ($(head -c 300 "$work/stderr"))"
     if grep -q -e 'Sanitizer' -e 'runtime error:' "$work/stderr"; then
-        fail "sanitizer report:"; head -n 20 "$work/stderr"
+        fail "$case: sanitizer report:"; head -n 20 "$work/stderr"
     fi
     if [ "$cmd" = load ]; then
         grep -q -F "$work/empty.json: not a readable JSON plan" "$work/stderr" ||
-            fail "the model did not load: $(head -c 300 "$work/stderr")"
+            fail "$case: the model did not load: $(head -c 300 "$work/stderr")"
     elif [ "$want" -eq 2 ]; then
-        grep -q -F "$src" "$work/stderr" || fail "the message does not name the file: $(head -c 300 "$work/stderr")"
+        grep -q -F "$src" "$work/stderr" || fail "$case: the message does not name the file: $(head -c 300 "$work/stderr")"
     fi
     if [ "$cmd" = check ] && [ "$want" -eq 1 ]; then
-        grep -q '^INVALID: ' "$work/stdout" || fail "no INVALID line on stdout"
+        grep -q '^INVALID: ' "$work/stdout" || fail "$case: no INVALID line on stdout"
     fi
     if [ "$cmd" = plan ] || [ "$cmd" = layout ]; then
         if [ "$want" -eq 0 ]; then
-            [ -s "$out" ] || fail "no output file"
+            [ -s "$out" ] || fail "$case: no output file"
         else
-            [ -e "$out" ] && fail "output file left behind"
+            [ -e "$out" ] && fail "$case: output file left behind"
         fi
-        for t in "$out".tmp.*; do [ -e "$t" ] && fail "temporary file left behind: $t"; done
+        for t in "$out".tmp.*; do [ -e "$t" ] && fail "$case: temporary file left behind: $t"; done
     fi
     rm -f "$out"
 done < "$dir/cases"
 
-echo "$n cases, $fails failed"
-[ "$n" -gt 0 ] && [ "$fails" -eq 0 ]
+[ "$n" -gt 0 ] || fail "no case in $dir/cases"
+echo "$n cases, $TEST_FAILS failed"
+test_finish fuzz_regress
