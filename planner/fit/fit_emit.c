@@ -38,6 +38,7 @@ typedef struct emit_insert {
     int action;      /* index into the choice */
     int op;          /* recompute: the forward op to clone; -1: Offload or Reload */
     int reload;      /* 1: the Reload, 0: the Offload */
+    int scratch;     /* >= 0: not the clone but the scratch of its input slot `scratch` */
 } emit_insert;
 
 typedef struct emit_work {
@@ -77,6 +78,22 @@ static const char *emit_read_name(const emit_work *w, int t, const fit_action *s
     int a = w->dropped_by[w->g->storage_of[t]];
     if (a < 0) return w->g->model->values[t].name;
     return emit_name(w, t, a, w->c->actions[a].kind == FIT_OFFLOAD ? "rl" : "rc", buf, len);
+}
+
+/* Whether the clone of nd for action A needs a scratch for input slot i:
+ * the op writes that input in place (an output aliases it) and the input is
+ * not one the block makes, so the clone would write into a storage outside
+ * the recompute, e.g. a training-mode batch norm's running statistics, which
+ * a recompute must not update twice.  The clone then writes into a fresh
+ * `empty` of the same type and shape: in training mode the op's wanted
+ * outputs do not read what it updates, so they come out bit for bit the
+ * same. */
+static bool emit_needs_scratch(const emit_work *w, const fit_action *A, const fe_node *nd,
+                               size_t i) {
+    if (!nd->inplace || nd->inputs[i] < 0 || emit_made_by(w, A, nd->inputs[i])) return false;
+    for (size_t k = 0; k < nd->n_outputs; k++)
+        if (nd->alias[k] == (int)i) return true;
+    return false;
 }
 
 /* Position of each action's block: before the first node (file order)
@@ -136,20 +153,31 @@ static int emit_insert_cmp(const void *pa, const void *pb) {
  * schedule order. */
 static emit_insert *emit_plan(emit_work *w, size_t *n_ins) {
     size_t cap = 0;
-    for (size_t a = 0; a < w->n; a++)
-        cap += w->c->actions[a].kind == FIT_RECOMPUTE ? w->c->actions[a].n_ops : 2;
+    for (size_t a = 0; a < w->n; a++) {
+        const fit_action *A = &w->c->actions[a];
+        cap += A->kind == FIT_RECOMPUTE ? 0 : 2;
+        for (size_t k = 0; A->kind == FIT_RECOMPUTE && k < A->n_ops; k++)
+            cap += 1 + w->g->model->nodes[A->ops[k]].n_inputs;
+    }
     emit_insert *ins = xmallocarray(cap ? cap : 1, sizeof *ins);
     size_t n = 0;
     for (size_t a = 0; a < w->n; a++) {
         const fit_action *A = &w->c->actions[a];
-        size_t base = (w->n - a) * (w->g->n_ops + 2); /* later actions sort first */
+        /* later actions sort first; within one, each clone after its scratches */
+        size_t base = (w->n - a) * (w->g->n_ops + 2) * 64, at = w->block_at[a];
         if (A->kind == FIT_RECOMPUTE) {
-            for (size_t k = 0; k < A->n_ops; k++)
-                ins[n++] = (emit_insert){w->block_at[a], base + k, (int)a, A->ops[k], 0};
+            for (size_t k = 0; k < A->n_ops; k++) {
+                const fe_node *nd = &w->g->model->nodes[A->ops[k]];
+                for (size_t i = 0; i < nd->n_inputs && i < 63; i++)
+                    if (emit_needs_scratch(w, A, nd, i))
+                        ins[n++] =
+                            (emit_insert){at, base + 64 * k + i, (int)a, A->ops[k], 0, (int)i};
+                ins[n++] = (emit_insert){at, base + 64 * k + 63, (int)a, A->ops[k], 0, -1};
+            }
         } else {
             size_t after = emit_last_forward(w, A->storage) + 1;
-            ins[n++] = (emit_insert){after, 0, (int)a, -1, 0};
-            ins[n++] = (emit_insert){w->block_at[a], base, (int)a, -1, 1};
+            ins[n++] = (emit_insert){after, 0, (int)a, -1, 0, -1};
+            ins[n++] = (emit_insert){at, base, (int)a, -1, 1, -1};
         }
     }
     qsort(ins, n, sizeof *ins, emit_insert_cmp);
@@ -198,13 +226,45 @@ static int emit_clone(fe_edit *e, const emit_work *w, const emit_insert *in, siz
     for (size_t i = 0; rc == 0 && i < nd->n_inputs; i++) {
         int t = nd->inputs[i];
         char buf[EMIT_NAME];
-        const char *name = t < 0 ? NULL : emit_read_name(w, t, A, in->action, buf, sizeof buf);
+        const char *name = t < 0 ? NULL
+                           : emit_needs_scratch(w, A, nd, i)
+                               ? emit_name(w, t, in->action, "scratch", buf, sizeof buf)
+                               : emit_read_name(w, t, A, in->action, buf, sizeof buf);
         if (name && strcmp(name, m->values[t].name) != 0)
             rc = fe_edit_replace_input(e, at, i, name, err, errlen);
     }
     free(names);
     free(outs);
     return rc;
+}
+
+/* The scratch of input slot in->scratch of in->op's clone at index `at`:
+ * an ATen `empty` of the input's type and shape (emit_needs_scratch). */
+static int emit_scratch(fe_edit *e, const emit_work *w, const emit_insert *in, size_t at, char *err,
+                        size_t errlen) {
+    const fe_node *nd = &w->g->model->nodes[in->op];
+    const fe_value *v = &w->g->model->values[nd->inputs[in->scratch]];
+    char name[EMIT_NAME], dtype[32];
+    emit_name(w, nd->inputs[in->scratch], in->action, "scratch", name, sizeof name);
+    int64_t dims[64];
+    size_t rank = v->rank > 0 ? (size_t)v->rank : 0;
+    ROAMC_ASSERT(rank <= 64);
+    for (size_t d = 0; d < rank; d++) dims[d] = v->dims[d].value;
+    fe_attr_spec attrs[4] = {{.name = "size", .type = FE_ATTR_INTS, .ints = dims, .n_ints = rank},
+                             {.name = "dtype",
+                              .type = FE_ATTR_STRING,
+                              .s = fe_elem_name(v->elem_type, dtype, sizeof dtype)},
+                             {.name = "layout", .type = FE_ATTR_STRING, .s = "strided"},
+                             {.name = "overload", .type = FE_ATTR_STRING, .s = "memory_format"}};
+    const char *out = name;
+    fe_node_spec spec = {.domain = "org.pytorch.aten",
+                         .op_type = "empty",
+                         .outputs = &out,
+                         .n_outputs = 1,
+                         .attrs = attrs,
+                         .n_attrs = 4};
+    if (fe_edit_insert_node(e, at, &spec, err, errlen)) return -1;
+    return emit_value_info(e, v, name, err, errlen);
 }
 
 /* The Offload or the Reload of action in->action at index `at`. */
@@ -262,8 +322,9 @@ int fit_emit(const fit_emit_request *r, uint8_t **bytes, size_t *len, char *err,
     /* ascending: insertion i lands at its position plus the i before it */
     for (size_t i = 0; rc == 0 && i < n_ins; i++) {
         size_t at = ins[i].position + i;
-        if (ins[i].op < 0) {
-            rc = emit_copy(e, &w, &ins[i], at, err, errlen);
+        if (ins[i].op < 0 || ins[i].scratch >= 0) {
+            rc = ins[i].op < 0 ? emit_copy(e, &w, &ins[i], at, err, errlen)
+                               : emit_scratch(e, &w, &ins[i], at, err, errlen);
             continue;
         }
         size_t q = (size_t)ins[i].op, before = 0; /* insertions so far at or before q */
