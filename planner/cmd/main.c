@@ -89,10 +89,11 @@ static const char usage_text[] =
     "                        at the least added time: recompute or offload to host memory\n"
     "                        values the backward pass reads (HOW: recompute, offload,\n"
     "                        both; default both); -o then needs --emit-train FILE\n"
-    "      --max-overhead P  --fit: add at most P%% of the step's time (e.g. 33%%)\n"
+    "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%)\n"
     "      --device NAME     --fit: the device profile its costs use: h100 (default),\n"
-    "                        a100, l4, 4090, gh200 (planner/fit/DEVICES.md)\n"
-    "      --device-profile FILE  --fit: a device profile file (JSON; DEVICES.md)\n"
+    "                        a100, l4, 4090 or gh200\n"
+    "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
+    "                        the built-in ones; README, section --fit)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -599,7 +600,7 @@ static const fit_device *main_fit_device(const main_plan_args *a, fit_device *lo
     }
     const fit_device *d = fit_device_find(a->device_name ? a->device_name : "h100");
     if (!d)
-        fprintf(stderr, "roamc: --device: no profile named '%s' (roamc --help lists them)\n",
+        fprintf(stderr, "roamc: --device: no profile named '%s' (h100, a100, l4, 4090, gh200)\n",
                 a->device_name);
     return d;
 }
