@@ -508,6 +508,15 @@ static int fe_build_node(fe_loader *L, size_t i) {
     fn->domain = xstrdup(n->domain);
     if (!fn->op_type[0])
         return fe_fail(&L->err, "node '%s' (#%zu) has no op_type", fe_node_label(n), i);
+    const Onnx__AttributeProto *rec = fe_attr(n, "roamc_recompute");
+    if (rec && rec->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+        return fe_fail(&L->err, "node '%s' (#%zu): attribute roamc_recompute is not a STRING",
+                       fe_node_label(n), i);
+    if (rec) { /* the bytes may hold a NUL or lack the final one: a copy that ends */
+        fn->recompute = xmalloc(rec->s.len + 1);
+        if (rec->s.len) memcpy(fn->recompute, rec->s.data, rec->s.len);
+        fn->recompute[rec->s.len] = '\0';
+    }
     const char **outer = NULL;
     size_t n_outer = 0;
     if (fi_outer_reads(n, &outer, &n_outer))
@@ -744,6 +753,7 @@ void fe_free(fe_model *m) {
         free(n->inputs);
         free(n->outputs);
         free(n->alias);
+        free(n->recompute);
     }
     for (size_t i = 0; i < m->n_meta; i++) {
         free(m->meta_keys[i]);

@@ -72,6 +72,9 @@ typedef struct fe_node {
     size_t n_outputs;
     int *alias;  /* per output: index into inputs of the value it shares storage with, or -1 */
     int inplace; /* 1: the aliased outputs are written in place; 0: pure views */
+    /* the STRING attribute roamc_recompute (DESIGN.md "A step that fits"):
+     * the forward output this clone recomputes; NULL when absent */
+    char *recompute;
 } fe_node;
 
 typedef struct fe_model {

@@ -27,6 +27,20 @@ static void graph_mark_host(graph *g, const fe_model *m) {
     }
 }
 
+/* Storages a recompute clone or an ai.roamc Reload makes: those whose root
+ * such a node produces (a view's output shares its input's storage). */
+static void graph_mark_fit(graph *g, const fe_model *m) {
+    for (size_t s = 0; s < g->n_storages; s++) {
+        graph_storage *st = &g->storages[s];
+        int p = m->values[st->root].producer;
+        if (p < 0) continue;
+        const fe_node *n = &m->nodes[p];
+        st->recomputed = n->recompute != NULL;
+        st->reloaded =
+            strcmp(n->domain, GRAPH_ROAMC_DOMAIN) == 0 && strcmp(n->op_type, "Reload") == 0;
+    }
+}
+
 /* roamc.loss and roamc.optimizer (graph.h: loss_value, optimizer_moments).
  * Example: "sgd" or "SGD, momentum 0.9" -> 0 moments; "adamw" -> 2. */
 static void graph_resolve_training(graph *g, const fe_model *m) {
@@ -187,6 +201,7 @@ static void graph_build_storages(graph *g) {
         }
     }
     graph_mark_host(g, m);
+    graph_mark_fit(g, m);
     free(parent);
     free(sid);
     free(fill);

@@ -38,6 +38,10 @@ typedef struct graph_storage {
      * takes no device bytes) and host_size is what it holds */
     bool host;
     uint64_t host_size;
+    /* made (graph.h make) by a recompute clone (fe_node.recompute set) or by
+     * an ai.roamc Reload: what --svg marks in a fitted step */
+    bool recomputed;
+    bool reloaded;
 } graph_storage;
 
 /* The domain of roamc's own nodes (Offload, Reload, the collectives). */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_svg.sh ROAMC MODEL WORKDIR
+# test_svg.sh ROAMC MODEL WORKDIR [FIT_MODEL]
 #
 # The --svg picture of MODEL's plan must be well-formed XML, smaller than 2 MB,
 # load in headless Chromium without an XML error, and render to a screenshot
@@ -7,13 +7,26 @@
 # `ROAMC MODEL --compare --svg FILE` is supported, its picture is checked the
 # same way. The SVGs and screenshots stay in WORKDIR for a look.
 #
+# Fitted steps (issue 27): FIT_MODEL (default: bert-base_b32.onnx beside
+# MODEL) planned with --fit at $fit_budget (recompute and offload) and with
+# --fit=offload at $offload_budget; each picture is checked as above and must
+# have the legend entries "recomputed" and "reloaded from host", at least one
+# marked rectangle of the kind the fit made (recomputed with --fit, reloaded
+# and no recomputed with --fit=offload) and a host note naming as many
+# buffers as the plan's host_buffers.  The unfitted pictures must have none
+# of these.  With SVG_BASE_ROAMC set (a build from before the marks), the
+# unfitted picture of MODEL must be byte-identical to that build's.
+#
 # Exit status: 0 pass, 1 fail, 2 bad usage, 77 skip (no Chromium; "SKIP: ..." on stdout).
 # Chromium: $CHROMIUM, else chromium, chromium-browser or google-chrome on PATH.
 # Finishes within ~55 s and leaves no Chromium process behind.
 set -u
 . "$(dirname "$0")/lib.sh"
-test_usage 3 3 "ROAMC MODEL WORKDIR" "$@"
+test_usage 3 4 "ROAMC MODEL WORKDIR [FIT_MODEL]" "$@"
 roamc=$1 model=$2 work=$3
+fit_model=${4:-$(dirname "$model")/bert-base_b32.onnx}
+fit_budget=3683341312           # bert-base_b32: forces recompute and offload
+offload_budget=4000000000       # bert-base_b32: offload alone reaches it
 budget=55                       # seconds for the whole test
 max_svg_bytes=2000000           # "smaller than 2 MB"
 min_ink_permille=20             # at least 2% of the screenshot not white
@@ -225,16 +238,102 @@ if ! timeout -k 2 "$(remaining)" "$roamc" "$model" "${limit_args[@]}" --svg "$wo
 fi
 check_svg plan
 
+# check_marks NAME PLAN KIND: the marks of WORKDIR/NAME.svg (KIND: none,
+# both or offload; see the header); PLAN is the plan's JSON ("" for none).
+check_marks() {
+    local name=$1 plan=$2 kind=$3 info
+    if ! info=$("$py" - "$work/$name.svg" "$plan" "$kind" <<'PY'
+import json, re, sys
+import xml.etree.ElementTree as ET
+svg, plan, kind = sys.argv[1:4]
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(svg).getroot()
+legend = [g for g in root.iter(ns + "g") if g.get("class") == "axis"]
+if len(legend) != 1:
+    print("expected one legend group, found %d" % len(legend)); sys.exit(1)
+legend_text = [t.text or "" for t in legend[0].iter(ns + "text")]
+panels = [g for g in root if g.tag == ns + "g" and g.get("class") != "axis"]
+marked = {"r": 0, "l": 0}
+notes = []
+for g in panels:
+    for r in g.iter(ns + "rect"):
+        if r.get("class") in marked:
+            marked[r.get("class")] += 1
+    notes += [t.text or "" for t in g.iter(ns + "text") if "host:" in (t.text or "")]
+has_legend = ("recomputed" in legend_text, "reloaded from host" in legend_text)
+problems = []
+if kind == "none":
+    if any(has_legend): problems.append("legend has fit entries")
+    if marked["r"] or marked["l"]: problems.append("marked rectangles %s" % marked)
+    if notes: problems.append("host note %r" % notes[0])
+else:
+    if not all(has_legend):
+        problems.append("legend lacks 'recomputed' or 'reloaded from host': %s" % legend_text)
+    if kind == "both" and not marked["r"]: problems.append("no recomputed rectangle")
+    if kind == "offload":
+        if not marked["l"]: problems.append("no reloaded rectangle")
+        if marked["r"]: problems.append("%d recomputed rectangles, fit was offload" % marked["r"])
+    n_host = len(json.load(open(plan)).get("host_buffers", []))
+    m = re.search(r"host: .* in (\d+) buffers", notes[0]) if len(notes) == 1 else None
+    if not n_host: problems.append("the plan has no host_buffers")
+    elif not m or int(m.group(1)) != n_host:
+        problems.append("host note %r does not name the plan's %d host buffers" % (notes, n_host))
+if problems:
+    print("; ".join(problems)); sys.exit(1)
+print("%d recomputed and %d reloaded rectangles; %s" % (marked["r"], marked["l"],
+      notes[0] if notes else "no host note"))
+PY
+    ); then
+        fail "$name.svg marks: $info"
+        return
+    fi
+    echo "$name.svg marks: $info"
+}
+check_marks plan "" none
+
+if [ -n "${SVG_BASE_ROAMC:-}" ]; then
+    if timeout -k 2 "$(remaining)" "$SVG_BASE_ROAMC" "$model" "${limit_args[@]}" \
+            --svg "$work/plan_base.svg" -q > "$tmp/base.out" 2>&1; then
+        if cmp -s "$work/plan.svg" "$work/plan_base.svg"; then
+            echo "plan.svg: byte-identical to $SVG_BASE_ROAMC's"
+        else
+            fail "plan.svg differs from $SVG_BASE_ROAMC's picture (plan_base.svg)"
+        fi
+    else
+        fail "$SVG_BASE_ROAMC $model --svg failed: $(tail -n 3 "$tmp/base.out")"
+    fi
+fi
+
 # 2. The --compare picture, where roamc has --compare.
 rc=0
 timeout -k 2 "$(remaining)" "$roamc" "$model" --compare --time-limit "$time_limit" \
     --svg "$work/compare.svg" -q > "$tmp/compare.out" 2>&1 || rc=$?
 if [ "$rc" -eq 0 ]; then
     check_svg compare
+    check_marks compare "" none
 elif [ "$rc" -eq 2 ] && ! "$roamc" --help 2>&1 | grep -q -- '--compare'; then
     skip_part "$roamc has no --compare; compare picture not checked"
 else
     fail "$roamc $model --compare --svg failed (exit $rc): $(tail -n 3 "$tmp/compare.out")"
+fi
+
+# 3. Fitted steps: recompute and offload, and offload alone.
+if [ ! -f "$fit_model" ]; then
+    fail "fit model $fit_model not found"
+else
+    for fit in both offload; do
+        args=(--fit --budget "$fit_budget")
+        [ $fit = offload ] && args=(--fit=offload --budget "$offload_budget")
+        rm -f "$work/fit_$fit.svg"
+        if timeout -k 2 "$(remaining)" "$roamc" "$fit_model" "${limit_args[@]}" "${args[@]}" \
+                --emit-train "$work/fit_$fit.onnx" -o "$work/fit_$fit.json" \
+                --svg "$work/fit_$fit.svg" -q > "$tmp/fit.out" 2>&1; then
+            check_svg "fit_$fit"
+            check_marks "fit_$fit" "$work/fit_$fit.json" $fit
+        else
+            fail "$roamc $fit_model ${args[*]} --svg failed: $(tail -n 3 "$tmp/fit.out")"
+        fi
+    done
 fi
 
 echo "elapsed: $((SECONDS - start)) s"

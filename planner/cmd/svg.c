@@ -5,6 +5,12 @@
  * at least SVG_MIN_PX in both directions are drawn as rectangles; the rest
  * are painted into a coarse raster of cells, emitted as one rectangle per run
  * of covered cells in a row.  The file stays small and looks the same.
+ *
+ * A fitted step (--fit) marks what the fit changed: storages a recompute
+ * clone makes and storages a Reload brings back from the host get colours of
+ * their own (in the raster too: a marked storage wins its cell), and the
+ * host buffers, which take no device bytes, are counted in a note.  Plans
+ * without such storages draw exactly as before.
  */
 #include "svg.h"
 
@@ -27,6 +33,38 @@ static int svg_curve_h(size_t n) {
 #define SVG_GAP 60
 #define SVG_CELL 2     /* raster cell, px */
 #define SVG_MIN_PX 3.0 /* storages narrower or lower than this go to the raster */
+
+/* What a storage is drawn as; a raster cell keeps the highest kind painted
+ * into it, so the rare marked kinds stay visible among merged storages. */
+enum svg_kind { SVG_EMPTY = 0, SVG_ACT, SVG_PERSISTENT, SVG_RECOMPUTED, SVG_RELOADED };
+static const char *const svg_kind_class[] = {"", "a", "p", "r", "l"};
+
+static enum svg_kind svg_storage_kind(const graph_storage *st) {
+    if (st->reloaded) return SVG_RELOADED;
+    if (st->recomputed) return SVG_RECOMPUTED;
+    return st->persistent ? SVG_PERSISTENT : SVG_ACT;
+}
+
+/* What a fit changed in one plan's graph (all zero for an unchanged step). */
+typedef struct svg_marks {
+    size_t n_recomputed, n_reloaded, n_host;
+    uint64_t recomputed_bytes, reloaded_bytes, host_bytes;
+} svg_marks;
+
+static svg_marks svg_count_marks(const graph *g) {
+    svg_marks k = {0};
+    for (size_t s = 0; s < g->n_storages; s++) {
+        const graph_storage *st = &g->storages[s];
+        if (st->host) k.n_host++, k.host_bytes += st->host_size;
+        if (st->recomputed) k.n_recomputed++, k.recomputed_bytes += st->size;
+        if (st->reloaded) k.n_reloaded++, k.reloaded_bytes += st->size;
+    }
+    return k;
+}
+
+static bool svg_marks_any(const svg_marks *k) {
+    return k->n_recomputed || k->n_reloaded || k->n_host;
+}
 
 static void svg_escape(FILE *f, const char *s) {
     for (; *s; s++) {
@@ -78,8 +116,8 @@ static void svg_panel_title(FILE *f, const plan *p, const char *title, int layou
             layout_h);
 }
 
-/* Emits the raster (0 empty, 1 activation, 2 persistent) as one rectangle
- * per run of equal, covered cells in a row. */
+/* Emits the raster (cells hold an svg_kind) as one rectangle per run of
+ * equal, covered cells in a row. */
 static void svg_raster_runs(FILE *f, const unsigned char *cell, int cols, int rows) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols;) {
@@ -89,7 +127,7 @@ static void svg_raster_runs(FILE *f, const unsigned char *cell, int cols, int ro
             if (v)
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n",
                         c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL,
-                        v == 2 ? "p" : "a");
+                        svg_kind_class[v]);
             c = e;
         }
 }
@@ -101,7 +139,7 @@ static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, in
     const graph *g = p->g;
     size_t ns = g->n_storages;
     int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
-    /* raster cells: 0 empty, 1 activation, 2 persistent */
+    /* raster cells: an svg_kind each */
     unsigned char *cell = xcalloc((size_t)cols * (size_t)rows, 1);
     size_t drawn = 0;
     for (size_t s = 0; s < ns; s++) {
@@ -110,11 +148,11 @@ static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, in
         double x0 = p->start[s] * xs, x1 = (p->end[s] + 1) * xs;
         double top = layout_h - (double)(p->offsets[s] + size) * ys;
         double h = (double)size * ys;
-        int pers = g->storages[s].persistent;
+        enum svg_kind kind = svg_storage_kind(&g->storages[s]);
         if (x1 - x0 >= SVG_MIN_PX && h >= SVG_MIN_PX) {
             fprintf(f,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"%s\"/>\n",
-                    x0, top, x1 - x0, h, pers ? "p" : "a");
+                    x0, top, x1 - x0, h, svg_kind_class[kind]);
             drawn++;
             continue;
         }
@@ -126,12 +164,37 @@ static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, in
         if (r1 >= rows) r1 = rows - 1;
         for (int r = r0; r <= r1; r++)
             for (int c = c0; c <= c1; c++)
-                if (cell[(size_t)r * cols + c] < 1 + pers)
-                    cell[(size_t)r * cols + c] = (unsigned char)(1 + pers);
+                if (cell[(size_t)r * cols + c] < kind)
+                    cell[(size_t)r * cols + c] = (unsigned char)kind;
     }
     svg_raster_runs(f, cell, cols, rows);
     free(cell);
     return drawn;
+}
+
+/* A fitted step's note at the right of the title line: what is marked, and
+ * the host buffers, which the device layout does not hold.  Nothing for an
+ * unchanged step. */
+static void svg_marks_note(FILE *f, const graph *g) {
+    svg_marks k = svg_count_marks(g);
+    if (!svg_marks_any(&k)) return;
+    char b[32];
+    const char *sep = "";
+    fprintf(f, "<text x=\"%d\" y=\"-8\" class=\"axis\" text-anchor=\"end\">", SVG_W);
+    if (k.n_recomputed) {
+        fprintf(f, "%zu storages recomputed (%s)", k.n_recomputed,
+                svg_size((double)k.recomputed_bytes, b, sizeof b));
+        sep = "; ";
+    }
+    if (k.n_reloaded) {
+        fprintf(f, "%s%zu reloaded (%s)", sep, k.n_reloaded,
+                svg_size((double)k.reloaded_bytes, b, sizeof b));
+        sep = "; ";
+    }
+    if (k.n_host)
+        fprintf(f, "%shost: %s in %zu buffers, not in the device layout", sep,
+                svg_size((double)k.host_bytes, b, sizeof b), k.n_host);
+    fputs("</text>\n", f);
 }
 
 /* The actual peak: a dashed line across the layout, labelled at its right. */
@@ -226,6 +289,7 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
     double ys = (double)layout_h / (double)(scale_top ? scale_top : 1);
     fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
     svg_panel_title(f, p, title, layout_h);
+    svg_marks_note(f, p->g);
     size_t drawn = svg_storage_rects(f, p, xs, ys, layout_h);
     svg_peak_marker(f, p, ys, layout_h);
     svg_layout_axes(f, scale_top, steps, xs, ys, layout_h);
@@ -235,7 +299,10 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
 
 void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t n, FILE *f) {
     uint64_t top = 1;
+    bool marked = false;
     for (size_t i = 0; i < n; i++) {
+        svg_marks k = svg_count_marks(plans[i]->g);
+        marked = marked || svg_marks_any(&k);
         if (plans[i]->actual > top) top = plans[i]->actual;
         if (plans[i]->theoretical > top) top = plans[i]->theoretical;
     }
@@ -253,6 +320,7 @@ void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t
           ".label{fill:#e15759}.axis{fill:#555;font-size:11px}.tick{stroke:#888}"
           ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n",
           f);
+    if (marked) fputs("<style>.r{fill:#f28e2b}.l{fill:#b07aa1}</style>\n", f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
     for (size_t i = 0; i < n; i++)
         svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP), top,
@@ -267,7 +335,11 @@ void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t
             "(parameters, optimizer state, outputs)</text>"
             "<line x1=\"520\" y1=\"5\" x2=\"540\" y2=\"5\" class=\"peak\"/><text x=\"544\" "
             "y=\"10\">actual peak</text>"
-            "<text x=\"640\" y=\"10\">time (steps) across, address up</text></g>\n",
-            SVG_MARGIN);
+            "<text x=\"640\" y=\"10\">time (steps) across, address up</text>%s</g>\n",
+            SVG_MARGIN,
+            marked ? "<rect x=\"840\" width=\"12\" height=\"10\" class=\"r\"/><text x=\"856\" "
+                     "y=\"10\">recomputed</text><rect x=\"940\" width=\"12\" height=\"10\" "
+                     "class=\"l\"/><text x=\"956\" y=\"10\">reloaded from host</text>"
+                   : "");
     fputs("</svg>\n", f);
 }
