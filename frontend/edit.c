@@ -41,6 +41,7 @@ struct fe_edit {
     /* names some node, graph input or initializer makes -> 1 (borrowed from
      * orig or A), so that a new node cannot make a value a second time */
     fi_names made;
+    bool made_stale; /* a node or input was removed: made is rebuilt before use */
 };
 
 static int ed_fail(const fe_edit *e, char *err, size_t errlen, const char *fmt, ...)
@@ -77,6 +78,7 @@ static const char *ed_str(const char *s) {
 static void ed_note_made(fe_edit *e, const char *name) {
     if (name && name[0]) fi_names_put(&e->made, name, 1);
 }
+static void ed_renote_made(fe_edit *e);
 
 int fe_edit_open_bytes(const char *name, const uint8_t *bytes, size_t len, fe_edit **out, char *err,
                        size_t errlen) {
@@ -280,6 +282,7 @@ int fe_edit_insert_node(fe_edit *e, size_t position, const fe_node_spec *spec, c
         return ed_fail(e, err, errlen, "position %zu is past the %zu nodes", position, e->nodes.n);
     if (!spec->op_type || !spec->op_type[0])
         return ed_fail(e, err, errlen, "a new node needs an op_type");
+    ed_renote_made(e);
     if (ed_check_outputs(e, spec->outputs, spec->n_outputs, err, errlen)) return -1;
     for (size_t k = 0; k < spec->n_attrs; k++) {
         const fe_attr_spec *a = &spec->attrs[k];
@@ -314,6 +317,7 @@ int fe_edit_clone_node(fe_edit *e, const fe_clone_spec *spec, char *err, size_t 
         return ed_fail(e, err, errlen,
                        "the clone of node %zu ('%s', %s) needs %zu outputs, not %zu", spec->node,
                        ed_str(src->name), ed_str(src->op_type), src->n_output, spec->n_outputs);
+    ed_renote_made(e);
     if (ed_check_outputs(e, spec->outputs, spec->n_outputs, err, errlen)) return -1;
     bool extra = spec->extra.name != NULL;
     if (extra && (!spec->extra.name[0] || spec->extra.type < FE_ATTR_INT ||
@@ -354,6 +358,52 @@ int fe_edit_replace_input(fe_edit *e, size_t node, size_t slot, const char *valu
     c->input[slot] = ow_strdup(&e->A, value);
     e->nodes.p[node] = c;
     return 0;
+}
+
+/* The names made now, from scratch (fi_names cannot forget a name), when
+ * a removal made the table stale. */
+static void ed_renote_made(fe_edit *e) {
+    if (!e->made_stale) return;
+    e->made_stale = false;
+    fi_names_free(&e->made);
+    const Onnx__GraphProto *g = e->orig->graph;
+    for (size_t k = 0; k < e->inputs.n; k++)
+        ed_note_made(e, ((const Onnx__ValueInfoProto *)e->inputs.p[k])->name);
+    for (size_t k = 0; k < g->n_initializer; k++) ed_note_made(e, g->initializer[k]->name);
+    for (size_t i = 0; i < e->nodes.n; i++) {
+        const Onnx__NodeProto *n = e->nodes.p[i];
+        for (size_t k = 0; k < n->n_output; k++) ed_note_made(e, n->output[k]);
+    }
+}
+
+static void ed_list_remove(ed_list *l, size_t at) {
+    ROAMC_ASSERT(at < l->n);
+    memmove(l->p + at, l->p + at + 1, (l->n - at - 1) * sizeof *l->p);
+    l->n--;
+}
+
+int fe_edit_remove_node(fe_edit *e, size_t i, char *err, size_t errlen) {
+    if (i >= e->nodes.n)
+        return ed_fail(e, err, errlen, "node %zu to remove is past the %zu nodes", i, e->nodes.n);
+    ed_list_remove(&e->nodes, i);
+    e->made_stale = true;
+    return 0;
+}
+
+/* Removes every entry of l named name. */
+static void ed_remove_named(ed_list *l, const char *name) {
+    for (size_t k = l->n; k-- > 0;) {
+        const Onnx__ValueInfoProto *v = l->p[k];
+        if (v->name && !strcmp(v->name, name)) ed_list_remove(l, k);
+    }
+}
+
+void fe_edit_remove_value(fe_edit *e, const char *name) {
+    size_t inputs = e->inputs.n;
+    ed_remove_named(&e->inputs, name);
+    ed_remove_named(&e->outputs, name);
+    ed_remove_named(&e->value_info, name);
+    if (e->inputs.n != inputs) e->made_stale = true;
 }
 
 /* ---------------------------------------------------------------- values */
@@ -400,6 +450,7 @@ int fe_edit_set_input(fe_edit *e, const fe_value_spec *v, char *err, size_t errl
     Onnx__ValueInfoProto *vi = ed_value_info(e, v, err, errlen);
     if (!vi) return -1;
     ed_put_value(&e->inputs, vi);
+    ed_renote_made(e);
     ed_note_made(e, vi->name);
     return 0;
 }

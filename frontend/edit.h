@@ -133,6 +133,15 @@ int fe_edit_clone_node(fe_edit *e, const fe_clone_spec *spec, char *err, size_t 
  * read there.  Fails on a node or slot out of range or an empty value. */
 int fe_edit_replace_input(fe_edit *e, size_t node, size_t slot, const char *value, char *err,
                           size_t errlen);
+/* Removes node i (the nodes after it move one place back).  What it made
+ * stays declared (value_info, graph outputs) until fe_edit_remove_value;
+ * its output names may be made again.  Fails on i out of range. */
+int fe_edit_remove_node(fe_edit *e, size_t i, char *err, size_t errlen);
+/* Removes name from graph.input, graph.output and graph.value_info
+ * (wherever it is; nothing there is fine).  A graph input removed may be
+ * made again by a new node.  Never fails. */
+void fe_edit_remove_value(fe_edit *e, const char *name);
+
 /* Declares v's type and shape in graph.value_info, replacing a declaration
  * of that name there.  Fails on an empty name or a negative dim. */
 int fe_edit_add_value_info(fe_edit *e, const fe_value_spec *v, char *err, size_t errlen);

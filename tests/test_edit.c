@@ -242,6 +242,57 @@ static void test_recompute_and_offload(void **state) {
     fe_edit_free(e);
 }
 
+/* A node inserted and removed again, its output undeclared: the step loads
+ * as it was (same nodes, no trace of the value), the name may be made
+ * again; a removal out of range fails and changes nothing; a graph input
+ * removed while a node still reads it makes a file fe_load refuses. */
+static void test_remove_node_and_value(void **state) {
+    step *s = *state;
+    fe_edit *e;
+    char err[1024];
+    if (fe_edit_open_bytes("step", s->bytes, s->len, &e, err, sizeof err)) fail_msg("%s", err);
+    size_t n0 = fe_edit_node_count(e);
+    int64_t hd[2] = {4, 16};
+    const char *const h_in[] = {"h"}, *const host[] = {"h_host"};
+    fe_node_spec off = {.domain = "ai.roamc",
+                        .op_type = "Offload",
+                        .inputs = h_in,
+                        .n_inputs = 1,
+                        .outputs = host,
+                        .n_outputs = 1};
+    assert_int_equal(fe_edit_insert_node(e, 1, &off, err, sizeof err), 0);
+    fe_value_spec v = {.name = "h_host", .elem_type = 1, .rank = 2, .dims = hd};
+    assert_int_equal(fe_edit_add_value_info(e, &v, err, sizeof err), 0);
+    assert_int_equal(fe_edit_set_output(e, &v, err, sizeof err), 0);
+    assert_int_equal(fe_edit_remove_node(e, n0 + 1, err, sizeof err), -1);
+    assert_non_null(strstr(err, "past the"));
+    assert_int_equal(fe_edit_node_count(e), n0 + 1);
+    assert_int_equal(fe_edit_remove_node(e, 1, err, sizeof err), 0);
+    fe_edit_remove_value(e, "h_host");
+    fe_edit_remove_value(e, "no_such_value"); /* nothing there is fine */
+    assert_int_equal(fe_edit_node_count(e), n0);
+    assert_int_equal(fe_edit_find_producer(e, "h_host"), -1);
+    assert_int_equal(fe_edit_find_producer(e, "y"), 1);
+    uint8_t *bytes;
+    size_t len;
+    fe_edit_bytes(e, &bytes, &len);
+    fe_model m;
+    if (fe_load_bytes("removed", bytes, len, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+    free(bytes);
+    assert_int_equal(m.n_nodes, n0);
+    assert_int_equal(fe_find_value(&m, "h_host"), -1);
+    fe_free(&m);
+    /* the name is free again */
+    assert_int_equal(fe_edit_insert_node(e, 1, &off, err, sizeof err), 0);
+    assert_int_equal(fe_edit_remove_node(e, 1, err, sizeof err), 0);
+    /* a graph input still read: the file no longer loads */
+    fe_edit_remove_value(e, "w");
+    fe_edit_bytes(e, &bytes, &len);
+    assert_int_equal(fe_load_bytes("no_w", bytes, len, NULL, &m, err, sizeof err), -1);
+    free(bytes);
+    fe_edit_free(e);
+}
+
 /* A step models/export.py wrote (the committed zoo): written back unchanged
  * and loaded the same, its metadata read. */
 static void test_export_file_round_trip(void **state) {
@@ -352,6 +403,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip_keeps_everything),
         cmocka_unit_test(test_recompute_and_offload),
         cmocka_unit_test(test_bad_edits_refused),
+        cmocka_unit_test(test_remove_node_and_value),
         cmocka_unit_test(test_export_file_round_trip),
         cmocka_unit_test(test_weights_and_garbage_refused),
     };

@@ -27,6 +27,7 @@
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
+#include "shard.h"
 
 static const char usage_text[] =
     "usage: roamc MODEL.onnx [-o PLAN.json] [options]\n"
@@ -94,6 +95,13 @@ static const char usage_text[] =
     "                        a100, l4, 4090 or gh200\n"
     "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
     "                        the built-in ones; README, section --fit)\n"
+    "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1 or zero2\n"
+    "                        (README, section --shard); needs --world; -o needs\n"
+    "                        --emit-train FILE (the rank's step, which the plan names)\n"
+    "      --world N         --shard: ranks in the job (1 to 65536)\n"
+    "      --rank R          --shard: the rank planned (0 to N-1, default 0)\n"
+    "      --bucket-mb MB    --shard: DDP's bucket_cap_mb (default 25; the first bucket\n"
+    "                        closes at 1 MiB)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -310,6 +318,8 @@ enum {
     OPT_DEVICE,
     OPT_DEVICE_PROFILE
 };
+/* --shard and its options (planner/shard/) */
+enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -335,6 +345,10 @@ static int main_plan(int argc, char **argv) {
         {"max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"device-profile", required_argument, NULL, OPT_DEVICE_PROFILE},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"world", required_argument, NULL, OPT_WORLD},
+        {"rank", required_argument, NULL, OPT_RANK},
+        {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -454,6 +468,114 @@ static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
     return MAIN_CONTINUE;
 }
 
+/* --shard, --world, --rank, --bucket-mb: the set-up, and which were given. */
+typedef struct main_shard_args {
+    shard_options so;
+    bool world, rank, bucket;
+} main_shard_args;
+static main_shard_args main_shard = {.so = {.bucket_mb = SHARD_DEFAULT_BUCKET_MB}};
+
+/* One --shard option; MAIN_CONTINUE, or 2 after a usage message. */
+static int main_shard_option(int c, const char *arg) {
+    uint64_t num;
+    char *end;
+    switch (c) {
+    case OPT_SHARD:
+        if (shard_kind_parse(arg, &main_shard.so.kind))
+            return main_usage_error("--shard is ddp, zero1, zero2 or zero3, not '%s'", arg);
+        break;
+    case OPT_WORLD:
+        if (main_parse_u64(arg, &num) || num > SHARD_MAX_WORLD)
+            return main_usage_error("--world is the number of ranks, 1 to 65536, not '%s'", arg);
+        main_shard.so.world = (long)num, main_shard.world = true;
+        break;
+    case OPT_RANK:
+        if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num >= SHARD_MAX_WORLD))
+            return main_usage_error("--rank is a rank from 0 to --world - 1, not '%s'", arg);
+        main_shard.so.rank = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.rank = true;
+        break;
+    default:
+        errno = 0;
+        main_shard.so.bucket_mb = strtod(arg, &end);
+        if (end == arg || *end || errno || !(main_shard.so.bucket_mb > 0) ||
+            main_shard.so.bucket_mb > 1e6)
+            return main_usage_error("--bucket-mb is a size in MiB above 0, at most 1000000, "
+                                    "not '%s'",
+                                    arg);
+        main_shard.bucket = true;
+    }
+    return MAIN_CONTINUE;
+}
+
+/* The options --shard does not go with; MAIN_CONTINUE, or 2 after a
+ * usage message. */
+static int main_shard_check(const main_plan_args *a) {
+    char err[512];
+    const main_shard_args *s = &main_shard;
+    if (!s->so.kind && (s->world || s->rank || s->bucket))
+        return main_usage_error("%s", "--world, --rank and --bucket-mb need --shard KIND");
+    if (!s->so.kind) return MAIN_CONTINUE;
+    if (!s->world) return main_usage_error("%s", "--shard needs --world N (the ranks in the job)");
+    if (a->fit || a->compare || a->max_batch || a->budget.budget_text)
+        return main_usage_error("%s", "--shard plans one rank's step: not with --fit, --compare, "
+                                      "--max-batch or --budget (yet)");
+    if (a->out_path && !a->train.t.emit_path)
+        return main_usage_error("%s", "--shard -o needs --emit-train FILE: the plan names the "
+                                      "rank's step, which --emit-train writes");
+    if (shard_check(&s->so, err, sizeof err)) return main_usage_error("%s", err);
+    return MAIN_CONTINUE;
+}
+
+/* --shard: the rank's step (shard_run) planned, written with its plan and
+ * reported.  Its exit status: 0, or 1 after a message. */
+static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
+                           const planner_step *step, const char *model_path, planner_files *files,
+                           FILE *report) {
+    char err[2048];
+    const char *emit = a->train.t.emit_path;
+    shard_request r = {.step_name = model_path,
+                       .step_bytes = step->bytes,
+                       .step_len = step->len,
+                       .g = &step->g,
+                       .bindings = fopt,
+                       .opt = &a->opt,
+                       .so = main_shard.so,
+                       .emit_name = emit ? emit : "(the rank's step)"};
+    shard_outcome o;
+    planner_progress_stage("sharding %s", model_path);
+    int rc = 0;
+    if (shard_run(&r, &o, err, sizeof err)) {
+        planner_progress_end();
+        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+        shard_outcome_free(&o);
+        return 1;
+    }
+    files->step = emit;
+    files->step_bytes = o.bytes;
+    files->step_len = o.len;
+    const plan *plans[1] = {&o.plan};
+    const char *titles[1] = {"one rank's step (--shard)"};
+    if (planner_files_write(files, &o.plan, r.emit_name, plans, titles, 1, err, sizeof err)) {
+        planner_progress_end();
+        fprintf(stderr, "roamc: %s\n", err);
+        rc = 1;
+    }
+    planner_progress_end();
+    if (rc == 0 && report) {
+        if (a->json_report) {
+            json_t *extra = json_object();
+            shard_report_json(extra, &r, &o);
+            plan_report_json(report, &o.plan, r.emit_name, files, extra);
+            json_decref(extra);
+        } else {
+            plan_report_text(report, &o.plan, r.emit_name, files);
+            shard_report_text(report, &r, &o);
+        }
+    }
+    shard_outcome_free(&o);
+    return rc;
+}
+
 /* One option, c as getopt_long returned it; MAIN_CONTINUE, or the exit
  * status (0 after --help or --version, 2 after a usage message). */
 static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **argv) {
@@ -482,6 +604,10 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_MAX_OVERHEAD:
     case OPT_DEVICE:
     case OPT_DEVICE_PROFILE: return main_plan_fit_option(a, c, optarg);
+    case OPT_SHARD:
+    case OPT_WORLD:
+    case OPT_RANK:
+    case OPT_BUCKET_MB: return main_shard_option(c, optarg);
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -539,7 +665,8 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         opt->device_limit = budget->budget - budget->reserve;
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
-    if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit)))
+    if (!a->train.on &&
+        (a->train.derive || (a->train.t.emit_path && !a->fit && !main_shard.so.kind)))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen and --emit-train need --train");
     if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
@@ -785,6 +912,8 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
 static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     char err[2048];
     const char *model_path = a->model_path;
+    int shard_rc = main_shard_check(a);
+    if (shard_rc != MAIN_CONTINUE) return shard_rc;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
     planner_output_set outs = {0};
@@ -811,14 +940,16 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     double t0 = main_t_start;
     planner_progress_stage("loading %s", model_path);
     planner_step step;
-    if (main_load(model_path, fopt, &a->train, a->opt.align, a->fit != 0, &step,
-                  a->json_report ? NULL : report))
+    if (main_load(model_path, fopt, &a->train, a->opt.align, a->fit != 0 || main_shard.so.kind,
+                  &step, a->json_report ? NULL : report))
         return 2;
     if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
     double t1 = roamc_now();
     int rc = 0;
     if (a->fit) {
         rc = main_plan_fit(a, fopt, &step, a->model_path, &files, report);
+    } else if (main_shard.so.kind) {
+        rc = main_plan_shard(a, fopt, &step, a->model_path, &files, report);
     } else if (a->compare) {
         if (plan_compare(&step.g, &a->opt, model_path, &files, a->json_report, report, err,
                          sizeof err)) {

@@ -1,0 +1,133 @@
+/* planner/shard/ — one rank of a data-parallel job (issue 28; shared/DESIGN.md
+ * "Several devices and real training set-ups").
+ *
+ * From a training step (models/export.py's convention: metadata
+ * roamc.parameters, roamc.gradients (one per parameter, same order) and
+ * roamc.optimizer_state; or the step --train derives) shard_emit writes the
+ * step ONE rank runs, through the step editor (frontend/edit.h), and
+ * shard_run plans it with the normal pipeline.  What each set-up adds (the
+ * frameworks' defaults, torch 1.13 unless said):
+ *
+ *   ddp    DistributedDataParallel, gradient_as_bucket_view=False: gradients
+ *          go, in the order they become ready (their producers' file order,
+ *          ties in reverse parameter order), into flat buckets (graph inputs
+ *          "roamc.bucket<k>", persistent: DDP allocates them once); the
+ *          first bucket closes at 1 MiB, the others at --bucket-mb (default
+ *          25) MiB, one set per element type.  Per gradient: a view of its
+ *          place in the bucket (aten as_strided) and an in-place copy_ into
+ *          it, right after the gradient is made; per full bucket: div_ by
+ *          the world size and an ai.roamc AllReduce in place; at the end of
+ *          the backward pass (before the first optimizer node) each
+ *          gradient is copied back from its bucket view (copy_ in place).
+ *          .grad stays a storage of its own.
+ *   zero1  ddp + ZeroRedundancyOptimizer: parameters are owned whole, the
+ *          largest first, each by the rank with the fewest elements so far
+ *          (lowest rank on a tie); the rank keeps the optimizer state and
+ *          update nodes of the parameters it owns only; after the updates
+ *          every parameter is broadcast in place from its owner (an
+ *          ai.roamc Broadcast node with INT attributes root and world: the
+ *          owner's reads the parameter, the others' write it).
+ *   zero2  zero1 with gradients partitioned: one bucket buffer as large as
+ *          the largest bucket, reused by every bucket in turn (DeepSpeed's
+ *          reduce bucket); per full bucket an ai.roamc ReduceScatter in
+ *          place, then the rank copies back only the gradients it owns;
+ *          the others' gradients are dead once copied into the bucket
+ *          (roamc.gradients names the owned ones only).
+ *   zero3  not done (refused by shard_check).
+ *
+ * Every new node has explicit alias/inplace attributes and every new value a
+ * value_info, so roamc, roamc check and check_plan.py read the rank's step
+ * as any other.  Metadata added: roamc.shard ("zero1 world=2 rank=0
+ * bucket_mb=25"), roamc.communication (the buffers' names), roamc.owned
+ * (zero*: the parameters this rank updates); roamc.optimizer_state
+ * (and roamc.gradients for zero2) narrowed to the rank's.
+ */
+#ifndef ROAMC_SHARD_H
+#define ROAMC_SHARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph.h"
+#include "planner.h"
+
+enum shard_kind { SHARD_NONE = 0, SHARD_DDP, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3 };
+
+#define SHARD_DEFAULT_BUCKET_MB 25.0
+#define SHARD_FIRST_BUCKET_BYTES ((uint64_t)1 << 20) /* torch's _DEFAULT_FIRST_BUCKET_BYTES */
+#define SHARD_MAX_WORLD 65536
+
+/* The set-up asked for. */
+typedef struct shard_options {
+    int kind;         /* enum shard_kind */
+    long world, rank; /* 0 < world <= SHARD_MAX_WORLD, 0 <= rank < world */
+    double bucket_mb; /* DDP's bucket_cap_mb, > 0 */
+} shard_options;
+
+/* "ddp", "zero1", ...; "?" outside the enum. */
+const char *shard_kind_name(int kind);
+/* The kind named s into *kind; -1 when s names none. */
+int shard_kind_parse(const char *s, int *kind);
+
+/* What to shard: the step and how to plan the rank's. */
+typedef struct shard_request {
+    const char *step_name;     /* the step, in messages */
+    const uint8_t *step_bytes; /* its ONNX bytes */
+    size_t step_len;
+    const graph *g;             /* its graph, loaded from step_bytes under bindings */
+    const fe_options *bindings; /* to load the rank's step the same way */
+    const planner_options *opt; /* how the rank's step is planned */
+    shard_options so;
+    const char *emit_name; /* names the rank's step: the plan's "model" */
+} shard_request;
+
+/* Bytes at the rank's peak step, by what holds them. */
+enum shard_part {
+    SHARD_PARAMETERS,  /* roamc.parameters and roamc.buffers */
+    SHARD_GRADIENTS,   /* roamc.gradients */
+    SHARD_OPTIMIZER,   /* roamc.optimizer_state */
+    SHARD_COMM,        /* roamc.communication */
+    SHARD_ACTIVATIONS, /* everything else: activations, temporaries, data */
+    SHARD_N_PARTS
+};
+
+typedef struct shard_outcome {
+    uint8_t *bytes; /* the rank's step (ONNX) */
+    size_t len;
+    fe_model model;
+    graph graph;
+    plan plan;
+    bool have_model, have_graph, have_plan;
+    size_t n_params, n_owned, n_buckets, n_removed;
+    uint64_t param_bytes, owned_bytes; /* parameters, and those this rank updates */
+    uint64_t bucket_bytes;             /* communication buffers, element bytes */
+    uint64_t split[SHARD_N_PARTS];     /* at the peak step; sums to plan.theoretical */
+    int peak_step;
+    char peak_op[160];
+} shard_outcome;
+
+/* Checks so (kind, world, rank, bucket size).  0, or -1 with a message. */
+int shard_check(const shard_options *so, char *err, size_t errlen);
+
+/* The rank's step as ONNX bytes into *bytes (malloc'd, *len; the caller
+ * frees); o (may be NULL) gets the counts (params, owned, buckets, removed
+ * nodes).  Returns 0, or -1 with a message: metadata missing or not one
+ * gradient per parameter, an optimizer node that updates several
+ * parameters at once (zero*), an editor failure. */
+int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outcome *o, char *err,
+               size_t errlen);
+
+/* Emits, loads, builds and plans the rank's step into o (free it with
+ * shard_outcome_free whatever the return), with the split at its peak.
+ * Returns 0, or -1 with a message. */
+int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen);
+void shard_outcome_free(shard_outcome *o);
+
+/* The report's set-up line and split; the "shard" member of a JSON report. */
+void shard_report_text(FILE *f, const shard_request *r, const shard_outcome *o);
+struct json_t;
+void shard_report_json(struct json_t *obj, const shard_request *r, const shard_outcome *o);
+
+#endif

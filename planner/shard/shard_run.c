@@ -1,0 +1,141 @@
+/* --shard: the rank's step emitted (shard_emit.c), loaded, planned with the
+ * normal pipeline, and its peak split by what holds the bytes. */
+#include "shard.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base.h"
+
+static const char *const shard_part_names[SHARD_N_PARTS] = {
+    "parameters", "gradients", "optimizer_state", "communication", "activations"};
+
+/* Marks the storages of the values metadata key names as part (when not
+ * marked yet). */
+static void shard_mark(const graph *g, const char *key, int part, int *of) {
+    const char *s = fe_meta(g->model, key);
+    if (!s) return;
+    char name[1024];
+    for (const char *c = s; *c;) {
+        size_t len = strcspn(c, ",");
+        if (len && len < sizeof name) {
+            memcpy(name, c, len);
+            name[len] = 0;
+            int v = fe_find_value(g->model, name);
+            if (v >= 0 && of[g->storage_of[v]] < 0) of[g->storage_of[v]] = part;
+        }
+        c += len;
+        if (*c) c++;
+    }
+}
+
+/* The peak step of o->plan and the bytes live there, by part. */
+static void shard_split(shard_outcome *o) {
+    const plan *p = &o->plan;
+    const graph *g = p->g;
+    uint64_t *live = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *live);
+    graph_live_bytes(g, p->order, live);
+    int peak = 0;
+    for (size_t t = 1; t < g->n_ops; t++)
+        if (live[t] > live[peak]) peak = (int)t;
+    free(live);
+    int *of = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *of);
+    for (size_t s = 0; s < g->n_storages; s++) of[s] = -1;
+    shard_mark(g, "roamc.communication", SHARD_COMM, of);
+    shard_mark(g, "roamc.parameters", SHARD_PARAMETERS, of);
+    shard_mark(g, "roamc.buffers", SHARD_PARAMETERS, of);
+    shard_mark(g, "roamc.optimizer_state", SHARD_OPTIMIZER, of);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        if (of[s] < 0) of[s] = g->storages[s].gradient ? SHARD_GRADIENTS : SHARD_ACTIVATIONS;
+        if (p->start[s] <= peak && peak <= p->end[s]) o->split[of[s]] += g->storages[s].size;
+    }
+    free(of);
+    uint64_t sum = 0;
+    for (int k = 0; k < SHARD_N_PARTS; k++) sum += o->split[k];
+    ROAMC_ASSERT(sum == p->theoretical);
+    o->peak_step = peak;
+    char label[128];
+    int op = p->order[peak];
+    snprintf(o->peak_op, sizeof o->peak_op, "%s, %s", graph_op_label(g, op, label, sizeof label),
+             g->model->nodes[op].op_type);
+}
+
+int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    if (shard_emit(r, &o->bytes, &o->len, o, err, errlen)) return -1;
+    if (fe_load_bytes(r->emit_name, o->bytes, o->len, r->bindings, &o->model, err, errlen))
+        return -1;
+    o->have_model = true;
+    if (graph_build(&o->model, r->opt->align, &o->graph, err, errlen)) return -1;
+    o->have_graph = true;
+    if (plan_build(&o->graph, r->opt, &o->plan, err, errlen)) return -1;
+    o->have_plan = true;
+    shard_split(o);
+    return 0;
+}
+
+void shard_outcome_free(shard_outcome *o) {
+    if (o->have_plan) plan_free(&o->plan);
+    if (o->have_graph) graph_free(&o->graph);
+    if (o->have_model) fe_free(&o->model);
+    free(o->bytes);
+    memset(o, 0, sizeof *o);
+}
+
+static const char *shard_title(int kind) {
+    switch (kind) {
+    case SHARD_DDP: return "DDP (gradients all-reduced in buckets)";
+    case SHARD_ZERO1: return "ZeRO-1 (optimizer state sharded)";
+    case SHARD_ZERO2: return "ZeRO-2 (optimizer state and gradients sharded)";
+    default: return "?";
+    }
+}
+
+void shard_report_text(FILE *f, const shard_request *r, const shard_outcome *o) {
+    char a[32], b[32], c[32];
+    const shard_options *so = &r->so;
+    fprintf(f,
+            "  set-up        %s, world %ld, rank %ld: %zu parameters (%s), %zu updated here (%s)\n",
+            shard_title(so->kind), so->world, so->rank, o->n_params,
+            planner_bytes_human(o->param_bytes, a, sizeof a), o->n_owned,
+            planner_bytes_human(o->owned_bytes, b, sizeof b));
+    fprintf(f,
+            "  buckets       %zu (first closes at 1 MiB, then %g MiB)%s, buffers %s; %zu "
+            "optimizer nodes of other ranks left out\n",
+            o->n_buckets, so->bucket_mb,
+            so->kind == SHARD_ZERO2 ? " taking turns in one buffer per type" : "",
+            planner_bytes_human(o->bucket_bytes, c, sizeof c), o->n_removed);
+    fprintf(f, "  rank peak     %s (%llu B) at step %d (%s):",
+            planner_bytes_human(o->plan.theoretical, a, sizeof a),
+            (unsigned long long)o->plan.theoretical, o->peak_step, o->peak_op);
+    for (int k = 0; k < SHARD_N_PARTS; k++)
+        fprintf(f, "%s %s %s", k ? "," : "", shard_part_names[k],
+                planner_bytes_human(o->split[k], a, sizeof a));
+    fprintf(f, "\n");
+}
+
+void shard_report_json(struct json_t *obj, const shard_request *r, const shard_outcome *o) {
+    json_t *j = json_object();
+    json_object_set_new(j, "setup", json_string(shard_kind_name(r->so.kind)));
+    json_object_set_new(j, "world", json_integer(r->so.world));
+    json_object_set_new(j, "rank", json_integer(r->so.rank));
+    json_object_set_new(j, "bucket_mb", json_real(r->so.bucket_mb));
+    json_object_set_new(j, "parameters", json_integer((json_int_t)o->n_params));
+    json_object_set_new(j, "parameter_bytes", json_integer((json_int_t)o->param_bytes));
+    json_object_set_new(j, "updated", json_integer((json_int_t)o->n_owned));
+    json_object_set_new(j, "updated_bytes", json_integer((json_int_t)o->owned_bytes));
+    json_object_set_new(j, "buckets", json_integer((json_int_t)o->n_buckets));
+    json_object_set_new(j, "buffer_bytes", json_integer((json_int_t)o->bucket_bytes));
+    json_object_set_new(j, "removed_nodes", json_integer((json_int_t)o->n_removed));
+    json_object_set_new(j, "peak", json_integer((json_int_t)o->plan.theoretical));
+    json_object_set_new(j, "peak_step", json_integer(o->peak_step));
+    json_object_set_new(j, "peak_op", json_string(o->peak_op));
+    json_t *split = json_object();
+    for (int k = 0; k < SHARD_N_PARTS; k++)
+        json_object_set_new(split, shard_part_names[k], json_integer((json_int_t)o->split[k]));
+    json_object_set_new(j, "split", split);
+    json_object_set_new(obj, "shard", j);
+}
