@@ -302,8 +302,8 @@ static int budget_fit(const planner_batch_query *q, const planner_step *step, in
         row->fit_status = out.status;
         row->fit_added_percent =
             out.step_seconds > 0 ? 100.0 * out.added_seconds / out.step_seconds : 0;
-        row->need[BUDGET_PLAN] = out.status == FIT_CANNOT ? out.least : out.after.actual;
-        row->theoretical[BUDGET_PLAN] = out.after.theoretical;
+        row->need[BUDGET_PLAN] = out.status == FIT_CANNOT ? out.least : out.changed->plan.actual;
+        row->theoretical[BUDGET_PLAN] = out.changed->plan.theoretical;
         row->arena = BUDGET_ARENA_EXACT;
         row->fits[BUDGET_PLAN] = out.status == FIT_FITTED;
     }

@@ -857,13 +857,13 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
         return 1;
     }
     bool changed = o.status != FIT_ALREADY;
-    const plan *p = changed ? &o.after : &o.before;
+    const plan *p = changed ? &o.changed->plan : &o.before;
     const char *plan_model = emit ? emit : model_path;
     int rc = 0;
     if (o.status == FIT_ALREADY || o.status == FIT_FITTED) {
         files->step = emit;
-        files->step_bytes = changed ? o.bytes : step->bytes;
-        files->step_len = changed ? o.len : step->len;
+        files->step_bytes = changed ? o.changed->bytes : step->bytes;
+        files->step_len = changed ? o.changed->len : step->len;
         const plan *plans[1] = {p};
         const char *titles[1] = {changed ? "the changed step (--fit)"
                                          : "the step (--fit: unchanged)"};

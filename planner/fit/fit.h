@@ -45,6 +45,7 @@
 #include <stdio.h>
 
 #include "graph.h"
+#include "ilp_fit.h"
 #include "planner.h"
 
 enum fit_figure {
@@ -184,6 +185,28 @@ typedef struct fit_choice {
 void fit_choose(const fit_problem *P, fit_choice *c);
 void fit_choice_free(fit_choice *c);
 
+/* The exact choice: the MILP of ilp/ilp_fit.h (keep, recompute or offload
+ * each candidate; every row of the live curve at most target; a recompute
+ * that reads a value dropped too pays for recomputing it) on P's plan,
+ * solved by GLPK within the work budget.  Each choice is priced with
+ * nothing else dropped and a chain one level deep: it is the optimum of
+ * that model, which the changed step's own plan then measures.  c gets the
+ * chosen drops as actions (deepest first; peaks as fit_choose's); x says
+ * how the MILP ended. */
+typedef struct fit_exact_budget {
+    uint64_t work;   /* work units (ilp_fit.h), decreased by what is spent */
+    double deadline; /* roamc_now() seconds: a backstop */
+} fit_exact_budget;
+typedef struct fit_exact {
+    int status;              /* enum ilp_fit_status */
+    double objective, bound; /* seconds: the solution's, a lower bound of the optimum */
+    long nodes;
+    bool timed_out;
+    size_t n_choices, n_chains, n_rows;
+} fit_exact;
+void fit_choose_exact(const fit_problem *P, uint64_t target, fit_exact_budget *b, fit_choice *c,
+                      fit_exact *x);
+
 /* ------------------------------------------------ the changed step (fit_emit.c) */
 
 /* The first n_actions of choice, written into the unchanged step. */
@@ -226,17 +249,25 @@ enum fit_status {
     FIT_TOO_SLOW, /* it fits, but adds more than max_overhead */
 };
 
-typedef struct fit_outcome {
-    int status;  /* enum fit_status */
-    plan before; /* the unchanged step's plan */
-    /* the changed step (status other than FIT_ALREADY): its bytes, model,
-     * graph and validated plan */
+/* A changed step: its bytes, model, graph and validated plan (stage says
+ * how far it got: 1 model, 2 graph, 3 plan).  On the heap: its graph
+ * points at its model and its plan at its graph. */
+typedef struct fit_step {
     uint8_t *bytes;
     size_t len;
     fe_model model;
     graph graph;
-    plan after;
-    bool have_before, have_model, have_graph, have_after;
+    plan plan;
+    int stage;
+} fit_step;
+void fit_step_free(fit_step *st);
+
+typedef struct fit_outcome {
+    int status;  /* enum fit_status */
+    plan before; /* the unchanged step's plan */
+    bool have_before;
+    fit_step *changed;  /* status other than FIT_ALREADY: the changed step */
+    const char *method; /* what chose it: "greedy" or "MILP" */
     size_t n_actions, n_candidates, n_recomputed, n_offloaded, n_cloned_ops;
     uint64_t bytes_recomputed, bytes_offloaded;
     uint64_t host_bytes;  /* host memory the offloaded values take */
@@ -248,6 +279,11 @@ typedef struct fit_outcome {
     double recompute_seconds, copy_seconds, copy_exposed_seconds;
     uint64_t least; /* FIT_CANNOT: the changed step's arena with every action taken */
     size_t plans;   /* changed steps planned */
+    /* the MILP, when the step was small enough to try it: how it ended, and
+     * the added seconds of its step planned (-1: it did not fit) */
+    bool exact_tried;
+    fit_exact exact;
+    double exact_seconds;
 } fit_outcome;
 
 /* Runs --fit (the steps are in fit_run.c).  Returns 0 with o filled (free
@@ -255,8 +291,6 @@ typedef struct fit_outcome {
  * plan failed, the changed step could not be written or loaded, or the
  * graph has no loss to tell its passes apart. */
 int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen);
-/* Frees the changed step of o (bytes, model, graph, plan) and keeps the rest. */
-void fit_outcome_drop_changed(fit_outcome *o);
 void fit_outcome_free(fit_outcome *o);
 /* "fits unchanged", "fits changed", "cannot fit", "over --max-overhead". */
 const char *fit_status_name(int status);

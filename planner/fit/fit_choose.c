@@ -24,6 +24,7 @@
  */
 #include "fit.h"
 #include "base.h"
+#include "ilp_fit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -301,33 +302,47 @@ static void fit_apply(fit_work *w, fit_action *a) {
     }
 }
 
-void fit_choose(const fit_problem *P, fit_choice *c) {
+/* The work state on P's plan: positions, passes, spans, the live curve;
+ * c gets the forward flags (it owns them), the loss op and the count of
+ * candidates, and room for that many actions. */
+static void fit_work_init(fit_work *w, const fit_problem *P, fit_choice *c) {
     const graph *g = P->g;
     size_t n = g->n_ops, ns = g->n_storages;
-    fit_work w = {.g = g, .P = P};
+    *w = (fit_work){.g = g, .P = P};
     memset(c, 0, sizeof *c);
-    w.pos = xmallocarray(n, sizeof *w.pos);
-    w.forward = c->forward = xcalloc(n, sizeof *w.forward);
-    w.span = xmallocarray(ns, sizeof *w.span);
-    w.live = xcalloc(n, sizeof *w.live);
-    w.dropped = xcalloc(ns, sizeof *w.dropped);
-    w.stamp = xcalloc(ns, sizeof *w.stamp);
-    w.stack = xmallocarray(ns, sizeof *w.stack);
+    w->pos = xmallocarray(n, sizeof *w->pos);
+    w->forward = c->forward = xcalloc(n, sizeof *w->forward);
+    w->span = xmallocarray(ns, sizeof *w->span);
+    w->live = xcalloc(n, sizeof *w->live);
+    w->dropped = xcalloc(ns, sizeof *w->dropped);
+    w->stamp = xcalloc(ns, sizeof *w->stamp);
+    w->stack = xmallocarray(ns, sizeof *w->stack);
     size_t n_inputs = 0;
     for (size_t i = 0; i < n; i++) n_inputs += g->model->nodes[i].n_inputs;
-    w.reads = xmallocarray(n_inputs, sizeof *w.reads);
-    w.ops = xmallocarray(n, sizeof *w.ops);
-    w.op_in = xcalloc(n, sizeof *w.op_in);
-    for (size_t i = 0; i < n; i++) w.pos[P->order[i]] = (int)i;
-    c->loss_op = fit_mark_forward(g, w.forward);
-    fit_spans(&w);
+    w->reads = xmallocarray(n_inputs, sizeof *w->reads);
+    w->ops = xmallocarray(n, sizeof *w->ops);
+    w->op_in = xcalloc(n, sizeof *w->op_in);
+    for (size_t i = 0; i < n; i++) w->pos[P->order[i]] = (int)i;
+    c->loss_op = fit_mark_forward(g, w->forward);
+    fit_spans(w);
     for (size_t s = 0; s < ns; s++)
-        for (int32_t t = P->start[s]; t <= P->end[s]; t++) w.live[t] += g->storages[s].size;
-    for (size_t s = 0; s < ns; s++) c->n_candidates += fit_is_candidate(&w, (int)s);
+        for (int32_t t = P->start[s]; t <= P->end[s]; t++) w->live[t] += g->storages[s].size;
+    for (size_t s = 0; s < ns; s++) c->n_candidates += fit_is_candidate(w, (int)s);
     if (c->loss_op < 0) c->n_candidates = 0;
     c->actions = xmallocarray(c->n_candidates, sizeof *c->actions);
     c->peaks = xmallocarray(c->n_candidates + 1, sizeof *c->peaks);
-    c->peaks[0] = n ? w.live[fit_peak_step(&w, n)] : 0;
+    c->peaks[0] = n ? w->live[fit_peak_step(w, n)] : 0;
+}
+
+static void fit_work_free(fit_work *w) {
+    free(w->pos), free(w->span), free(w->live), free(w->dropped), free(w->stamp);
+    free(w->stack), free(w->reads), free(w->ops), free(w->op_in);
+}
+
+void fit_choose(const fit_problem *P, fit_choice *c) {
+    fit_work w;
+    fit_work_init(&w, P, c);
+    size_t n = P->g->n_ops;
     while (n && c->n_actions < c->n_candidates) {
         fit_action a = fit_best_at(&w, fit_peak_step(&w, n));
         if (a.storage < 0) break;
@@ -335,8 +350,185 @@ void fit_choose(const fit_problem *P, fit_choice *c) {
         c->actions[c->n_actions++] = a;
         c->peaks[c->n_actions] = w.live[fit_peak_step(&w, n)];
     }
-    free(w.pos), free(w.span), free(w.live), free(w.dropped), free(w.stamp);
-    free(w.stack), free(w.reads), free(w.ops), free(w.op_in);
+    fit_work_free(&w);
+}
+
+/* ------------------------------------------------------- the exact choice */
+
+/* The MILP of ilp_fit.h on w's plan: candidates, their choices priced with
+ * nothing else dropped, the chains between them, the rows. */
+typedef struct fit_milp {
+    int *cand; /* candidate index -> storage */
+    size_t n_cand;
+    ilp_fit_choice *ch; /* choices */
+    int *kind;          /* per choice: FIT_RECOMPUTE or FIT_OFFLOAD */
+    size_t n_ch;
+    ilp_fit_chain *chain;
+    size_t n_chain, cap_chain;
+    int32_t *cuts; /* row r = steps [cuts[r], cuts[r+1]) */
+    double *need;
+    size_t n_rows;
+} fit_milp;
+
+static int fit_cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The row holding step t (binary search over the cuts). */
+static size_t fit_row_of(const fit_milp *M, int32_t t) {
+    size_t lo = 0, hi = M->n_rows;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (M->cuts[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Rows: the steps cut wherever a candidate's gap starts or ends and around
+ * each first backward step (where temporaries live); need = the largest
+ * live bytes of the row less the target. */
+static void fit_milp_rows(fit_milp *M, const fit_work *w, uint64_t target) {
+    size_t n = w->g->n_ops, k = 0;
+    M->cuts = xmallocarray(3 * M->n_cand + 2, sizeof *M->cuts);
+    M->cuts[k++] = 0;
+    for (size_t i = 0; i < M->n_cand; i++) {
+        const fit_span *sp = &w->span[M->cand[i]];
+        M->cuts[k++] = sp->last_forward + 1;
+        M->cuts[k++] = sp->first_backward;
+        M->cuts[k++] = sp->first_backward + 1;
+    }
+    qsort(M->cuts, k, sizeof *M->cuts, fit_cmp_i32);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (M->cuts[i] < (int32_t)n && (u == 0 || M->cuts[i] != M->cuts[u - 1]))
+            M->cuts[u++] = M->cuts[i];
+    M->n_rows = u;
+    M->need = xmallocarray(u ? u : 1, sizeof *M->need);
+    for (size_t r = 0; r < u; r++) {
+        int32_t end = r + 1 < u ? M->cuts[r + 1] : (int32_t)n;
+        uint64_t most = 0;
+        for (int32_t t = M->cuts[r]; t < end; t++)
+            if (w->live[t] > most) most = w->live[t];
+        M->need[r] = (double)most - (double)target;
+    }
+}
+
+/* The candidates and their choices; a recompute's reads of other
+ * candidates, live where it runs, become chains. */
+static void fit_milp_choices(fit_milp *M, fit_work *w) {
+    const graph *g = w->g;
+    int *index_of = xmallocarray(g->n_storages, sizeof *index_of);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        index_of[s] = -1;
+        if (fit_is_candidate(w, (int)s))
+            index_of[s] = (int)M->n_cand, M->cand[M->n_cand++] = (int)s;
+    }
+    M->ch = xmallocarray(2 * M->n_cand + 1, sizeof *M->ch);
+    M->kind = xmallocarray(2 * M->n_cand + 1, sizeof *M->kind);
+    double *alone = xmallocarray(M->n_cand + 1, sizeof *alone); /* recompute seconds */
+    uint64_t *alone_temp = xcalloc(M->n_cand + 1, sizeof *alone_temp);
+    for (size_t i = 0; i < M->n_cand; i++) {
+        int s = M->cand[i];
+        const fit_span *sp = &w->span[s];
+        uint64_t size = g->storages[s].size;
+        size_t lo = fit_row_of(M, sp->last_forward + 1), hi = fit_row_of(M, sp->first_backward);
+        fit_action a;
+        alone[i] = -1;
+        if ((w->P->mode & FIT_OFFLOAD) && fit_offload(w, s, &a)) {
+            M->ch[M->n_ch] = (ilp_fit_choice){i, a.seconds, size, lo, hi, 0, 0};
+            M->kind[M->n_ch++] = FIT_OFFLOAD;
+        }
+        if ((w->P->mode & FIT_RECOMPUTE) && fit_closure(w, s, &a)) {
+            alone[i] = a.seconds, alone_temp[i] = a.temp_bytes + size;
+            size_t at = fit_row_of(M, a.at);
+            M->ch[M->n_ch] = (ilp_fit_choice){i, a.seconds, size, lo, hi, at, a.temp_bytes};
+            M->kind[M->n_ch++] = FIT_RECOMPUTE;
+            for (size_t k = 0; k < w->n_reads; k++) {
+                int u = g->storage_of[w->reads[k]];
+                if (index_of[u] < 0 || (int)i == index_of[u]) continue;
+                if (M->n_chain == M->cap_chain) {
+                    M->cap_chain = M->cap_chain ? 2 * M->cap_chain : 64;
+                    M->chain = xreallocarray(M->chain, M->cap_chain, sizeof *M->chain);
+                }
+                M->chain[M->n_chain++] =
+                    (ilp_fit_chain){M->n_ch - 1, (size_t)index_of[u], 0, at, 0};
+            }
+        }
+    }
+    /* a chain costs what recomputing u alone costs (offload-only u: its
+     * producer cannot be cloned, so the chain cannot be paid: forbid it by
+     * a cost no solution takes) */
+    for (size_t h = 0; h < M->n_chain; h++) {
+        size_t u = M->chain[h].candidate;
+        M->chain[h].cost = alone[u] >= 0 ? alone[u] : 1e9;
+        M->chain[h].temp = alone_temp[u];
+    }
+    free(alone);
+    free(alone_temp);
+    free(index_of);
+}
+
+void fit_choose_exact(const fit_problem *P, uint64_t target, fit_exact_budget *b, fit_choice *c,
+                      fit_exact *x) {
+    fit_work w;
+    fit_work_init(&w, P, c);
+    memset(x, 0, sizeof *x);
+    fit_milp M = {0};
+    M.cand = xmallocarray(c->n_candidates + 1, sizeof *M.cand);
+    if (c->n_candidates) {
+        /* candidates first (rows need their spans), then rows, then prices */
+        for (size_t s = 0; s < P->g->n_storages; s++)
+            if (fit_is_candidate(&w, (int)s)) M.cand[M.n_cand++] = (int)s;
+        fit_milp_rows(&M, &w, target);
+        M.n_cand = 0;
+        fit_milp_choices(&M, &w);
+    }
+    ilp_fit_problem ip = {.n_candidates = M.n_cand,
+                          .choices = M.ch,
+                          .n_choices = M.n_ch,
+                          .chains = M.chain,
+                          .n_chains = M.n_chain,
+                          .need = M.need,
+                          .n_rows = M.n_rows};
+    unsigned char *chosen = xcalloc(M.n_ch + 1, 1);
+    ilp_fit_result r = {0};
+    if (M.n_ch) ilp_fit_solve(&ip, &b->work, b->deadline, chosen, &r);
+    x->status = r.status, x->objective = r.objective, x->bound = r.bound;
+    x->nodes = r.nodes, x->timed_out = r.timed_out;
+    x->n_choices = M.n_ch, x->n_chains = M.n_chain, x->n_rows = M.n_rows;
+    /* the chosen drops as actions, deepest first (largest first backward
+     * step), so that a recompute reaching a value dropped too recomputes it
+     * as the model's chain does */
+    int *sel = xmallocarray(M.n_ch + 1, sizeof *sel);
+    size_t n_sel = 0;
+    if (r.status == ILP_FIT_FOUND || r.status == ILP_FIT_OPTIMAL)
+        for (size_t k = 0; k < M.n_ch; k++)
+            if (chosen[k]) sel[n_sel++] = (int)k;
+    for (size_t i = 1; i < n_sel; i++)
+        for (size_t j = i; j > 0; j--) {
+            int a = M.cand[M.ch[sel[j - 1]].candidate], bb = M.cand[M.ch[sel[j]].candidate];
+            if (w.span[a].first_backward >= w.span[bb].first_backward) break;
+            int t = sel[j];
+            sel[j] = sel[j - 1], sel[j - 1] = t;
+        }
+    size_t n = P->g->n_ops;
+    for (size_t i = 0; i < n_sel; i++) {
+        int s = M.cand[M.ch[sel[i]].candidate];
+        fit_action a;
+        bool ok = M.kind[sel[i]] == FIT_OFFLOAD ? fit_offload(&w, s, &a) : fit_closure(&w, s, &a);
+        if (!ok || (M.kind[sel[i]] == FIT_OFFLOAD && w.span[s].backward_read < 0)) continue;
+        fit_apply(&w, &a);
+        c->actions[c->n_actions++] = a;
+        c->peaks[c->n_actions] = w.live[fit_peak_step(&w, n)];
+    }
+    free(sel);
+    free(chosen);
+    free(M.cand), free(M.ch), free(M.kind), free(M.chain), free(M.cuts), free(M.need);
+    fit_work_free(&w);
 }
 
 void fit_choice_free(fit_choice *c) {

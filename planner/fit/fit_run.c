@@ -24,10 +24,15 @@
 
 #include "base.h"
 
-/* Largest prefixes tried before giving up on the estimate (each is one
- * more plan of the changed step). */
-#define FIT_MAX_PLANS 12
+/* Rungs of the ladder of prefixes planned for real (fit_ladder): the
+ * finest step of added time is about 1/FIT_LADDER of the whole sequence's. */
+#define FIT_LADDER 48
 #define FIT_MAX_CLOSURE_OPS 64
+/* The MILP (fit_by_milp): steps with at most this many candidates, this
+ * much work (ilp_fit.h's units; a few seconds), this many tightenings. */
+#define FIT_EXACT_MAX_CANDIDATES 120
+#define FIT_EXACT_WORK 30000000ull
+#define FIT_EXACT_TRIES 4
 
 /* Seconds and FLOPs of every op of g on the device. */
 static void fit_op_costs(const graph *g, const fit_device *d, double *seconds, double *flops) {
@@ -98,32 +103,38 @@ static size_t fit_prefix(const fit_choice *c, size_t from, uint64_t target) {
     return c->n_actions;
 }
 
-/* Writes the first k actions, loads the changed step and plans it into o. */
+/* Writes the first k actions, loads the changed step and plans it into
+ * o->changed (a step of its own on the heap: its graph points at its model
+ * and its plan at its graph, so it is never copied, only its pointer). */
 static int fit_try(const fit_request *r, const fit_choice *c, size_t k, fit_outcome *o, char *err,
                    size_t errlen) {
-    fit_outcome_drop_changed(o);
+    fit_step_free(o->changed);
+    fit_step *st = o->changed = xcalloc(1, sizeof *st);
     fit_emit_request er = {.g = r->g,
                            .choice = c,
                            .n_actions = k,
                            .step_name = r->step_name,
                            .step_bytes = r->step_bytes,
                            .step_len = r->step_len};
-    if (fit_emit(&er, &o->bytes, &o->len, err, errlen)) return -1;
-    if (fe_load_bytes(r->emit_name, o->bytes, o->len, r->bindings, &o->model, err, errlen))
-        return -1;
-    o->have_model = true;
-    if (graph_build(&o->model, r->opt->align, &o->graph, err, errlen)) return -1;
-    o->have_graph = true;
-    if (plan_build(&o->graph, r->opt, &o->after, err, errlen)) return -1;
-    o->have_after = true;
     o->n_actions = k;
     o->plans++;
+    if (fit_emit(&er, &st->bytes, &st->len, err, errlen)) return -1;
+    if (fe_load_bytes(r->emit_name, st->bytes, st->len, r->bindings, &st->model, err, errlen))
+        return -1;
+    st->stage = 1;
+    if (graph_build(&st->model, r->opt->align, &st->graph, err, errlen)) return -1;
+    st->stage = 2;
+    if (plan_build(&st->graph, r->opt, &st->plan, err, errlen)) return -1;
+    st->stage = 3;
     return 0;
 }
 
 /* What the first o->n_actions of c add, measured on the changed plan. */
 static void fit_measure(const fit_request *r, const fit_choice *c, fit_outcome *o) {
     const graph *g = r->g;
+    o->n_recomputed = o->n_offloaded = o->n_cloned_ops = 0;
+    o->bytes_recomputed = o->bytes_offloaded = o->link_bytes = o->added_bytes = o->host_bytes = 0;
+    o->added_flops = o->recompute_seconds = 0;
     for (size_t a = 0; a < o->n_actions; a++) {
         const fit_action *A = &c->actions[a];
         uint64_t size = g->storages[A->storage].size;
@@ -143,14 +154,114 @@ static void fit_measure(const fit_request *r, const fit_choice *c, fit_outcome *
             o->added_bytes += cost[c->actions[a].ops[k]].bytes;
     free(cost);
     o->added_bytes += o->link_bytes;
-    for (size_t s = 0; s < o->graph.n_storages; s++)
-        if (o->graph.storages[s].host) o->host_bytes += o->graph.storages[s].host_size;
+    const graph *cg = &o->changed->graph;
+    for (size_t s = 0; s < cg->n_storages; s++)
+        if (cg->storages[s].host) o->host_bytes += cg->storages[s].host_size;
     double copy_s;
-    double changed = fit_simulate(&o->after, r->device, &copy_s);
+    double changed = fit_simulate(&o->changed->plan, r->device, &copy_s);
     o->copy_seconds = copy_s;
     o->added_seconds = changed - o->step_seconds;
     o->copy_exposed_seconds = o->added_seconds - o->recompute_seconds;
     if (o->copy_exposed_seconds < 0) o->copy_exposed_seconds = 0;
+}
+
+/* The prefixes of the greedy sequence that are planned for real: the
+ * first prefix whose estimated peak is at most each of FIT_LADDER levels
+ * spaced evenly from the unchanged peak down to the lowest estimate.  They
+ * do not depend on the budget, so the prefix taken for a budget (the
+ * shortest on the ladder whose real arena fits) is never shorter for a
+ * lower budget: the added time is monotone even where the real arena of a
+ * longer prefix is higher (its recomputes' temporaries).  Returns the
+ * number of rungs written to ladder (ascending, distinct). */
+static size_t fit_ladder(const fit_choice *c, size_t *ladder) {
+    uint64_t top = c->peaks[0], low = top;
+    for (size_t k = 0; k <= c->n_actions; k++)
+        if (c->peaks[k] < low) low = c->peaks[k];
+    size_t n = 0;
+    for (int j = 1; j <= FIT_LADDER; j++) {
+        uint64_t level = top - (uint64_t)((double)(top - low) * j / FIT_LADDER);
+        size_t k = fit_prefix(c, 0, level);
+        if (k == 0) continue;
+        if (n == 0 || k > ladder[n - 1]) ladder[n++] = k;
+    }
+    return n;
+}
+
+/* The greedy sequence's shortest rung whose changed step fits (o->status
+ * FIT_FITTED), or the rung with the lowest arena (FIT_CANNOT, o->least). */
+static int fit_by_greedy(const fit_request *r, const fit_problem *P, fit_outcome *o, char *err,
+                         size_t errlen) {
+    fit_choice c;
+    fit_choose(P, &c);
+    o->n_candidates = c.n_candidates;
+    int rc = 0;
+    if (c.loss_op < 0) {
+        rc = roamc_errorf(err, errlen,
+                          "--fit: no loss found (metadata roamc.loss or a scalar output), so the "
+                          "forward pass cannot be told from the backward pass");
+        goto done;
+    }
+    size_t ladder[FIT_LADDER], n = fit_ladder(&c, ladder), best = SIZE_MAX;
+    uint64_t least = UINT64_MAX;
+    o->status = FIT_CANNOT;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = fit_try(r, &c, ladder[i], o, err, errlen))) goto done;
+        uint64_t actual = o->changed->plan.actual;
+        if (actual < least) least = actual, best = i;
+        if (actual <= r->arena_budget) {
+            o->status = FIT_FITTED;
+            break;
+        }
+    }
+    if (o->status == FIT_CANNOT) {
+        /* the lowest arena any rung reached: what the report calls the least */
+        if (best == SIZE_MAX) {
+            rc = fit_try(r, &c, 0, o, err, errlen);
+            if (rc) goto done;
+            least = o->changed->plan.actual;
+        } else if (best + 1 != n && (rc = fit_try(r, &c, ladder[best], o, err, errlen))) {
+            goto done;
+        }
+        o->least = least;
+    }
+    fit_measure(r, &c, o);
+    o->method = "greedy";
+done:
+    fit_choice_free(&c);
+    return rc;
+}
+
+/* The MILP's choice (fit_choose_exact) for the budget, tightened by the
+ * overshoot while its changed step does not fit (a few times at most):
+ * into alt when it fits (alt->status FIT_FITTED), else alt->status stays
+ * FIT_CANNOT.  Its end, however it came out, goes to o->exact. */
+static int fit_by_milp(const fit_request *r, const fit_problem *P, fit_outcome *o, fit_outcome *alt,
+                       char *err, size_t errlen) {
+    fit_exact_budget b = {.work = FIT_EXACT_WORK, .deadline = r->opt->deadline};
+    uint64_t target = r->arena_budget;
+    alt->status = FIT_CANNOT;
+    alt->step_seconds = o->step_seconds;
+    for (int tries = 0; tries < FIT_EXACT_TRIES; tries++) {
+        fit_choice c;
+        fit_choose_exact(P, target, &b, &c, &o->exact);
+        o->exact_tried = true;
+        int rc = 0;
+        bool solved = o->exact.status == ILP_FIT_FOUND || o->exact.status == ILP_FIT_OPTIMAL;
+        if (solved && c.n_actions && (rc = fit_try(r, &c, c.n_actions, alt, err, errlen)) == 0) {
+            uint64_t actual = alt->changed->plan.actual;
+            if (actual <= r->arena_budget) {
+                alt->status = FIT_FITTED;
+                fit_measure(r, &c, alt);
+                alt->method = "MILP";
+            } else {
+                target -= actual - r->arena_budget < target ? actual - r->arena_budget : target;
+            }
+        }
+        fit_choice_free(&c);
+        if (rc) return rc;
+        if (!solved || alt->status == FIT_FITTED) break;
+    }
+    return 0;
 }
 
 int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen) {
@@ -176,62 +287,37 @@ int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen) {
                      .link_bytes_per_s = r->device->figure[FIT_HOST_BW],
                      .mode = r->mode,
                      .max_closure_ops = FIT_MAX_CLOSURE_OPS};
-    fit_choice c;
-    fit_choose(&P, &c);
-    o->n_candidates = c.n_candidates;
-    int rc = 0;
-    if (c.loss_op < 0) {
-        rc = roamc_errorf(err, errlen,
-                          "--fit: no loss found (metadata roamc.loss or a scalar output), so the "
-                          "forward pass cannot be told from the backward pass");
-        goto done;
+    int rc = fit_by_greedy(r, &P, o, err, errlen);
+    /* small enough for the MILP: its choice, planned and measured beside
+     * the greedy's, as a check of how far the greedy is from the model's
+     * optimum (the greedy's step is kept: its prefixes make the added time
+     * monotone in the budget, which a per-budget optimum does not promise) */
+    if (rc == 0 && o->n_candidates <= FIT_EXACT_MAX_CANDIDATES) {
+        fit_outcome alt = {0};
+        rc = fit_by_milp(r, &P, o, &alt, err, errlen);
+        o->plans += alt.plans;
+        o->exact_seconds = alt.status == FIT_FITTED ? alt.added_seconds : -1;
+        fit_step_free(alt.changed);
     }
-    /* the estimate's target: the budget, less the layout's own excess over
-     * the live bytes in the unchanged plan */
-    uint64_t target = r->arena_budget;
-    size_t k = fit_prefix(&c, 0, target);
-    for (;;) {
-        if ((rc = fit_try(r, &c, k, o, err, errlen))) goto done;
-        if (o->after.actual <= r->arena_budget) {
-            o->status = FIT_FITTED;
-            break;
-        }
-        if (k == c.n_actions || o->plans >= FIT_MAX_PLANS) {
-            o->status = FIT_CANNOT;
-            break;
-        }
-        /* take as much more off the estimate as the plan overshot */
-        uint64_t over = o->after.actual - r->arena_budget;
-        target = c.peaks[k] > over ? c.peaks[k] - over : 0;
-        size_t next = fit_prefix(&c, k + 1, target);
-        k = next > k ? next : k + 1;
-    }
-    if (o->status == FIT_CANNOT && k < c.n_actions &&
-        (rc = fit_try(r, &c, c.n_actions, o, err, errlen)))
-        goto done;
-    if (o->status == FIT_CANNOT) o->least = o->after.actual;
-    fit_measure(r, &c, o);
     if (o->status == FIT_FITTED && r->max_overhead >= 0 &&
         o->added_seconds > r->max_overhead * o->step_seconds)
         o->status = FIT_TOO_SLOW;
-done:
-    fit_choice_free(&c);
     free(sec);
     free(fl);
     return rc;
 }
 
-void fit_outcome_drop_changed(fit_outcome *o) {
-    if (o->have_after) plan_free(&o->after);
-    if (o->have_graph) graph_free(&o->graph);
-    if (o->have_model) fe_free(&o->model);
-    free(o->bytes);
-    o->bytes = NULL, o->len = 0;
-    o->have_after = o->have_graph = o->have_model = false;
+void fit_step_free(fit_step *st) {
+    if (!st) return;
+    if (st->stage >= 3) plan_free(&st->plan);
+    if (st->stage >= 2) graph_free(&st->graph);
+    if (st->stage >= 1) fe_free(&st->model);
+    free(st->bytes);
+    free(st);
 }
 
 void fit_outcome_free(fit_outcome *o) {
-    fit_outcome_drop_changed(o);
+    fit_step_free(o->changed);
     if (o->have_before) plan_free(&o->before);
     memset(o, 0, sizeof *o);
 }
@@ -252,6 +338,35 @@ static const char *fit_mode_name(unsigned mode) {
                                    : "offload";
 }
 
+static const char *fit_exact_status_name(int status) {
+    switch (status) {
+    case ILP_FIT_OPTIMAL: return "optimal";
+    case ILP_FIT_FOUND: return "feasible, not proven optimal (work budget)";
+    case ILP_FIT_INFEASIBLE: return "infeasible";
+    default: return "no solution within its work budget";
+    }
+}
+
+/* Which chose the step, and how the MILP ended when it ran. */
+static void fit_report_exact_text(FILE *f, const fit_outcome *o) {
+    if (!o->exact_tried) {
+        fprintf(f, "  fit chosen by greedy (%zu candidates: the MILP runs at most %d)\n",
+                o->n_candidates, FIT_EXACT_MAX_CANDIDATES);
+        return;
+    }
+    fprintf(f,
+            "  fit chosen by %s; MILP %s: %.3f ms in its model (bound %.3f ms; %zu choices, "
+            "%zu chains, %zu rows, %ld nodes)",
+            o->method ? o->method : "-", fit_exact_status_name(o->exact.status),
+            1e3 * o->exact.objective, 1e3 * o->exact.bound, o->exact.n_choices, o->exact.n_chains,
+            o->exact.n_rows, o->exact.nodes);
+    if (o->exact_seconds >= 0)
+        fprintf(f, "; its step, planned: +%.3f ms", 1e3 * o->exact_seconds);
+    else
+        fprintf(f, "; its step, planned, does not fit");
+    fputc('\n', f);
+}
+
 void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
     char a[32], b[32], c[32], d[32];
     fprintf(f, "  fit           %s (%s; device %s)\n", fit_status_name(o->status),
@@ -263,12 +378,12 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
                 planner_bytes_human(o->before.actual, a, sizeof a));
         return;
     }
-    uint64_t after = o->after.actual;
+    uint64_t after = o->changed->plan.actual;
     fprintf(f, "  fit peak      %s -> %s actual (%llu -> %llu B); theoretical %s -> %s\n",
             planner_bytes_human(o->before.actual, a, sizeof a),
             planner_bytes_human(after, b, sizeof b), (unsigned long long)o->before.actual,
             (unsigned long long)after, planner_bytes_human(o->before.theoretical, c, sizeof c),
-            planner_bytes_human(o->after.theoretical, d, sizeof d));
+            planner_bytes_human(o->changed->plan.theoretical, d, sizeof d));
     fprintf(f,
             "  fit values    %zu recomputed (%s, %zu ops cloned), %zu offloaded (%s); %zu of %zu "
             "candidates\n",
@@ -285,6 +400,7 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
             1e3 * o->added_seconds, 1e3 * o->step_seconds,
             o->step_seconds > 0 ? 100.0 * o->added_seconds / o->step_seconds : 0.0,
             1e3 * o->recompute_seconds, 1e3 * o->copy_exposed_seconds, 1e3 * o->copy_seconds);
+    fit_report_exact_text(f, o);
     if (o->status == FIT_CANNOT)
         fprintf(f,
                 "  fit verdict   cannot fit: needs at least %llu B (%s): the least arena --fit "
@@ -310,8 +426,9 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
     json_object_set_new(j, "theoretical_before", json_integer((json_int_t)o->before.theoretical));
     json_object_set_new(j, "step_seconds", json_real(o->step_seconds));
     if (o->status != FIT_ALREADY) {
-        json_object_set_new(j, "actual_after", json_integer((json_int_t)o->after.actual));
-        json_object_set_new(j, "theoretical_after", json_integer((json_int_t)o->after.theoretical));
+        json_object_set_new(j, "actual_after", json_integer((json_int_t)o->changed->plan.actual));
+        json_object_set_new(j, "theoretical_after",
+                            json_integer((json_int_t)o->changed->plan.theoretical));
         json_object_set_new(j, "recomputed", json_integer((json_int_t)o->n_recomputed));
         json_object_set_new(j, "recomputed_bytes", json_integer((json_int_t)o->bytes_recomputed));
         json_object_set_new(j, "cloned_ops", json_integer((json_int_t)o->n_cloned_ops));
@@ -330,10 +447,21 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
         json_object_set_new(j, "copy_seconds", json_real(o->copy_seconds));
         json_object_set_new(j, "copy_exposed_seconds", json_real(o->copy_exposed_seconds));
         json_object_set_new(j, "plans", json_integer((json_int_t)o->plans));
+        json_object_set_new(j, "method", json_string(o->method ? o->method : ""));
+        if (o->exact_tried) {
+            json_t *x = json_object();
+            json_object_set_new(x, "status", json_string(fit_exact_status_name(o->exact.status)));
+            json_object_set_new(x, "objective_seconds", json_real(o->exact.objective));
+            json_object_set_new(x, "bound_seconds", json_real(o->exact.bound));
+            json_object_set_new(x, "nodes", json_integer(o->exact.nodes));
+            json_object_set_new(x, "planned_added_seconds",
+                                o->exact_seconds >= 0 ? json_real(o->exact_seconds) : json_null());
+            json_object_set_new(j, "milp", x);
+        }
     }
     if (o->status == FIT_FITTED)
         json_object_set_new(j, "slack",
-                            json_integer((json_int_t)(r->arena_budget - o->after.actual)));
+                            json_integer((json_int_t)(r->arena_budget - o->changed->plan.actual)));
     if (o->status == FIT_CANNOT)
         json_object_set_new(j, "least", json_integer((json_int_t)o->least));
     json_object_set_new(obj, "fit", j);
