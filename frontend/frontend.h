@@ -117,9 +117,16 @@ typedef struct fe_model {
  * external) is never copied or read: only shapes are needed. */
 int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen);
 
-/* Same as fe_load on bytes already in memory; path names them in messages. */
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
-                  fe_model *m, char *err, size_t errlen);
+/* A view of bytes in memory: len bytes at data, owned by the caller. */
+typedef struct fe_bytes {
+    const uint8_t *data;
+    size_t len;
+} fe_bytes;
+
+/* Same as fe_load on the bytes of a file already in memory (read, not kept); path
+ * names them in messages. */
+int fe_load_bytes(const char *path, fe_bytes file, const fe_options *opt, fe_model *m, char *err,
+                  size_t errlen);
 
 void fe_free(fe_model *m);
 

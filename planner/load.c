@@ -53,7 +53,7 @@ int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t 
         rc = fe_train(l->path, l->bindings, t, &s->m, &s->summary,
                       emit || l->keep_bytes ? &derived : NULL, &len, err, errlen);
     else if (l->keep_bytes && (rc = load_read(l->path, &derived, &len, err, errlen)) == 0) {
-        rc = fe_load_bytes(l->path, derived, len, l->bindings, &s->m, err, errlen);
+        rc = fe_load_bytes(l->path, (fe_bytes){derived, len}, l->bindings, &s->m, err, errlen);
         if (rc) free(derived), derived = NULL;
     } else if (!l->keep_bytes)
         rc = fe_load(l->path, l->bindings, &s->m, err, errlen);

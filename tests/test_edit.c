@@ -78,7 +78,8 @@ static int teardown_step(void **state) {
 
 static void load_bytes(const uint8_t *bytes, size_t len, fe_model *m) {
     char err[1024];
-    if (fe_load_bytes("step", bytes, len, NULL, m, err, sizeof err)) fail_msg("%s", err);
+    if (fe_load_bytes("step", (fe_bytes){bytes, len}, NULL, m, err, sizeof err))
+        fail_msg("%s", err);
 }
 
 static long node_of_op(fe_edit *e, const char *op_type) {

@@ -40,7 +40,7 @@ static int load_tg(tg *t, fe_model *m, graph *g) {
     size_t len;
     uint8_t *bytes = tg_pack(t, &len);
     char err[1024];
-    int rc = fe_load_bytes("random", bytes, len, NULL, m, err, sizeof err);
+    int rc = fe_load_bytes("random", (fe_bytes){bytes, len}, NULL, m, err, sizeof err);
     free(bytes);
     if (rc) fail_msg("%s", err);
     if (graph_build(m, 1, g, err, sizeof err)) {

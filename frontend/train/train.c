@@ -1023,7 +1023,7 @@ static void tr_sort_inputs(tr *T, tr_lists *L) {
 
 /* Loads the packed training graph into m, as the planner will read it. */
 static int tr_load_derived(tr *T, const char *name, const uint8_t *bytes, size_t len, fe_model *m) {
-    if (fe_load_bytes(name, bytes, len, NULL, m, T->err, T->errlen)) {
+    if (fe_load_bytes(name, (fe_bytes){bytes, len}, NULL, m, T->err, T->errlen)) {
         /* a derivation bug, not bad input: say so */
         char inner[1024];
         snprintf(inner, sizeof inner, "%s", T->err);

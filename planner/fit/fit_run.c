@@ -109,7 +109,8 @@ static int fit_try(const fit_request *r, const fit_choice *c, size_t k, fit_outc
                            .step_bytes = r->step_bytes,
                            .step_len = r->step_len};
     if (fit_emit(&er, &o->bytes, &o->len, err, errlen)) return -1;
-    if (fe_load_bytes(r->emit_name, o->bytes, o->len, r->bindings, &o->model, err, errlen))
+    if (fe_load_bytes(r->emit_name, (fe_bytes){o->bytes, o->len}, r->bindings, &o->model, err,
+                      errlen))
         return -1;
     o->have_model = true;
     if (graph_build(&o->model, r->opt->align, &o->graph, err, errlen)) return -1;
