@@ -54,14 +54,15 @@ static int setup_step(void **state) {
     if (rc) return -1;
     fe_options opt = {0};
     fe_train_options to = {0};
-    fe_model m;
-    char *summary, err[1024];
-    if (fe_train(path, &opt, &to, &m, &summary, &s->bytes, &s->len, err, sizeof err)) {
+    fe_train_result r;
+    char err[1024];
+    if (fe_train(path, &opt, &to, &r, err, sizeof err)) {
         fprintf(stderr, "fe_train: %s\n", err);
         return -1;
     }
-    fe_free(&m);
-    free(summary);
+    fe_free(&r.model);
+    free(r.summary);
+    s->bytes = r.derived, s->len = r.derived_len;
     *state = s;
     return 0;
 }
