@@ -97,7 +97,9 @@ static int compare_write_files(const planner_files *files, const char *model_pat
              base_name, compare_human(torch->actual, r1, sizeof r1));
     snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
     const char *titles[2] = {t1, t2};
-    return planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen) ? -1 : 0;
+    planner_files_request r = {
+        .p = &roam->p, .model_path = model_path, .svg_plans = plans, .titles = titles, .n_svg = 2};
+    return planner_files_write(files, &r, err, errlen) ? -1 : 0;
 }
 
 /* `--report json`: the graph's sizes, ROAM's bounds, one object per row. */

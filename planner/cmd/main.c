@@ -670,7 +670,8 @@ static int main_plan_one(const main_plan_args *a, const graph *g, const char *mo
         snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
                  planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
         const char *titles[1] = {title};
-        if (planner_files_write(files, &p, model_path, plans, titles, 1, err, sizeof err)) {
+        planner_files_request fr = {&p, model_path, plans, titles, 1};
+        if (planner_files_write(files, &fr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
@@ -739,7 +740,8 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
         const plan *plans[1] = {p};
         const char *titles[1] = {changed ? "the changed step (--fit)"
                                          : "the step (--fit: unchanged)"};
-        if (planner_files_write(files, p, plan_model, plans, titles, 1, err, sizeof err)) {
+        planner_files_request fr = {p, plan_model, plans, titles, 1};
+        if (planner_files_write(files, &fr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
