@@ -179,20 +179,23 @@ static void compare_print_table(const graph *g, const char *model_path, const pl
     if (files->svg) fprintf(out, "  picture written    %s\n", files->svg);
 }
 
-int plan_compare(const graph *g, const planner_options *base, const char *model_path,
-                 const planner_files *files, int json, FILE *out, char *err, size_t errlen) {
+int plan_compare(const plan_compare_request *r, char *err, size_t errlen) {
+    const graph *g = r->g;
+    const char *model_path = r->model_path;
+    const planner_files *files = r->files;
+    FILE *out = r->out;
     /* the rows in the order of planner_methods: PyTorch first, ROAM last */
     compare_row rows[8] = {{0}};
     const size_t nrows = planner_n_methods;
     assert(nrows <= sizeof rows / sizeof rows[0]);
     for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
-    int rc = compare_plan_methods(g, base, rows, nrows, err, errlen);
+    int rc = compare_plan_methods(g, r->base, rows, nrows, err, errlen);
     planner_progress_prefix("%s", "--compare: writing");
     if (rc == 0)
         rc = compare_write_files(files, model_path, &rows[0], &rows[nrows - 1], err, errlen);
     planner_progress_end();
     if (rc == 0 && out) {
-        if (json)
+        if (r->json)
             compare_print_json(g, model_path, rows, nrows, out);
         else
             compare_print_table(g, model_path, files, rows, nrows, out);

@@ -821,8 +821,8 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     if (a->fit) {
         rc = main_plan_fit(a, fopt, &step, a->model_path, &files, report);
     } else if (a->compare) {
-        if (plan_compare(&step.g, &a->opt, model_path, &files, a->json_report, report, err,
-                         sizeof err)) {
+        plan_compare_request cr = {&step.g, &a->opt, model_path, &files, a->json_report, report};
+        if (plan_compare(&cr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
