@@ -629,8 +629,10 @@ static void fe_copy_header(fe_model *m, const Onnx__ModelProto *mp) {
     }
 }
 
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
-                  fe_model *m, char *err, size_t errlen) {
+int fe_load_bytes(const char *path, fe_bytes file, const fe_options *opt, fe_model *m, char *err,
+                  size_t errlen) {
+    const uint8_t *bytes = file.data;
+    size_t len = file.len;
     memset(m, 0, sizeof *m);
     fe_loader L = {.m = m, .err = {path, err, errlen}};
     if (len == 0) return fe_fail(&L.err, "empty file, not an ONNX model");
@@ -697,7 +699,7 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
         void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
         if (map == MAP_FAILED) return fe_fail(&e, "cannot read: %s", strerror(errno));
-        int rc = fe_load_bytes(path, map, (size_t)st.st_size, opt, m, err, errlen);
+        int rc = fe_load_bytes(path, (fe_bytes){map, (size_t)st.st_size}, opt, m, err, errlen);
         munmap(map, (size_t)st.st_size);
         return rc;
     }
@@ -729,7 +731,7 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
         free(buf);
         return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
     }
-    int rc = fe_load_bytes(path, buf, len, opt, m, err, errlen);
+    int rc = fe_load_bytes(path, (fe_bytes){buf, len}, opt, m, err, errlen);
     free(buf);
     return rc;
 }

@@ -120,9 +120,16 @@ typedef struct fe_model {
  * external) is never copied or read: only shapes are needed. */
 int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, size_t errlen);
 
-/* Same as fe_load on bytes already in memory; path names them in messages. */
-int fe_load_bytes(const char *path, const uint8_t *bytes, size_t len, const fe_options *opt,
-                  fe_model *m, char *err, size_t errlen);
+/* A view of bytes in memory: len bytes at data, owned by the caller. */
+typedef struct fe_bytes {
+    const uint8_t *data;
+    size_t len;
+} fe_bytes;
+
+/* Same as fe_load on the bytes of a file already in memory (read, not kept); path
+ * names them in messages. */
+int fe_load_bytes(const char *path, fe_bytes file, const fe_options *opt, fe_model *m, char *err,
+                  size_t errlen);
 
 void fe_free(fe_model *m);
 
@@ -164,7 +171,7 @@ typedef struct fe_train_options {
     const char **frozen; /* fnmatch(3) patterns: float initializers they match stay fixed */
     size_t n_frozen;
     /* --emit-train: the path that names the derived graph (the caller
-     * writes it, from fe_train's *derived), or NULL */
+     * writes it, from fe_train_result.derived), or NULL */
     const char *emit_path;
 } fe_train_options;
 
@@ -172,21 +179,30 @@ typedef struct fe_train_options {
 int fe_train_loss_parse(const char *s, int *loss);
 int fe_train_optimizer_parse(const char *s, int *optimizer);
 
+/* What fe_train makes; the caller owns all of it (fe_free(&model), free
+ * summary and derived). */
+typedef struct fe_train_result {
+    fe_model model;   /* the step, as fe_load loads the derived file */
+    char *summary;    /* malloc'd report lines ("  train ...\n") */
+    uint8_t *derived; /* malloc'd: the derived file's bytes, derived_len of them */
+    size_t derived_len;
+} fe_train_result;
+
 /* Loads the forward graph at path with the bindings of opt, derives the
- * training step and loads that into *m, exactly as fe_load would load the
- * bytes of the derived file, which *derived gets (malloc'd, *derived_len
- * bytes; derived NULL: not wanted) for the caller to write (--emit-train:
- * the frontend writes no file).  With t->emit_path the model is named by
- * that path, so a plan of it checks against the file written there.
+ * training step and loads that into r->model, exactly as fe_load would load
+ * the bytes of the derived file, which r->derived gets for the caller to
+ * write (--emit-train: the frontend writes no file) or free.  With
+ * t->emit_path the model is named by that path, so a plan of it checks
+ * against the file written there.
  * The step: the graph's first float output gets the loss (a label input is
  * added for cross-entropy and mse), the float initializers that reach it
  * through differentiable operators are the parameters (less those t->frozen
  * matches), the backward pass keeps what PyTorch's autograd keeps, and the
  * optimizer updates each parameter in place with torch.optim's op sequence.
- * *summary gets a malloc'd text of a few report lines ("  train ...\n")
- * naming the label input, the parameters, the frozen ones and the optimizer.
- * Returns 0, or -1 with *m zeroed, *summary and *derived NULL, and a
- * message in err: the fe_load errors, and a graph with no float initializer,
+ * r->summary gets a few report lines naming the label input, the
+ * parameters, the frozen ones and the optimizer.
+ * Returns 0, or -1 with *r zeroed (nothing to free) and a message in err:
+ * the fe_load errors, and a graph with no float initializer,
  * no float output, no parameter that reaches the loss, a loss that does not
  * fit the output (cross-entropy on a scalar or an integer output, --loss none
  * on a non-scalar), an operator on the gradient path with no gradient rule
@@ -194,7 +210,7 @@ int fe_train_optimizer_parse(const char *s, int *optimizer);
  * opt may bind the label input (--input-shape target=... or labels=..., when
  * the graph has no input of that name): it must equal the shape the loss
  * needs, else an error names both shapes. */
-int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
-             char **summary, uint8_t **derived, size_t *derived_len, char *err, size_t errlen);
+int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_train_result *r,
+             char *err, size_t errlen);
 
 #endif

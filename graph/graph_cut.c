@@ -88,17 +88,25 @@ static igraph_integer_t cut_node(const int *node, int w) {
     return node[w] == CUT_ANC ? CUT_SRC_NODE : node[w] == CUT_DESC ? CUT_SINK_NODE : node[w];
 }
 
-/* The minimum over schedules of the bytes live at op v; mark a scratch
- * array of n_storages zeros (left zeroed), node and stack scratch arrays of
- * n_ops entries.  Restricted, when asked, to the schedules that run op
+/* What every cut of one graph shares: the graph, who touches each storage,
+ * the capacity that stands for infinity (cut_infinity), and scratch: mark
+ * n_storages zeros (left zeroed), node and stack n_ops entries each. */
+typedef struct cut_work {
+    const graph *g;
+    const graph_touchers *T;
+    double inf;
+    unsigned char *mark;
+    int *node, *stack;
+} cut_work;
+
+/* The minimum over schedules of the bytes live at op v.  Restricted, when asked, to the schedules that run op
  * in_op (>= 0) before v, or the ops out[0..n_out) after v: an infinite edge
  * from the source to the op, or from the op to the sink, puts it on that
  * side (and, through the ordering edges, its ancestors or descendants with
  * it).  Returns UINT64_MAX when igraph fails, or when the restriction cannot hold
  * (in_op a descendant of v, an op of out an ancestor of v). */
-static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf,
-                                    unsigned char *mark, int *node, int *stack, int in_op,
-                                    const int *out, size_t n_out);
+static uint64_t cut_min_live_in_out(const cut_work *cw, int v, int in_op, const int *out,
+                                    size_t n_out);
 
 /* The edges of storage s (not touched by v) in the network of v whose op
  * sides are node[] (see the top of the file), aux nodes numbered from
@@ -151,14 +159,17 @@ static uint64_t cut_max_flow(const cut_net *c, igraph_integer_t n_nodes, double 
     return result;
 }
 
-static uint64_t cut_min_live(const graph *g, int v, const graph_touchers *T, double inf,
-                             unsigned char *mark, int *node, int *stack) {
-    return cut_min_live_in_out(g, v, T, inf, mark, node, stack, -1, NULL, 0);
+static uint64_t cut_min_live(const cut_work *cw, int v) {
+    return cut_min_live_in_out(cw, v, -1, NULL, 0);
 }
 
-static uint64_t cut_min_live_in_out(const graph *g, int v, const graph_touchers *T, double inf,
-                                    unsigned char *mark, int *node, int *stack, int in_op,
-                                    const int *out, size_t n_out) {
+static uint64_t cut_min_live_in_out(const cut_work *cw, int v, int in_op, const int *out,
+                                    size_t n_out) {
+    const graph *g = cw->g;
+    const graph_touchers *T = cw->T;
+    double inf = cw->inf;
+    unsigned char *mark = cw->mark;
+    int *node = cw->node, *stack = cw->stack;
     size_t n = g->n_ops, ns = g->n_storages;
     uint64_t fixed = 0;
     for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) {
@@ -236,10 +247,11 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
     unsigned char *mark = xcalloc(ns, 1);
     int *node = xmallocarray(g->n_ops, sizeof *node),
         *stack = xmallocarray(g->n_ops, sizeof *stack);
+    cut_work cw = {.g = g, .T = &T, .inf = inf, .mark = mark, .node = node, .stack = stack};
     uint64_t best = 0;
     graph_igraph_init();
     for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
-        uint64_t live = cut_min_live(g, ops[i], &T, inf, mark, node, stack);
+        uint64_t live = cut_min_live(&cw, ops[i]);
         if (live == UINT64_MAX || live > best) best = live;
     }
     graph_touchers_free(&T);
@@ -276,8 +288,9 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     int *node = xmallocarray(n, sizeof *node), *stack = xmallocarray(n, sizeof *stack);
     int *side = xmallocarray(n, sizeof *side), *cands = xmallocarray(n, sizeof *cands);
     int *w_set = xmallocarray(n, sizeof *w_set);
+    cut_work cw = {.g = g, .T = &T, .inf = inf, .mark = mark, .node = node, .stack = stack};
     graph_igraph_init();
-    uint64_t plain = cut_min_live(g, v, &T, inf, mark, node, stack);
+    uint64_t plain = cut_min_live(&cw, v);
     uint64_t result = plain;
     if (plain == UINT64_MAX) goto out;
 
@@ -310,15 +323,14 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     uint64_t min_b = UINT64_MAX, best = plain;
     for (size_t i = 0; i < m; i++) {
         int w = cands[i];
-        uint64_t a = cut_min_live_in_out(g, v, &T, inf, mark, node, stack, w, w_set, n_w);
+        uint64_t a = cut_min_live_in_out(&cw, v, w, w_set, n_w);
         w_set[n_w] = v; /* at w's step: v and the members before w not run */
-        uint64_t b = cut_min_live_in_out(g, w, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
+        uint64_t b = cut_min_live_in_out(&cw, w, -1, w_set, n_w + 1);
         if (a == UINT64_MAX || b == UINT64_MAX) continue; /* a failure only makes W smaller */
         if (b > a) a = b;                                 /* B_w */
         if (a <= best) continue;
         w_set[n_w] = w;
-        uint64_t all_after =
-            cut_min_live_in_out(g, v, &T, inf, mark, node, stack, -1, w_set, n_w + 1);
+        uint64_t all_after = cut_min_live_in_out(&cw, v, -1, w_set, n_w + 1);
         if (all_after == UINT64_MAX) continue;
         uint64_t mb = a < min_b ? a : min_b;
         uint64_t bound = all_after < mb ? all_after : mb;

@@ -636,32 +636,41 @@ static void partition_reach(const graph *g, const partition_tree_index *x, int c
     }
 }
 
-/* Moves the outer MI blocks *fo and *bo outwards, one MI op at a time on
- * the side that needs it, until no activation touched between them (the
+/* One independent subgraph of Algorithm 1 as it grows: the coarse blocks
+ * strictly between the outer MI blocks fo and bo (-1 and nc: none) less
+ * those that the subgraphs found before cover, [prev_lo, prev_hi] (empty
+ * when prev_lo > prev_hi). */
+typedef struct partition_ring {
+    int fo, bo;
+    int prev_lo, prev_hi;
+} partition_ring;
+
+/* Moves the outer MI blocks r->fo and r->bo outwards, one MI op at a time
+ * on the side that needs it, until no activation touched between them (the
  * new coarse blocks outside [prev_lo, prev_hi], covered already) reaches
  * past them. */
-static void partition_widen(const graph *g, const partition_tree_index *x, int prev_lo, int prev_hi,
-                            int *fo, int *bo) {
-    int lo_need = INT32_MAX, hi_need = -1, added_lo = prev_lo, added_hi = prev_hi;
+static void partition_widen(const graph *g, const partition_tree_index *x, partition_ring *r) {
+    int lo_need = INT32_MAX, hi_need = -1, added_lo = r->prev_lo, added_hi = r->prev_hi;
     for (;;) {
-        for (int c = added_lo - 1; c > *fo; c--) partition_reach(g, x, c, &lo_need, &hi_need);
-        for (int c = added_hi + 1; c < *bo; c++) partition_reach(g, x, c, &lo_need, &hi_need);
-        added_lo = *fo + 1, added_hi = *bo - 1;
-        bool grow_f = *fo >= 0 && lo_need < *fo, grow_b = *bo < x->nc && hi_need > *bo;
+        for (int c = added_lo - 1; c > r->fo; c--) partition_reach(g, x, c, &lo_need, &hi_need);
+        for (int c = added_hi + 1; c < r->bo; c++) partition_reach(g, x, c, &lo_need, &hi_need);
+        added_lo = r->fo + 1, added_hi = r->bo - 1;
+        bool grow_f = r->fo >= 0 && lo_need < r->fo, grow_b = r->bo < x->nc && hi_need > r->bo;
         if (!grow_f && !grow_b) break;
-        if (grow_f) *fo = partition_mi_block_outer(*fo, -1, x->nc);
-        if (grow_b) *bo = partition_mi_block_outer(*bo, +1, x->nc);
+        if (grow_f) r->fo = partition_mi_block_outer(r->fo, -1, x->nc);
+        if (grow_b) r->bo = partition_mi_block_outer(r->bo, +1, x->nc);
     }
 }
 
-/* Adds the independent subgraph of the coarse blocks (fo, prev_lo) and
- * (prev_hi, bo), bounded by the MI ops of fo and bo, and its dependent
+/* Adds the independent subgraph of ring r, the coarse blocks (fo, prev_lo)
+ * and (prev_hi, bo), bounded by the MI ops of fo and bo, and its dependent
  * subgraphs when it has more than node_limit ops.  members and blist are
  * scratch (n_ops and n_blocks entries). */
-static void partition_emit_independent(partition_work *w, const partition_tree_index *x, int fo,
-                                       int bo, int prev_lo, int prev_hi, int *members, int *blist,
+static void partition_emit_independent(partition_work *w, const partition_tree_index *x,
+                                       const partition_ring *r, int *members, int *blist,
                                        size_t *cap) {
     partition *P = w->P;
+    int fo = r->fo, bo = r->bo, prev_lo = r->prev_lo, prev_hi = r->prev_hi;
     size_t limit = (size_t)w->opt->node_limit, n = 0, nbl = 0;
     int ranges[2][2] = {{x->cblock[fo + 1], x->cblock[prev_lo]},
                         {x->cblock[prev_hi + 1], x->cblock[bo]}};
@@ -710,17 +719,18 @@ static void partition_tree(partition_work *w) {
     int *blist = xmallocarray((size_t)x.nb + 1, sizeof *blist);
     /* the outer MI blocks, the last forward and the first backward one; -1
      * and nc: none */
-    int nc = x.nc, fo = partition_mi_block(w->pivot - 1), bo = partition_mi_block(w->pivot);
-    if (fo < -1) fo = -1;
-    if (bo > nc) bo = nc;
-    int prev_lo = (fo + bo) / 2 + 1, prev_hi = prev_lo - 1; /* covered so far: empty */
+    int nc = x.nc;
+    partition_ring r = {.fo = partition_mi_block(w->pivot - 1), .bo = partition_mi_block(w->pivot)};
+    if (r.fo < -1) r.fo = -1;
+    if (r.bo > nc) r.bo = nc;
+    r.prev_lo = (r.fo + r.bo) / 2 + 1, r.prev_hi = r.prev_lo - 1; /* covered so far: empty */
     for (;;) {
-        partition_widen(g, &x, prev_lo, prev_hi, &fo, &bo);
-        partition_emit_independent(w, &x, fo, bo, prev_lo, prev_hi, members, blist, &cap);
-        if (fo < 0 && bo >= nc) break;
-        prev_lo = fo + 1, prev_hi = bo - 1;
-        fo = partition_mi_block_outer(fo, -1, nc);
-        bo = partition_mi_block_outer(bo, +1, nc);
+        partition_widen(g, &x, &r);
+        partition_emit_independent(w, &x, &r, members, blist, &cap);
+        if (r.fo < 0 && r.bo >= nc) break;
+        r.prev_lo = r.fo + 1, r.prev_hi = r.bo - 1;
+        r.fo = partition_mi_block_outer(r.fo, -1, nc);
+        r.bo = partition_mi_block_outer(r.bo, +1, nc);
     }
     free(members), free(blist);
     partition_tree_index_free(&x);
@@ -795,9 +805,10 @@ static int partition_leaf_of(const partition *P, int *leaf_of) {
     return n_leaves;
 }
 
-int partition_layout_groups(const graph *g, const partition *P, const int *order,
-                            const int32_t *start, const int32_t *end, int *group,
-                            bool *activation) {
+int partition_layout_groups(const graph *g, const partition *P, const partition_schedule *sched,
+                            int *group, bool *activation) {
+    const int *order = sched->order;
+    const int32_t *start = sched->start, *end = sched->end;
     ROAMC_ASSERT(g->n_ops == P->n_ops);
     int *leaf_of = xmallocarray(g->n_ops, sizeof *leaf_of);
     int n_leaves = partition_leaf_of(P, leaf_of);

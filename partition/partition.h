@@ -114,12 +114,18 @@ void partition_build(const graph *g, const partition_options *opt, const int *pr
                      partition *P);
 void partition_free(partition *P);
 
+/* A final schedule: order[i] the op run at step i (n_ops ops, any valid
+ * schedule, not necessarily one built from a partition), and the storages'
+ * closed lifetimes under it, start[s] and end[s] (graph_lifetimes). */
+typedef struct partition_schedule {
+    const int *order;
+    const int32_t *start, *end;
+} partition_schedule;
+
 /* Layout groups of the subgraph tree (the paper's section IV-B, Fig. 8):
- * which leaf subgraph's layout each storage belongs to, for a final
- * schedule order (n_ops ops, any valid schedule, not necessarily one built
- * from P) and the storages' closed lifetimes start/end under it
- * (graph_lifetimes).  A storage is created by the op at step start[s] and
- * freed after the op at step end[s]; with leaf(op) the leaf node holding op:
+ * which leaf subgraph's layout each storage belongs to, for the schedule
+ * sched.  A storage is created by the op at step start[s] and freed after
+ * the op at step end[s]; with leaf(op) the leaf node holding op:
  *   - both ops in one leaf: that leaf;
  *   - created in forward, freed in backward or elsewhere (COFI): the leaf
  *     where it is freed;
@@ -135,8 +141,8 @@ void partition_free(partition *P);
  * backward (an activation, long-lived in its group), or a persistent one.
  * Returns the number of groups (leaves + 1: the last is the persistent
  * group, possibly empty). */
-int partition_layout_groups(const graph *g, const partition *P, const int *order,
-                            const int32_t *start, const int32_t *end, int *group, bool *activation);
+int partition_layout_groups(const graph *g, const partition *P, const partition_schedule *sched,
+                            int *group, bool *activation);
 
 /* Writes the tree as JSON to f: {"nodes": [{"id", "kind", "parent",
  * "operators": [...], "boundary": [...]}, ...], plus the counts} (the

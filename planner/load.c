@@ -49,11 +49,16 @@ int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t 
     uint8_t *derived = NULL;
     size_t len = 0;
     int rc = 0;
-    if (t)
-        rc = fe_train(l->path, l->bindings, t, &s->m, &s->summary,
-                      emit || l->keep_bytes ? &derived : NULL, &len, err, errlen);
-    else if (l->keep_bytes && (rc = load_read(l->path, &derived, &len, err, errlen)) == 0) {
-        rc = fe_load_bytes(l->path, derived, len, l->bindings, &s->m, err, errlen);
+    if (t) {
+        fe_train_result r;
+        rc = fe_train(l->path, l->bindings, t, &r, err, errlen);
+        s->m = r.model, s->summary = r.summary;
+        if (emit || l->keep_bytes)
+            derived = r.derived, len = r.derived_len;
+        else
+            free(r.derived); /* not wanted */
+    } else if (l->keep_bytes && (rc = load_read(l->path, &derived, &len, err, errlen)) == 0) {
+        rc = fe_load_bytes(l->path, (fe_bytes){derived, len}, l->bindings, &s->m, err, errlen);
         if (rc) free(derived), derived = NULL;
     } else if (!l->keep_bytes)
         rc = fe_load(l->path, l->bindings, &s->m, err, errlen);

@@ -71,11 +71,24 @@ typedef enum order_how {
     ORDER_TIME,     /* deadline passed: heuristic kept */
 } order_how;
 
-/* Orders block b: the better of the program and LESCEA orders of the leaf,
- * improved when exact is set.  Writes global op ids into out. */
-static void order_block(const graph *g, const leaf_blocks *B, int b, const int *const *ref_pos,
-                        bool exact, uint64_t target, double deadline, double time_limit, int *out,
-                        order_how *how) {
+/* How the blocks of one assignment are ordered (order_block). */
+typedef struct order_blocks_problem {
+    const graph *g;
+    const leaf_blocks *B;
+    const int *const *ref_pos; /* program and LESCEA positions */
+    bool exact;                /* improve on the heuristics (DP, beam, leaf ILP) */
+    uint64_t target;           /* a peak the blocks reach whatever their orders: see order_target */
+    double deadline;           /* no leaf ILP starts after it */
+    double time_limit;         /* of one leaf ILP */
+} order_blocks_problem;
+
+/* Orders block b of pb: the better of the program and LESCEA orders of the
+ * leaf, improved when pb->exact is set.  Writes global op ids into out. */
+static void order_block(const order_blocks_problem *pb, int b, int *out, order_how *how) {
+    const graph *g = pb->g;
+    const leaf_blocks *B = pb->B;
+    const int *const *ref_pos = pb->ref_pos;
+    uint64_t target = pb->target;
     size_t n = B->op_start[b + 1] - B->op_start[b];
     if (n == 1) {
         out[0] = B->ops[B->op_start[b]];
@@ -100,7 +113,7 @@ static void order_block(const graph *g, const leaf_blocks *B, int b, const int *
         *how = ORDER_HEUR_OPT;
     else if (peak <= target)
         *how = ORDER_SKIP;
-    else if (exact && n <= 512) {
+    else if (pb->exact && n <= 512) {
         uint64_t dp_peak;
         if (leaf_exact(&L, peak, ORDER_DP_STATES, d, &dp_peak)) {
             *how = ORDER_DP;
@@ -114,11 +127,11 @@ static void order_block(const graph *g, const leaf_blocks *B, int b, const int *
             }
         }
         if (*how == ORDER_BUDGET && n <= ORDER_ILP_MAX_OPS && peak > target) {
-            if (roamc_now() > deadline)
+            if (roamc_now() > pb->deadline)
                 *how = ORDER_TIME;
             else {
                 ilp_order_options io = {.node_budget = ORDER_ILP_NODES,
-                                        .time_limit = time_limit,
+                                        .time_limit = pb->time_limit,
                                         .max_vars = ORDER_ILP_MAX_VARS,
                                         .goal = target};
                 ilp_order_result ir;
@@ -138,16 +151,12 @@ static void order_block(const graph *g, const leaf_blocks *B, int b, const int *
 /* ------------------------------------------------------- thread pool */
 
 typedef struct order_pool {
-    const graph *g;
-    const leaf_blocks *B;
-    const int *const *ref_pos; /* program and LESCEA positions */
-    int *tasks;                /* blocks with >= 2 ops, in block order */
+    order_blocks_problem pb; /* the leaves, solved exactly */
+    int *tasks;              /* blocks with >= 2 ops, in block order */
     size_t n_tasks, next, done;
     int *out; /* schedule: block b's ops go to out[op_start[b]..] */
     order_how *how;
-    uint64_t target;    /* a peak the blocks reach whatever their orders: see order_target */
     uint64_t best_peak; /* the best whole-graph peak known before the leaves, for progress */
-    double deadline, time_limit;
     pthread_mutex_t lock;
 } order_pool;
 
@@ -162,8 +171,7 @@ static void *order_worker(void *arg) {
         int b = p->tasks[p->next++];
         pthread_mutex_unlock(&p->lock);
         order_how how;
-        order_block(p->g, p->B, b, p->ref_pos, true, p->target, p->deadline, p->time_limit,
-                    p->out + p->B->op_start[b], &how);
+        order_block(&p->pb, b, p->out + p->pb.B->op_start[b], &how);
         pthread_mutex_lock(&p->lock);
         p->how[b] = how;
         p->done++;
@@ -178,10 +186,12 @@ static void *order_worker(void *arg) {
 /* Quick order of a block assignment: heuristics only, single thread. */
 static void order_blocks_quick(const graph *g, const leaf_blocks *B, const int *const *ref_pos,
                                int *out) {
+    order_blocks_problem pb = {
+        .g = g, .B = B, .ref_pos = ref_pos, .exact = false, .target = UINT64_MAX};
     for (int b = 0; b < B->n_blocks; b++) {
         order_how how;
         if (B->op_start[b + 1] == B->op_start[b]) continue;
-        order_block(g, B, b, ref_pos, false, UINT64_MAX, 0, 0, out + B->op_start[b], &how);
+        order_block(&pb, b, out + B->op_start[b], &how);
     }
 }
 
@@ -270,7 +280,7 @@ static partition order_pick_partition(const graph *g, const planner_options *opt
 /* Steps 2-3: the blocks of two or more ops that the pool solves
  * (pool->tasks), single-op blocks written to pool->out directly. */
 static void order_pool_tasks(order_pool *pool) {
-    const leaf_blocks *B = pool->B;
+    const leaf_blocks *B = pool->pb.B;
     pool->tasks = xmallocarray((size_t)B->n_blocks + 1, sizeof *pool->tasks);
     pool->how = xcalloc((size_t)B->n_blocks + 1, sizeof *pool->how);
     for (int b = 0; b < B->n_blocks; b++) {
@@ -333,17 +343,19 @@ static partition *order_roam(const graph *g, const planner_options *opt, const i
     /* 2-3. the target, then the leaves on a thread pool */
     leaf_blocks B;
     leaf_blocks_init(g, P->block, P->n_blocks, &B);
-    order_pool pool = {.g = g, .B = &B, .ref_pos = ref_pos, .out = order, .best_peak = best_peak};
+    order_pool pool = {.pb = {.g = g, .B = &B, .ref_pos = ref_pos, .exact = true},
+                       .out = order,
+                       .best_peak = best_peak};
     /* the quick order of the winner gives the target */
     int *quick = xmallocarray(g->n_ops, sizeof *quick);
     order_blocks_quick(g, &B, ref_pos, quick);
-    pool.target = order_target(g, &B, quick);
+    pool.pb.target = order_target(g, &B, quick);
     free(quick);
     order_pool_tasks(&pool);
     /* The deadline leaves a fifth of what is left for layout and writing. */
-    pool.deadline = order_stage_deadline(opt, t0);
-    pool.time_limit = (opt->deadline - roamc_now()) / 4;
-    if (pool.time_limit < 1e-6) pool.time_limit = 1e-6;
+    pool.pb.deadline = order_stage_deadline(opt, t0);
+    pool.pb.time_limit = (opt->deadline - roamc_now()) / 4;
+    if (pool.pb.time_limit < 1e-6) pool.pb.time_limit = 1e-6;
     st->threads = order_pool_run(&pool, opt);
     order_count_leaves(&B, pool.how, st);
     free(pool.tasks), free(pool.how);

@@ -205,7 +205,8 @@ static uint64_t plan_tree_layout(plan *p, const layout_buffer *b, uint64_t work,
     int *group = xmallocarray(ns, sizeof *group);
     bool *act = xmallocarray(ns, sizeof *act);
     unsigned char *low = xmalloc(ns);
-    int ng = partition_layout_groups(g, p->tree, p->order, p->start, p->end, group, act);
+    partition_schedule sched = {.order = p->order, .start = p->start, .end = p->end};
+    int ng = partition_layout_groups(g, p->tree, &sched, group, act);
     unsigned *flags = xcalloc((size_t)ng, sizeof *flags);
     flags[ng - 1] = LAYOUT_ROAM_BOTTOM; /* the persistent group */
     for (size_t s = 0; s < g->n_storages; s++) low[s] = act[s];

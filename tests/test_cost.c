@@ -33,7 +33,7 @@ static void load_tg(tg *t, fe_model *m) {
     size_t len;
     uint8_t *bytes = tg_pack(t, &len);
     char err[1024];
-    int rc = fe_load_bytes("cost_test", bytes, len, NULL, m, err, sizeof err);
+    int rc = fe_load_bytes("cost_test", (fe_bytes){bytes, len}, NULL, m, err, sizeof err);
     free(bytes);
     tg_free(t);
     if (rc) fail_msg("%s", err);

@@ -54,14 +54,15 @@ static int setup_step(void **state) {
     if (rc) return -1;
     fe_options opt = {0};
     fe_train_options to = {0};
-    fe_model m;
-    char *summary, err[1024];
-    if (fe_train(path, &opt, &to, &m, &summary, &s->bytes, &s->len, err, sizeof err)) {
+    fe_train_result r;
+    char err[1024];
+    if (fe_train(path, &opt, &to, &r, err, sizeof err)) {
         fprintf(stderr, "fe_train: %s\n", err);
         return -1;
     }
-    fe_free(&m);
-    free(summary);
+    fe_free(&r.model);
+    free(r.summary);
+    s->bytes = r.derived, s->len = r.derived_len;
     *state = s;
     return 0;
 }
@@ -78,7 +79,8 @@ static int teardown_step(void **state) {
 
 static void load_bytes(const uint8_t *bytes, size_t len, fe_model *m) {
     char err[1024];
-    if (fe_load_bytes("step", bytes, len, NULL, m, err, sizeof err)) fail_msg("%s", err);
+    if (fe_load_bytes("step", (fe_bytes){bytes, len}, NULL, m, err, sizeof err))
+        fail_msg("%s", err);
 }
 
 static long node_of_op(fe_edit *e, const char *op_type) {
@@ -277,7 +279,8 @@ static void test_remove_node_and_value(void **state) {
     size_t len;
     fe_edit_bytes(e, &bytes, &len);
     fe_model m;
-    if (fe_load_bytes("removed", bytes, len, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+    if (fe_load_bytes("removed", (fe_bytes){bytes, len}, NULL, &m, err, sizeof err))
+        fail_msg("%s", err);
     free(bytes);
     assert_int_equal(m.n_nodes, n0);
     assert_int_equal(fe_find_value(&m, "h_host"), -1);
@@ -288,7 +291,7 @@ static void test_remove_node_and_value(void **state) {
     /* a graph input still read: the file no longer loads */
     fe_edit_remove_value(e, "w");
     fe_edit_bytes(e, &bytes, &len);
-    assert_int_equal(fe_load_bytes("no_w", bytes, len, NULL, &m, err, sizeof err), -1);
+    assert_int_equal(fe_load_bytes("no_w", (fe_bytes){bytes, len}, NULL, &m, err, sizeof err), -1);
     free(bytes);
     fe_edit_free(e);
 }

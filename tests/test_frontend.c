@@ -22,7 +22,7 @@ static void fe_test_load(const char *name, fe_model *m) {
     size_t len;
     uint8_t *bytes = tg_pack(t, &len);
     char err[1024];
-    if (fe_load_bytes(name, bytes, len, NULL, m, err, sizeof err)) fail_msg("%s", err);
+    if (fe_load_bytes(name, (fe_bytes){bytes, len}, NULL, m, err, sizeof err)) fail_msg("%s", err);
     free(bytes);
     tg_free(t);
 }
@@ -66,7 +66,7 @@ static void test_bad_models_rejected_with_names(void **state) {
         uint8_t *bytes = tg_pack(t, &len);
         fe_model m;
         char err[1024] = "";
-        if (fe_load_bytes(b->name, bytes, len, NULL, &m, err, sizeof err) == 0) {
+        if (fe_load_bytes(b->name, (fe_bytes){bytes, len}, NULL, &m, err, sizeof err) == 0) {
             fe_free(&m);
         } else {
             refused++;
@@ -93,7 +93,7 @@ static void test_truncated_and_random_bytes(void **state) {
     char err[512];
     size_t rejected = 0;
     for (size_t cut = 0; cut < len; cut += 7) {
-        if (fe_load_bytes("cut", bytes, cut, NULL, &m, err, sizeof err) == 0)
+        if (fe_load_bytes("cut", (fe_bytes){bytes, cut}, NULL, &m, err, sizeof err) == 0)
             fe_free(&m);
         else
             rejected++;
@@ -104,11 +104,12 @@ static void test_truncated_and_random_bytes(void **state) {
         size_t n = (size_t)(rand() % 4096) + 1;
         uint8_t *junk = malloc(n);
         for (size_t i = 0; i < n; i++) junk[i] = (uint8_t)rand();
-        if (fe_load_bytes("junk", junk, n, NULL, &m, err, sizeof err) == 0) fe_free(&m);
+        if (fe_load_bytes("junk", (fe_bytes){junk, n}, NULL, &m, err, sizeof err) == 0) fe_free(&m);
         uint8_t *flipped = malloc(len);
         memcpy(flipped, bytes, len);
         for (int k = 0; k < 4; k++) flipped[(size_t)rand() % len] ^= (uint8_t)(1 + rand() % 255);
-        if (fe_load_bytes("flipped", flipped, len, NULL, &m, err, sizeof err) == 0) fe_free(&m);
+        if (fe_load_bytes("flipped", (fe_bytes){flipped, len}, NULL, &m, err, sizeof err) == 0)
+            fe_free(&m);
         free(junk);
         free(flipped);
     }

@@ -23,7 +23,7 @@ static void load(const char *name, fe_model *m, graph *g) {
     size_t len;
     uint8_t *bytes = tg_pack(t, &len);
     char err[1024];
-    int rc = fe_load_bytes(name, bytes, len, NULL, m, err, sizeof err);
+    int rc = fe_load_bytes(name, (fe_bytes){bytes, len}, NULL, m, err, sizeof err);
     if (rc) fail_msg("%s", err);
     rc = graph_build(m, 512, g, err, sizeof err);
     if (rc) fail_msg("%s", err);
@@ -187,7 +187,7 @@ static void test_bad_models_rejected_by_the_graph(void **state) {
         fe_model m;
         graph g;
         char err[1024] = "";
-        if (fe_load_bytes(b->name, bytes, len, NULL, &m, err, sizeof err) == 0) {
+        if (fe_load_bytes(b->name, (fe_bytes){bytes, len}, NULL, &m, err, sizeof err) == 0) {
             int rc = graph_build(&m, 512, &g, err, sizeof err);
             if (rc == 0) graph_free(&g);
             fe_free(&m);
@@ -214,7 +214,7 @@ static void test_truncated_and_random_bytes(void **state) {
     fe_model m;
     char err[512];
     for (size_t cut = 0; cut < len; cut += 7) {
-        if (fe_load_bytes("cut", bytes, cut, NULL, &m, err, sizeof err) == 0) {
+        if (fe_load_bytes("cut", (fe_bytes){bytes, cut}, NULL, &m, err, sizeof err) == 0) {
             graph g;
             if (graph_build(&m, 512, &g, err, sizeof err) == 0) graph_free(&g);
             fe_free(&m);
@@ -225,7 +225,7 @@ static void test_truncated_and_random_bytes(void **state) {
         size_t n = (size_t)(rand() % 4096) + 1;
         uint8_t *junk = malloc(n);
         for (size_t i = 0; i < n; i++) junk[i] = (uint8_t)rand();
-        if (fe_load_bytes("junk", junk, n, NULL, &m, err, sizeof err) == 0) {
+        if (fe_load_bytes("junk", (fe_bytes){junk, n}, NULL, &m, err, sizeof err) == 0) {
             graph g;
             if (graph_build(&m, 512, &g, err, sizeof err) == 0) graph_free(&g);
             fe_free(&m);
@@ -233,7 +233,7 @@ static void test_truncated_and_random_bytes(void **state) {
         uint8_t *flipped = malloc(len);
         memcpy(flipped, bytes, len);
         for (int k = 0; k < 4; k++) flipped[(size_t)rand() % len] ^= (uint8_t)(1 + rand() % 255);
-        if (fe_load_bytes("flipped", flipped, len, NULL, &m, err, sizeof err) == 0) {
+        if (fe_load_bytes("flipped", (fe_bytes){flipped, len}, NULL, &m, err, sizeof err) == 0) {
             graph g;
             if (graph_build(&m, 512, &g, err, sizeof err) == 0) graph_free(&g);
             fe_free(&m);

@@ -42,7 +42,7 @@ static int load_tg(tg *t, fe_model *m, graph *g) {
     size_t len;
     uint8_t *bytes = tg_pack(t, &len);
     char err[1024];
-    int rc = fe_load_bytes("random", bytes, len, NULL, m, err, sizeof err);
+    int rc = fe_load_bytes("random", (fe_bytes){bytes, len}, NULL, m, err, sizeof err);
     free(bytes);
     if (rc) fail_msg("%s", err);
     if (graph_build(m, 1, g, err, sizeof err)) {
@@ -674,7 +674,8 @@ static void test_leaves_keep_retained_gradients(void **state) {
     fe_model m;
     graph g;
     char err[1024];
-    if (fe_load_bytes("training", bytes, len, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+    if (fe_load_bytes("training", (fe_bytes){bytes, len}, NULL, &m, err, sizeof err))
+        fail_msg("%s", err);
     if (graph_build(&m, 512, &g, err, sizeof err)) fail_msg("%s", err);
     free(bytes);
     tg_free(t);

@@ -223,7 +223,8 @@ static void test_model_groups_and_plan(void **state) {
     const partition *P = p.tree;
     int *group = malloc(g.n_storages * sizeof *group);
     bool *act = malloc(g.n_storages * sizeof *act);
-    int ng = partition_layout_groups(&g, P, p.order, p.start, p.end, group, act);
+    partition_schedule sched = {.order = p.order, .start = p.start, .end = p.end};
+    int ng = partition_layout_groups(&g, P, &sched, group, act);
     assert_true(ng >= 2);
     /* leaf of every op, from the tree */
     int *leaf = malloc(g.n_ops * sizeof *leaf);

@@ -1023,7 +1023,7 @@ static void tr_sort_inputs(tr *T, tr_lists *L) {
 
 /* Loads the packed training graph into m, as the planner will read it. */
 static int tr_load_derived(tr *T, const char *name, const uint8_t *bytes, size_t len, fe_model *m) {
-    if (fe_load_bytes(name, bytes, len, NULL, m, T->err, T->errlen)) {
+    if (fe_load_bytes(name, (fe_bytes){bytes, len}, NULL, m, T->err, T->errlen)) {
         /* a derivation bug, not bad input: say so */
         char inner[1024];
         snprintf(inner, sizeof inner, "%s", T->err);
@@ -1032,11 +1032,9 @@ static int tr_load_derived(tr *T, const char *name, const uint8_t *bytes, size_t
     return 0;
 }
 
-int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_model *m,
-             char **summary, uint8_t **derived, size_t *derived_len, char *err, size_t errlen) {
-    memset(m, 0, sizeof *m);
-    *summary = NULL;
-    if (derived) *derived = NULL, *derived_len = 0;
+int fe_train(const char *path, const fe_options *opt, const fe_train_options *t, fe_train_result *r,
+             char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
     fe_model f;
     const fe_input_shape *label_bind;
     if (tr_load_forward(path, opt, &f, &label_bind, err, errlen)) return -1;
@@ -1065,12 +1063,10 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     tr_sort_inputs(&T, &L);
     tr_optimizer(&T, &L.params, &L.grads, &L.states);
     tr_pack(&T, &L, &bytes, &len);
-    if (tr_load_derived(&T, t->emit_path ? t->emit_path : path, bytes, len, m)) goto out;
-    *summary = tr_summary(&T, &L);
-    if (derived) { /* the caller writes it (--emit-train) */
-        *derived = bytes, *derived_len = len;
-        bytes = NULL;
-    }
+    if (tr_load_derived(&T, t->emit_path ? t->emit_path : path, bytes, len, &r->model)) goto out;
+    r->summary = tr_summary(&T, &L);
+    r->derived = bytes, r->derived_len = len; /* the caller writes it (--emit-train) */
+    bytes = NULL;
     rc = 0;
 out:
     free(bytes);

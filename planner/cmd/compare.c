@@ -97,7 +97,9 @@ static int compare_write_files(const planner_files *files, const char *model_pat
              base_name, compare_human(torch->actual, r1, sizeof r1));
     snprintf(t2, sizeof t2, "%s, ROAM (roam order, roam layout)", base_name);
     const char *titles[2] = {t1, t2};
-    return planner_files_write(files, &roam->p, model_path, plans, titles, 2, err, errlen) ? -1 : 0;
+    planner_files_request r = {
+        .p = &roam->p, .model_path = model_path, .svg_plans = plans, .titles = titles, .n_svg = 2};
+    return planner_files_write(files, &r, err, errlen) ? -1 : 0;
 }
 
 /* `--report json`: the graph's sizes, ROAM's bounds, one object per row. */
@@ -177,20 +179,23 @@ static void compare_print_table(const graph *g, const char *model_path, const pl
     if (files->svg) fprintf(out, "  picture written    %s\n", files->svg);
 }
 
-int plan_compare(const graph *g, const planner_options *base, const char *model_path,
-                 const planner_files *files, int json, FILE *out, char *err, size_t errlen) {
+int plan_compare(const plan_compare_request *r, char *err, size_t errlen) {
+    const graph *g = r->g;
+    const char *model_path = r->model_path;
+    const planner_files *files = r->files;
+    FILE *out = r->out;
     /* the rows in the order of planner_methods: PyTorch first, ROAM last */
     compare_row rows[8] = {{0}};
     const size_t nrows = planner_n_methods;
     assert(nrows <= sizeof rows / sizeof rows[0]);
     for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
-    int rc = compare_plan_methods(g, base, rows, nrows, err, errlen);
+    int rc = compare_plan_methods(g, r->base, rows, nrows, err, errlen);
     planner_progress_prefix("%s", "--compare: writing");
     if (rc == 0)
         rc = compare_write_files(files, model_path, &rows[0], &rows[nrows - 1], err, errlen);
     planner_progress_end();
     if (rc == 0 && out) {
-        if (json)
+        if (r->json)
             compare_print_json(g, model_path, rows, nrows, out);
         else
             compare_print_table(g, model_path, files, rows, nrows, out);

@@ -4,9 +4,10 @@
 #include "files.h"
 #include "svg.h"
 
-int planner_files_write(const planner_files *files, const plan *p, const char *model_path,
-                        const plan *const *svg_plans, const char *const *titles, size_t n_svg,
-                        char *err, size_t errlen) {
+int planner_files_write(const planner_files *files, const planner_files_request *r, char *err,
+                        size_t errlen) {
+    const plan *p = r->p;
+    size_t n_svg = r->n_svg;
     planner_output_set set = {0};
     int i_plan = planner_outputs_add(&set, "-o", files->plan);
     int i_svg = planner_outputs_add(&set, "--svg", n_svg ? files->svg : NULL);
@@ -17,7 +18,7 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
     if (planner_outputs_open(&set, err, errlen)) return -1;
     int rc = 0;
     char why[512] = "";
-    if (i_plan >= 0 && plan_write_stream(p, model_path, set.slot[i_plan].f))
+    if (i_plan >= 0 && plan_write_stream(p, r->model_path, set.slot[i_plan].f))
         rc = roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", files->plan);
     if (rc == 0 && i_tree >= 0 && plan_write_tree(p, set.slot[i_tree].f, why, sizeof why))
         rc = roamc_errorf(err, errlen, "--dump-tree %s: %s", files->tree, why);
@@ -28,7 +29,7 @@ int planner_files_write(const planner_files *files, const plan *p, const char *m
         fwrite(files->step_bytes, 1, files->step_len, set.slot[i_step].f) != files->step_len)
         rc = roamc_errorf(err, errlen, "--emit-train %s: cannot write the step: I/O error",
                           files->step);
-    if (rc == 0 && i_svg >= 0) plan_svg_stream(svg_plans, titles, n_svg, set.slot[i_svg].f);
+    if (rc == 0 && i_svg >= 0) plan_svg_stream(r->svg_plans, r->titles, n_svg, set.slot[i_svg].f);
     if (rc) {
         planner_outputs_commit(&set, 0, NULL, 0);
         return -1;

@@ -555,7 +555,9 @@ static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
     files->step_len = o.len;
     const plan *plans[1] = {&o.plan};
     const char *titles[1] = {"one rank's step (--shard)"};
-    if (planner_files_write(files, &o.plan, r.emit_name, plans, titles, 1, err, sizeof err)) {
+    planner_files_request fr = {
+        .p = &o.plan, .model_path = r.emit_name, .svg_plans = plans, .titles = titles, .n_svg = 1};
+    if (planner_files_write(files, &fr, err, sizeof err)) {
         planner_progress_end();
         fprintf(stderr, "roamc: %s\n", err);
         rc = 1;
@@ -798,7 +800,8 @@ static int main_plan_one(const main_plan_args *a, const graph *g, const char *mo
         snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
                  planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
         const char *titles[1] = {title};
-        if (planner_files_write(files, &p, model_path, plans, titles, 1, err, sizeof err)) {
+        planner_files_request fr = {&p, model_path, plans, titles, 1};
+        if (planner_files_write(files, &fr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
@@ -867,7 +870,8 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
         const plan *plans[1] = {p};
         const char *titles[1] = {changed ? "the changed step (--fit)"
                                          : "the step (--fit: unchanged)"};
-        if (planner_files_write(files, p, plan_model, plans, titles, 1, err, sizeof err)) {
+        planner_files_request fr = {p, plan_model, plans, titles, 1};
+        if (planner_files_write(files, &fr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
@@ -951,8 +955,8 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     } else if (main_shard.so.kind) {
         rc = main_plan_shard(a, fopt, &step, a->model_path, &files, report);
     } else if (a->compare) {
-        if (plan_compare(&step.g, &a->opt, model_path, &files, a->json_report, report, err,
-                         sizeof err)) {
+        plan_compare_request cr = {&step.g, &a->opt, model_path, &files, a->json_report, report};
+        if (plan_compare(&cr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;

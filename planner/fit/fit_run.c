@@ -119,7 +119,8 @@ static int fit_try(const fit_request *r, const fit_choice *c, size_t k, fit_outc
     o->n_actions = k;
     o->plans++;
     if (fit_emit(&er, &st->bytes, &st->len, err, errlen)) return -1;
-    if (fe_load_bytes(r->emit_name, st->bytes, st->len, r->bindings, &st->model, err, errlen))
+    if (fe_load_bytes(r->emit_name, (fe_bytes){st->bytes, st->len}, r->bindings, &st->model, err,
+                      errlen))
         return -1;
     st->stage = 1;
     if (graph_build(&st->model, r->opt->align, &st->graph, err, errlen)) return -1;

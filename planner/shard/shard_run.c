@@ -66,7 +66,8 @@ static void shard_split(shard_outcome *o) {
 int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
     if (shard_emit(r, &o->bytes, &o->len, o, err, errlen)) return -1;
-    if (fe_load_bytes(r->emit_name, o->bytes, o->len, r->bindings, &o->model, err, errlen))
+    if (fe_load_bytes(r->emit_name, (fe_bytes){o->bytes, o->len}, r->bindings, &o->model, err,
+                      errlen))
         return -1;
     o->have_model = true;
     if (graph_build(&o->model, r->opt->align, &o->graph, err, errlen)) return -1;

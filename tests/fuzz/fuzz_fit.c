@@ -60,7 +60,8 @@ static void fuzz_edit(const uint8_t *data, size_t size) {
     fe_edit_bytes(e, &bytes, &len);
     fe_edit_free(e);
     fe_model m;
-    if (fe_load_bytes("fuzz-edited.onnx", bytes, len, NULL, &m, err, sizeof err) == 0) fe_free(&m);
+    if (fe_load_bytes("fuzz-edited.onnx", (fe_bytes){bytes, len}, NULL, &m, err, sizeof err) == 0)
+        fe_free(&m);
     free(bytes);
 }
 
@@ -68,7 +69,7 @@ static void fuzz_edit(const uint8_t *data, size_t size) {
 static void fuzz_fit(const uint8_t *data, size_t size) {
     char err[2048];
     fe_model m;
-    if (fe_load_bytes("fuzz.onnx", data, size, NULL, &m, err, sizeof err)) return;
+    if (fe_load_bytes("fuzz.onnx", (fe_bytes){data, size}, NULL, &m, err, sizeof err)) return;
     graph g;
     if (graph_build(&m, 512, &g, err, sizeof err) == 0) {
         if (g.n_ops <= 64) {

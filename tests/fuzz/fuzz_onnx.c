@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[2048];
     fe_model m;
-    if (fe_load_bytes("fuzz.onnx", data, size, NULL, &m, err, sizeof err)) return 0;
+    if (fe_load_bytes("fuzz.onnx", (fe_bytes){data, size}, NULL, &m, err, sizeof err)) return 0;
     graph g;
     if (graph_build(&m, 512, &g, err, sizeof err)) {
         fe_free(&m);

@@ -30,12 +30,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!devnull) devnull = fopen("/dev/null", "w");
     fe_model m;
     opt.allow_unresolved = true;
-    if (fe_load_bytes("fuzz.onnx", data + 1, size - 1, &opt, &m, err, sizeof err) == 0) {
+    if (fe_load_bytes("fuzz.onnx", (fe_bytes){data + 1, size - 1}, &opt, &m, err, sizeof err) ==
+        0) {
         if (devnull) planner_shapes_print(devnull, &m, 1);
         fe_free(&m);
     }
     opt.allow_unresolved = false;
-    if (fe_load_bytes("fuzz.onnx", data + 1, size - 1, &opt, &m, err, sizeof err) == 0) fe_free(&m);
+    if (fe_load_bytes("fuzz.onnx", (fe_bytes){data + 1, size - 1}, &opt, &m, err, sizeof err) == 0)
+        fe_free(&m);
     fe_options_free(&opt);
     return 0;
 }
