@@ -1210,7 +1210,7 @@ static int tr_apply_precision(tr *T, const char *path, const fe_options *opt, fe
                 tr_precision_name(T->opt->precision), inner);
         goto out;
     }
-    if (tr_precision_verify(path, f, T->opt, &rw, &g, T->err, T->errlen)) {
+    if (tr_precision_verify(path, f, &rw, &g, T->err, T->errlen)) {
         fe_free(&g);
         goto out;
     }

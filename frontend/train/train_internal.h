@@ -172,6 +172,7 @@ typedef struct tr_rewrite {
     size_t len;
     size_t n_casts; /* Cast nodes the rewrite added (autocast's casts) */
     int32_t *ty;    /* per value of the file's model: the element type meant for it (malloc'd) */
+    const fe_train_options *opt; /* the options it was made for (borrowed) */
 } tr_rewrite;
 
 /* The name of an enum fe_precision value, as --precision spells it. */
@@ -189,8 +190,8 @@ int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelP
                          const fe_train_options *opt, tr_rewrite *out);
 /* Checks that g (rw's bytes as loaded) gives every float value of f the type rw meant: 0, or
  * -1 with an internal-error message naming the first value that differs. */
-int tr_precision_verify(const char *path, const fe_model *f, const fe_train_options *opt,
-                        const tr_rewrite *rw, const fe_model *g, char *err, size_t errlen);
+int tr_precision_verify(const char *path, const fe_model *f, const tr_rewrite *rw,
+                        const fe_model *g, char *err, size_t errlen);
 
 /* ------------------------------------------- train_emit.c (the ONNX file) */
 

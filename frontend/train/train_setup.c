@@ -623,6 +623,7 @@ int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelP
     m.graph = g;
     ow_pack(&m, &out->bytes, &out->len);
     out->n_casts = c.n_casts;
+    out->opt = opt;
     out->ty = c.ty;
     ow_arena_free(&A);
     free(c.nodes);
@@ -633,8 +634,8 @@ int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelP
     return 0;
 }
 
-int tr_precision_verify(const char *path, const fe_model *f, const fe_train_options *opt,
-                        const tr_rewrite *rw, const fe_model *g, char *err, size_t errlen) {
-    tp_ctx c = {.f = f, .opt = opt, .ty = rw->ty};
+int tr_precision_verify(const char *path, const fe_model *f, const tr_rewrite *rw,
+                        const fe_model *g, char *err, size_t errlen) {
+    tp_ctx c = {.f = f, .opt = rw->opt, .ty = rw->ty};
     return tp_verify(&c, g, err, errlen, path);
 }
