@@ -164,6 +164,18 @@ int fe_find_value(const fe_model *m, const char *name);
 
 enum fe_loss { FE_LOSS_AUTO = 0, FE_LOSS_CROSS_ENTROPY, FE_LOSS_MSE, FE_LOSS_NONE };
 enum fe_optimizer { FE_OPT_ADAM = 0, FE_OPT_ADAMW, FE_OPT_SGD, FE_OPT_MOMENTUM, FE_OPT_NONE };
+/* --precision: fp32 (the file's types); bf16 / fp16 (every float tensor, parameters and optimizer
+ * state included, in that type); amp-bf16 / amp-fp16 (CUDA autocast's per-op casts, fp32 master
+ * weights, gradients and optimizer state; amp-fp16 adds GradScaler's state) */
+enum fe_precision {
+    FE_PREC_FP32 = 0,
+    FE_PREC_BF16,
+    FE_PREC_FP16,
+    FE_PREC_AMP_BF16,
+    FE_PREC_AMP_FP16
+};
+/* The most microbatches --grad-accum takes. */
+#define FE_MAX_GRAD_ACCUM 1024
 
 typedef struct fe_train_options {
     int loss;            /* enum fe_loss; AUTO: none for a scalar output, else cross-entropy */
@@ -173,11 +185,17 @@ typedef struct fe_train_options {
     /* --emit-train: the path that names the derived graph (the caller
      * writes it, from fe_train_result.derived), or NULL */
     const char *emit_path;
+    int precision;  /* enum fe_precision */
+    int grad_accum; /* --grad-accum K: K microbatches, one optimizer step; 0 or 1: one batch */
 } fe_train_options;
 
 /* Parses --loss / --optimizer values; 0, or -1 for an unknown name. */
 int fe_train_loss_parse(const char *s, int *loss);
 int fe_train_optimizer_parse(const char *s, int *optimizer);
+/* Parses a --precision value (fp32, bf16, fp16, amp-bf16, amp-fp16); 0, or -1 for another. */
+int fe_train_precision_parse(const char *s, int *precision);
+/* Parses a --grad-accum value: a decimal integer 1..FE_MAX_GRAD_ACCUM; 0, or -1 otherwise. */
+int fe_train_grad_accum_parse(const char *s, int *k);
 
 /* What fe_train makes; the caller owns all of it (fe_free(&model), free
  * summary and derived). */

@@ -125,6 +125,10 @@ static int64_t tr_bytes(const tr *T, int v) {
     return (int64_t)((tr_numel(T, v) * (int64_t)fe_elem_bits(T->v[v].elem) + 7) / 8);
 }
 
+static bool tr_float(int32_t e) {
+    return fi_is_float_type(e);
+}
+
 /* ----------------------------------------------------------------- nodes */
 
 /* (train_internal.h) Appends a node.  in/out end at TR_VALUES_END; alias NULL: no output
@@ -149,6 +153,13 @@ void tr_emit(tr *T, const char *op, const int *in, const int *out, const int *al
     n->alias = xmallocarray(no, sizeof *n->alias);
     memcpy(n->in, in, ni * sizeof *in);
     memcpy(n->out, out, no * sizeof *out);
+    if (T->map) { /* --grad-accum: a forward value means its copy in this microbatch */
+        for (size_t k = 0; k < ni; k++)
+            if (n->in[k] >= 0 && (size_t)n->in[k] < T->n_fwd_values) n->in[k] = T->map[n->in[k]];
+        for (size_t k = 0; k < no; k++)
+            if (n->out[k] >= 0 && (size_t)n->out[k] < T->n_fwd_values)
+                n->out[k] = T->map[n->out[k]];
+    }
     for (size_t k = 0; k < no; k++) n->alias[k] = alias ? alias[k] : -1;
     n->n_in = ni;
     n->n_out = no;
@@ -191,6 +202,12 @@ int tr_give(tr *T, int x, int g, bool shared) {
         if (g < 0) return -1;
         shared = false;
     }
+    if (T->v[g].elem != T->v[x].elem && tr_float(T->v[g].elem) && tr_float(T->v[x].elem)) {
+        /* the engine casts a gradient to its input's dtype (validate_outputs): a mixed-type
+         * op of --precision amp-* (an fp32 sum of a half operand) */
+        g = tr_op(T, "_to_copy", x, 0, TR_VALUES(g));
+        shared = false;
+    }
     if (T->grad[x] < 0) {
         T->grad[x] = g;
         T->shared[x] = shared;
@@ -204,10 +221,6 @@ int tr_give(tr *T, int x, int g, bool shared) {
 }
 
 /* ------------------------------------------------------------- analysis */
-
-static bool tr_float(int32_t e) {
-    return fi_is_float_type(e);
-}
 
 /* The values of an Erf-GELU, x -> Div(x, c) -> Erf -> Add(., c) -> Mul(x, .)
  * -> Mul(., c), each intermediate read once: gelu_x[last] = x. */
@@ -416,6 +429,10 @@ static bool tr_const_scalar(const tr *T, int v, double *out) {
         }
         if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8)
             return memcpy(out, d, 8), true;
+        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
+             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16) &&
+            len >= 2) /* --precision bf16 / fp16 converted the file's constants */
+            return *out = tr_half_value(tp->data_type, (uint16_t)(d[0] | d[1] << 8)), true;
         if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
              tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
             len >= 1)
@@ -582,6 +599,22 @@ static void tr_shape_text(const tr *T, int v, char *buf, size_t len) {
     if (off < len) snprintf(buf + off, len - off, "]");
 }
 
+/* The gradient of the loss value `loss` as loss.backward() seeds it (ones_like).  With
+ * --grad-accum K the loss is first divided by K (loss / K, what the step returns: T->loss)
+ * and its gradient divided back (DivBackward0); with amp-fp16 GradScaler scales it
+ * (scaler.scale(loss).backward(): MulBackward0 multiplies the seed by the scale).  Returns
+ * the gradient of `loss`. */
+static int tr_seed(tr *T, int loss) {
+    int v = loss;
+    if (T->accum > 1) v = tr_op(T, "div", loss, 0, TR_VALUES(loss));
+    T->loss = v;
+    int top = T->scale >= 0 ? tr_op(T, "mul", v, 0, TR_VALUES(v, T->scale)) : v;
+    int g = tr_op(T, "ones_like", top, 0, TR_VALUES(top));
+    if (T->scale >= 0) g = tr_op(T, "mul", v, 0, TR_VALUES(g, T->scale));
+    if (T->accum > 1) g = tr_op(T, "div", loss, 0, TR_VALUES(g));
+    return g;
+}
+
 /* cross_entropy on [N, C] logits as torch dispatches it: _log_softmax,
  * nll_loss_forward (loss, total_weight); then the seed ones_like(loss),
  * nll_loss_backward, _log_softmax_backward_data.  Returns the gradient of y. */
@@ -591,8 +624,7 @@ static int tr_cross_entropy(tr *T, int y, int label, bool nd) {
     int loss = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
     int tw = tr_new_shape(T, fwd, T->v[y].elem, 0, NULL);
     tr_emit(T, fwd, TR_VALUES(lsm, label), TR_VALUES(loss, tw), NULL, 0);
-    T->loss = loss;
-    int seed = tr_op(T, "ones_like", loss, 0, TR_VALUES(loss));
+    int seed = tr_seed(T, loss);
     int g = tr_op(T, nd ? "nll_loss2d_backward" : "nll_loss_backward", y, 0,
                   TR_VALUES(seed, lsm, label, -1, tw));
     return tr_op(T, "_log_softmax_backward_data", y, 0, TR_VALUES(g, lsm));
@@ -633,6 +665,11 @@ static int tr_label(tr *T, int y, int32_t elem, int rank, const int64_t *dims) {
                 "loss on '%s' %s: it needs %s",
                 name, got, tr_loss_name(T->loss_kind), T->v[y].name, ys, want);
     }
+    if (T->accum > 1) { /* microbatch k's label: mb<k>.target, as export.py names data inputs */
+        char mbname[64];
+        snprintf(mbname, sizeof mbname, "mb%d.%s", T->mb, name);
+        return T->label = tr_add_value(T, mbname, elem, rank, dims);
+    }
     return T->label = tr_add_value(T, name, elem, rank, dims);
 }
 
@@ -650,6 +687,10 @@ static int tr_build_loss(tr *T) {
         return tr_fail(T, "the loss needs a float output, and '%s' is %s", T->v[y].name, shape);
     int64_t dims[FI_MAX_RANK];
     int g = -1;
+    /* autocast runs the losses (nll_loss, mse_loss: its fp32 list) on an fp32 copy */
+    int yc = y;
+    if (kind != FE_LOSS_NONE && tr_precision_amp(T->opt->precision) && elem != 1 && tr_float(elem))
+        yc = tr_op(T, "_to_copy", y, 1, TR_VALUES(y));
     if (kind == FE_LOSS_NONE) {
         if (T->label_bind)
             return tr_fail(T,
@@ -663,15 +704,13 @@ static int tr_build_loss(tr *T) {
                 "--loss none wants the graph's output to be the loss, a scalar; '%s' is %s "
                 "(use --loss cross-entropy or mse)",
                 T->v[y].name, shape);
-        T->loss = y;
-        g = tr_op(T, "ones_like", y, 0, TR_VALUES(y));
+        g = tr_seed(T, y);
     } else if (kind == FE_LOSS_MSE) {
-        if (tr_label(T, y, elem, rank, T->v[y].dims) < 0) return -1;
-        int loss = tr_new_shape(T, "mse_loss", elem, 0, NULL);
-        tr_emit(T, "mse_loss", TR_VALUES(y, T->label), TR_VALUES(loss), NULL, 0);
-        T->loss = loss;
-        int seed = tr_op(T, "ones_like", loss, 0, TR_VALUES(loss));
-        g = tr_op(T, "mse_loss_backward", y, 0, TR_VALUES(seed, y, T->label));
+        if (tr_label(T, y, T->v[yc].elem, rank, T->v[y].dims) < 0) return -1;
+        int loss = tr_new_shape(T, "mse_loss", T->v[yc].elem, 0, NULL);
+        tr_emit(T, "mse_loss", TR_VALUES(yc, T->label), TR_VALUES(loss), NULL, 0);
+        int seed = tr_seed(T, loss);
+        g = tr_op(T, "mse_loss_backward", yc, 0, TR_VALUES(seed, yc, T->label));
     } else {
         if (rank < 2)
             return tr_fail(
@@ -683,28 +722,29 @@ static int tr_build_loss(tr *T) {
             return tr_fail(T, "'%s' is %s: no classes", T->v[y].name, shape);
         if (rank == 2) {
             if (tr_label(T, y, 7, 1, T->v[y].dims) < 0) return -1;
-            g = tr_cross_entropy(T, y, T->label, false);
+            g = tr_cross_entropy(T, yc, T->label, false);
         } else if (rank == 3) {
             /* [B, S, C]: classes last, as language models' logits; flattened as
              * HuggingFace's loss does (logits.view(-1, C), labels.view(-1)) */
             if (tr_label(T, y, 7, 2, T->v[y].dims) < 0) return -1;
             int64_t flat[2] = {T->v[y].dims[0] * T->v[y].dims[1], T->v[y].dims[2]};
-            int yv = tr_new_shape(T, "view", elem, 2, flat);
-            tr_emit(T, "view", TR_VALUES(y), TR_VALUES(yv), (const int[]){0}, 0);
+            int yv = tr_new_shape(T, "view", T->v[yc].elem, 2, flat);
+            tr_emit(T, "view", TR_VALUES(yc), TR_VALUES(yv), (const int[]){0}, 0);
             int lv = tr_new_shape(T, "view", 7, 1, flat);
             tr_emit(T, "view", TR_VALUES(T->label), TR_VALUES(lv), (const int[]){0}, 0);
             T->label_view = lv;
             int g2 = tr_cross_entropy(T, yv, lv, false);
-            g = tr_view(T, "view", g2, y);
+            g = tr_view(T, "view", g2, yc);
         } else {
             /* [N, C, D1, ...]: classes on dim 1, torch's convention (nll_loss2d) */
             for (int d = 0, k = 0; d < rank; d++)
                 if (d != 1) dims[k++] = T->v[y].dims[d];
             if (tr_label(T, y, 7, rank - 1, dims) < 0) return -1;
-            g = tr_cross_entropy(T, y, T->label, true);
+            g = tr_cross_entropy(T, yc, T->label, true);
         }
     }
     if (g < 0) return -1;
+    if (yc != y) g = tr_op(T, "_to_copy", y, 0, TR_VALUES(g)); /* ToCopyBackward0 */
     T->grad[y] = g;
     T->shared[y] = false;
     return 0;
@@ -725,8 +765,10 @@ static void tr_add_final(tr *T, int v) {
 static int tr_state(tr *T, int p, const char *suffix, int rank_like_p) {
     char name[1024];
     snprintf(name, sizeof name, "%s.%s", T->v[p].name, suffix);
+    /* Adam's state['step'] is a float32 tensor whatever the parameter's dtype */
+    int32_t step_elem = T->opt->precision == FE_PREC_FP32 ? T->v[p].elem : 1;
     int s = rank_like_p ? tr_add_value(T, name, T->v[p].elem, T->v[p].rank, T->v[p].dims)
-                        : tr_add_value(T, name, T->v[p].elem, 0, NULL);
+                        : tr_add_value(T, name, step_elem, 0, NULL);
     T->n_state++;
     T->n_state_bytes += tr_bytes(T, s);
     return s;
@@ -798,6 +840,189 @@ static void tr_optimizer(tr *T, tr_list *params, tr_list *grads, tr_list *states
     T->n_optim = T->nn - before;
 }
 
+/* ------------------------------------------------ the set-up (grad-accum, scaler) */
+
+/* A value every microbatch shares: an initializer (parameters, buffers, constants). */
+static bool tr_mb_shared(const tr *T, size_t v) {
+    return v < T->f->n_values && (T->f->values[v].kind & FE_INITIALIZER);
+}
+
+/* Parameter p's gradient of this microbatch, now complete, into its .grad: AccumulateGrad
+ * steals it (a copy when another slot holds it too) the first time and adds it in place
+ * (add_) after, when its node runs: as soon as the gradient is ready (the engine runs
+ * AccumulateGrad nodes first). */
+static void tr_accumulate(tr *T, int p) {
+    int g = T->grad[p];
+    if (g < 0 || T->acc_mb[p] == T->mb) return;
+    T->acc_mb[p] = T->mb;
+    if (T->acc[p] < 0) {
+        T->acc[p] = T->shared[p] ? tr_op(T, "clone", p, 0, TR_VALUES(g)) : g;
+        return;
+    }
+    T->acc[p] = tr_inplace(T, "add_", TR_VALUES(T->acc[p], g));
+}
+
+/* (train_internal.h) */
+void tr_accumulate_at(tr *T, int ni) {
+    if (T->accum <= 1) return;
+    const fe_node *n = &T->f->nodes[ni];
+    for (size_t k = 0; k < n->n_explicit_inputs; k++) {
+        int x = n->inputs[k];
+        if (x >= 0 && T->param[x] && T->first_reader[x] == ni) tr_accumulate(T, x);
+    }
+}
+
+/* Starts microbatch mb of a --grad-accum step: a copy of every forward value that is not an
+ * initializer, named mb<k>.NAME; an initializer a forward node updates in place (a
+ * BatchNormalization's running stats) is read as the version the last microbatch left. */
+static void tr_mb_start(tr *T, int mb, int *cur) {
+    T->mb = mb;
+    for (size_t v = 0; v < T->n_fwd_values; v++) {
+        T->grad[v] = -1;
+        T->shared[v] = false;
+    }
+    if (T->accum <= 1) return;
+    for (size_t v = 0; v < T->n_fwd_values; v++) {
+        if (tr_mb_shared(T, v)) {
+            T->map[v] = cur[v];
+            continue;
+        }
+        char name[1024];
+        snprintf(name, sizeof name, "mb%d.%s", mb, T->v[v].name);
+        int rank = T->v[v].rank;
+        int64_t dims[FI_MAX_RANK];
+        memcpy(dims, T->v[v].dims, (size_t)(rank > 0 ? rank : 0) * sizeof *dims);
+        bool tensor = T->v[v].tensor;
+        int w = tr_add_value(T, name, T->v[v].elem, rank, dims);
+        T->v[w].tensor = tensor;
+        T->map[v] = w;
+    }
+}
+
+/* Ends microbatch mb: its gradients not accumulated yet (a parameter whose first reader gave
+ * it none) are, its map is kept for the file, and in-place forward updates move cur on. */
+static void tr_mb_end(tr *T, int mb, int *cur) {
+    if (T->accum <= 1) {
+        T->mb_end[mb] = T->nn;
+        return;
+    }
+    for (size_t v = 0; v < T->f->n_values; v++)
+        if (T->param[v]) tr_accumulate(T, (int)v);
+    T->mb_end[mb] = T->nn;
+    T->mb_map[mb] = xmallocarray(T->n_fwd_values, sizeof **T->mb_map);
+    memcpy(T->mb_map[mb], T->map, T->n_fwd_values * sizeof *T->map);
+    tr_push(T->labels, T->label);
+    const fe_model *f = T->f;
+    for (size_t i = 0; i < f->n_nodes; i++) {
+        const tr_fwd *fw = &T->fwd[i];
+        if (!fw->has_alias || !fw->inplace) continue;
+        for (size_t j = 0; j < 3 && j < f->nodes[i].n_outputs; j++) {
+            int a = fw->alias[j];
+            int o = fw->out ? (j < fw->n_out ? fw->out[j] : -1) : f->nodes[i].outputs[j];
+            if (a < 0 || o < 0 || (size_t)a >= f->nodes[i].n_explicit_inputs) continue;
+            int x = f->nodes[i].inputs[a];
+            if (x >= 0 && tr_mb_shared(T, (size_t)x)) cur[x] = T->map[o];
+        }
+    }
+}
+
+/* The first forward node reading each value: where a parameter's gradient is complete in
+ * the backward pass (it runs in reverse).  A --grad-accum step cannot copy a subgraph. */
+static int tr_mb_prepare(tr *T) {
+    const fe_model *f = T->f;
+    T->accum = T->opt->grad_accum > 1 ? T->opt->grad_accum : 1;
+    T->n_fwd_values = T->nv;
+    T->mb_end = xcalloc((size_t)T->accum, sizeof *T->mb_end);
+    if (T->accum <= 1) return 0;
+    T->map = xmallocarray(T->n_fwd_values, sizeof *T->map);
+    T->mb_map = xcalloc((size_t)T->accum, sizeof *T->mb_map);
+    T->acc = xmallocarray(T->n_fwd_values, sizeof *T->acc);
+    T->acc_mb = xmallocarray(T->n_fwd_values, sizeof *T->acc_mb);
+    T->first_reader = xmallocarray(T->n_fwd_values, sizeof *T->first_reader);
+    T->labels = xcalloc(1, sizeof *T->labels);
+    for (size_t v = 0; v < T->n_fwd_values; v++) T->acc[v] = T->acc_mb[v] = T->first_reader[v] = -1;
+    for (size_t i = 0; i < f->n_nodes; i++) {
+        const fe_node *n = &f->nodes[i];
+        if (n->n_inputs != n->n_explicit_inputs)
+            return tr_fail(T,
+                           "--grad-accum: node '%s' (#%zu, %s) has a subgraph that reads outer "
+                           "values; roamc cannot copy it per microbatch",
+                           tr_node_label(T, (int)i), i, n->op_type);
+        for (size_t k = 0; k < n->n_explicit_inputs; k++) {
+            int x = n->inputs[k];
+            if (x >= 0 && T->first_reader[x] < 0) T->first_reader[x] = (int)i;
+        }
+    }
+    return 0;
+}
+
+/* The forward graph, loss and backward pass of each microbatch in turn. */
+static int tr_microbatches(tr *T) {
+    int *cur = xmallocarray(T->n_fwd_values + 1, sizeof *cur);
+    for (size_t v = 0; v < T->n_fwd_values; v++) cur[v] = (int)v;
+    int rc = 0;
+    for (int mb = 0; mb < T->accum && rc == 0; mb++) {
+        tr_mb_start(T, mb, cur);
+        if (tr_build_loss(T) || tr_backward(T))
+            rc = -1;
+        else
+            tr_mb_end(T, mb, cur);
+    }
+    free(cur);
+    free(T->map);
+    T->map = NULL; /* the optimizer reads the parameters themselves */
+    return rc;
+}
+
+/* amp-fp16: GradScaler.unscale_ before the step: inv_scale = 1 / scale, found_inf = 0, then
+ * _amp_foreach_non_finite_check_and_unscale_ multiplies every gradient by inv_scale in place
+ * and sets found_inf.  The step the scaler skips when found_inf is set is emitted as taken. */
+static int tr_unscale(tr *T, tr_list *grads) {
+    int inv = tr_op(T, "reciprocal", T->scale, 0, TR_VALUES(T->scale));
+    int found = tr_new_like(T, "full", T->scale, 0);
+    tr_emit(T, "full", (const int[]){TR_VALUES_END}, TR_VALUES(found), NULL, 0);
+    size_t per = TR_MAX_IO - 8; /* one call takes every gradient; a huge model in chunks */
+    for (size_t k0 = 0; k0 < grads->n; k0 += per) {
+        size_t n = 0;
+        int *in = xmallocarray(per + 3, sizeof *in), *out = xmallocarray(per + 2, sizeof *out),
+            *alias = xmallocarray(per + 2, sizeof *alias);
+        size_t idx[TR_MAX_IO];
+        for (size_t k = k0; k < grads->n && k < k0 + per; k++)
+            if (grads->v[k] >= 0) {
+                idx[n] = k;
+                in[n] = grads->v[k];
+                out[n] = tr_new_like(T, "_amp_foreach_non_finite_check_and_unscale_", in[n], 0);
+                alias[n] = (int)n;
+                n++;
+            }
+        in[n] = found;
+        in[n + 1] = inv;
+        in[n + 2] = TR_VALUES_END;
+        int found2 = tr_new_like(T, "_amp_foreach_non_finite_check_and_unscale_", found, 0);
+        out[n] = found2;
+        out[n + 1] = TR_VALUES_END;
+        alias[n] = (int)n;
+        tr_emit(T, "_amp_foreach_non_finite_check_and_unscale_", in, out, alias, 1);
+        for (size_t j = 0; j < n; j++) grads->v[idx[j]] = out[j];
+        found = found2;
+        free(in);
+        free(out);
+        free(alias);
+    }
+    return found;
+}
+
+/* amp-fp16: GradScaler.update after the step: _amp_update_scale_ updates the scale and the
+ * growth tracker in place from found_inf. */
+static void tr_update_scale(tr *T, int found) {
+    int s2 = tr_new_like(T, "_amp_update_scale_", T->scale, 0);
+    int g2 = tr_new_like(T, "_amp_update_scale_", T->growth, 0);
+    tr_emit(T, "_amp_update_scale_", TR_VALUES(T->scale, T->growth, found), TR_VALUES(s2, g2),
+            (const int[]){0, 1}, 1);
+    tr_add_final(T, s2);
+    tr_add_final(T, g2);
+}
+
 /* ------------------------------------------------------------------ entry */
 
 /* Refuses an emit path that is a directory or the input file itself. */
@@ -856,6 +1081,16 @@ static void tr_free(tr *T) {
     free(T->fused);
     fi_names_free(&T->names);
     free(T->final);
+    if (T->mb_map)
+        for (int k = 0; k < T->accum; k++) free(T->mb_map[k]);
+    free(T->mb_map);
+    free(T->mb_end);
+    free(T->map);
+    free(T->acc);
+    free(T->acc_mb);
+    free(T->first_reader);
+    if (T->labels) free(T->labels->v);
+    free(T->labels);
     if (T->mp) onnx__model_proto__free_unpacked((Onnx__ModelProto *)T->mp, NULL);
 }
 
@@ -876,6 +1111,30 @@ static char *tr_summary(tr *T, const tr_lists *L) {
     tr_human(T->n_state_bytes, sb, sizeof sb);
     tr_human(T->n_frozen_bytes, fb, sizeof fb);
     size_t off = 0;
+    if (T->opt->precision != FE_PREC_FP32 || T->accum > 1) {
+        /* the set-up first, in one line */
+        const char *what = tr_precision_amp(T->opt->precision)
+                               ? "autocast's per-op casts, fp32 master weights, gradients and "
+                                 "optimizer state"
+                           : T->opt->precision == FE_PREC_FP32
+                               ? "the file's types"
+                               : "every float tensor, parameters and optimizer state too";
+        off += (size_t)snprintf(s + off, 2048 - off, "  set-up        precision %s (%s",
+                                tr_precision_name(T->opt->precision), what);
+        if (T->n_casts)
+            off += (size_t)snprintf(s + off, 2048 - off, "; %zu Cast nodes", T->n_casts);
+        if (T->scale >= 0)
+            off += (size_t)snprintf(s + off, 2048 - off,
+                                    "; GradScaler state 'scaler.scale', "
+                                    "'scaler.growth_tracker'");
+        if (T->accum > 1)
+            off += (size_t)snprintf(s + off, 2048 - off,
+                                    "), grad-accum %d (%d microbatches mb0..mb%d, gradients "
+                                    "accumulated in place, loss / %d, one optimizer step)\n",
+                                    T->accum, T->accum, T->accum - 1, T->accum);
+        else
+            off += (size_t)snprintf(s + off, 2048 - off, "), grad-accum 1\n");
+    }
     if (T->label >= 0) {
         tr_shape_text(T, T->label, lshape, sizeof lshape);
         off += (size_t)snprintf(
@@ -907,8 +1166,9 @@ static char *tr_summary(tr *T, const tr_lists *L) {
  * forward graph does not have binds the label input --train adds: held back
  * from the forward load, checked against the loss (tr_label); *label_bind is
  * that binding, or NULL. */
-static int tr_load_forward(const char *path, const fe_options *opt, fe_model *f,
-                           const fe_input_shape **label_bind, char *err, size_t errlen) {
+static int tr_load_forward(const char *path, const uint8_t *bytes, size_t len,
+                           const fe_options *opt, fe_model *f, const fe_input_shape **label_bind,
+                           char *err, size_t errlen) {
     fe_options fopt = *opt;
     fe_input_shape *shapes = NULL;
     *label_bind = NULL;
@@ -922,15 +1182,55 @@ static int tr_load_forward(const char *path, const fe_options *opt, fe_model *f,
         for (size_t k = 0; k < opt->n_shapes; k++)
             if (&opt->shapes[k] != *label_bind) shapes[fopt.n_shapes++] = opt->shapes[k];
     }
-    int lrc = fe_load(path, &fopt, f, err, errlen);
+    int lrc = bytes ? fe_load_bytes(path, bytes, len, &fopt, f, err, errlen)
+                    : fe_load(path, &fopt, f, err, errlen);
     if (!lrc && *label_bind && fe_find_value(f, (*label_bind)->name) >= 0) {
         /* the graph has that input: the binding is its own */
         fe_free(f);
         *label_bind = NULL;
-        lrc = fe_load(path, opt, f, err, errlen);
+        lrc = bytes ? fe_load_bytes(path, bytes, len, opt, f, err, errlen)
+                    : fe_load(path, opt, f, err, errlen);
     }
     free(shapes);
     return lrc ? -1 : 0;
+}
+
+/* --precision: the forward graph rewritten (train_setup.c), loaded again as the derivation's
+ * forward graph *f, its proto T->mp. */
+static int tr_apply_precision(tr *T, const char *path, const fe_options *opt, fe_model *f) {
+    tr_rewrite rw;
+    tr_precision_rewrite(path, f, T->mp, T->opt, &rw);
+    fe_model g;
+    const fe_input_shape *bind;
+    int rc = -1;
+    if (tr_load_forward(path, rw.bytes, rw.len, opt, &g, &bind, T->err, T->errlen)) {
+        char inner[1024];
+        snprintf(inner, sizeof inner, "%s", T->err);
+        tr_fail(T, "internal error: --precision %s: the rewritten forward graph does not load: %s",
+                tr_precision_name(T->opt->precision), inner);
+        goto out;
+    }
+    if (tr_precision_verify(path, f, &rw, &g, T->err, T->errlen)) {
+        fe_free(&g);
+        goto out;
+    }
+    Onnx__ModelProto *mp = fe_unpack_model(rw.bytes, rw.len);
+    if (!mp || !mp->graph || mp->graph->n_node != g.n_nodes) {
+        if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+        fe_free(&g);
+        tr_fail(T, "internal error: --precision: the rewritten graph does not unpack");
+        goto out;
+    }
+    onnx__model_proto__free_unpacked((Onnx__ModelProto *)T->mp, NULL);
+    T->mp = mp;
+    fe_free(f);
+    *f = g;
+    T->n_casts = rw.n_casts;
+    rc = 0;
+out:
+    free(rw.bytes);
+    free(rw.ty);
+    return rc;
 }
 
 /* Allocates the per-value and per-node marks the derivation fills (tr_free
@@ -1006,6 +1306,11 @@ static void tr_sort_inputs(tr *T, tr_lists *L) {
         const fe_value *fv = &f->values[v];
         if (T->param[v]) {
             int g = T->grad[v];
+            if (T->accum > 1) {
+                tr_push(&L->params, v);
+                tr_push(&L->grads, T->acc[v]);
+                continue;
+            }
             if (g >= 0 && T->shared[v])
                 g = tr_op(T, "clone", v, 0,
                           TR_VALUES(g)); /* AccumulateGrad copies a shared gradient */
@@ -1014,11 +1319,20 @@ static void tr_sort_inputs(tr *T, tr_lists *L) {
         } else if (fv->kind & FE_INITIALIZER) {
             if (tr_float(fv->elem_type)) tr_push(&L->buffers, v);
             if (T->frozen[v]) tr_push(&L->frozen, v);
-        } else {
+        } else if (T->accum <= 1) {
             tr_push(&L->data, v);
         }
     }
-    if (T->label >= 0) tr_push(&L->data, T->label);
+    if (T->accum <= 1) {
+        if (T->label >= 0) tr_push(&L->data, T->label);
+        return;
+    }
+    for (int mb = 0; mb < T->accum; mb++) { /* mb0.x, mb0.target, mb1.x, ... */
+        for (size_t k = 0; k < f->n_inputs; k++)
+            if (!(f->values[f->inputs[k]].kind & FE_INITIALIZER))
+                tr_push(&L->data, T->mb_map[mb][f->inputs[k]]);
+        if (T->labels->n > (size_t)mb && T->labels->v[mb] >= 0) tr_push(&L->data, T->labels->v[mb]);
+    }
 }
 
 /* Loads the packed training graph into m, as the planner will read it. */
@@ -1037,7 +1351,7 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     memset(r, 0, sizeof *r);
     fe_model f;
     const fe_input_shape *label_bind;
-    if (tr_load_forward(path, opt, &f, &label_bind, err, errlen)) return -1;
+    if (tr_load_forward(path, NULL, 0, opt, &f, &label_bind, err, errlen)) return -1;
     tr T = {.path = path,
             .f = &f,
             .opt = t,
@@ -1046,6 +1360,8 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
             .label = -1,
             .loss = -1,
             .label_view = -1,
+            .scale = -1,
+            .growth = -1,
             .label_bind = label_bind};
     tr_lists L = {0};
     uint8_t *bytes = NULL;
@@ -1053,15 +1369,30 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     int rc = -1;
     if (t->emit_path && tr_check_emit(&T, path, t->emit_path)) goto out;
     if (tr_read_proto(&T)) goto out;
+    if (t->precision != FE_PREC_FP32 && tr_apply_precision(&T, path, opt, &f)) goto out;
     tr_alloc_marks(&T);
     tr_copy_values(&T);
     if (tr_pick_loss_output(&T)) goto out;
     tr_find_fusions(&T);
     if (tr_analyse(&T)) goto out;
     tr_adjust_forward(&T);
-    if (tr_build_loss(&T) || tr_backward(&T)) goto out;
+    if (tr_mb_prepare(&T)) goto out;
+    if (t->precision == FE_PREC_AMP_FP16) { /* GradScaler's state: _scale fp32 [1], int32 [1] */
+        T.scale = tr_add_value(&T, "scaler.scale", 1 /* FLOAT */, 1, (const int64_t[]){1});
+        T.growth =
+            tr_add_value(&T, "scaler.growth_tracker", 6 /* INT32 */, 1, (const int64_t[]){1});
+    }
+    if (tr_microbatches(&T)) goto out;
     tr_sort_inputs(&T, &L);
+    int found_inf = T.scale >= 0 ? tr_unscale(&T, &L.grads) : -1;
     tr_optimizer(&T, &L.params, &L.grads, &L.states);
+    if (T.scale >= 0) {
+        tr_update_scale(&T, found_inf);
+        tr_push(&L.states, T.scale);
+        tr_push(&L.states, T.growth);
+        T.n_state += 2;
+        T.n_state_bytes += tr_bytes(&T, T.scale) + tr_bytes(&T, T.growth);
+    }
     tr_pack(&T, &L, &bytes, &len);
     if (tr_load_derived(&T, t->emit_path ? t->emit_path : path, bytes, len, &r->model)) goto out;
     r->summary = tr_summary(&T, &L);

@@ -47,21 +47,46 @@ static char *tr_join(tr *T, ow_arena *a, const int *v, size_t n) {
     return s;
 }
 
+/* Name s of a forward value as microbatch map has it (map NULL: s itself). */
+static char *tr_mb_name(tr *T, const int *map, char *s) {
+    if (!map || !s || !s[0]) return s;
+    int v = fi_names_get(&T->names, s);
+    if (v < 0 || (size_t)v >= T->n_fwd_values) return s;
+    return T->v[map[v]].name;
+}
+
 /* The file's forward nodes into nodes[0 .. n_node): shared as they are, or copied where the
- * derivation added an optional output or alias attributes. */
-static void tr_pack_fwd_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes) {
+ * derivation added an optional output or alias attributes, or where a --grad-accum
+ * microbatch (map, mb) names its own values (mb<k>.NAME). */
+static void tr_pack_fwd_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes, const int *map, int mb) {
     const Onnx__GraphProto *og = T->mp->graph;
     for (size_t i = 0; i < og->n_node; i++) {
         const tr_fwd *fw = &T->fwd[i];
-        if (!fw->out && !fw->has_alias) {
+        if (!fw->out && !fw->has_alias && !map) {
             nodes[i] = og->node[i];
             continue;
         }
         Onnx__NodeProto *c = ow_alloc(A, sizeof *c);
         *c = *og->node[i];
+        if (map) {
+            const Onnx__NodeProto *o = og->node[i];
+            char **ins = ow_alloc(A, (o->n_input + 1) * sizeof *ins);
+            char **outs = ow_alloc(A, (o->n_output + 1) * sizeof *outs);
+            for (size_t k = 0; k < o->n_input; k++) ins[k] = tr_mb_name(T, map, o->input[k]);
+            for (size_t k = 0; k < o->n_output; k++) outs[k] = tr_mb_name(T, map, o->output[k]);
+            c->input = ins;
+            c->output = outs;
+            if (o->name && o->name[0]) {
+                size_t len = strlen(o->name) + 24;
+                c->name = ow_alloc(A, len);
+                snprintf(c->name, len, "mb%d.%s", mb, o->name);
+            }
+        }
         if (fw->out) {
             char **outs = ow_alloc(A, fw->n_out * sizeof *outs);
-            for (size_t k = 0; k < fw->n_out; k++) outs[k] = tr_vname(T, fw->out[k]);
+            for (size_t k = 0; k < fw->n_out; k++)
+                outs[k] =
+                    fw->out[k] >= 0 && map ? tr_vname(T, map[fw->out[k]]) : tr_vname(T, fw->out[k]);
             c->output = outs;
             c->n_output = fw->n_out;
         }
@@ -78,11 +103,13 @@ static void tr_pack_fwd_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes) {
     }
 }
 
-/* The derived nodes (loss, backward, optimizer) into nodes[0 .. T->nn), in the aten domain,
- * named train0, train1, ... */
-static void tr_pack_train_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes) {
-    for (size_t j = 0; j < T->nn; j++) {
+/* The derived nodes (loss, backward, optimizer) [from, to) into nodes[0 ..), in the aten
+ * domain, named train0, train1, ... */
+static void tr_pack_train_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes, size_t from,
+                                size_t to) {
+    for (size_t j = from; j < to; j++) {
         const tr_node *n = &T->n[j];
+        Onnx__NodeProto **slot = &nodes[j - from];
         char **in = ow_alloc(A, n->n_in * sizeof *in);
         char **outs = ow_alloc(A, n->n_out * sizeof *outs);
         Onnx__AttributeProto **at = ow_alloc(A, 2 * sizeof *at);
@@ -91,15 +118,15 @@ static void tr_pack_train_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes) {
         for (size_t k = 0; k < n->n_out; k++) outs[k] = tr_vname(T, n->out[k]);
         snprintf(name, 32, "train%zu", j);
         tr_alias_attrs(A, n->alias, n->n_out, n->inplace, at);
-        nodes[j] = ow_node(A, &(ow_node_parts){.name = name,
-                                               .domain = TR_ATEN,
-                                               .op_type = n->op,
-                                               .inputs = in,
-                                               .n_inputs = n->n_in,
-                                               .outputs = outs,
-                                               .n_outputs = n->n_out,
-                                               .attrs = at,
-                                               .n_attrs = 2});
+        *slot = ow_node(A, &(ow_node_parts){.name = name,
+                                            .domain = TR_ATEN,
+                                            .op_type = n->op,
+                                            .inputs = in,
+                                            .n_inputs = n->n_in,
+                                            .outputs = outs,
+                                            .n_outputs = n->n_out,
+                                            .attrs = at,
+                                            .n_attrs = 2});
     }
 }
 
@@ -159,16 +186,18 @@ static void tr_pack_value_info(tr *T, ow_arena *A, Onnx__GraphProto *g, bool *is
     const Onnx__GraphProto *og = T->mp->graph;
     Onnx__ValueInfoProto **vis = ow_alloc(A, T->nv * sizeof *vis);
     size_t nvi = 0;
-    for (size_t i = 0; i < og->n_node; i++) {
-        const tr_fwd *fw = &T->fwd[i];
-        size_t nout = fw->out ? fw->n_out : f->nodes[i].n_outputs;
-        for (size_t k = 0; k < nout; k++) {
-            int v = fw->out ? fw->out[k] : f->nodes[i].outputs[k];
-            if (v < 0 || is_io[v] || !T->v[v].tensor) continue;
-            vis[nvi++] = tr_vinfo(A, &T->v[v]);
-            is_io[v] = true;
+    for (int mb = 0; mb < T->accum; mb++)
+        for (size_t i = 0; i < og->n_node; i++) {
+            const tr_fwd *fw = &T->fwd[i];
+            size_t nout = fw->out ? fw->n_out : f->nodes[i].n_outputs;
+            for (size_t k = 0; k < nout; k++) {
+                int v = fw->out ? fw->out[k] : f->nodes[i].outputs[k];
+                if (v >= 0 && T->accum > 1) v = T->mb_map[mb][v];
+                if (v < 0 || is_io[v] || !T->v[v].tensor) continue;
+                vis[nvi++] = tr_vinfo(A, &T->v[v]);
+                is_io[v] = true;
+            }
         }
-    }
     for (size_t j = 0; j < T->nn; j++)
         for (size_t k = 0; k < T->n[j].n_out; k++) {
             int v = T->n[j].out[k];
@@ -185,12 +214,21 @@ static void tr_pack_value_info(tr *T, ow_arena *A, Onnx__GraphProto *g, bool *is
 static Onnx__GraphProto *tr_pack_graph(tr *T, const tr_lists *L, ow_arena *A) {
     const Onnx__GraphProto *og = T->mp->graph;
     Onnx__GraphProto *g = ow_alloc(A, sizeof *g);
-    size_t nn = og->n_node + T->nn;
+    size_t nn = (size_t)T->accum * og->n_node + T->nn;
     Onnx__NodeProto **nodes = ow_alloc(A, nn * sizeof *nodes);
     bool *is_io = ow_alloc(A, T->nv * sizeof *is_io);
     *g = *og;
-    tr_pack_fwd_nodes(T, A, nodes);
-    tr_pack_train_nodes(T, A, nodes + og->n_node);
+    /* each microbatch's forward nodes then its loss and backward; the optimizer last */
+    size_t pos = 0, from = 0;
+    for (int mb = 0; mb < T->accum; mb++) {
+        tr_pack_fwd_nodes(T, A, nodes + pos, T->accum > 1 ? T->mb_map[mb] : NULL, mb);
+        pos += og->n_node;
+        tr_pack_train_nodes(T, A, nodes + pos, from, T->mb_end[mb]);
+        pos += T->mb_end[mb] - from;
+        from = T->mb_end[mb];
+    }
+    tr_pack_train_nodes(T, A, nodes + pos, from, T->nn);
+    ROAMC_ASSERT(pos + T->nn - from == nn);
     g->node = nodes;
     g->n_node = nn;
     tr_pack_inputs(T, L, A, g, is_io);
@@ -225,7 +263,7 @@ static void tr_pack_opsets(tr *T, ow_arena *A, Onnx__ModelProto *m) {
  * the roamc.* keys that let a later run (--report, the planner) read the step's roles. */
 static void tr_pack_metadata(tr *T, const tr_lists *L, ow_arena *A, Onnx__ModelProto *m) {
     const Onnx__ModelProto *mp = T->mp;
-    Onnx__StringStringEntryProto **meta = ow_alloc(A, (mp->n_metadata_props + 16) * sizeof *meta);
+    Onnx__StringStringEntryProto **meta = ow_alloc(A, (mp->n_metadata_props + 24) * sizeof *meta);
     size_t nm = 0;
     for (size_t k = 0; k < mp->n_metadata_props; k++)
         if (mp->metadata_props[k]->key && strncmp(mp->metadata_props[k]->key, "roamc.", 6) != 0)
@@ -248,6 +286,35 @@ static void tr_pack_metadata(tr *T, const tr_lists *L, ow_arena *A, Onnx__ModelP
     };
     for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++)
         meta[nm++] = ow_meta_entry(A, kv[k][0], kv[k][1]);
+    /* the set-up: only when there is one, so that an fp32 one-batch step stays byte-equal */
+    if (T->opt->precision != FE_PREC_FP32) {
+        meta[nm++] = ow_meta_entry(A, "roamc.precision", tr_precision_name(T->opt->precision));
+        if (tr_precision_amp(T->opt->precision))
+            meta[nm++] = ow_meta_entry(
+                A, "roamc.amp_impl",
+                "roamc --train: CUDA autocast's lists (torch autocast_mode.cpp): matmul, linear, "
+                "conv, bmm, prelu in the half type; softmax, log_softmax, layer_norm, group_norm, "
+                "sum, prod, cumsum, exp, log, pow, reciprocal, softplus and the losses in fp32; "
+                "other ops in their inputs' promoted type; one half copy per weight per "
+                "microbatch (autocast's cache); fp32 master weights, gradients and optimizer "
+                "state");
+    }
+    if (T->scale >= 0)
+        meta[nm++] = ow_meta_entry(A, "roamc.loss_scale",
+                                   "GradScaler: scaler.scale (fp32 [1]) multiplies the loss; "
+                                   "_amp_foreach_non_finite_check_and_unscale_ unscales the "
+                                   "gradients and sets found_inf; _amp_update_scale_ updates "
+                                   "scaler.scale and scaler.growth_tracker (int32 [1]); the step "
+                                   "is emitted as taken");
+    if (T->accum > 1) {
+        snprintf(buf, sizeof buf, "%d", T->accum);
+        meta[nm++] = ow_meta_entry(A, "roamc.grad_accum", buf);
+        snprintf(buf, sizeof buf,
+                 "%d microbatches (data inputs mb<k>.<name>), loss/%d, gradients accumulated "
+                 "in place (add_) as each is ready, one optimizer step",
+                 T->accum, T->accum);
+        meta[nm++] = ow_meta_entry(A, "roamc.grad_accum_impl", buf);
+    }
     m->metadata_props = meta;
     m->n_metadata_props = nm;
 }

@@ -42,6 +42,11 @@ typedef struct tr_value {
     bool tensor; /* a plain tensor with a static shape (forward sequences are not) */
 } tr_value;
 
+typedef struct tr_list {
+    int *v;
+    size_t n, cap;
+} tr_list;
+
 /* A node the derivation adds (loss, backward, optimizer). */
 typedef struct tr_node {
     const char *op; /* static string: an ATen op name */
@@ -96,14 +101,23 @@ typedef struct tr {
     size_t n_params, n_frozen, n_state, n_buffers, n_backward, n_optim;
     char **final; /* graph outputs besides the loss */
     size_t n_final, cap_final;
+    /* the set-up (--precision, --grad-accum; train_setup.c) */
+    int accum;         /* microbatches (1: one batch) */
+    int mb;            /* the microbatch being derived */
+    int scale, growth; /* amp-fp16: GradScaler's scale and growth tracker (inputs), else -1 */
+    size_t n_casts;    /* Cast nodes the precision rewrite added */
+    size_t
+        n_fwd_values; /* the forward values (the file's and the adjustments'): one per microbatch */
+    int *map;         /* per forward value: its value in the microbatch derived now; NULL: itself */
+    int **mb_map;     /* per microbatch: its map (accum > 1) */
+    size_t *mb_end;   /* per microbatch: the end of its derived nodes in n */
+    int *acc;         /* per forward value: a parameter's accumulated gradient, or -1 */
+    int *acc_mb;      /* per forward value: the microbatch whose gradient acc holds, or -1 */
+    int *first_reader; /* per forward value: the first forward node that reads it, or -1 */
+    tr_list *labels;   /* the label input of each microbatch */
     char *err;
     size_t errlen;
 } tr;
-
-typedef struct tr_list {
-    int *v;
-    size_t n, cap;
-} tr_list;
 
 typedef struct tr_lists {
     tr_list data, params, grads, states, buffers, frozen;
@@ -132,6 +146,9 @@ int tr_inplace(tr *T, const char *op, const int *in);
 /* Adds gradient g to forward value x (summed to x's shape when broadcast;
  * shared: g is also another slot's gradient).  0, or -1 when g < 0. */
 int tr_give(tr *T, int x, int g, bool shared);
+/* With --grad-accum: called after the rule of forward node ni ran; the parameters whose
+ * gradient is complete there (ni is their first reader) are accumulated (train.c). */
+void tr_accumulate_at(tr *T, int ni);
 /* The names of enum fe_loss / fe_optimizer values, as the options spell them. */
 const char *tr_loss_name(int loss);
 const char *tr_optimizer_name(int optimizer);
@@ -146,6 +163,35 @@ bool tr_diff_slot(const fe_node *n, size_t k);
 /* The backward pass: each forward node with an output gradient, in reverse
  * file order, through its rule.  0, or -1 with the message in T->err. */
 int tr_backward(tr *T);
+
+/* ------------------------------------ train_setup.c (precision, set-up) */
+
+/* The forward graph rewritten for --precision (train_setup.c). */
+typedef struct tr_rewrite {
+    uint8_t *bytes; /* the packed ModelProto (malloc'd) */
+    size_t len;
+    size_t n_casts; /* Cast nodes the rewrite added (autocast's casts) */
+    int32_t *ty;    /* per value of the file's model: the element type meant for it (malloc'd) */
+    const fe_train_options *opt; /* the options it was made for (borrowed) */
+} tr_rewrite;
+
+/* The name of an enum fe_precision value, as --precision spells it. */
+const char *tr_precision_name(int precision);
+/* precision is amp-bf16 or amp-fp16. */
+bool tr_precision_amp(int precision);
+/* The ONNX element type of precision's half type (BFLOAT16 or FLOAT16; FLOAT for fp32). */
+int32_t tr_precision_half(int precision);
+/* A bfloat16 / float16 (elem) bit pattern as a double. */
+double tr_half_value(int32_t elem, uint16_t h);
+/* Rewrites the forward model (f: the file as fe_load read it, mp: its proto) for
+ * opt->precision (not fp32) into *out (train_setup.c says how).  Returns 0 (never fails:
+ * what cannot be rewritten is caught by tr_precision_verify). */
+int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelProto *mp,
+                         const fe_train_options *opt, tr_rewrite *out);
+/* Checks that g (rw's bytes as loaded) gives every float value of f the type rw meant: 0, or
+ * -1 with an internal-error message naming the first value that differs. */
+int tr_precision_verify(const char *path, const fe_model *f, const tr_rewrite *rw,
+                        const fe_model *g, char *err, size_t errlen);
 
 /* ------------------------------------------- train_emit.c (the ONNX file) */
 

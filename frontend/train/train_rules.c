@@ -589,12 +589,18 @@ int tr_backward(tr *T) {
     size_t before = T->nn;
     for (size_t i = f->n_nodes; i-- > 0;) {
         const fe_node *n = &f->nodes[i];
-        if (T->fused[i]) continue;
+        if (T->fused[i]) {
+            tr_accumulate_at(T, (int)i);
+            continue;
+        }
         tr_ctx c = {T, (int)i, n};
         bool any = false;
         for (size_t k = 0; k < n->n_outputs; k++)
             if (tr_output_grad(&c, k) >= 0) any = true;
-        if (!any) continue;
+        if (!any) {
+            tr_accumulate_at(T, (int)i);
+            continue;
+        }
         tr_rule rule = NULL;
         if (T->gelu_x[i] >= 0)
             rule = r_fused_gelu;
@@ -603,7 +609,8 @@ int tr_backward(tr *T) {
         else if (tr_rule_of(n))
             rule = tr_rule_of(n)->rule;
         if (rule && rule(&c)) return -1;
+        tr_accumulate_at(T, (int)i);
     }
-    T->n_backward = T->nn - before;
+    T->n_backward += T->nn - before; /* every microbatch's */
     return 0;
 }

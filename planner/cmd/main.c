@@ -56,6 +56,11 @@ static const char usage_text[] =
     "      --optimizer NAME  --train: adam (default), adamw, sgd, momentum, none\n"
     "      --frozen PATTERN  --train: float initializers matching PATTERN (fnmatch, e.g.\n"
     "                        'encoder.*') stay fixed (repeatable)\n"
+    "      --precision P     --train: fp32 (default), bf16, fp16 (every float tensor in\n"
+    "                        that type), amp-bf16, amp-fp16 (autocast's casts, fp32 master\n"
+    "                        weights; amp-fp16 adds GradScaler's state)\n"
+    "      --grad-accum K    --train: K microbatches (inputs mb0.NAME ...), gradients\n"
+    "                        accumulated in place, one optimizer step\n"
     "      --emit-train FILE --train: also write the derived training graph to FILE; the\n"
     "                        plan and report then name FILE; --fit: write the step planned\n"
     "                        (the changed step, or the unchanged one when it fits) to FILE\n"
@@ -214,11 +219,21 @@ static int main_parse_u64(const char *s, uint64_t *out) {
 }
 
 /* --train and its options (frontend/train/train.c derives the step). */
-enum { OPT_TRAIN = 400, OPT_LOSS, OPT_OPTIMIZER, OPT_FROZEN, OPT_EMIT_TRAIN };
+enum {
+    OPT_TRAIN = 400,
+    OPT_LOSS,
+    OPT_OPTIMIZER,
+    OPT_FROZEN,
+    OPT_EMIT_TRAIN,
+    OPT_PRECISION,
+    OPT_GRAD_ACCUM
+};
 #define MAIN_TRAIN_OPTIONS                                                                         \
     {"train", no_argument, NULL, OPT_TRAIN}, {"loss", required_argument, NULL, OPT_LOSS},          \
         {"optimizer", required_argument, NULL, OPT_OPTIMIZER},                                     \
-        {"frozen", required_argument, NULL, OPT_FROZEN}, {                                         \
+        {"frozen", required_argument, NULL, OPT_FROZEN},                                           \
+        {"precision", required_argument, NULL, OPT_PRECISION},                                     \
+        {"grad-accum", required_argument, NULL, OPT_GRAD_ACCUM}, {                                 \
         "emit-train", required_argument, NULL, OPT_EMIT_TRAIN                                      \
     }
 #define MAIN_MAX_FROZEN 256
@@ -231,11 +246,20 @@ typedef struct main_train {
 /* One --train option; returns 0, or 2 after a usage message. */
 static int main_train_option(main_train *tr, int c, const char *arg) {
     if (c == OPT_TRAIN) tr->on = true;
-    if (c == OPT_LOSS || c == OPT_OPTIMIZER || c == OPT_FROZEN) tr->derive = true;
+    if (c == OPT_LOSS || c == OPT_OPTIMIZER || c == OPT_FROZEN || c == OPT_PRECISION ||
+        c == OPT_GRAD_ACCUM)
+        tr->derive = true;
     if (c == OPT_LOSS && fe_train_loss_parse(arg, &tr->t.loss))
         return main_usage_error("--loss is cross-entropy, mse or none, not '%s'", arg);
     if (c == OPT_OPTIMIZER && fe_train_optimizer_parse(arg, &tr->t.optimizer))
         return main_usage_error("--optimizer is adam, adamw, sgd, momentum or none, not '%s'", arg);
+    if (c == OPT_PRECISION && fe_train_precision_parse(arg, &tr->t.precision))
+        return main_usage_error("--precision is fp32, bf16, fp16, amp-bf16 or amp-fp16, not '%s'",
+                                arg);
+    if (c == OPT_GRAD_ACCUM && fe_train_grad_accum_parse(arg, &tr->t.grad_accum))
+        return main_usage_error(
+            "--grad-accum is a number of microbatches from 1 to 1024 (FE_MAX_GRAD_ACCUM), not '%s'",
+            arg);
     if (c == OPT_FROZEN) {
         if (tr->t.n_frozen == MAIN_MAX_FROZEN)
             return main_usage_error("%s", "at most 256 --frozen patterns");
@@ -587,6 +611,8 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_LOSS:
     case OPT_OPTIMIZER:
     case OPT_FROZEN:
+    case OPT_PRECISION:
+    case OPT_GRAD_ACCUM:
     case OPT_EMIT_TRAIN:
         if (main_train_option(&a->train, c, optarg)) return 2;
         break;
@@ -670,7 +696,8 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (!a->train.on &&
         (a->train.derive || (a->train.t.emit_path && !a->fit && !main_shard.so.kind)))
         return main_usage_error("%s",
-                                "--loss, --optimizer, --frozen and --emit-train need --train");
+                                "--loss, --optimizer, --frozen, --precision, --grad-accum and "
+                                "--emit-train need --train");
     if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
     if (a->fit && a->compare)
         return main_usage_error("%s", "--fit changes one step: not with --compare");
