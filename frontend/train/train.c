@@ -1182,13 +1182,13 @@ static int tr_load_forward(const char *path, const uint8_t *bytes, size_t len,
         for (size_t k = 0; k < opt->n_shapes; k++)
             if (&opt->shapes[k] != *label_bind) shapes[fopt.n_shapes++] = opt->shapes[k];
     }
-    int lrc = bytes ? fe_load_bytes(path, bytes, len, &fopt, f, err, errlen)
+    int lrc = bytes ? fe_load_bytes(path, (fe_bytes){bytes, len}, &fopt, f, err, errlen)
                     : fe_load(path, &fopt, f, err, errlen);
     if (!lrc && *label_bind && fe_find_value(f, (*label_bind)->name) >= 0) {
         /* the graph has that input: the binding is its own */
         fe_free(f);
         *label_bind = NULL;
-        lrc = bytes ? fe_load_bytes(path, bytes, len, opt, f, err, errlen)
+        lrc = bytes ? fe_load_bytes(path, (fe_bytes){bytes, len}, opt, f, err, errlen)
                     : fe_load(path, opt, f, err, errlen);
     }
     free(shapes);
