@@ -48,10 +48,24 @@ static char *peak_module_of_name(const char *name) {
     size_t len = (size_t)(last - name);
     char *out = xmalloc(len + 1);
     size_t n = 0;
+    /* torch names a container's child by both ("/enc/enc.0/Gemm"): a part
+     * that begins with the one before it and a dot replaces it */
+    size_t prev = 0; /* where the last part began in out */
     for (size_t i = 0; i < len; i++) {
-        char c = name[i] == '/' ? '.' : name[i];
-        if (c == '.' && (n == 0 || out[n - 1] == '.')) continue; /* leading or doubled '/' */
-        out[n++] = c;
+        if (name[i] == '/') {
+            if (n > 0 && out[n - 1] != '.') {
+                size_t plen = n - prev, rest = strcspn(name + i + 1, "/");
+                if (rest > plen && strncmp(name + i + 1, out + prev, plen) == 0 &&
+                    name[i + 1 + plen] == '.') {
+                    n = prev; /* the next part starts with this one: drop this one */
+                    continue;
+                }
+                out[n++] = '.';
+                prev = n;
+            }
+            continue;
+        }
+        out[n++] = name[i];
     }
     while (n && out[n - 1] == '.') n--;
     out[n] = 0;
@@ -247,10 +261,31 @@ static int peak_item_cmp(const void *a, const void *b) {
     return x->storage - y->storage;
 }
 
+/* strcmp with runs of digits compared as numbers: "h.2" before "h.10". */
+static int peak_natural_cmp(const char *a, const char *b) {
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            const char *x = a, *y = b;
+            while (*x == '0') x++;
+            while (*y == '0') y++;
+            size_t nx = strspn(x, "0123456789"), ny = strspn(y, "0123456789");
+            if (nx != ny) return nx < ny ? -1 : 1;
+            int c = strncmp(x, y, nx);
+            if (c) return c;
+            a = x + nx, b = y + ny;
+            continue;
+        }
+        if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++, b++;
+    }
+    return *a ? 1 : *b ? -1 : 0;
+}
+
 static int peak_group_cmp(const void *a, const void *b) {
     const planner_live_group *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    return strcmp(x->name, y->name);
+    int c = peak_natural_cmp(x->name, y->name);
+    return c ? c : strcmp(x->name, y->name);
 }
 
 static int peak_group_name_cmp(const void *a, const void *b) {
@@ -366,29 +401,33 @@ void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl
             peak_maker_text(g, pl->op, 0, b, sizeof b), planner_bytes_human(pl->bytes, a, sizeof a),
             pl->n_items);
     fprintf(f, "    by kind    ");
+    int shown = 0;
     for (int k = 0; k < PLANNER_N_KINDS; k++) {
-        if (k == PLANNER_KIND_HOST) continue;
-        if (!pl->kind_count[k]) continue;
-        fprintf(f, " %s %s (%zu);", peak_kind_names[k],
+        if (k == PLANNER_KIND_HOST || !pl->kind_count[k]) continue;
+        fprintf(f, "%s %s %s (%zu)", shown++ ? ";" : "", peak_kind_names[k],
                 planner_bytes_human(pl->kind_bytes[k], a, sizeof a), pl->kind_count[k]);
     }
     if (pl->host_bytes)
-        fprintf(f, " host copies %s (host memory, not in the peak);",
+        fprintf(f, "; host copies %s (host memory, not in the peak)",
                 planner_bytes_human(pl->host_bytes, a, sizeof a));
     fputc('\n', f);
-    fprintf(f, "    by module  ");
+    /* six groups a line */
     uint64_t rest = 0;
     for (size_t i = 0; i < pl->n_groups; i++) {
-        if (i < top_groups)
-            fprintf(f, "%s %s %s", i ? "," : "", pl->groups[i].name,
-                    planner_bytes_human(pl->groups[i].bytes, a, sizeof a));
-        else
+        if (i >= top_groups) {
             rest += pl->groups[i].bytes;
+            continue;
+        }
+        fprintf(f, "%s %s %s",
+                i == 0       ? "    by module  "
+                : i % 6 == 0 ? ",\n               "
+                             : ",",
+                pl->groups[i].name, planner_bytes_human(pl->groups[i].bytes, a, sizeof a));
     }
     if (pl->n_groups > top_groups)
         fprintf(f, ", %zu more %s", pl->n_groups - top_groups,
                 planner_bytes_human(rest, a, sizeof a));
-    fputc('\n', f);
+    if (pl->n_groups) fputc('\n', f);
     for (size_t i = 0; i < pl->n_items && i < top; i++) {
         const planner_live_item *it = &pl->items[i];
         const graph_storage *st = &g->storages[it->storage];

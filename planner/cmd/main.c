@@ -24,6 +24,7 @@
 #include "budget.h"
 #include "check.h"
 #include "compare.h"
+#include "explain.h"
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
@@ -34,6 +35,7 @@ static const char usage_text[] =
     "       roamc check MODEL.onnx PLAN.json [--input-shape ...] [--dim ...]\n"
     "       roamc shapes MODEL.onnx [--input-shape ...] [--dim ...] [--report json]\n"
     "       roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]\n"
+    "       roamc explain PLAN.json [MODEL.onnx] [--top N] [--report json]\n"
     "       roamc help [plan|check|shapes|layout]\n"
     "\n"
     "Plans one training step (or, for a graph that updates nothing, one\n"
@@ -1052,6 +1054,8 @@ int main(int argc, char **argv) {
         rc = main_check_or_shapes(argc - 1, argv + 1);
     else if (argc >= 2 && strcmp(argv[1], "layout") == 0)
         rc = cmd_layout(argc - 1, argv + 1);
+    else if (argc >= 2 && strcmp(argv[1], "explain") == 0)
+        rc = cmd_explain(argc - 1, argv + 1);
     else
         rc = main_plan(argc, argv);
     planner_progress_end(); /* the progress line never outlives the command */
