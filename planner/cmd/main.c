@@ -143,9 +143,13 @@ static const char usage_text[] =
 
 static const char check_usage[] =
     "usage: roamc check MODEL.onnx PLAN.json [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V]\n"
+    "                   [--train [--loss L] [--optimizer O] [--frozen P]]\n"
     "\n"
     "Checks PLAN.json (roam-plan v1) against MODEL.onnx, sized under the same\n"
-    "bindings as the plan was made with: a valid topological schedule keeping\n"
+    "bindings as the plan was made with (without --input-shape/--dim: those the\n"
+    "plan records; a plan made with --train and no --emit-train is checked\n"
+    "against the step --train derives from MODEL, with its defaults unless\n"
+    "--train and its options are given): a valid topological schedule keeping\n"
     "every in-place write's order, every tensor in one large-enough buffer live\n"
     "wherever it is used, no two live buffers overlapping, aligned offsets, and\n"
     "peaks equal to what the buffers give.  Prints VALID, or the first problems.\n"
@@ -970,11 +974,13 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
  * [--report json]`: argv[0] is the command. */
 static int main_check_or_shapes(int argc, char **argv) {
     static const struct option longopts[] = {MAIN_BINDING_OPTIONS,
+                                             MAIN_TRAIN_OPTIONS,
                                              {"report", required_argument, NULL, OPT_REPORT},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     bool check = strcmp(argv[0], "check") == 0;
     fe_options fopt = {.allow_unresolved = !check};
+    main_train tr = {0};
     int json = 0, c, rc = 0;
     optind = 1;
     opterr = 0;
@@ -986,6 +992,16 @@ static int main_check_or_shapes(int argc, char **argv) {
             return 0;
         case OPT_INPUT_SHAPE:
         case OPT_DIM: rc = main_binding(&fopt, c, optarg); break;
+        case OPT_TRAIN: /* check: the plan is of the step --train derives */
+        case OPT_LOSS:
+        case OPT_OPTIMIZER:
+        case OPT_FROZEN:
+            rc = check ? main_train_option(&tr, c, optarg) : main_getopt_error('?', argv, argv[0]);
+            break;
+        case OPT_EMIT_TRAIN:
+            rc = main_usage_error("%s", "--emit-train writes a step: check reads one (give the "
+                                        "file --emit-train wrote as MODEL.onnx)");
+            break;
         case OPT_REPORT:
             if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0))
                 json = optarg[0] == 'j';
@@ -1000,8 +1016,11 @@ static int main_check_or_shapes(int argc, char **argv) {
     if (rc == 0 && argc - optind != (check ? 2 : 1))
         rc = main_usage_error("%s", check ? "check wants MODEL.onnx PLAN.json"
                                           : "shapes wants one MODEL.onnx");
+    if (rc == 0 && check && !tr.on && tr.derive)
+        rc = main_usage_error("%s", "--loss, --optimizer and --frozen need --train");
     if (rc == 0 && check)
-        rc = plan_check_file(argv[optind], &fopt, argv[optind + 1], stdout, stderr);
+        rc = plan_check_file_train(argv[optind], &fopt, tr.on ? &tr.t : NULL, argv[optind + 1],
+                                   stdout, stderr);
     else if (rc == 0) {
         char err[2048];
         fe_model m;
