@@ -28,9 +28,10 @@
 
 /* ------------------------------------------------------------------ sizes */
 
-/* "16GiB": the unit's bytes, or 0 for an unknown unit.  Letters in any case,
- * since people write "16gb" as often as "16GB"; a bare "G" is refused
- * because it means 10^9 to some tools and 2^30 to others. */
+/* "16GiB": the unit's bytes, or 0 for an unknown unit.  GNU coreutils'
+ * suffixes (sort -S, head -c, df -B): K, M, G, T, P are powers of 1024, as
+ * KiB, MiB, GiB, TiB, PiB; kB, MB, GB, TB, PB powers of 1000; B is one byte.
+ * Letters in any case, since people write "16gb" as often as "16GB". */
 static uint64_t budget_unit(const char *u) {
     static const struct {
         const char *name;
@@ -43,6 +44,11 @@ static uint64_t budget_unit(const char *u) {
         {"gb", 1000000000ull},
         {"tb", 1000000000000ull},
         {"pb", 1000000000000000ull},
+        {"k", 1ull << 10},
+        {"m", 1ull << 20},
+        {"g", 1ull << 30},
+        {"t", 1ull << 40},
+        {"p", 1ull << 50},
         {"kib", 1ull << 10},
         {"mib", 1ull << 20},
         {"gib", 1ull << 30},
@@ -84,9 +90,8 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
     uint64_t unit = budget_unit(p);
     if (unit == 0)
         return roamc_errorf(err, errlen,
-                            "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
-                            "KiB, MiB, GiB, TiB, "
-                            "PiB powers of 1024)",
+                            "'%s': unknown unit '%s' (K, M, G, T, P and KiB, MiB, GiB, TiB, PiB "
+                            "are powers of 1024; kB, MB, GB, TB, PB powers of 1000; B bytes)",
                             s, p);
     uint64_t hi;
     /* mant * unit / scale without overflow: unit and scale are powers of

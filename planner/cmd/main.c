@@ -81,8 +81,10 @@ static const char usage_text[] =
     "                        roamc layout or another static allocator\n"
     "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
     "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
-    "      --budget SIZE     device memory (16GiB, 80GB, 24000000000): say whether the\n"
-    "                        plan and PyTorch's (--method pytorch) fit, and by how much\n"
+    "      --budget SIZE     device memory (16G or 16GiB, 80GB, 24000000000; K/M/G/T and\n"
+    "                        KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB of 1000):\n"
+    "                        say whether the plan and PyTorch's (--method pytorch) fit,\n"
+    "                        and by how much\n"
     "      --reserve SIZE    memory the device spends outside the arena (CUDA context,\n"
     "                        workspaces), taken off the budget (default: 0)\n"
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
@@ -443,10 +445,10 @@ static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
     switch (c) {
     case OPT_ALIGN:
         /* offsets are multiples of align: a power of two, as every allocator's */
-        if (main_parse_u64(arg, &opt->align) || opt->align > ((uint64_t)1 << 30) ||
-            (opt->align & (opt->align - 1)))
+        if (planner_size_parse(arg, &opt->align, err, sizeof err) ||
+            opt->align > ((uint64_t)1 << 30) || (opt->align & (opt->align - 1)))
             return main_usage_error(
-                "--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'", arg);
+                "--align wants a power of two from 1 to 2^30 (1G) bytes, not '%s'", arg);
         break;
     case OPT_NODE_LIMIT:
         if (main_parse_u64(arg, &num) || num > 100000)
