@@ -544,9 +544,22 @@ static int budget_find_symbol(const planner_batch_query *q, char **sym, char *er
     const char *only = NULL;
     const fe_symbol *bound = NULL; /* an input symbol --dim binds */
     int rc = 0;
+    /* only the symbols of the graph inputs: an exporter names output dims
+     * too (torch.onnx.export's dynamic output axes, 'Addlogits_dim_1'),
+     * which the inputs decide */
+    bool *on_input = xcalloc(m.n_symbols + 1, sizeof *on_input);
+    for (size_t k = 0; k < m.n_inputs; k++) {
+        const fe_value *v = &m.values[m.inputs[k]];
+        if (!(v->kind & FE_GRAPH_INPUT) || (v->kind & FE_INITIALIZER)) continue;
+        for (int d = 0; d < v->rank; d++)
+            if (v->dims[d].symbol >= 0 && (size_t)v->dims[d].symbol < m.n_symbols)
+                on_input[v->dims[d].symbol] = true;
+    }
     for (size_t i = 0; i < m.n_symbols; i++) {
         const fe_symbol *s = &m.symbols[i];
         if (s->kind != FE_SYMBOL_INPUT) continue;
+        if (s->value < 0 && !on_input[i] && !(q->symbol && strcmp(s->name, q->symbol) == 0))
+            continue;
         if (q->symbol && strcmp(s->name, q->symbol) == 0) {
             if (s->value >= 0)
                 rc = roamc_errorf(err, errlen,
@@ -592,6 +605,7 @@ static int budget_find_symbol(const planner_batch_query *q, char **sym, char *er
                           "or name the batch: --max-batch=SYMBOL",
                           q->model_path, n_unbound, names);
     if (rc == 0) *sym = xstrdup(only);
+    free(on_input);
     fe_free(&m);
     return rc;
 }
