@@ -741,6 +741,14 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
     char g1[40], h5[32];
     bool slow = false;
     for (size_t i = 0; i < s->n_rows; i++) slow |= s->rows[i].arena != BUDGET_ARENA_EXACT;
+    if (q->quiet) { /* -q: the answer alone */
+        for (int w = 0; w < BUDGET_N; w++)
+            fprintf(out, "%s: largest batch %" PRId64 "%s\n", who[w], best[w],
+                    best[w] == 0     ? " (not even batch 1 fits)"
+                    : res->capped[w] ? " (the search stops there)"
+                                     : "");
+        return;
+    }
     fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q->model_path,
             q->symbol);
     budget_echo_text(out, q->budget);

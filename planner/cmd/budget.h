@@ -53,6 +53,7 @@ typedef struct planner_batch_query {
     const char *out_path; /* write the plan at the largest batch that fits, or NULL */
     const char *svg_path; /* draw need against batch, or NULL */
     int json;             /* the table as one JSON object */
+    int quiet;            /* -q: text gives the answer alone (the largest batches), no table */
     int progress;         /* a line per batch on stderr */
     /* --fit: where the chosen plan does not fit a batch, the cheapest
      * changed step (fit_run) does, when within max_overhead (fit: enum

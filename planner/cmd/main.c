@@ -110,7 +110,8 @@ static const char usage_text[] =
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
     "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
-    "  -q, --quiet           no report and no progress line\n"
+    "  -q, --quiet           no report and no progress line; --report json and\n"
+    "                        --max-batch still print their answer\n"
     "  -h, --help            this text (roamc help COMMAND: that command's)\n"
     "  -V, --version         the version\n"
     "\n"
@@ -755,6 +756,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .out_path = a->out_path,
                              .svg_path = a->svg_path,
                              .json = a->json_report,
+                             .quiet = a->quiet,
                              .progress = a->opt.progress,
                              .train = a->train.on ? &a->train.t : NULL,
                              .fit = a->fit,
@@ -938,8 +940,11 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     if (a->train.t.emit_path && strcmp(a->train.t.emit_path, "-") == 0)
         return main_usage_error(
             "%s", "--emit-train writes a file the plan names: give a file name, not -");
-    /* with an output on stdout, the report goes to stderr */
-    FILE *report = a->quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
+    /* with an output on stdout, the report goes to stderr; -q keeps the
+     * answer of --report json and --max-batch (no progress, no table) */
+    FILE *report = a->quiet && !a->json_report && !a->max_batch ? NULL
+                   : planner_outputs_uses_stdout(&outs)         ? stderr
+                                                                : stdout;
     planner_files files = {
         .plan = a->out_path, .svg = a->svg_path, .tree = a->tree_path, .buffers = a->buffers_path};
 
