@@ -153,6 +153,9 @@ typedef struct plan {
      * ILP: ...") and, when a heuristic plan was lower than the ILPs' and
      * replaced it, which (the ILP baselines never lose to a heuristic) */
     char ilp_note[320];
+    /* the ILP fell back to a heuristic plan (plan_ilp_fallback): the layout
+     * that made it ("llfb", "greedy", ...); else NULL (the options' layout ran) */
+    const char *layout_kept;
     planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
     /* --time-limit: the time was up before the ordering, so this is the
