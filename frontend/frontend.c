@@ -314,8 +314,37 @@ static int fe_node_alias(fe_loader *L, size_t ni, fe_node *fn) {
 
 /* ------------------------------------------------------------------ shapes */
 
-/* Describes why dim d of value v is unknown, and the flag that fixes it. */
-static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor *t, int d) {
+/* The input symbols no binding sets that dims of the graph inputs are,
+ * each once, as "--dim batch=N --dim seq=N" into buf.  Returns how many. */
+static size_t fe_unbound_inputs(const fe_loader *L, const fi_ctx *cx, char *buf, size_t len) {
+    const fe_model *m = L->m;
+    bool *seen = xcalloc(m->n_symbols + 1, sizeof *seen);
+    size_t n = 0, off = 0;
+    buf[0] = 0;
+    for (size_t k = 0; k < m->n_inputs; k++) {
+        const fe_value *v = &m->values[m->inputs[k]];
+        if (!(v->kind & FE_GRAPH_INPUT) || (v->kind & FE_INITIALIZER)) continue;
+        const fi_tensor *t = fi_lookup(cx, v->name);
+        for (int d = 0; t && d < t->rank; d++) {
+            int32_t sym = t->dims[d].sym;
+            if (t->dims[d].v >= 0 || sym < 0 || (size_t)sym >= m->n_symbols || seen[sym]) continue;
+            const fe_symbol *s = &m->symbols[sym];
+            if (s->kind != FE_SYMBOL_INPUT || s->value >= 0) continue;
+            seen[sym] = true;
+            n++;
+            if (off < len)
+                off +=
+                    (size_t)snprintf(buf + off, len - off, "%s--dim %s=N", off ? " " : "", s->name);
+        }
+    }
+    free(seen);
+    return n;
+}
+
+/* Describes why dim d of value v is unknown, and the flag that fixes it;
+ * for a symbol of the inputs, every input symbol left unbound at once. */
+static int fe_unknown_dim_fail(fe_loader *L, const fi_ctx *cx, const fe_value *v,
+                               const fi_tensor *t, int d) {
     char where[320];
     if (v->producer >= 0) {
         const Onnx__NodeProto *np = L->g->node[v->producer];
@@ -337,18 +366,24 @@ static int fe_unknown_dim_fail(fe_loader *L, const fe_value *v, const fi_tensor 
                 "value '%s' (%s): dim %d depends on data (symbol '%s') and no upper bound is "
                 "known; set one with --dim '%s'=N",
                 v->name, where, d, s->name, s->name);
+        char all[768];
+        size_t n_all = fe_unbound_inputs(L, cx, all, sizeof all);
+        char more[1024] = "";
+        if (n_all > 1)
+            snprintf(more, sizeof more, "; the graph inputs leave %zu symbols unbound: %s", n_all,
+                     all);
         if (v->producer < 0 && t && d >= 0 && t->dims[d].exact)
             return fe_fail(
                 &L->err,
                 "graph input '%s' dim %d is the symbol '%s', which nothing binds; bind it with "
-                "--dim %s=N (or --input-shape %s=D1,D2,...)",
-                v->name, d, s->name, s->name, v->name);
+                "--dim %s=N (or --input-shape %s=D1,D2,...)%s",
+                v->name, d, s->name, s->name, v->name, more);
         return fe_fail(
             &L->err,
             "value '%s' (%s): dim %d %s the symbol '%s', which nothing binds; bind it with "
-            "--dim %s=N (or the input's shape with --input-shape NAME=D1,D2,...)",
+            "--dim %s=N (or the input's shape with --input-shape NAME=D1,D2,...)%s",
             v->name, where, d, t && d >= 0 && t->dims[d].exact ? "is" : "depends on", s->name,
-            s->name);
+            s->name, more);
     }
     if (v->producer < 0)
         return fe_fail(
@@ -410,7 +445,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         for (int d = 0; unknown == -2 && d < v->rank; d++)
             if (t->dims[d].v < 0) unknown = d;
         if (unknown != -2) {
-            if (!allow) rc = fe_unknown_dim_fail(L, v, t, unknown);
+            if (!allow) rc = fe_unknown_dim_fail(L, cx, v, t, unknown);
             continue;
         }
         unsigned bits = fe_elem_bits(v->elem_type);
@@ -428,7 +463,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
                 rc = fe_fail(&L->err, "value '%s': the product of its dims overflows 64 bits",
                              v->name);
         if (v->seq_len == -2) { /* a sequence whose length nothing tells */
-            if (!allow) rc = fe_unknown_dim_fail(L, v, t, -1);
+            if (!allow) rc = fe_unknown_dim_fail(L, cx, v, t, -1);
             continue;
         }
         if (rc == 0 && v->seq_len >= 0 &&

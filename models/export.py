@@ -1412,7 +1412,8 @@ def _has_det():
         return False
 
 
-def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False, amp=None, grad_accum=1):
+def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False, amp=None, grad_accum=1,
+            verbose=False):
     """Exports one step to out; batch None: batch-symbolic (symbolic_batch); "func": the
     batch of a --module FUNC that takes none; amp, grad_accum: as export()."""
     check_output(out)
@@ -1436,7 +1437,9 @@ def run_one(name, batch, image_size, seq_len, optimizer, out, quiet=False, amp=N
         print(msg)
         for k, v in sorted(st["log"].items()):
             print("  note: no meta kernel, used %s for: %s" % (k, ", ".join(v)))
-        for k, v in sorted(st["special"].items()):
+        # how the tracer classified aliasing ops: for whoever works on the
+        # exporter (--verbose), nothing a user acts on
+        for k, v in sorted(st["special"].items()) if verbose else ():
             print("  note: %s: %s" % (k, ", ".join(v)))
         if st["no_grad"]:
             print("  warning: parameters without a gradient: %s" % ", ".join(st["no_grad"]))
@@ -1487,6 +1490,9 @@ def main(argv=None):
     ap.add_argument("--only", help="with --all: comma-separated file stems to export")
     ap.add_argument("--list", action="store_true", help="list the known model names")
     ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="also print how the tracer classified aliasing ops (unannotated views "
+                    "and writes)")
     a = ap.parse_args(argv)
     if a.list:
         print("\n".join(known_models()))
@@ -1511,7 +1517,8 @@ def main(argv=None):
         batch = None if a.symbolic_batch else "func" if a.batch is None else a.batch
         if batch is None and "batch" not in um.takes:
             die("%s takes no 'batch' argument, so --symbolic-batch cannot vary the batch" % um)
-        run_one(um, batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
+        run_one(um, batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum,
+                a.verbose)
         return 0
     if a.batch is None:
         a.batch = 1
@@ -1521,7 +1528,8 @@ def main(argv=None):
             stem = "%s_b%d" % (m, b)
             if only and stem not in only:
                 continue
-            run_one(m, b, 224, None, "adam", os.path.join(a.all, stem + ".onnx"), a.quiet)
+            run_one(m, b, 224, None, "adam", os.path.join(a.all, stem + ".onnx"), a.quiet,
+                    verbose=a.verbose)
         return 0
     if not a.model:
         die("give --model NAME (or --all DIR, --list)")
@@ -1535,10 +1543,12 @@ def main(argv=None):
         cfgs[a.model] = dict(cfgs[a.model], layers=a.layers, layers_set=True)
     if a.symbolic_batch:
         out = a.output or "%s_bsym%s.onnx" % (a.model, setup_suffix(a.amp, a.grad_accum))
-        run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
+        run_one(a.model, None, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum,
+                a.verbose)
         return 0
     out = a.output or "%s_b%d%s.onnx" % (a.model, a.batch, setup_suffix(a.amp, a.grad_accum))
-    run_one(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum)
+    run_one(a.model, a.batch, a.image_size, a.seq_len, a.optimizer, out, a.quiet, a.amp, a.grad_accum,
+            a.verbose)
     return 0
 
 

@@ -187,6 +187,7 @@ static void plan_ilp_fallback(plan *p) {
                 p->ostats->source = order_name, p->ostats->heuristic_kept = 1;
         }
     }
+    if (kept_order) p->layout_kept = kept_layout;
     if (kept_order)
         plan_ilp_note(
             p, "the ILPs' plan (%llu B) was above %s order with the %s layout (%llu B): kept that",

@@ -214,6 +214,12 @@ static json_t *plan_order_json(const planner_order_stats *o) {
     return j;
 }
 
+/* The report's "live at the peak" lines: this many largest storages and
+ * module groups (roamc explain shows more). */
+#define PLAN_REPORT_TOP 5
+#define PLAN_REPORT_TOP_GROUPS 6
+#define PLAN_REPORT_JSON_TOP 20
+
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const planner_files *files) {
     const graph *g = p->g;
     char a[32], b[32], c[32];
@@ -279,6 +285,10 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
     if (files->tree) fprintf(f, "  tree written  %s\n", PLAN_NAME(files->tree));
     if (files->svg) fprintf(f, "  picture written %s\n", PLAN_NAME(files->svg));
 #undef PLAN_NAME
+    planner_peak_live pl;
+    if (planner_peak_live_build(g, p->order, p->start, p->end, &pl) == 0)
+        planner_peak_live_text(f, g, &pl, PLAN_REPORT_TOP, PLAN_REPORT_TOP_GROUPS);
+    planner_peak_live_free(&pl);
 }
 
 static int plan_cmp_str(const void *a, const void *b) {
@@ -401,6 +411,11 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
     json_object_set_new(tl, "too_short", json_boolean(p->time_short));
     json_object_set_new(tl, "cut", json_string(p->time_cut));
     json_object_set_new(r, "time_limit", tl);
+    planner_peak_live pl;
+    if (planner_peak_live_build(g, p->order, p->start, p->end, &pl) == 0)
+        json_object_set_new(r, "live_at_peak",
+                            planner_peak_live_json(g, &pl, PLAN_REPORT_JSON_TOP));
+    planner_peak_live_free(&pl);
     if (extra) json_object_update(r, extra);
     json_dumpf(r, f, JSON_INDENT(2));
     fputc('\n', f);

@@ -153,6 +153,9 @@ typedef struct plan {
      * ILP: ...") and, when a heuristic plan was lower than the ILPs' and
      * replaced it, which (the ILP baselines never lose to a heuristic) */
     char ilp_note[320];
+    /* the ILP fell back to a heuristic plan (plan_ilp_fallback): the layout
+     * that made it ("llfb", "greedy", ...); else NULL (the options' layout ran) */
+    const char *layout_kept;
     planner_tree_layout tree_layout; /* layout roam after order roam, else all 0 */
     planner_times times;
     /* --time-limit: the time was up before the ordering, so this is the
@@ -274,6 +277,80 @@ struct json_t;
 void plan_report_text(FILE *f, const plan *p, const char *model_path, const planner_files *files);
 void plan_report_json(FILE *f, const plan *p, const char *model_path, const planner_files *files,
                       struct json_t *extra);
+
+/* ------------------------------------------------ what is live at the peak (planner/peak.c)
+ *
+ * The kind of a storage: from the graph (graph_storage.gradient, .host,
+ * inputs and outputs), the metadata lists roamc.parameters and
+ * roamc.optimizer_state (without them, initializers and inputs the step
+ * updates are parameters), and forward against backward: a storage made by
+ * an ancestor of the loss (the forward pass) and touched after it is a
+ * saved activation; every other one an op makes is a temporary. */
+enum planner_kind {
+    PLANNER_KIND_PARAMETER,
+    PLANNER_KIND_GRADIENT,
+    PLANNER_KIND_STATE, /* optimizer state */
+    PLANNER_KIND_SAVED, /* saved activation */
+    PLANNER_KIND_TEMPORARY,
+    PLANNER_KIND_INPUT,  /* data and other graph inputs that are no parameter or state */
+    PLANNER_KIND_OUTPUT, /* a graph output of no other kind */
+    PLANNER_KIND_HOST,   /* an Offload's copy in host memory (not in the device peak) */
+    PLANNER_N_KINDS
+};
+/* "parameter", "saved activation", ... */
+const char *planner_kind_name(int kind);
+
+/* One storage live at the peak step. */
+typedef struct planner_live_item {
+    int storage;
+    uint64_t bytes; /* device bytes (host_size for a host copy) */
+    int kind;       /* enum planner_kind */
+    int maker;      /* the op that makes it, -1 for a graph input or initializer */
+    /* the module path: from the maker's node name when it carries a scope
+     * ("/encoder/layer.3/attention/MatMul" -> "encoder.layer.3.attention"),
+     * else from the parameter the maker reads, else from the input it reads
+     * that was made last; a parameter's from its name, a gradient's from its
+     * parameter's (roamc.gradients).  NULL when none is known; owned. */
+    char *module;
+    int32_t start, end;
+} planner_live_item;
+
+/* Bytes per group of modules: a module's parts up to the first that ends
+ * in a digit (a layer: "h.3", "encoder.layer.3", "layer1"), else its first
+ * part; "-" for storages of no module. */
+typedef struct planner_live_group {
+    char *name;
+    uint64_t bytes;
+    size_t count;
+} planner_live_group;
+
+typedef struct planner_peak_live {
+    int step, op;   /* the first step with the most live device bytes, and its op */
+    uint64_t bytes; /* device bytes live then (the theoretical peak for a plan's lifetimes) */
+    uint64_t kind_bytes[PLANNER_N_KINDS];
+    size_t kind_count[PLANNER_N_KINDS];
+    uint64_t host_bytes;      /* host copies live at the step (not in bytes) */
+    planner_live_item *items; /* every storage live at the step, largest first */
+    size_t n_items;
+    planner_live_group *groups; /* largest first; device storages only */
+    size_t n_groups;
+} planner_peak_live;
+
+/* What is live at the peak of a schedule (order, n_ops ops) with the
+ * closed lifetimes start/end per storage (-1: a storage the caller has no
+ * lifetime for, left out).  O(ops + storages + node inputs).  Returns 0,
+ * or -1 for a graph with no op (out is then empty).  Free with
+ * planner_peak_live_free. */
+int planner_peak_live_build(const graph *g, const int *order, const int32_t *start,
+                            const int32_t *end, planner_peak_live *out);
+void planner_peak_live_free(planner_peak_live *pl);
+/* The report's lines: the step, bytes per kind, the top_groups largest
+ * module groups, the top largest storages. */
+void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl, size_t top,
+                            size_t top_groups);
+/* The same as a JSON object (every kind and group, the top largest
+ * storages); the caller owns the reference. */
+struct json_t *planner_peak_live_json(const graph *g, const planner_peak_live *pl, size_t top);
 
 /* How a command reads its model (planner_step_load). */
 typedef struct planner_load {

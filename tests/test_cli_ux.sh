@@ -271,5 +271,80 @@ else
 fi
 ok "13 wording: bytes above the bound, picture written, one unit, axes, type names"
 
+# ---- 14. issue 29's small items, one check each
+# one size syntax (GNU coreutils): 16G = 16GiB, 16GB = 16*10^9, layout --capacity 250MiB
+run i14 "$roamc" model.onnx -q --budget 16G --report json
+[ $rc = 0 ] && python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 << 30)' \
+  || fail "14: --budget 16G is not 16 GiB: rc $rc, $(cat i14.err)"
+run i14 "$roamc" model.onnx -q --budget 16GB --report json
+python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 * 10**9)' || fail "14: --budget 16GB"
+printf 'id,lower,upper,size\n0,0,2,100000000\n1,1,3,100000000\n' >b14.csv
+run i14 "$roamc" layout b14.csv --capacity 250MiB
+[ $rc = 0 ] || fail "14: layout --capacity 250MiB: rc $rc, $(cat i14.err)"
+run i14 "$roamc" layout b14.csv --capacity 150M
+[ $rc = 3 ] || fail "14: layout --capacity 150M (below the live size): rc $rc, $(cat i14.err)"
+run i14 "$roamc" model.onnx -q --align 1K -o al14.json
+[ $rc = 0 ] && grep -q '"align":1024' al14.json || fail "14: --align 1K"
+# -q keeps the answer of --report json
+run i14 "$roamc" model.onnx -q --report json
+[ $rc = 0 ] && python3 -c 'import json; json.load(open("i14.out"))' && [ ! -s i14.err ] || fail "14: -q --report json printed no JSON"
+# --compare: rows name what ran, digits tell rows apart
+run i14 "$roamc" model.onnx --compare --time-limit 2
+grep -q "^  ILP  *ilp  *ilp " i14.out && grep -q "note: ILP: .*kept that" i14.out && fail "14: --compare ILP row says 'ilp ilp' for a fallback"
+grep -q "note: ILP: .*kept that" i14.out && ! grep -q "^  ILP  *[a-z]*\*" i14.out && fail "14: --compare ILP fallback not marked"
+h=$(awk '$1 == "Heuristics" {print $5, $6}' i14.out) r=$(awk '$1 == "ROAM" {print $5, $6}' i14.out)
+[ -n "$h" ] && [ "$h" != "$r" ] || fail "14: --compare Heuristics ($h) and ROAM ($r) actual peaks differ but print alike"
+if /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null; then
+  /usr/bin/python3 - <<'PY'
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as T
+w = numpy_helper.from_array(np.ones((16, 10), np.float32), "fc.weight")
+b = numpy_helper.from_array(np.zeros((10,), np.float32), "fc.bias")
+g = helper.make_graph([helper.make_node("MatMul", ["x", "fc.weight"], ["h"], name="/fc/MatMul"),
+                       helper.make_node("Add", ["h", "fc.bias"], ["logits"], name="/fc/Add")], "g",
+                      [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 16])],
+                      [helper.make_tensor_value_info("logits", T.FLOAT, ["batch", "Addlogits_dim_1"])], [w, b])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), "dyn.onnx")
+g2 = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "g",
+                       [helper.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"]),
+                        helper.make_tensor_value_info("y", T.FLOAT, ["batch", "seq"])],
+                       [helper.make_tensor_value_info("z", T.FLOAT, ["batch", "seq"])])
+onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 14)]), "two.onnx")
+PY
+  # symbols from graph inputs only; every unbound one at once
+  run i14 "$roamc" dyn.onnx --budget 1MiB --max-batch -q
+  [ $rc = 0 ] && grep -q "roamc's plan: largest batch [0-9]" i14.out && [ "$(wc -l <i14.out)" = 3 ] \
+    || fail "14: --max-batch -q on an output-only symbol: rc $rc, $(cat i14.out i14.err)"
+  run i14 "$roamc" two.onnx -q
+  [ $rc = 2 ] && grep -q -- "--dim batch=N --dim seq=N" i14.err || fail "14: unbound symbols one per run: $(cat i14.err)"
+  # check takes the bindings recorded in the plan
+  "$roamc" dyn.onnx --dim batch=8 -q -o dyn.json || fail "14: plan of dyn.onnx"
+  run i14 "$roamc" check dyn.onnx dyn.json
+  [ $rc = 0 ] && grep -q "^VALID" i14.out && grep -q "bindings from the plan: --dim batch=8" i14.out \
+    || fail "14: check without retyping the bindings: rc $rc, $(cat i14.out i14.err)"
+  # a --train plan checks without --emit-train; a wrong option says so without contradiction
+  "$roamc" dyn.onnx --train --dim batch=8 -q -o dyntr.json || fail "14: --train plan of dyn.onnx"
+  run i14 "$roamc" check dyn.onnx dyntr.json --dim batch=8
+  [ $rc = 0 ] && grep -q "^VALID" i14.out && grep -q "training step --train derives" i14.out \
+    || fail "14: check of a --train plan: rc $rc, $(cat i14.out i14.err)"
+  run i14 "$roamc" check dyn.onnx dyntr.json --dim batch=8 --train --optimizer sgd
+  [ $rc = 1 ] && grep -q "another training step" i14.out && ! grep -q "another model" i14.out \
+    || fail "14: check of a --train plan with other options: rc $rc, $(cat i14.out i14.err)"
+  run i14 "$roamc" check dyn.onnx dyntr.json
+  [ $rc = 2 ] && grep -q "bindings it was made with" i14.err || fail "14: --train plan without bindings: $(cat i14.err)"
+else
+  skip_part "14: no python3-onnx to build models with symbols"
+fi
+# the exporter keeps its tracer's notes to itself
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  /usr/bin/python3 "$export_py" --model bert-base --layers 1 --seq-len 16 -o bt14.onnx >i14.out 2>&1 || fail "14: export.py: $(cat i14.out)"
+  grep -q "unannotated" i14.out && fail "14: export.py prints its tracer's notes: $(cat i14.out)"
+  /usr/bin/python3 "$export_py" --model bert-base --layers 1 --seq-len 16 -o bt14.onnx -v 2>&1 | grep -q "unannotated view" \
+    || fail "14: export.py -v does not print the tracer's notes"
+else
+  skip_part "14: no torch for the exporter"
+fi
+ok "14 sizes as coreutils, -q answers, --compare rows, input symbols, check's bindings and --train plans, exporter notes"
+
 echo "$TEST_FAILS failed, $TEST_SKIPS skipped"
 test_finish test_cli_ux

@@ -60,7 +60,7 @@ expect 0 "1.5gib = 1,610,612,736 B" "$roamc" "$m" --budget 1.5gib
 expect 2 "not a size" "$roamc" "$m" --budget -1
 expect 2 "zero bytes" "$roamc" "$m" --budget 0
 expect 2 "unknown unit 'XB'" "$roamc" "$m" --budget 12XB
-expect 2 "unknown unit 'G'" "$roamc" "$m" --budget 16G
+expect 2 "unknown unit 'GG'" "$roamc" "$m" --budget 16GG
 expect 2 "too large" "$roamc" "$m" --budget 18446744073709551616
 expect 2 "too large" "$roamc" "$m" --budget 99999999999999999999999
 expect 2 "must be below" "$roamc" "$m" --budget 1GiB --reserve 1GiB

@@ -28,9 +28,10 @@
 
 /* ------------------------------------------------------------------ sizes */
 
-/* "16GiB": the unit's bytes, or 0 for an unknown unit.  Letters in any case,
- * since people write "16gb" as often as "16GB"; a bare "G" is refused
- * because it means 10^9 to some tools and 2^30 to others. */
+/* "16GiB": the unit's bytes, or 0 for an unknown unit.  GNU coreutils'
+ * suffixes (sort -S, head -c, df -B): K, M, G, T, P are powers of 1024, as
+ * KiB, MiB, GiB, TiB, PiB; kB, MB, GB, TB, PB powers of 1000; B is one byte.
+ * Letters in any case, since people write "16gb" as often as "16GB". */
 static uint64_t budget_unit(const char *u) {
     static const struct {
         const char *name;
@@ -43,6 +44,11 @@ static uint64_t budget_unit(const char *u) {
         {"gb", 1000000000ull},
         {"tb", 1000000000000ull},
         {"pb", 1000000000000000ull},
+        {"k", 1ull << 10},
+        {"m", 1ull << 20},
+        {"g", 1ull << 30},
+        {"t", 1ull << 40},
+        {"p", 1ull << 50},
         {"kib", 1ull << 10},
         {"mib", 1ull << 20},
         {"gib", 1ull << 30},
@@ -84,9 +90,8 @@ int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen) {
     uint64_t unit = budget_unit(p);
     if (unit == 0)
         return roamc_errorf(err, errlen,
-                            "'%s': unknown unit '%s' (B, kB, MB, GB, TB, PB are powers of 1000; "
-                            "KiB, MiB, GiB, TiB, "
-                            "PiB powers of 1024)",
+                            "'%s': unknown unit '%s' (K, M, G, T, P and KiB, MiB, GiB, TiB, PiB "
+                            "are powers of 1024; kB, MB, GB, TB, PB powers of 1000; B bytes)",
                             s, p);
     uint64_t hi;
     /* mant * unit / scale without overflow: unit and scale are powers of
@@ -539,9 +544,22 @@ static int budget_find_symbol(const planner_batch_query *q, char **sym, char *er
     const char *only = NULL;
     const fe_symbol *bound = NULL; /* an input symbol --dim binds */
     int rc = 0;
+    /* only the symbols of the graph inputs: an exporter names output dims
+     * too (torch.onnx.export's dynamic output axes, 'Addlogits_dim_1'),
+     * which the inputs decide */
+    bool *on_input = xcalloc(m.n_symbols + 1, sizeof *on_input);
+    for (size_t k = 0; k < m.n_inputs; k++) {
+        const fe_value *v = &m.values[m.inputs[k]];
+        if (!(v->kind & FE_GRAPH_INPUT) || (v->kind & FE_INITIALIZER)) continue;
+        for (int d = 0; d < v->rank; d++)
+            if (v->dims[d].symbol >= 0 && (size_t)v->dims[d].symbol < m.n_symbols)
+                on_input[v->dims[d].symbol] = true;
+    }
     for (size_t i = 0; i < m.n_symbols; i++) {
         const fe_symbol *s = &m.symbols[i];
         if (s->kind != FE_SYMBOL_INPUT) continue;
+        if (s->value < 0 && !on_input[i] && !(q->symbol && strcmp(s->name, q->symbol) == 0))
+            continue;
         if (q->symbol && strcmp(s->name, q->symbol) == 0) {
             if (s->value >= 0)
                 rc = roamc_errorf(err, errlen,
@@ -587,6 +605,7 @@ static int budget_find_symbol(const planner_batch_query *q, char **sym, char *er
                           "or name the batch: --max-batch=SYMBOL",
                           q->model_path, n_unbound, names);
     if (rc == 0) *sym = xstrdup(only);
+    free(on_input);
     fe_free(&m);
     return rc;
 }
@@ -722,6 +741,14 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
     char g1[40], h5[32];
     bool slow = false;
     for (size_t i = 0; i < s->n_rows; i++) slow |= s->rows[i].arena != BUDGET_ARENA_EXACT;
+    if (q->quiet) { /* -q: the answer alone */
+        for (int w = 0; w < BUDGET_N; w++)
+            fprintf(out, "%s: largest batch %" PRId64 "%s\n", who[w], best[w],
+                    best[w] == 0     ? " (not even batch 1 fits)"
+                    : res->capped[w] ? " (the search stops there)"
+                                     : "");
+        return;
+    }
     fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q->model_path,
             q->symbol);
     budget_echo_text(out, q->budget);

@@ -15,13 +15,14 @@ struct json_t;
 /* --max-batch stops doubling here: 2^20 samples. */
 #define PLANNER_MAX_BATCH ((int64_t)1 << 20)
 
-/* Parses a byte count as people write one: digits, an optional fraction
- * and a unit, B, kB, MB, GB, TB, PB (powers of 1000) or KiB, MiB, GiB,
- * TiB, PiB (powers of 1024), in any letter case: "24000000000", "80GB",
- * "16GiB", "1.5TiB"; a fraction of a byte rounds down ("0.9GiB").  Refuses
- * zero, signs, unknown or bare units ("16G") and values above 2^63 - 1
- * (8 EiB; sizes stay JSON integers).  Returns 0, or -1 with a message
- * quoting s. */
+/* Parses a byte count as people write one, with GNU coreutils' suffixes:
+ * digits, an optional fraction and a unit, K, M, G, T, P or KiB, MiB, GiB,
+ * TiB, PiB (powers of 1024), kB, MB, GB, TB, PB (powers of 1000) or B, in
+ * any letter case: "24000000000", "80GB", "16G", "16GiB", "1.5TiB"; a
+ * fraction of a byte rounds down ("0.9GiB").  Every size option takes this
+ * syntax (--budget, --reserve, --align, roamc layout --capacity/--align).
+ * Refuses zero, signs, unknown units and values above 2^63 - 1 (8 EiB;
+ * sizes stay JSON integers).  Returns 0, or -1 with a message quoting s. */
 int planner_size_parse(const char *s, uint64_t *out, char *err, size_t errlen);
 
 /* A device memory budget: the step fits when what it needs plus reserve
@@ -52,6 +53,7 @@ typedef struct planner_batch_query {
     const char *out_path; /* write the plan at the largest batch that fits, or NULL */
     const char *svg_path; /* draw need against batch, or NULL */
     int json;             /* the table as one JSON object */
+    int quiet;            /* -q: text gives the answer alone (the largest batches), no table */
     int progress;         /* a line per batch on stderr */
     /* --fit: where the chosen plan does not fit a batch, the cheapest
      * changed step (fit_run) does, when within max_overhead (fit: enum

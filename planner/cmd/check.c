@@ -7,6 +7,7 @@
  * reads here (check_plan.py does not look into subgraphs).
  */
 #include "check.h"
+#include "explain.h"
 #include "planner.h"
 
 #include <stdarg.h>
@@ -164,7 +165,21 @@ static int check_identity(const fe_model *m, json_t *plan, const char *plan_path
             return 1;
         }
         if (strcmp(v, have[k]) == 0) continue;
-        if (k == 0) {
+        const char *from = fe_meta(m, "roamc.derived_from");
+        if (k == 0 && from && strcmp(from, m->path) == 0) {
+            /* the step --train derived here: the file itself is not compared */
+            check_problem(c,
+                          "the plan was made for another training step: its SHA-256 is %.16s..., "
+                          "the step --train derives from %s with the options given %.16s...: "
+                          "give the --train options (--loss, --optimizer, --frozen) and "
+                          "bindings the plan was made with",
+                          v, m->path, have[k]);
+        } else if (k == 0 && strcmp(for_model, m->path) == 0) {
+            check_problem(c,
+                          "the plan was made for other contents of %s (changed since?): it "
+                          "records SHA-256 %.16s..., the file has %.16s...",
+                          m->path, v, have[k]);
+        } else if (k == 0) {
             check_problem(c,
                           "the plan was made for another model: it names '%s', SHA-256 %.16s..., "
                           "but %s has SHA-256 %.16s...",
@@ -499,30 +514,34 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
 
 int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
                     FILE *out, FILE *err) {
-    char msg[1024];
-    planner_load l = {.path = model_path, .bindings = fopt, .align = 1};
-    planner_step step;
-    if (planner_step_load(&l, &step, msg, sizeof msg)) {
+    return plan_check_file_train(model_path, fopt, NULL, plan_path, out, err);
+}
+
+int plan_check_file_train(const char *model_path, const fe_options *fopt,
+                          const fe_train_options *train, const char *plan_path, FILE *out,
+                          FILE *err) {
+    char msg[2048], path[4096], note[4096];
+    json_t *plan = plan_json_read(plan_path, msg, sizeof msg);
+    if (!plan) {
         fprintf(err, "roamc: %s\n", msg);
         return 2;
     }
-    json_error_t jerr;
-    json_t *plan = json_load_file(plan_path, 0, &jerr);
-    int rc;
-    if (!plan &&
-        jerr.line < 0) { /* jansson gives no position when the file itself cannot be read */
-        fprintf(err, "roamc: %s: not a readable JSON plan: %s\n", plan_path, jerr.text);
-        rc = 2;
-    } else if (!plan) {
-        fprintf(err, "roamc: %s: not a readable JSON plan: %s (line %d, column %d)\n", plan_path,
-                jerr.text, jerr.line, jerr.column);
-        rc = 2;
-    } else if (!json_is_object(plan)) {
-        fprintf(err, "roamc: %s: a plan is a JSON object\n", plan_path);
-        rc = 2;
-    } else {
-        rc = check_plan_json(&step.g, plan, plan_path, out);
+    /* the model sized as the plan records (its bindings), and for a plan of
+     * a step --train derived, that step derived again */
+    plan_model_request r = {.plan_path = plan_path,
+                            .plan = plan,
+                            .model_path = model_path,
+                            .bindings = fopt,
+                            .train = train,
+                            .align = 1};
+    planner_step step;
+    if (plan_model_load(&r, &step, path, note, sizeof path, msg, sizeof msg)) {
+        fprintf(err, "roamc: %s\n", msg);
+        json_decref(plan);
+        return 2;
     }
+    if (note[0]) fprintf(out, "note: %s\n", note);
+    int rc = check_plan_json(&step.g, plan, plan_path, out);
     json_decref(plan);
     planner_step_free(&step);
     return rc;

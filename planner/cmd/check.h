@@ -13,5 +13,13 @@
  * message to err). */
 int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
                     FILE *out, FILE *err);
+/* The same, for a plan made with --train: train (NULL: not given) derives
+ * the step checked from MODEL.  With no bindings in fopt (NULL or empty),
+ * those the plan records are used, and a plan of a training step that a
+ * forward-only MODEL is not gets the step --train derives with its
+ * defaults (explain.h, plan_model_load; a "note:" line says so). */
+int plan_check_file_train(const char *model_path, const fe_options *fopt,
+                          const fe_train_options *train, const char *plan_path, FILE *out,
+                          FILE *err);
 
 #endif

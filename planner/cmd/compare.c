@@ -13,6 +13,7 @@
 #include "files.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,39 @@ static const char *compare_human(uint64_t b, char *buf, size_t len) {
     else
         snprintf(buf, len, "%.1f MiB", (double)b / (1024.0 * 1024));
     return buf;
+}
+
+/* Sizes of one column in one unit (GiB when the largest is one, else MiB)
+ * with as many decimals, 2 to 6, as tell every two different sizes apart
+ * (a "1.22 GiB" row beside a different "1.22 GiB" row hides the saving).
+ * Into text[i] (32 bytes each). */
+static void compare_column(const uint64_t *v, size_t n, char (*text)[32]) {
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++) top = v[i] > top ? v[i] : top;
+    double unit = top >= (1ull << 30) ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+    const char *name = top >= (1ull << 30) ? "GiB" : "MiB";
+    for (int d = top >= (1ull << 30) ? 2 : 1; d <= 6; d++) {
+        for (size_t i = 0; i < n; i++)
+            snprintf(text[i], sizeof text[i], "%.*f %s", d, (double)v[i] / unit, name);
+        bool apart = true;
+        for (size_t i = 0; i < n && apart; i++)
+            for (size_t j = i + 1; j < n && apart; j++)
+                apart = v[i] == v[j] || strcmp(text[i], text[j]) != 0;
+        if (apart) return;
+    }
+}
+
+/* The order and layout a row ran: its method's, or the heuristic the ILPs
+ * fell back to (marked '*'). */
+static void compare_ran(const compare_row *w, char *order, char *layout, size_t len) {
+    const char *o =
+        w->p.ostats && w->p.ostats->source ? w->p.ostats->source : planner_order_name(w->m->order);
+    bool o_fell = strcmp(o, planner_order_name(w->m->order)) != 0;
+    snprintf(order, len, "%s%s", o, o_fell ? "*" : "");
+    if (w->p.layout_kept)
+        snprintf(layout, len, "%s*", w->p.layout_kept);
+    else
+        snprintf(layout, len, "%s", planner_layout_name(w->m->layout));
 }
 
 static double compare_pct(double num, double den) {
@@ -120,6 +154,14 @@ static void compare_print_json(const graph *g, const char *model_path, const com
         json_object_set_new(o, "name", json_string(w->m->name));
         json_object_set_new(o, "order", json_string(planner_order_name(w->m->order)));
         json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
+        /* what ran: the ILPs may have fallen back to a heuristic */
+        json_object_set_new(o, "order_ran",
+                            json_string(w->p.ostats && w->p.ostats->source
+                                            ? w->p.ostats->source
+                                            : planner_order_name(w->m->order)));
+        json_object_set_new(
+            o, "layout_ran",
+            json_string(w->p.layout_kept ? w->p.layout_kept : planner_layout_name(w->m->layout)));
         json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
         json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
         json_object_set_new(o, "fragmentation_percent",
@@ -142,19 +184,28 @@ static void compare_print_json(const graph *g, const char *model_path, const com
 static void compare_print_table(const graph *g, const char *model_path, const planner_files *files,
                                 const compare_row *rows, size_t nrows, FILE *out) {
     const compare_row *torch = &rows[0], *roam = &rows[nrows - 1];
-    char a[32], b[32];
+    char a[32], b[32], ord[32], lay[32];
+    uint64_t th[8] = {0}, ac[8] = {0};
+    char th_text[8][32], ac_text[8][32];
+    bool fell = false;
+    for (size_t i = 0; i < nrows; i++) th[i] = rows[i].p.theoretical, ac[i] = rows[i].actual;
+    compare_column(th, nrows, th_text);
+    compare_column(ac, nrows, ac_text);
     fprintf(out, "roamc %s --compare: %s (%zu operators, %zu tensors, %zu storages)\n",
             ROAMC_VERSION, model_path, g->n_ops, g->n_tensors, g->n_storages);
-    fprintf(out, "  %-11s %-8s %-8s %12s %12s %8s %11s %9s\n", "method", "order", "layout",
+    fprintf(out, "  %-11s %-8s %-8s %14s %14s %8s %11s %9s\n", "method", "order", "layout",
             "theoretical", "actual", "frag", "vs PyTorch", "time");
     for (size_t i = 0; i < nrows; i++) {
         const compare_row *w = &rows[i];
-        fprintf(out, "  %-11s %-8s %-8s %12s %12s %7.2f%% %10.2f%% %8.2fs\n", w->m->title,
-                planner_order_name(w->m->order), planner_layout_name(w->m->layout),
-                compare_human(w->p.theoretical, a, sizeof a), compare_human(w->actual, b, sizeof b),
-                compare_pct((double)w->actual, (double)w->p.theoretical),
+        compare_ran(w, ord, lay, sizeof ord);
+        fell |= strchr(ord, '*') || strchr(lay, '*');
+        fprintf(out, "  %-11s %-8s %-8s %14s %14s %7.3f%% %10.3f%% %8.2fs\n", w->m->title, ord, lay,
+                th_text[i], ac_text[i], compare_pct((double)w->actual, (double)w->p.theoretical),
                 i == 0 ? 0.0 : -compare_pct((double)w->actual, (double)torch->actual), w->seconds);
     }
+    if (fell)
+        fprintf(out,
+                "  *: what ran, where the ILPs fell back to a heuristic (the note says why)\n");
     /* The bound caps what any plan can save: tells a user whether a
      * small saving is ROAM's limit or the model's. */
     fprintf(out,

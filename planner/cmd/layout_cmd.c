@@ -3,6 +3,8 @@
 #include "layout_cmd.h"
 #include "planner.h"
 
+#include "budget.h"
+
 #include "layout.h"
 
 #include <errno.h>
@@ -51,12 +53,13 @@ static int *cl_rule(layout_bnb_rules *r, const char *name) {
 static void cl_usage(FILE *f) {
     fprintf(
         f,
-        "usage: roamc layout BUFFERS.csv [-o OUT.csv] [--capacity BYTES] [--time-limit SECONDS]\n"
+        "usage: roamc layout BUFFERS.csv [-o OUT.csv] [--capacity SIZE] [--time-limit SECONDS]\n"
         "                    [--align BYTES] [--method roam|llfb|greedy|bestfit|pytorch]\n"
         "  BUFFERS.csv: header id,lower,upper,size (or buffer,start,end,size), lifetimes [lower, "
         "upper)\n"
         "  -o OUT.csv: the input columns plus offset (written only on success)\n"
-        "  --capacity: exit 3 unless the layout fits in BYTES\n"
+        "  --capacity: exit 3 unless the layout fits in SIZE (bytes, or 250MiB, 16G, 80GB:\n"
+        "            K/M/G/T and KiB/MiB/GiB/TiB powers of 1024, kB/MB/GB/TB of 1000)\n"
         "  --time-limit: seconds for the whole command, reading and writing included (above 0,\n"
         "            at most 1000000; default 10); the exact steps of roam stop on a work budget\n"
         "            and use it as a backstop, and the report says when it cut them; shorter than\n"
@@ -113,10 +116,14 @@ static cl_parsed cl_parse_value(int argc, char **argv, int *i, cl_options *o) {
     const char *a = argv[*i], *v;
     if (cl_is_option(a, "--capacity")) {
         v = cl_value(argc, argv, i, "--capacity");
-        if (cl_parse_u64(v, &o->capacity) != 0) {
+        char err[256];
+        /* a size as every size option takes it (250MiB, 16G); 0 and plain
+         * counts up to 2^64 - 1 as before */
+        if (cl_parse_u64(v, &o->capacity) != 0 &&
+            (!v || planner_size_parse(v, &o->capacity, err, sizeof err) != 0)) {
             fprintf(stderr,
-                    "roamc layout: --capacity wants a byte count from 0 to 18446744073709551615, "
-                    "not '%s'\nTry 'roamc layout --help'.\n",
+                    "roamc layout: --capacity wants a size (bytes, or with a unit: 250MiB, 16G, "
+                    "80GB), not '%s'\nTry 'roamc layout --help'.\n",
                     v ? v : "");
             return CL_USAGE;
         }
@@ -131,8 +138,9 @@ static cl_parsed cl_parse_value(int argc, char **argv, int *i, cl_options *o) {
         }
     } else if (cl_is_option(a, "--align")) {
         v = cl_value(argc, argv, i, "--align");
-        if (cl_parse_u64(v, &o->align) != 0 || o->align == 0 || o->align > ((uint64_t)1 << 30) ||
-            (o->align & (o->align - 1))) {
+        char err[256];
+        if (!v || planner_size_parse(v, &o->align, err, sizeof err) != 0 ||
+            o->align > ((uint64_t)1 << 30) || (o->align & (o->align - 1))) {
             fprintf(stderr,
                     "roamc layout: --align wants a power of two from 1 to 2^30 (1073741824) bytes, "
                     "not '%s'\nTry 'roamc layout --help'.\n",

@@ -24,6 +24,7 @@
 #include "budget.h"
 #include "check.h"
 #include "compare.h"
+#include "explain.h"
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
@@ -34,6 +35,7 @@ static const char usage_text[] =
     "       roamc check MODEL.onnx PLAN.json [--input-shape ...] [--dim ...]\n"
     "       roamc shapes MODEL.onnx [--input-shape ...] [--dim ...] [--report json]\n"
     "       roamc layout BUFFERS.csv [-o OUT.csv] [--capacity B] [--time-limit S]\n"
+    "       roamc explain PLAN.json [MODEL.onnx] [--top N] [--report json]\n"
     "       roamc help [plan|check|shapes|layout]\n"
     "\n"
     "Plans one training step (or, for a graph that updates nothing, one\n"
@@ -84,8 +86,10 @@ static const char usage_text[] =
     "                        roamc layout or another static allocator\n"
     "      --compare         plan four ways (PyTorch, Heuristics, ILP, ROAM) and print one\n"
     "                        table; -o writes the ROAM plan, --svg draws PyTorch above ROAM\n"
-    "      --budget SIZE     device memory (16GiB, 80GB, 24000000000): say whether the\n"
-    "                        plan and PyTorch's (--method pytorch) fit, and by how much\n"
+    "      --budget SIZE     device memory (16G or 16GiB, 80GB, 24000000000; K/M/G/T and\n"
+    "                        KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB of 1000):\n"
+    "                        say whether the plan and PyTorch's (--method pytorch) fit,\n"
+    "                        and by how much\n"
     "      --reserve SIZE    memory the device spends outside the arena (CUDA context,\n"
     "                        workspaces), taken off the budget (default: 0)\n"
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
@@ -111,7 +115,8 @@ static const char usage_text[] =
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
     "      --svg FILE        draw the layout and the live-memory curve into FILE\n"
-    "  -q, --quiet           no report and no progress line\n"
+    "  -q, --quiet           no report and no progress line; --report json and\n"
+    "                        --max-batch still print their answer\n"
     "  -h, --help            this text (roamc help COMMAND: that command's)\n"
     "  -V, --version         the version\n"
     "\n"
@@ -146,9 +151,13 @@ static const char usage_text[] =
 
 static const char check_usage[] =
     "usage: roamc check MODEL.onnx PLAN.json [--input-shape NAME=D1,D2,...] [--dim SYMBOL=V]\n"
+    "                   [--train [--loss L] [--optimizer O] [--frozen P]]\n"
     "\n"
     "Checks PLAN.json (roam-plan v1) against MODEL.onnx, sized under the same\n"
-    "bindings as the plan was made with: a valid topological schedule keeping\n"
+    "bindings as the plan was made with (without --input-shape/--dim: those the\n"
+    "plan records; a plan made with --train and no --emit-train is checked\n"
+    "against the step --train derives from MODEL, with its defaults unless\n"
+    "--train and its options are given): a valid topological schedule keeping\n"
     "every in-place write's order, every tensor in one large-enough buffer live\n"
     "wherever it is used, no two live buffers overlapping, aligned offsets, and\n"
     "peaks equal to what the buffers give.  Prints VALID, or the first problems.\n"
@@ -461,10 +470,10 @@ static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
     switch (c) {
     case OPT_ALIGN:
         /* offsets are multiples of align: a power of two, as every allocator's */
-        if (main_parse_u64(arg, &opt->align) || opt->align > ((uint64_t)1 << 30) ||
-            (opt->align & (opt->align - 1)))
+        if (planner_size_parse(arg, &opt->align, err, sizeof err) ||
+            opt->align > ((uint64_t)1 << 30) || (opt->align & (opt->align - 1)))
             return main_usage_error(
-                "--align wants a power of two from 1 to 2^30 (1073741824) bytes, not '%s'", arg);
+                "--align wants a power of two from 1 to 2^30 (1G) bytes, not '%s'", arg);
         break;
     case OPT_NODE_LIMIT:
         if (main_parse_u64(arg, &num) || num > 100000)
@@ -776,6 +785,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .out_path = a->out_path,
                              .svg_path = a->svg_path,
                              .json = a->json_report,
+                             .quiet = a->quiet,
                              .progress = a->opt.progress,
                              .train = a->train.on ? &a->train.t : NULL,
                              .fit = a->fit,
@@ -961,8 +971,11 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     if (a->train.t.emit_path && strcmp(a->train.t.emit_path, "-") == 0)
         return main_usage_error(
             "%s", "--emit-train writes a file the plan names: give a file name, not -");
-    /* with an output on stdout, the report goes to stderr */
-    FILE *report = a->quiet ? NULL : planner_outputs_uses_stdout(&outs) ? stderr : stdout;
+    /* with an output on stdout, the report goes to stderr; -q keeps the
+     * answer of --report json and --max-batch (no progress, no table) */
+    FILE *report = a->quiet && !a->json_report && !a->max_batch ? NULL
+                   : planner_outputs_uses_stdout(&outs)         ? stderr
+                                                                : stdout;
     planner_files files = {
         .plan = a->out_path, .svg = a->svg_path, .tree = a->tree_path, .buffers = a->buffers_path};
 
@@ -999,11 +1012,13 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
  * [--report json]`: argv[0] is the command. */
 static int main_check_or_shapes(int argc, char **argv) {
     static const struct option longopts[] = {MAIN_BINDING_OPTIONS,
+                                             MAIN_TRAIN_OPTIONS,
                                              {"report", required_argument, NULL, OPT_REPORT},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     bool check = strcmp(argv[0], "check") == 0;
     fe_options fopt = {.allow_unresolved = !check};
+    main_train tr = {0};
     int json = 0, c, rc = 0;
     optind = 1;
     opterr = 0;
@@ -1015,6 +1030,16 @@ static int main_check_or_shapes(int argc, char **argv) {
             return 0;
         case OPT_INPUT_SHAPE:
         case OPT_DIM: rc = main_binding(&fopt, c, optarg); break;
+        case OPT_TRAIN: /* check: the plan is of the step --train derives */
+        case OPT_LOSS:
+        case OPT_OPTIMIZER:
+        case OPT_FROZEN:
+            rc = check ? main_train_option(&tr, c, optarg) : main_getopt_error('?', argv, argv[0]);
+            break;
+        case OPT_EMIT_TRAIN:
+            rc = main_usage_error("%s", "--emit-train writes a step: check reads one (give the "
+                                        "file --emit-train wrote as MODEL.onnx)");
+            break;
         case OPT_REPORT:
             if (!check && (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0))
                 json = optarg[0] == 'j';
@@ -1029,8 +1054,11 @@ static int main_check_or_shapes(int argc, char **argv) {
     if (rc == 0 && argc - optind != (check ? 2 : 1))
         rc = main_usage_error("%s", check ? "check wants MODEL.onnx PLAN.json"
                                           : "shapes wants one MODEL.onnx");
+    if (rc == 0 && check && !tr.on && tr.derive)
+        rc = main_usage_error("%s", "--loss, --optimizer and --frozen need --train");
     if (rc == 0 && check)
-        rc = plan_check_file(argv[optind], &fopt, argv[optind + 1], stdout, stderr);
+        rc = plan_check_file_train(argv[optind], &fopt, tr.on ? &tr.t : NULL, argv[optind + 1],
+                                   stdout, stderr);
     else if (rc == 0) {
         char err[2048];
         fe_model m;
@@ -1083,6 +1111,8 @@ int main(int argc, char **argv) {
         rc = main_check_or_shapes(argc - 1, argv + 1);
     else if (argc >= 2 && strcmp(argv[1], "layout") == 0)
         rc = cmd_layout(argc - 1, argv + 1);
+    else if (argc >= 2 && strcmp(argv[1], "explain") == 0)
+        rc = cmd_explain(argc - 1, argv + 1);
     else
         rc = main_plan(argc, argv);
     planner_progress_end(); /* the progress line never outlives the command */
