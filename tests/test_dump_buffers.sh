@@ -18,7 +18,7 @@ for m in alexnet_b1 vgg16_b1; do
     "$roamc" "$model" --report json -o "$work/$m.plan" --dump-buffers "$work/$m.csv" > "$work/$m.json" ||
         { fail "$m: roamc exit $?"; continue; }
     peak=$(sed -n 's/.*"theoretical_peak": *\([0-9]*\).*/\1/p' "$work/$m.json")
-    storages=$(sed -n 's/.*"storages": *\([0-9]*\).*/\1/p' "$work/$m.json")
+    storages=$(sed -n 's/.*"storages": *\([0-9]*\).*/\1/p' "$work/$m.json" | head -n 1)
     [ -n "$peak" ] || { fail "$m: no theoretical_peak in the report"; continue; }
     head -1 "$work/$m.csv" | grep -qx "id,lower,upper,size" || fail "$m: header $(head -1 "$work/$m.csv")"
     lines=$(($(wc -l < "$work/$m.csv") - 1))

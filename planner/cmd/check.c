@@ -535,7 +535,8 @@ int plan_check_file_train(const char *model_path, const fe_options *fopt,
                             .train = train,
                             .align = 1};
     planner_step step;
-    if (plan_model_load(&r, &step, path, note, sizeof path, msg, sizeof msg)) {
+    plan_model_found found = {path, note, sizeof path < sizeof note ? sizeof path : sizeof note};
+    if (plan_model_load(&r, &step, &found, msg, sizeof msg)) {
         fprintf(err, "roamc: %s\n", msg);
         json_decref(plan);
         return 2;

@@ -94,8 +94,10 @@ static int explain_model_path(const plan_model_request *r, char *buf, size_t len
                         r->plan_path, named);
 }
 
-int plan_model_load(const plan_model_request *r, planner_step *step, char *path, char *note,
-                    size_t len, char *err, size_t errlen) {
+int plan_model_load(const plan_model_request *r, planner_step *step, const plan_model_found *found,
+                    char *err, size_t errlen) {
+    char *path = found->path, *note = found->note;
+    size_t len = found->len;
     note[0] = 0;
     if (explain_model_path(r, path, len, err, errlen)) return -1;
     fe_options recorded = {0};
@@ -433,8 +435,8 @@ int cmd_explain(int argc, char **argv) {
                                          : 1};
     planner_step step;
     rc = 2;
-    if (plan_model_load(&r, &step, path, note,
-                        sizeof path < sizeof note ? sizeof path : sizeof note, err, sizeof err)) {
+    plan_model_found found = {path, note, sizeof path < sizeof note ? sizeof path : sizeof note};
+    if (plan_model_load(&r, &step, &found, err, sizeof err)) {
         fprintf(stderr, "roamc: %s\n", err);
     } else {
         if (explain_identity(&step, plan, a.plan_path, path, err, sizeof err))

@@ -30,13 +30,19 @@ typedef struct plan_model_request {
     uint64_t align; /* graph_build's */
 } plan_model_request;
 
-/* Loads the model of r (planner_step_load).  path gets the model's path as
- * loaded (len bytes); note (len bytes) a line on what was assumed ("" when
- * nothing: bindings taken from the plan, the step derived with --train).
+/* Where plan_model_load found the model: path gets its path as loaded,
+ * note a line on what was assumed ("" when nothing: bindings taken from the
+ * plan, the step derived with --train); both len bytes, the caller's. */
+typedef struct plan_model_found {
+    char *path, *note;
+    size_t len;
+} plan_model_found;
+
+/* Loads the model of r (planner_step_load) and says where into *found.
  * Returns 0 (free step with planner_step_free), or -1 with a message naming
  * the file and what to give. */
-int plan_model_load(const plan_model_request *r, planner_step *step, char *path, char *note,
-                    size_t len, char *err, size_t errlen);
+int plan_model_load(const plan_model_request *r, planner_step *step, const plan_model_found *found,
+                    char *err, size_t errlen);
 
 /* `roamc explain PLAN.json [MODEL] [bindings] [--train ...] [--top N]
  * [--report json]`: argv[0] is "explain".  Prints what is live at the peak
