@@ -129,6 +129,15 @@ typedef struct tr_lists {
 int tr_fail(tr *T, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The name of forward node ni, else its op type (for messages). */
 const char *tr_node_label(const tr *T, int ni);
+/* Whether a value of the derived step is called name already. */
+bool tr_name_used(const tr *T, const char *name);
+/* A new value named name (made unique with a suffix when taken) with the
+ * element type and shape given; returns its index (never fails). */
+int tr_add_value(tr *T, const char *name, int32_t elem, int rank, const int64_t *dims);
+/* Elements and bytes of value v; whether element type e is a float type. */
+int64_t tr_numel(const tr *T, int v);
+int64_t tr_bytes(const tr *T, int v);
+bool tr_float(int32_t e);
 /* A new value named after op, shaped like value `like` with element type
  * elem (0: like's); returns its index (never fails). */
 int tr_new_like(tr *T, const char *op, int like, int32_t elem);
@@ -149,6 +158,9 @@ int tr_give(tr *T, int x, int g, bool shared);
 /* With --grad-accum: called after the rule of forward node ni ran; the parameters whose
  * gradient is complete there (ni is their first reader) are accumulated (train.c). */
 void tr_accumulate_at(tr *T, int ni);
+/* Parameter p's gradient of this microbatch, now complete, into its .grad
+ * (train_graph.c says how). */
+void tr_accumulate(tr *T, int p);
 /* The names of enum fe_loss / fe_optimizer values, as the options spell them. */
 const char *tr_loss_name(int loss);
 const char *tr_optimizer_name(int optimizer);
