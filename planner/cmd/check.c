@@ -512,14 +512,8 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     return rc;
 }
 
-int plan_check_file(const char *model_path, const fe_options *fopt, const char *plan_path,
-                    FILE *out, FILE *err) {
-    return plan_check_file_train(model_path, fopt, NULL, plan_path, out, err);
-}
-
-int plan_check_file_train(const char *model_path, const fe_options *fopt,
-                          const fe_train_options *train, const char *plan_path, FILE *out,
-                          FILE *err) {
+int plan_check_file(const char *model_path, const fe_options *fopt, const fe_train_options *train,
+                    const char *plan_path, FILE *out, FILE *err) {
     char msg[2048], path[4096], note[4096];
     json_t *plan = plan_json_read(plan_path, msg, sizeof msg);
     if (!plan) {

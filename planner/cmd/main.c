@@ -1057,8 +1057,8 @@ static int main_check_or_shapes(int argc, char **argv) {
     if (rc == 0 && check && !tr.on && tr.derive)
         rc = main_usage_error("%s", "--loss, --optimizer and --frozen need --train");
     if (rc == 0 && check)
-        rc = plan_check_file_train(argv[optind], &fopt, tr.on ? &tr.t : NULL, argv[optind + 1],
-                                   stdout, stderr);
+        rc = plan_check_file(argv[optind], &fopt, tr.on ? &tr.t : NULL, argv[optind + 1], stdout,
+                             stderr);
     else if (rc == 0) {
         char err[2048];
         fe_model m;

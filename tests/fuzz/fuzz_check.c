@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "frontend.h"
+#include "check.h"
 #include "planner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!f) abort();
     if (size > 1 && fwrite(data + 1, 1, size - 1, f) != size - 1) abort();
     if (fclose(f)) abort();
-    int rc = plan_check_file(model, NULL, plan_path, devnull, devnull);
+    int rc = plan_check_file(model, NULL, NULL, plan_path, devnull, devnull);
     if (rc < 0 || rc > 2) abort();
     return 0;
 }

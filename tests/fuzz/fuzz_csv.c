@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "layout_cmd.h"
 #include "planner.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
