@@ -724,7 +724,7 @@ def write_svg(path, targets, bases):
                     pts_b.append((r["method"], r["pct"], 100.0 * r["peak"] / s["base"]["actual"]))
         xs = [p[0] for se in series for p in se[3]] + [p[1] for p in pts_b]
         ys = [p[1] for se in series for p in se[3]] + [p[2] for p in pts_b]
-        _, xstep, xmax = nice_ticks(0.0, max(xs + [1.0]))
+        _, xstep, xmax = nice_ticks(0.0, max(xs + [1.0]) * 1.04)
         ymin, ystep, ymax = nice_ticks(min(ys + [100.0]) - 2, max(ys + [100.0]) + 2)
         x0, y0, x1, y1 = ox + ml, oy + mt, ox + pw - mr, oy + ph - mb
 
@@ -762,7 +762,7 @@ def write_svg(path, targets, bases):
             kind, col = marks.get(meth, ("circle", "#000"))
             o.append(mark(kind, X(x), Y(y), col))
         # legend right of the plot
-        entries = [(label + (" (%d points > %g%% left off)" % (off, XCAP) if off else ""), col, dash, None)
+        entries = [(label + (" (%d > %g%%: off)" % (off, XCAP) if off else ""), col, dash, None)
                    for label, col, dash, ps, off in series]
         entries += [("%s %s" % (meth, s["size"]), marks.get(meth, ("circle", "#000"))[1], "",
                      marks.get(meth, ("circle", "#000"))[0]) for meth, _, _ in pts_b]
