@@ -95,13 +95,20 @@ static const char usage_text[] =
     "                        a100, l4, 4090 or gh200\n"
     "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
     "                        the built-in ones; README, section --fit)\n"
-    "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1 or zero2\n"
+    "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1, zero2,\n"
+    "                        zero3 or fsdp\n"
     "                        (README, section --shard); needs --world; -o needs\n"
     "                        --emit-train FILE (the rank's step, which the plan names)\n"
     "      --world N         --shard: ranks in the job (1 to 65536)\n"
     "      --rank R          --shard: the rank planned (0 to N-1, default 0)\n"
     "      --bucket-mb MB    --shard: DDP's bucket_cap_mb (default 25; the first bucket\n"
     "                        closes at 1 MiB)\n"
+    "      --wrap PATTERN    --shard fsdp: the wrap unit, modules whose name matches\n"
+    "                        PATTERN (fnmatch, '*' within one name part: 'h.*'\n"
+    "                        is h.0, h.1, ...; default: each transformer layer, the\n"
+    "                        name up to its first number)\n"
+    "      --prefetch D      --shard zero3|fsdp: units gathered ahead in the backward\n"
+    "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -319,7 +326,7 @@ enum {
     OPT_DEVICE_PROFILE
 };
 /* --shard and its options (planner/shard/) */
-enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB };
+enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB, OPT_WRAP, OPT_PREFETCH };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -349,6 +356,8 @@ static int main_plan(int argc, char **argv) {
         {"world", required_argument, NULL, OPT_WORLD},
         {"rank", required_argument, NULL, OPT_RANK},
         {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
+        {"wrap", required_argument, NULL, OPT_WRAP},
+        {"prefetch", required_argument, NULL, OPT_PREFETCH},
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -471,9 +480,10 @@ static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
 /* --shard, --world, --rank, --bucket-mb: the set-up, and which were given. */
 typedef struct main_shard_args {
     shard_options so;
-    bool world, rank, bucket;
+    bool world, rank, bucket, prefetch;
 } main_shard_args;
-static main_shard_args main_shard = {.so = {.bucket_mb = SHARD_DEFAULT_BUCKET_MB}};
+static main_shard_args main_shard = {
+    .so = {.bucket_mb = SHARD_DEFAULT_BUCKET_MB, .prefetch = SHARD_DEFAULT_PREFETCH}};
 
 /* One --shard option; MAIN_CONTINUE, or 2 after a usage message. */
 static int main_shard_option(int c, const char *arg) {
@@ -482,7 +492,7 @@ static int main_shard_option(int c, const char *arg) {
     switch (c) {
     case OPT_SHARD:
         if (shard_kind_parse(arg, &main_shard.so.kind))
-            return main_usage_error("--shard is ddp, zero1, zero2 or zero3, not '%s'", arg);
+            return main_usage_error("--shard is ddp, zero1, zero2, zero3 or fsdp, not '%s'", arg);
         break;
     case OPT_WORLD:
         if (main_parse_u64(arg, &num) || num > SHARD_MAX_WORLD)
@@ -493,6 +503,12 @@ static int main_shard_option(int c, const char *arg) {
         if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num >= SHARD_MAX_WORLD))
             return main_usage_error("--rank is a rank from 0 to --world - 1, not '%s'", arg);
         main_shard.so.rank = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.rank = true;
+        break;
+    case OPT_WRAP: main_shard.so.wrap = arg; break;
+    case OPT_PREFETCH:
+        if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num > SHARD_MAX_PREFETCH))
+            return main_usage_error("--prefetch is 0 to 1024 units, not '%s'", arg);
+        main_shard.so.prefetch = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.prefetch = true;
         break;
     default:
         errno = 0;
@@ -512,8 +528,11 @@ static int main_shard_option(int c, const char *arg) {
 static int main_shard_check(const main_plan_args *a) {
     char err[512];
     const main_shard_args *s = &main_shard;
-    if (!s->so.kind && (s->world || s->rank || s->bucket))
-        return main_usage_error("%s", "--world, --rank and --bucket-mb need --shard KIND");
+    if (!s->so.kind && (s->world || s->rank || s->bucket || s->prefetch || s->so.wrap))
+        return main_usage_error(
+            "%s", "--world, --rank, --bucket-mb, --wrap and --prefetch need --shard KIND");
+    if (s->prefetch && s->so.kind != SHARD_ZERO3 && s->so.kind != SHARD_FSDP)
+        return main_usage_error("%s", "--prefetch is for --shard zero3 or fsdp (gathered units)");
     if (!s->so.kind) return MAIN_CONTINUE;
     if (!s->world) return main_usage_error("%s", "--shard needs --world N (the ranks in the job)");
     if (a->fit || a->compare || a->max_batch || a->budget.budget_text)
@@ -607,7 +626,9 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_SHARD:
     case OPT_WORLD:
     case OPT_RANK:
-    case OPT_BUCKET_MB: return main_shard_option(c, optarg);
+    case OPT_BUCKET_MB:
+    case OPT_WRAP:
+    case OPT_PREFETCH: return main_shard_option(c, optarg);
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
