@@ -17,6 +17,8 @@
 #   - zero3 and fsdp (no harness: torch 1.13's FSDP does not import on this Python) planned
 #     and checked on every rank of world 2 and 4, their shards and optimizer state adding up
 #     over the ranks to the whole model's, --wrap's units;
+#   - --max-batch and --budget with --shard (per device) against fixed-batch exports;
+#   - llama-7b has LLaMA-7B's parameter count; llama-tiny planned under every set-up;
 #   - bad combinations exit 2 with a message and write nothing.
 # usage: test_shard.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORK_DIR   (77 = skipped)
 set -u
@@ -214,6 +216,60 @@ rm -f bad.json bad.onnx
 grep -q "matches no module" bad.txt && [ ! -e bad.json ] && [ ! -e bad.onnx ] ||
     { fail "--wrap matching nothing: want 'matches no module' and no file"; cat bad.txt; }
 
+# --budget and --max-batch per device: the largest micro-batch of one rank's step. The search
+# (a batch-symbolic export, the rank's step written at each batch) against the rank's step of
+# fixed-batch exports: the same theoretical peak at the largest batch and the one above it,
+# and --budget's verdict (exit 0: fits, 3: does not) agrees on both.
+BUDGET=40MB
+$py "$models/export.py" --model gpt2-tiny --symbolic-batch -o gpt2-tiny_bsym.onnx -q ||
+    fail "export gpt2-tiny --symbolic-batch"
+for kind in zero2 zero3 fsdp; do
+    "$roamc" gpt2-tiny_bsym.onnx --max-batch --budget $BUDGET --shard $kind --world 2 \
+        --report json > mb_$kind.rep 2> mb_$kind.err || { fail "--max-batch --shard $kind"; cat mb_$kind.err; continue; }
+    best=$($py -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['shard']['setup']=='$kind'; print(r['max_batch']['plan'])" mb_$kind.rep) ||
+        { fail "--max-batch --shard $kind: report"; continue; }
+    [ "$best" -ge 1 ] || { fail "--max-batch --shard $kind: batch $best"; continue; }
+    for b in $best $((best + 1)); do
+        $py "$models/export.py" --model gpt2-tiny --batch $b -o tiny_b$b.onnx -q || fail "export b$b"
+        "$roamc" tiny_b$b.onnx --shard $kind --world 2 --budget $BUDGET --report json > mbd_${kind}_$b.rep 2>&1
+        rc=$?
+        want=0; [ $b -gt $best ] && want=3
+        [ $rc -eq $want ] || fail "--shard $kind --budget $BUDGET at batch $b: exit $rc, want $want"
+        $py - mb_$kind.rep mbd_${kind}_$b.rep $b <<'PY' || fail "--max-batch --shard $kind: batch $b"
+import json, sys
+search, direct, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+row = [r for r in search["rows"] if r["batch"] == b]
+assert row, "batch %d not tried" % b
+assert row[0]["plan"]["theoretical_peak"] == direct["theoretical_peak"], (row[0], direct["theoretical_peak"])
+print("--max-batch --shard %s: batch %d, search %d B = rank's step %d B" % (
+    direct["shard"]["setup"], b, row[0]["plan"]["theoretical_peak"], direct["theoretical_peak"]))
+PY
+    done
+done
+
+# LLaMA: the 7B configuration has LLaMA-7B's 6,738,415,616 parameters; the 2-layer one
+# (bf16 autocast) is planned as one rank of each set-up and checked.
+$py "$models/export.py" --model llama-7b --amp bf16 -o llama-7b.onnx -q || fail "export llama-7b"
+$py - <<'PY' || fail "llama-7b parameters"
+import math, onnx
+m = onnx.load("llama-7b.onnx")
+meta = {p.key: p.value for p in m.metadata_props}
+ins = {i.name: i for i in m.graph.input}
+n = sum(math.prod(d.dim_value for d in ins[p].type.tensor_type.shape.dim)
+        for p in meta["roamc.parameters"].split(","))
+assert n == 6738415616, n
+print("llama-7b: %d parameters, %d nodes" % (n, len(m.graph.node)))
+PY
+$py "$models/export.py" --model llama-tiny --batch 2 --amp bf16 -o llama-tiny.onnx -q ||
+    fail "export llama-tiny"
+for kind in ddp zero1 zero2 zero3 fsdp; do
+    l=llama-tiny_$kind
+    "$roamc" llama-tiny.onnx --shard $kind --world 2 --emit-train $l.onnx -o $l.json > $l.txt 2>&1 ||
+        { fail "$l"; cat $l.txt; continue; }
+    $py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
+    grep "rank peak" $l.txt
+done
+
 # bad combinations: exit 2, one message, nothing written
 bad() {
     want=$1
@@ -230,7 +286,7 @@ bad "is not a rank of --world 2" --shard zero1 --world 2 --rank 2
 bad "need --shard" --world 2
 bad "need --shard" --rank 1
 bad "not with --fit" --shard ddp --world 2 --budget 1GB --fit
-bad "not with --fit, --compare" --shard ddp --world 2 --compare
+bad "not with --fit or --compare" --shard ddp --world 2 --compare
 bad "needs --world" --shard zero3
 bad "ddp, zero1, zero2, zero3 or fsdp" --shard zero4 --world 2
 bad "is for --shard zero3 or fsdp" --shard ddp --world 2 --prefetch 2

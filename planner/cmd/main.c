@@ -535,9 +535,9 @@ static int main_shard_check(const main_plan_args *a) {
         return main_usage_error("%s", "--prefetch is for --shard zero3 or fsdp (gathered units)");
     if (!s->so.kind) return MAIN_CONTINUE;
     if (!s->world) return main_usage_error("%s", "--shard needs --world N (the ranks in the job)");
-    if (a->fit || a->compare || a->max_batch || a->budget.budget_text)
-        return main_usage_error("%s", "--shard plans one rank's step: not with --fit, --compare, "
-                                      "--max-batch or --budget (yet)");
+    if (a->fit || a->compare)
+        return main_usage_error("%s", "--shard plans one rank's step: not with --fit or --compare "
+                                      "(yet)");
     if (a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--shard -o needs --emit-train FILE: the plan names the "
                                       "rank's step, which --emit-train writes");
@@ -546,7 +546,8 @@ static int main_shard_check(const main_plan_args *a) {
 }
 
 /* --shard: the rank's step (shard_run) planned, written with its plan and
- * reported.  Its exit status: 0, or 1 after a message. */
+ * reported, with --budget's verdict (per device).  Its exit status: 0, 1
+ * after a message, or PLANNER_EXIT_NO_FIT. */
 static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
                            const planner_step *step, const char *model_path, planner_files *files,
                            FILE *report) {
@@ -579,20 +580,43 @@ static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
         fprintf(stderr, "roamc: %s\n", err);
         rc = 1;
     }
+    /* --budget (per device): PyTorch's plan of the rank's step beside this one */
+    const planner_budget *budget = &a->budget;
+    plan torch = {0};
+    const plan *torch_p = &o.plan;
+    if (rc == 0 && budget->budget_text) {
+        planner_options topt = a->opt;
+        planner_method_apply(planner_method_find("pytorch"), &topt);
+        topt.device_limit = budget->budget - budget->reserve;
+        topt.progress = 0;
+        if (plan_build(&o.graph, &topt, &torch, err, sizeof err)) {
+            fprintf(stderr, "roamc: %s: PyTorch's plan of the rank's step: %s\n", model_path, err);
+            rc = 1;
+        }
+        torch_p = &torch;
+    }
     planner_progress_end();
+    int fit = 0;
     if (rc == 0 && report) {
         if (a->json_report) {
             json_t *extra = json_object();
             shard_report_json(extra, &r, &o);
+            if (budget->budget_text)
+                fit = planner_budget_report(NULL, budget, &o.plan, torch_p, extra);
             plan_report_json(report, &o.plan, r.emit_name, files, extra);
             json_decref(extra);
         } else {
             plan_report_text(report, &o.plan, r.emit_name, files);
             shard_report_text(report, &r, &o);
+            if (budget->budget_text)
+                fit = planner_budget_report(report, budget, &o.plan, torch_p, NULL);
         }
+    } else if (rc == 0 && budget->budget_text) {
+        fit = planner_budget_report(NULL, budget, &o.plan, torch_p, NULL);
     }
+    plan_free(&torch);
     shard_outcome_free(&o);
-    return rc;
+    return rc ? rc : fit;
 }
 
 /* One option, c as getopt_long returned it; MAIN_CONTINUE, or the exit
@@ -772,7 +796,8 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .train = a->train.on ? &a->train.t : NULL,
                              .fit = a->fit,
                              .max_overhead = a->max_overhead,
-                             .device = device};
+                             .device = device,
+                             .shard = main_shard.so.kind ? &main_shard.so : NULL};
     int rc = planner_max_batch(&q, report, err, sizeof err);
     planner_progress_end();
     if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
