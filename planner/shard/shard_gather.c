@@ -176,8 +176,8 @@ static int gu_units(gu_work *G) {
     }
     if (so->kind == SHARD_FSDP && so->wrap && !any_match)
         return roamc_errorf(w->err, w->errlen,
-                            "%s: --wrap '%s' matches no module that holds parameters (the "
-                            "modules are the parameter names up to a '.', e.g. '%s')",
+                            "%s: --wrap '%s' matches no module that holds parameters (a "
+                            "module is a parameter's name up to a '.': parameter '%s')",
                             w->r->step_name, so->wrap,
                             w->n ? w->m->values[w->p[0].value].name : "?");
     uint64_t world = (uint64_t)so->world, rank = (uint64_t)so->rank;
