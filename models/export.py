@@ -80,6 +80,16 @@ GPT2_CONFIGS = {
 }
 GPT2_COMMON = dict(vocab=50257, max_positions=1024, eps=1e-5, dropout=0.1)
 
+# LLaMA (Touvron et al. 2023) as transformers 4.28's LlamaForCausalLM: RMSNorm, rotary
+# position embeddings, SwiGLU MLP, no biases, no dropout, an untied LM head.
+LLAMA_CONFIGS = {
+    "llama-7b": dict(layers=32, hidden=4096, heads=32, intermediate=11008),
+    # a 2-layer LLaMA small enough for tests
+    "llama-tiny": dict(layers=2, hidden=128, heads=4, intermediate=344, vocab=2048,
+                       max_positions=256, seq_len=64),
+}
+LLAMA_COMMON = dict(vocab=32000, max_positions=2048, seq_len=2048, eps=1e-6, rope_base=10000.0)
+
 
 class BertEmbeddings(nn.Module):
     def __init__(self, c, device):
@@ -272,6 +282,138 @@ class GPT2LMHeadModel(nn.Module):
         return F.cross_entropy(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1))
 
 
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, hidden, eps, device):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden, device=device))
+        self.variance_epsilon = eps
+
+    def forward(self, h):
+        variance = h.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.variance_epsilon)
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            h = h.to(self.weight.dtype)
+        return self.weight * h
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_positions, base, device):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, device=device).float() / dim))
+        t = torch.arange(max_positions, device=device, dtype=inv_freq.dtype)
+        freqs = torch.einsum("i,j->ij", t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos()[None, None, :, :], persistent=False)
+        self.register_buffer("sin_cached", emb.sin()[None, None, :, :], persistent=False)
+
+    def forward(self, x, seq_len):
+        return (self.cos_cached[:, :, :seq_len, ...].to(dtype=x.dtype),
+                self.sin_cached[:, :, :seq_len, ...].to(dtype=x.dtype))
+
+
+def llama_rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_apply_rotary(q, k, cos, sin, position_ids):
+    cos = cos.squeeze(1).squeeze(0)[position_ids].unsqueeze(1)  # [batch, 1, seq, dim]
+    sin = sin.squeeze(1).squeeze(0)[position_ids].unsqueeze(1)
+    return (q * cos) + (llama_rotate_half(q) * sin), (k * cos) + (llama_rotate_half(k) * sin)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, c, device):
+        super().__init__()
+        H = c["hidden"]
+        self.heads, self.head_dim, self.hidden = c["heads"], H // c["heads"], H
+        self.q_proj = nn.Linear(H, H, bias=False, device=device)
+        self.k_proj = nn.Linear(H, H, bias=False, device=device)
+        self.v_proj = nn.Linear(H, H, bias=False, device=device)
+        self.o_proj = nn.Linear(H, H, bias=False, device=device)
+        self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, c["max_positions"], c["rope_base"],
+                                               device)
+
+    def forward(self, h, mask, position_ids):
+        b, s, _ = h.size()
+        q = self.q_proj(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(h).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary_emb(v, seq_len=s)
+        q, k = llama_apply_rotary(q, k, cos, sin, position_ids)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        w = w + mask
+        w = torch.max(w, torch.tensor(torch.finfo(w.dtype).min, device=w.device))
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        a = torch.matmul(w, v).transpose(1, 2).reshape(b, s, self.hidden)
+        return self.o_proj(a)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, c, device):
+        super().__init__()
+        H, I = c["hidden"], c["intermediate"]
+        self.gate_proj = nn.Linear(H, I, bias=False, device=device)
+        self.down_proj = nn.Linear(I, H, bias=False, device=device)
+        self.up_proj = nn.Linear(H, I, bias=False, device=device)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, c, device):
+        super().__init__()
+        self.self_attn = LlamaAttention(c, device)
+        self.mlp = LlamaMLP(c, device)
+        self.input_layernorm = LlamaRMSNorm(c["hidden"], c["eps"], device)
+        self.post_attention_layernorm = LlamaRMSNorm(c["hidden"], c["eps"], device)
+
+    def forward(self, h, mask, position_ids):
+        h = h + self.self_attn(self.input_layernorm(h), mask, position_ids)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, c, device):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"], padding_idx=0, device=device)
+        self.layers = nn.ModuleList([LlamaDecoderLayer(c, device) for _ in range(c["layers"])])
+        self.norm = LlamaRMSNorm(c["hidden"], c["eps"], device)
+
+    def forward(self, input_ids):
+        b, s = input_ids.size()
+        position_ids = torch.arange(0, s, dtype=torch.long, device=input_ids.device)
+        position_ids = position_ids.unsqueeze(0).view(-1, s)
+        h = self.embed_tokens(input_ids)
+        # transformers' _make_causal_mask: finfo.min above the diagonal, in the embedding's dtype
+        mask = torch.full((s, s), torch.tensor(torch.finfo(h.dtype).min), device=h.device)
+        cond = torch.arange(mask.size(-1), device=h.device)
+        mask.masked_fill_(cond < (cond + 1).view(mask.size(-1), 1), 0)
+        mask = mask.to(h.dtype)[None, None, :, :].expand(b, 1, s, s)
+        for layer in self.layers:
+            h = layer(h, mask, position_ids)
+        return self.norm(h)
+
+
+class LlamaForCausalLM(nn.Module):
+    """LLaMA with shifted cross-entropy (transformers 4.28's LlamaForCausalLM)."""
+
+    def __init__(self, cfg, device):
+        super().__init__()
+        c = dict(LLAMA_COMMON, **cfg)
+        self.vocab = c["vocab"]
+        self.model = LlamaModel(c, device)
+        self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False, device=device)
+
+    def forward(self, input_ids, labels):
+        logits = self.lm_head(self.model(input_ids))
+        shift_logits = logits[..., :-1, :].contiguous()
+        shift_labels = labels[..., 1:].contiguous()
+        return F.cross_entropy(shift_logits.view(-1, self.vocab), shift_labels.view(-1))
+
+
 class MLP3(nn.Module):
     """Toy 3-layer MLP for tests: 784 -> 256 -> 128 -> 10."""
 
@@ -315,7 +457,8 @@ def torchvision_names():
 
 
 def known_models():
-    return ["mlp3"] + sorted(BERT_CONFIGS) + sorted(GPT2_CONFIGS) + torchvision_names()
+    return (["mlp3"] + sorted(BERT_CONFIGS) + sorted(GPT2_CONFIGS) + sorted(LLAMA_CONFIGS)
+            + torchvision_names())
 
 
 def _ids(shape, high, device):
@@ -348,11 +491,20 @@ def build(name, batch, image_size, seq_len, device="meta"):
         return GPT2LMHeadModel(GPT2_CONFIGS[name], meta), [
             ("input_ids", _ids((batch, seq), c["vocab"], meta)),
             ("labels", _ids((batch, seq), c["vocab"], meta))], {"seq_len": seq}
+    if name in LLAMA_CONFIGS:
+        c = dict(LLAMA_COMMON, **LLAMA_CONFIGS[name])
+        seq = seq_len or c["seq_len"]
+        if seq > c["max_positions"]:
+            die("--seq-len %d exceeds %s's %d positions" % (seq, name, c["max_positions"]))
+        return LlamaForCausalLM(LLAMA_CONFIGS[name], meta), [
+            ("input_ids", _ids((batch, seq), c["vocab"], meta)),
+            ("labels", _ids((batch, seq), c["vocab"], meta))], {"seq_len": seq}
     import torchvision
     if name not in torchvision_names():
-        die("unknown model %r (known: mlp3, %s, %s, or a torchvision.models classifier such as "
-            "resnet50; --list prints them all)" % (name, ", ".join(sorted(BERT_CONFIGS)),
-                                                  ", ".join(sorted(GPT2_CONFIGS))))
+        die("unknown model %r (known: mlp3, %s, %s, %s, or a torchvision.models classifier "
+            "such as resnet50; --list prints them all)"
+            % (name, ", ".join(sorted(BERT_CONFIGS)), ", ".join(sorted(GPT2_CONFIGS)),
+               ", ".join(sorted(LLAMA_CONFIGS))))
     ctor = getattr(torchvision.models, name)
     kwargs = {}
     if name.startswith("vit_"):
@@ -1214,7 +1366,7 @@ def export(name, batch=1, image_size=224, seq_len=None, optimizer="adam", quiet=
     if amp == "fp16":
         die("--amp fp16: " + AMP_FP16_REFUSAL)
     model, data, desc = build(name, batch, image_size, seq_len)
-    for cfgs in (BERT_CONFIGS, GPT2_CONFIGS):  # --layers: the metadata names the depth traced
+    for cfgs in (BERT_CONFIGS, GPT2_CONFIGS, LLAMA_CONFIGS):  # --layers: the depth traced
         if cfgs.get(name, {}).get("layers_set"):
             desc["layers"] = cfgs[name]["layers"]
     if grad_accum > 1:
@@ -1460,7 +1612,8 @@ def main(argv=None):
     ap = _Parser(description=__doc__.split("\n")[0],
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", help="mlp3, bert-base, bert-large, gpt2, gpt2-medium, gpt2-large, "
-                                    "gpt2-xl, or any torchvision.models classifier (resnet50, ...)")
+                                    "gpt2-xl, llama-7b, or any torchvision.models classifier "
+                                    "(resnet50, ...)")
     ap.add_argument("--module", metavar="FILE.py:FUNC",
                     help="your own model: FUNC(batch=, device=) returns (model, inputs, loss_fn"
                          "[, targets]); see models/README.md")
@@ -1471,10 +1624,11 @@ def main(argv=None):
                          "roamc --max-batch searches it)")
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--seq-len", type=int, default=None,
-                    help="sequence length (default 128 for BERT, 1024 for GPT-2)")
+                    help="sequence length (default 128 for BERT, 1024 for GPT-2, 2048 for LLaMA)")
     ap.add_argument("--optimizer", default="adam", choices=["adam", "adamw", "sgd"])
     ap.add_argument("--layers", type=int, default=None,
-                    help="BERT/GPT-2: this many transformer layers instead of the configuration's "
+                    help="BERT/GPT-2/LLaMA: this many transformer layers instead of the "
+                         "configuration's "
                          "(bigger graphs of the same structure, for scale tests)")
     ap.add_argument("--amp", choices=["bf16", "fp16"], default=None,
                     help="mixed precision: trace the forward and the loss under "
@@ -1534,9 +1688,10 @@ def main(argv=None):
     if not a.model:
         die("give --model NAME (or --all DIR, --list)")
     if a.layers is not None:
-        cfgs = BERT_CONFIGS if a.model in BERT_CONFIGS else GPT2_CONFIGS if a.model in GPT2_CONFIGS else None
+        cfgs = next((c for c in (BERT_CONFIGS, GPT2_CONFIGS, LLAMA_CONFIGS) if a.model in c), None)
         if cfgs is None:
-            die("--layers applies only to the BERT and GPT-2 configurations, not to %r" % a.model)
+            die("--layers applies only to the BERT, GPT-2 and LLaMA configurations, not to %r"
+                % a.model)
         if a.layers < 1:
             die("--layers must be >= 1")
         # the module constructors read the depth from the configuration dict

@@ -14,6 +14,11 @@
 #   - the rank's step holds what the set-up says (buckets, AllReduce, Broadcast, the
 #     rank's optimizer state only), and ZeRO-2 is planned and checked (no harness:
 #     torch 1.13 has no ZeRO-2) with a peak at most ZeRO-1's;
+#   - zero3 and fsdp (no harness: torch 1.13's FSDP does not import on this Python) planned
+#     and checked on every rank of world 2 and 4, their shards and optimizer state adding up
+#     over the ranks to the whole model's, --wrap's units;
+#   - --max-batch and --budget with --shard (per device) against fixed-batch exports;
+#   - llama-7b has LLaMA-7B's parameter count; llama-tiny planned under every set-up;
 #   - bad combinations exit 2 with a message and write nothing.
 # usage: test_shard.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORK_DIR   (77 = skipped)
 set -u
@@ -123,6 +128,148 @@ PY
     done
 done
 
+# ZeRO-3 and FSDP (no harness: torch 1.13's FSDP does not import on this Python): every
+# rank of world 2 and 4 planned (roam's order, which must keep the prefetch Depends) and
+# checked; the rank's step holds one shard, one ReduceScatter and a forward and a backward
+# AllGather per unit (FSDP's root: one), the prefetch Depends; over the ranks the shards
+# cover every parameter element and the optimizer state adds up to the whole model's exactly;
+# ZeRO-3's peak is at most ZeRO-2's at world 2 (not FSDP's: mlp3's one root unit keeps
+# the whole model gathered, and a flat gradient as large, beside the shard).
+for model in mlp3 gpt2-tiny; do
+    for kind in zero3 fsdp; do
+        for world in 2 4; do
+            rank=0
+            while [ $rank -lt $world ]; do
+                l=${model}_${kind}_w${world}_r$rank
+                "$roamc" "$model.onnx" --shard $kind --world $world --rank $rank \
+                    --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
+                    { fail "$l: roamc --shard $kind"; cat "$l.err"; rank=$((rank + 1)); continue; }
+                $py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
+                    { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
+                "$roamc" check "$l.onnx" "$l.json" > /dev/null 2>&1 || fail "$l: roamc check"
+                rank=$((rank + 1))
+            done
+            $py - "$model" "$kind" "$world" <<'PY' || fail "$model $kind world $world"
+import json, sys, onnx
+model, kind, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
+full = onnx.load(model + ".onnx")
+fmeta = {p.key: p.value for p in full.metadata_props}
+def numel(vi):
+    n = 1
+    for d in vi.type.tensor_type.shape.dim:
+        n *= d.dim_value
+    return n
+fin = {i.name: numel(i) for i in full.graph.input}
+params = fmeta["roamc.parameters"].split(",")
+n_params = sum(fin[p] for p in params)
+states = [s for s in fmeta["roamc.optimizer_state"].split(",") if not s.endswith(".step")]
+n_states = sum(fin[s] for s in states)
+got_states = 0
+for rank in range(world):
+    l = "%s_%s_w%d_r%d" % (model, kind, world, rank)
+    rep = json.load(open(l + ".rep"))
+    sh = rep["shard"]
+    assert sh["peak"] == rep["theoretical_peak"] == sum(sh["split"].values()), sh
+    m = onnx.load(l + ".onnx")
+    meta = {p.key: p.value for p in m.metadata_props}
+    assert meta["roamc.shard"].startswith("%s world=%d rank=%d prefetch=1" % (kind, world, rank))
+    ops = [n.op_type for n in m.graph.node if n.domain == "ai.roamc"]
+    ins = {i.name: numel(i) for i in m.graph.input}
+    shards = meta["roamc.parameters"].split(",")
+    units = sh["units"]
+    assert len(shards) == units == ops.count("ReduceScatter") == len(meta["roamc.gradients"].split(","))
+    assert not any(p in ins for p in params), "a whole parameter is still an input"
+    # every element of every unit on some rank: world * S >= N, less than one row of padding
+    assert 0 <= world * sum(ins[s] for s in shards) - n_params < world * units, (shards, n_params)
+    root = kind == "fsdp" and "(root)" in sh["unit_names"].split(",")
+    assert ops.count("AllGather") == 2 * units - root, (ops.count("AllGather"), units, root)
+    assert ops.count("Depend") == max(units - root - 1, 0), ops.count("Depend")
+    mine = [s for s in meta["roamc.optimizer_state"].split(",") if s and not s.endswith(".step")]
+    got_states += sum(ins[s] for s in mine)
+    if world == 2 and kind == "zero3":  # fsdp's root alone (mlp3) holds more than zero2
+        z2 = json.load(open("%s_zero2_w2_r%d.rep" % (model, rank)))["shard"]
+        assert sh["peak"] <= z2["peak"], (sh["peak"], z2["peak"])
+    print("%s: %d units, peak %d B, split %s" % (l, units, sh["peak"], sh["split"]))
+assert got_states == n_states, (got_states, n_states)
+PY
+        done
+    done
+done
+# --wrap: the layers named by a pattern are the default units; mlp3's Linear layers as units
+"$roamc" gpt2-tiny.onnx --shard fsdp --world 2 --wrap 'h.*' --report json > wrap.rep 2>&1 ||
+    fail "--wrap 'h.*'"
+"$roamc" mlp3.onnx --shard fsdp --world 2 --wrap 'fc*' --report json > wrap_mlp.rep 2>&1 ||
+    fail "--wrap 'fc*'"
+$py - <<'PY' || fail "--wrap units"
+import json
+a, b = json.load(open("wrap.rep"))["shard"], json.load(open("gpt2-tiny_fsdp_w2_r0.rep"))["shard"]
+assert a["unit_names"] == b["unit_names"] == "(root),h.0,h.1" and a["peak"] == b["peak"], (a, b)
+c = json.load(open("wrap_mlp.rep"))["shard"]
+assert c["unit_names"] == "fc1,fc2,fc3", c["unit_names"]
+print("--wrap: gpt2-tiny 'h.*' = the default layers (peak %d B); mlp3 'fc*': %s"
+      % (a["peak"], c["unit_names"]))
+PY
+# a pattern that matches no module: an error that says so, nothing written
+rm -f bad.json bad.onnx
+"$roamc" mlp3.onnx --shard fsdp --world 2 --wrap 'layers.*' --emit-train bad.onnx -o bad.json \
+    > bad.txt 2>&1 && fail "--wrap matching nothing: exit 0"
+grep -q "matches no module" bad.txt && [ ! -e bad.json ] && [ ! -e bad.onnx ] ||
+    { fail "--wrap matching nothing: want 'matches no module' and no file"; cat bad.txt; }
+
+# --budget and --max-batch per device: the largest micro-batch of one rank's step. The search
+# (a batch-symbolic export, the rank's step written at each batch) against the rank's step of
+# fixed-batch exports: the same theoretical peak at the largest batch and the one above it,
+# and --budget's verdict (exit 0: fits, 3: does not) agrees on both.
+BUDGET=40MB
+$py "$models/export.py" --model gpt2-tiny --symbolic-batch -o gpt2-tiny_bsym.onnx -q ||
+    fail "export gpt2-tiny --symbolic-batch"
+for kind in zero2 zero3 fsdp; do
+    "$roamc" gpt2-tiny_bsym.onnx --max-batch --budget $BUDGET --shard $kind --world 2 \
+        --report json > mb_$kind.rep 2> mb_$kind.err || { fail "--max-batch --shard $kind"; cat mb_$kind.err; continue; }
+    best=$($py -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['shard']['setup']=='$kind'; print(r['max_batch']['plan'])" mb_$kind.rep) ||
+        { fail "--max-batch --shard $kind: report"; continue; }
+    [ "$best" -ge 1 ] || { fail "--max-batch --shard $kind: batch $best"; continue; }
+    for b in $best $((best + 1)); do
+        $py "$models/export.py" --model gpt2-tiny --batch $b -o tiny_b$b.onnx -q || fail "export b$b"
+        "$roamc" tiny_b$b.onnx --shard $kind --world 2 --budget $BUDGET --report json > mbd_${kind}_$b.rep 2>&1
+        rc=$?
+        want=0; [ $b -gt $best ] && want=3
+        [ $rc -eq $want ] || fail "--shard $kind --budget $BUDGET at batch $b: exit $rc, want $want"
+        $py - mb_$kind.rep mbd_${kind}_$b.rep $b <<'PY' || fail "--max-batch --shard $kind: batch $b"
+import json, sys
+search, direct, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+row = [r for r in search["rows"] if r["batch"] == b]
+assert row, "batch %d not tried" % b
+assert row[0]["plan"]["theoretical_peak"] == direct["theoretical_peak"], (row[0], direct["theoretical_peak"])
+print("--max-batch --shard %s: batch %d, search %d B = rank's step %d B" % (
+    direct["shard"]["setup"], b, row[0]["plan"]["theoretical_peak"], direct["theoretical_peak"]))
+PY
+    done
+done
+
+# LLaMA: the 7B configuration has LLaMA-7B's 6,738,415,616 parameters; the 2-layer one
+# (bf16 autocast) is planned as one rank of each set-up and checked.
+$py "$models/export.py" --model llama-7b --amp bf16 -o llama-7b.onnx -q || fail "export llama-7b"
+$py - <<'PY' || fail "llama-7b parameters"
+import math, onnx
+m = onnx.load("llama-7b.onnx")
+meta = {p.key: p.value for p in m.metadata_props}
+ins = {i.name: i for i in m.graph.input}
+n = sum(math.prod(d.dim_value for d in ins[p].type.tensor_type.shape.dim)
+        for p in meta["roamc.parameters"].split(","))
+assert n == 6738415616, n
+print("llama-7b: %d parameters, %d nodes" % (n, len(m.graph.node)))
+PY
+$py "$models/export.py" --model llama-tiny --batch 2 --amp bf16 -o llama-tiny.onnx -q ||
+    fail "export llama-tiny"
+for kind in ddp zero1 zero2 zero3 fsdp; do
+    l=llama-tiny_$kind
+    "$roamc" llama-tiny.onnx --shard $kind --world 2 --emit-train $l.onnx -o $l.json > $l.txt 2>&1 ||
+        { fail "$l"; cat $l.txt; continue; }
+    $py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
+    grep "rank peak" $l.txt
+done
+
 # bad combinations: exit 2, one message, nothing written
 bad() {
     want=$1
@@ -139,9 +286,13 @@ bad "is not a rank of --world 2" --shard zero1 --world 2 --rank 2
 bad "need --shard" --world 2
 bad "need --shard" --rank 1
 bad "not with --fit" --shard ddp --world 2 --budget 1GB --fit
-bad "not with --fit, --compare" --shard ddp --world 2 --compare
-bad "zero3 is not done" --shard zero3 --world 2
-bad "ddp, zero1, zero2 or zero3" --shard fsdp --world 2
+bad "not with --fit or --compare" --shard ddp --world 2 --compare
+bad "needs --world" --shard zero3
+bad "ddp, zero1, zero2, zero3 or fsdp" --shard zero4 --world 2
+bad "is for --shard zero3 or fsdp" --shard ddp --world 2 --prefetch 2
+bad "fsdp only" --shard zero3 --world 2 --wrap 'h.*'
+bad "need --shard" --wrap 'h.*'
+bad "prefetch is 0 to 1024" --shard fsdp --world 2 --prefetch 2000
 bad "needs --emit-train" --shard ddp --world 2 -o bad.json
 bad "bucket-mb" --shard ddp --world 2 --bucket-mb 0
 test_finish test_shard "$fails" 1

@@ -18,6 +18,7 @@
  */
 #include "budget.h"
 #include "fit.h"
+#include "shard.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -251,7 +252,7 @@ static int budget_load(const planner_batch_query *q, int64_t batch, planner_step
                       .bindings = &o,
                       .train = q->train,
                       .align = q->opt.align,
-                      .keep_bytes = q->fit != 0};
+                      .keep_bytes = q->fit != 0 || q->shard};
     int rc = planner_step_load(&l, step, err, errlen);
     free(o.dims);
     return rc ? 2 : 0;
@@ -316,6 +317,32 @@ static int budget_fit(const planner_batch_query *q, const planner_step *step, in
     return rc ? 1 : 0;
 }
 
+/* --shard: the rank's step of step (loaded at batch b) into *o, loaded
+ * under q's bindings and symbol = b (*bindings: they, its dims malloc'd;
+ * the caller frees them and *o whatever the return).  Returns 0, or 1 with
+ * a message. */
+static int budget_shard(const planner_batch_query *q, const planner_step *step, int64_t b,
+                        fe_options *bindings, shard_outcome *o, char *err, size_t errlen) {
+    *bindings = *q->bindings;
+    bindings->dims = xmallocarray(q->bindings->n_dims + 1, sizeof *bindings->dims);
+    if (q->bindings->n_dims)
+        memcpy(bindings->dims, q->bindings->dims, q->bindings->n_dims * sizeof *bindings->dims);
+    bindings->dims[bindings->n_dims++] = (fe_dim_binding){(char *)q->symbol, b};
+    planner_options opt = q->opt;
+    opt.progress = 0;
+    char name[64];
+    snprintf(name, sizeof name, "(the rank's step at batch %" PRId64 ")", b);
+    shard_request r = {.step_name = q->model_path,
+                       .step_bytes = step->bytes,
+                       .step_len = step->len,
+                       .g = &step->g,
+                       .bindings = bindings,
+                       .opt = &opt,
+                       .so = *q->shard,
+                       .emit_name = name};
+    return shard_build(&r, o, err, errlen) ? 1 : 0;
+}
+
 /* The row of batch b, planned now if it was not yet.  NULL on an error
  * (message in s->err); a model too large to size at this batch is a row
  * that does not fit. */
@@ -340,6 +367,21 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
      * represent: any failure is the model's, reported */
     if ((s->status = budget_load(s->q, b, &step, why, sizeof why)))
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
+    /* --shard: the rank's step at this batch is what is sized */
+    const graph *g = &step.g;
+    shard_outcome rank_step;
+    fe_options rank_bindings = {0};
+    if (s->q->shard) {
+        if ((s->status =
+                 budget_shard(s->q, &step, b, &rank_bindings, &rank_step, why, sizeof why))) {
+            shard_outcome_free(&rank_step);
+            free(rank_bindings.dims);
+            planner_step_free(&step);
+            return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
+                   NULL;
+        }
+        g = &rank_step.graph;
+    }
     for (int who = BUDGET_PYTORCH; who <= BUDGET_PLAN && s->status == 0; who++) {
         plan p;
         /* The slow layout only where it decides: its arena is at least the
@@ -348,7 +390,7 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
          * with peak <= budget < llfb's arena needs it. */
         bool quick = who == BUDGET_PLAN && slow_layout;
         for (;;) {
-            if ((s->status = budget_plan(s->q, &step.g, who, quick, &p, why, sizeof why))) break;
+            if ((s->status = budget_plan(s->q, g, who, quick, &p, why, sizeof why))) break;
             if (!quick) break;
             if (!budget_fits(s->q->budget, p.theoretical)) {
                 row->arena = BUDGET_ARENA_SKIPPED;
@@ -376,6 +418,10 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
     }
     if (s->status == 0 && s->q->fit && !row->fits[BUDGET_PLAN])
         s->status = budget_fit(s->q, &step, b, row, why, sizeof why);
+    if (s->q->shard) {
+        shard_outcome_free(&rank_step);
+        free(rank_bindings.dims);
+    }
     planner_step_free(&step);
     if (s->status)
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
@@ -690,6 +736,13 @@ static void budget_report_json(FILE *out, const budget_search *s, const budget_r
     json_object_set_new(r, "budget", budget_echo_json(q->budget));
     json_object_set_new(r, "order", json_string(planner_order_name(q->opt.order)));
     json_object_set_new(r, "layout", json_string(planner_layout_name(q->opt.layout)));
+    if (q->shard) { /* the batch is the micro-batch per device */
+        json_t *sh = json_object();
+        json_object_set_new(sh, "setup", json_string(shard_kind_name(q->shard->kind)));
+        json_object_set_new(sh, "world", json_integer(q->shard->world));
+        json_object_set_new(sh, "rank", json_integer(q->shard->rank));
+        json_object_set_new(r, "shard", sh);
+    }
     json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
     for (int w = 0; w < BUDGET_N; w++) {
         json_object_set_new(mb, keys[w], json_integer(res->best[w]));
@@ -751,6 +804,11 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
     }
     fprintf(out, "roamc %s --max-batch: %s, batch symbol '%s'\n", ROAMC_VERSION, q->model_path,
             q->symbol);
+    if (q->shard)
+        fprintf(out,
+                "  set-up        one rank of --shard %s, world %ld, rank %ld: the batch is the "
+                "micro-batch per device, the budget per device\n",
+                shard_kind_name(q->shard->kind), q->shard->world, q->shard->rank);
     budget_echo_text(out, q->budget);
     fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
             "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");

@@ -61,6 +61,10 @@ typedef struct planner_batch_query {
     unsigned fit;
     double max_overhead;
     const struct fit_device *device;
+    /* --shard: size one rank's step (shard_build) at each batch, the batch
+     * being the micro-batch per device and the budget per device; NULL:
+     * the step as it is */
+    const struct shard_options *shard;
 } planner_batch_query;
 
 /* Finds, for PyTorch's plan and for the chosen one, the largest batch that

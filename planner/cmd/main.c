@@ -104,13 +104,20 @@ static const char usage_text[] =
     "                        a100, l4, 4090 or gh200\n"
     "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
     "                        the built-in ones; README, section --fit)\n"
-    "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1 or zero2\n"
+    "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1, zero2,\n"
+    "                        zero3 or fsdp\n"
     "                        (README, section --shard); needs --world; -o needs\n"
     "                        --emit-train FILE (the rank's step, which the plan names)\n"
     "      --world N         --shard: ranks in the job (1 to 65536)\n"
     "      --rank R          --shard: the rank planned (0 to N-1, default 0)\n"
     "      --bucket-mb MB    --shard: DDP's bucket_cap_mb (default 25; the first bucket\n"
     "                        closes at 1 MiB)\n"
+    "      --wrap PATTERN    --shard fsdp: the wrap unit, modules whose name matches\n"
+    "                        PATTERN (fnmatch, '*' within one name part: 'h.*'\n"
+    "                        is h.0, h.1, ...; default: each transformer layer, the\n"
+    "                        name up to its first number)\n"
+    "      --prefetch D      --shard zero3|fsdp: units gathered ahead in the backward\n"
+    "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -352,7 +359,7 @@ enum {
     OPT_DEVICE_PROFILE
 };
 /* --shard and its options (planner/shard/) */
-enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB };
+enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB, OPT_WRAP, OPT_PREFETCH };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -382,6 +389,8 @@ static int main_plan(int argc, char **argv) {
         {"world", required_argument, NULL, OPT_WORLD},
         {"rank", required_argument, NULL, OPT_RANK},
         {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
+        {"wrap", required_argument, NULL, OPT_WRAP},
+        {"prefetch", required_argument, NULL, OPT_PREFETCH},
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -504,9 +513,10 @@ static int main_plan_number_option(main_plan_args *a, int c, const char *arg) {
 /* --shard, --world, --rank, --bucket-mb: the set-up, and which were given. */
 typedef struct main_shard_args {
     shard_options so;
-    bool world, rank, bucket;
+    bool world, rank, bucket, prefetch;
 } main_shard_args;
-static main_shard_args main_shard = {.so = {.bucket_mb = SHARD_DEFAULT_BUCKET_MB}};
+static main_shard_args main_shard = {
+    .so = {.bucket_mb = SHARD_DEFAULT_BUCKET_MB, .prefetch = SHARD_DEFAULT_PREFETCH}};
 
 /* One --shard option; MAIN_CONTINUE, or 2 after a usage message. */
 static int main_shard_option(int c, const char *arg) {
@@ -515,7 +525,7 @@ static int main_shard_option(int c, const char *arg) {
     switch (c) {
     case OPT_SHARD:
         if (shard_kind_parse(arg, &main_shard.so.kind))
-            return main_usage_error("--shard is ddp, zero1, zero2 or zero3, not '%s'", arg);
+            return main_usage_error("--shard is ddp, zero1, zero2, zero3 or fsdp, not '%s'", arg);
         break;
     case OPT_WORLD:
         if (main_parse_u64(arg, &num) || num > SHARD_MAX_WORLD)
@@ -526,6 +536,12 @@ static int main_shard_option(int c, const char *arg) {
         if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num >= SHARD_MAX_WORLD))
             return main_usage_error("--rank is a rank from 0 to --world - 1, not '%s'", arg);
         main_shard.so.rank = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.rank = true;
+        break;
+    case OPT_WRAP: main_shard.so.wrap = arg; break;
+    case OPT_PREFETCH:
+        if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num > SHARD_MAX_PREFETCH))
+            return main_usage_error("--prefetch is 0 to 1024 units, not '%s'", arg);
+        main_shard.so.prefetch = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.prefetch = true;
         break;
     default:
         errno = 0;
@@ -545,13 +561,16 @@ static int main_shard_option(int c, const char *arg) {
 static int main_shard_check(const main_plan_args *a) {
     char err[512];
     const main_shard_args *s = &main_shard;
-    if (!s->so.kind && (s->world || s->rank || s->bucket))
-        return main_usage_error("%s", "--world, --rank and --bucket-mb need --shard KIND");
+    if (!s->so.kind && (s->world || s->rank || s->bucket || s->prefetch || s->so.wrap))
+        return main_usage_error(
+            "%s", "--world, --rank, --bucket-mb, --wrap and --prefetch need --shard KIND");
+    if (s->prefetch && s->so.kind != SHARD_ZERO3 && s->so.kind != SHARD_FSDP)
+        return main_usage_error("%s", "--prefetch is for --shard zero3 or fsdp (gathered units)");
     if (!s->so.kind) return MAIN_CONTINUE;
     if (!s->world) return main_usage_error("%s", "--shard needs --world N (the ranks in the job)");
-    if (a->fit || a->compare || a->max_batch || a->budget.budget_text)
-        return main_usage_error("%s", "--shard plans one rank's step: not with --fit, --compare, "
-                                      "--max-batch or --budget (yet)");
+    if (a->fit || a->compare)
+        return main_usage_error("%s", "--shard plans one rank's step: not with --fit or --compare "
+                                      "(yet)");
     if (a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--shard -o needs --emit-train FILE: the plan names the "
                                       "rank's step, which --emit-train writes");
@@ -560,7 +579,8 @@ static int main_shard_check(const main_plan_args *a) {
 }
 
 /* --shard: the rank's step (shard_run) planned, written with its plan and
- * reported.  Its exit status: 0, or 1 after a message. */
+ * reported, with --budget's verdict (per device).  Its exit status: 0, 1
+ * after a message, or PLANNER_EXIT_NO_FIT. */
 static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
                            const planner_step *step, const char *model_path, planner_files *files,
                            FILE *report) {
@@ -595,20 +615,43 @@ static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
         fprintf(stderr, "roamc: %s\n", err);
         rc = 1;
     }
+    /* --budget (per device): PyTorch's plan of the rank's step beside this one */
+    const planner_budget *budget = &a->budget;
+    plan torch = {0};
+    const plan *torch_p = &o.plan;
+    if (rc == 0 && budget->budget_text) {
+        planner_options topt = a->opt;
+        planner_method_apply(planner_method_find("pytorch"), &topt);
+        topt.device_limit = budget->budget - budget->reserve;
+        topt.progress = 0;
+        if (plan_build(&o.graph, &topt, &torch, err, sizeof err)) {
+            fprintf(stderr, "roamc: %s: PyTorch's plan of the rank's step: %s\n", model_path, err);
+            rc = 1;
+        }
+        torch_p = &torch;
+    }
     planner_progress_end();
+    int fit = 0;
     if (rc == 0 && report) {
         if (a->json_report) {
             json_t *extra = json_object();
             shard_report_json(extra, &r, &o);
+            if (budget->budget_text)
+                fit = planner_budget_report(NULL, budget, &o.plan, torch_p, extra);
             plan_report_json(report, &o.plan, r.emit_name, files, extra);
             json_decref(extra);
         } else {
             plan_report_text(report, &o.plan, r.emit_name, files);
             shard_report_text(report, &r, &o);
+            if (budget->budget_text)
+                fit = planner_budget_report(report, budget, &o.plan, torch_p, NULL);
         }
+    } else if (rc == 0 && budget->budget_text) {
+        fit = planner_budget_report(NULL, budget, &o.plan, torch_p, NULL);
     }
+    plan_free(&torch);
     shard_outcome_free(&o);
-    return rc;
+    return rc ? rc : fit;
 }
 
 /* One option, c as getopt_long returned it; MAIN_CONTINUE, or the exit
@@ -644,7 +687,9 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_SHARD:
     case OPT_WORLD:
     case OPT_RANK:
-    case OPT_BUCKET_MB: return main_shard_option(c, optarg);
+    case OPT_BUCKET_MB:
+    case OPT_WRAP:
+    case OPT_PREFETCH: return main_shard_option(c, optarg);
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -790,7 +835,8 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .train = a->train.on ? &a->train.t : NULL,
                              .fit = a->fit,
                              .max_overhead = a->max_overhead,
-                             .device = device};
+                             .device = device,
+                             .shard = main_shard.so.kind ? &main_shard.so : NULL};
     int rc = planner_max_batch(&q, report, err, sizeof err);
     planner_progress_end();
     if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);

@@ -33,14 +33,55 @@
  *          place, then the rank copies back only the gradients it owns;
  *          the others' gradients are dead once copied into the bucket
  *          (roamc.gradients names the owned ones only).
- *   zero3  not done (refused by shard_check).
+ *   zero3  DeepSpeed's ZeRO-3 as the graph can say it: the wrap unit is
+ *          each module that owns parameters directly (the parameter's name
+ *          up to its last '.'); see "Gathered set-ups" below.
+ *   fsdp   FullyShardedDataParallel (FULL_SHARD): the wrap unit is each
+ *          transformer layer (the name up to its first numeric component,
+ *          "h.7", "model.layers.12") or, with --wrap PATTERN, each module
+ *          whose name matches PATTERN (fnmatch, a '*' never crossing a '.':
+ *          "h.*" is h.0, h.1, ..., not h.0.attn; the innermost match owns a
+ *          parameter, as nested FSDP units do); the parameters in no unit
+ *          form the root unit, gathered once before the forward pass and
+ *          kept to the end of the backward pass (FSDP does not reshard the
+ *          root after its forward).
+ *
+ * Gathered set-ups (zero3, fsdp).  Per unit, its parameters flattened in
+ * roamc.parameters order, N elements padded to world * S: the rank keeps
+ * S elements ("roamc.param<u>", a persistent graph input).  Before the
+ * unit's first forward read an ai.roamc AllGather makes the full flat
+ * buffer (new, world * S); each parameter read in the forward pass reads an
+ * as_strided view of it, so the buffer dies after the unit's last forward
+ * read.  Before the unit's backward (its first backward read or gradient,
+ * whichever is first) a second AllGather; with prefetch depth D (default
+ * 1, FSDP's BACKWARD_PRE) it is issued where the backward of the unit D
+ * places earlier in backward order starts, held there by an ai.roamc
+ * Depend node (output: a view of its first input; its second input only
+ * orders it) on that unit's first backward op.  Views of a parameter made
+ * in the forward pass and read in the backward pass are made again from
+ * the backward gather (FSDP re-fills the freed storage they view).  After
+ * the unit's last gradient: a flat gradient buffer (aten new_zeros of the
+ * gathered buffer, so the gathered parameters live until then, as FSDP's
+ * post-backward reshard), each gradient copied in (as_strided + copy_),
+ * div_ by the world size, and an ai.roamc ReduceScatter into the rank's
+ * gradient shard ("roamc.grad<u>", S elements, new).  The optimizer updates
+ * only the rank's range of each parameter: its update nodes read
+ * as_strided views of the parameter and gradient shards, their values and
+ * the parameter's optimizer state take that range's shape; a parameter
+ * with no element in the rank's range loses its update nodes and state.
+ * Buffers (roamc.buffers) stay whole.  Not modelled: DeepSpeed's
+ * persistence threshold (parameters under 1e5 elements kept whole),
+ * prefetch bucket and reuse distance, FSDP's forward prefetch (off by
+ * default) and limit_all_gathers.
  *
  * Every new node has explicit alias/inplace attributes and every new value a
  * value_info, so roamc, roamc check and check_plan.py read the rank's step
  * as any other.  Metadata added: roamc.shard ("zero1 world=2 rank=0
  * bucket_mb=25"), roamc.communication (the buffers' names), roamc.owned
- * (zero*: the parameters this rank updates); roamc.optimizer_state
- * (and roamc.gradients for zero2) narrowed to the rank's.
+ * (zero1/2: the parameters this rank updates); roamc.optimizer_state
+ * (and roamc.gradients for zero2) narrowed to the rank's; zero3/fsdp:
+ * roamc.parameters and roamc.gradients name the shards, roamc.gathered the
+ * gathered buffers.
  */
 #ifndef ROAMC_SHARD_H
 #define ROAMC_SHARD_H
@@ -53,17 +94,25 @@
 #include "graph.h"
 #include "planner.h"
 
-enum shard_kind { SHARD_NONE = 0, SHARD_DDP, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3 };
+enum shard_kind { SHARD_NONE = 0, SHARD_DDP, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_FSDP };
 
 #define SHARD_DEFAULT_BUCKET_MB 25.0
 #define SHARD_FIRST_BUCKET_BYTES ((uint64_t)1 << 20) /* torch's _DEFAULT_FIRST_BUCKET_BYTES */
 #define SHARD_MAX_WORLD 65536
+#define SHARD_DEFAULT_PREFETCH 1 /* FSDP's BACKWARD_PRE: the next unit gathered */
+#define SHARD_MAX_PREFETCH 1024
 
 /* The set-up asked for. */
 typedef struct shard_options {
     int kind;         /* enum shard_kind */
     long world, rank; /* 0 < world <= SHARD_MAX_WORLD, 0 <= rank < world */
     double bucket_mb; /* DDP's bucket_cap_mb, > 0 */
+    /* zero3, fsdp: units gathered ahead in the backward pass (0 to
+     * SHARD_MAX_PREFETCH) */
+    long prefetch;
+    /* fsdp: the wrap unit, an fnmatch pattern of module names; NULL: each
+     * transformer layer */
+    const char *wrap;
 } shard_options;
 
 /* "ddp", "zero1", ...; "?" outside the enum. */
@@ -90,6 +139,7 @@ enum shard_part {
     SHARD_OPTIMIZER,   /* roamc.optimizer_state */
     SHARD_COMM,        /* roamc.communication */
     SHARD_ACTIVATIONS, /* everything else: activations, temporaries, data */
+    SHARD_GATHERED,    /* roamc.gathered (zero3, fsdp): full parameters gathered */
     SHARD_N_PARTS
 };
 
@@ -103,12 +153,17 @@ typedef struct shard_outcome {
     size_t n_params, n_owned, n_buckets, n_removed;
     uint64_t param_bytes, owned_bytes; /* parameters, and those this rank updates */
     uint64_t bucket_bytes;             /* communication buffers, element bytes */
-    uint64_t split[SHARD_N_PARTS];     /* at the peak step; sums to plan.theoretical */
+    /* zero3, fsdp: wrap units (n_buckets counts them too), the largest
+     * unit's gathered bytes, and the units' names ("h.0,h.1,...", malloc'd) */
+    size_t n_units;
+    uint64_t largest_unit_bytes;
+    char *units;
+    uint64_t split[SHARD_N_PARTS]; /* at the peak step; sums to plan.theoretical */
     int peak_step;
     char peak_op[160];
 } shard_outcome;
 
-/* Checks so (kind, world, rank, bucket size).  0, or -1 with a message. */
+/* Checks so (kind, world, rank, bucket size, prefetch).  0, or -1 with a message. */
 int shard_check(const shard_options *so, char *err, size_t errlen);
 
 /* The rank's step as ONNX bytes into *bytes (malloc'd, *len; the caller
@@ -119,6 +174,10 @@ int shard_check(const shard_options *so, char *err, size_t errlen);
 int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outcome *o, char *err,
                size_t errlen);
 
+/* Emits, loads and builds the rank's step into o (no plan; free it with
+ * shard_outcome_free whatever the return).  Returns 0, or -1 with a
+ * message. */
+int shard_build(const shard_request *r, shard_outcome *o, char *err, size_t errlen);
 /* Emits, loads, builds and plans the rank's step into o (free it with
  * shard_outcome_free whatever the return), with the split at its peak.
  * Returns 0, or -1 with a message. */

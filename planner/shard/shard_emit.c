@@ -17,206 +17,9 @@
 #include "base.h"
 #include "edit.h"
 
-#define SH_NAME 1024
-
-typedef struct sh_param {
-    int value, grad; /* the parameter and its gradient (value indices) */
-    int producer;    /* the op that makes the gradient */
-    uint64_t numel;  /* elements of the gradient */
-    uint64_t bytes;  /* its bytes (unaligned) */
-    int bucket;      /* index into buckets */
-    uint64_t offset; /* first element in its bucket's buffer */
-    int owner;       /* zero*: the rank that updates it */
-    int last_update; /* zero*: the last update op writing its storage, -1 */
-    size_t copy_out; /* the position its gradient is copied back at; SIZE_MAX: never */
-} sh_param;
-
-typedef struct sh_bucket {
-    int32_t elem;
-    uint64_t numel, bytes; /* its parameters' elements and bytes */
-    int buffer;            /* the buffer it fills (ddp: its own) */
-    int last;              /* its last parameter in ready order */
-} sh_bucket;
-
-enum sh_insert_kind { SH_COPY_IN = 1, SH_REDUCE, SH_COPY_OUT };
-
-typedef struct sh_insert {
-    size_t position, seq;
-    int kind;  /* enum sh_insert_kind */
-    int index; /* the parameter (copies) or the bucket (reduce) */
-} sh_insert;
-
-typedef struct sh_work {
-    const shard_request *r;
-    const graph *g;
-    const fe_model *m;
-    bool zero;
-    sh_param *p;
-    size_t n;
-    int *ready; /* parameter indices in the order their gradients are ready */
-    sh_bucket *b;
-    size_t nb;
-    size_t n_buffers;
-    uint64_t *buffer_numel; /* per buffer */
-    int32_t *buffer_elem;
-    int *state_of; /* per optimizer-state value listed: its parameter */
-    int *states;   /* the optimizer-state values listed */
-    size_t n_states;
-    int *op_tag;      /* per op: the parameter it updates (zero*), -1 */
-    bool *removed;    /* per op */
-    size_t last_grad; /* the last gradient producer */
-    size_t opt_start; /* the first op after it touching a parameter, gradient or state */
-    sh_insert *ins;
-    size_t n_ins, cap_ins;
-    char *err;
-    size_t errlen;
-} sh_work;
-
-const char *shard_kind_name(int kind) {
-    switch (kind) {
-    case SHARD_DDP: return "ddp";
-    case SHARD_ZERO1: return "zero1";
-    case SHARD_ZERO2: return "zero2";
-    case SHARD_ZERO3: return "zero3";
-    default: return "?";
-    }
-}
-
-int shard_kind_parse(const char *s, int *kind) {
-    for (int k = SHARD_DDP; k <= SHARD_ZERO3; k++)
-        if (strcmp(s, shard_kind_name(k)) == 0) {
-            *kind = k;
-            return 0;
-        }
-    return -1;
-}
-
-int shard_check(const shard_options *so, char *err, size_t errlen) {
-    if (so->kind == SHARD_ZERO3)
-        return roamc_errorf(err, errlen,
-                            "--shard zero3 is not done yet: roamc plans ddp, zero1 and zero2 (each "
-                            "rank keeps whole parameters; see planner/shard/shard.h)");
-    if (so->kind < SHARD_DDP || so->kind > SHARD_ZERO2)
-        return roamc_errorf(err, errlen, "--shard is ddp, zero1 or zero2");
-    if (so->world < 1 || so->world > SHARD_MAX_WORLD)
-        return roamc_errorf(err, errlen, "--world is 1 to %d, not %ld", SHARD_MAX_WORLD, so->world);
-    if (so->rank < 0 || so->rank >= so->world)
-        return roamc_errorf(err, errlen, "--rank %ld is not a rank of --world %ld (0 to %ld)",
-                            so->rank, so->world, so->world - 1);
-    if (!(so->bucket_mb > 0) || so->bucket_mb > 1e6)
-        return roamc_errorf(err, errlen, "--bucket-mb is above 0 and at most 1000000, not %g",
-                            so->bucket_mb);
-    return 0;
-}
+#include "shard_internal.h"
 
 /* ------------------------------------------------------------ metadata */
-
-/* The comma-separated names of metadata key, resolved to values into *out
- * (malloc'd); -1 with a message on a name that is no value. */
-static int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t *n) {
-    const char *s = fe_meta(w->m, key);
-    *out = NULL, *n = 0;
-    if (!s || !*s) {
-        if (!required) return 0;
-        return roamc_errorf(w->err, w->errlen,
-                            "%s: --shard needs metadata %s (models/export.py's convention, or "
-                            "--train): which values are the parameters and their gradients",
-                            w->r->step_name, key);
-    }
-    size_t cap = 1;
-    for (const char *c = s; *c; c++) cap += *c == ',';
-    *out = xmallocarray(cap, sizeof **out);
-    char name[SH_NAME];
-    for (const char *c = s;;) {
-        size_t len = strcspn(c, ",");
-        if (len >= sizeof name)
-            return roamc_errorf(w->err, w->errlen, "%s: metadata %s: a name of %zu bytes",
-                                w->r->step_name, key, len);
-        memcpy(name, c, len);
-        name[len] = 0;
-        if (len) {
-            int v = fe_find_value(w->m, name);
-            if (v < 0)
-                return roamc_errorf(w->err, w->errlen, "%s: metadata %s names '%s', no value",
-                                    w->r->step_name, key, name);
-            (*out)[(*n)++] = v;
-        }
-        if (!c[len]) break;
-        c += len + 1;
-    }
-    return 0;
-}
-
-static uint64_t sh_numel(const fe_value *v) {
-    uint64_t n = 1;
-    for (int d = 0; d < v->rank; d++) n *= (uint64_t)v->dims[d].value;
-    return n;
-}
-
-/* Parameters and gradients, one gradient per parameter. */
-static int sh_params(sh_work *w) {
-    int *pv, *gv;
-    size_t np, ng;
-    gv = NULL, ng = 0;
-    int rc = sh_meta_values(w, "roamc.parameters", true, &pv, &np);
-    if (rc == 0) rc = sh_meta_values(w, "roamc.gradients", true, &gv, &ng);
-    if (rc == 0 && np != ng)
-        rc = roamc_errorf(w->err, w->errlen,
-                          "%s: metadata roamc.parameters names %zu values, roamc.gradients %zu: "
-                          "--shard needs one gradient per parameter, in the same order",
-                          w->r->step_name, np, ng);
-    if (rc == 0 && np == 0)
-        rc = roamc_errorf(w->err, w->errlen, "%s: no parameters to shard", w->r->step_name);
-    w->n = rc == 0 ? np : 0;
-    w->p = xcalloc(w->n ? w->n : 1, sizeof *w->p);
-    for (size_t i = 0; rc == 0 && i < np; i++) {
-        sh_param *P = &w->p[i];
-        const fe_value *gvv = &w->m->values[gv[i]];
-        P->value = pv[i], P->grad = gv[i], P->producer = gvv->producer;
-        P->numel = sh_numel(gvv), P->bytes = gvv->bytes;
-        P->owner = 0, P->last_update = -1, P->copy_out = SIZE_MAX;
-        if (P->producer < 0)
-            rc = roamc_errorf(w->err, w->errlen,
-                              "%s: gradient '%s' of parameter '%s' is made by no node",
-                              w->r->step_name, gvv->name, w->m->values[pv[i]].name);
-        else if (w->m->values[pv[i]].bytes != gvv->bytes)
-            rc = roamc_errorf(w->err, w->errlen,
-                              "%s: gradient '%s' (%llu B) is not the size of parameter '%s' "
-                              "(%llu B)",
-                              w->r->step_name, gvv->name, (unsigned long long)gvv->bytes,
-                              w->m->values[pv[i]].name,
-                              (unsigned long long)w->m->values[pv[i]].bytes);
-    }
-    free(pv);
-    free(gv);
-    return rc;
-}
-
-/* Each optimizer-state value's parameter: the longest parameter name that
- * is its name's prefix before a '.' ("fc.weight.exp_avg"). */
-static int sh_states(sh_work *w) {
-    if (sh_meta_values(w, "roamc.optimizer_state", false, &w->states, &w->n_states)) return -1;
-    w->state_of = xmallocarray(w->n_states ? w->n_states : 1, sizeof *w->state_of);
-    for (size_t k = 0; k < w->n_states; k++) {
-        const char *s = w->m->values[w->states[k]].name;
-        int best = -1;
-        size_t best_len = 0;
-        for (size_t i = 0; i < w->n; i++) {
-            const char *pn = w->m->values[w->p[i].value].name;
-            size_t len = strlen(pn);
-            if (len > best_len && strncmp(s, pn, len) == 0 && s[len] == '.')
-                best = (int)i, best_len = len;
-        }
-        if (best < 0 && w->zero)
-            return roamc_errorf(
-                w->err, w->errlen,
-                "%s: optimizer state '%s' is named after no parameter (PARAM.what): "
-                "--shard %s cannot tell which rank keeps it",
-                w->r->step_name, s, shard_kind_name(w->r->so.kind));
-        w->state_of[k] = best;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------------- buckets */
 
@@ -312,85 +115,6 @@ static void sh_partition(sh_work *w) {
 
 /* ------------------------------------------- the optimizer's nodes (zero*) */
 
-/* The ops after the last gradient producer, each tagged with the one
- * parameter whose gradient, state or storage it reads (flowing through the
- * storages it makes); an op reading two parameters' is refused. */
-static int sh_tag_updates(sh_work *w) {
-    const graph *g = w->g;
-    int *tag = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *tag);
-    for (size_t s = 0; s < g->n_storages; s++) tag[s] = -1;
-    for (size_t i = 0; i < w->n; i++) {
-        tag[g->storage_of[w->p[i].value]] = (int)i;
-        tag[g->storage_of[w->p[i].grad]] = (int)i;
-    }
-    for (size_t k = 0; k < w->n_states; k++)
-        if (w->state_of[k] >= 0) tag[g->storage_of[w->states[k]]] = w->state_of[k];
-    int rc = 0;
-    for (size_t op = w->last_grad + 1; rc == 0 && op < g->n_ops; op++) {
-        const fe_node *nd = &w->m->nodes[op];
-        int t = -1;
-        for (size_t i = 0; i < nd->n_inputs && t != -2; i++) {
-            if (nd->inputs[i] < 0) continue;
-            int s = tag[g->storage_of[nd->inputs[i]]];
-            if (s >= 0 && t >= 0 && s != t)
-                t = -2;
-            else if (s >= 0)
-                t = s;
-        }
-        for (size_t k = 0; k < nd->n_outputs && t != -2; k++) {
-            if (nd->outputs[k] < 0) continue;
-            int *s = &tag[g->storage_of[nd->outputs[k]]];
-            if (*s >= 0 && t >= 0 && *s != t)
-                t = -2;
-            else if (*s >= 0)
-                t = *s;
-            else
-                *s = t;
-        }
-        if (t == -2) {
-            char label[160];
-            rc = roamc_errorf(w->err, w->errlen,
-                              "%s: node %s (#%zu, %s) after the backward pass reads the "
-                              "gradients or state of several parameters (a fused or foreach "
-                              "optimizer, gradient clipping): --shard %s needs each parameter's "
-                              "update on its own",
-                              w->r->step_name, graph_op_label(g, (int)op, label, sizeof label), op,
-                              nd->op_type, shard_kind_name(w->r->so.kind));
-            break;
-        }
-        w->op_tag[op] = t;
-        if (t < 0) continue;
-        for (size_t k = 0; k < nd->n_outputs; k++)
-            if (nd->outputs[k] >= 0 &&
-                g->storage_of[nd->outputs[k]] == g->storage_of[w->p[t].value])
-                w->p[t].last_update = (int)op;
-    }
-    free(tag);
-    return rc;
-}
-
-/* The last gradient producer, and the first op after it that touches a
- * parameter, a gradient or an optimizer state: where the backward pass
- * ends (DDP copies the reduced gradients back there). */
-static void sh_passes(sh_work *w) {
-    const graph *g = w->g;
-    w->last_grad = 0;
-    for (size_t i = 0; i < w->n; i++)
-        if ((size_t)w->p[i].producer > w->last_grad) w->last_grad = (size_t)w->p[i].producer;
-    bool *mark = xcalloc(g->n_storages ? g->n_storages : 1, sizeof *mark);
-    for (size_t i = 0; i < w->n; i++)
-        mark[g->storage_of[w->p[i].value]] = mark[g->storage_of[w->p[i].grad]] = true;
-    for (size_t k = 0; k < w->n_states; k++) mark[g->storage_of[w->states[k]]] = true;
-    w->opt_start = g->n_ops;
-    for (size_t op = w->last_grad + 1; op < g->n_ops && w->opt_start == g->n_ops; op++)
-        for (size_t k = g->touch_start[op]; k < g->touch_start[op + 1]; k++)
-            if (mark[g->touch[k]]) {
-                w->opt_start = op;
-                break;
-            }
-    free(mark);
-}
-
 /* ------------------------------------------------------------ emission */
 
 static void sh_add_insert(sh_work *w, size_t position, int kind, int index) {
@@ -435,81 +159,6 @@ static void sh_plan_inserts(sh_work *w) {
 static void sh_buffer_name(const sh_work *w, int buffer, char *buf, size_t len) {
     (void)w;
     snprintf(buf, len, "roamc.bucket%d", buffer);
-}
-
-/* Declares name with v's type and the given shape (dims NULL: v's). */
-static int sh_value_info(fe_edit *e, const char *name, int32_t elem, const fe_value *v,
-                         const int64_t *dims, size_t rank, char *err, size_t errlen) {
-    int64_t d[64];
-    if (!dims) {
-        rank = v->rank > 0 ? (size_t)v->rank : 0;
-        ROAMC_ASSERT(rank <= 64);
-        for (size_t k = 0; k < rank; k++) d[k] = v->dims[k].value;
-        dims = d;
-    }
-    fe_value_spec spec = {name, elem, rank, dims};
-    return fe_edit_add_value_info(e, &spec, err, errlen);
-}
-
-/* One node: domain, op, one input and one output (or two inputs), attrs. */
-typedef struct sh_node {
-    const char *domain, *op;
-    const char *in[2];
-    size_t n_in;
-    const char *out;
-    const fe_attr_spec *attrs;
-    size_t n_attrs;
-} sh_node;
-
-static int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen) {
-    fe_node_spec spec = {.domain = n->domain,
-                         .op_type = n->op,
-                         .name = n->out,
-                         .inputs = n->in,
-                         .n_inputs = n->n_in,
-                         .outputs = &n->out,
-                         .n_outputs = 1,
-                         .attrs = n->attrs,
-                         .n_attrs = n->n_attrs};
-    return fe_edit_insert_node(e, at, &spec, err, errlen);
-}
-
-static const int64_t sh_alias0[1] = {0};
-#define SH_VIEW_ATTRS(inplace)                                                                     \
-    {.name = "alias", .type = FE_ATTR_INTS, .ints = sh_alias0, .n_ints = 1}, {                     \
-        .name = "inplace", .type = FE_ATTR_INT, .i = (inplace)                                     \
-    }
-
-/* view = as_strided(buffer) at parameter i's place, then copy_ (in place)
- * from src into dst: into the bucket (copy in) or into the gradient (copy
- * out).  Inserts 2 nodes at `at`. */
-static int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer,
-                        char *err, size_t errlen) {
-    const sh_param *P = &w->p[i];
-    const fe_value *gv = &w->m->values[P->grad];
-    int64_t size[64], stride[64];
-    size_t rank = gv->rank > 0 ? (size_t)gv->rank : 0;
-    ROAMC_ASSERT(rank <= 64);
-    int64_t st = 1;
-    for (size_t d = rank; d-- > 0;) {
-        size[d] = gv->dims[d].value;
-        stride[d] = st;
-        st *= size[d] > 0 ? size[d] : 1;
-    }
-    char view[SH_NAME], out[SH_NAME];
-    snprintf(view, sizeof view, "%s.%s", gv->name, in ? "bucket" : "reduced_view");
-    snprintf(out, sizeof out, "%s.%s", gv->name, in ? "bucketed" : "reduced");
-    fe_attr_spec va[] = {{.name = "size", .type = FE_ATTR_INTS, .ints = size, .n_ints = rank},
-                         {.name = "stride", .type = FE_ATTR_INTS, .ints = stride, .n_ints = rank},
-                         {.name = "storage_offset", .type = FE_ATTR_INT, .i = (int64_t)P->offset},
-                         SH_VIEW_ATTRS(0)};
-    fe_attr_spec ca[] = {SH_VIEW_ATTRS(1)};
-    sh_node vn = {"org.pytorch.aten", "as_strided", {buffer}, 1, view, va, 5};
-    sh_node cn = {"org.pytorch.aten", "copy_", {view, gv->name}, 2, out, ca, 2};
-    if (!in) cn.in[0] = gv->name, cn.in[1] = view;
-    if (sh_put(e, at, &vn, err, errlen) || sh_put(e, at + 1, &cn, err, errlen)) return -1;
-    if (sh_value_info(e, view, gv->elem_type, gv, NULL, 0, err, errlen)) return -1;
-    return sh_value_info(e, out, gv->elem_type, gv, NULL, 0, err, errlen);
 }
 
 /* div_ of the bucket's buffer by the world size, then the collective in
@@ -588,19 +237,6 @@ static int sh_rewire(sh_work *w, fe_edit *e, const size_t *shift, char *err, siz
     }
     free(param_of);
     return rc;
-}
-
-/* A comma-separated list of value names into a malloc'd string. */
-static char *sh_join(const fe_model *m, const int *v, size_t n, const bool *keep) {
-    size_t len = 1;
-    for (size_t k = 0; k < n; k++) len += strlen(m->values[v[k]].name) + 1;
-    char *s = xmalloc(len), *p = s;
-    *p = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (keep && !keep[k]) continue;
-        p += sprintf(p, "%s%s", p == s ? "" : ",", m->values[v[k]].name);
-    }
-    return s;
 }
 
 /* zero*: the other ranks' update ops go (with their state inputs and the
@@ -701,25 +337,12 @@ static int sh_declare(sh_work *w, fe_edit *e, char *err, size_t errlen) {
     return 0;
 }
 
-static void sh_work_free(sh_work *w) {
-    free(w->p);
-    free(w->ready);
-    free(w->b);
-    free(w->buffer_numel);
-    free(w->buffer_elem);
-    free(w->states);
-    free(w->state_of);
-    free(w->op_tag);
-    free(w->removed);
-    free(w->ins);
-}
-
 int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outcome *o, char *err,
                size_t errlen) {
     sh_work w = {.r = r,
                  .g = r->g,
                  .m = r->g->model,
-                 .zero = r->so.kind == SHARD_ZERO1 || r->so.kind == SHARD_ZERO2,
+                 .zero = r->so.kind >= SHARD_ZERO1 && r->so.kind <= SHARD_FSDP,
                  .err = err,
                  .errlen = errlen};
     *bytes = NULL, *len = 0;
@@ -732,6 +355,15 @@ int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outco
     int rc = shard_check(&r->so, err, errlen);
     if (rc == 0) rc = sh_params(&w);
     if (rc == 0) rc = sh_states(&w);
+    bool gathered = r->so.kind == SHARD_ZERO3 || r->so.kind == SHARD_FSDP;
+    if (rc == 0 && gathered) {
+        sh_passes(&w);
+        rc = sh_tag_updates(&w);
+        if (rc == 0) rc = shard_emit_gathered(&w, bytes, len, o);
+        free(shift);
+        sh_work_free(&w);
+        return rc;
+    }
     if (rc == 0) {
         sh_passes(&w);
         if (w.zero) sh_partition(&w);

@@ -1,0 +1,123 @@
+/* planner/shard/shard_internal.h — what shard_emit.c (ddp, zero1, zero2)
+ * and shard_gather.c (zero3, fsdp) share: the work of writing one rank's
+ * step, and the helpers both use.  Private to planner/shard/. */
+#ifndef ROAMC_SHARD_INTERNAL_H
+#define ROAMC_SHARD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edit.h"
+#include "shard.h"
+
+#define SH_NAME 1024
+
+typedef struct sh_param {
+    int value, grad; /* the parameter and its gradient (value indices) */
+    int producer;    /* the op that makes the gradient */
+    uint64_t numel;  /* elements of the gradient */
+    uint64_t bytes;  /* its bytes (unaligned) */
+    int bucket;      /* index into buckets */
+    uint64_t offset; /* first element in its bucket's buffer */
+    int owner;       /* zero*: the rank that updates it */
+    int last_update; /* zero*: the last update op writing its storage, -1 */
+    size_t copy_out; /* the position its gradient is copied back at; SIZE_MAX: never */
+} sh_param;
+
+typedef struct sh_bucket {
+    int32_t elem;
+    uint64_t numel, bytes; /* its parameters' elements and bytes */
+    int buffer;            /* the buffer it fills (ddp: its own) */
+    int last;              /* its last parameter in ready order */
+} sh_bucket;
+
+enum sh_insert_kind { SH_COPY_IN = 1, SH_REDUCE, SH_COPY_OUT };
+
+typedef struct sh_insert {
+    size_t position, seq;
+    int kind;  /* enum sh_insert_kind */
+    int index; /* the parameter (copies) or the bucket (reduce) */
+} sh_insert;
+
+typedef struct sh_work {
+    const shard_request *r;
+    const graph *g;
+    const fe_model *m;
+    bool zero;
+    sh_param *p;
+    size_t n;
+    int *ready; /* parameter indices in the order their gradients are ready */
+    sh_bucket *b;
+    size_t nb;
+    size_t n_buffers;
+    uint64_t *buffer_numel; /* per buffer */
+    int32_t *buffer_elem;
+    int *state_of; /* per optimizer-state value listed: its parameter */
+    int *states;   /* the optimizer-state values listed */
+    size_t n_states;
+    int *op_tag;      /* per op: the parameter it updates (zero*), -1 */
+    bool *removed;    /* per op */
+    size_t last_grad; /* the last gradient producer */
+    size_t opt_start; /* the first op after it touching a parameter, gradient or state */
+    sh_insert *ins;
+    size_t n_ins, cap_ins;
+    char *err;
+    size_t errlen;
+} sh_work;
+
+/* One node: domain, op, one input and one output (or two inputs), attrs. */
+typedef struct sh_node {
+    const char *domain, *op;
+    const char *in[2];
+    size_t n_in;
+    const char *out;
+    const fe_attr_spec *attrs;
+    size_t n_attrs;
+} sh_node;
+
+extern const int64_t sh_alias0[1]; /* {0} */
+#define SH_VIEW_ATTRS(inplace)                                                                     \
+    {.name = "alias", .type = FE_ATTR_INTS, .ints = sh_alias0, .n_ints = 1}, {                     \
+        .name = "inplace", .type = FE_ATTR_INT, .i = (inplace)                                     \
+    }
+
+/* The comma-separated names of metadata key, resolved to values into *out
+ * (malloc'd, the caller frees; NULL and 0 when the key is absent and not
+ * required).  0, or -1 with a message on a name that is no value. */
+int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t *n);
+/* Elements of v (its static dims). */
+uint64_t sh_numel(const fe_value *v);
+/* w->p from roamc.parameters and roamc.gradients, one gradient per
+ * parameter.  0, or -1 with a message. */
+int sh_params(sh_work *w);
+/* w->states and w->state_of (each state's parameter, by name).  0, or -1
+ * with a message (w->zero: a state named after no parameter). */
+int sh_states(sh_work *w);
+/* w->last_grad and w->opt_start. */
+void sh_passes(sh_work *w);
+/* w->op_tag: each op after the last gradient producer tagged with the one
+ * parameter it updates (-1: none); p[].last_update.  0, or -1 with a
+ * message on an op touching several parameters' gradients or state. */
+int sh_tag_updates(sh_work *w);
+/* Declares name with type elem and dims (NULL: v's dims).  0 or -1. */
+int sh_value_info(fe_edit *e, const char *name, int32_t elem, const fe_value *v,
+                  const int64_t *dims, size_t rank, char *err, size_t errlen);
+/* Inserts node n at `at`.  0 or -1. */
+int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen);
+/* view = as_strided(buffer) at p[i].offset, then copy_ in place: from the
+ * gradient into the view (in) or back (!in).  Inserts 2 nodes at `at`. */
+int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer, char *err,
+                 size_t errlen);
+/* The names of values v[0..n) (those with keep[k], keep NULL: all), comma
+ * separated, in a malloc'd string the caller frees. */
+char *sh_join(const fe_model *m, const int *v, size_t n, const bool *keep);
+/* Frees what w holds (not w). */
+void sh_work_free(sh_work *w);
+
+/* zero3 and fsdp (shard_gather.c): from w with parameters, states, passes
+ * and update tags found, the rank's step into *bytes (malloc'd, *len) and
+ * o's counts.  0, or -1 with a message in w->err. */
+int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome *o);
+
+#endif
