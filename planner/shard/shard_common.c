@@ -238,9 +238,13 @@ void sh_passes(sh_work *w) {
     free(mark);
 }
 
-/* Declares name with v's type and the given shape (dims NULL: v's). */
-int sh_value_info(fe_edit *e, const char *name, int32_t elem, const fe_value *v,
-                  const int64_t *dims, size_t rank, char *err, size_t errlen) {
+/* Declares name with element type elem and shape's dims (its dims NULL:
+ * those of its value). */
+int sh_value_info(fe_edit *e, const char *name, int32_t elem, const sh_dims *shape, char *err,
+                  size_t errlen) {
+    const fe_value *v = shape->like;
+    const int64_t *dims = shape->dims;
+    size_t rank = shape->rank;
     int64_t d[64];
     if (!dims) {
         rank = v->rank > 0 ? (size_t)v->rank : 0;
@@ -268,8 +272,9 @@ int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen) {
 /* view = as_strided(buffer) at parameter i's place, then copy_ (in place)
  * from src into dst: into the bucket (copy in) or into the gradient (copy
  * out).  Inserts 2 nodes at `at`. */
-int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer, char *err,
-                 size_t errlen) {
+int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer) {
+    char *err = w->err;
+    size_t errlen = w->errlen;
     const sh_param *P = &w->p[i];
     const fe_value *gv = &w->m->values[P->grad];
     int64_t size[64], stride[64];
@@ -293,8 +298,8 @@ int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *
     sh_node cn = {"org.pytorch.aten", "copy_", {view, gv->name}, 2, out, ca, 2};
     if (!in) cn.in[0] = gv->name, cn.in[1] = view;
     if (sh_put(e, at, &vn, err, errlen) || sh_put(e, at + 1, &cn, err, errlen)) return -1;
-    if (sh_value_info(e, view, gv->elem_type, gv, NULL, 0, err, errlen)) return -1;
-    return sh_value_info(e, out, gv->elem_type, gv, NULL, 0, err, errlen);
+    if (sh_value_info(e, view, gv->elem_type, &(sh_dims){gv, NULL, 0}, err, errlen)) return -1;
+    return sh_value_info(e, out, gv->elem_type, &(sh_dims){gv, NULL, 0}, err, errlen);
 }
 
 /* A comma-separated list of value names into a malloc'd string. */

@@ -165,7 +165,9 @@ static void sh_buffer_name(const sh_work *w, int buffer, char *buf, size_t len) 
  * place (AllReduce; zero2: ReduceScatter).  Inserts 2 nodes at `at`;
  * *last gets the collective's output name. */
 static int sh_emit_reduce(sh_work *w, fe_edit *e, size_t at, int b, const char *now, char *last,
-                          size_t lastlen, char *err, size_t errlen) {
+                          size_t lastlen) {
+    char *err = w->err;
+    size_t errlen = w->errlen;
     char buffer[64], div[SH_NAME];
     bool zero2 = w->r->so.kind == SHARD_ZERO2;
     sh_buffer_name(w, w->b[b].buffer, buffer, sizeof buffer);
@@ -180,15 +182,15 @@ static int sh_emit_reduce(sh_work *w, fe_edit *e, size_t at, int b, const char *
     sh_node rn = {GRAPH_ROAMC_DOMAIN, zero2 ? "ReduceScatter" : "AllReduce", {div}, 1, last, ra, 4};
     if (sh_put(e, at, &dn, err, errlen) || sh_put(e, at + 1, &rn, err, errlen)) return -1;
     int64_t dims[1] = {(int64_t)w->buffer_numel[w->b[b].buffer]};
-    if (sh_value_info(e, div, w->b[b].elem, NULL, dims, 1, err, errlen)) return -1;
-    return sh_value_info(e, last, w->b[b].elem, NULL, dims, 1, err, errlen);
+    if (sh_value_info(e, div, w->b[b].elem, &(sh_dims){NULL, dims, 1}, err, errlen)) return -1;
+    return sh_value_info(e, last, w->b[b].elem, &(sh_dims){NULL, dims, 1}, err, errlen);
 }
 
 /* The insertions, in order: each lands at its position plus what was
  * inserted before it (shift[j]: the nodes inserted before original node j).
  * A buffer is read by its latest name: an in-place write consumes the
  * name it writes, so later readers read the write's output. */
-static int sh_apply_inserts(sh_work *w, fe_edit *e, size_t *shift, char *err, size_t errlen) {
+static int sh_apply_inserts(sh_work *w, fe_edit *e, size_t *shift) {
     size_t added = 0, k = 0;
     char *reduced = xcalloc(w->nb ? w->nb : 1, SH_NAME); /* per bucket: its collective's output */
     char *cur = xcalloc(w->n_buffers ? w->n_buffers : 1, SH_NAME); /* per buffer: its name now */
@@ -201,13 +203,12 @@ static int sh_apply_inserts(sh_work *w, fe_edit *e, size_t *shift, char *err, si
         int b = in->kind == SH_REDUCE ? in->index : w->p[in->index].bucket;
         char *now = cur + (size_t)w->b[b].buffer * SH_NAME;
         if (in->kind == SH_REDUCE) {
-            rc = sh_emit_reduce(w, e, at, b, now, reduced + (size_t)b * SH_NAME, SH_NAME, err,
-                                errlen);
+            rc = sh_emit_reduce(w, e, at, b, now, reduced + (size_t)b * SH_NAME, SH_NAME);
             if (rc == 0) memcpy(now, reduced + (size_t)b * SH_NAME, SH_NAME);
         } else {
             bool copy_in = in->kind == SH_COPY_IN;
             rc = sh_emit_copy(w, e, at, in->index, copy_in,
-                              copy_in ? now : reduced + (size_t)b * SH_NAME, err, errlen);
+                              copy_in ? now : reduced + (size_t)b * SH_NAME);
         }
         added += 2;
     }
@@ -288,7 +289,8 @@ static int sh_broadcasts(sh_work *w, fe_edit *e, char *err, size_t errlen) {
                                  SH_VIEW_ATTRS(1)};
             sh_node bn = {GRAPH_ROAMC_DOMAIN, "Broadcast", {src}, 1, out, ba, 4};
             if (sh_put(e, fe_edit_node_count(e), &bn, err, errlen)) return -1;
-            if (sh_value_info(e, out, pv->elem_type, pv, NULL, 0, err, errlen)) return -1;
+            if (sh_value_info(e, out, pv->elem_type, &(sh_dims){pv, NULL, 0}, err, errlen))
+                return -1;
         }
     return 0;
 }
@@ -374,7 +376,7 @@ int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outco
         sh_plan_inserts(&w);
         rc = fe_edit_open_bytes(r->step_name, r->step_bytes, r->step_len, &e, err, errlen);
     }
-    if (rc == 0) rc = sh_apply_inserts(&w, e, shift, err, errlen);
+    if (rc == 0) rc = sh_apply_inserts(&w, e, shift);
     if (rc == 0) rc = sh_rewire(&w, e, shift, err, errlen);
     if (rc == 0 && w.zero) rc = sh_remove_updates(&w, e, shift, err, errlen);
     if (rc == 0 && w.zero) rc = sh_broadcasts(&w, e, err, errlen);

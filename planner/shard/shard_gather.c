@@ -383,7 +383,7 @@ static int gu_view(gu_work *G, fe_edit *e, size_t at, const char *buffer, const 
         int b = fe_find_value(w->m, buffer);
         elem = b >= 0 ? w->m->values[b].elem_type : G->u[0].elem;
     }
-    return sh_value_info(e, out, elem, v, v ? NULL : size, rank, w->err, w->errlen);
+    return sh_value_info(e, out, elem, &(sh_dims){v, v ? NULL : size, rank}, w->err, w->errlen);
 }
 
 /* AllGather of unit u's shard into a new full buffer, and a view of it for
@@ -400,7 +400,7 @@ static long gu_emit_gather(gu_work *G, fe_edit *e, size_t at, int u, bool bwd) {
     sh_node gn = {GRAPH_ROAMC_DOMAIN, "AllGather", {shard}, 1, full, ga, 4};
     if (sh_put(e, at, &gn, w->err, w->errlen)) return -1;
     int64_t dims[1] = {(int64_t)(U->shard * (uint64_t)w->r->so.world)};
-    if (sh_value_info(e, full, U->elem, NULL, dims, 1, w->err, w->errlen)) return -1;
+    if (sh_value_info(e, full, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen)) return -1;
     long added = 1;
     for (size_t i = 0; i < w->n; i++) {
         if (G->unit_of[i] != u) continue;
@@ -430,12 +430,11 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
                          GU_FRESH_ATTRS};
     sh_node zn = {"org.pytorch.aten", "new_zeros", {full}, 1, flat, za, 3};
     if (sh_put(e, at, &zn, w->err, w->errlen)) return -1;
-    if (sh_value_info(e, flat, U->elem, NULL, dims, 1, w->err, w->errlen)) return -1;
+    if (sh_value_info(e, flat, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen)) return -1;
     long added = 1;
     for (size_t i = 0; i < w->n; i++) {
         if (G->unit_of[i] != u) continue;
-        if (sh_emit_copy(w, e, at + (size_t)added, (int)i, true, flat, w->err, w->errlen))
-            return -1;
+        if (sh_emit_copy(w, e, at + (size_t)added, (int)i, true, flat)) return -1;
         added += 2;
     }
     fe_attr_spec da[] = {{.name = "other", .type = FE_ATTR_FLOAT, .f = (float)w->r->so.world},
@@ -448,8 +447,8 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     if (sh_put(e, at + (size_t)added, &dn, w->err, w->errlen) ||
         sh_put(e, at + (size_t)added + 1, &rn, w->err, w->errlen))
         return -1;
-    if (sh_value_info(e, div, U->elem, NULL, dims, 1, w->err, w->errlen) ||
-        sh_value_info(e, shard, U->elem, NULL, sdims, 1, w->err, w->errlen))
+    if (sh_value_info(e, div, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen) ||
+        sh_value_info(e, shard, U->elem, &(sh_dims){NULL, sdims, 1}, w->err, w->errlen))
         return -1;
     return added + 2;
 }
@@ -505,7 +504,7 @@ static long gu_emit_clone(gu_work *G, fe_edit *e, size_t at, int v, const size_t
     for (size_t k = 0; k < nd->n_outputs; k++)
         if (nd->outputs[k] >= 0 &&
             sh_value_info(e, outs[k], m->values[nd->outputs[k]].elem_type,
-                          &m->values[nd->outputs[k]], NULL, 0, w->err, w->errlen))
+                          &(sh_dims){&m->values[nd->outputs[k]], NULL, 0}, w->err, w->errlen))
             return -1;
     return 1;
 }
@@ -520,7 +519,9 @@ static long gu_emit_depend(gu_work *G, fe_edit *e, size_t at, const gu_insert *i
     sh_node dn = {GRAPH_ROAMC_DOMAIN, "Depend", {in->a, full}, 2, in->b, da, 2};
     if (sh_put(e, at, &dn, w->err, w->errlen)) return -1;
     const fe_value *like = &w->m->values[in->like];
-    return sh_value_info(e, in->b, like->elem_type, like, NULL, 0, w->err, w->errlen) ? -1 : 1;
+    return sh_value_info(e, in->b, like->elem_type, &(sh_dims){like, NULL, 0}, w->err, w->errlen)
+               ? -1
+               : 1;
 }
 
 static int gu_insert_rank(int kind) {

@@ -100,15 +100,20 @@ void sh_passes(sh_work *w);
  * parameter it updates (-1: none); p[].last_update.  0, or -1 with a
  * message on an op touching several parameters' gradients or state. */
 int sh_tag_updates(sh_work *w);
-/* Declares name with type elem and dims (NULL: v's dims).  0 or -1. */
-int sh_value_info(fe_edit *e, const char *name, int32_t elem, const fe_value *v,
-                  const int64_t *dims, size_t rank, char *err, size_t errlen);
+/* A shape to declare: dims[rank], or (dims NULL) the dims of value like. */
+typedef struct sh_dims {
+    const fe_value *like; /* whose dims, when dims is NULL */
+    const int64_t *dims;
+    size_t rank;
+} sh_dims;
+/* Declares name with type elem and shape.  0 or -1 with a message. */
+int sh_value_info(fe_edit *e, const char *name, int32_t elem, const sh_dims *shape, char *err,
+                  size_t errlen);
 /* Inserts node n at `at`.  0 or -1. */
 int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen);
 /* view = as_strided(buffer) at p[i].offset, then copy_ in place: from the
  * gradient into the view (in) or back (!in).  Inserts 2 nodes at `at`. */
-int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer, char *err,
-                 size_t errlen);
+int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer);
 /* The names of values v[0..n) (those with keep[k], keep NULL: all), comma
  * separated, in a malloc'd string the caller frees. */
 char *sh_join(const fe_model *m, const int *v, size_t n, const bool *keep);
