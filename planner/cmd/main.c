@@ -984,9 +984,11 @@ static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const 
                     (unsigned long long)r.arena_budget);
         else
             fprintf(stderr,
-                    "roamc: %s: fits only by adding %.1f%% of the step's time, over "
-                    "--max-overhead %.1f%%\n",
-                    model_path, 100.0 * o.added_seconds / o.step_seconds, 100.0 * a->max_overhead);
+                    "roamc: %s: does not fit within --max-overhead %.1f%%: it adds at least "
+                    "%.1f%% of the step's time\n",
+                    model_path, 100.0 * a->max_overhead,
+                    100.0 * (o.over_cap_seconds > 0 ? o.over_cap_seconds : o.added_seconds) /
+                        o.step_seconds);
         rc = PLANNER_EXIT_NO_FIT;
     }
     fit_outcome_free(&o);

@@ -246,7 +246,8 @@ enum fit_status {
     FIT_ALREADY,  /* the unchanged step fits: nothing changed */
     FIT_FITTED,   /* the changed step's plan fits */
     FIT_CANNOT,   /* no changed step found fits: least is the lowest arena reached */
-    FIT_TOO_SLOW, /* it fits, but adds more than max_overhead */
+    FIT_TOO_SLOW, /* it fits only adding more than max_overhead (over_cap_seconds > 0:
+                   * the search stopped where even the recomputes passed it) */
 };
 
 /* A changed step: its bytes, model, graph and validated plan (stage says
@@ -277,8 +278,9 @@ typedef struct fit_outcome {
     double step_seconds;  /* the unchanged step on the device */
     double added_seconds; /* what the changed step takes more (fit_simulate) */
     double recompute_seconds, copy_seconds, copy_exposed_seconds;
-    uint64_t least; /* FIT_CANNOT: the changed step's arena with every action taken */
-    size_t plans;   /* changed steps planned */
+    uint64_t least;          /* FIT_CANNOT: the lowest arena a changed step reached */
+    double over_cap_seconds; /* FIT_TOO_SLOW, stopped early: what the next change adds at least */
+    size_t plans;            /* changed steps planned */
     /* the MILP, when the step was small enough to try it: how it ended, and
      * the added seconds of its step planned (-1: it did not fit) */
     bool exact_tried;

@@ -204,16 +204,30 @@ static int fit_by_greedy(const fit_request *r, const fit_problem *P, fit_outcome
     }
     size_t ladder[FIT_LADDER], n = fit_ladder(&c, ladder), best = SIZE_MAX;
     uint64_t least = UINT64_MAX;
+    /* --max-overhead: a prefix's recompute seconds bound what it adds from
+     * below (copies add, never take away), so once the next rung's are over
+     * the cap, no longer rung can fit within it */
+    double cap = r->max_overhead >= 0 ? r->max_overhead * o->step_seconds : -1;
+    double *floor = xcalloc(c.n_actions + 1, sizeof *floor);
+    for (size_t a = 0; a < c.n_actions; a++)
+        floor[a + 1] = floor[a] + (c.actions[a].kind == FIT_RECOMPUTE ? c.actions[a].seconds : 0);
     o->status = FIT_CANNOT;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = fit_try(r, &c, ladder[i], o, err, errlen))) goto done;
+        if ((rc = fit_try(r, &c, ladder[i], o, err, errlen))) break;
         uint64_t actual = o->changed->plan.actual;
         if (actual < least) least = actual, best = i;
         if (actual <= r->arena_budget) {
             o->status = FIT_FITTED;
             break;
         }
+        if (cap >= 0 && i + 1 < n && floor[ladder[i + 1]] > cap) {
+            o->status = FIT_TOO_SLOW;
+            o->over_cap_seconds = floor[ladder[i + 1]];
+            break;
+        }
     }
+    free(floor);
+    if (rc) goto done;
     if (o->status == FIT_CANNOT) {
         /* the lowest arena any rung reached: what the report calls the least */
         if (best == SIZE_MAX) {
@@ -407,6 +421,11 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
                 "  fit verdict   cannot fit: needs at least %llu B (%s): the least arena --fit "
                 "reaches (no value live across its peak step is left to recompute or offload)\n",
                 (unsigned long long)o->least, planner_bytes_human(o->least, a, sizeof a));
+    else if (o->status == FIT_TOO_SLOW && o->over_cap_seconds > 0)
+        fprintf(f,
+                "  fit verdict   cannot fit within --max-overhead %.2f%%: a change that could fit "
+                "adds at least %.2f%% (its recomputes alone)\n",
+                100.0 * r->max_overhead, 100.0 * o->over_cap_seconds / o->step_seconds);
     else if (o->status == FIT_TOO_SLOW)
         fprintf(f,
                 "  fit verdict   fits, but adds %.2f%% of the step, over --max-overhead %.2f%%\n",
