@@ -238,16 +238,22 @@ typedef struct budget_search {
     int status; /* exit status of the failure that stopped the search */
 } budget_search;
 
-/* Loads the model (or its --train step) with q's bindings and symbol =
- * batch, and builds its graph.  Returns 0, or 2 with a message. */
-static int budget_load(const planner_batch_query *q, int64_t batch, planner_step *step, char *err,
-                       size_t errlen) {
-    /* q's bindings plus one: shares q's strings, owns only the array */
+/* q's bindings plus symbol = batch: shares q's strings, owns only its dims
+ * array (the caller frees it). */
+static fe_options budget_bindings(const planner_batch_query *q, int64_t batch) {
     fe_options o = *q->bindings;
     o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
     if (q->bindings->n_dims)
         memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
     o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, batch};
+    return o;
+}
+
+/* Loads the model (or its --train step) with q's bindings and symbol =
+ * batch, and builds its graph.  Returns 0, or 2 with a message. */
+static int budget_load(const planner_batch_query *q, int64_t batch, planner_step *step, char *err,
+                       size_t errlen) {
+    fe_options o = budget_bindings(q, batch);
     planner_load l = {.path = q->model_path,
                       .bindings = &o,
                       .train = q->train,
@@ -294,11 +300,7 @@ static int budget_fit(const planner_batch_query *q, const planner_step *step, in
                      .emit_name = name};
     /* the changed step keeps the batch the step was loaded at: its value_info
      * holds every shape, so it needs the same bindings */
-    fe_options o = *q->bindings;
-    o.dims = xmallocarray(q->bindings->n_dims + 1, sizeof *o.dims);
-    if (q->bindings->n_dims)
-        memcpy(o.dims, q->bindings->dims, q->bindings->n_dims * sizeof *o.dims);
-    o.dims[o.n_dims++] = (fe_dim_binding){(char *)q->symbol, b};
+    fe_options o = budget_bindings(q, b);
     r.bindings = &o;
     fit_outcome out;
     int rc = fit_run(&r, &out, err, errlen);
@@ -323,11 +325,7 @@ static int budget_fit(const planner_batch_query *q, const planner_step *step, in
  * a message. */
 static int budget_shard(const planner_batch_query *q, const planner_step *step, int64_t b,
                         fe_options *bindings, shard_outcome *o, char *err, size_t errlen) {
-    *bindings = *q->bindings;
-    bindings->dims = xmallocarray(q->bindings->n_dims + 1, sizeof *bindings->dims);
-    if (q->bindings->n_dims)
-        memcpy(bindings->dims, q->bindings->dims, q->bindings->n_dims * sizeof *bindings->dims);
-    bindings->dims[bindings->n_dims++] = (fe_dim_binding){(char *)q->symbol, b};
+    *bindings = budget_bindings(q, b);
     planner_options opt = q->opt;
     opt.progress = 0;
     char name[64];
