@@ -1,5 +1,8 @@
-/* planner/fit/ — device profiles and the seconds an operator takes on one
- * (shared/DESIGN.md "A step that fits", "Cost").
+/* planner/fit/ — a step that fits its budget (--fit; FIT.md): device
+ * profiles and the seconds an operator takes on one (fit_device.c), which
+ * values to recompute or offload (fit_choose.c), the changed step
+ * (fit_emit.c) and the driver with its report (fit_run.c).  Conventions:
+ * shared/DESIGN.md "A step that fits", "Cost".
  *
  * An operator's seconds on a device: max(FLOPs / peak rate, bytes / memory
  * bandwidth), the rate picked by the op's element type (fit_op_rate); a

@@ -1,15 +1,19 @@
-/* --fit: the cheapest changed step whose plan fits the budget (issue 27).
+/* --fit: the cheapest changed step whose plan fits the budget (issue 27;
+ * FIT.md tells the whole of it).
  *
  *   1. plan the unchanged step (the options' order and layout); if its
  *      arena fits, nothing changes;
  *   2. fit_choose: the greedy sequence of recompute/offload actions on that
  *      plan, with the estimated peak after each prefix;
- *   3. take the shortest prefix whose estimate meets the budget, write the
- *      changed step (fit_emit), load it and plan it as any other step; if
- *      its real arena is still above the budget, take a longer prefix (by
- *      the overshoot) and plan again; a plan is only ever kept when the
- *      pipeline validated it, so the fitted peak is an arena that exists;
- *   4. what the change adds is measured on the changed step's own plan:
+ *   3. a ladder of prefixes fixed by the estimates (fit_ladder), not by
+ *      the budget: in order, each rung's changed step is written
+ *      (fit_emit), loaded and planned as any other step, until one's real
+ *      arena fits; a plan is only ever kept when the pipeline validated
+ *      it, so the fitted peak is an arena that exists, and a lower budget
+ *      never takes a shorter prefix (monotone added time);
+ *   4. on small steps, the MILP's choice (fit_choose_exact) is planned
+ *      beside it and reported, as a check;
+ *   5. what the change adds is measured on the changed step's own plan:
  *      recompute seconds and FLOPs from the cost model, the host copies on
  *      a stream of their own (fit_simulate), so only what compute does not
  *      hide counts.
