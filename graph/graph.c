@@ -12,32 +12,21 @@
 #include <igraph.h>
 
 /* The frontend's error message (fe_verrorf) with the model's path. */
-/* The outputs of ai.roamc Offload nodes live in host memory (DESIGN.md,
- * "A step that fits"): no device bytes, their own size kept apart. */
-static void graph_mark_host(graph *g, const fe_model *m) {
-    for (size_t i = 0; i < m->n_nodes; i++) {
-        const fe_node *n = &m->nodes[i];
-        if (strcmp(n->domain, GRAPH_ROAMC_DOMAIN) != 0 || strcmp(n->op_type, "Offload") != 0)
-            continue;
-        for (size_t k = 0; k < n->n_outputs; k++) {
-            if (n->outputs[k] < 0) continue;
-            graph_storage *st = &g->storages[g->storage_of[n->outputs[k]]];
-            if (!st->host) st->host = true, st->host_size = st->size, st->size = 0;
-        }
-    }
-}
-
-/* Storages a recompute clone or an ai.roamc Reload makes: those whose root
- * such a node produces (a view's output shares its input's storage). */
-static void graph_mark_fit(graph *g, const fe_model *m) {
+/* What a changed step's nodes make (DESIGN.md, "A step that fits"), by
+ * the node that makes each storage's root (a view shares its input's
+ * storage): an ai.roamc Offload's output lives in host memory (no device
+ * bytes; its own size kept apart), a Reload's is reloaded, a recompute
+ * clone's (attribute roamc_recompute) recomputed. */
+static void graph_mark_changed(graph *g, const fe_model *m) {
     for (size_t s = 0; s < g->n_storages; s++) {
         graph_storage *st = &g->storages[s];
         int p = m->values[st->root].producer;
         if (p < 0) continue;
         const fe_node *n = &m->nodes[p];
         st->recomputed = n->recompute != NULL;
-        st->reloaded =
-            strcmp(n->domain, GRAPH_ROAMC_DOMAIN) == 0 && strcmp(n->op_type, "Reload") == 0;
+        st->reloaded = graph_is_roamc_op(n, "Reload");
+        if (graph_is_roamc_op(n, "Offload"))
+            st->host = true, st->host_size = st->size, st->size = 0;
     }
 }
 
@@ -200,8 +189,7 @@ static void graph_build_storages(graph *g) {
             if (st->has_input) st->persistent = true;
         }
     }
-    graph_mark_host(g, m);
-    graph_mark_fit(g, m);
+    graph_mark_changed(g, m);
     free(parent);
     free(sid);
     free(fill);

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "frontend.h"
 
@@ -46,6 +47,12 @@ typedef struct graph_storage {
 
 /* The domain of roamc's own nodes (Offload, Reload, the collectives). */
 #define GRAPH_ROAMC_DOMAIN "ai.roamc"
+
+/* Whether node n is roamc's own op_type ("Offload": graph_is_roamc_op(n,
+ * "Offload")). */
+static inline bool graph_is_roamc_op(const fe_node *n, const char *op_type) {
+    return strcmp(n->domain, GRAPH_ROAMC_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
+}
 
 typedef struct graph {
     const fe_model *model;

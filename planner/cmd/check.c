@@ -387,8 +387,7 @@ static void check_lifetimes(check_ctx *c, const graph *g, const int *order,
             const check_buffer *B = &bufs[buf_of[t]];
             /* host memory is touched by its Offload (written) and Reloads
              * (read) alone: a device op cannot read it */
-            bool copy = strcmp(nd->domain, GRAPH_ROAMC_DOMAIN) == 0 &&
-                        strcmp(nd->op_type, k < nd->n_inputs ? "Reload" : "Offload") == 0;
+            bool copy = graph_is_roamc_op(nd, k < nd->n_inputs ? "Reload" : "Offload");
             if (B->host && !copy)
                 check_problem(c,
                               "node %d (%s) %s '%s', which lives in host memory: only an "

@@ -164,7 +164,6 @@ typedef struct fit_action {
     uint64_t temp_bytes;  /* recompute: bytes the clones make besides the storage */
     uint64_t moved_bytes; /* offload: bytes over the host link, both ways */
     int tensor;           /* offload: the tensor copied out and back */
-    int after;            /* offload: the Offload runs after the op at this step */
     int at;               /* the clones / the Reload run before the op at this step */
     int *ops;             /* recompute: forward ops to clone, in schedule order */
     size_t n_ops;

@@ -229,7 +229,6 @@ static bool fit_offload(const fit_work *w, int s, fit_action *a) {
                       .seconds = 2 * copy,
                       .moved_bytes = 2 * bytes,
                       .tensor = t,
-                      .after = w->span[s].last_forward,
                       .at = w->span[s].first_backward};
     return true;
 }

@@ -20,7 +20,6 @@
  */
 #include "fit.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,10 +48,6 @@ static void fit_op_costs(const graph *g, const fit_device *d, double *seconds, d
     free(c);
 }
 
-static bool fit_is_roamc_op(const fe_node *n, const char *op_type) {
-    return strcmp(n->domain, GRAPH_ROAMC_DOMAIN) == 0 && strcmp(n->op_type, op_type) == 0;
-}
-
 /* The schedule of p on two streams: compute runs the ops in order; the
  * host copies (Offload, Reload) run in order on a copy stream.  An Offload
  * may start once its input is made and must end before its own step ends
@@ -74,7 +69,7 @@ static double fit_simulate(const plan *p, const fit_device *d, double *copy_s) {
         double start = now;
         for (size_t i = 0; i < n->n_inputs; i++)
             if (n->inputs[i] >= 0 && ready[n->inputs[i]] > start) start = ready[n->inputs[i]];
-        bool off = fit_is_roamc_op(n, "Offload"), rel = fit_is_roamc_op(n, "Reload");
+        bool off = graph_is_roamc_op(n, "Offload"), rel = graph_is_roamc_op(n, "Reload");
         if (off || rel) {
             int x = n->inputs[0];
             uint64_t bytes = x >= 0 ? m->values[x].bytes : 0;
@@ -212,9 +207,10 @@ static int fit_by_greedy(const fit_request *r, const fit_problem *P, fit_outcome
      * below (copies add, never take away), so once the next rung's are over
      * the cap, no longer rung can fit within it */
     double cap = r->max_overhead >= 0 ? r->max_overhead * o->step_seconds : -1;
-    double *floor = xcalloc(c.n_actions + 1, sizeof *floor);
+    double *least_added = xcalloc(c.n_actions + 1, sizeof *least_added);
     for (size_t a = 0; a < c.n_actions; a++)
-        floor[a + 1] = floor[a] + (c.actions[a].kind == FIT_RECOMPUTE ? c.actions[a].seconds : 0);
+        least_added[a + 1] =
+            least_added[a] + (c.actions[a].kind == FIT_RECOMPUTE ? c.actions[a].seconds : 0);
     o->status = FIT_CANNOT;
     for (size_t i = 0; i < n; i++) {
         if ((rc = fit_try(r, &c, ladder[i], o, err, errlen))) break;
@@ -224,13 +220,13 @@ static int fit_by_greedy(const fit_request *r, const fit_problem *P, fit_outcome
             o->status = FIT_FITTED;
             break;
         }
-        if (cap >= 0 && i + 1 < n && floor[ladder[i + 1]] > cap) {
+        if (cap >= 0 && i + 1 < n && least_added[ladder[i + 1]] > cap) {
             o->status = FIT_TOO_SLOW;
-            o->over_cap_seconds = floor[ladder[i + 1]];
+            o->over_cap_seconds = least_added[ladder[i + 1]];
             break;
         }
     }
-    free(floor);
+    free(least_added);
     if (rc) goto done;
     if (o->status == FIT_CANNOT) {
         /* the lowest arena any rung reached: what the report calls the least */
