@@ -406,6 +406,88 @@ static int fe_unknown_dim_fail(fe_loader *L, const fi_ctx *cx, const fe_value *v
         v->name, where, t && t->elem ? "shape" : "type");
 }
 
+/* ------------------------------------------------------------ bodies */
+
+/* The working memory of every node with a body (fe_body): a value of that
+ * many bytes, one more output of the node. */
+static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
+    fe_model *m = L->m;
+    size_t n = 0, extra = 0;
+    fi_body_use u;
+    for (size_t i = 0; i < m->n_nodes; i++)
+        if (fi_main_body(cx, i, &u)) {
+            n++;
+            extra += u.bytes > 0;
+        }
+    if (!n) return;
+    m->bodies = xcalloc(n, sizeof *m->bodies);
+    m->values = xreallocarray(m->values, m->n_values + extra, sizeof *m->values);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        if (!fi_main_body(cx, i, &u)) continue;
+        fe_body *b = &m->bodies[m->n_bodies++];
+        *b = (fe_body){(int)i, -1, u.bytes, u.how, u.branch, u.unsized};
+        if (!u.bytes) continue;
+        fe_node *fn = &m->nodes[i];
+        const char *label = fn->name[0] ? fn->name : fn->op_type;
+        char name[512];
+        int idx = -1;
+        for (int k = 1; idx < 0; k++) { /* a name the file does not use */
+            if (k == 1)
+                snprintf(name, sizeof name, "%s#body", label);
+            else
+                snprintf(name, sizeof name, "%s#body%d", label, k);
+            idx = fe_add_value(L, name, (int)i, 0);
+        }
+        fe_value *v = &m->values[idx];
+        v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+        v->bytes = u.bytes;
+        v->rank = 1;
+        v->dims = xmalloc(sizeof *v->dims);
+        v->dims[0] = (fe_dim){(int64_t)u.bytes, -1, false};
+        v->inferred = true;
+        m->n_inferred++;
+        fn->outputs = xreallocarray(fn->outputs, fn->n_outputs + 1, sizeof *fn->outputs);
+        fn->alias = xreallocarray(fn->alias, fn->n_outputs + 1, sizeof *fn->alias);
+        fn->outputs[fn->n_outputs] = idx;
+        fn->alias[fn->n_outputs++] = -1;
+        b->value = idx;
+    }
+}
+
+/* The values made inside bodies, for `roamc shapes` (fe_model.inner). */
+static void fe_copy_inner(fe_loader *L, const fi_ctx *cx) {
+    fe_model *m = L->m;
+    size_t n = fi_inner_count(cx);
+    if (!n) return;
+    m->inner = xcalloc(n, sizeof *m->inner);
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        const fi_tensor *t;
+        int node;
+        fi_inner_get(cx, i, &name, &t, &node);
+        fe_value *v = &m->inner[m->n_inner++];
+        v->name = xstrdup(name);
+        v->producer = node;
+        v->elem_type = t->elem;
+        v->rank = t->rank;
+        v->upper_bound = t->bound;
+        v->inferred = !t->declared;
+        v->seq_len = !t->seq ? -1 : t->seq_len.v >= 0 ? t->seq_len.v : -2;
+        if (t->rank > 0) v->dims = xmallocarray((size_t)t->rank, sizeof *v->dims);
+        uint64_t elems = 1;
+        bool known = t->rank >= 0 && fe_elem_bits(t->elem) > 0;
+        for (int d = 0; d < t->rank; d++) {
+            v->dims[d] = (fe_dim){t->dims[d].v, t->dims[d].sym, t->dims[d].exact};
+            if (t->dims[d].v < 0 || __builtin_mul_overflow(elems, (uint64_t)t->dims[d].v, &elems))
+                known = false;
+        }
+        if (known && v->seq_len >= 0 && __builtin_mul_overflow(elems, (uint64_t)v->seq_len, &elems))
+            known = false;
+        if (known && v->seq_len != -2 && fe_bytes_of(elems, fe_elem_bits(t->elem), &v->bytes))
+            v->bytes = 0;
+    }
+}
+
 /* Gives every value its type, shape and bytes from inference (which has
  * merged in what the file declares). */
 static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
@@ -473,6 +555,8 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
         if (rc == 0 && fe_bytes_of(elems, bits, &v->bytes))
             rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
     }
+    if (rc == 0) fe_add_bodies(L, cx);
+    if (rc == 0) fe_copy_inner(L, cx);
     fi_free(cx);
     return rc;
 }
@@ -798,6 +882,12 @@ void fe_free(fe_model *m) {
     }
     free(m->meta_keys);
     free(m->meta_values);
+    for (size_t i = 0; i < m->n_inner; i++) {
+        free(m->inner[i].name);
+        free(m->inner[i].dims);
+    }
+    free(m->inner);
+    free(m->bodies);
     free(m->values);
     free(m->nodes);
     free(m->inputs);

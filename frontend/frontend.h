@@ -69,13 +69,37 @@ typedef struct fe_node {
     size_t n_inputs;
     size_t n_explicit_inputs; /* inputs[n_explicit_inputs..] are outer values read by subgraphs */
     int *outputs;             /* value indices; -1 for an omitted output */
-    size_t n_outputs;
+    size_t n_outputs;         /* the last may be the node's working memory (fe_body) */
     int *alias;  /* per output: index into inputs of the value it shares storage with, or -1 */
     int inplace; /* 1: the aliased outputs are written in place; 0: pure views */
     /* the STRING attribute roamc_recompute (DESIGN.md "A step that fits"):
      * the forward output this clone recomputes; NULL when absent */
     char *recompute;
 } fe_node;
+
+/* How the working memory of a node with a body was counted (fe_body). */
+enum fe_body_how {
+    FE_BODY_IF_TAKEN = 1,  /* If whose cond shapes or constants decide: the branch taken */
+    FE_BODY_IF_ONLY_VALID, /* If, cond unknown: the only branch valid for these shapes */
+    FE_BODY_IF_LARGER,     /* If, cond unknown: the larger branch */
+    FE_BODY_LOOP,          /* Loop: one iteration of the body */
+    FE_BODY_SCAN,          /* Scan: one iteration of the body */
+    FE_BODY_FUNCTION,      /* a call of a model-local function: its body */
+};
+
+/* The memory a node with a body (If, Loop, Scan, a model-local function
+ * call) uses while it runs: its body planned as a nested arena
+ * (frontend/infer/infer.h "memory of bodies"), its peak held by one more
+ * output of the node, the value `value` named "NODE#body" (UINT8
+ * [bytes]), which nothing reads: it lives during the node's step alone. */
+typedef struct fe_body {
+    int node;       /* main-graph node */
+    int value;      /* the value holding it; -1 when bytes is 0 */
+    uint64_t bytes; /* the nested arena's peak */
+    int how;        /* enum fe_body_how */
+    int branch;     /* If: 0 then_branch, 1 else_branch; -1 otherwise */
+    size_t unsized; /* body values of unknown size, counted as 0 */
+} fe_body;
 
 typedef struct fe_model {
     char *path;
@@ -101,6 +125,14 @@ typedef struct fe_model {
      * (external data files are not part of it).  A plan names its model by
      * it (planner/PLAN_FORMAT.md "model_sha256"). */
     uint8_t sha256[32];
+    /* nodes with a body, in node order (see fe_body) */
+    fe_body *bodies;
+    size_t n_bodies;
+    /* values made inside bodies (not planned: their memory is in the
+     * bodies' peaks), for `roamc shapes`: producer is the main-graph node
+     * whose body makes them; a function call's values are "CALL/NAME" */
+    fe_value *inner;
+    size_t n_inner;
     /* the loader's table of value names, kept for fe_find_value (O(1));
      * NULL in a model not made by fe_load */
     struct fi_names *names;

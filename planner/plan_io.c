@@ -233,7 +233,8 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
         fprintf(f, "  kind          inference pass (updates nothing: initializers and outputs "
                    "persist, the rest lives "
                    "as its readers need)\n");
-    if (g->model->n_inferred || g->model->n_symbols) planner_shapes_text_summary(f, g->model);
+    if (g->model->n_inferred || g->model->n_symbols || g->model->n_bodies)
+        planner_shapes_text_summary(f, g->model);
     fprintf(f, "  plan          order %s, layout %s, align %llu%s\n",
             planner_order_name(p->opt.order), planner_layout_name(p->opt.layout),
             (unsigned long long)p->opt.align,

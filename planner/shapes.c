@@ -44,6 +44,71 @@ static json_t *shapes_symbols_json(const fe_model *m) {
     return a;
 }
 
+static const char *const shapes_body_how[] = {"",
+                                              "if_taken",
+                                              "if_only_valid_branch",
+                                              "if_larger_branch",
+                                              "loop_iteration",
+                                              "scan_iteration",
+                                              "function"};
+
+/* The control-flow list (fe_model.bodies), or NULL when there is none. */
+static json_t *shapes_bodies_json(const fe_model *m) {
+    if (!m->n_bodies) return NULL;
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_bodies; i++) {
+        const fe_body *b = &m->bodies[i];
+        const fe_node *n = &m->nodes[b->node];
+        json_t *o = json_object();
+        json_object_set_new(o, "node", json_integer(b->node));
+        json_object_set_new(o, "name", json_string(n->name));
+        json_object_set_new(o, "op_type", json_string(n->op_type));
+        json_object_set_new(o, "counted", json_string(shapes_body_how[b->how]));
+        if (b->branch >= 0)
+            json_object_set_new(o, "branch", json_string(b->branch ? "else" : "then"));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)b->bytes));
+        json_object_set_new(o, "value",
+                            b->value >= 0 ? json_string(m->values[b->value].name) : json_null());
+        json_object_set_new(o, "unsized_values", json_integer((json_int_t)b->unsized));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+/* One line per node with a body: how its working memory was counted. */
+static void shapes_bodies_text(FILE *f, const fe_model *m) {
+    char bytes[32];
+    for (size_t i = 0; i < m->n_bodies; i++) {
+        const fe_body *b = &m->bodies[i];
+        const fe_node *n = &m->nodes[b->node];
+        const char *label = n->name[0] ? n->name : n->op_type;
+        const char *br = b->branch ? "else" : "then";
+        fprintf(f, "  control flow  %s '%s' (#%d): ", n->op_type, label, b->node);
+        switch (b->how) {
+        case FE_BODY_IF_TAKEN:
+            fprintf(f, "folded (condition known from shapes or constants), branch %s", br);
+            break;
+        case FE_BODY_IF_ONLY_VALID:
+            fprintf(f, "condition unknown; branch %s taken, the other is invalid for these shapes",
+                    br);
+            break;
+        case FE_BODY_IF_LARGER:
+            fprintf(f, "condition unknown: the larger branch (%s) counted", br);
+            break;
+        case FE_BODY_LOOP:
+        case FE_BODY_SCAN:
+            fprintf(f, "body counted per iteration (carried values at their largest known shape)");
+            break;
+        default: fprintf(f, "function body counted"); break;
+        }
+        /* KiB by hand: plan_io.c's planner_bytes_human calls back into this file */
+        snprintf(bytes, sizeof bytes, "%.2f KiB", (double)b->bytes / 1024.0);
+        fprintf(f, "; working memory %s (%llu B)", bytes, (unsigned long long)b->bytes);
+        if (b->unsized) fprintf(f, "; %zu body values of unknown size not counted", b->unsized);
+        fputc('\n', f);
+    }
+}
+
 json_t *planner_shapes_summary_json(const fe_model *m) {
     json_t *o = json_object();
     json_object_set_new(o, "opset", json_integer((json_int_t)m->opset));
@@ -51,19 +116,17 @@ json_t *planner_shapes_summary_json(const fe_model *m) {
     json_object_set_new(o, "declared_shapes_contradicted",
                         json_integer((json_int_t)m->n_conflicts));
     json_object_set_new(o, "symbols", shapes_symbols_json(m));
+    json_t *bodies = shapes_bodies_json(m);
+    if (bodies) json_object_set_new(o, "control_flow", bodies);
     return o;
 }
 
-static void shapes_json(FILE *f, const fe_model *m) {
-    json_t *r = planner_shapes_summary_json(m);
-    json_object_set_new(r, "model", json_string(m->path));
-    json_object_set_new(r, "graph", json_string(planner_graph_kind(m)));
-    if (m->first_conflict)
-        json_object_set_new(r, "first_contradiction", json_string(m->first_conflict));
+/* values[0..n) as the JSON list of `roamc shapes --report json`. */
+static json_t *shapes_values_json(const fe_model *m, const fe_value *values, size_t n) {
     json_t *vals = json_array();
     char type[32];
-    for (size_t i = 0; i < m->n_values; i++) {
-        const fe_value *v = &m->values[i];
+    for (size_t i = 0; i < n; i++) {
+        const fe_value *v = &values[i];
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(v->name));
         json_object_set_new(o, "elem_type", json_integer(v->elem_type));
@@ -93,7 +156,19 @@ static void shapes_json(FILE *f, const fe_model *m) {
         json_object_set_new(o, "inferred", json_boolean(v->inferred));
         json_array_append_new(vals, o);
     }
+    return vals;
+}
+
+static void shapes_json(FILE *f, const fe_model *m) {
+    json_t *r = planner_shapes_summary_json(m);
+    json_object_set_new(r, "model", json_string(m->path));
+    json_object_set_new(r, "graph", json_string(planner_graph_kind(m)));
+    if (m->first_conflict)
+        json_object_set_new(r, "first_contradiction", json_string(m->first_conflict));
+    json_t *vals = shapes_values_json(m, m->values, m->n_values);
     json_object_set_new(r, "values", vals);
+    if (m->n_inner)
+        json_object_set_new(r, "inner_values", shapes_values_json(m, m->inner, m->n_inner));
     json_dumpf(r, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', f);
     json_decref(r);
@@ -121,6 +196,7 @@ void planner_shapes_text_summary(FILE *f, const fe_model *m) {
         fprintf(f, "; %zu shapes of the file contradicted (first: %s)", m->n_conflicts,
                 m->first_conflict);
     fputc('\n', f);
+    shapes_bodies_text(f, m);
     if (n_input) {
         fprintf(f, "  symbols      ");
         for (size_t i = 0; i < m->n_symbols; i++)

@@ -2,6 +2,7 @@
 // The oracle's runner: runs one ONNX model in ONNX Runtime and prints, as one
 // JSON object, the element type and shape of every graph output:
 //   {"NAME": {"type": 1, "shape": [2, 3, 224, 224]}, ...}
+// (a bool of one element also gets "value": 0 or 1)
 // tests/shape_oracle.py turns every intermediate value into a graph output
 // before calling this, so "every output" means "every value".
 //
@@ -88,6 +89,9 @@ async function main() {
     const t = results[name];
     if (t && t.dims !== undefined && t.type !== undefined) {
       out[name] = {type: ELEM[t.type] !== undefined ? ELEM[t.type] : t.type, shape: Array.from(t.dims)};
+      // a bool of one element (an If's cond): its value, so that the caller
+      // can splice in the branch ORT took (tests/shape_oracle.py)
+      if (t.type === 'bool' && t.size === 1) out[name].value = t.data[0] ? 1 : 0;
     } else {
       // sequences, maps, optionals: not tensors; say what came back
       out[name] = {type: Array.isArray(t) ? 'sequence' : typeof t, shape: null};

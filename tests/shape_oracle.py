@@ -14,6 +14,13 @@ Per model:
      element type and shape for each of those values, and for the graph
      inputs and initializers; a value roamc marks "bound" (a data-dependent
      size planned at an upper bound) passes when ORT's dims are <= roamc's;
+ (e) control flow: every If of the main graph whose cond ORT computed is
+     replaced by the branch ORT took (its nodes spliced in, an Identity per
+     output), again until no If is left that ORT decides; the spliced model
+     runs as in (a)-(b), and the values made inside the taken branches must
+     agree with roamc's "inner_values" (what roamc inferred inside bodies).
+     Loop and Scan bodies are not unrolled: their values are compared only
+     through the node's outputs.
  (d) onnx.shape_inference.infer_shapes(data_prop=True), with the same input
      shapes, is run too: how many values it leaves without a static shape,
      and whether roamc resolves all of them.
@@ -106,6 +113,11 @@ def run_roamc(roamc, path, rec):
     return report, values
 
 
+def inner_values(report):
+    """roamc's values made inside bodies ("inner_values"), by name."""
+    return {v["name"]: v for v in report.get("inner_values", [])}
+
+
 def run_ort(path, rec, tmp):
     inputs = os.path.join(tmp, "inputs.json")
     with open(inputs, "w") as f:
@@ -142,6 +154,31 @@ def all_outputs_copy(model, onnx_types, roamc_values):
     return m, left_out
 
 
+def splice_taken_ifs(model, ort):
+    """(e): model with each If whose cond ORT computed replaced by the taken
+    branch.  Returns (copy, number of Ifs spliced)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    nodes, spliced = [], 0
+    for node in g.node:
+        c = ort.get(node.input[0]) if node.op_type == "If" and node.domain in ("", "ai.onnx") else None
+        if c is None or "value" not in c:
+            nodes.append(node)
+            continue
+        attrs = {a.name: a.g for a in node.attribute}
+        br = attrs["then_branch" if c["value"] else "else_branch"]
+        nodes.extend(br.node)
+        g.initializer.extend(br.initializer)
+        for o_if, o_br in zip(node.output, br.output):
+            if o_if:
+                nodes.append(onnx.helper.make_node("Identity", [o_br.name], [o_if]))
+        spliced += 1
+    del g.node[:]
+    g.node.extend(nodes)
+    return m, spliced
+
+
 def compare(name, ort, rv):
     """None when roamc's entry for NAME agrees with ORT's, else why not."""
     if rv is None:
@@ -158,6 +195,42 @@ def compare(name, ort, rv):
     return None if got == want else "shape %s, ORT %s" % (got, want)
 
 
+def check_taken_branches(model, rec, corpus, ort, roamc_values, res):
+    """(e): the values inside the If branches ORT takes, against roamc's
+    inner values.  Ifs nested in a taken branch are spliced in the next
+    round, with the conds ORT computes on the spliced model."""
+    inner = res.setdefault("inner", {})
+    cur, total = model, 0
+    for _ in range(16):
+        cur, n = splice_taken_ifs(cur, ort)
+        if not n:
+            break
+        total += n
+        copy, _ = all_outputs_copy(cur, {}, dict(roamc_values, **inner))
+        tmp = tempfile.mkdtemp(prefix="oracle_")
+        copy_path = os.path.join(corpus, ".oracle_if_" + rec["file"])
+        try:
+            onnx.save(copy, copy_path)
+            ort = run_ort(copy_path, rec, tmp)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            res["mismatches"].append(("(taken branches)", "ORT cannot run the spliced model: %s" % e))
+            return
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if os.path.exists(copy_path):
+                os.remove(copy_path)
+    res["notes"].append("%d If nodes spliced for ORT" % total)
+    main_values = {o for n in model.graph.node for o in n.output if o}
+    for name, o in ort.items():
+        if name in main_values or o["shape"] is None or name not in res["inner"]:
+            continue
+        res["compared"] += 1
+        res["inner_compared"] = res.get("inner_compared", 0) + 1
+        why = compare(name, o, res["inner"][name])
+        if why:
+            res["mismatches"].append((name + " (in a branch)", why))
+
+
 def check_model(roamc, corpus, rec, ort_only, verbose):
     """Returns a dict of counts and the mismatch list for one model."""
     path = os.path.join(corpus, rec["file"])
@@ -172,7 +245,8 @@ def check_model(roamc, corpus, rec, ort_only, verbose):
     roamc_values = {}
     if not ort_only:
         try:
-            _, roamc_values = run_roamc(roamc, path, rec)
+            report, roamc_values = run_roamc(roamc, path, rec)
+            res["inner"] = inner_values(report)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             res["error"] = str(e)
             return res
@@ -203,6 +277,9 @@ def check_model(roamc, corpus, rec, ort_only, verbose):
         shutil.rmtree(tmp, ignore_errors=True)
         if os.path.exists(copy_path):
             os.remove(copy_path)
+
+    if not ort_only and any(n.op_type == "If" for n in model.graph.node):
+        check_taken_branches(model, rec, corpus, ort, roamc_values, res)
 
     produced = {o for n in model.graph.node for o in n.output if o}
     for name, o in ort.items():

@@ -271,6 +271,93 @@ fi_tensor *fi_new_tensor(fi_node *n);
  * failing the node. */
 fi_dim *fi_new_dims(fi_node *n, int rank);
 
+/* ------------------------------------------ memory of bodies (infer.c)
+ *
+ * While an If, Loop or Scan node (or a call of a model-local function)
+ * runs, the values of its body need memory the main graph does not list.
+ * Each time a body is inferred, its working memory is planned as a nested
+ * arena in the body's own order: the sum of the body's values live at each
+ * of its steps (each rounded up to FI_BODY_ALIGN; standard views share
+ * their input's storage; a nested node adds its own working memory at its
+ * step), the largest such sum being the body's peak.  Values read from an
+ * enclosing graph are not counted (the enclosing plan holds them).  An If
+ * branch's and a function's outputs are the node's outputs (counted where
+ * the node is planned); a Loop or Scan body's inputs and outputs are the
+ * per-iteration copies of the carried values and the scan slices, counted
+ * for the whole body step. */
+
+#define FI_BODY_ALIGN 512
+
+/* How a node's working memory was counted. */
+enum fi_body_how {
+    FI_BODY_NONE = 0,
+    FI_BODY_IF_TAKEN,      /* cond known: the branch taken */
+    FI_BODY_IF_ONLY_VALID, /* cond unknown, the other branch is invalid for these shapes */
+    FI_BODY_IF_LARGER,     /* cond unknown: the larger branch */
+    FI_BODY_LOOP,          /* one iteration of the body */
+    FI_BODY_SCAN,          /* one iteration of the body */
+    FI_BODY_FUNCTION,      /* the function's body */
+};
+
+/* A node's working memory: bytes (the peak of its body's nested arena),
+ * how it was counted, the If branch (0 then, 1 else; -1 for others), the
+ * body values left unsized (counted as 0). */
+typedef struct fi_body_use {
+    uint64_t bytes;
+    int how;
+    int branch;
+    size_t unsized;
+} fi_body_use;
+
+/* Records u as n's working memory, keeping the largest over the times n is
+ * inferred (a body inside a Loop runs twice).  Main-graph nodes keep it for
+ * fi_main_body. */
+void fi_note_body(fi_node *n, const fi_body_use *u);
+/* The peak of body g's nested arena, the largest over its runs so far (0
+ * when it never ran), with *unsized (may be NULL) the values it left
+ * unsized. */
+uint64_t fi_body_peak_of(const fi_ctx *cx, const Onnx__GraphProto *g, size_t *unsized);
+/* Main-graph node i's working memory: true with *u when it has a body that
+ * ran. */
+bool fi_main_body(const fi_ctx *cx, size_t i, fi_body_use *u);
+/* The values made inside bodies, the last run's shape of each: name
+ * ("CALL/NAME" inside a function call), what inference found, and the
+ * main-graph node whose body holds it.  For `roamc shapes`. */
+size_t fi_inner_count(const fi_ctx *cx);
+void fi_inner_get(const fi_ctx *cx, size_t i, const char **name, const fi_tensor **t, int *node);
+
+/* A failure that may be undone: an If whose cond is unknown tries each
+ * branch, and a branch that fails for the shapes at hand cannot be the one
+ * that runs.  fi_try_save keeps the failure state; fi_try_restore puts it
+ * back (the failure recorded since is forgotten). */
+typedef struct fi_try {
+    bool failed;
+    char err[512];
+} fi_try;
+void fi_try_save(const fi_node *n, fi_try *t);
+void fi_try_restore(fi_node *n, const fi_try *t);
+
+/* The nested arena of one body (infer.c), computed from what
+ * inference found in the body's scope. */
+typedef struct fi_body_graph {
+    fi_ctx *cx;
+    const void *scope; /* the scope the body ran in (fi_body_find) */
+    Onnx__NodeProto *const *nodes;
+    size_t n_nodes;
+    const int *order;          /* the order the body ran in */
+    const char *const *inputs; /* counted from the body's first step */
+    size_t n_inputs;
+    const char *const *outputs;
+    size_t n_outputs;
+    bool count_io; /* false: inputs not counted, outputs are the node's (not counted) */
+} fi_body_graph;
+/* The body's peak; *unsized gets the values of unknown size (counted 0). */
+uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized);
+/* What inference found for name in scope itself (not its parents), or NULL. */
+const fi_tensor *fi_body_find(const void *scope, const char *name);
+/* The working memory recorded for a node (fi_note_body), 0 when none. */
+uint64_t fi_node_body_bytes(const fi_ctx *cx, const Onnx__NodeProto *np);
+
 /* ONNX type classes (the size of an element: elem.h). */
 bool fi_is_float_type(int32_t elem);
 bool fi_is_int_type(int32_t elem); /* integer or bool */

@@ -179,22 +179,64 @@ static int fi_ctl_if(fi_node *n) {
     int first = known && !c ? 1 : 0, last = known ? first : 1;
     fi_tensor **out[2] = {NULL, NULL};
     int rc = 0;
-    for (int b = first; rc == 0 && b <= last; b++) {
+    bool valid[2] = {false, false};
+    fi_try before, failed_with;
+    fi_try_save(n, &before);
+    for (int b = first; b <= last; b++) {
         out[b] = xcalloc(n->n_out + 1, sizeof *out[b]);
-        rc = fi_run_subgraph(n, g[b], NULL, 0, out[b]);
+        valid[b] = fi_run_subgraph(n, g[b], NULL, 0, out[b]) == 0;
+        /* cond unknown: a branch the shapes at hand make invalid is not the
+         * one that runs (ONNX Runtime would fail in it), so the other one is
+         * taken; only both failing fails the node */
+        if (!valid[b] && !known && !before.failed) {
+            fi_try_save(n, &failed_with);
+            fi_try_restore(n, &before);
+        }
+    }
+    int taken = known ? first : valid[0] && valid[1] ? -1 : valid[0] ? 0 : valid[1] ? 1 : -2;
+    if (taken == -2) {
+        fi_try_restore(n, &failed_with);
+        rc = -1;
+    } else if (known && !valid[first]) {
+        rc = -1;
     }
     for (size_t k = 0; rc == 0 && k < n->n_out; k++)
-        rc = known ? fi_ctl_copy_out(n, k, out[first][k])
-                   : fi_ctl_if_merge(n, k, out[0][k], out[1][k]);
+        rc = taken >= 0 ? fi_ctl_copy_out(n, k, out[taken][k])
+                        : fi_ctl_if_merge(n, k, out[0][k], out[1][k]);
     /* fi_data_dim marked every output; only those merged at a bound are */
-    for (size_t k = 0; rc == 0 && !known && k < n->n_out; k++)
+    for (size_t k = 0; rc == 0 && taken < 0 && k < n->n_out; k++)
         fi_ctl_mark(n, k, fi_ctl_if_bound(out[0][k], out[1][k]));
+    if (rc == 0) {
+        size_t u[2] = {0, 0};
+        uint64_t p[2] = {0, 0};
+        for (int b = 0; b < 2; b++)
+            if (valid[b]) p[b] = fi_body_peak_of(n->cx, g[b], &u[b]);
+        int br = taken >= 0 ? taken : p[1] > p[0] ? 1 : 0;
+        fi_body_use use = {p[br],
+                           known        ? FI_BODY_IF_TAKEN
+                           : taken >= 0 ? FI_BODY_IF_ONLY_VALID
+                                        : FI_BODY_IF_LARGER,
+                           br, u[br]};
+        fi_note_body(n, &use);
+    }
     free(out[0]);
     free(out[1]);
     return rc;
 }
 
 /* ------------------------------------------------------- loop bodies */
+
+/* A Loop's or Scan's working memory: one iteration of its body (the body's
+ * nested arena, the largest over the runs inference made, which see the
+ * carried values at their largest known shapes).  Iterations run one after
+ * another and reuse it; what grows with the trip count (the stacked scan
+ * outputs, carried values that grow) is in the node's outputs and in the
+ * carried shapes inference bounds. */
+static void fi_ctl_note_iteration(fi_node *n, const Onnx__GraphProto *g, int how) {
+    fi_body_use use = {0, how, -1, 0};
+    use.bytes = fi_body_peak_of(n->cx, g, &use.unsized);
+    fi_note_body(n, &use);
+}
 
 /* A body input: src's type and shape without dims [from, from + count)
  * (the scanned axis, Scan-8's batch); the value is forgotten, since it
@@ -471,6 +513,7 @@ static int fi_ctl_loop(fi_node *n) {
         fi_ctl_mark(n, nc + j, s->bound || (t.exact < 0));
     }
     fi_ctl_body_free(&b, fin);
+    if (rc == 0) fi_ctl_note_iteration(n, g, FI_BODY_LOOP);
     return rc;
 }
 
@@ -581,6 +624,7 @@ static int fi_ctl_scan(fi_node *n) {
         fi_ctl_mark(n, nst + j, s->bound);
     }
     fi_ctl_body_free(&b, fin);
+    if (rc == 0) fi_ctl_note_iteration(n, g, FI_BODY_SCAN);
     return rc;
 }
 
