@@ -20,6 +20,7 @@ roamc=$1 checker=$2 models=$3 work=$4
 py=/usr/bin/python3
 test_need_python "torch, onnx" "models/export.py and models/dist_harness.py need them"
 test_check_plan_runs "$checker" || { echo "SKIP: cannot run $checker"; exit 77; }
+tests=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work" && cd "$work" || exit 1
 TOL_PERMILLE=10
 fails=0
@@ -70,20 +71,8 @@ PY
     $py "$models/dist_harness.py" --model "$model" --setup "$setup" --batch "$batch" \
         --grad-accum 2 > "$label.harness" 2> "$label.harness.err" ||
         { fail "$label: dist_harness.py"; tail -3 "$label.harness.err"; continue; }
-    $py - "$label" "$TOL_PERMILLE" <<'PY' || fail "$label: plan and harness disagree"
-import json, sys
-label, tol = sys.argv[1], int(sys.argv[2])
-h = json.loads(open(label + ".harness").read().splitlines()[0])
-assert "error" not in h, h["error"]
-pt = json.load(open(label + ".pt.rep"))["theoretical_peak"]
-ll = json.load(open(label + ".llfb.rep"))["theoretical_peak"]
-measured = h["peak_bytes"] - h["split"]["data"]
-d = measured - pt
-print("%s: harness peak %d B (data held by the caller %d B) -> %d B; roamc program order, "
-      "grads held: %d B, difference %+d B (%+.3f%%); program order, grads freed (llfb): %d B"
-      % (label, h["peak_bytes"], h["split"]["data"], measured, pt, d, 100.0 * d / measured, ll))
-sys.exit(0 if abs(d) * 1000 <= tol * measured else 1)
-PY
+    $py "$tests/setup_compare.py" one "$label" "$label.harness" "$TOL_PERMILLE" ||
+        fail "$label: plan and harness disagree"
 done <<'LIST'
 mlp3 32 --amp=bf16 amp-bf16 mlp3_amp_bf16
 mlp3 32 --grad-accum=2 grad-accum mlp3_ga2

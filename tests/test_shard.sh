@@ -28,6 +28,7 @@ roamc=$1 checker=$2 models=$3 work=$4
 py=/usr/bin/python3
 test_need_python "torch, onnx" "models/export.py and models/dist_harness.py need them"
 test_check_plan_runs "$checker" || { echo "SKIP: cannot run $checker"; exit 77; }
+tests=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work" && cd "$work" || exit 1
 rm -f ./*.onnx ./*.json ./*.rep ./*.chk
 TOL_PERMILLE=30
@@ -58,49 +59,8 @@ while read -r model setup world rank peak data; do
         { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
     "$roamc" check "$l.onnx" "$l.json" > "$l.rchk" 2>&1 ||
         { fail "$l: roamc check rejects the plan"; head -3 "$l.rchk"; }
-    $py - "$l" "$setup" "$world" "$rank" "$peak" "$data" "$TOL_PERMILLE" <<'PY' || fail "$l"
-import json, sys, onnx
-l, setup, world, rank, peak, data, tol = sys.argv[1:]
-world, rank, peak, data, tol = int(world), int(rank), int(peak), int(data), int(tol)
-rep = json.load(open(l + ".rep"))
-sh = rep["shard"]
-pred = sh["peak"]
-assert pred == rep["theoretical_peak"] == sum(sh["split"].values()), (pred, sh)
-m = onnx.load(l + ".onnx")
-meta = {p.key: p.value for p in m.metadata_props}
-assert meta["roamc.shard"].startswith("%s world=%d rank=%d" % (setup, world, rank)), meta["roamc.shard"]
-ops = [n.op_type for n in m.graph.node if n.domain == "ai.roamc"]
-params = meta["roamc.parameters"].split(",")
-assert ops.count("AllReduce") == sh["buckets"] >= 1, (ops, sh["buckets"])
-ins = {i.name for i in m.graph.input}
-assert all(b in ins for b in meta["roamc.communication"].split(",")), "buckets are not inputs"
-if setup == "zero1":
-    assert ops.count("Broadcast") == len(params), ops
-    owned = meta["roamc.owned"].split(",")
-    states = meta["roamc.optimizer_state"].split(",")
-    assert all(any(s.startswith(p + ".") for p in owned) for s in states), "a state of another rank"
-    assert all(s in ins for s in states) and not any(
-        i.startswith(p + ".") for i in ins for p in params if p not in owned), "state inputs"
-# The harness's caller holds the data inputs for the whole step, the graph frees them
-# after their last use: the same schedule with the data held is what it measures.
-plan = json.load(open(l + ".json"))
-data_names = set(meta["roamc.data_inputs"].split(","))
-n = len(plan["schedule"])
-live = [0] * n
-held = 0
-for b in plan["buffers"]:
-    if data_names & set(b["tensors"]):
-        held += b["size"]
-        continue
-    for t in range(b["start"], b["end"] + 1):
-        live[t] += b["size"]
-assert max(live) + held >= pred, (max(live), held, pred)
-pred_held = max(live) + held
-d = pred_held - peak
-print("%s %s %d %d %d %d %d %+d (%+.3f%%)" % (l.split("_")[0], setup, world, rank, peak, pred,
-                                              pred_held, d, 100.0 * d / peak))
-sys.exit(0 if abs(d) * 1000 <= tol * peak else 1)
-PY
+    $py "$tests/setup_compare.py" rank "$l" "$model" "$setup" "$world" "$rank" "$peak" "$TOL_PERMILLE" ||
+        fail "$l"
 done < ranks.txt
 
 # ZeRO-2: planned and checked on every rank of world 2; never above ZeRO-1's peak
