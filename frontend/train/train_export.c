@@ -181,10 +181,10 @@ size_t tr_export_summary(const tr *T, char *s, size_t off, size_t cap) {
                ex->convs_folded, ex->convs,
                T->f->values[T->f->nodes[ex->folded_first].inputs[1]].name);
     if (ex->attention)
-        TX_PUT(TX_LINE "no Dropout node, but %zu attention Softmax outputs feed a MatMul (where "
+        TX_PUT(TX_LINE "no Dropout node, but %zu attention Softmax%s read by a MatMul (where "
                        "transformers put a dropout; a training-mode export keeps every "
                        "nn.Dropout, even p = 0): missed: each dropout's output and mask\n",
-               ex->attention);
+               ex->attention, ex->attention == 1 ? "" : "es");
     TX_PUT(TX_LINE "not seen: %s\n", tr_export_misses());
     TX_PUT(TX_LINE "fix: %s\n", tr_export_fix());
 #undef TX_PUT
