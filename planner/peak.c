@@ -371,6 +371,16 @@ int planner_peak_live_build(const graph *g, const int *order, const int32_t *sta
     return 0;
 }
 
+void planner_storage_classes(const graph *g, unsigned char **kinds, int **makers) {
+    peak_classes c;
+    peak_classify(g, &c);
+    for (size_t i = 0; i < c.n_strs; i++) free(c.strs[i]);
+    free(c.strs);
+    free(c.module);
+    *kinds = c.kind;
+    *makers = c.maker;
+}
+
 void planner_peak_live_free(planner_peak_live *pl) {
     for (size_t i = 0; i < pl->n_items; i++) free(pl->items[i].module);
     for (size_t i = 0; i < pl->n_groups; i++) free(pl->groups[i].name);

@@ -318,6 +318,38 @@ static json_t *plan_named_inputs_json(const fe_model *m, const char *list) {
     return o;
 }
 
+/* roamc.eval_export's counts ("key=N,...", frontend/train/train_export.c) as members, with
+ * what --train did about each, the fix and what the marks cannot see. */
+static json_t *plan_eval_export_json(const char *counts, const char *fix, const char *misses) {
+    json_t *o = json_object();
+    const char *p = counts;
+    while (*p) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        if (eq && eq < end) {
+            char key[64];
+            size_t len = (size_t)(eq - p) < sizeof key - 1 ? (size_t)(eq - p) : sizeof key - 1;
+            memcpy(key, p, len);
+            key[len] = 0;
+            json_object_set_new(o, key, json_integer((json_int_t)strtoll(eq + 1, NULL, 10)));
+        }
+        p = *end ? end + 1 : end;
+    }
+    bool low = json_integer_value(json_object_get(o, "convs_folded")) > 0 ||
+               json_integer_value(json_object_get(o, "attention_without_dropout")) > 0;
+    json_object_set_new(o, "step_low", json_boolean(low));
+    json_object_set_new(o, "planned_in_training_mode",
+                        json_string("BatchNormalization and Dropout (ratio > 0) in inference "
+                                    "form: batch statistics and masks saved for the backward"));
+    json_object_set_new(o, "missed",
+                        json_string("BatchNorm folded into Conv (convs_folded) and Dropout "
+                                    "removed (attention_without_dropout): not in the file, so "
+                                    "the step is low"));
+    json_object_set_new(o, "not_seen", json_string(misses));
+    json_object_set_new(o, "fix", json_string(fix));
+    return o;
+}
+
 /* What roamc --train derived (the metadata of the derived step, also when the
  * file --emit-train wrote is read back), or NULL for any other model. */
 static json_t *plan_train_json(const fe_model *m) {
@@ -348,6 +380,11 @@ static json_t *plan_train_json(const fe_model *m) {
     json_object_set_new(t, "optimizer", json_string(META("roamc.optimizer")));
     json_object_set_new(t, "optimizer_state",
                         plan_named_inputs_json(m, META("roamc.optimizer_state")));
+    if (*META("roamc.eval_export"))
+        json_object_set_new(t, "eval_export",
+                            plan_eval_export_json(META("roamc.eval_export"),
+                                                  META("roamc.eval_export_fix"),
+                                                  META("roamc.eval_export_misses")));
 #undef META
     return t;
 }

@@ -344,6 +344,11 @@ typedef struct planner_peak_live {
 int planner_peak_live_build(const graph *g, const int *order, const int32_t *start,
                             const int32_t *end, planner_peak_live *out);
 void planner_peak_live_free(planner_peak_live *pl);
+/* The kind (enum planner_kind) of every storage of g, classified as
+ * planner_peak_live_build classifies them, into *kinds (g->n_storages entries), and the op
+ * that makes each into *makers (-1 for a graph input or initializer); the caller frees
+ * both.  O(ops + storages + node inputs). */
+void planner_storage_classes(const graph *g, unsigned char **kinds, int **makers);
 /* The report's lines: the step, bytes per kind, the top_groups largest
  * module groups, the top largest storages. */
 void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl, size_t top,

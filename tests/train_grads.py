@@ -226,6 +226,54 @@ def dropout_is_view(derived):
     return bad
 
 
+class BnDropout(nn.Module):
+    """Linear, BatchNorm1d, ReLU, Dropout(0.3), Linear: exported in training mode, then turned
+    into the inference form an eval-mode exporter writes (to_inference_form), which roamc must
+    plan in training mode again (frontend/train/train_export.c): the gradients autograd gives
+    in training mode, BatchNorm updating its running stats in place, Dropout's mask saved."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 16)
+        self.bn = nn.BatchNorm1d(16)
+        self.drop = nn.Dropout(0.3)
+        self.out = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.out(self.drop(torch.relu(self.bn(self.fc(x)))))
+
+
+def to_inference_form(model):
+    """BatchNormalization: training_mode 0, one output; Dropout: training_mode a false
+    initializer, no mask output."""
+    g = model.graph
+    for n in g.node:
+        if n.op_type == "BatchNormalization":
+            for a in n.attribute:
+                if a.name == "training_mode":
+                    a.i = 0
+            del n.output[1:]
+        elif n.op_type == "Dropout":
+            name = n.name + ".training_mode_false"
+            g.initializer.append(onnx.helper.make_tensor(name, onnx.TensorProto.BOOL, [], [False]))
+            n.input[2] = name
+            del n.output[1:]
+    del g.value_info[:]
+
+
+def trained_in_training_mode(derived):
+    bad = []
+    by = {n.op_type: n for n in derived.graph.node}
+    bn, dr = by.get("BatchNormalization"), by.get("Dropout")
+    at = {a.name: a for a in bn.attribute} if bn else {}
+    if not bn or len(bn.output) != 3 or at["training_mode"].i != 1 or list(at["alias"].ints) != [-1, 3, 4]:
+        bad.append("BatchNormalization is not in training mode with its stats updated in place")
+    nb = by.get("native_dropout_backward")
+    if not dr or len(dr.output) != 2 or nb is None or dr.output[1] not in nb.input:
+        bad.append("Dropout has no mask that native_dropout_backward reads")
+    return bad
+
+
 class CausalMask(nn.Module):
     """GPT-2's mask: a bool buffer sliced and cast to bool before torch.where.  In PyTorch
     both are views (the slice of a buffer, .to() of the same dtype), so the derived step's
@@ -283,6 +331,7 @@ CASES = {  # name: (module, example inputs, roamc --loss, torch loss of (output,
     "regression_mse": (Regression, lambda: (_x(4, 12),), "mse", "mse"),
     "dropout_p0": (DropoutP0, lambda: (_x(4, 12),), None, "ce", None, dropout_is_view),
     "causal_mask": (CausalMask, lambda: (_x(2, 6, 6),), None, "ce", None, mask_is_view),
+    "eval_bn_dropout": (BnDropout, lambda: (_x(4, 12),), None, "ce", to_inference_form, trained_in_training_mode),
 }
 
 

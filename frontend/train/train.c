@@ -214,70 +214,12 @@ static void tr_fwd_output(tr *T, int ni, size_t k, const char *what, int32_t ele
     fw->out[k] = tr_add_value(T, name, elem, rank, dims);
 }
 
-/* Element 0 of a constant value (an initializer, or a Constant node's value /
- * value_float / value_int) as a double; false when it is not a constant. */
-static bool tr_const_scalar(const tr *T, int v, double *out) {
-    if (v < 0 || !T->mp || !T->mp->graph) return false;
-    const Onnx__GraphProto *g = T->mp->graph;
-    const Onnx__TensorProto *tp = NULL;
-    const char *name = T->f->values[v].name;
-    int p = T->f->values[v].producer;
-    if (p >= 0) {
-        const Onnx__NodeProto *np = g->node[p];
-        if (!np->op_type || strcmp(np->op_type, "Constant") || (np->domain && np->domain[0]))
-            return false;
-        for (size_t a = 0; a < np->n_attribute; a++) {
-            const Onnx__AttributeProto *at = np->attribute[a];
-            if (!at->name) continue;
-            if (!strcmp(at->name, "value") && at->t) tp = at->t;
-            if (!strcmp(at->name, "value_float")) return *out = at->f, true;
-            if (!strcmp(at->name, "value_int")) return *out = (double)at->i, true;
-        }
-    } else {
-        for (size_t k = 0; k < g->n_initializer && !tp; k++)
-            if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
-                tp = g->initializer[k];
-    }
-    if (!tp) return false;
-    if (tp->has_raw_data) {
-        const uint8_t *d = tp->raw_data.data;
-        size_t len = tp->raw_data.len;
-        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && len >= 4) {
-            float f;
-            memcpy(&f, d, 4);
-            return *out = f, true;
-        }
-        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8)
-            return memcpy(out, d, 8), true;
-        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
-             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16) &&
-            len >= 2) /* --precision bf16 / fp16 converted the file's constants */
-            return *out = tr_half_value(tp->data_type, (uint16_t)(d[0] | d[1] << 8)), true;
-        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
-             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
-            len >= 1)
-            return *out = d[0], true;
-        return false;
-    }
-    if (tp->n_float_data) return *out = tp->float_data[0], true;
-    if (tp->n_double_data) return *out = tp->double_data[0], true;
-    if (tp->n_int32_data) return *out = tp->int32_data[0], true; /* bool, uint8, int32 */
-    if (tp->n_int64_data) return *out = (double)tp->int64_data[0], true;
-    return false;
-}
-
-/* A Dropout that returns its input: ratio 0 (torchvision's ViT, whose dropouts
- * are all p = 0.0, exported in training mode) or training_mode absent or false.
- * PyTorch's dropout with p = 0 returns the input itself: no copy, no mask. */
-static bool tr_dropout_identity(const tr *T, const fe_node *n) {
-    double r = 0.5, tm = 0;
-    if (n->n_explicit_inputs < 3 || n->inputs[2] < 0)
-        return true;                                          /* training_mode defaults to false */
-    if (!tr_const_scalar(T, n->inputs[2], &tm)) return false; /* computed: assume training */
-    if (tm == 0) return true;
-    if (n->n_explicit_inputs >= 2 && n->inputs[1] >= 0 && !tr_const_scalar(T, n->inputs[1], &r))
-        return false;
-    return r == 0;
+/* Output k of forward node ni as the derived graph has it, or -1. */
+static int tr_fwd_out(const tr *T, int ni, size_t k) {
+    const tr_fwd *fw = &T->fwd[ni];
+    const fe_node *n = &T->f->nodes[ni];
+    if (fw->out) return k < fw->n_out ? fw->out[k] : -1;
+    return k < n->n_outputs ? n->outputs[k] : -1;
 }
 
 static void tr_adjust_nodes(tr *T, bool *bufview);
@@ -300,8 +242,17 @@ static void tr_adjust_nodes(tr *T, bool *bufview) {
         bool grad_path = y >= 0 && T->req[y] && T->useful[y];
         int x = n->n_explicit_inputs ? n->inputs[0] : -1;
         const char *op = n->op_type;
-        if (!strcmp(op, "BatchNormalization") && n->n_outputs >= 3 && n->n_explicit_inputs >= 5 &&
-            n->outputs[1] >= 0 && n->outputs[2] >= 0) {
+        if (!strcmp(op, "BatchNormalization") && T->fwd[i].to_training) {
+            /* an inference-form BatchNorm planned in training mode: its running-stat outputs */
+            int m = n->inputs[3];
+            int64_t c = T->v[m].rank == 1 ? T->v[m].dims[0] : 1;
+            tr_fwd_output(T, (int)i, 1, "running_mean", T->v[m].elem, 1, &c);
+            tr_fwd_output(T, (int)i, 2, "running_var", T->v[n->inputs[4]].elem, 1, &c);
+        }
+        if (!strcmp(op, "BatchNormalization") && n->n_explicit_inputs >= 5 &&
+            tr_fwd_out(T, (int)i, 1) >= 0 && tr_fwd_out(T, (int)i, 2) >= 0 &&
+            (!T->fwd[i].to_training || ((f->values[n->inputs[3]].kind & FE_INITIALIZER) &&
+                                        (f->values[n->inputs[4]].kind & FE_INITIALIZER)))) {
             /* PyTorch updates the running stats in place (native_batch_norm) */
             T->fwd[i].has_alias = true;
             T->fwd[i].alias[0] = -1;
@@ -329,7 +280,7 @@ static void tr_adjust_nodes(tr *T, bool *bufview) {
             T->fwd[i].inplace = 0;
             T->fwd[i].identity = true;
             bufview[y] = bufview[x];
-        } else if (!strcmp(op, "Dropout") && x >= 0 && y >= 0 && tr_dropout_identity(T, n)) {
+        } else if (!strcmp(op, "Dropout") && x >= 0 && y >= 0 && tr_dropout_ratio_zero(T, (int)i)) {
             T->fwd[i].has_alias =
                 true; /* the input itself; a mask the file asks for stays its own */
             T->fwd[i].alias[0] = 0;
@@ -692,7 +643,8 @@ static void tr_mb_end(tr *T, int mb, int *cur) {
     for (size_t i = 0; i < f->n_nodes; i++) {
         const tr_fwd *fw = &T->fwd[i];
         if (!fw->has_alias || !fw->inplace) continue;
-        for (size_t j = 0; j < 3 && j < f->nodes[i].n_outputs; j++) {
+        size_t no = fw->out ? fw->n_out : f->nodes[i].n_outputs; /* with the outputs added */
+        for (size_t j = 0; j < 3 && j < no; j++) {
             int a = fw->alias[j];
             int o = fw->out ? (j < fw->n_out ? fw->out[j] : -1) : f->nodes[i].outputs[j];
             if (a < 0 || o < 0 || (size_t)a >= f->nodes[i].n_explicit_inputs) continue;
@@ -880,7 +832,8 @@ static void tr_human(int64_t b, char *buf, size_t len) {
 }
 
 static char *tr_summary(tr *T, const tr_lists *L) {
-    char *s = xmalloc(2048);
+    const size_t cap = 8192;
+    char *s = xmalloc(cap);
     char shape[256], lshape[256], pb[32], sb[32], fb[32];
     tr_shape_text(T, T->loss_out, shape, sizeof shape);
     tr_human(T->n_param_bytes, pb, sizeof pb);
@@ -895,46 +848,45 @@ static char *tr_summary(tr *T, const tr_lists *L) {
                            : T->opt->precision == FE_PREC_FP32
                                ? "the file's types"
                                : "every float tensor, parameters and optimizer state too";
-        off += (size_t)snprintf(s + off, 2048 - off, "  set-up        precision %s (%s",
+        off += (size_t)snprintf(s + off, cap - off, "  set-up        precision %s (%s",
                                 tr_precision_name(T->opt->precision), what);
-        if (T->n_casts)
-            off += (size_t)snprintf(s + off, 2048 - off, "; %zu Cast nodes", T->n_casts);
+        if (T->n_casts) off += (size_t)snprintf(s + off, cap - off, "; %zu Cast nodes", T->n_casts);
         if (T->scale >= 0)
-            off += (size_t)snprintf(s + off, 2048 - off,
+            off += (size_t)snprintf(s + off, cap - off,
                                     "; GradScaler state 'scaler.scale', "
                                     "'scaler.growth_tracker'");
         if (T->accum > 1)
-            off += (size_t)snprintf(s + off, 2048 - off,
+            off += (size_t)snprintf(s + off, cap - off,
                                     "), grad-accum %d (%d microbatches mb0..mb%d, gradients "
                                     "accumulated in place, loss / %d, one optimizer step)\n",
                                     T->accum, T->accum, T->accum - 1, T->accum);
         else
-            off += (size_t)snprintf(s + off, 2048 - off, "), grad-accum 1\n");
+            off += (size_t)snprintf(s + off, cap - off, "), grad-accum 1\n");
     }
     if (T->label >= 0) {
         tr_shape_text(T, T->label, lshape, sizeof lshape);
         off += (size_t)snprintf(
-            s + off, 2048 - off, "  train         loss %s on '%s' %s; label input '%s' %s\n",
+            s + off, cap - off, "  train         loss %s on '%s' %s; label input '%s' %s\n",
             tr_loss_name(T->loss_kind), T->v[T->loss_out].name, shape, T->v[T->label].name, lshape);
     } else {
-        off += (size_t)snprintf(s + off, 2048 - off,
+        off += (size_t)snprintf(s + off, cap - off,
                                 "  train         loss: the graph's own output '%s' %s\n",
                                 T->v[T->loss_out].name, shape);
     }
     off += (size_t)snprintf(
-        s + off, 2048 - off,
+        s + off, cap - off,
         "  parameters    %zu float initializers trained (%s), %zu frozen (%s), %zu kept constant "
         "(buffers, constants)\n",
         T->n_params, pb, T->n_frozen, fb, L->buffers.n - T->n_frozen);
     size_t no_grad = 0;
     for (size_t k = 0; k < L->grads.n; k++) no_grad += L->grads.v[k] < 0;
-    off += (size_t)snprintf(s + off, 2048 - off,
+    off += (size_t)snprintf(s + off, cap - off,
                             "  optimizer     %s: %zu state inputs (%s); added %zu backward and %zu "
                             "optimizer ops to %zu forward ops%s\n",
                             tr_optimizer_name(T->opt->optimizer), T->n_state, sb, T->n_backward,
                             T->n_optim, T->f->n_nodes,
                             no_grad ? " (some parameters got no gradient)" : "");
-    (void)off;
+    tr_export_summary(T, s, off, cap);
     return s;
 }
 
@@ -1148,6 +1100,7 @@ int fe_train(const char *path, const fe_options *opt, const fe_train_options *t,
     if (t->precision != FE_PREC_FP32 && tr_apply_precision(&T, path, opt, &f)) goto out;
     tr_alloc_marks(&T);
     tr_copy_values(&T);
+    tr_export_scan(&T);
     if (tr_pick_loss_output(&T)) goto out;
     tr_find_fusions(&T);
     if (tr_analyse(&T)) goto out;

@@ -55,6 +55,31 @@ static char *tr_mb_name(tr *T, const int *map, char *s) {
     return T->v[map[v]].name;
 }
 
+/* Node c (a copy), an inference-form BatchNormalization or Dropout planned in training mode
+ * (train_export.c), says so: BatchNormalization's training_mode attribute is 1 (from opset
+ * 14; before, its added running-stat outputs say it), Dropout's training_mode input the true
+ * initializer tr_pack_initializers adds (from opset 12; before, its mask output says it). */
+static void tr_pack_training_mode(tr *T, ow_arena *A, Onnx__NodeProto *c) {
+    int64_t opset = T->f->opset;
+    if (!strcmp(c->op_type, "BatchNormalization") && (opset <= 0 || opset >= 14)) {
+        Onnx__AttributeProto **at = ow_alloc(A, (c->n_attribute + 1) * sizeof *at);
+        size_t na = 0;
+        for (size_t a = 0; a < c->n_attribute; a++)
+            if (!c->attribute[a]->name || strcmp(c->attribute[a]->name, "training_mode"))
+                at[na++] = c->attribute[a];
+        at[na++] = ow_attr_int(A, "training_mode", 1);
+        c->attribute = at;
+        c->n_attribute = na;
+    } else if (!strcmp(c->op_type, "Dropout") && T->ex.true_name[0]) {
+        size_t ni = c->n_input > 3 ? c->n_input : 3;
+        char **ins = ow_alloc(A, ni * sizeof *ins);
+        for (size_t k = 0; k < ni; k++) ins[k] = k < c->n_input ? c->input[k] : "";
+        ins[2] = T->ex.true_name;
+        c->input = ins;
+        c->n_input = ni;
+    }
+}
+
 /* The file's forward nodes into nodes[0 .. n_node): shared as they are, or copied where the
  * derivation added an optional output or alias attributes, or where a --grad-accum
  * microbatch (map, mb) names its own values (mb<k>.NAME). */
@@ -62,7 +87,7 @@ static void tr_pack_fwd_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes, const
     const Onnx__GraphProto *og = T->mp->graph;
     for (size_t i = 0; i < og->n_node; i++) {
         const tr_fwd *fw = &T->fwd[i];
-        if (!fw->out && !fw->has_alias && !map) {
+        if (!fw->out && !fw->has_alias && !fw->to_training && !map) {
             nodes[i] = og->node[i];
             continue;
         }
@@ -90,10 +115,11 @@ static void tr_pack_fwd_nodes(tr *T, ow_arena *A, Onnx__NodeProto **nodes, const
             c->output = outs;
             c->n_output = fw->n_out;
         }
+        if (fw->to_training) tr_pack_training_mode(T, A, c);
         if (fw->has_alias) {
             Onnx__AttributeProto **at = ow_alloc(A, (c->n_attribute + 2) * sizeof *at);
             if (c->n_attribute) /* Slice, Cast, Dropout may have none: attribute is NULL */
-                memcpy(at, og->node[i]->attribute, c->n_attribute * sizeof *at);
+                memcpy(at, c->attribute, c->n_attribute * sizeof *at);
             size_t no = c->n_output < 3 ? c->n_output : 3;
             tr_alias_attrs(A, fw->alias, no, fw->inplace, at + c->n_attribute);
             c->attribute = at;
@@ -148,10 +174,11 @@ static void tr_pack_inputs(tr *T, const tr_lists *L, ow_arena *A, Onnx__GraphPro
     g->n_input = ni;
 }
 
-/* g's initializers: the file's, less the parameters (now inputs without data). */
+/* g's initializers: the file's, less the parameters (now inputs without data), plus the
+ * bool true a Dropout planned in training mode reads (tr_pack_training_mode). */
 static void tr_pack_initializers(tr *T, ow_arena *A, Onnx__GraphProto *g, bool *is_io) {
     const Onnx__GraphProto *og = T->mp->graph;
-    Onnx__TensorProto **inits = ow_alloc(A, og->n_initializer * sizeof *inits);
+    Onnx__TensorProto **inits = ow_alloc(A, (og->n_initializer + 1) * sizeof *inits);
     size_t nini = 0;
     for (size_t k = 0; k < og->n_initializer; k++) {
         const char *iname = og->initializer[k]->name ? og->initializer[k]->name : "";
@@ -159,6 +186,19 @@ static void tr_pack_initializers(tr *T, ow_arena *A, Onnx__GraphProto *g, bool *
         if (v >= 0 && T->param[v]) continue;
         if (v >= 0) is_io[v] = true;
         inits[nini++] = og->initializer[k];
+    }
+    if (T->ex.true_name[0]) {
+        Onnx__TensorProto *t = ow_alloc(A, sizeof *t);
+        *t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+        t->name = T->ex.true_name;
+        t->has_data_type = 1;
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+        uint8_t *one = ow_alloc(A, 1);
+        *one = 1;
+        t->has_raw_data = 1;
+        t->raw_data.data = one;
+        t->raw_data.len = 1;
+        inits[nini++] = t;
     }
     g->initializer = inits;
     g->n_initializer = nini;
@@ -259,11 +299,29 @@ static void tr_pack_opsets(tr *T, ow_arena *A, Onnx__ModelProto *m) {
     }
 }
 
+/* The marks of an inference export (train_export.c), only when the file has one (so that a
+ * training-mode export's step stays byte-equal): roamc.eval_export, counts as
+ * "key=N,..."; roamc.eval_export_fix, roamc.eval_export_misses. */
+static void tr_pack_export_metadata(tr *T, ow_arena *A, Onnx__StringStringEntryProto **meta,
+                                    size_t *nm) {
+    const tr_export *ex = &T->ex;
+    if (!ex->bn_inference && !ex->dropout_inference && !ex->convs_folded && !ex->attention) return;
+    char *buf = ow_alloc(A, 256);
+    snprintf(buf, 256,
+             "batchnorm=%zu,batchnorm_inference=%zu,dropout=%zu,dropout_inference=%zu,convs=%zu,"
+             "convs_folded=%zu,attention_without_dropout=%zu",
+             ex->bn, ex->bn_inference, ex->dropout, ex->dropout_inference, ex->convs,
+             ex->convs_folded, ex->attention);
+    meta[(*nm)++] = ow_meta_entry(A, "roamc.eval_export", buf);
+    meta[(*nm)++] = ow_meta_entry(A, "roamc.eval_export_fix", tr_export_fix());
+    meta[(*nm)++] = ow_meta_entry(A, "roamc.eval_export_misses", tr_export_misses());
+}
+
 /* m's metadata: the file's, less any roamc.* keys (a step derived again replaces them), then
  * the roamc.* keys that let a later run (--report, the planner) read the step's roles. */
 static void tr_pack_metadata(tr *T, const tr_lists *L, ow_arena *A, Onnx__ModelProto *m) {
     const Onnx__ModelProto *mp = T->mp;
-    Onnx__StringStringEntryProto **meta = ow_alloc(A, (mp->n_metadata_props + 24) * sizeof *meta);
+    Onnx__StringStringEntryProto **meta = ow_alloc(A, (mp->n_metadata_props + 28) * sizeof *meta);
     size_t nm = 0;
     for (size_t k = 0; k < mp->n_metadata_props; k++)
         if (mp->metadata_props[k]->key && strncmp(mp->metadata_props[k]->key, "roamc.", 6) != 0)
@@ -306,6 +364,7 @@ static void tr_pack_metadata(tr *T, const tr_lists *L, ow_arena *A, Onnx__ModelP
                                    "gradients and sets found_inf; _amp_update_scale_ updates "
                                    "scaler.scale and scaler.growth_tracker (int32 [1]); the step "
                                    "is emitted as taken");
+    tr_pack_export_metadata(T, A, meta, &nm);
     if (T->accum > 1) {
         snprintf(buf, sizeof buf, "%d", T->accum);
         meta[nm++] = ow_meta_entry(A, "roamc.grad_accum", buf);

@@ -2,8 +2,9 @@
  * the graph surgery (train.c), the gradient rules (train_rules.c) and the
  * writer (train_emit.c), which all build with them: errors, the name table,
  * new values, new nodes, gradients handed to the values they belong to,
- * and the names of the loss and optimizer choices.  Calls go from those
- * three files down to this one, never back. */
+ * the names of the loss and optimizer choices, and the file's scalar
+ * constants (tr_const_scalar).  Calls go from those three files (and
+ * train_export.c) down to this one, never back. */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -236,4 +237,56 @@ const char *tr_optimizer_name(int k) {
     case FE_OPT_MOMENTUM: return "momentum";
     default: return "none";
     }
+}
+
+/* (train_internal.h) A constant's element 0: an initializer's data or a Constant node's
+ * value, read from the proto (the fe_model keeps no data). */
+bool tr_const_scalar(const tr *T, int v, double *out) {
+    if (v < 0 || !T->mp || !T->mp->graph) return false;
+    const Onnx__GraphProto *g = T->mp->graph;
+    const Onnx__TensorProto *tp = NULL;
+    const char *name = T->f->values[v].name;
+    int p = T->f->values[v].producer;
+    if (p >= 0) {
+        const Onnx__NodeProto *np = g->node[p];
+        if (!np->op_type || strcmp(np->op_type, "Constant") || (np->domain && np->domain[0]))
+            return false;
+        for (size_t a = 0; a < np->n_attribute; a++) {
+            const Onnx__AttributeProto *at = np->attribute[a];
+            if (!at->name) continue;
+            if (!strcmp(at->name, "value") && at->t) tp = at->t;
+            if (!strcmp(at->name, "value_float")) return *out = at->f, true;
+            if (!strcmp(at->name, "value_int")) return *out = (double)at->i, true;
+        }
+    } else {
+        for (size_t k = 0; k < g->n_initializer && !tp; k++)
+            if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
+                tp = g->initializer[k];
+    }
+    if (!tp) return false;
+    if (tp->has_raw_data) {
+        const uint8_t *d = tp->raw_data.data;
+        size_t len = tp->raw_data.len;
+        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && len >= 4) {
+            float f;
+            memcpy(&f, d, 4);
+            return *out = f, true;
+        }
+        if (tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && len >= 8)
+            return memcpy(out, d, 8), true;
+        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
+             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16) &&
+            len >= 2) /* --precision bf16 / fp16 converted the file's constants */
+            return *out = tr_half_value(tp->data_type, (uint16_t)(d[0] | d[1] << 8)), true;
+        if ((tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
+             tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8) &&
+            len >= 1)
+            return *out = d[0], true;
+        return false;
+    }
+    if (tp->n_float_data) return *out = tp->float_data[0], true;
+    if (tp->n_double_data) return *out = tp->double_data[0], true;
+    if (tp->n_int32_data) return *out = tp->int32_data[0], true; /* bool, uint8, int32 */
+    if (tp->n_int64_data) return *out = (double)tp->int64_data[0], true;
+    return false;
 }

@@ -9,6 +9,8 @@
  *                  and the backward pass that applies it in reverse order
  *   train_emit.c   the derived step as an ONNX ModelProto, through the one
  *                  ONNX writer (frontend/onnx_write.h)
+ *   train_export.c the marks of an inference (eval-mode) export in the
+ *                  forward file, what --train does about each, the report
  *
  * Values and nodes are named by their index in tr's tables; a list of
  * value indices (a node's inputs or outputs) ends at TR_VALUES_END and is
@@ -66,9 +68,23 @@ typedef struct tr_fwd {
     int alias[3];
     bool has_alias;
     int inplace;
-    /* a Dropout that passes its input through (ratio 0 or not training), a Cast to the same type */
+    /* a Dropout that passes its input through (ratio 0), a Cast to the same type */
     bool identity;
+    /* a BatchNormalization or Dropout in inference form planned in training mode
+     * (train_export.c): the derived file's node says training_mode = 1 */
+    bool to_training;
 } tr_fwd;
+
+/* What the forward file says about how it was exported (train_export.c). */
+typedef struct tr_export {
+    bool pytorch;                      /* producer_name "pytorch" */
+    size_t bn, bn_inference;           /* BatchNormalization nodes; those in inference form */
+    size_t dropout, dropout_inference; /* Dropout nodes; those with ratio > 0 not training */
+    size_t convs, convs_folded;        /* Conv nodes; those whose weight the exporter made */
+    size_t attention; /* Softmax outputs read by a MatMul, with no Dropout at all */
+    int bn_first, dropout_first, folded_first; /* first node of each finding, or -1 */
+    char true_name[64]; /* the bool initializer a converted Dropout reads as training_mode, or "" */
+} tr_export;
 
 typedef struct tr {
     const char *path;
@@ -115,6 +131,7 @@ typedef struct tr {
     int *acc_mb;      /* per forward value: the microbatch whose gradient acc holds, or -1 */
     int *first_reader; /* per forward value: the first forward node that reads it, or -1 */
     tr_list *labels;   /* the label input of each microbatch */
+    tr_export ex;      /* the marks of an inference export (train_export.c) */
     char *err;
     size_t errlen;
 } tr;
@@ -161,6 +178,9 @@ void tr_accumulate_at(tr *T, int ni);
 /* Parameter p's gradient of this microbatch, now complete, into its .grad
  * (train_graph.c says how). */
 void tr_accumulate(tr *T, int p);
+/* Element 0 of a constant value (an initializer, or a Constant node's value /
+ * value_float / value_int) as a double; false when it is not a constant. */
+bool tr_const_scalar(const tr *T, int v, double *out);
 /* The names of enum fe_loss / fe_optimizer values, as the options spell them. */
 const char *tr_loss_name(int loss);
 const char *tr_optimizer_name(int optimizer);
@@ -204,6 +224,22 @@ int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelP
  * -1 with an internal-error message naming the first value that differs. */
 int tr_precision_verify(const char *path, const fe_model *f, const tr_rewrite *rw,
                         const fe_model *g, char *err, size_t errlen);
+
+/* ------------------------------ train_export.c (inference-export marks) */
+
+/* Reads the forward file's marks of an inference export into T->ex and sets
+ * fwd[i].to_training on each BatchNormalization / Dropout in inference form
+ * whose training semantics the file holds (train_export.c says which). */
+void tr_export_scan(tr *T);
+/* Dropout node ni returns its input: its ratio is a constant 0. */
+bool tr_dropout_ratio_zero(const tr *T, int ni);
+/* Appends the report lines of T->ex ("  eval export   ...\n") at s + off (cap bytes in
+ * all); returns the new offset.  Nothing when the file shows no mark. */
+size_t tr_export_summary(const tr *T, char *s, size_t off, size_t cap);
+/* The export call that gives a training-mode forward file (a static string). */
+const char *tr_export_fix(void);
+/* What the heuristics cannot see (a static string). */
+const char *tr_export_misses(void);
 
 /* ------------------------------------------- train_emit.c (the ONNX file) */
 

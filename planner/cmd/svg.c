@@ -6,11 +6,16 @@
  * are painted into a coarse raster of cells, emitted as one rectangle per run
  * of covered cells in a row.  The file stays small and looks the same.
  *
+ * Each storage is coloured by its kind (parameter, gradient, optimizer state,
+ * saved activation, temporary, input, output: planner/peak.c's classes, the
+ * report's "live at peak" kinds; the legend shows those drawn) and carries a
+ * <title> tooltip: tensor, size, lifetime in steps, the op that makes it,
+ * kind.  A merged raster run's tooltip names the largest storage in it.
+ *
  * A fitted step (--fit) marks what the fit changed: storages a recompute
  * clone makes and storages a Reload brings back from the host get colours of
  * their own (in the raster too: a marked storage wins its cell), and the
- * host buffers, which take no device bytes, are counted in a note.  Plans
- * without such storages draw exactly as before.
+ * host buffers, which take no device bytes, are counted in a note.
  */
 #include "svg.h"
 
@@ -34,15 +39,43 @@ static int svg_curve_h(size_t n) {
 #define SVG_CELL 2     /* raster cell, px */
 #define SVG_MIN_PX 3.0 /* storages narrower or lower than this go to the raster */
 
-/* What a storage is drawn as; a raster cell keeps the highest kind painted
- * into it, so the rare marked kinds stay visible among merged storages. */
-enum svg_kind { SVG_EMPTY = 0, SVG_ACT, SVG_PERSISTENT, SVG_RECOMPUTED, SVG_RELOADED };
-static const char *const svg_kind_class[] = {"", "a", "p", "r", "l"};
+/* What a storage is drawn as: its kind (planner/peak.c's classes, the same as the report's
+ * "live at peak" lines), or a fit's mark.  A raster cell keeps the highest kind painted
+ * into it, so the rarer kinds and the marked storages stay visible among merged ones. */
+enum svg_kind {
+    SVG_EMPTY = 0,
+    SVG_TEMPORARY,
+    SVG_SAVED,
+    SVG_INPUT,
+    SVG_OUTPUT,
+    SVG_GRADIENT,
+    SVG_STATE,
+    SVG_PARAMETER,
+    SVG_RECOMPUTED,
+    SVG_RELOADED,
+    SVG_N_KINDS
+};
+static const char *const svg_kind_class[SVG_N_KINDS] = {"",  "t", "s", "i", "o",
+                                                        "g", "m", "p", "r", "l"};
+static const char *const svg_kind_fill[SVG_N_KINDS] = {"",        "#76b7b2", "#4e79a7", "#59a14f",
+                                                       "#e15759", "#edc948", "#9c755f", "#bab0ac",
+                                                       "#f28e2b", "#b07aa1"};
+static const char *const svg_kind_label[SVG_N_KINDS] = {
+    "",         "temporary",       "saved activation", "input",      "output",
+    "gradient", "optimizer state", "parameter",        "recomputed", "reloaded from host"};
 
-static enum svg_kind svg_storage_kind(const graph_storage *st) {
+static enum svg_kind svg_storage_kind(const graph_storage *st, int kind) {
     if (st->reloaded) return SVG_RELOADED;
     if (st->recomputed) return SVG_RECOMPUTED;
-    return st->persistent ? SVG_PERSISTENT : SVG_ACT;
+    switch (kind) {
+    case PLANNER_KIND_PARAMETER: return SVG_PARAMETER;
+    case PLANNER_KIND_GRADIENT: return SVG_GRADIENT;
+    case PLANNER_KIND_STATE: return SVG_STATE;
+    case PLANNER_KIND_SAVED: return SVG_SAVED;
+    case PLANNER_KIND_INPUT: return SVG_INPUT;
+    case PLANNER_KIND_OUTPUT: return SVG_OUTPUT;
+    default: return SVG_TEMPORARY; /* temporaries (a host copy has no device bytes to draw) */
+    }
 }
 
 /* What a fit changed in one plan's graph (all zero for an unchanged step). */
@@ -116,31 +149,82 @@ static void svg_panel_title(FILE *f, const plan *p, const char *title, int layou
             layout_h);
 }
 
-/* Emits the raster (cells hold an svg_kind) as one rectangle per run of
- * equal, covered cells in a row. */
-static void svg_raster_runs(FILE *f, const unsigned char *cell, int cols, int rows) {
+/* A storage's tooltip text: tensor, size, lifetime, maker, kind. */
+static void svg_storage_title(FILE *f, const plan *p, size_t s, const unsigned char *kinds,
+                              const int *makers) {
+    const graph *g = p->g;
+    const fe_model *m = g->model;
+    const graph_storage *st = &g->storages[s];
+    char b[32];
+    svg_escape(f, m->values[st->root].name);
+    fprintf(f, ": %s (%llu B), %s; steps %d-%d (%d steps); ",
+            svg_size((double)st->size, b, sizeof b), (unsigned long long)st->size,
+            planner_kind_name(kinds[s]), (int)p->start[s], (int)p->end[s],
+            (int)(p->end[s] - p->start[s] + 1));
+    int op = makers[s];
+    if (op < 0) {
+        fputs((m->values[st->root].kind & FE_INITIALIZER) ? "an initializer" : "a graph input", f);
+        return;
+    }
+    fputs("made by ", f);
+    svg_escape(f, m->nodes[op].op_type);
+    if (m->nodes[op].name[0]) {
+        fputs(" '", f);
+        svg_escape(f, m->nodes[op].name);
+        fputc('\'', f);
+    }
+    fprintf(f, " (#%d)", op);
+}
+
+/* The storages of one plan, as svg_storage_rects draws them. */
+typedef struct svg_storages {
+    const plan *p;
+    unsigned char *kinds; /* per storage: enum planner_kind */
+    int *makers;          /* per storage: the op that makes it, -1 for an input */
+} svg_storages;
+
+/* Emits the raster (cells hold an svg_kind; best: per cell the largest storage of that
+ * kind painted into it, or -1) as one rectangle per run of equal, covered cells in a row, its
+ * tooltip naming the largest storage merged into the run. */
+static void svg_raster_runs(FILE *f, const svg_storages *S, const unsigned char *cell,
+                            const int *best, int cols, int rows) {
+    const graph *g = S->p->g;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols;) {
-            unsigned char v = cell[(size_t)r * cols + c];
-            int e = c;
-            while (e < cols && cell[(size_t)r * cols + e] == v) e++;
-            if (v)
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" class=\"%s\"/>\n",
-                        c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL,
-                        svg_kind_class[v]);
+            size_t at = (size_t)r * cols;
+            unsigned char v = cell[at + c];
+            int e = c, big = -1;
+            for (; e < cols && cell[at + e] == v; e++)
+                if (best[at + e] >= 0 &&
+                    (big < 0 || g->storages[best[at + e]].size > g->storages[big].size))
+                    big = best[at + e];
+            if (v) {
+                fprintf(f,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                        "class=\"%s\"><title>storages under %g px merged; the largest: ",
+                        c * SVG_CELL, r * SVG_CELL, (e - c) * SVG_CELL, SVG_CELL, svg_kind_class[v],
+                        SVG_MIN_PX);
+                if (big >= 0) svg_storage_title(f, S->p, (size_t)big, S->kinds, S->makers);
+                fputs("</title></rect>\n", f);
+            }
             c = e;
         }
 }
 
-/* The storages of p: one rectangle each where it is at least SVG_MIN_PX in
- * both directions, the rest painted into the raster.  Returns how many were
- * drawn one by one. */
-static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, int layout_h) {
+/* The storages of p: one rectangle each, with its tooltip, where it is at least SVG_MIN_PX
+ * in both directions, the rest painted into the raster.  present[k] is set for each
+ * svg_kind drawn.  Returns how many were drawn one by one. */
+static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, int layout_h,
+                                bool *present) {
     const graph *g = p->g;
     size_t ns = g->n_storages;
     int cols = SVG_W / SVG_CELL, rows = layout_h / SVG_CELL;
-    /* raster cells: an svg_kind each */
+    svg_storages S = {.p = p};
+    planner_storage_classes(g, &S.kinds, &S.makers);
+    /* raster cells: an svg_kind each, and the largest storage painted there */
     unsigned char *cell = xcalloc((size_t)cols * (size_t)rows, 1);
+    int *best = xmallocarray((size_t)cols * (size_t)rows, sizeof *best);
+    for (size_t k = 0; k < (size_t)cols * (size_t)rows; k++) best[k] = -1;
     size_t drawn = 0;
     for (size_t s = 0; s < ns; s++) {
         uint64_t size = g->storages[s].size;
@@ -148,11 +232,15 @@ static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, in
         double x0 = p->start[s] * xs, x1 = (p->end[s] + 1) * xs;
         double top = layout_h - (double)(p->offsets[s] + size) * ys;
         double h = (double)size * ys;
-        enum svg_kind kind = svg_storage_kind(&g->storages[s]);
+        enum svg_kind kind = svg_storage_kind(&g->storages[s], S.kinds[s]);
+        present[kind] = true;
         if (x1 - x0 >= SVG_MIN_PX && h >= SVG_MIN_PX) {
             fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"%s\"/>\n",
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                    "class=\"%s\"><title>",
                     x0, top, x1 - x0, h, svg_kind_class[kind]);
+            svg_storage_title(f, p, s, S.kinds, S.makers);
+            fputs("</title></rect>\n", f);
             drawn++;
             continue;
         }
@@ -163,12 +251,18 @@ static size_t svg_storage_rects(FILE *f, const plan *p, double xs, double ys, in
         if (c1 >= cols) c1 = cols - 1;
         if (r1 >= rows) r1 = rows - 1;
         for (int r = r0; r <= r1; r++)
-            for (int c = c0; c <= c1; c++)
-                if (cell[(size_t)r * cols + c] < kind)
-                    cell[(size_t)r * cols + c] = (unsigned char)kind;
+            for (int c = c0; c <= c1; c++) {
+                size_t at = (size_t)r * cols + c;
+                if (cell[at] < kind) cell[at] = (unsigned char)kind, best[at] = -1;
+                if (cell[at] == kind && (best[at] < 0 || g->storages[best[at]].size < size))
+                    best[at] = (int)s; /* the largest of the kind the cell shows */
+            }
     }
-    svg_raster_runs(f, cell, cols, rows);
+    svg_raster_runs(f, &S, cell, best, cols, rows);
     free(cell);
+    free(best);
+    free(S.kinds);
+    free(S.makers);
     return drawn;
 }
 
@@ -282,7 +376,7 @@ static void svg_live_curve(FILE *f, const plan *p, uint64_t scale_top, double xs
 /* One panel: layout of p at vertical offset y0, scaled so that `scale_top`
  * bytes fill the layout height (the same for every panel of a picture). */
 static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint64_t scale_top,
-                      size_t n_panels) {
+                      size_t n_panels, bool *present) {
     const int layout_h = svg_layout_h(n_panels), curve_h = svg_curve_h(n_panels);
     size_t steps = p->g->n_ops;
     double xs = (double)SVG_W / (double)(steps ? steps : 1);
@@ -290,7 +384,7 @@ static void svg_panel(FILE *f, const plan *p, const char *title, double y0, uint
     fprintf(f, "<g transform=\"translate(%d,%.1f)\">\n", SVG_MARGIN, y0);
     svg_panel_title(f, p, title, layout_h);
     svg_marks_note(f, p->g);
-    size_t drawn = svg_storage_rects(f, p, xs, ys, layout_h);
+    size_t drawn = svg_storage_rects(f, p, xs, ys, layout_h, present);
     svg_peak_marker(f, p, ys, layout_h);
     svg_layout_axes(f, scale_top, steps, xs, ys, layout_h);
     svg_live_curve(f, p, scale_top, xs, layout_h, curve_h, drawn);
@@ -313,33 +407,41 @@ void plan_svg_stream(const plan *const *plans, const char *const *titles, size_t
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 "
             "%d %.0f\">\n",
             SVG_W + 2 * SVG_MARGIN + 40, total_h, SVG_W + 2 * SVG_MARGIN + 40, total_h);
-    fputs("<style>.a{fill:#4e79a7}.p{fill:#bab0ac}.frame{fill:none;stroke:#888;stroke-width:0.5}"
+    fputs("<style>", f);
+    for (int k = 1; k < SVG_N_KINDS; k++)
+        fprintf(f, ".%s{fill:%s}", svg_kind_class[k], svg_kind_fill[k]);
+    fputs(".frame{fill:none;stroke:#888;stroke-width:0.5}"
           ".peak{stroke:#e15759;stroke-width:1;stroke-dasharray:4 "
           "3}.curve{fill:none;stroke:#59a14f;stroke-width:1}"
           "text{font-family:sans-serif;font-size:12px}.title{font-size:14px;font-weight:bold}"
           ".label{fill:#e15759}.axis{fill:#555;font-size:11px}.tick{stroke:#888}"
           ".tpeak{stroke:#59a14f;stroke-dasharray:4 3}</style>\n",
           f);
-    if (marked) fputs("<style>.r{fill:#f28e2b}.l{fill:#b07aa1}</style>\n", f);
     fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
+    bool present[SVG_N_KINDS] = {false};
     for (size_t i = 0; i < n; i++)
         svg_panel(f, plans[i], titles[i], 40 + SVG_GAP / 2 + (double)i * (panel_h + SVG_GAP), top,
-                  n);
-    /* legend */
-    fprintf(f,
-            "<g transform=\"translate(%d,16)\" class=\"axis\">"
-            "<rect width=\"12\" height=\"10\" class=\"a\"/><text x=\"16\" y=\"10\">activations and "
-            "temporaries</text>"
-            "<rect x=\"190\" width=\"12\" height=\"10\" class=\"p\"/><text x=\"206\" "
-            "y=\"10\">persistent "
-            "(parameters, optimizer state, outputs)</text>"
-            "<line x1=\"520\" y1=\"5\" x2=\"540\" y2=\"5\" class=\"peak\"/><text x=\"544\" "
-            "y=\"10\">actual peak</text>"
-            "<text x=\"640\" y=\"10\">time (steps) across, address up</text>%s</g>\n",
-            SVG_MARGIN,
-            marked ? "<rect x=\"840\" width=\"12\" height=\"10\" class=\"r\"/><text x=\"856\" "
-                     "y=\"10\">recomputed</text><rect x=\"940\" width=\"12\" height=\"10\" "
-                     "class=\"l\"/><text x=\"956\" y=\"10\">reloaded from host</text>"
-                   : "");
+                  n, present);
+    /* legend: a colour per kind drawn (parameter first, as the report lists kinds), the
+     * fit's marks where a plan has them; then the peak line and how to read the picture */
+    static const enum svg_kind legend_order[] = {SVG_PARAMETER, SVG_GRADIENT,   SVG_STATE,
+                                                 SVG_SAVED,     SVG_TEMPORARY,  SVG_INPUT,
+                                                 SVG_OUTPUT,    SVG_RECOMPUTED, SVG_RELOADED};
+    fprintf(f, "<g transform=\"translate(%d,8)\" class=\"axis\">", SVG_MARGIN);
+    double x = 0;
+    for (size_t i = 0; i < sizeof legend_order / sizeof *legend_order; i++) {
+        enum svg_kind k = legend_order[i];
+        bool mark = k == SVG_RECOMPUTED || k == SVG_RELOADED;
+        if (mark ? !marked : !present[k]) continue;
+        fprintf(f,
+                "<rect x=\"%.0f\" width=\"12\" height=\"10\" class=\"%s\"/><text x=\"%.0f\" "
+                "y=\"10\">%s</text>",
+                x, svg_kind_class[k], x + 16, svg_kind_label[k]);
+        x += 16 + 6.2 * (double)strlen(svg_kind_label[k]) + 16;
+    }
+    fputs("<line x1=\"0\" y1=\"21\" x2=\"20\" y2=\"21\" class=\"peak\"/><text x=\"24\" "
+          "y=\"26\">actual peak</text><text x=\"120\" y=\"26\">time (steps) across, address "
+          "up; hover a block for its tensor, size, lifetime, maker and kind</text></g>\n",
+          f);
     fputs("</svg>\n", f);
 }
