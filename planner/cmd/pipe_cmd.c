@@ -88,6 +88,9 @@ int pipe_cmd_check(const pipe_cmd_run *c) {
     if (c->shard)
         return pipe_cmd_usage("%s", "--pipeline-stages with --shard (pipeline and data "
                                     "parallelism together) is not done: plan one or the other");
+    if (c->max_batch)
+        return pipe_cmd_usage("%s", "--pipeline-stages with --max-batch is not done yet: plan "
+                                    "fixed batches with --dim SYMBOL=B --budget SIZE");
     if (c->fit || c->compare)
         return pipe_cmd_usage("%s", "--pipeline-stages plans each stage's step: not with --fit "
                                     "or --compare (yet)");
@@ -112,11 +115,12 @@ int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_s
                       .emit_name = emit ? emit : "(the stage's step)"};
     pipe_outcome o;
     planner_progress_stage("cutting %s into stages", model_path);
-    if (pipe_run(&r, &o, err, sizeof err)) {
+    int bad = pipe_build(&r, &o, err, sizeof err);
+    if (bad || pipe_plan(&r, &o, err, sizeof err)) {
         planner_progress_end();
-        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
+        fprintf(stderr, "roamc: %s\n", err);
         pipe_outcome_free(&o);
-        return 1;
+        return bad ? 2 : 1; /* the step cannot be cut so: bad input */
     }
     int rc = 0;
     const pipe_stage *st = &o.st[o.chosen];

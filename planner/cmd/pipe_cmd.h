@@ -43,14 +43,15 @@ typedef struct pipe_cmd_run {
     const planner_options *opt;
     const planner_budget *budget;
     const char *emit_path, *out_path;
-    bool json, fit, compare, shard;
+    bool json, fit, compare, shard, max_batch;
 } pipe_cmd_run;
 
 /* The combinations refused: 0, or -1 after a usage message on stderr. */
 int pipe_cmd_check(const pipe_cmd_run *c);
 
 /* Cuts step (model_path) into stages, plans each, writes the chosen
- * stage's step and plan (files), reports.  Returns 0, 1 after a message,
+ * stage's step and plan (files), reports.  Returns 0, 2 after a message
+ * when the step cannot be cut as asked, 1 after one on another failure,
  * or PLANNER_EXIT_NO_FIT (--budget: the largest stage does not fit). */
 int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_step *step,
                   const char *model_path, planner_files *files, FILE *report);

@@ -144,9 +144,10 @@ typedef struct pipe_outcome {
  * an optimizer node updating several parameters, a value a stage would read
  * from a later stage's backward pass, an editor failure. */
 int pipe_build(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen);
-/* pipe_build, then every stage planned, with its split at its peak, the
- * largest and the chosen stage.  Returns 0, or -1 with a message (also
- * po.stage not below the stage count). */
+/* Every stage of o (pipe_build's) planned, with its split at its peak, the
+ * largest and the chosen stage.  Returns 0, or -1 with a message. */
+int pipe_plan(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen);
+/* pipe_build, then pipe_plan. */
 int pipe_run(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen);
 void pipe_outcome_free(pipe_outcome *o);
 

@@ -44,6 +44,7 @@ typedef struct pp_work {
     int *dest;                 /* per value: PP_MAX_DEST stages other than its maker's reading it */
     uint8_t *n_dest;           /* per value: how many */
     bool *read_later;          /* per value: read by its stage in the other pass */
+    bool *pure_bwd;            /* per op: a backward op placed by the gradients it reads alone */
     double *op_sec;            /* per op, h100 */
     char *err;
     size_t errlen;
@@ -278,6 +279,17 @@ static int pp_cuts_named(pp_work *w) {
     return 0;
 }
 
+/* Whether forward op reads no activation and no data (only parameters,
+ * buffers, constants, or nothing). */
+static bool pp_param_only(const pp_work *w, size_t op) {
+    const fe_node *nd = &w->m->nodes[op];
+    for (size_t k = 0; k < nd->n_inputs; k++) {
+        int v = nd->inputs[k];
+        if (v >= 0 && (w->is_data[v] || w->m->values[v].producer >= 0)) return false;
+    }
+    return true;
+}
+
 /* Balanced cuts: forward seconds times 3 (the backward of a node takes
  * about twice its forward), each cut where the running sum passes k/P. */
 static void pp_cuts_balanced(pp_work *w) {
@@ -297,6 +309,16 @@ static void pp_cuts_balanced(pp_work *w) {
         run = next;
     }
     for (; k < w->P; k++) w->cut[k] = w->cut[k - 1] + 1;
+    /* a node that reads only parameters (a weight's transpose) goes with the
+     * node that reads it: never last before a cut */
+    size_t nf1 = w->fwd_end + 1;
+    for (k = 1; k < w->P; k++) {
+        size_t lo = w->cut[k - 1] + 1, hi = nf1 - (size_t)(w->P - k);
+        size_t c = w->cut[k] < lo ? lo : w->cut[k];
+        while (c > lo && pp_param_only(w, c - 1)) c--;
+        while (c < hi && pp_param_only(w, c - 1)) c++;
+        w->cut[k] = c;
+    }
 }
 
 /* The stage of every backward op (pipeline.h): the latest stage of the
@@ -315,6 +337,7 @@ static int pp_assign(pp_work *w) {
     for (size_t v = 0; v < nv; v++) w->fwd_stage[v] = w->last_fwd_stage[v] = -1;
     for (size_t i = 0; i < w->n; i++) w->pfirst[i] = w->plast[i] = -1;
     w->stage = xmallocarray(m->n_nodes ? m->n_nodes : 1, sizeof *w->stage);
+    w->pure_bwd = xcalloc(m->n_nodes ? m->n_nodes : 1, sizeof *w->pure_bwd);
     for (size_t op = 0; op < m->n_nodes; op++) w->stage[op] = -1;
     for (size_t op = 0; op <= w->fwd_end; op++) {
         const fe_node *nd = &m->nodes[op];
@@ -326,6 +349,8 @@ static int pp_assign(pp_work *w) {
             int v = nd->inputs[k];
             if (v < 0) continue;
             if (s > w->last_fwd_stage[v]) w->last_fwd_stage[v] = s;
+            /* a data input counts as made by the first stage reading it */
+            if (w->is_data[v] && w->fwd_stage[v] < 0) w->fwd_stage[v] = s;
             int p = w->param_of[v];
             if (p >= 0) {
                 if (w->pfirst[p] < 0) w->pfirst[p] = s;
@@ -345,7 +370,7 @@ static int pp_assign(pp_work *w) {
             } else if (prod >= 0 && w->pass[prod] == PP_BWD) {
                 /* gradients flow down: one read from a later stage arrived here */
                 if (w->stage[prod] >= 0 && (bwd < 0 || w->stage[prod] < bwd)) bwd = w->stage[prod];
-            } else if (prod >= 0 && w->pass[prod] == PP_FWD) {
+            } else if ((prod >= 0 && w->pass[prod] == PP_FWD) || w->fwd_stage[v] >= 0) {
                 int fs = w->fwd_stage[v];
                 if (w->last_fwd_stage[v] <= fs) {
                     if (fs > definite) definite = fs;
@@ -367,6 +392,7 @@ static int pp_assign(pp_work *w) {
             }
         }
         w->stage[op] = definite >= 0 ? definite : boundary_own >= 0 ? boundary_own : bwd;
+        w->pure_bwd[op] = definite < 0 && boundary_own < 0;
     }
     /* ops reading nothing that places them: the stage of their first reader */
     for (size_t op = w->last_grad + 1; op-- > w->fwd_end + 1;) {
@@ -382,6 +408,29 @@ static int pp_assign(pp_work *w) {
     return 0;
 }
 
+/* The ops that make a gradient from a later stage's gradient alone (a
+ * bias's sum, a weight's transposes), each read by nothing else: moved to
+ * the parameter's stage s, so the later stage sends the gradient they read
+ * (the backward of the op that read the parameter runs where it ran). */
+static void pp_pull_grad(pp_work *w, int op, int s) {
+    const fe_model *m = w->m;
+    while (op >= 0 && w->pass[op] == PP_BWD && w->stage[op] > s && w->pure_bwd[op]) {
+        w->stage[op] = s;
+        int next = -1;
+        for (size_t k = 0; k < m->nodes[op].n_inputs; k++) {
+            int v = m->nodes[op].inputs[k];
+            int prod = v >= 0 ? m->values[v].producer : -1;
+            if (prod < 0 || w->pass[prod] != PP_BWD) continue;
+            size_t readers = 0;
+            for (size_t q = (size_t)prod + 1; q <= w->last_grad; q++)
+                for (size_t j = 0; j < m->nodes[q].n_inputs; j++)
+                    readers += m->nodes[q].inputs[j] == v;
+            next = readers == 1 ? prod : -1;
+        }
+        op = next;
+    }
+}
+
 /* Each parameter's gradient per stage: its own, or for a parameter two
  * stages read (tied), the add of the two stages' parts split. */
 static int pp_grads(pp_work *w) {
@@ -395,6 +444,7 @@ static int pp_grads(pp_work *w) {
         w->tied_add[i] = -1;
         if (w->pfirst[i] < 0 || w->pfirst[i] == w->plast[i]) {
             int s = w->pfirst[i] >= 0 ? w->pfirst[i] : w->stage[prod];
+            pp_pull_grad(w, prod, s);
             w->grad_in[i * P + (size_t)s] = w->gv[i];
             if (w->stage[prod] != s) {
                 char label[160];
@@ -545,6 +595,8 @@ typedef struct pp_emit {
     pp_names comm;   /* received buffers */
     bool *read_here; /* per value: the stage reads it (graph inputs kept) */
     bool *data_mb;   /* per value x microbatch: the stage reads mb<i>.x */
+    char **latest;   /* per value: the name of its last in-place version (a BatchNorm's
+                        running stats, written once per microbatch), NULL: its own */
     pipe_stage *out;
 } pp_emit;
 
@@ -576,6 +628,7 @@ static bool pp_inside(const pp_emit *E, int v) {
 static void pp_read_name(pp_emit *E, int v, char *buf, size_t len) {
     char plain[PP_NAME];
     pp_mb_name(E->w, v, E->cur_mb, plain, sizeof plain);
+    if (E->latest[v]) snprintf(plain, sizeof plain, "%s", E->latest[v]);
     if (E->gate < 0 || pp_inside(E, v)) {
         snprintf(buf, len, "%s", plain);
         return;
@@ -732,6 +785,12 @@ static int pp_emit_nodes(pp_emit *E) {
         for (size_t k = 0; k < nd->n_outputs; k++) {
             int v = nd->outputs[k];
             if (v < 0) continue;
+            int a = nd->alias ? nd->alias[k] : -1;
+            int x = a >= 0 && (size_t)a < nd->n_inputs ? nd->inputs[a] : -1;
+            if (nd->inplace && x >= 0 && !pp_per_mb(w, x)) { /* later reads read this version */
+                free(E->latest[x]);
+                E->latest[x] = xstrdup(outs[k]);
+            }
             if (pp_value_info(E, outs[k], &m->values[v])) return -1;
             const int *to;
             size_t nt = pp_readers(w, v, &to);
@@ -874,7 +933,7 @@ static void pp_work_free(pp_work *w) {
     free(w->pfirst), free(w->plast), free(w->param_of), free(w->grad_in), free(w->tied_add);
     free(w->states), free(w->state_of), free(w->is_data), free(w->is_buffer);
     free(w->fwd_stage), free(w->last_fwd_stage), free(w->cut), free(w->op_sec);
-    free(w->dest), free(w->n_dest), free(w->read_later);
+    free(w->dest), free(w->n_dest), free(w->read_later), free(w->pure_bwd);
 }
 
 /* Everything the stages share: the step read, cut, every op placed. */
@@ -1032,6 +1091,7 @@ static int pp_emit_stage(pp_work *w, int s, pipe_stage *out) {
     for (size_t i = 0; i < w->n; i++) E.acc_mb[i] = -1;
     E.read_here = xcalloc(m->n_values ? m->n_values : 1, sizeof *E.read_here);
     E.data_mb = xcalloc((m->n_values ? m->n_values : 1) * (size_t)w->M, sizeof *E.data_mb);
+    E.latest = xcalloc(m->n_values ? m->n_values : 1, sizeof *E.latest);
     pp_task *tasks = xmallocarray(2 * (size_t)w->M, sizeof *tasks);
     size_t nt = pp_schedule(w, s, tasks);
     char **final_grads = xcalloc(w->n ? w->n : 1, sizeof *final_grads);
@@ -1045,7 +1105,8 @@ static int pp_emit_stage(pp_work *w, int s, pipe_stage *out) {
     for (size_t i = 0; i < w->n; i++) free(final_grads[i]);
     free(final_grads);
     free(tasks);
-    free(E.acc_mb), free(E.read_here), free(E.data_mb);
+    for (size_t v = 0; v < m->n_values; v++) free(E.latest[v]);
+    free(E.acc_mb), free(E.read_here), free(E.data_mb), free(E.latest);
     pp_names_free(&E.ext), pp_names_free(&E.sinks), pp_names_free(&E.next);
     pp_names_free(&E.comm);
     fe_edit_free(E.e);
@@ -1139,6 +1200,10 @@ static void pp_split(pipe_stage *st) {
 
 int pipe_run(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen) {
     if (pipe_build(r, o, err, errlen)) return -1;
+    return pipe_plan(r, o, err, errlen);
+}
+
+int pipe_plan(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen) {
     for (size_t s = 0; s < o->n; s++) {
         pipe_stage *st = &o->st[s];
         if (plan_build(&st->graph, r->opt, &st->plan, err, errlen)) return -1;
