@@ -34,10 +34,6 @@ static int pipe_cmd_count(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-bool pipe_cmd_is_option(int c) {
-    return c >= PIPE_OPT_STAGES && c <= PIPE_OPT_STAGE;
-}
-
 int pipe_cmd_option(int c, const char *arg) {
     pipe_options *po = &pipe_cmd_opts;
     pipe_cmd_given[c - PIPE_OPT_STAGES] = true;

@@ -29,8 +29,6 @@ enum {
         "stage", required_argument, NULL, PIPE_OPT_STAGE                                           \
     }
 
-/* Whether c is one of the options above. */
-bool pipe_cmd_is_option(int c);
 /* One option (c, its argument).  0, or -1 after a message on stderr. */
 int pipe_cmd_option(int c, const char *arg);
 /* Whether --pipeline-stages was given. */
