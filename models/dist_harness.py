@@ -375,39 +375,52 @@ def run_pipeline(rank, world, spec, model, data, meter, a):
 
 
 def pipeline_step(rank, stage, opt, mine, m, act_shape, act_dtype, meter):
+    """One step of the 2-stage 1F1B schedule.  Each task first receives what it needs
+    (blocking), then waits for the sends of the task before it and lets their tensors
+    go, as Megatron's p2p communication waits on its sends with the next receive; so a
+    sent tensor is held until the next task's receive has completed, and the last
+    stage keeps only the gradient it sends (input.grad), not the received input."""
     held, sends = {}, []
+
+    def settle():
+        for h, _ in sends:
+            h.wait()
+        sends.clear()
+
     for kind, i in one_f_one_b(rank, 2, m):
         if kind == "F":
             if rank == 0:
+                settle()
                 out = stage(*mine[i])
                 held[i] = out
                 sends.append((dist.isend(out.detach(), 1), out))
+                del out
             else:
                 buf = torch.empty(act_shape, dtype=act_dtype)
                 meter.mark(buf, "communication")
                 dist.recv(buf, 0)
+                settle()
                 buf.requires_grad_()
                 held[i] = (buf, stage(buf, *mine[i]) / m)
+                del buf
         else:
             if rank == 1:
+                settle()
                 buf, loss = held.pop(i)
                 loss.backward()
-                sends.append((dist.isend(buf.grad, 0), buf))
+                g = buf.grad
+                buf.grad = None
                 del buf, loss
+                sends.append((dist.isend(g, 0), g))
+                del g
             else:
                 g = torch.empty(act_shape, dtype=act_dtype)
                 meter.mark(g, "communication")
                 dist.recv(g, 1)
+                settle()
                 held.pop(i).backward(g)
                 del g
-            done = [(h, t) for h, t in sends if h.is_completed()]
-            sends = [(h, t) for h, t in sends if not h.is_completed()]
-            for h, _ in done:
-                h.wait()
-            del done
-    for h, _ in sends:
-        h.wait()
-    del sends
+    settle()
     opt.step()
 
 

@@ -28,6 +28,7 @@
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
+#include "pipe_cmd.h"
 #include "shard.h"
 
 static const char usage_text[] =
@@ -118,6 +119,14 @@ static const char usage_text[] =
     "                        name up to its first number)\n"
     "      --prefetch D      --shard zero3|fsdp: units gathered ahead in the backward\n"
     "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none)\n"
+    "      --pipeline-stages P  plan the P stages of a pipeline (README, section\n"
+    "                        --pipeline-stages); -o needs --emit-train FILE\n"
+    "      --microbatches M  --pipeline-stages: microbatches per step (default P)\n"
+    "      --schedule S      --pipeline-stages: 1f1b (default) or gpipe\n"
+    "      --stage-cuts NAMES  --pipeline-stages: cut before these P-1 modules\n"
+    "                        (default: balanced by time)\n"
+    "      --stage S         --pipeline-stages: the stage written (default: the\n"
+    "                        largest peak)\n"
     "      --align B         round sizes and offsets to B bytes, a power of two from 1\n"
     "                        to 2^30 (default: 512)\n"
     "      --report FMT      report as text (default) or json\n"
@@ -391,6 +400,7 @@ static int main_plan(int argc, char **argv) {
         {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
         {"wrap", required_argument, NULL, OPT_WRAP},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
+        PIPE_CMD_OPTIONS,
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -690,6 +700,11 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_BUCKET_MB:
     case OPT_WRAP:
     case OPT_PREFETCH: return main_shard_option(c, optarg);
+    case PIPE_OPT_STAGES:
+    case PIPE_OPT_MICROBATCHES:
+    case PIPE_OPT_SCHEDULE:
+    case PIPE_OPT_CUTS:
+    case PIPE_OPT_STAGE: return pipe_cmd_option(c, optarg) ? 2 : MAIN_CONTINUE;
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -747,8 +762,8 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         opt->device_limit = budget->budget - budget->reserve;
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
-    if (!a->train.on &&
-        (a->train.derive || (a->train.t.emit_path && !a->fit && !main_shard.so.kind)))
+    if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit &&
+                                             !main_shard.so.kind && !pipe_cmd_on())))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen, --precision, --grad-accum and "
                                 "--emit-train need --train");
@@ -1003,6 +1018,15 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     const char *model_path = a->model_path;
     int shard_rc = main_shard_check(a);
     if (shard_rc != MAIN_CONTINUE) return shard_rc;
+    pipe_cmd_run pipe = {.opt = &a->opt,
+                         .budget = &a->budget,
+                         .emit_path = a->train.t.emit_path,
+                         .out_path = a->out_path,
+                         .json = a->json_report,
+                         .fit = a->fit != 0,
+                         .compare = a->compare != 0,
+                         .shard = main_shard.so.kind != 0};
+    if (pipe_cmd_check(&pipe)) return 2;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
     planner_output_set outs = {0};
@@ -1032,8 +1056,9 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     double t0 = main_t_start;
     planner_progress_stage("loading %s", model_path);
     planner_step step;
-    if (main_load(model_path, fopt, &a->train, a->opt.align, a->fit != 0 || main_shard.so.kind,
-                  &step, a->json_report ? NULL : report))
+    if (main_load(model_path, fopt, &a->train, a->opt.align,
+                  a->fit != 0 || main_shard.so.kind || pipe_cmd_on(), &step,
+                  a->json_report ? NULL : report))
         return 2;
     if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
     double t1 = roamc_now();
@@ -1042,6 +1067,8 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
         rc = main_plan_fit(a, fopt, &step, a->model_path, &files, report);
     } else if (main_shard.so.kind) {
         rc = main_plan_shard(a, fopt, &step, a->model_path, &files, report);
+    } else if (pipe_cmd_on()) {
+        rc = pipe_cmd_plan(&pipe, fopt, &step, a->model_path, &files, report);
     } else if (a->compare) {
         plan_compare_request cr = {&step.g, &a->opt, model_path, &files, a->json_report, report};
         if (plan_compare(&cr, err, sizeof err)) {

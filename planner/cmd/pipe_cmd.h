@@ -1,0 +1,57 @@
+/* planner/cmd/pipe_cmd.h — roamc's pipeline options (--pipeline-stages,
+ * --microbatches, --schedule, --stage-cuts, --stage): parsing, the
+ * combinations refused, and one run (planner/shard/pipeline.h does the
+ * work). */
+#ifndef ROAMC_CMD_PIPE_CMD_H
+#define ROAMC_CMD_PIPE_CMD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "budget.h"
+#include "files.h"
+#include "pipeline.h"
+#include "planner.h"
+
+enum {
+    PIPE_OPT_STAGES = 800,
+    PIPE_OPT_MICROBATCHES,
+    PIPE_OPT_SCHEDULE,
+    PIPE_OPT_CUTS,
+    PIPE_OPT_STAGE
+};
+
+#define PIPE_CMD_OPTIONS                                                                           \
+    {"pipeline-stages", required_argument, NULL, PIPE_OPT_STAGES},                                 \
+        {"microbatches", required_argument, NULL, PIPE_OPT_MICROBATCHES},                          \
+        {"schedule", required_argument, NULL, PIPE_OPT_SCHEDULE},                                  \
+        {"stage-cuts", required_argument, NULL, PIPE_OPT_CUTS}, {                                  \
+        "stage", required_argument, NULL, PIPE_OPT_STAGE                                           \
+    }
+
+/* One option (c, its argument).  0, or -1 after a message on stderr. */
+int pipe_cmd_option(int c, const char *arg);
+/* Whether --pipeline-stages was given. */
+bool pipe_cmd_on(void);
+/* The options parsed (valid after pipe_cmd_check). */
+const pipe_options *pipe_cmd_options(void);
+
+/* What the run asked for besides the pipeline options. */
+typedef struct pipe_cmd_run {
+    const planner_options *opt;
+    const planner_budget *budget;
+    const char *emit_path, *out_path;
+    bool json, fit, compare, shard, max_batch;
+} pipe_cmd_run;
+
+/* The combinations refused: 0, or -1 after a usage message on stderr. */
+int pipe_cmd_check(const pipe_cmd_run *c);
+
+/* Cuts step (model_path) into stages, plans each, writes the chosen
+ * stage's step and plan (files), reports.  Returns 0, 2 after a message
+ * when the step cannot be cut as asked, 1 after one on another failure,
+ * or PLANNER_EXIT_NO_FIT (--budget: the largest stage does not fit). */
+int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_step *step,
+                  const char *model_path, planner_files *files, FILE *report);
+
+#endif
