@@ -155,12 +155,30 @@ typedef struct layout_effort {
                              live-size lower bound stops early) */
 } layout_effort;
 
+/* What ended a layout search, for its report: it must say the truth (a
+ * search that ran out of ideas in 2 s of a 60 s limit was not stopped by
+ * time). */
+typedef enum layout_stop {
+    LAYOUT_STOP_PROOF = 0,      /* the height is proved minimal (or the goal met) */
+    LAYOUT_STOP_WORK,           /* the work budget ran out */
+    LAYOUT_STOP_TIME,           /* the time limit (backstop) cut a step */
+    LAYOUT_STOP_NO_IMPROVEMENT, /* every step ran to its own end (node limits,
+                                   a local optimum) without a lower layout or
+                                   a proof, with work and time left */
+    LAYOUT_STOP_TOO_LARGE       /* as NO_IMPROVEMENT, and the exact search was
+                                   not run: more buffers than it takes */
+} layout_stop;
+
+/* The words of a layout_stop for a report ("work budget", ...). */
+const char *layout_stop_name(layout_stop s);
+
 typedef struct layout_result {
     uint64_t height;     /* of the layout written */
     int proven_optimal;  /* the height is the lower bound or proved minimal */
     int stopped_by_time; /* 1: the time backstop cut a step, so another run
                              may give a different layout */
     uint64_t work_spent; /* work units used, <= the budget */
+    layout_stop stop;    /* what ended it (LAYOUT_STOP_PROOF when proven_optimal) */
 } layout_result;
 
 /* Always a valid layout in offsets, never worse than warm_offsets (which
@@ -287,6 +305,34 @@ typedef struct layout_bnb_rules {
                        default: it costs more than it prunes */
 } layout_bnb_rules;
 
+/* A lower bound on the height at least the live size (layout_bound.c):
+ * the buffers that meet a window of time around the busiest steps, cut to
+ * it, are a sub-problem whose minimum no layout of p can be under; the
+ * exact search proves, window by window (up to 160 buffers each), that a
+ * sub-problem does not fit at the bound so far, which raises it to the
+ * next possible height.  upper: a known height (the incumbent's), above
+ * which nothing is tried.  effort: work (0: LAYOUT_DEFAULT_WORK / 10) and
+ * time backstop (<= 0: none); effort->goal is unused; NULL: the defaults.
+ * Deterministic unless the backstop fires (st->stop == LAY_STOP_TIME's
+ * public twin, LAYOUT_STOP_TIME).  Returns the bound (0 for no non-empty
+ * buffer): live size rounded up to the sizes' gcd, or higher; never above
+ * the optimum.  st may be NULL. */
+typedef struct layout_bound_stats {
+    uint64_t live;         /* the live-size bound */
+    uint64_t bound;        /* what was returned */
+    size_t centres;        /* busy sections tried */
+    size_t searches;       /* exact searches of cut problems */
+    size_t raised;         /* of them, proofs that raised the bound */
+    size_t window_buffers; /* the last raising window: its buffers */
+    int64_t window_start;  /*   and its steps [start, end] */
+    int64_t window_end;
+    uint64_t work_spent;
+    int stop; /* 0: ran to its end; else what stopped it (layout_stop) */
+} layout_bound_stats;
+
+uint64_t layout_lower_bound(const layout_problem *p, uint64_t upper, const layout_effort *effort,
+                            layout_bound_stats *st);
+
 #define LAYOUT_ENGINE_SKYLINE 1
 #define LAYOUT_ENGINE_BNB 2
 #define LAYOUT_ENGINE_SWEEP 4 /* layout_solve only, on request: zero-slack problems in time order */
@@ -312,12 +358,20 @@ typedef struct layout_solve_opts {
 
 typedef struct layout_solve_result {
     layout_solve_status status;
-    uint64_t height;      /* of the layout in offsets (the warm start's when
+    uint64_t height;          /* of the layout in offsets (the warm start's when
                               nothing better was found) */
-    uint64_t lower_bound; /* proved: no layout is lower (>= live size) */
-    uint64_t nodes;       /* search nodes, all probes */
-    unsigned probes;      /* capacities searched */
-    int stopped_by_time;  /* the clock, not the work, stopped a probe */
+    uint64_t lower_bound;     /* proved: no layout is lower (>= live size) */
+    uint64_t nodes;           /* search nodes, all probes */
+    unsigned probes;          /* capacities searched */
+    int stopped_by_time;      /* the clock, not the work, stopped a probe */
+    layout_stop stop;         /* what ended it: PROOF when status is not STOPPED;
+                             else TIME when the clock cut a probe or the
+                             loop, WORK when o->work ran out, TOO_LARGE when
+                             the search takes no list this large, else
+                             NO_IMPROVEMENT (every probe ended by its own
+                             node limits) */
+    layout_bound_stats bound; /* minimising: the window bound's run
+                                 (layout_lower_bound), folded into lower_bound */
 } layout_solve_result;
 
 /* Defaults: minimise, no work budget, 10 s, skyline and bnb engines, all

@@ -349,6 +349,8 @@ typedef struct exact_run {
     uint64_t target;                    /* step 2's height: the bound (or goal), aligned */
     uint64_t known_bad;                 /* heights below this are proved impossible */
     int all_proofs;                     /* every failed probe was a proof */
+    int too_large;                      /* the exact steps were skipped: only
+                                           lay_improve ran */
 } exact_run;
 
 /* The incumbent meets the lower bound or the goal: nothing more to do. */
@@ -480,6 +482,21 @@ static int exact_bisect(exact_run *x) {
     return all_proofs && lo >= x->best.height;
 }
 
+/* Large problems (more than LAYOUT_SEARCH_MAX_BUFFERS buffers after the
+ * reduction): lay_improve on the incumbent with all the work, down to the
+ * bound or the goal.  Records why it ended in x->why. */
+static void exact_improve(exact_run *x) {
+    x->too_large = 1;
+    lay_budget step = x->bud;
+    step.stop = LAY_STOP_NONE;
+    exact_best *b = &x->best;
+    memcpy(x->cand, b->offsets, x->p->n * sizeof *x->cand);
+    lay_improve(x->p, x->cand, x->lb > x->goal ? x->lb : x->goal, &step, NULL);
+    exact_offer(b, x->p, x->cand);
+    x->bud.work = step.work;
+    if (step.stop != LAY_STOP_NONE) x->bud.stop = step.stop;
+}
+
 /* Steps 1 to 5 (the comment at the top of the file), each skipped once the
  * incumbent reaches the bound or the goal.  Returns 1 when a step proved the
  * incumbent optimal, else 0. */
@@ -492,9 +509,12 @@ static int exact_steps(exact_run *x, const uint64_t *warm_offsets) {
     x->lb = layout_live_peak(p->bufs, p->n);
     if (exact_reached(x)) return 0;
     lay_reduce(p->bufs, p->n, p->align, &x->red);
-    /* Problems too big for the search keep the incumbent (the heuristics
-     * are all that scale to them). */
-    if (x->red.n > LAYOUT_SEARCH_MAX_BUFFERS) return 0;
+    /* Problems too big for the search: local improvement of the
+     * incumbent (layout_improve.c), which scales to them, on all the work. */
+    if (x->red.n > LAYOUT_SEARCH_MAX_BUFFERS) {
+        exact_improve(x);
+        return 0;
+    }
     exact_bnb_first(x);
     if (exact_reached(x)) return 0;
     exact_quick_walk(x);
@@ -524,9 +544,15 @@ uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
     memcpy(offsets, x.best.offsets, n * sizeof *offsets);
     /* quick placements not charged to step 4 (the steps before it closed
      * the gap) still count as work spent */
+    layout_stop why = proven || exact_reached(&x)   ? LAYOUT_STOP_PROOF
+                      : x.bud.stop == LAY_STOP_TIME ? LAYOUT_STOP_TIME
+                      : x.bud.stop == LAY_STOP_WORK || x.bud.work < EXACT_MIN_PROBE_WORK
+                          ? LAYOUT_STOP_WORK
+                      : x.too_large ? LAYOUT_STOP_TOO_LARGE
+                                    : LAYOUT_STOP_NO_IMPROVEMENT;
     if (res)
         *res = (layout_result){x.best.height, proven, x.bud.stop == LAY_STOP_TIME,
-                               work0 - x.bud.work + x.quick_spent};
+                               work0 - x.bud.work + x.quick_spent, why};
     exact_walk_free(&x.walk);
     lay_reduced_free(&x.red);
     free(x.cand);
@@ -559,7 +585,11 @@ uint64_t layout_glpk_exact(const layout_problem *p, const layout_effort *effort,
     }
     if (best.height <= lb) proven = 1;
     if (res)
-        *res = (layout_result){best.height, proven, bud.stop == LAY_STOP_TIME, work0 - bud.work};
+        *res = (layout_result){best.height, proven, bud.stop == LAY_STOP_TIME, work0 - bud.work,
+                               proven                      ? LAYOUT_STOP_PROOF
+                               : bud.stop == LAY_STOP_TIME ? LAYOUT_STOP_TIME
+                               : *too_large                ? LAYOUT_STOP_TOO_LARGE
+                                                           : LAYOUT_STOP_WORK};
     memcpy(offsets, best.offsets, n * sizeof *offsets);
     uint64_t h = best.height;
     free(best.offsets);

@@ -147,6 +147,25 @@ typedef struct lay_budget {
     lay_stop stop;
 } lay_budget;
 
+/* layout_improve.c: local improvement of a layout (offsets, valid for p,
+ * changed in place) by re-placing, window by window, the buffers around
+ * those that reach the height, until it is at stop_at, bud runs out
+ * (bud->stop: LAY_STOP_WORK or LAY_STOP_TIME), or a pass over the top
+ * buffers moves none (bud->stop stays LAY_STOP_NONE: a local optimum).
+ * Never raises the height; deterministic unless the deadline fires.
+ * Scales to 100,000s of buffers (a window costs about its own buffers).
+ * Returns the height; st (may be NULL) gets the counts. */
+typedef struct lay_improve_stats {
+    uint64_t start_height, height;
+    size_t windows; /* windows laid out again */
+    size_t orders;  /* placement orders tried in them */
+    size_t lowered; /* times the height went down */
+    size_t exact;   /* clean windows laid out by layout_exact */
+} lay_improve_stats;
+
+uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
+                     lay_improve_stats *st);
+
 /* layout_sweep.c: the search in time order for problems with no slack at
  * any step (capacity == live size at every step from the first start to
  * the last end): LAY_FOUND with offsets, or LAY_GAVE_UP (not such a

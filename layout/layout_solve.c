@@ -38,7 +38,18 @@ typedef struct solve_run {
     double deadline;    /* of o->time_limit_s; INFINITY: none */
     uint64_t *cand;     /* a probe's layout */
     layout_solve_result *r;
+    int too_large;   /* a probe gave up at once: more buffers than the search takes */
+    int out_of_work; /* a probe ran out of o->work */
 } solve_run;
+
+/* What ended an unproven run (layout_solve_result.stop): the clock when
+ * it cut a probe or the loop, the work when it ran out, else the search's
+ * own limits (size, node limits): no more improvement found. */
+static layout_stop solve_why(const solve_run *x, int work_short) {
+    if (x->r->stopped_by_time) return LAYOUT_STOP_TIME;
+    if (x->out_of_work || work_short) return LAYOUT_STOP_WORK;
+    return x->too_large ? LAYOUT_STOP_TOO_LARGE : LAYOUT_STOP_NO_IMPROVEMENT;
+}
 
 /* A probe's layout in cand is valid and within cap. */
 static int solve_fits(const solve_run *x, uint64_t cap) {
@@ -85,6 +96,8 @@ static lay_status solve_probe(solve_run *x, uint64_t cap, int last) {
     x->r->probes++;
     if (rc == LAY_GAVE_UP && (bud.stop == LAY_STOP_TIME || roamc_now() > x->deadline))
         x->r->stopped_by_time = 1;
+    if (rc == LAY_GAVE_UP && bud.stop == LAY_STOP_SIZE) x->too_large = 1;
+    if (rc == LAY_GAVE_UP && bud.stop == LAY_STOP_WORK) x->out_of_work = 1;
     return rc;
 }
 
@@ -132,20 +145,36 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
                 r->status = LAYOUT_SOLVE_INFEASIBLE;
             } else {
                 r->status = LAYOUT_SOLVE_STOPPED;
+                r->stop = solve_why(&x, 0);
             }
         }
         free(x.cand);
         return r->status;
     }
 
-    /* minimise */
+    /* minimise: first the window bound (layout_bound.c) on a tenth of the
+     * work or time, which may prove the incumbent optimal or spare the
+     * probes below it */
+    if (lb < best) {
+        layout_effort be = {o->work ? o->work / 10 : 0, 0, 0};
+        if (!isinf(x.deadline)) be.time_limit_s = (x.deadline - roamc_now()) / 10;
+        if (!(be.time_limit_s > 0) && !isinf(x.deadline)) be.time_limit_s = 1e-9;
+        uint64_t wb = layout_lower_bound(p, best, &be, &r->bound);
+        if (o->work) x.work_left -= r->bound.work_spent;
+        if (r->bound.stop == LAYOUT_STOP_TIME) r->stopped_by_time = 1;
+        if (wb > lb) lb = wb;
+    }
     uint64_t try_lo = lb; /* lowest capacity worth a probe */
+    int work_short = 0;   /* the loop ended for want of work */
     while (lb < best && try_lo < best) {
         if (roamc_now() > x.deadline) {
             r->stopped_by_time = 1;
             break;
         }
-        if (need_work && x.work_left < 1000) break;
+        if (need_work && x.work_left < 1000) {
+            work_short = 1;
+            break;
+        }
         uint64_t hi = best - align; /* beat the incumbent */
         uint64_t mid = r->probes == 0 ? try_lo : lay_round_up(try_lo + (hi - try_lo) / 2, align);
         if (mid > hi) mid = hi;
@@ -161,6 +190,8 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
         } else if (rc == LAY_INFEASIBLE) {
             if (mid + align > lb) lb = mid + align;
             if (try_lo < lb) try_lo = lb;
+        } else if (x.too_large) {
+            break; /* every probe would give up the same way */
         } else {
             try_lo = mid + align; /* undecided: look higher */
         }
@@ -168,6 +199,7 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
     r->height = best;
     r->lower_bound = lb < best ? lb : best;
     r->status = lb >= best ? LAYOUT_SOLVE_OPTIMAL : LAYOUT_SOLVE_STOPPED;
+    r->stop = r->status == LAYOUT_SOLVE_OPTIMAL ? LAYOUT_STOP_PROOF : solve_why(&x, work_short);
     free(x.cand);
     return r->status;
 }

@@ -1102,6 +1102,170 @@ static void test_csv_errors(void **state) {
     assert_non_null(strstr(err, "/nonexistent/dir/x.csv"));
 }
 
+/* k copies of gap7 one after another in time (13 steps apart), into b. */
+static void make_gap7_copies(size_t k, layout_buffer *b) {
+    for (size_t c = 0; c < k; c++)
+        for (size_t j = 0; j < 7; j++)
+            b[7 * c + j] = (layout_buffer){gap7[j].size, gap7[j].start + 13 * (int32_t)c,
+                                           gap7[j].end + 13 * (int32_t)c};
+}
+
+/* layout_lower_bound: above the live size where the buffers around the
+ * busiest steps cannot stack without a hole, and never above the optimum
+ * (the exact solve's, on random instances with slack). */
+static void test_window_bound(void **state) {
+    (void)state;
+    layout_bound_stats st;
+    /* gap7: live size 16, optimum 17 (test_solve proves it) */
+    uint64_t lb = layout_lower_bound(&(layout_problem){gap7, 7, 1}, 18, NULL, &st);
+    assert_int_equal(st.live, 16);
+    assert_int_equal(lb, 17);
+    assert_true(st.raised >= 1);
+    /* never above upper: nothing is tried at or above it */
+    assert_int_equal(layout_lower_bound(&(layout_problem){gap7, 7, 1}, 16, NULL, NULL), 16);
+    /* three copies in time under one buffer that spans them all: 17 + 5 */
+    layout_buffer g[22];
+    make_gap7_copies(3, g);
+    g[21] = (layout_buffer){5, 0, 40};
+    assert_int_equal(layout_live_peak(g, 22), 21);
+    assert_int_equal(layout_lower_bound(&(layout_problem){g, 22, 1}, 1000, NULL, NULL), 22);
+    /* random instances with slack: bound <= optimum, and above the live
+     * size on some */
+    rng r = {2024};
+    enum { N = 11 };
+    layout_buffer b[N];
+    uint64_t warm[N], off[N];
+    int above = 0;
+    for (int t = 0; t < 60; t++) {
+        uint64_t f = rng_in(&r, 1, 3);
+        int32_t t0 = (int32_t)rng_in(&r, 0, 12);
+        for (size_t i = 0; i < N; i++) {
+            /* gap7 (sizes times f) at a random time, and random buffers
+             * around it: some meet it, some raise other steps */
+            if (i < 7) {
+                b[i] = (layout_buffer){gap7[i].size * f, gap7[i].start + t0, gap7[i].end + t0};
+            } else {
+                int32_t s = (int32_t)rng_in(&r, 0, 24);
+                b[i] = (layout_buffer){rng_in(&r, 1, 12 * f), s, s + (int32_t)rng_in(&r, 0, 6)};
+            }
+        }
+        uint64_t h = layout_best_heuristic(b, N, 1, warm, NULL);
+        uint64_t w = layout_lower_bound(&(layout_problem){b, N, 1}, h, NULL, &st);
+        uint64_t live = layout_live_peak(b, N);
+        assert_true(w >= live);
+        assert_true(w <= h);
+        if (w == live) continue;
+        above++;
+        /* confirmed apart from the windows: the exact search on the whole
+         * problem proves that nothing fits in w - 1 (capacity mode does not
+         * use the window bound), and finds a layout at w here */
+        layout_solve_opts o;
+        layout_solve_defaults(&o);
+        o.work = 20000000;
+        o.time_limit_s = 30;
+        layout_solve_result res;
+        o.capacity = w - 1;
+        assert_int_equal(layout_solve(&(layout_problem){b, N, 1}, warm, &o, off, &res),
+                         LAYOUT_SOLVE_INFEASIBLE);
+        o.capacity = w;
+        layout_best_heuristic(b, N, 1, warm, NULL);
+        layout_solve_status fs = layout_solve(&(layout_problem){b, N, 1}, warm, &o, off, &res);
+        assert_true(fs == LAYOUT_SOLVE_FEASIBLE || fs == LAYOUT_SOLVE_OPTIMAL);
+        assert_true(check_layout(b, N, off, 1));
+        assert_true(layout_height(b, N, off) <= w);
+    }
+    assert_true(above >= 3); /* 6 of the 60 at this seed, each at the optimum */
+}
+
+/* lay_improve on a list too large for the exact steps' search (21,000
+ * buffers: 3000 copies of gap7): from the heuristics' 18 to the optimum 17,
+ * valid, deterministic; and layout_exact says why it stopped. */
+static void test_improve_large(void **state) {
+    (void)state;
+    enum { K = 300, N = 7 * K };
+    layout_buffer *b = malloc(N * sizeof *b);
+    uint64_t *off = malloc(N * sizeof *off), *off2 = malloc(N * sizeof *off2);
+    assert_non_null(b);
+    assert_non_null(off);
+    assert_non_null(off2);
+    make_gap7_copies(K, b);
+    assert_int_equal(layout_llfb(b, N, 1, off), 18);
+    memcpy(off2, off, N * sizeof *off);
+    lay_budget bud = {100000000, 1e300, LAY_STOP_NONE};
+    lay_improve_stats st;
+    assert_int_equal(lay_improve(&(layout_problem){b, N, 1}, off, 16, &bud, &st), 17);
+    assert_int_equal(st.start_height, 18);
+    assert_int_equal(layout_height(b, N, off), 17);
+    assert_true(check_layout(b, N, off, 1));
+    assert_int_equal(bud.stop, LAY_STOP_NONE); /* a local optimum, not the budget */
+    lay_budget bud2 = {100000000, 1e300, LAY_STOP_NONE};
+    lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud2, NULL);
+    assert_memory_equal(off, off2, N * sizeof *off);
+    assert_int_equal(bud.work, bud2.work);
+    /* a budget too small stops it on work, and the layout stays valid */
+    layout_llfb(b, N, 1, off2);
+    lay_budget tiny = {5000, 1e300, LAY_STOP_NONE};
+    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &tiny, NULL) <= 18);
+    assert_int_equal(tiny.stop, LAY_STOP_WORK);
+    assert_true(check_layout(b, N, off2, 1));
+    free(b);
+    free(off);
+    free(off2);
+}
+
+/* What stopped a search, told truly: a list larger than the exact search
+ * takes ends at once "too large", not "by time"; a proof says proof. */
+static void test_stop_reason(void **state) {
+    (void)state;
+    /* 2700 copies of an 8-piece zero-slack rectangle (6 steps x 8 bytes) */
+    static const layout_buffer piece[8] = {{3, 0, 1}, {3, 2, 5}, {2, 0, 3}, {2, 4, 5},
+                                           {3, 0, 0}, {3, 1, 2}, {1, 3, 5}, {2, 3, 5}};
+    enum { K = 2700, N = 8 * K };
+    layout_buffer *b = malloc(N * sizeof *b);
+    uint64_t *warm = malloc(N * sizeof *warm), *off = malloc(N * sizeof *off);
+    assert_non_null(b);
+    assert_non_null(warm);
+    assert_non_null(off);
+    uint64_t sum = 0;
+    for (size_t c = 0; c < K; c++)
+        for (size_t j = 0; j < 8; j++) {
+            size_t i = 8 * c + j;
+            b[i] = (layout_buffer){piece[j].size, piece[j].start + 6 * (int32_t)c,
+                                   piece[j].end + 6 * (int32_t)c};
+            warm[i] = sum; /* everything stacked: valid, far from the bound */
+            sum += piece[j].size;
+        }
+    assert_int_equal(layout_live_peak(b, N), 8);
+    layout_solve_opts o;
+    layout_solve_defaults(&o);
+    o.time_limit_s = 60;
+    layout_solve_result res;
+    double t0 = roamc_now();
+    assert_int_equal(layout_solve(&(layout_problem){b, N, 1}, warm, &o, off, &res),
+                     LAYOUT_SOLVE_STOPPED);
+    assert_true(roamc_now() - t0 < 30);
+    assert_false(res.stopped_by_time);
+    assert_int_equal(res.stop, LAYOUT_STOP_TOO_LARGE);
+    assert_true(check_layout(b, 64, off, 1)); /* the warm start, kept */
+    /* layout_exact: the heuristics reach the bound, a proof */
+    layout_result er;
+    layout_effort e = {0, 60, 0};
+    assert_int_equal(layout_exact(&(layout_problem){b, N, 1}, warm, &e, off, &er), 8);
+    assert_int_equal(er.stop, LAYOUT_STOP_PROOF);
+    assert_true(er.proven_optimal);
+    /* gap7 solved: proof */
+    uint64_t w7[7], o7[7];
+    layout_llfb(gap7, 7, 1, w7);
+    layout_solve_defaults(&o);
+    assert_int_equal(layout_solve(&(layout_problem){gap7, 7, 1}, w7, &o, o7, &res),
+                     LAYOUT_SOLVE_OPTIMAL);
+    assert_int_equal(res.stop, LAYOUT_STOP_PROOF);
+    assert_int_equal(res.bound.bound, 17);
+    free(b);
+    free(warm);
+    free(off);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_measures),
@@ -1118,6 +1282,9 @@ int main(void) {
         cmocka_unit_test(test_bnb_rules_against_brute_force),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_solve),
+        cmocka_unit_test(test_window_bound),
+        cmocka_unit_test(test_improve_large),
+        cmocka_unit_test(test_stop_reason),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_exact_work_budget),
         cmocka_unit_test(test_threads),

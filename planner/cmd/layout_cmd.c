@@ -377,10 +377,24 @@ static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, con
         static const char *const status[] = {"optimal", "feasible (within the capacity)",
                                              "infeasible (proved: no layout within the capacity)",
                                              "stopped"};
-        fprintf(rep, "status: %s%s\n", status[sr->status],
+        /* what stopped it, truly: a search that ran out of ideas with
+         * time left was not stopped by time */
+        fprintf(rep, "status: %s%s%s%s\n", status[sr->status],
                 sr->status != LAYOUT_SOLVE_STOPPED ? ""
-                : sr->stopped_by_time || !o->work  ? " by time (not proved)"
-                                                   : " by --work (not proved)");
+                : sr->stop == LAYOUT_STOP_TIME     ? " by time"
+                : sr->stop == LAYOUT_STOP_WORK     ? " by --work"
+                                                   : ": ",
+                sr->status != LAYOUT_SOLVE_STOPPED || sr->stop == LAYOUT_STOP_TIME ||
+                        sr->stop == LAYOUT_STOP_WORK
+                    ? ""
+                    : layout_stop_name(sr->stop),
+                sr->status == LAYOUT_SOLVE_STOPPED ? " (not proved)" : "");
+        if (sr->bound.bound > sr->bound.live)
+            fprintf(rep,
+                    "window bound: %" PRIu64 " bytes (%zu buffers around steps %" PRId64
+                    "..%" PRId64 " cannot fit lower)\n",
+                    sr->bound.bound, sr->bound.window_buffers, sr->bound.window_start,
+                    sr->bound.window_end);
         if (!o->has_capacity || sr->status == LAYOUT_SOLVE_INFEASIBLE)
             fprintf(rep, "proven lower bound: %" PRIu64 " bytes, gap %.4f%%\n", sr->lower_bound,
                     sr->lower_bound && sr->lower_bound < height

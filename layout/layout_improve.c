@@ -1,0 +1,487 @@
+/* layout_improve.c — local improvement of a layout too large for the exact
+ * searches (lay_improve, layout_internal.h): peak shaving by windows.
+ *
+ * The height is set by the buffers whose top is the height (the top
+ * buffers).  For one of them, x, take a window of time W around its
+ * lifetime; the buffers whose whole lifetime lies in W (the movable ones)
+ * can be laid out again without touching anything outside W, around the
+ * buffers that only cross W (fixed, each where it is).  If some placement
+ * order puts every movable buffer below the height, x is no longer a top
+ * buffer and no other buffer became one: the number of top buffers fell.
+ * When none is left, the height fell.  Windows grow (a fixed buffer that
+ * reaches the height must move too, so W takes in its lifetime; then W
+ * takes in the lifetimes of the shorter buffers that meet it, a level at
+ * a time) up to IMP_MAX_MOVABLE movable buffers.  The orders tried: by
+ * current offset with the top buffers first, and the orders of the
+ * heuristics of layout.c (size, lifetime length, area, start), first or
+ * best fit, then a few offset orders with seeded noise.
+ *
+ * Every accepted change keeps the layout valid (the placer never overlaps
+ * a fixed buffer, and movable buffers meet no buffer outside W) and never
+ * raises the height, so the result is never worse than the input.  A pass
+ * over the top buffers that moves none ends it ("no more improvement
+ * found"): the layout is a local optimum of this neighbourhood.  Work: a
+ * buffer put into a window's placer costs IMP_PLACE_WORK units, a buffer
+ * looked at by a scan one; so the result is the same on every machine
+ * unless the deadline cuts it.
+ *
+ * A window's buffers are found by lifetime-length classes: the buffers of
+ * length in [2^c, 2^(c+1)) sorted by start, those meeting [ws, we] start in
+ * [ws - 2^(c+1) + 1, we]; so a query costs about the buffers it returns,
+ * not n.
+ */
+#include "layout.h"
+#include "layout_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Most buffers a window may move: the placer of a window costs
+ * O(k log k) for k buffers, and larger windows rarely succeed where
+ * smaller ones failed. */
+#define IMP_MAX_MOVABLE 3000
+/* Window levels beyond the smallest (each takes in the shorter buffers
+ * that meet the last one). */
+#define IMP_LEVELS 3
+/* Offset orders with seeded noise tried per window after the fixed ones. */
+#define IMP_NOISY_ORDERS 3
+/* Work units per buffer put into a window's placer (layout_exact's
+ * EXACT_PLACE_WORK: a placement costs about a search node). */
+#define IMP_PLACE_WORK 16
+/* Fewest inside buffers worth an exact layout of a window. */
+#define IMP_EXACT_MIN 8
+#define IMP_CLASSES 34 /* lifetime lengths up to 2^33 steps */
+
+typedef struct imp_class {
+    size_t n;
+    size_t *idx;    /* buffers of this length class, by (start, index) */
+    int64_t *start; /* their starts */
+} imp_class;
+
+typedef struct imp {
+    const layout_problem *p;
+    uint64_t *off; /* the layout being improved (the caller's) */
+    uint64_t *sz;  /* sizes rounded up to align */
+    imp_class cls[IMP_CLASSES];
+    lay_budget *bud;
+    uint64_t height; /* of off */
+    uint64_t seed;   /* the noisy orders' */
+    /* scratch of a window */
+    size_t *meet, nmeet;
+    unsigned char *seen;
+    layout_buffer *local;
+    uint64_t *loff;
+    lay_key *keys;
+    size_t *tops;
+    lay_improve_stats *st;
+} imp;
+
+static uint64_t imp_len(const layout_buffer *b) {
+    return (uint64_t)((int64_t)b->end - b->start) + 1;
+}
+
+static size_t imp_class_of(uint64_t len) {
+    size_t c = 0;
+    while (c + 1 < IMP_CLASSES && ((uint64_t)2 << c) <= len) c++;
+    return c;
+}
+
+/* Spends w units; 0 when the budget or the deadline says stop (bud->stop
+ * then says which). */
+static int imp_spend(imp *m, uint64_t w) {
+    if (m->bud->work < w) {
+        m->bud->work = 0;
+        m->bud->stop = LAY_STOP_WORK;
+        return 0;
+    }
+    m->bud->work -= w;
+    return 1;
+}
+
+static void imp_init(imp *m, const layout_problem *p, uint64_t *off, lay_budget *bud,
+                     lay_improve_stats *st) {
+    const size_t n = p->n;
+    memset(m, 0, sizeof *m);
+    m->p = p;
+    m->off = off;
+    m->bud = bud;
+    m->st = st;
+    m->seed = 0x5eed;
+    m->sz = xmallocarray(n, sizeof *m->sz);
+    for (size_t i = 0; i < n; i++) m->sz[i] = lay_round_up(p->bufs[i].size, p->align);
+    size_t count[IMP_CLASSES] = {0};
+    for (size_t i = 0; i < n; i++)
+        if (m->sz[i]) count[imp_class_of(imp_len(&p->bufs[i]))]++;
+    lay_key *k = xmallocarray(n ? n : 1, sizeof *k);
+    for (size_t c = 0; c < IMP_CLASSES; c++) {
+        imp_class *cl = &m->cls[c];
+        cl->idx = xmallocarray(count[c] ? count[c] : 1, sizeof *cl->idx);
+        cl->start = xmallocarray(count[c] ? count[c] : 1, sizeof *cl->start);
+        size_t q = 0;
+        for (size_t i = 0; i < n; i++)
+            if (m->sz[i] && imp_class_of(imp_len(&p->bufs[i])) == c)
+                k[q++] = (lay_key){(uint64_t)p->bufs[i].start ^ 0x8000000000000000ull, 0, 0, i};
+        qsort(k, q, sizeof *k, lay_key_cmp);
+        for (size_t j = 0; j < q; j++) {
+            cl->idx[j] = k[j].idx;
+            cl->start[j] = p->bufs[k[j].idx].start;
+        }
+        cl->n = q;
+    }
+    free(k);
+    m->meet = xmallocarray(n ? n : 1, sizeof *m->meet);
+    m->seen = xcalloc(n ? n : 1, 1);
+    m->local = xmallocarray(n ? n : 1, sizeof *m->local);
+    m->loff = xmallocarray(n ? n : 1, sizeof *m->loff);
+    m->keys = xmallocarray(n ? n : 1, sizeof *m->keys);
+    m->tops = xmallocarray(n ? n : 1, sizeof *m->tops);
+    m->height = layout_height(p->bufs, n, off);
+}
+
+static void imp_free(imp *m) {
+    for (size_t c = 0; c < IMP_CLASSES; c++) {
+        free(m->cls[c].idx);
+        free(m->cls[c].start);
+    }
+    free(m->sz);
+    free(m->meet);
+    free(m->seen);
+    free(m->local);
+    free(m->loff);
+    free(m->keys);
+    free(m->tops);
+}
+
+/* m->meet = the non-empty buffers whose lifetime meets [ws, we], in class
+ * then start order.  Returns 0 when the budget stopped it. */
+static int imp_query(imp *m, int64_t ws, int64_t we) {
+    m->nmeet = 0;
+    for (size_t c = 0; c < IMP_CLASSES; c++) {
+        const imp_class *cl = &m->cls[c];
+        if (cl->n == 0) continue;
+        int64_t from = ws - ((int64_t)2 << c) + 1; /* earliest start that can reach ws */
+        size_t lo = 0, hi = cl->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cl->start[mid] < from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t j = lo;
+        for (; j < cl->n && cl->start[j] <= we; j++) {
+            size_t i = cl->idx[j];
+            if (m->p->bufs[i].end >= ws) m->meet[m->nmeet++] = i;
+        }
+        if (!imp_spend(m, j - lo + 1)) return 0;
+    }
+    return 1;
+}
+
+static uint64_t imp_top(const imp *m, size_t i) {
+    return m->sz[i] ? m->off[i] + m->sz[i] : 0;
+}
+
+/* The smallest window around [*ws, *we] in which every buffer that reaches
+ * the height is movable: grows it over such buffers' lifetimes.  Returns
+ * the movable count (buffers inside), or SIZE_MAX when it passes
+ * IMP_MAX_MOVABLE or the budget stops. */
+static size_t imp_close(imp *m, int64_t *ws, int64_t *we) {
+    for (;;) {
+        if (!imp_query(m, *ws, *we)) return SIZE_MAX;
+        int grew = 0;
+        size_t inside = 0;
+        const layout_buffer *b = m->p->bufs;
+        for (size_t k = 0; k < m->nmeet; k++) {
+            size_t i = m->meet[k];
+            int in = b[i].start >= *ws && b[i].end <= *we;
+            inside += in;
+            if (!in && imp_top(m, i) >= m->height) {
+                if (b[i].start < *ws) *ws = b[i].start;
+                if (b[i].end > *we) *we = b[i].end;
+                grew = 1;
+            }
+        }
+        if (inside > IMP_MAX_MOVABLE) return SIZE_MAX;
+        if (!grew) return inside;
+    }
+}
+
+/* The next level's window: [ws, we] grown over the lifetimes of the
+ * buffers meeting it that are no longer than it (m->meet holds them). */
+static void imp_widen(const imp *m, int64_t *ws, int64_t *we) {
+    const layout_buffer *b = m->p->bufs;
+    uint64_t span = (uint64_t)(*we - *ws) + 1;
+    int64_t a = *ws, z = *we;
+    for (size_t k = 0; k < m->nmeet; k++) {
+        size_t i = m->meet[k];
+        if (imp_len(&b[i]) > span) continue;
+        if (b[i].start < a) a = b[i].start;
+        if (b[i].end > z) z = b[i].end;
+    }
+    *ws = a;
+    *we = z;
+}
+
+static uint64_t imp_rand(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* The movable buffers' order number o (local indices in m->keys[0..nm)),
+ * and whether it places by best fit. */
+static int imp_order(imp *m, size_t nm, int o) {
+    for (size_t k = 0; k < nm; k++) {
+        const layout_buffer *b = &m->local[m->keys[k].idx];
+        uint64_t off = m->loff[m->keys[k].idx], len = imp_len(b), size = b->size;
+        lay_key *key = &m->keys[k];
+        key->k2 = key->k3 = 0;
+        switch (o) {
+        case 0: /* by offset, the buffers at the height first */
+            key->k1 = off + size >= m->height ? 0 : 1;
+            key->k2 = off;
+            break;
+        case 1: key->k1 = ~size; break;
+        case 2: key->k1 = ~size; break;
+        case 3:
+            key->k1 = ~len;
+            key->k2 = ~size;
+            break;
+        case 4: {
+            double area = (double)size * (double)len;
+            uint64_t bits;
+            memcpy(&bits, &area, sizeof bits);
+            key->k1 = ~bits;
+            key->k2 = ~size;
+            break;
+        }
+        case 5: key->k1 = (uint64_t)b->start ^ 0x8000000000000000ull; break;
+        default: /* offset with noise of up to a quarter of the height */
+            key->k1 = off + imp_rand(&m->seed) % (m->height / 4 + 1);
+            break;
+        }
+    }
+    qsort(m->keys, nm, sizeof *m->keys, lay_key_cmp);
+    return o == 2 || o == 3 || o == 4 || o == 5;
+}
+
+/* Lays out the window [ws, we] again (m->meet: its buffers).  Returns 1
+ * when some order puts every movable buffer below the height (m->off
+ * updated), else 0. */
+static int imp_window(imp *m, int64_t ws, int64_t we) {
+    const layout_buffer *b = m->p->bufs;
+    const size_t k = m->nmeet;
+    size_t nm = 0;
+    /* local problem: movable buffers first (their lifetimes), then fixed
+     * ones clipped to the window (nothing outside it matters here) */
+    for (size_t j = 0; j < k; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) {
+            m->local[nm] = (layout_buffer){m->sz[i], b[i].start, b[i].end};
+            m->loff[nm] = m->off[i];
+            m->keys[nm] = (lay_key){0, 0, 0, nm};
+            m->tops[nm++] = i;
+        }
+    }
+    if (nm == 0) return 0;
+    size_t nl = nm;
+    for (size_t j = 0; j < k; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) continue;
+        int32_t s = b[i].start < ws ? (int32_t)ws : b[i].start;
+        int32_t e = b[i].end > we ? (int32_t)we : b[i].end;
+        m->local[nl] = (layout_buffer){m->sz[i], s, e};
+        m->loff[nl++] = m->off[i];
+    }
+    if (!imp_spend(m, (uint64_t)IMP_PLACE_WORK * (nl - nm))) return 0;
+    lay_placer *fixed = lay_placer_new(m->local, nl, m->p->align);
+    for (size_t j = nm; j < nl; j++) {
+        int ok = lay_placer_try(fixed, j, m->loff[j]);
+        ROAMC_ASSERT(ok); /* the layout is valid */
+    }
+    uint64_t *cand = xmallocarray(nm, sizeof *cand);
+    int won = 0;
+    for (int o = 0; o < 6 + IMP_NOISY_ORDERS && !won; o++) {
+        if (!imp_spend(m, (uint64_t)IMP_PLACE_WORK * nm)) break;
+        if (roamc_now() > m->bud->deadline) {
+            m->bud->stop = LAY_STOP_TIME;
+            break;
+        }
+        int best_fit = imp_order(m, nm, o);
+        lay_placer *pl = lay_placer_clone(fixed);
+        uint64_t top = 0;
+        for (size_t q = 0; q < nm && top < m->height; q++) {
+            size_t l = m->keys[q].idx;
+            cand[l] = lay_placer_fit(pl, l, best_fit);
+            if (cand[l] + m->local[l].size > top) top = cand[l] + m->local[l].size;
+        }
+        lay_placer_free(pl);
+        m->st->orders++;
+        if (top < m->height) {
+            for (size_t l = 0; l < nm; l++) m->off[m->tops[l]] = cand[l];
+            won = 1;
+        }
+    }
+    free(cand);
+    lay_placer_free(fixed);
+    return won;
+}
+
+/* The buffers meeting [ws, we] (m->meet) that cross one of its ends: the
+ * highest of their tops (0 when none), and in *hs, *he the lifetime of
+ * one buffer reaching it (the last in m->meet). */
+static uint64_t imp_floor(const imp *m, int64_t ws, int64_t we, size_t *inside, int64_t *hs,
+                          int64_t *he) {
+    const layout_buffer *b = m->p->bufs;
+    uint64_t floor = 0;
+    *inside = 0;
+    for (size_t j = 0; j < m->nmeet; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) {
+            ++*inside;
+        } else if (imp_top(m, i) >= floor) {
+            floor = imp_top(m, i);
+            *hs = b[i].start;
+            *he = b[i].end;
+        }
+    }
+    return floor;
+}
+
+/* An exact layout (the best heuristic, then lay_search) of the buffers
+ * inside [ws, we] (m->meet
+ * holds those meeting it), above floor (the highest top of the buffers
+ * that cross its ends), below the height.  Inside buffers meet nothing
+ * outside the window, and above the floor none of the buffers crossing
+ * it: any layout of them there is valid.  Returns 1 when it put every
+ * inside buffer's top under the height (m->off updated). */
+static int imp_exact(imp *m, int64_t ws, int64_t we, uint64_t floor) {
+    const layout_buffer *b = m->p->bufs;
+    const uint64_t align = m->p->align;
+    if (floor + align >= m->height) return 0;
+    size_t k = 0;
+    for (size_t j = 0; j < m->nmeet; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) {
+            m->local[k] = (layout_buffer){m->sz[i], b[i].start, b[i].end};
+            m->tops[k++] = i;
+        }
+    }
+    uint64_t goal = (m->height - 1 - floor) / align * align; /* every top under the height */
+    if (layout_live_peak(m->local, k) > goal) return 0;
+    lay_budget share = {m->bud->work / 4, m->bud->deadline, LAY_STOP_NONE};
+    if (share.work < 1000) {
+        m->bud->stop = LAY_STOP_WORK;
+        return 0;
+    }
+    /* the best heuristic, then the exact search at the goal (lay_search;
+     * not layout_exact, which calls this file) */
+    uint64_t *cand = xmallocarray(k, sizeof *cand);
+    const layout_problem sub = {m->local, k, align};
+    int won = layout_best_heuristic(m->local, k, align, cand, NULL) <= goal;
+    if (!won) {
+        lay_search_opts o;
+        lay_search_defaults(&o);
+        m->bud->work -= share.work;
+        won = lay_search(&sub, goal, &o, &share, cand, NULL) == LAY_FOUND &&
+              layout_validate(m->local, k, cand, align, NULL, NULL) == 0 &&
+              layout_height(m->local, k, cand) <= goal;
+        m->bud->work += share.work;
+        if (share.stop == LAY_STOP_TIME) m->bud->stop = LAY_STOP_TIME;
+    }
+    m->st->exact++;
+    if (won)
+        for (size_t l = 0; l < k; l++) m->off[m->tops[l]] = floor + cand[l];
+    free(cand);
+    return won;
+}
+
+/* Windows for the exact layout: from x's lifetime, take in the crossing
+ * buffer with the highest top, again and again, which lowers the floor;
+ * lay out the inside buffers exactly when they have doubled since the
+ * last try (from IMP_EXACT_MIN), and at the largest window of at most
+ * LAYOUT_SEARCH_MAX_BUFFERS inside.  Returns 1 when one try won. */
+static int imp_exact_windows(imp *m, size_t x) {
+    int64_t ws = m->p->bufs[x].start, we = m->p->bufs[x].end;
+    size_t tried = 0, inside = 0;
+    int64_t last_ws = ws, last_we = we;
+    int have_last = 0;
+    for (;;) {
+        if (!imp_query(m, ws, we)) return 0;
+        int64_t hs = ws, he = we;
+        uint64_t floor = imp_floor(m, ws, we, &inside, &hs, &he);
+        if (inside > LAYOUT_SEARCH_MAX_BUFFERS) break;
+        if (inside >= IMP_EXACT_MIN && inside >= 2 * tried) {
+            tried = inside;
+            have_last = 0;
+            if (imp_exact(m, ws, we, floor)) return 1;
+            if (m->bud->stop != LAY_STOP_NONE) return 0;
+        } else {
+            last_ws = ws;
+            last_we = we;
+            have_last = 1;
+        }
+        if (floor == 0) break; /* nothing crosses: the window is all there is */
+        if (hs < ws) ws = hs;
+        if (he > we) we = he;
+    }
+    if (!have_last) return 0;
+    if (!imp_query(m, last_ws, last_we)) return 0;
+    int64_t hs, he;
+    uint64_t floor = imp_floor(m, last_ws, last_we, &inside, &hs, &he);
+    return imp_exact(m, last_ws, last_we, floor);
+}
+
+/* Tries to take buffer x below the height.  Returns 1 when it did. */
+static int imp_one(imp *m, size_t x) {
+    int64_t ws = m->p->bufs[x].start, we = m->p->bufs[x].end;
+    for (int level = 0; level <= IMP_LEVELS; level++) {
+        if (level > 0) imp_widen(m, &ws, &we);
+        if (imp_close(m, &ws, &we) == SIZE_MAX) break;
+        m->st->windows++;
+        if (imp_window(m, ws, we)) return 1;
+        if (m->bud->stop != LAY_STOP_NONE) return 0;
+    }
+    return imp_exact_windows(m, x);
+}
+
+uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
+                     lay_improve_stats *st) {
+    lay_improve_stats dummy;
+    if (!st) st = &dummy;
+    memset(st, 0, sizeof *st);
+    imp m;
+    imp_init(&m, p, offsets, bud, st);
+    st->start_height = m.height;
+    while (m.height > stop_at && bud->stop == LAY_STOP_NONE) {
+        if (!imp_spend(&m, p->n)) break;
+        size_t ntops = 0;
+        for (size_t i = 0; i < p->n; i++)
+            if (m.sz[i] && imp_top(&m, i) == m.height) m.tops[ntops++] = i;
+        /* imp_window reuses m.tops: keep the top set apart */
+        size_t *tops = xmallocarray(ntops, sizeof *tops);
+        memcpy(tops, m.tops, ntops * sizeof *tops);
+        size_t moved = 0, left = 0;
+        for (size_t t = 0; t < ntops && bud->stop == LAY_STOP_NONE; t++) {
+            size_t x = tops[t];
+            if (imp_top(&m, x) < m.height) continue; /* moved with an earlier window */
+            if (imp_one(&m, x))
+                moved++;
+            else
+                left++;
+        }
+        free(tops);
+        if (left == 0 && bud->stop == LAY_STOP_NONE) {
+            m.height = layout_height(p->bufs, p->n, offsets);
+            st->lowered++;
+        } else if (moved == 0) {
+            break; /* a local optimum */
+        }
+    }
+    st->height = m.height;
+    imp_free(&m);
+    return st->height;
+}
