@@ -230,6 +230,26 @@ static void api_test_layout_general(void) {
     CHECK(roamc_layout_solve(l) == ROAMC_BAD_INPUT, "overlapping pins accepted");
     roamc_layout_free(l);
 
+    /* found by fuzz_layout_api: a pinned buffer of size 0 adds nothing to
+     * the height nor to the bound */
+    l = roamc_layout_new();
+    roamc_layout_add_buffer(l, 8704, 4096, NULL);
+    roamc_layout_add_interval(l, 0, 1, 0, 10, NULL);
+    roamc_layout_pin(l, 1, 15145);
+    CHECK(roamc_layout_solve(l) == ROAMC_OK && roamc_layout_height(l) == 12288 &&
+              roamc_layout_lower_bound(l) == 12288,
+          "zero-size pin: height %llu bound %llu", (unsigned long long)roamc_layout_height(l),
+          (unsigned long long)roamc_layout_lower_bound(l));
+    roamc_layout_free(l);
+
+    /* found by fuzz_layout_api: the allocator replay on a size near 2^64
+     * (roamc layout --method pytorch answered height 0) */
+    l = roamc_layout_new();
+    roamc_layout_add_interval(l, UINT64_MAX - 36248, 1024, 38, 43, NULL);
+    roamc_layout_set(l, "method", "pytorch");
+    CHECK(roamc_layout_solve(l) == ROAMC_BAD_INPUT, "pytorch on 2^64 - 36249 bytes");
+    roamc_layout_free(l);
+
     /* a triangle of conflicts, sizes 3, 4, 5: the clique bound 12 is met */
     l = roamc_layout_new();
     for (uint64_t s = 3; s <= 5; s++) roamc_layout_add_buffer(l, s, 1, NULL);

@@ -24,6 +24,7 @@ typedef struct api_request {
     size_t len;
     const fe_options *bindings;    /* --input-shape/--dim, or NULL */
     const fe_train_options *train; /* --train, or NULL */
+    const char *emit_path;         /* --emit-train (with --train, --fit or --shard), or NULL */
     planner_options opt;           /* deadline set by the caller */
     planner_budget budget;         /* budget_text NULL: no budget */
     unsigned fit;                  /* enum fit_mode bits, 0: no --fit */

@@ -148,6 +148,10 @@ roamc_status roamc_layout_set(roamc_layout *l, const char *name, const char *val
 
 /* ------------------------------------------------------------------ the interval engine */
 
+/* The largest size the caching-allocator replay takes (layout_pytorch
+ * rounds sizes up to segments: this keeps every sum below 2^64). */
+#define API_PYTORCH_MAX_SIZE ((uint64_t)1 << 62)
+
 /* The roam method: best heuristic as the warm start, then the exact
  * search: decide the capacity, or minimise the height (`roamc layout`). */
 static void lay_roam(roamc_layout *l, const layout_problem *p, double t_start) {
@@ -202,7 +206,13 @@ static roamc_status lay_intervals(roamc_layout *l, layout_buffer *bufs, double t
     } else if (strcmp(m, "bestfit") == 0) {
         l->height = layout_bestfit(bufs, n, align, l->offsets);
     } else if (strcmp(m, "pytorch") == 0) {
-        /* the allocator sees the sizes as given and rounds them itself */
+        /* the allocator sees the sizes as given and rounds them itself, up
+         * to its 2 MiB segments and beyond: far from 2^64 */
+        for (size_t i = 0; i < n; i++)
+            if (l->size[i] > API_PYTORCH_MAX_SIZE)
+                return lay_fail(l, ROAMC_BAD_INPUT,
+                                "method pytorch: buffer %zu's size %llu is above 2^62 bytes", i,
+                                (unsigned long long)l->size[i]);
         layout_buffer *raw = xmallocarray(n ? n : 1, sizeof *raw);
         for (size_t i = 0; i < n; i++)
             raw[i] = (layout_buffer){l->size[i], l->first[i], l->last[i]};
@@ -345,7 +355,7 @@ static uint64_t lay_first_fit(lay_ff *F, const size_t *order, size_t n_order) {
         F->placed[i] = l->pinned[i];
         if (l->pinned[i]) {
             F->off[i] = l->pin[i];
-            if (l->pin[i] + F->rs[i] > height) height = l->pin[i] + F->rs[i];
+            if (F->rs[i] && l->pin[i] + F->rs[i] > height) height = l->pin[i] + F->rs[i];
         }
     }
     for (size_t k = 0; k < n_order; k++) {
@@ -363,7 +373,7 @@ static uint64_t lay_first_fit(lay_ff *F, const size_t *order, size_t n_order) {
             x = (F->iv[k2][1] + a - 1) / a * a;
         }
         F->off[i] = x, F->placed[i] = 1;
-        if (x + F->rs[i] > height) height = x + F->rs[i];
+        if (F->rs[i] && x + F->rs[i] > height) height = x + F->rs[i];
     }
     return height;
 }
@@ -392,7 +402,7 @@ static uint64_t lay_bound(const roamc_layout *l, const lay_graph *G, const uint6
     uint64_t lb = 0;
     for (size_t i = 0; i < n; i++) {
         if (l->first[i] >= 0) bufs[nb++] = (layout_buffer){rs[i], l->first[i], l->last[i]};
-        if (l->pinned[i] && l->pin[i] + rs[i] > lb) lb = l->pin[i] + rs[i];
+        if (l->pinned[i] && rs[i] && l->pin[i] + rs[i] > lb) lb = l->pin[i] + rs[i];
     }
     uint64_t live = layout_live_peak(bufs, nb);
     free(bufs);

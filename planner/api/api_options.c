@@ -341,6 +341,7 @@ static roamc_status api_plan_model(const roamc_options *o, const void *data, siz
                          .len = len,
                          .bindings = &o->bindings,
                          .train = o->train ? &o->t : NULL,
+                         .emit_path = o->emit,
                          .opt = o->opt,
                          .budget = o->budget,
                          .fit = o->fit,

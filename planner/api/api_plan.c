@@ -34,7 +34,7 @@ roamc_status api_load(const api_request *q, roamc_result *r) {
     free(r->emit);
     free(r->plan_model);
     r->model_path = xstrdup(q->model_path);
-    r->emit = api_strdup_or_null(q->train ? q->train->emit_path : NULL);
+    r->emit = api_strdup_or_null(q->emit_path);
     /* --train --emit-train alone: the plan is of the file written there */
     bool changes = q->fit || (q->shard && q->shard->kind);
     r->plan_model = xstrdup(r->emit && !changes ? r->emit : q->model_path);

@@ -170,7 +170,9 @@ ROAMC_API roamc_status roamc_result_plan_json(const roamc_result *r, char **json
  * the option emit-train also the step it plans to that path, all or
  * nothing, as the command writes its files (a temporary renamed over the
  * target).  Returns ROAMC_OK, ROAMC_BAD_INPUT (no plan, or a path that
- * cannot be written; message in roamc_result_error) or ROAMC_ERROR (I/O). */
+ * cannot be written) or ROAMC_ERROR (I/O); on failure the result's status
+ * and message (roamc_result_status, roamc_result_error) become the
+ * write's, and nothing is written. */
 ROAMC_API roamc_status roamc_result_write(roamc_result *r, const char *path);
 
 /* ------------------------------------------------------------------ laying out buffers
@@ -179,7 +181,9 @@ ROAMC_API roamc_status roamc_result_write(roamc_result *r, const char *path);
  * and an alignment, which conflict (must not share bytes) when their
  * lifetimes intersect (intervals, as TFLite and IREE give them) or when an
  * edge says so (a conflict graph, as TVM's planner takes it), or both.  A
- * buffer occupies [offset, offset + size rounded up to its alignment).
+ * buffer occupies [offset, offset + size rounded up to its alignment);
+ * a buffer of size 0 occupies nothing (it conflicts with none, and adds
+ * nothing to the height, even pinned).
  *
  * Which engine runs: when no buffer is pinned, every buffer has a
  * lifetime, no conflict edge was added and all alignments are equal, the
@@ -236,7 +240,8 @@ ROAMC_API roamc_status roamc_layout_set(roamc_layout *l, const char *name, const
  * when a capacity was set and the buffers provably do not fit it or no
  * layout within it was found in time (the best layout found is still
  * readable); ROAMC_BAD_INPUT (pinned buffers that overlap, a method the
- * problem's engine does not take, sizes that overflow). */
+ * problem's engine does not take, sizes that overflow; method pytorch: a
+ * size above 2^62). */
 ROAMC_API roamc_status roamc_layout_solve(roamc_layout *l);
 /* The message of the last failed call on l, or "" (owned by l). */
 ROAMC_API const char *roamc_layout_error(const roamc_layout *l);

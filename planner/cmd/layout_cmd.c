@@ -386,6 +386,9 @@ static cl_exit cl_solve(const cl_options *o, const layout_csv *csv, double t_sta
         /* the live-size bound is above the capacity: nothing was laid out */
         fprintf(stderr, "roamc layout: %s\n", l->error);
         rc = CL_EXIT_CAPACITY;
+    } else if (st == ROAMC_BAD_INPUT) {
+        fprintf(stderr, "roamc layout: %s: %s\n", o->input, l->error);
+        rc = CL_EXIT_USAGE;
     } else if (st == ROAMC_ERROR) {
         /* never report a layout that is not one (a bug, if it happens) */
         fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",

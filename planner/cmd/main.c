@@ -834,6 +834,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     api_request q = {.model_path = model_path,
                      .bindings = fopt,
                      .train = a->train.on ? &a->train.t : NULL,
+                     .emit_path = a->train.t.emit_path,
                      .opt = a->opt,
                      .budget = a->budget,
                      .fit = a->fit,
