@@ -57,6 +57,13 @@ int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t 
             derived = r.derived, len = r.derived_len;
         else
             free(r.derived); /* not wanted */
+    } else if (l->bytes) {
+        rc = fe_load_bytes(l->path, (fe_bytes){l->bytes, l->len}, l->bindings, &s->m, err, errlen);
+        if (rc == 0 && l->keep_bytes) {
+            derived = xmalloc(l->len ? l->len : 1);
+            memcpy(derived, l->bytes, l->len);
+            len = l->len;
+        }
     } else if (l->keep_bytes && (rc = load_read(l->path, &derived, &len, err, errlen)) == 0) {
         rc = fe_load_bytes(l->path, (fe_bytes){derived, len}, l->bindings, &s->m, err, errlen);
         if (rc) free(derived), derived = NULL;

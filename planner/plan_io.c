@@ -303,7 +303,9 @@ static json_t *plan_named_inputs_json(const fe_model *m, const char *list) {
     char *copy = xstrdup(list);
     char **names = xmallocarray(cap, sizeof *names);
     uint64_t bytes = 0;
-    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) names[n++] = tok;
+    char *save = NULL; /* strtok_r: plans are made in several threads at once (libroamc) */
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        names[n++] = tok;
     qsort(names, n, sizeof *names, plan_cmp_str);
     for (size_t k = 0; k < m->n_inputs; k++) {
         const fe_value *v = &m->values[m->inputs[k]];

@@ -360,6 +360,10 @@ struct json_t *planner_peak_live_json(const graph *g, const planner_peak_live *p
 /* How a command reads its model (planner_step_load). */
 typedef struct planner_load {
     const char *path;
+    /* the model in memory (len bytes, read during the call only), or NULL:
+     * read path, which then only names the model; not with train */
+    const uint8_t *bytes;
+    size_t len;
     const fe_options *bindings; /* --input-shape/--dim, or NULL */
     /* derive the training step (fe_train) when not NULL; it is written to
      * train->emit_path when that is set and keep_bytes is not */

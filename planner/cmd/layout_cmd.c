@@ -3,6 +3,8 @@
 #include "layout_cmd.h"
 #include "planner.h"
 
+#include "api_internal.h"
+
 #include "budget.h"
 
 #include "layout.h"
@@ -256,124 +258,64 @@ static int cl_write_atomic(const char *path, const layout_csv *csv, const uint64
     return 0;
 }
 
-/* The problem as the engine sees it: csv's buffers with sizes rounded up to
- * o->align into bufs[csv->n].  Returns CL_EXIT_OK, or CL_EXIT_USAGE (reported)
- * when a size or their sum overflows 64 bits. */
-static cl_exit cl_problem(const cl_options *o, const layout_csv *csv, layout_buffer *bufs) {
-    size_t n = csv->n;
-    for (size_t i = 0; i < n; i++) {
-        bufs[i] = csv->bufs[i];
-        uint64_t s = bufs[i].size;
+/* The sizes of csv rounded up to o->align must fit 64 bits, and so must
+ * their sum (every offset and height stays below it).  Returns
+ * CL_EXIT_OK, or CL_EXIT_USAGE (reported, naming the buffer). */
+static cl_exit cl_check_sizes(const cl_options *o, const layout_csv *csv) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < csv->n; i++) {
+        uint64_t s = csv->bufs[i].size;
         if (s % o->align != 0 && s > UINT64_MAX - o->align) {
             fprintf(stderr,
                     "roamc layout: %s: size of '%s' overflows when rounded up to %" PRIu64 "\n",
                     o->input, csv->ids[i], o->align);
             return CL_EXIT_USAGE;
         }
-        bufs[i].size = (s + o->align - 1) / o->align * o->align;
-    }
-    /* All offsets and heights stay below the sum of the sizes: it must fit. */
-    uint64_t sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (bufs[i].size > UINT64_MAX - sum) {
+        s = (s + o->align - 1) / o->align * o->align;
+        if (s > UINT64_MAX - sum) {
             fprintf(stderr, "roamc layout: %s: the sizes add up to more than 2^64 bytes\n",
                     o->input);
             return CL_EXIT_USAGE;
         }
-        sum += bufs[i].size;
+        sum += s;
     }
     return CL_EXIT_OK;
 }
 
-/* What a method gave, for the report. */
-typedef struct cl_run {
-    uint64_t height;
-    const char *detail; /* roam: how the exact steps did against the heuristic */
-    const char *winner; /* roam: the best heuristic and its height */
-    uint64_t h0;
-    int proven;
-    int timed_out;  /* the time backstop cut the exact steps */
-    int too_short;  /* the time was up before the heuristics: bestfit */
-    int have_solve; /* roam: sr holds the exact search's result */
-    layout_solve_result sr;
-    layout_pytorch_stats pt;
-} cl_run;
-
-/* The roam method: best heuristic as the warm start, then the exact
- * search: decide --capacity, or minimise the height. */
-static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, double t_start,
-                    uint64_t *offsets, cl_run *run) {
-    run->h0 = layout_best_heuristic(bufs, n, o->align, offsets, &run->winner);
-    double left =
-        0.9 * (t_start + o->time_limit - roamc_now()); /* a tenth for checking and writing */
-    /* The plans' exact layout first (search at the bound, GLPK on small
-     * problems, local search over first-fit orders), with at most half of
-     * the time: on the committed models' buffer lists its local search
-     * reaches the live-size bound where the searches below alone do not
-     * (mnasnet1_0, mobilenet_v2_b32, efficientnet_b0_b32, vit_b_16_b1).
-     * Not under --work (which is the exact search's own budget) nor for
-     * dev --engine. */
-    if (!o->work && !o->engines && left > 1e-3) {
-        layout_effort e = {0, 0.5 * left, o->has_capacity ? o->capacity : 0};
-        layout_result er;
-        uint64_t *warm = xmallocarray(n, sizeof *warm);
-        memcpy(warm, offsets, n * sizeof *warm);
-        layout_exact(&(layout_problem){bufs, n, o->align}, warm, &e, offsets, &er);
-        free(warm);
-        left = 0.9 * (t_start + o->time_limit - roamc_now());
+/* The problem of csv as the library takes it (roamc_layout: the engine
+ * and its options); time counts from t_start. */
+static roamc_layout *cl_problem(const cl_options *o, const layout_csv *csv, double t_start) {
+    roamc_layout *l = roamc_layout_new();
+    for (size_t i = 0; i < csv->n; i++) {
+        const layout_buffer *b = &csv->bufs[i];
+        roamc_status st = roamc_layout_add_interval(l, b->size, o->align, b->start, b->end, NULL);
+        ROAMC_ASSERT(st == ROAMC_OK); /* the CSV reader's lifetimes, the parser's alignment */
     }
-    layout_solve_opts so;
-    layout_solve_defaults(&so);
-    so.capacity = o->has_capacity ? (o->capacity ? o->capacity : 1) : 0;
-    so.work = o->work;
-    so.time_limit_s = left > 1e-3 ? left : 1e-3;
-    so.engines = o->engines;
-    so.rules = o->rules;
-    run->have_solve = 1;
-    layout_solve(&(layout_problem){bufs, n, o->align}, offsets, &so, offsets, &run->sr);
-    run->height = run->sr.height;
-    run->proven = run->sr.status == LAYOUT_SOLVE_OPTIMAL;
-    run->timed_out = run->sr.stopped_by_time;
-    run->detail = run->height < run->h0 ? "improved on" : "no better than";
-}
-
-/* Lays out bufs with o->method into offsets. */
-static void cl_layout(const cl_options *o, const layout_csv *csv, const layout_buffer *bufs,
-                      double t_start, uint64_t *offsets, cl_run *run) {
-    size_t n = csv->n;
-    *run = (cl_run){.detail = ""};
-    if (strcmp(o->method, "llfb") == 0) {
-        run->height = layout_llfb(bufs, n, o->align, offsets);
-    } else if (strcmp(o->method, "greedy") == 0) {
-        run->height = layout_greedy(bufs, n, o->align, offsets);
-    } else if (strcmp(o->method, "bestfit") == 0) {
-        run->height = layout_bestfit(bufs, n, o->align, offsets);
-    } else if (strcmp(o->method, "pytorch") == 0) {
-        run->height = layout_pytorch(csv->bufs, n, 0, offsets, &run->pt);
-    } else if (roamc_now() >= t_start + o->time_limit) {
-        /* no time left after reading: the fastest valid layout */
-        run->height = layout_bestfit(bufs, n, o->align, offsets);
-        run->too_short = 1;
-    } else {
-        cl_roam(o, bufs, n, t_start, offsets, run);
-    }
+    l->capacity = o->capacity;
+    l->has_capacity = o->has_capacity;
+    l->time_limit = o->time_limit;
+    l->work = o->work;
+    l->method = o->method;
+    l->engines = o->engines;
+    l->rules = &o->rules;
+    l->t_start = t_start;
+    return l;
 }
 
 /* The report of a run (to rep). */
-static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, const cl_run *run,
-                      double secs) {
-    uint64_t height = run->height;
-    const layout_solve_result *sr = &run->sr;
+static void cl_report(FILE *rep, const cl_options *o, const roamc_layout *l, double secs) {
+    uint64_t height = l->height, lb = l->live_bound;
+    const layout_solve_result *sr = &l->sr;
+    int proven = l->have_solve && sr->status == LAYOUT_SOLVE_OPTIMAL;
     double frag = lb ? 100.0 * (double)(height - lb) / (double)lb : 0.0;
-    fprintf(rep, "buffers: %zu\n", n);
-    fprintf(rep, "method: %s%s%s%s\n", o->method, *run->detail ? " (exact steps " : "", run->detail,
-            *run->detail ? " the heuristic)" : "");
-    if (run->winner)
-        fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", run->winner, run->h0);
+    fprintf(rep, "buffers: %zu\n", l->n);
+    fprintf(rep, "method: %s%s%s%s\n", o->method, *l->detail ? " (exact steps " : "", l->detail,
+            *l->detail ? " the heuristic)" : "");
+    if (l->winner) fprintf(rep, "best heuristic: %s, height %" PRIu64 " bytes\n", l->winner, l->h0);
     fprintf(rep, "height: %" PRIu64 " bytes\n", height);
     fprintf(rep, "lower bound: %" PRIu64 " bytes (live size)\n", lb);
-    fprintf(rep, "fragmentation: %.4f%%%s\n", frag, run->proven ? " (optimal)" : "");
-    if (run->have_solve) {
+    fprintf(rep, "fragmentation: %.4f%%%s\n", frag, proven ? " (optimal)" : "");
+    if (l->have_solve) {
         static const char *const status[] = {"optimal", "feasible (within the capacity)",
                                              "infeasible (proved: no layout within the capacity)",
                                              "stopped"};
@@ -406,14 +348,14 @@ static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, con
         fprintf(rep,
                 "pytorch: reserved %" PRIu64 " bytes, allocated peak %" PRIu64
                 " bytes, %zu segments\n",
-                run->pt.reserved_peak, run->pt.allocated_peak, run->pt.segments);
+                l->pt.reserved_peak, l->pt.allocated_peak, l->pt.segments);
     fprintf(rep, "time: %.3f s\n", secs);
-    if (run->too_short)
+    if (l->too_short)
         fprintf(rep,
                 "time limit: %g s was too short: this is the fastest valid layout (bestfit), not "
                 "roam's\n",
                 o->time_limit);
-    else if (run->timed_out)
+    else if (l->timed_out)
         fprintf(rep,
                 "time limit: %g s cut the exact steps before their work budget: another run may "
                 "differ\n",
@@ -423,58 +365,56 @@ static void cl_report(FILE *rep, const cl_options *o, size_t n, uint64_t lb, con
 /* The exit status of a run that was reported: a layout above --capacity
  * is not written (CL_EXIT_CAPACITY), nor one that could not be written
  * (CL_EXIT_ERROR). */
-static cl_exit cl_finish(const cl_options *o, const layout_csv *csv, uint64_t lb, const cl_run *run,
-                         double secs, const uint64_t *offsets) {
-    if (o->has_capacity && run->height > o->capacity && run->have_solve &&
-        run->sr.status == LAYOUT_SOLVE_INFEASIBLE) {
+static cl_exit cl_finish(const cl_options *o, const layout_csv *csv, const roamc_layout *l,
+                         double secs) {
+    if (o->has_capacity && l->height > o->capacity && l->have_solve &&
+        l->sr.status == LAYOUT_SOLVE_INFEASIBLE) {
         fprintf(stderr,
                 "roamc layout: proved that no layout fits within the capacity of %" PRIu64
                 " bytes (%" PRIu64 " search nodes); no output written\n",
-                o->capacity, run->sr.nodes);
+                o->capacity, l->sr.nodes);
         return CL_EXIT_CAPACITY;
     }
-    if (o->has_capacity && run->height > o->capacity) {
+    if (o->has_capacity && l->height > o->capacity) {
         fprintf(stderr,
                 "roamc layout: no layout within the capacity of %" PRIu64 " bytes found in %.1f s"
                 " (best height %" PRIu64 " bytes, lower bound %" PRIu64 "); no output written\n",
-                o->capacity, secs, run->height, lb);
+                o->capacity, secs, l->height, l->live_bound);
         return CL_EXIT_CAPACITY;
     }
-    if (o->output && cl_write_atomic(o->output, csv, offsets) != 0) return CL_EXIT_ERROR;
+    if (o->output && cl_write_atomic(o->output, csv, l->offsets) != 0) return CL_EXIT_ERROR;
     return CL_EXIT_OK;
 }
 
-/* Lays out, checks, reports and writes the problem of csv; returns the exit
- * status. */
-static cl_exit cl_solve(const cl_options *o, const layout_csv *csv, layout_buffer *bufs,
-                        uint64_t *offsets, double t_start) {
-    size_t n = csv->n;
-    uint64_t lb = layout_live_peak(bufs, n);
-    if (o->has_capacity && lb > o->capacity) {
-        fprintf(stderr,
-                "roamc layout: cannot fit: the live-size lower bound is %" PRIu64
-                " bytes, above the capacity of %" PRIu64 " bytes\n",
-                lb, o->capacity);
-        return CL_EXIT_CAPACITY;
-    }
+/* Lays out (roamc_layout_solve, the library's engine), reports and writes
+ * the problem of csv; returns the exit status. */
+static cl_exit cl_solve(const cl_options *o, const layout_csv *csv, double t_start) {
+    roamc_layout *l = cl_problem(o, csv, t_start);
     double t0 = roamc_now();
-    planner_progress_stage("layout (%s) of %zu buffers", o->method, n);
-    cl_run run;
-    cl_layout(o, csv, bufs, t_start, offsets, &run);
+    planner_progress_stage("layout (%s) of %zu buffers", o->method, csv->n);
+    roamc_status st = roamc_layout_solve(l);
     double secs = roamc_now() - t0;
     planner_progress_end();
-    /* Never report a layout that is not one (a bug, if it happens). */
-    size_t a, b;
-    int pytorch = strcmp(o->method, "pytorch") == 0;
-    if (layout_validate(pytorch ? csv->bufs : bufs, n, offsets, pytorch ? 1 : o->align, &a, &b) !=
-        0) {
+    cl_exit rc;
+    if (st == ROAMC_NO_FIT && !l->have_solve && l->stop == ROAMC_STOP_INFEASIBLE) {
+        /* the live-size bound is above the capacity: nothing was laid out */
+        fprintf(stderr, "roamc layout: %s\n", l->error);
+        rc = CL_EXIT_CAPACITY;
+    } else if (st == ROAMC_BAD_INPUT) {
+        fprintf(stderr, "roamc layout: %s: %s\n", o->input, l->error);
+        rc = CL_EXIT_USAGE;
+    } else if (st == ROAMC_ERROR) {
+        /* never report a layout that is not one (a bug, if it happens) */
         fprintf(stderr, "roamc layout: internal error: invalid layout (buffers '%s' and '%s')\n",
-                csv->ids[a], csv->ids[b]);
-        return CL_EXIT_ERROR;
+                csv->ids[l->bad_a], csv->ids[l->bad_b]);
+        rc = CL_EXIT_ERROR;
+    } else {
+        /* with the CSV on stdout, the report goes to stderr */
+        cl_report(o->output && strcmp(o->output, "-") == 0 ? stderr : stdout, o, l, secs);
+        rc = cl_finish(o, csv, l, secs);
     }
-    /* with the CSV on stdout, the report goes to stderr */
-    cl_report(o->output && strcmp(o->output, "-") == 0 ? stderr : stdout, o, n, lb, &run, secs);
-    return cl_finish(o, csv, lb, &run, secs, offsets);
+    roamc_layout_free(l);
+    return rc;
 }
 
 int cmd_layout(int argc, char **argv) {
@@ -502,14 +442,9 @@ int cmd_layout(int argc, char **argv) {
         fprintf(stderr, "roamc layout: %s\n", err);
         return CL_EXIT_USAGE;
     }
-    /* The engine works on sizes rounded up to align; the file keeps its own. */
-    layout_buffer *bufs = xmallocarray(csv.n, sizeof *bufs);
-    uint64_t *offsets = xmallocarray(csv.n, sizeof *offsets);
-    cl_exit rc = cl_problem(&o, &csv, bufs);
-    if (rc == CL_EXIT_OK) rc = cl_solve(&o, &csv, bufs, offsets, t_start);
+    cl_exit rc = cl_check_sizes(&o, &csv);
+    if (rc == CL_EXIT_OK) rc = cl_solve(&o, &csv, t_start);
     planner_progress_end();
-    free(bufs);
-    free(offsets);
     layout_csv_free(&csv);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include "graph.h"
 #include "planner.h"
 
+#include "api_internal.h"
 #include "budget.h"
 #include "check.h"
 #include "compare.h"
@@ -296,27 +297,18 @@ static int main_train_option(main_train *tr, int c, const char *arg) {
 }
 
 /* Loads the model, or with --train derives its training step (and prints
- * what was derived to report, when not NULL), and builds its graph
- * (planner_step_load; keep_bytes: the step's bytes too, for --fit).  0, or
- * 2 after a message. */
-static int main_load(const char *path, const fe_options *fopt, const main_train *tr, uint64_t align,
-                     bool keep_bytes, planner_step *step, FILE *report) {
-    char err[2048];
-    planner_load l = {.path = path,
-                      .bindings = fopt,
-                      .train = tr->on ? &tr->t : NULL,
-                      .align = align,
-                      .summary = true,
-                      .keep_bytes = keep_bytes};
-    int rc = planner_step_load(&l, step, err, sizeof err);
-    if (step->summary && report) {
+ * what was derived to report, when not NULL), and builds its graph: the
+ * library's api_load, as roamc_plan_file runs it.  0, or 2 after a
+ * message. */
+static int main_load(const api_request *q, roamc_result *res, FILE *report) {
+    roamc_status st = api_load(q, res);
+    if (res->step.summary && report) {
         planner_progress_clear();
-        fprintf(report, "roamc --train: %s\n%s", path, step->summary);
+        fprintf(report, "roamc --train: %s\n%s", q->model_path, res->step.summary);
     }
-    if (rc) {
-        free(step->summary);
+    if (st != ROAMC_OK) {
         planner_progress_end();
-        fprintf(stderr, "roamc: %s\n", err);
+        fprintf(stderr, "roamc: %s\n", res->error);
         return 2;
     }
     return 0;
@@ -588,82 +580,6 @@ static int main_shard_check(const main_plan_args *a) {
     return MAIN_CONTINUE;
 }
 
-/* --shard: the rank's step (shard_run) planned, written with its plan and
- * reported, with --budget's verdict (per device).  Its exit status: 0, 1
- * after a message, or PLANNER_EXIT_NO_FIT. */
-static int main_plan_shard(const main_plan_args *a, const fe_options *fopt,
-                           const planner_step *step, const char *model_path, planner_files *files,
-                           FILE *report) {
-    char err[2048];
-    const char *emit = a->train.t.emit_path;
-    shard_request r = {.step_name = model_path,
-                       .step_bytes = step->bytes,
-                       .step_len = step->len,
-                       .g = &step->g,
-                       .bindings = fopt,
-                       .opt = &a->opt,
-                       .so = main_shard.so,
-                       .emit_name = emit ? emit : "(the rank's step)"};
-    shard_outcome o;
-    planner_progress_stage("sharding %s", model_path);
-    int rc = 0;
-    if (shard_run(&r, &o, err, sizeof err)) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
-        shard_outcome_free(&o);
-        return 1;
-    }
-    files->step = emit;
-    files->step_bytes = o.bytes;
-    files->step_len = o.len;
-    const plan *plans[1] = {&o.plan};
-    const char *titles[1] = {"one rank's step (--shard)"};
-    planner_files_request fr = {
-        .p = &o.plan, .model_path = r.emit_name, .svg_plans = plans, .titles = titles, .n_svg = 1};
-    if (planner_files_write(files, &fr, err, sizeof err)) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s\n", err);
-        rc = 1;
-    }
-    /* --budget (per device): PyTorch's plan of the rank's step beside this one */
-    const planner_budget *budget = &a->budget;
-    plan torch = {0};
-    const plan *torch_p = &o.plan;
-    if (rc == 0 && budget->budget_text) {
-        planner_options topt = a->opt;
-        planner_method_apply(planner_method_find("pytorch"), &topt);
-        topt.device_limit = budget->budget - budget->reserve;
-        topt.progress = 0;
-        if (plan_build(&o.graph, &topt, &torch, err, sizeof err)) {
-            fprintf(stderr, "roamc: %s: PyTorch's plan of the rank's step: %s\n", model_path, err);
-            rc = 1;
-        }
-        torch_p = &torch;
-    }
-    planner_progress_end();
-    int fit = 0;
-    if (rc == 0 && report) {
-        if (a->json_report) {
-            json_t *extra = json_object();
-            shard_report_json(extra, &r, &o);
-            if (budget->budget_text)
-                fit = planner_budget_report(NULL, budget, &o.plan, torch_p, extra);
-            plan_report_json(report, &o.plan, r.emit_name, files, extra);
-            json_decref(extra);
-        } else {
-            plan_report_text(report, &o.plan, r.emit_name, files);
-            shard_report_text(report, &r, &o);
-            if (budget->budget_text)
-                fit = planner_budget_report(report, budget, &o.plan, torch_p, NULL);
-        }
-    } else if (rc == 0 && budget->budget_text) {
-        fit = planner_budget_report(NULL, budget, &o.plan, torch_p, NULL);
-    }
-    plan_free(&torch);
-    shard_outcome_free(&o);
-    return rc ? rc : fit;
-}
-
 /* One option, c as getopt_long returned it; MAIN_CONTINUE, or the exit
  * status (0 after --help or --version, 2 after a usage message). */
 static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **argv) {
@@ -858,155 +774,39 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
     return rc;
 }
 
-/* One plan of g (its model model_path, loaded in load_seconds) with
- * --budget's verdict beside PyTorch's plan: writes the files, then the
- * report.  Returns 0, 1 after a message, or PLANNER_EXIT_NO_FIT. */
-static int main_plan_one(const main_plan_args *a, const graph *g, const char *model_path,
-                         const planner_files *files, FILE *report, double load_seconds) {
-    char err[2048];
-    const planner_options *opt = &a->opt;
-    const planner_budget *budget = &a->budget;
-    plan p;
-    if (plan_build(g, opt, &p, err, sizeof err)) {
-        planner_progress_end();
-        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
-        return 1;
-    }
-    int rc = 0;
-    p.times.load = load_seconds;
-    /* --budget: PyTorch's plan of the same step beside this one */
-    plan torch = {0};
-    const plan *torch_p = &p;
-    if (budget->budget_text && !(opt->retain_gradients && opt->layout == PLANNER_LAYOUT_PYTORCH &&
-                                 opt->order == PLANNER_ORDER_PROGRAM && opt->device_limit)) {
-        planner_options topt = *opt;
-        planner_method_apply(planner_method_find("pytorch"), &topt);
-        topt.device_limit = budget->budget - budget->reserve;
-        if (plan_build(g, &topt, &torch, err, sizeof err)) {
-            planner_progress_end();
-            fprintf(stderr, "roamc: %s: PyTorch's plan: %s\n", model_path, err);
-            rc = 1;
-        }
-        torch_p = &torch;
-    }
-    if (rc == 0) {
-        /* plan, tree and picture together, or none of them */
-        planner_progress_prefix("%s", "writing");
-        const plan *plans[1] = {&p};
-        char title[256];
-        const char *base = strrchr(model_path, '/');
-        snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : model_path,
-                 planner_order_name(p.opt.order), planner_layout_name(p.opt.layout));
-        const char *titles[1] = {title};
-        planner_files_request fr = {&p, model_path, plans, titles, 1};
-        if (planner_files_write(files, &fr, err, sizeof err)) {
-            planner_progress_end();
-            fprintf(stderr, "roamc: %s\n", err);
-            rc = 1;
-        }
-    }
-    p.times.total = roamc_now() - main_t_start;
-    planner_progress_end();
-    json_t *extra = a->json_report && budget->budget_text ? json_object() : NULL;
-    int fit = rc == 0 && budget->budget_text
-                  ? planner_budget_report(NULL, budget, &p, torch_p, extra)
-                  : 0;
-    if (rc == 0 && report) {
-        if (a->json_report)
-            plan_report_json(report, &p, model_path, files, extra);
-        else
-            plan_report_text(report, &p, model_path, files);
-        if (!a->json_report && budget->budget_text)
-            planner_budget_report(report, budget, &p, torch_p, NULL);
-    }
-    if (rc == 0) rc = fit;
-    json_decref(extra);
-    plan_free(&torch);
-    plan_free(&p);
-    return rc;
-}
-
-/* --fit: the cheapest changed step that fits (fit_run), written with its
- * plan, reported beside --budget's verdict.  Its exit status: 0 when the
- * step fits (changed or not), PLANNER_EXIT_NO_FIT when no changed step
- * fits or not within --max-overhead, 1 or 2 after a message. */
-static int main_plan_fit(const main_plan_args *a, const fe_options *fopt, const planner_step *step,
-                         const char *model_path, planner_files *files, FILE *report) {
+/* Plans the loaded step (the library's api_plan, as roamc_plan_file runs
+ * it: one plan, --fit or --shard, with --budget's verdict beside PyTorch's
+ * plan), writes the files and prints the report.  Its exit status: 0, 1
+ * or 2 after a message, or PLANNER_EXIT_NO_FIT (the plan does not fit
+ * --budget; --fit: no changed step fits, or not within --max-overhead). */
+static int main_plan_result(const main_plan_args *a, api_request *q, roamc_result *res,
+                            planner_files *files, FILE *report) {
     char err[2048];
     fit_device loaded;
-    const fit_device *device = main_fit_device(a, &loaded);
-    if (!device) return 2;
-    const planner_budget *budget = &a->budget;
-    const char *emit = a->train.t.emit_path;
-    fit_request r = {.step_name = model_path,
-                     .step_bytes = step->bytes,
-                     .step_len = step->len,
-                     .g = &step->g,
-                     .bindings = fopt,
-                     .opt = &a->opt,
-                     .arena_budget = budget->budget - budget->reserve,
-                     .mode = a->fit,
-                     .max_overhead = a->max_overhead,
-                     .device = device,
-                     .emit_name = emit ? emit : "(the changed step)"};
-    fit_outcome o;
-    planner_progress_stage("fitting %s", model_path);
-    if (fit_run(&r, &o, err, sizeof err)) {
+    if (a->fit && !(q->device = main_fit_device(a, &loaded))) return 2;
+    roamc_status st = api_plan(q, res);
+    if (st != ROAMC_OK && st != ROAMC_NO_FIT) {
         planner_progress_end();
-        fprintf(stderr, "roamc: %s: %s\n", model_path, err);
-        fit_outcome_free(&o);
+        fprintf(stderr, "roamc: %s\n", res->error);
         return 1;
     }
-    bool changed = o.status != FIT_ALREADY;
-    const plan *p = changed ? &o.changed->plan : &o.before;
-    const char *plan_model = emit ? emit : model_path;
     int rc = 0;
-    if (o.status == FIT_ALREADY || o.status == FIT_FITTED) {
-        files->step = emit;
-        files->step_bytes = changed ? o.changed->bytes : step->bytes;
-        files->step_len = changed ? o.changed->len : step->len;
-        const plan *plans[1] = {p};
-        const char *titles[1] = {changed ? "the changed step (--fit)"
-                                         : "the step (--fit: unchanged)"};
-        planner_files_request fr = {p, plan_model, plans, titles, 1};
-        if (planner_files_write(files, &fr, err, sizeof err)) {
+    if (res->write_plan) {
+        /* plan, tree, picture and step together, or none of them */
+        if (res->mode == API_PLAIN) planner_progress_prefix("%s", "writing");
+        if (api_files_write(res, files, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
             rc = 1;
         }
     }
+    if (res->mode == API_PLAIN) res->main->times.total = roamc_now() - main_t_start;
     planner_progress_end();
-    if (rc == 0 && report) {
-        const planner_files *shown =
-            o.status == FIT_ALREADY || o.status == FIT_FITTED ? files : NULL;
-        planner_files none = {0};
-        if (a->json_report) {
-            json_t *extra = json_object();
-            fit_report_json(extra, &r, &o);
-            plan_report_json(report, p, plan_model, shown ? shown : &none, extra);
-            json_decref(extra);
-        } else {
-            plan_report_text(report, p, plan_model, shown ? shown : &none);
-            fit_report_text(report, &r, &o);
-        }
-    }
-    if (rc == 0 && (o.status == FIT_CANNOT || o.status == FIT_TOO_SLOW)) {
-        if (o.status == FIT_CANNOT)
-            fprintf(stderr,
-                    "roamc: %s: cannot fit: needs at least %llu B, the least arena --fit "
-                    "reaches (budget %s: %llu B for the arena)\n",
-                    model_path, (unsigned long long)o.least, budget->budget_text,
-                    (unsigned long long)r.arena_budget);
-        else
-            fprintf(stderr,
-                    "roamc: %s: does not fit within --max-overhead %.1f%%: it adds at least "
-                    "%.1f%% of the step's time\n",
-                    model_path, 100.0 * a->max_overhead,
-                    100.0 * (o.over_cap_seconds > 0 ? o.over_cap_seconds : o.added_seconds) /
-                        o.step_seconds);
+    if (rc == 0 && report) api_report(report, res, files, a->json_report);
+    if (rc == 0 && st == ROAMC_NO_FIT) {
+        if (res->mode == API_FIT) fprintf(stderr, "roamc: %s\n", res->error);
         rc = PLANNER_EXIT_NO_FIT;
     }
-    fit_outcome_free(&o);
     return rc;
 }
 
@@ -1053,33 +853,36 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
 
     planner_progress_start(a->opt.progress);
     if (a->max_batch) return main_plan_max_batch(a, fopt, report);
-    double t0 = main_t_start;
     planner_progress_stage("loading %s", model_path);
-    planner_step step;
-    if (main_load(model_path, fopt, &a->train, a->opt.align,
-                  a->fit != 0 || main_shard.so.kind || pipe_cmd_on(), &step,
-                  a->json_report ? NULL : report))
-        return 2;
+    /* the same request roamc_plan_file makes of its options */
+    api_request q = {.model_path = model_path,
+                     .bindings = fopt,
+                     .train = a->train.on ? &a->train.t : NULL,
+                     .emit_path = a->train.t.emit_path,
+                     .opt = a->opt,
+                     .budget = a->budget,
+                     .fit = a->fit,
+                     .max_overhead = a->max_overhead,
+                     .shard = main_shard.so.kind ? &main_shard.so : NULL,
+                     .pipeline = pipe_cmd_on() ? pipe_cmd_options() : NULL,
+                     .summary = true};
+    roamc_result *res = api_result_new();
+    int rc = main_load(&q, res, a->json_report ? NULL : report);
     if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
-    double t1 = roamc_now();
-    int rc = 0;
-    if (a->fit) {
-        rc = main_plan_fit(a, fopt, &step, a->model_path, &files, report);
-    } else if (main_shard.so.kind) {
-        rc = main_plan_shard(a, fopt, &step, a->model_path, &files, report);
-    } else if (pipe_cmd_on()) {
-        rc = pipe_cmd_plan(&pipe, fopt, &step, a->model_path, &files, report);
-    } else if (a->compare) {
-        plan_compare_request cr = {&step.g, &a->opt, model_path, &files, a->json_report, report};
+    if (rc == 0 && q.pipeline) {
+        rc = pipe_cmd_plan(&pipe, fopt, &res->step, a->model_path, &files, report);
+    } else if (rc == 0 && a->compare) {
+        plan_compare_request cr = {&res->step.g, &a->opt,        model_path,
+                                   &files,       a->json_report, report};
         if (plan_compare(&cr, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s: %s\n", model_path, err);
             rc = 1;
         }
-    } else {
-        rc = main_plan_one(a, &step.g, model_path, &files, report, t1 - t0);
+    } else if (rc == 0) {
+        rc = main_plan_result(a, &q, res, &files, report);
     }
-    planner_step_free(&step);
+    roamc_result_free(res);
     return rc;
 }
 

@@ -1,0 +1,413 @@
+/* Planning a model through the API (roamc.h, api_internal.h): the one
+ * code path of `roamc MODEL` and of roamc_plan_file/roamc_plan_bytes.
+ * Load, plan (one plan, --fit or --shard, PyTorch's plan beside it under
+ * --budget), then the result's files, report and accessors. */
+#include "api_internal.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+roamc_result *api_result_new(void) {
+    roamc_result *r = xcalloc(1, sizeof *r);
+    r->fits = -1;
+    return r;
+}
+
+roamc_status api_fail(roamc_result *r, roamc_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    r->status = status;
+    return status;
+}
+
+static char *api_strdup_or_null(const char *s) {
+    return s ? xstrdup(s) : NULL;
+}
+
+roamc_status api_load(const api_request *q, roamc_result *r) {
+    char err[2048];
+    free(r->model_path);
+    free(r->emit);
+    free(r->plan_model);
+    r->model_path = xstrdup(q->model_path);
+    r->emit = api_strdup_or_null(q->emit_path);
+    /* --train --emit-train alone: the plan is of the file written there */
+    bool changes = q->fit || (q->shard && q->shard->kind) || q->pipeline;
+    r->plan_model = xstrdup(r->emit && !changes ? r->emit : q->model_path);
+    planner_load l = {.path = q->model_path,
+                      .bytes = q->bytes,
+                      .len = q->len,
+                      .bindings = q->bindings,
+                      .train = q->train,
+                      .align = q->opt.align,
+                      .summary = q->summary,
+                      .keep_bytes = changes};
+    if (planner_step_load(&l, &r->step, err, sizeof err))
+        return api_fail(r, ROAMC_BAD_INPUT, "%s", err);
+    r->have_step = true;
+    return ROAMC_OK;
+}
+
+/* --budget: PyTorch's plan of g (method pytorch under the device's limit)
+ * into r->torch, unless the plan is PyTorch's already.  0, or -1 with a
+ * message (what names the step in it). */
+static int api_torch(const api_request *q, roamc_result *r, const graph *g, const char *what) {
+    const planner_options *opt = &r->opt;
+    char err[2048];
+    r->torch_p = r->main;
+    if (!q->budget.budget_text) return 0;
+    if (r->mode == API_PLAIN && opt->retain_gradients && opt->layout == PLANNER_LAYOUT_PYTORCH &&
+        opt->order == PLANNER_ORDER_PROGRAM && opt->device_limit)
+        return 0;
+    planner_options topt = *opt;
+    planner_method_apply(planner_method_find("pytorch"), &topt);
+    topt.device_limit = q->budget.budget - q->budget.reserve;
+    if (r->mode == API_SHARD) topt.progress = 0;
+    if (plan_build(g, &topt, &r->torch, err, sizeof err)) {
+        api_fail(r, ROAMC_ERROR, "%s: %s: %s", r->mode == API_PLAIN ? r->plan_model : r->model_path,
+                 what, err);
+        return -1;
+    }
+    r->have_torch = true;
+    r->torch_p = &r->torch;
+    return 0;
+}
+
+/* One plan of the step as it is. */
+static roamc_status api_plan_plain(const api_request *q, roamc_result *r, double load_seconds) {
+    char err[2048];
+    r->mode = API_PLAIN;
+    if (plan_build(&r->step.g, &r->opt, &r->p, err, sizeof err))
+        return api_fail(r, ROAMC_ERROR, "%s: %s", r->plan_model, err);
+    r->have_p = true;
+    r->main = &r->p;
+    r->write_plan = true;
+    r->p.times.load = load_seconds;
+    return api_torch(q, r, &r->step.g, "PyTorch's plan") ? r->status : ROAMC_OK;
+}
+
+/* --fit: the cheapest changed step that fits (fit_run). */
+static roamc_status api_plan_fit(const api_request *q, roamc_result *r) {
+    char err[2048];
+    r->mode = API_FIT;
+    r->device = *q->device; /* the result outlives the options */
+    r->fr = (fit_request){.step_name = r->model_path,
+                          .step_bytes = r->step.bytes,
+                          .step_len = r->step.len,
+                          .g = &r->step.g,
+                          .bindings = q->bindings,
+                          .opt = &r->opt,
+                          .arena_budget = q->budget.budget - q->budget.reserve,
+                          .mode = q->fit,
+                          .max_overhead = q->max_overhead,
+                          .device = &r->device,
+                          .emit_name = r->emit ? r->emit : "(the changed step)"};
+    planner_progress_stage("fitting %s", r->model_path);
+    r->have_fit = true;
+    int failed = fit_run(&r->fr, &r->fo, err, sizeof err);
+    r->fr.bindings = NULL; /* the caller's: not read after the run */
+    if (failed) return api_fail(r, ROAMC_ERROR, "%s: %s", r->model_path, err);
+    bool changed = r->fo.status != FIT_ALREADY;
+    r->main = changed ? &r->fo.changed->plan : &r->fo.before;
+    free(r->plan_model);
+    r->plan_model = xstrdup(r->emit ? r->emit : r->model_path);
+    r->write_plan = r->fo.status == FIT_ALREADY || r->fo.status == FIT_FITTED;
+    r->fits = r->write_plan;
+    if (r->fo.status == FIT_CANNOT)
+        return api_fail(r, ROAMC_NO_FIT,
+                        "%s: cannot fit: needs at least %llu B, the least arena --fit reaches "
+                        "(budget %s: %llu B for the arena)",
+                        r->model_path, (unsigned long long)r->fo.least, q->budget.budget_text,
+                        (unsigned long long)r->fr.arena_budget);
+    if (r->fo.status == FIT_TOO_SLOW)
+        return api_fail(
+            r, ROAMC_NO_FIT,
+            "%s: does not fit within --max-overhead %.1f%%: it adds at least %.1f%% of the step's "
+            "time",
+            r->model_path, 100.0 * q->max_overhead,
+            100.0 * (r->fo.over_cap_seconds > 0 ? r->fo.over_cap_seconds : r->fo.added_seconds) /
+                r->fo.step_seconds);
+    return ROAMC_OK;
+}
+
+/* --shard: the rank's step (shard_run), PyTorch's plan of it under --budget. */
+static roamc_status api_plan_shard(const api_request *q, roamc_result *r) {
+    char err[2048];
+    r->mode = API_SHARD;
+    r->wrap = api_strdup_or_null(q->shard->wrap);
+    r->sr = (shard_request){.step_name = r->model_path,
+                            .step_bytes = r->step.bytes,
+                            .step_len = r->step.len,
+                            .g = &r->step.g,
+                            .bindings = q->bindings,
+                            .opt = &r->opt,
+                            .so = *q->shard,
+                            .emit_name = r->emit ? r->emit : "(the rank's step)"};
+    planner_progress_stage("sharding %s", r->model_path);
+    r->have_shard = true;
+    r->sr.so.wrap = r->wrap;
+    int failed = shard_run(&r->sr, &r->so, err, sizeof err);
+    r->sr.bindings = NULL; /* the caller's: not read after the run */
+    if (failed) return api_fail(r, ROAMC_ERROR, "%s: %s", r->model_path, err);
+    r->main = &r->so.plan;
+    free(r->plan_model);
+    r->plan_model = xstrdup(r->sr.emit_name);
+    r->write_plan = true;
+    return api_torch(q, r, &r->so.graph, "PyTorch's plan of the rank's step") ? r->status
+                                                                              : ROAMC_OK;
+}
+
+roamc_status api_plan(const api_request *q, roamc_result *r) {
+    ROAMC_ASSERT(r->have_step);
+    r->opt = q->opt;
+    r->budget = q->budget;
+    double load_seconds = roamc_now() - (q->opt.deadline - q->opt.time_limit);
+    roamc_status st;
+    if (q->fit)
+        st = api_plan_fit(q, r);
+    else if (q->shard && q->shard->kind)
+        st = api_plan_shard(q, r);
+    else
+        st = api_plan_plain(q, r, load_seconds);
+    if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
+        r->fits = planner_budget_report(NULL, &r->budget, r->main, r->torch_p, NULL) == 0;
+        if (!r->fits) {
+            char need[64];
+            api_fail(r, ROAMC_NO_FIT, "%s: the plan needs %s, over the budget %s", r->plan_model,
+                     planner_bytes_human(plan_device_bytes(r->main), need, sizeof need),
+                     q->budget.budget_text);
+        }
+    }
+    return r->status;
+}
+
+int api_files_write(const roamc_result *r, planner_files *files, char *err, size_t errlen) {
+    if (!r->main || !r->write_plan) return roamc_errorf(err, errlen, "no plan to write");
+    char title[256];
+    const char *t = title;
+    if (r->mode == API_PLAIN) {
+        const char *base = strrchr(r->plan_model, '/');
+        snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : r->plan_model,
+                 planner_order_name(r->main->opt.order), planner_layout_name(r->main->opt.layout));
+    } else if (r->mode == API_FIT) {
+        bool changed = r->fo.status != FIT_ALREADY;
+        t = changed ? "the changed step (--fit)" : "the step (--fit: unchanged)";
+        files->step = r->emit;
+        files->step_bytes = changed ? r->fo.changed->bytes : r->step.bytes;
+        files->step_len = changed ? r->fo.changed->len : r->step.len;
+    } else {
+        t = "one rank's step (--shard)";
+        files->step = r->emit;
+        files->step_bytes = r->so.bytes;
+        files->step_len = r->so.len;
+    }
+    const plan *plans[1] = {r->main};
+    const char *titles[1] = {t};
+    planner_files_request fr = {r->main, r->plan_model, plans, titles, 1};
+    return planner_files_write(files, &fr, err, errlen);
+}
+
+void api_report(FILE *f, const roamc_result *r, const planner_files *files, int json) {
+    const planner_budget *budget = &r->budget;
+    planner_files none = {0};
+    if (r->mode == API_FIT && !r->write_plan) files = &none;
+    json_t *extra = json ? json_object() : NULL;
+    if (r->mode == API_FIT && json) fit_report_json(extra, &r->fr, &r->fo);
+    if (r->mode == API_SHARD && json) shard_report_json(extra, &r->sr, &r->so);
+    if (r->mode != API_FIT && json && budget->budget_text)
+        planner_budget_report(NULL, budget, r->main, r->torch_p, extra);
+    if (json) {
+        plan_report_json(f, r->main, r->plan_model, files, extra);
+    } else {
+        plan_report_text(f, r->main, r->plan_model, files);
+        if (r->mode == API_FIT) fit_report_text(f, &r->fr, &r->fo);
+        if (r->mode == API_SHARD) shard_report_text(f, &r->sr, &r->so);
+        if (r->mode != API_FIT && budget->budget_text)
+            planner_budget_report(f, budget, r->main, r->torch_p, NULL);
+    }
+    json_decref(extra);
+}
+
+/* ------------------------------------------------------------------ the public result */
+
+void roamc_result_free(roamc_result *r) {
+    if (!r) return;
+    if (r->have_p) plan_free(&r->p);
+    if (r->have_torch) plan_free(&r->torch);
+    if (r->have_fit) fit_outcome_free(&r->fo);
+    if (r->have_shard) shard_outcome_free(&r->so);
+    if (r->have_step) planner_step_free(&r->step);
+    free(r->step.summary); /* a load that failed after the model loaded */
+    free(r->model_path);
+    free(r->plan_model);
+    free(r->emit);
+    free(r->wrap);
+    free(r->sizes);
+    free(r->persistent);
+    free(r);
+}
+
+roamc_status roamc_result_status(const roamc_result *r) {
+    return r ? r->status : ROAMC_BAD_INPUT;
+}
+
+const char *roamc_result_error(const roamc_result *r) {
+    return r ? r->error : "no result";
+}
+
+static const plan *api_main(const roamc_result *r, size_t *n, size_t count_of_main) {
+    (void)count_of_main;
+    if (n) *n = 0;
+    return r ? r->main : NULL;
+}
+
+const int32_t *roamc_result_schedule(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    _Static_assert(sizeof(int) == sizeof(int32_t), "the schedule is handed out as int32_t");
+    if (n) *n = p->g->n_ops;
+    return (const int32_t *)p->order;
+}
+
+const uint64_t *roamc_result_offsets(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    if (n) *n = p->g->n_storages;
+    return p->offsets;
+}
+
+/* The per-buffer arrays the plan keeps only in its graph, made once. */
+static void api_buffer_arrays(const roamc_result *cr) {
+    roamc_result *r = (roamc_result *)cr; /* a cache: same answers before and after */
+    if (r->sizes || !r->main) return;
+    const graph *g = r->main->g;
+    r->sizes = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *r->sizes);
+    r->persistent = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *r->persistent);
+    for (size_t i = 0; i < g->n_storages; i++) {
+        r->sizes[i] = g->storages[i].size;
+        r->persistent[i] = g->storages[i].persistent;
+    }
+}
+
+const uint64_t *roamc_result_sizes(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    api_buffer_arrays(r);
+    if (n) *n = p->g->n_storages;
+    return r->sizes;
+}
+
+const int32_t *roamc_result_starts(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    if (n) *n = p->g->n_storages;
+    return p->start;
+}
+
+const int32_t *roamc_result_ends(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    if (n) *n = p->g->n_storages;
+    return p->end;
+}
+
+const uint8_t *roamc_result_persistent(const roamc_result *r, size_t *n) {
+    const plan *p = api_main(r, n, 0);
+    if (!p) return NULL;
+    api_buffer_arrays(r);
+    if (n) *n = p->g->n_storages;
+    return r->persistent;
+}
+
+const char *roamc_result_buffer_name(const roamc_result *r, size_t i) {
+    const plan *p = api_main(r, NULL, 0);
+    if (!p || i >= p->g->n_storages) return NULL;
+    const graph_storage *s = &p->g->storages[i];
+    return p->g->model->values[s->tensors[0]].name;
+}
+
+uint64_t roamc_result_theoretical_peak(const roamc_result *r) {
+    return r && r->main ? r->main->theoretical : 0;
+}
+uint64_t roamc_result_actual_peak(const roamc_result *r) {
+    return r && r->main ? r->main->actual : 0;
+}
+uint64_t roamc_result_lower_bound(const roamc_result *r) {
+    return r && r->main ? r->main->lower_bound : 0;
+}
+uint64_t roamc_result_persistent_bytes(const roamc_result *r) {
+    return r && r->main ? r->main->persistent : 0;
+}
+uint64_t roamc_result_device_bytes(const roamc_result *r) {
+    return r && r->main ? plan_device_bytes(r->main) : 0;
+}
+int roamc_result_fits(const roamc_result *r) {
+    return r ? r->fits : -1;
+}
+
+/* Text made by write into a new string for the caller.  ROAMC_OK, or
+ * ROAMC_ERROR when the stream fails. */
+typedef struct api_text {
+    const roamc_result *r;
+    int report; /* 1: the JSON report, 0: the plan file */
+} api_text;
+
+static roamc_status api_text_make(const api_text *t, char **json, size_t *len) {
+    const roamc_result *r = t->r;
+    *json = NULL;
+    if (len) *len = 0;
+    if (!r || !r->main) return ROAMC_BAD_INPUT;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return ROAMC_ERROR;
+    int bad = 0;
+    if (t->report) {
+        planner_files none = {0};
+        api_report(f, r, &none, 1);
+    } else {
+        bad = plan_write_stream(r->main, r->plan_model, f) != 0;
+    }
+    bad |= fclose(f) != 0;
+    if (bad) {
+        free(buf);
+        return ROAMC_ERROR;
+    }
+    *json = buf;
+    if (len) *len = n;
+    return ROAMC_OK;
+}
+
+roamc_status roamc_result_report_json(const roamc_result *r, char **json, size_t *len) {
+    return api_text_make(&(api_text){r, 1}, json, len);
+}
+
+roamc_status roamc_result_plan_json(const roamc_result *r, char **json, size_t *len) {
+    return api_text_make(&(api_text){r, 0}, json, len);
+}
+
+roamc_status roamc_result_write(roamc_result *r, const char *path) {
+    char err[2048];
+    if (!r) return ROAMC_BAD_INPUT;
+    if (!r->main || !r->write_plan || !path)
+        return api_fail(r, ROAMC_BAD_INPUT, "%s",
+                        "no plan to write (the run failed, or --fit found "
+                        "no step that fits)");
+    planner_files files = {.plan = path};
+    planner_output_set outs = {0};
+    planner_outputs_add(&outs, "plan", path);
+    planner_outputs_add(&outs, "emit-train", r->mode != API_PLAIN ? r->emit : NULL);
+    const char *inputs[1] = {r->model_path};
+    if (planner_outputs_check(&outs, inputs, 1, err, sizeof err))
+        return api_fail(r, ROAMC_BAD_INPUT, "%s", err);
+    if (api_files_write(r, &files, err, sizeof err)) return api_fail(r, ROAMC_ERROR, "%s", err);
+    return ROAMC_OK;
+}
+
+void roamc_free(void *p) {
+    free(p);
+}
