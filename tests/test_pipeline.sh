@@ -8,6 +8,7 @@
 #     of the harness's measured peak;
 #   - balanced cuts (no --stage-cuts), gpipe, 3 stages: planned and checked; gpipe keeps
 #     every microbatch in flight, 1F1B min(P-s, M); --budget takes the largest stage;
+#   - --max-batch: the largest micro-batch at which every stage fits, against fixed batches;
 #   - bad combinations exit 2 with a message and write nothing.
 # usage: test_pipeline.sh ROAMC CHECK_PLAN_PY MODELS_DIR WORK_DIR   (77 = skipped)
 set -u
@@ -60,6 +61,40 @@ peak=$($py -c "import json; print(json.load(open('mlp3_p2_1f1b_s0.rep'))['pipeli
 "$roamc" mlp3.onnx --pipeline-stages 2 --microbatches 4 --budget $((peak / 2)) -q; rc=$?
 [ $rc -eq 3 ] || fail "--budget half the largest stage: exit $rc, want 3"
 
+# --max-batch: the largest micro-batch at which every stage fits --budget (per device).  The
+# search (a batch-symbolic export, every stage planned at each batch) against fixed-batch
+# exports at the largest batch and the one above: the same largest stage's theoretical peak,
+# the same PyTorch need (the stage that needs most), and --budget's verdict agrees (exit 0
+# fits, 3 does not).
+BUDGET=12MB
+$py "$models/export.py" --model mlp3 --symbolic-batch -o mlp3_bsym.onnx -q || fail "export mlp3 --symbolic-batch"
+"$roamc" mlp3_bsym.onnx --max-batch --budget $BUDGET --pipeline-stages 2 --microbatches 4 \
+    --report json > mb.rep 2> mb.err || { fail "--max-batch --pipeline-stages"; cat mb.err; }
+best=$($py -c "import json,sys; r=json.load(open('mb.rep')); assert r['pipeline']['stages']==2; print(r['max_batch']['plan'])") ||
+    { fail "--max-batch --pipeline-stages: report"; best=0; }
+if [ "$best" -ge 1 ]; then
+    for b in $best $((best + 1)); do
+        $py "$models/export.py" --model mlp3 --batch $b -o mlp3_b$b.onnx -q || fail "export b$b"
+        "$roamc" mlp3_b$b.onnx --pipeline-stages 2 --microbatches 4 --budget $BUDGET --report json > mbd_$b.rep 2>&1
+        rc=$?
+        want=0; [ $b -gt $best ] && want=3
+        [ $rc -eq $want ] || fail "--pipeline-stages --budget $BUDGET at batch $b: exit $rc, want $want"
+        $py - mb.rep mbd_$b.rep $b <<'PY' || fail "--max-batch --pipeline-stages: batch $b"
+import json, sys
+search, direct, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+row = [r for r in search["rows"] if r["batch"] == b]
+assert row, "batch %d not tried" % b
+row = row[0]
+assert row["plan"]["theoretical_peak"] == direct["theoretical_peak"], (row["plan"], direct["theoretical_peak"])
+assert row["pytorch"]["needs"] == direct["budget"]["pytorch"]["needs"], (row["pytorch"], direct["budget"])
+print("--max-batch --pipeline-stages 2: batch %d, search %d B = largest stage %d B (PyTorch %d B)" % (
+    b, row["plan"]["theoretical_peak"], direct["theoretical_peak"], row["pytorch"]["needs"]))
+PY
+    done
+else
+    fail "--max-batch --pipeline-stages: batch $best"
+fi
+
 # bad combinations: exit 2, one message, nothing written
 bad() {
     want=$1
@@ -80,5 +115,5 @@ bad "needs 2" --pipeline-stages 3 --stage-cuts fc3
 bad "1f1b or gpipe" --pipeline-stages 2 --schedule pipedream
 bad "needs --emit-train" --pipeline-stages 2 -o bad.json
 bad "not with --fit" --pipeline-stages 2 --budget 1GB --fit
-bad "max-batch" --pipeline-stages 2 --budget 1GB --max-batch
+bad "writes no plan or step" --pipeline-stages 2 --budget 1GB --max-batch -o bad.json
 test_finish test_pipeline "$fails" 1

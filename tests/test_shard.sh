@@ -16,7 +16,7 @@
 #     torch 1.13 has no ZeRO-2) with a peak at most ZeRO-1's;
 #   - zero3 and fsdp (no harness: torch 1.13's FSDP does not import on this Python) planned
 #     and checked on every rank of world 2 and 4, their shards and optimizer state adding up
-#     over the ranks to the whole model's, --wrap's units;
+#     over the ranks to the whole model's, --wrap's units; with --grad-accum 2 (no_sync);
 #   - --max-batch and --budget with --shard (per device) against fixed-batch exports;
 #   - llama-7b has LLaMA-7B's parameter count; llama-tiny planned under every set-up;
 #   - bad combinations exit 2 with a message and write nothing.
@@ -155,6 +155,33 @@ PY
         done
     done
 done
+# zero3 and fsdp with gradient accumulation (K=2, FSDP's no_sync: full gradients accumulated,
+# one reduce-scatter after the last microbatch): each unit gathered for every microbatch's
+# forward and backward pass (FSDP's root: once per microbatch), one ReduceScatter a unit;
+# every rank planned and checked.  Values: run_plan.py cannot replay the collectives.
+$py "$models/export.py" --model mlp3 --batch 16 --grad-accum 2 -o mlp3_k2.onnx -q || fail "export mlp3 --grad-accum 2"
+for kind in zero3 fsdp; do
+    for rank in 0 1; do
+        l=mlp3_k2_${kind}_r$rank
+        "$roamc" mlp3_k2.onnx --shard $kind --world 2 --rank $rank --emit-train $l.onnx -o $l.json \
+            --report json > $l.rep 2> $l.err || { fail "$l"; cat $l.err; continue; }
+        $py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
+        $py - $l <<'PY' || fail "$l: collectives"
+import json, sys, onnx
+l = sys.argv[1]
+sh = json.load(open(l + ".rep"))["shard"]
+m = onnx.load(l + ".onnx")
+meta = {p.key: p.value for p in m.metadata_props}
+assert meta["roamc.shard"].endswith("grad_accum=2 no_sync"), meta["roamc.shard"]
+ops = [n.op_type for n in m.graph.node if n.domain == "ai.roamc"]
+units, root = sh["units"], "(root)" in sh["unit_names"].split(",")
+assert ops.count("ReduceScatter") == units, ops
+assert ops.count("AllGather") == 2 * (2 * units - root), (ops.count("AllGather"), units)
+print("%s: %d units, %d AllGathers over 2 microbatches, peak %d B" % (l, units, ops.count("AllGather"), sh["peak"]))
+PY
+    done
+done
+
 # --wrap: the layers named by a pattern are the default units; mlp3's Linear layers as units
 "$roamc" gpt2-tiny.onnx --shard fsdp --world 2 --wrap 'h.*' --report json > wrap.rep 2>&1 ||
     fail "--wrap 'h.*'"

@@ -18,6 +18,7 @@
  */
 #include "budget.h"
 #include "fit.h"
+#include "pipeline.h"
 #include "shard.h"
 
 #include <errno.h>
@@ -258,7 +259,7 @@ static int budget_load(const planner_batch_query *q, int64_t batch, planner_step
                       .bindings = &o,
                       .train = q->train,
                       .align = q->opt.align,
-                      .keep_bytes = q->fit != 0 || q->shard};
+                      .keep_bytes = q->fit != 0 || q->shard || q->pipe};
     int rc = planner_step_load(&l, step, err, errlen);
     free(o.dims);
     return rc ? 2 : 0;
@@ -319,26 +320,112 @@ static int budget_fit(const planner_batch_query *q, const planner_step *step, in
     return rc ? 1 : 0;
 }
 
-/* --shard: the rank's step of step (loaded at batch b) into *o, loaded
- * under q's bindings and symbol = b (*bindings: they, its dims malloc'd;
- * the caller frees them and *o whatever the return).  Returns 0, or 1 with
- * a message. */
-static int budget_shard(const planner_batch_query *q, const planner_step *step, int64_t b,
-                        fe_options *bindings, shard_outcome *o, char *err, size_t errlen) {
-    *bindings = budget_bindings(q, b);
+/* What is sized at one batch: the step itself, one rank's step of it
+ * (--shard), or every stage of it (--pipeline-stages): n graphs, the batch
+ * fitting when each does. */
+typedef struct budget_sized {
+    const graph **g;
+    size_t n;
+    fe_options bindings; /* the rank's or the stages' (dims malloc'd) */
+    shard_outcome rank;
+    pipe_outcome stages;
+    bool have_rank, have_stages;
+} budget_sized;
+
+static void budget_sized_free(budget_sized *d) {
+    if (d->have_rank) shard_outcome_free(&d->rank);
+    if (d->have_stages) pipe_outcome_free(&d->stages);
+    free(d->bindings.dims);
+    free(d->g);
+}
+
+/* The graphs to size of step (loaded at batch b) into *d: --shard, the
+ * rank's step (shard_build); --pipeline-stages, every stage's step
+ * (pipe_build), each loaded under q's bindings and symbol = b; else the
+ * step.  The caller frees *d (budget_sized_free) whatever the return.
+ * Returns 0, or 1 with a message. */
+static int budget_derive(const planner_batch_query *q, const planner_step *step, int64_t b,
+                         budget_sized *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (!q->shard && !q->pipe) {
+        d->g = xmallocarray(1, sizeof *d->g);
+        d->g[d->n++] = &step->g;
+        return 0;
+    }
+    d->bindings = budget_bindings(q, b);
     planner_options opt = q->opt;
     opt.progress = 0;
     char name[64];
-    snprintf(name, sizeof name, "(the rank's step at batch %" PRId64 ")", b);
-    shard_request r = {.step_name = q->model_path,
-                       .step_bytes = step->bytes,
-                       .step_len = step->len,
-                       .g = &step->g,
-                       .bindings = bindings,
-                       .opt = &opt,
-                       .so = *q->shard,
-                       .emit_name = name};
-    return shard_build(&r, o, err, errlen) ? 1 : 0;
+    snprintf(name, sizeof name, "(the %s step at batch %" PRId64 ")",
+             q->shard ? "rank's" : "stage's", b);
+    if (q->shard) {
+        shard_request r = {.step_name = q->model_path,
+                           .step_bytes = step->bytes,
+                           .step_len = step->len,
+                           .g = &step->g,
+                           .bindings = &d->bindings,
+                           .opt = &opt,
+                           .so = *q->shard,
+                           .emit_name = name};
+        d->have_rank = true;
+        if (shard_build(&r, &d->rank, err, errlen)) return 1;
+        d->g = xmallocarray(1, sizeof *d->g);
+        d->g[d->n++] = &d->rank.graph;
+        return 0;
+    }
+    pipe_request r = {.step_name = q->model_path,
+                      .step_bytes = step->bytes,
+                      .step_len = step->len,
+                      .g = &step->g,
+                      .bindings = &d->bindings,
+                      .opt = &opt,
+                      .po = *q->pipe,
+                      .emit_name = name};
+    d->have_stages = true;
+    if (pipe_build(&r, &d->stages, err, errlen)) return 1;
+    d->g = xmallocarray(d->stages.n ? d->stages.n : 1, sizeof *d->g);
+    for (size_t k = 0; k < d->stages.n; k++) d->g[d->n++] = &d->stages.st[k].graph;
+    return 0;
+}
+
+/* Plans g as `who` into one's figures: its need and theoretical peak and
+ * (the chosen plan) the lower bound and how its arena was found.  Returns
+ * 0, or 1 with a message. */
+static int budget_size_one(const planner_batch_query *q, const graph *g, int who, budget_row *one,
+                           char *err, size_t errlen) {
+    planner_layout chosen = q->opt.layout;
+    bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
+    plan p;
+    /* The slow layout only where it decides: its arena is at least the
+     * theoretical peak, which the order alone gives, and at most what
+     * llfb gives (it starts from the best heuristic), so only a batch
+     * with peak <= budget < llfb's arena needs it. */
+    bool quick = who == BUDGET_PLAN && slow_layout;
+    for (;;) {
+        if (budget_plan(q, g, who, quick, &p, err, errlen)) return 1;
+        if (!quick) break;
+        if (!budget_fits(q->budget, p.theoretical)) {
+            one->arena = BUDGET_ARENA_SKIPPED;
+            break;
+        }
+        if (budget_fits(q->budget, p.actual)) {
+            one->arena = BUDGET_ARENA_AT_MOST;
+            break;
+        }
+        plan_free(&p);
+        quick = false;
+    }
+    one->cut |= p.time_short || p.time_cut[0];
+    one->theoretical[who] = p.theoretical;
+    one->need[who] = who == BUDGET_PLAN && one->arena == BUDGET_ARENA_SKIPPED
+                         ? p.theoretical
+                         : plan_device_bytes(&p);
+    /* the chosen plan's graph frees each gradient after its last use;
+     * PyTorch's holds them to the end, so its bound is another one */
+    if (who == BUDGET_PLAN)
+        one->theoretical[BUDGET_BOUND] = one->need[BUDGET_BOUND] = p.lower_bound;
+    plan_free(&p);
+    return 0;
 }
 
 /* The row of batch b, planned now if it was not yet.  NULL on an error
@@ -357,69 +444,38 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
     row->batch = b;
     double t0 = roamc_now();
     planner_progress_prefix("--max-batch: batch %" PRId64, b);
-    planner_layout chosen = s->q->opt.layout;
-    bool slow_layout = chosen == PLANNER_LAYOUT_ROAM || chosen == PLANNER_LAYOUT_ILP;
     planner_step step;
     char why[1024];
     /* the batch stays below PLANNER_MAX_BATCH, far from sizes roamc cannot
      * represent: any failure is the model's, reported */
     if ((s->status = budget_load(s->q, b, &step, why, sizeof why)))
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
-    /* --shard: the rank's step at this batch is what is sized */
-    const graph *g = &step.g;
-    shard_outcome rank_step;
-    fe_options rank_bindings = {0};
-    if (s->q->shard) {
-        if ((s->status =
-                 budget_shard(s->q, &step, b, &rank_bindings, &rank_step, why, sizeof why))) {
-            shard_outcome_free(&rank_step);
-            free(rank_bindings.dims);
-            planner_step_free(&step);
-            return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why),
-                   NULL;
-        }
-        g = &rank_step.graph;
+    /* --shard: the rank's step; --pipeline-stages: every stage, the
+     * largest deciding (in the enum's order, a stage not laid out decides
+     * over one at most, one at most over an exact one) */
+    budget_sized d;
+    if ((s->status = budget_derive(s->q, &step, b, &d, why, sizeof why))) {
+        budget_sized_free(&d);
+        planner_step_free(&step);
+        return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     }
-    for (int who = BUDGET_PYTORCH; who <= BUDGET_PLAN && s->status == 0; who++) {
-        plan p;
-        /* The slow layout only where it decides: its arena is at least the
-         * theoretical peak, which the order alone gives, and at most what
-         * llfb gives (it starts from the best heuristic), so only a batch
-         * with peak <= budget < llfb's arena needs it. */
-        bool quick = who == BUDGET_PLAN && slow_layout;
-        for (;;) {
-            if ((s->status = budget_plan(s->q, g, who, quick, &p, why, sizeof why))) break;
-            if (!quick) break;
-            if (!budget_fits(s->q->budget, p.theoretical)) {
-                row->arena = BUDGET_ARENA_SKIPPED;
-                break;
+    for (int who = BUDGET_PYTORCH; who <= BUDGET_PLAN && s->status == 0; who++)
+        for (size_t k = 0; k < d.n && s->status == 0; k++) {
+            budget_row one = {0};
+            if ((s->status = budget_size_one(s->q, d.g[k], who, &one, why, sizeof why))) break;
+            row->cut |= one.cut;
+            if (who == BUDGET_PLAN && one.arena > row->arena) row->arena = one.arena;
+            int ws[2] = {who, BUDGET_BOUND};
+            for (int j = 0; j < (who == BUDGET_PLAN ? 2 : 1); j++) {
+                if (one.need[ws[j]] > row->need[ws[j]]) row->need[ws[j]] = one.need[ws[j]];
+                if (one.theoretical[ws[j]] > row->theoretical[ws[j]])
+                    row->theoretical[ws[j]] = one.theoretical[ws[j]];
             }
-            if (budget_fits(s->q->budget, p.actual)) {
-                row->arena = BUDGET_ARENA_AT_MOST;
-                break;
-            }
-            plan_free(&p);
-            quick = false;
+            row->fits[who] = budget_fits(s->q->budget, row->need[who]);
         }
-        if (s->status) break;
-        row->cut |= p.time_short || p.time_cut[0];
-        row->theoretical[who] = p.theoretical;
-        row->need[who] = who == BUDGET_PLAN && row->arena == BUDGET_ARENA_SKIPPED
-                             ? p.theoretical
-                             : plan_device_bytes(&p);
-        row->fits[who] = budget_fits(s->q->budget, row->need[who]);
-        /* the chosen plan's graph frees each gradient after its last use;
-         * PyTorch's holds them to the end, so its bound is another one */
-        if (who == BUDGET_PLAN)
-            row->theoretical[BUDGET_BOUND] = row->need[BUDGET_BOUND] = p.lower_bound;
-        plan_free(&p);
-    }
     if (s->status == 0 && s->q->fit && !row->fits[BUDGET_PLAN])
         s->status = budget_fit(s->q, &step, b, row, why, sizeof why);
-    if (s->q->shard) {
-        shard_outcome_free(&rank_step);
-        free(rank_bindings.dims);
-    }
+    budget_sized_free(&d);
     planner_step_free(&step);
     if (s->status)
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
@@ -741,6 +797,15 @@ static void budget_report_json(FILE *out, const budget_search *s, const budget_r
         json_object_set_new(sh, "rank", json_integer(q->shard->rank));
         json_object_set_new(r, "shard", sh);
     }
+    if (q->pipe) { /* the batch is the micro-batch, every stage within the budget */
+        json_t *pp = json_object();
+        json_object_set_new(pp, "stages", json_integer(q->pipe->stages));
+        json_object_set_new(
+            pp, "microbatches",
+            json_integer(q->pipe->microbatches > 0 ? q->pipe->microbatches : q->pipe->stages));
+        json_object_set_new(pp, "schedule", json_string(pipe_schedule_name(q->pipe->schedule)));
+        json_object_set_new(r, "pipeline", pp);
+    }
     json_t *mb = json_object(), *cap = json_object(), *nm = json_object();
     for (int w = 0; w < BUDGET_N; w++) {
         json_object_set_new(mb, keys[w], json_integer(res->best[w]));
@@ -807,6 +872,14 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "  set-up        one rank of --shard %s, world %ld, rank %ld: the batch is the "
                 "micro-batch per device, the budget per device\n",
                 shard_kind_name(q->shard->kind), q->shard->world, q->shard->rank);
+    if (q->pipe)
+        fprintf(out,
+                "  set-up        pipeline of %ld stages, %ld microbatches, %s schedule: the batch "
+                "is the micro-batch, the budget per device; a batch fits when every stage "
+                "does (each column: the largest stage)\n",
+                q->pipe->stages,
+                q->pipe->microbatches > 0 ? q->pipe->microbatches : q->pipe->stages,
+                pipe_schedule_name(q->pipe->schedule));
     budget_echo_text(out, q->budget);
     fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
             "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");

@@ -65,6 +65,11 @@ typedef struct planner_batch_query {
      * being the micro-batch per device and the budget per device; NULL:
      * the step as it is */
     const struct shard_options *shard;
+    /* --pipeline-stages: cut the step into stages (pipe_build) at each
+     * batch, the batch being the micro-batch and the budget per device:
+     * a batch fits when every stage fits; NULL: no pipeline (not with
+     * shard) */
+    const struct pipe_options *pipe;
 } planner_batch_query;
 
 /* Finds, for PyTorch's plan and for the chosen one, the largest batch that

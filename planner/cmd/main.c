@@ -327,6 +327,7 @@ typedef struct main_plan_args {
     unsigned fit;
     double max_overhead;
     const char *device_name, *device_profile;
+    pipe_cmd_state pipe; /* --pipeline-stages and the rest (pipe_cmd.h) */
 } main_plan_args;
 
 /* What an option parser returns to go on; any other value is the exit
@@ -620,7 +621,7 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case PIPE_OPT_MICROBATCHES:
     case PIPE_OPT_SCHEDULE:
     case PIPE_OPT_CUTS:
-    case PIPE_OPT_STAGE: return pipe_cmd_option(c, optarg) ? 2 : MAIN_CONTINUE;
+    case PIPE_OPT_STAGE: return pipe_cmd_option(&a->pipe, c, optarg) ? 2 : MAIN_CONTINUE;
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -679,7 +680,7 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
     if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit &&
-                                             !main_shard.so.kind && !pipe_cmd_on())))
+                                             !main_shard.so.kind && !pipe_cmd_on(&a->pipe))))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen, --precision, --grad-accum and "
                                 "--emit-train need --train");
@@ -720,7 +721,8 @@ static int main_plan_parse(int argc, char **argv, const struct option *longopts,
                                   .node_limit = PLANNER_DEFAULT_NODE_LIMIT,
                                   .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                                   .time_limit = PLANNER_DEFAULT_TIME_LIMIT},
-                          .max_overhead = -1};
+                          .max_overhead = -1,
+                          .pipe = PIPE_CMD_STATE_INIT};
     int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1)
@@ -767,7 +769,8 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .fit = a->fit,
                              .max_overhead = a->max_overhead,
                              .device = device,
-                             .shard = main_shard.so.kind ? &main_shard.so : NULL};
+                             .shard = main_shard.so.kind ? &main_shard.so : NULL,
+                             .pipe = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL};
     int rc = planner_max_batch(&q, report, err, sizeof err);
     planner_progress_end();
     if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
@@ -818,14 +821,16 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     const char *model_path = a->model_path;
     int shard_rc = main_shard_check(a);
     if (shard_rc != MAIN_CONTINUE) return shard_rc;
-    pipe_cmd_run pipe = {.opt = &a->opt,
+    pipe_cmd_run pipe = {.state = &a->pipe,
+                         .opt = &a->opt,
                          .budget = &a->budget,
                          .emit_path = a->train.t.emit_path,
                          .out_path = a->out_path,
                          .json = a->json_report,
                          .fit = a->fit != 0,
                          .compare = a->compare != 0,
-                         .shard = main_shard.so.kind != 0};
+                         .shard = main_shard.so.kind != 0,
+                         .max_batch = a->max_batch != 0};
     if (pipe_cmd_check(&pipe)) return 2;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
@@ -864,7 +869,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                      .fit = a->fit,
                      .max_overhead = a->max_overhead,
                      .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                     .pipeline = pipe_cmd_on() ? pipe_cmd_options() : NULL,
+                     .pipeline = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL,
                      .summary = true};
     roamc_result *res = api_result_new();
     int rc = main_load(&q, res, a->json_report ? NULL : report);

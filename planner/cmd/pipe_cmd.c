@@ -9,10 +9,6 @@
 
 #include "base.h"
 
-static pipe_options pipe_cmd_opts = {
-    .stages = 0, .microbatches = 0, .schedule = PIPE_1F1B, .cuts = NULL, .stage = -1};
-static bool pipe_cmd_given[5];
-
 static int pipe_cmd_usage(const char *fmt, const char *arg) {
     fprintf(stderr, "roamc: ");
     fprintf(stderr, fmt, arg);
@@ -34,9 +30,10 @@ static int pipe_cmd_count(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-int pipe_cmd_option(int c, const char *arg) {
-    pipe_options *po = &pipe_cmd_opts;
-    pipe_cmd_given[c - PIPE_OPT_STAGES] = true;
+int pipe_cmd_option(pipe_cmd_state *st, int c, const char *arg) {
+    pipe_options *po = &st->po;
+    ROAMC_ASSERT(c >= PIPE_OPT_STAGES && c <= PIPE_OPT_STAGE);
+    st->given[c - PIPE_OPT_STAGES] = true;
     switch (c) {
     case PIPE_OPT_STAGES:
         if (pipe_cmd_count(arg, 1, PIPE_MAX_STAGES, &po->stages))
@@ -64,19 +61,15 @@ int pipe_cmd_option(int c, const char *arg) {
     return 0;
 }
 
-bool pipe_cmd_on(void) {
-    return pipe_cmd_given[0];
-}
-
-const pipe_options *pipe_cmd_options(void) {
-    return &pipe_cmd_opts;
+bool pipe_cmd_on(const pipe_cmd_state *st) {
+    return st->given[0];
 }
 
 int pipe_cmd_check(const pipe_cmd_run *c) {
     char err[512];
-    if (!pipe_cmd_on()) {
+    if (!pipe_cmd_on(c->state)) {
         for (int k = 1; k < 5; k++)
-            if (pipe_cmd_given[k])
+            if (c->state->given[k])
                 return pipe_cmd_usage("%s", "--microbatches, --schedule, --stage-cuts and --stage "
                                             "need --pipeline-stages P");
         return 0;
@@ -84,16 +77,17 @@ int pipe_cmd_check(const pipe_cmd_run *c) {
     if (c->shard)
         return pipe_cmd_usage("%s", "--pipeline-stages with --shard (pipeline and data "
                                     "parallelism together) is not done: plan one or the other");
-    if (c->max_batch)
-        return pipe_cmd_usage("%s", "--pipeline-stages with --max-batch is not done yet: plan "
-                                    "fixed batches with --dim SYMBOL=B --budget SIZE");
+    if (c->max_batch && (c->out_path || c->emit_path))
+        return pipe_cmd_usage("%s", "--pipeline-stages --max-batch writes no plan or step: plan "
+                                    "the micro-batch it finds with --dim SYMBOL=B --emit-train "
+                                    "FILE -o PLAN");
     if (c->fit || c->compare)
         return pipe_cmd_usage("%s", "--pipeline-stages plans each stage's step: not with --fit "
                                     "or --compare (yet)");
     if (c->out_path && !c->emit_path)
         return pipe_cmd_usage("%s", "--pipeline-stages -o needs --emit-train FILE: the plan names "
                                     "the stage's step, which --emit-train writes");
-    if (pipe_check(&pipe_cmd_opts, err, sizeof err)) return pipe_cmd_usage("%s", err);
+    if (pipe_check(&c->state->po, err, sizeof err)) return pipe_cmd_usage("%s", err);
     return 0;
 }
 
@@ -107,7 +101,7 @@ int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_s
                       .g = &step->g,
                       .bindings = fopt,
                       .opt = c->opt,
-                      .po = pipe_cmd_opts,
+                      .po = c->state->po,
                       .emit_name = emit ? emit : "(the stage's step)"};
     pipe_outcome o;
     planner_progress_stage("cutting %s into stages", model_path);
@@ -135,7 +129,9 @@ int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_s
         fprintf(stderr, "roamc: %s\n", err);
         rc = 1;
     }
-    /* --budget (per device): the largest stage, PyTorch's plan of it beside */
+    /* --budget (per device): the largest stage, and beside it PyTorch's
+     * plan of the stage that needs the most under PyTorch (a pipeline fits
+     * when every stage does; --max-batch sizes it so too) */
     const planner_budget *budget = c->budget;
     const pipe_stage *big = &o.st[o.largest];
     plan torch = {0};
@@ -145,10 +141,17 @@ int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_s
         planner_method_apply(planner_method_find("pytorch"), &topt);
         topt.device_limit = budget->budget - budget->reserve;
         topt.progress = 0;
-        if (plan_build(&big->graph, &topt, &torch, err, sizeof err)) {
-            fprintf(stderr, "roamc: %s: PyTorch's plan of the largest stage: %s\n", model_path,
-                    err);
-            rc = 1;
+        for (size_t k = 0; k < o.n && rc == 0; k++) {
+            plan one;
+            if (plan_build(&o.st[k].graph, &topt, &one, err, sizeof err)) {
+                fprintf(stderr, "roamc: %s: PyTorch's plan of stage %zu: %s\n", model_path, k, err);
+                rc = 1;
+            } else if (k == 0 || plan_device_bytes(&one) > plan_device_bytes(&torch)) {
+                plan_free(&torch);
+                torch = one;
+            } else {
+                plan_free(&one);
+            }
         }
         torch_p = &torch;
     }

@@ -29,15 +29,28 @@ enum {
         "stage", required_argument, NULL, PIPE_OPT_STAGE                                           \
     }
 
-/* One option (c, its argument).  0, or -1 after a message on stderr. */
-int pipe_cmd_option(int c, const char *arg);
-/* Whether --pipeline-stages was given. */
-bool pipe_cmd_on(void);
-/* The options parsed (valid after pipe_cmd_check). */
-const pipe_options *pipe_cmd_options(void);
+/* The pipeline options of one command line, owned by the caller (no
+ * state lives in this file, so that several runs may parse at once).
+ * Start it with PIPE_CMD_STATE_INIT. */
+typedef struct pipe_cmd_state {
+    pipe_options po;
+    bool given[5]; /* per option, PIPE_OPT_STAGES first */
+} pipe_cmd_state;
+
+#define PIPE_CMD_STATE_INIT                                                                        \
+    {                                                                                              \
+        .po = {.stages = 0, .microbatches = 0, .schedule = PIPE_1F1B, .cuts = NULL, .stage = -1 }  \
+    }
+
+/* One option (c, its argument; arg is kept, not copied) into st.  0, or -1
+ * after a message on stderr. */
+int pipe_cmd_option(pipe_cmd_state *st, int c, const char *arg);
+/* Whether st has --pipeline-stages. */
+bool pipe_cmd_on(const pipe_cmd_state *st);
 
 /* What the run asked for besides the pipeline options. */
 typedef struct pipe_cmd_run {
+    const pipe_cmd_state *state; /* the pipeline options parsed */
     const planner_options *opt;
     const planner_budget *budget;
     const char *emit_path, *out_path;

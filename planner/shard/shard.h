@@ -69,7 +69,21 @@
  * as_strided views of the parameter and gradient shards, their values and
  * the parameter's optimizer state take that range's shape; a parameter
  * with no element in the rank's range loses its update nodes and state.
- * Buffers (roamc.buffers) stay whole.  Not modelled: DeepSpeed's
+ * Buffers (roamc.buffers) stay whole.
+ *
+ * Gradient accumulation (a step with roamc.grad_accum K: K microbatches,
+ * export.py --grad-accum or --train --grad-accum): each microbatch's
+ * forward and backward pass gathers every unit again, as above (one
+ * forward and one backward AllGather per unit and microbatch, views
+ * "NAME.mb<k>.gathered"; prefetch within the microbatch's backward pass;
+ * a unit is gathered for each microbatch's backward pass whether that pass
+ * reads its parameters or not, as FSDP's pre-backward hook does).  The
+ * gradients are accumulated whole, in place, as the step does (eager
+ * .grad), and reduce-scattered once, after the last microbatch: FSDP's
+ * no_sync() variant (roamc.shard ends "grad_accum=K no_sync").  Not
+ * written: the variant without no_sync (ZeRO-3's and FSDP's default),
+ * which reduce-scatters each microbatch's gradients into the rank's shard
+ * accumulator and keeps no whole gradient across microbatches.  Not modelled: DeepSpeed's
  * persistence threshold (parameters under 1e5 elements kept whole),
  * prefetch bucket and reuse distance, FSDP's forward prefetch (off by
  * default) and limit_all_gathers.

@@ -35,6 +35,7 @@ enum gu_kind { GU_GATHER = 1, GU_CLONE, GU_DEPEND, GU_REDUCE, GU_MINE };
 typedef struct gu_insert {
     size_t position, seq;
     int kind;    /* enum gu_kind */
+    size_t seg;  /* clone: the microbatch whose backward reads it */
     int index;   /* unit (gather, depend, reduce), parameter (mine) or value (clone) */
     bool bwd;    /* gather: the backward one */
     char *a, *b; /* depend: what it reads, its output (owned) */
@@ -47,14 +48,21 @@ typedef struct gu_rewire {
     char *name; /* owned */
 } gu_rewire;
 
+/* With gradient accumulation (roamc.grad_accum K) the step runs K
+ * microbatches, each its forward and backward pass, then the optimizer:
+ * each unit is gathered for each microbatch's forward and backward pass.
+ * u[] holds one instance per unit and microbatch: instance seg * nb + b is
+ * unit b in microbatch seg (K = 1: the units themselves). */
 typedef struct gu_work {
     sh_work *w;
     gu_unit *u;
-    size_t nu;
+    size_t nu;                 /* instances: nb * K */
+    size_t nb, K;              /* the units; the microbatches */
+    size_t *seg_start;         /* per microbatch: its first node */
+    size_t *seg_fwd_end;       /* per microbatch: its loss's producer */
     int *unit_of;              /* per parameter */
     uint64_t *own_lo, *own_hi; /* per parameter: its elements in the rank's range */
     int *param_of_storage;     /* per storage: the parameter it holds, -1 */
-    size_t fwd_end;            /* the loss's producer: the forward pass ends there */
     char **clone;              /* per value: its backward remake's name, or NULL */
     gu_insert *ins;
     size_t n_ins, cap_ins;
@@ -198,9 +206,27 @@ static int gu_units(gu_work *G) {
 
 enum { GU_FWD, GU_BWD, GU_OPT };
 
+/* The microbatch node op belongs to. */
+static size_t gu_seg(const gu_work *G, size_t op) {
+    size_t k = G->K - 1;
+    while (k > 0 && op < G->seg_start[k]) k--;
+    return k;
+}
+
+/* The name of parameter pn's view of a gather in microbatch seg:
+ * "PN.gathered" (forward) or "PN.regathered" (backward), "PN.mb<k>..." from
+ * the second microbatch on. */
+static void gu_view_name(const char *pn, size_t seg, bool bwd, char *buf, size_t len) {
+    const char *what = bwd ? "regathered" : "gathered";
+    if (seg == 0)
+        snprintf(buf, len, "%s.%s", pn, what);
+    else
+        snprintf(buf, len, "%s.mb%zu.%s", pn, seg, what);
+}
+
 static int gu_phase(const gu_work *G, size_t op) {
     const sh_work *w = G->w;
-    if (op <= G->fwd_end) return GU_FWD;
+    if (op <= G->seg_fwd_end[gu_seg(G, op)]) return GU_FWD;
     if (op > w->last_grad && w->op_tag[op] >= 0) return GU_OPT;
     return GU_BWD;
 }
@@ -213,7 +239,7 @@ static const char *gu_remake(gu_work *G, int v, size_t at) {
     char name[SH_NAME];
     snprintf(name, sizeof name, "%s.regathered", w->m->values[v].name);
     int p = w->m->values[v].producer;
-    ROAMC_ASSERT(p >= 0 && (size_t)p <= G->fwd_end);
+    ROAMC_ASSERT(p >= 0 && gu_phase(G, (size_t)p) == GU_FWD);
     /* the producer's other outputs are remade with it */
     const fe_node *nd = &w->m->nodes[p];
     for (size_t k = 0; k < nd->n_outputs; k++)
@@ -226,7 +252,8 @@ static const char *gu_remake(gu_work *G, int v, size_t at) {
         if (x < 0 || G->param_of_storage[w->g->storage_of[x]] < 0) continue;
         if (x != w->p[G->param_of_storage[w->g->storage_of[x]]].value) gu_remake(G, x, at);
     }
-    gu_add_insert(G, (gu_insert){.position = at, .kind = GU_CLONE, .index = v});
+    gu_add_insert(G,
+                  (gu_insert){.position = at, .kind = GU_CLONE, .index = v, .seg = gu_seg(G, at)});
     return G->clone[v];
 }
 
@@ -247,7 +274,8 @@ static int gu_reads_plan(gu_work *G) {
             if (v < 0) continue;
             int i = G->param_of_storage[g->storage_of[v]];
             if (i < 0) continue;
-            gu_unit *U = &G->u[G->unit_of[i]];
+            size_t seg = gu_seg(G, op);
+            gu_unit *U = &G->u[seg * G->nb + (size_t)G->unit_of[i]];
             bool direct = v == w->p[i].value;
             const char *pn = m->values[w->p[i].value].name;
             if (ph == GU_OPT) {
@@ -264,11 +292,11 @@ static int gu_reads_plan(gu_work *G) {
             }
             bool fwd = ph == GU_FWD || U->root;
             if (direct) {
-                snprintf(name, sizeof name, "%s.%s", pn, fwd ? "gathered" : "regathered");
+                gu_view_name(pn, seg, !fwd, name, sizeof name);
                 gu_add_rewire(G, op, s, name);
                 if (fwd && op < U->fwd_at) U->fwd_at = op;
             } else if (!fwd && m->values[v].producer >= 0 &&
-                       (size_t)m->values[v].producer <= G->fwd_end) {
+                       gu_phase(G, (size_t)m->values[v].producer) == GU_FWD) {
                 if (op < U->bwd_from) U->bwd_from = op;
                 gu_add_rewire(G, op, s, gu_remake(G, v, op));
             }
@@ -283,10 +311,30 @@ static int gu_reads_plan(gu_work *G) {
             }
     }
     for (size_t i = 0; i < w->n; i++) {
-        gu_unit *U = &G->u[G->unit_of[i]];
-        size_t p = (size_t)w->p[i].producer;
-        if (p < U->bwd_from) U->bwd_from = p;
-        if (p + 1 > U->grad_at) U->grad_at = p + 1;
+        /* each microbatch's gradient: the accumulated one is a chain of
+         * in-place add_(sum so far, microbatch k's) ending in the first
+         * microbatch's; the unit is gathered for the backward pass of each
+         * microbatch (FSDP's pre-backward hook), whether that pass reads the
+         * parameters or not */
+        int p = w->p[i].producer;
+        for (int hops = 0; p >= 0 && hops <= (int)G->K; hops++) {
+            const fe_node *nd = &m->nodes[p];
+            bool chain = G->K > 1 && strcmp(nd->op_type, "add_") == 0 && nd->n_inputs >= 2 &&
+                         nd->inputs[0] >= 0 && nd->inputs[1] >= 0 &&
+                         gu_phase(G, (size_t)p) == GU_BWD;
+            int mine = chain ? m->values[nd->inputs[1]].producer : p;
+            if (mine >= 0) {
+                gu_unit *U = &G->u[gu_seg(G, (size_t)mine) * G->nb + (size_t)G->unit_of[i]];
+                if ((size_t)mine < U->bwd_from) U->bwd_from = (size_t)mine;
+            }
+            if (hops == 0) { /* the accumulated gradient: reduced after it */
+                gu_unit *U = &G->u[gu_seg(G, (size_t)p) * G->nb + (size_t)G->unit_of[i]];
+                if ((size_t)p < U->bwd_from) U->bwd_from = (size_t)p;
+                if ((size_t)p + 1 > U->grad_at) U->grad_at = (size_t)p + 1;
+            }
+            if (!chain) break;
+            p = m->values[nd->inputs[0]].producer;
+        }
     }
     return 0;
 }
@@ -298,8 +346,8 @@ static int gu_backward_plan(gu_work *G) {
     sh_work *w = G->w;
     int *order = xmallocarray(G->nu ? G->nu : 1, sizeof *order);
     size_t n = 0;
-    for (size_t k = 0; k < G->nu; k++)
-        if (!G->u[k].root) order[n++] = (int)k;
+    for (size_t k = 0; k < G->nu; k++) /* an instance whose backward reads no parameter: none */
+        if (!G->u[k].root && G->u[k].bwd_from != SIZE_MAX) order[n++] = (int)k;
     for (size_t a = 1; a < n; a++) /* insertion sort: few units, stable */
         for (size_t b = a; b > 0 && G->u[order[b]].bwd_from < G->u[order[b - 1]].bwd_from; b--) {
             int t = order[b];
@@ -310,7 +358,12 @@ static int gu_backward_plan(gu_work *G) {
     int rc = 0;
     for (size_t k = 0; k < n && rc == 0; k++) {
         gu_unit *U = &G->u[order[k]];
-        const gu_unit *at = &G->u[order[k > depth ? k - depth : 0]];
+        /* prefetched within its microbatch's backward pass only */
+        size_t lo = k;
+        while (lo > 0 && k - lo < depth &&
+               (size_t)order[lo - 1] / G->nb == (size_t)order[k] / G->nb)
+            lo--;
+        const gu_unit *at = &G->u[order[lo]];
         U->bwd_at = at->bwd_from;
         gu_add_insert(
             G,
@@ -392,7 +445,9 @@ static long gu_emit_gather(gu_work *G, fe_edit *e, size_t at, int u, bool bwd) {
     sh_work *w = G->w;
     const gu_unit *U = &G->u[u];
     char shard[64], full[64], view[SH_NAME];
-    gu_buffer_name("param", u, shard, sizeof shard);
+    int base = u % (int)G->nb;
+    size_t seg = (size_t)u / G->nb;
+    gu_buffer_name("param", base, shard, sizeof shard);
     gu_buffer_name(bwd ? "regathered" : "gathered", u, full, sizeof full);
     fe_attr_spec ga[] = {{.name = "world", .type = FE_ATTR_INT, .i = w->r->so.world},
                          {.name = "rank", .type = FE_ATTR_INT, .i = w->r->so.rank},
@@ -403,9 +458,9 @@ static long gu_emit_gather(gu_work *G, fe_edit *e, size_t at, int u, bool bwd) {
     if (sh_value_info(e, full, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen)) return -1;
     long added = 1;
     for (size_t i = 0; i < w->n; i++) {
-        if (G->unit_of[i] != u) continue;
+        if (G->unit_of[i] != base) continue;
         const fe_value *pv = &w->m->values[w->p[i].value];
-        snprintf(view, sizeof view, "%s.%s", pv->name, bwd ? "regathered" : "gathered");
+        gu_view_name(pv->name, seg, bwd, view, sizeof view);
         if (gu_view(G, e, at + (size_t)added, full, view, pv, 0, w->p[i].offset)) return -1;
         added++;
     }
@@ -419,10 +474,11 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     sh_work *w = G->w;
     const gu_unit *U = &G->u[u];
     char full[64], flat[64], div[80], shard[64];
+    int base = u % (int)G->nb;
     gu_buffer_name(U->root || U->bwd_at == SIZE_MAX ? "gathered" : "regathered", u, full,
                    sizeof full);
-    gu_buffer_name("gradflat", u, flat, sizeof flat);
-    gu_buffer_name("grad", u, shard, sizeof shard);
+    gu_buffer_name("gradflat", base, flat, sizeof flat);
+    gu_buffer_name("grad", base, shard, sizeof shard);
     snprintf(div, sizeof div, "%s.div", flat);
     int64_t dims[1] = {(int64_t)(U->shard * (uint64_t)w->r->so.world)};
     int64_t sdims[1] = {(int64_t)U->shard};
@@ -433,7 +489,7 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     if (sh_value_info(e, flat, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen)) return -1;
     long added = 1;
     for (size_t i = 0; i < w->n; i++) {
-        if (G->unit_of[i] != u) continue;
+        if (G->unit_of[i] != base) continue;
         if (sh_emit_copy(w, e, at + (size_t)added, (int)i, true, flat)) return -1;
         added += 2;
     }
@@ -473,7 +529,9 @@ static long gu_emit_mine(gu_work *G, fe_edit *e, size_t at, int i) {
 
 /* A forward view of a parameter made again after the backward gather:
  * its producer cloned, reading what the backward pass reads. */
-static long gu_emit_clone(gu_work *G, fe_edit *e, size_t at, int v, const size_t *shift) {
+static long gu_emit_clone(gu_work *G, fe_edit *e, size_t at, const gu_insert *in,
+                          const size_t *shift) {
+    int v = in->index;
     sh_work *w = G->w;
     const fe_model *m = w->m;
     int p = m->values[v].producer;
@@ -496,7 +554,7 @@ static long gu_emit_clone(gu_work *G, fe_edit *e, size_t at, int v, const size_t
         int i = G->param_of_storage[w->g->storage_of[x]];
         if (i < 0) continue;
         char pn[SH_NAME];
-        snprintf(pn, sizeof pn, "%s.regathered", m->values[x].name);
+        gu_view_name(m->values[x].name, in->seg, true, pn, sizeof pn);
         if (fe_edit_replace_input(e, at, s, x == w->p[i].value ? pn : G->clone[x], w->err,
                                   w->errlen))
             return -1;
@@ -549,7 +607,7 @@ static int gu_apply(gu_work *G, fe_edit *e, size_t *shift) {
         long n = -1;
         switch (in->kind) {
         case GU_GATHER: n = gu_emit_gather(G, e, at, in->index, in->bwd); break;
-        case GU_CLONE: n = gu_emit_clone(G, e, at, in->index, shift); break;
+        case GU_CLONE: n = gu_emit_clone(G, e, at, in, shift); break;
         case GU_DEPEND: n = gu_emit_depend(G, e, at, in); break;
         case GU_REDUCE: n = gu_emit_reduce(G, e, at, in->index); break;
         case GU_MINE: n = gu_emit_mine(G, e, at, in->index); break;
@@ -618,12 +676,12 @@ static int gu_updates(gu_work *G, fe_edit *e, const size_t *shift, size_t *n_rem
     return rc;
 }
 
-/* A comma-separated list "roamc.WHAT<u>" of the units (those with a
- * backward gather when bwd_only). */
-static char *gu_names(const gu_work *G, const char *what, bool bwd_only) {
-    char *s = xmalloc(G->nu * (strlen(what) + 32) + 1), *p = s;
+/* A comma-separated list "roamc.WHAT<u>" of the first n units or instances
+ * (those with a backward gather when bwd_only). */
+static char *gu_names(const gu_work *G, const char *what, bool bwd_only, size_t n) {
+    char *s = xmalloc(n * (strlen(what) + 32) + 1), *p = s;
     *p = 0;
-    for (size_t u = 0; u < G->nu; u++) {
+    for (size_t u = 0; u < n; u++) {
         if (bwd_only && G->u[u].bwd_at == SIZE_MAX) continue;
         p += sprintf(p, "%sroamc.%s%zu", p == s ? "" : ",", what, u);
     }
@@ -636,22 +694,22 @@ static int gu_declare(gu_work *G, fe_edit *e) {
     const shard_options *so = &w->r->so;
     for (size_t i = 0; i < w->n; i++) fe_edit_remove_value(e, w->m->values[w->p[i].value].name);
     char name[64];
-    for (size_t u = 0; u < G->nu; u++) {
+    for (size_t u = 0; u < G->nb; u++) {
         gu_buffer_name("param", (int)u, name, sizeof name);
         int64_t dims[1] = {(int64_t)G->u[u].shard};
         fe_value_spec v = {name, G->u[u].elem, 1, dims};
         if (fe_edit_set_input(e, &v, w->err, w->errlen)) return -1;
     }
-    char *s = gu_names(G, "param", false);
+    char *s = gu_names(G, "param", false, G->nb);
     fe_edit_set_meta(e, "roamc.parameters", s);
     free(s);
-    s = gu_names(G, "grad", false);
+    s = gu_names(G, "grad", false, G->nb);
     fe_edit_set_meta(e, "roamc.gradients", s);
     free(s);
-    s = gu_names(G, "gradflat", false);
+    s = gu_names(G, "gradflat", false, G->nb);
     fe_edit_set_meta(e, "roamc.communication", s);
     free(s);
-    char *f = gu_names(G, "gathered", false), *b = gu_names(G, "regathered", true);
+    char *f = gu_names(G, "gathered", false, G->nu), *b = gu_names(G, "regathered", true, G->nu);
     s = xmalloc(strlen(f) + strlen(b) + 2);
     sprintf(s, "%s%s%s", f, *f && *b ? "," : "", b);
     fe_edit_set_meta(e, "roamc.gathered", s);
@@ -664,7 +722,10 @@ static int gu_declare(gu_work *G, fe_edit *e) {
              so->kind == SHARD_ZERO3 ? "module"
              : so->wrap              ? so->wrap
                                      : "layer",
-             G->nu);
+             G->nb);
+    if (G->K > 1) /* FSDP's no_sync: full gradients accumulated, one reduction */
+        snprintf(setup + strlen(setup), sizeof setup - strlen(setup), " grad_accum=%zu no_sync",
+                 G->K);
     fe_edit_set_meta(e, "roamc.shard", setup);
     return 0;
 }
@@ -676,6 +737,8 @@ static void gu_free(gu_work *G) {
     free(G->own_lo);
     free(G->own_hi);
     free(G->param_of_storage);
+    free(G->seg_start);
+    free(G->seg_fwd_end);
     if (G->clone)
         for (size_t v = 0; v < G->w->m->n_values; v++) free(G->clone[v]);
     free(G->clone);
@@ -685,7 +748,77 @@ static void gu_free(gu_work *G) {
     free(G->rw);
 }
 
-/* The forward pass ends at the loss's producer (metadata roamc.loss). */
+/* The microbatches of a step with gradient accumulation (roamc.grad_accum
+ * K): each value's microbatch is the highest k of the data inputs
+ * "mb<k>.NAME" it is made from; microbatch k starts right after the last
+ * node of microbatch k-1 before the first node of microbatch k.  Every
+ * microbatch runs the same forward nodes (export.py's and --train's
+ * steps), so microbatch k's loss is made as many nodes into it as the
+ * last's (metadata roamc.loss) is into the last; checked by operator.
+ * Returns 0, or -1 with a message. */
+static int gu_segments(gu_work *G, size_t last_fwd_end) {
+    sh_work *w = G->w;
+    const fe_model *m = w->m;
+    size_t n_ops = w->g->n_ops;
+    long *tag = xmallocarray(m->n_values ? m->n_values : 1, sizeof *tag);
+    for (size_t v = 0; v < m->n_values; v++) {
+        const char *nm = m->values[v].name;
+        char *end;
+        tag[v] = -1;
+        if (strncmp(nm, "mb", 2) == 0 && nm[2] >= '0' && nm[2] <= '9') {
+            long k = strtol(nm + 2, &end, 10);
+            if (*end == '.' && (m->values[v].kind & FE_GRAPH_INPUT)) tag[v] = k;
+        }
+    }
+    long *op_tag = xmallocarray(n_ops ? n_ops : 1, sizeof *op_tag);
+    for (size_t op = 0; op < n_ops; op++) {
+        const fe_node *nd = &m->nodes[op];
+        long t = -1;
+        for (size_t s = 0; s < nd->n_inputs; s++)
+            if (nd->inputs[s] >= 0 && tag[nd->inputs[s]] > t) t = tag[nd->inputs[s]];
+        op_tag[op] = t;
+        for (size_t k = 0; k < nd->n_outputs; k++)
+            if (nd->outputs[k] >= 0) tag[nd->outputs[k]] = t;
+    }
+    int rc = 0;
+    G->seg_start[0] = 0;
+    for (size_t k = 1; k < G->K && rc == 0; k++) {
+        size_t first = 0;
+        while (first < n_ops && op_tag[first] != (long)k) first++;
+        size_t start = first;
+        while (start > G->seg_start[k - 1] && op_tag[start - 1] != (long)k - 1) start--;
+        if (first == n_ops || start <= G->seg_start[k - 1])
+            rc = roamc_errorf(w->err, w->errlen,
+                              "%s: --shard %s: roamc.grad_accum is %zu and no node reads "
+                              "microbatch %zu's data (mb%zu.*) after microbatch %zu's",
+                              w->r->step_name, shard_kind_name(w->r->so.kind), G->K, k, k, k - 1);
+        G->seg_start[k] = start;
+    }
+    size_t last = G->seg_start[G->K - 1];
+    if (rc == 0 && last_fwd_end < last)
+        rc = roamc_errorf(w->err, w->errlen,
+                          "%s: --shard %s: the loss (roamc.loss) is made before the last "
+                          "microbatch starts (node #%zu)",
+                          w->r->step_name, shard_kind_name(w->r->so.kind), last);
+    for (size_t k = 0; k < G->K && rc == 0; k++) {
+        G->seg_fwd_end[k] = G->seg_start[k] + (last_fwd_end - last);
+        bool same = G->seg_fwd_end[k] < n_ops;
+        for (size_t d = 0; same && d <= last_fwd_end - last; d++)
+            same = strcmp(m->nodes[G->seg_start[k] + d].op_type, m->nodes[last + d].op_type) == 0;
+        if (!same)
+            rc = roamc_errorf(w->err, w->errlen,
+                              "%s: --shard %s: microbatch %zu's forward pass (from node #%zu) "
+                              "does not run the last microbatch's nodes: roamc cannot find "
+                              "its loss",
+                              w->r->step_name, shard_kind_name(w->r->so.kind), k, G->seg_start[k]);
+    }
+    free(op_tag);
+    free(tag);
+    return rc;
+}
+
+/* The forward pass ends at the loss's producer (metadata roamc.loss); with
+ * gradient accumulation, each microbatch's at its own (gu_segments). */
 static int gu_forward_end(gu_work *G) {
     sh_work *w = G->w;
     const char *loss = fe_meta(w->m, "roamc.loss");
@@ -696,14 +829,33 @@ static int gu_forward_end(gu_work *G) {
                             "makes: the forward pass ends there, and each unit is gathered again "
                             "for the backward pass",
                             w->r->step_name, shard_kind_name(w->r->so.kind));
-    if (fe_meta(w->m, "roamc.grad_accum"))
+    const char *accum = fe_meta(w->m, "roamc.grad_accum");
+    long k = accum ? strtol(accum, NULL, 10) : 1;
+    if (k < 1 || k > 65536)
         return roamc_errorf(w->err, w->errlen,
-                            "%s: --shard %s of a step with gradient accumulation "
-                            "(roamc.grad_accum) is not done: each microbatch would gather and "
-                            "reduce-scatter again",
-                            w->r->step_name, shard_kind_name(w->r->so.kind));
-    G->fwd_end = (size_t)w->m->values[v].producer;
-    return 0;
+                            "%s: metadata roamc.grad_accum is '%s', not a number of "
+                            "microbatches",
+                            w->r->step_name, accum);
+    G->K = (size_t)k;
+    G->seg_start = xcalloc(G->K, sizeof *G->seg_start);
+    G->seg_fwd_end = xcalloc(G->K, sizeof *G->seg_fwd_end);
+    G->seg_fwd_end[0] = (size_t)w->m->values[v].producer;
+    return G->K > 1 ? gu_segments(G, (size_t)w->m->values[v].producer) : 0;
+}
+
+/* One instance of each unit per microbatch (gu_work): the units are the
+ * first nb, each later microbatch's a copy of them, positions unset. */
+static void gu_instances(gu_work *G) {
+    G->nb = G->nu;
+    if (G->K <= 1) return;
+    G->u = xreallocarray(G->u, G->nb * G->K, sizeof *G->u);
+    for (size_t k = 1; k < G->K; k++)
+        for (size_t b = 0; b < G->nb; b++) {
+            gu_unit *U = &G->u[k * G->nb + b];
+            *U = G->u[b];
+            U->name = xstrdup(G->u[b].name);
+        }
+    G->nu = G->nb * G->K;
 }
 
 int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome *o) {
@@ -714,6 +866,7 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
     size_t n_removed = 0;
     int rc = gu_forward_end(&G);
     if (rc == 0) rc = gu_units(&G);
+    if (rc == 0) gu_instances(&G);
     if (rc == 0) {
         G.param_of_storage = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof(int));
         for (size_t s = 0; s < g->n_storages; s++) G.param_of_storage[s] = -1;
@@ -727,7 +880,10 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
         if (U->fwd_at != SIZE_MAX)
             gu_add_insert(&G,
                           (gu_insert){.position = U->fwd_at, .kind = GU_GATHER, .index = (int)u});
-        gu_add_insert(&G, (gu_insert){.position = U->grad_at, .kind = GU_REDUCE, .index = (int)u});
+        /* the accumulated gradients, reduced once after the last microbatch */
+        if (u / G.nb == G.K - 1)
+            gu_add_insert(&G,
+                          (gu_insert){.position = U->grad_at, .kind = GU_REDUCE, .index = (int)u});
     }
     if (rc == 0) rc = gu_backward_plan(&G);
     for (size_t i = 0; rc == 0 && i < w->n; i++) {
@@ -747,13 +903,13 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
     if (rc == 0) fe_edit_bytes(e, bytes, len);
     if (rc == 0 && o) {
         uint64_t world = (uint64_t)w->r->so.world;
-        o->n_params = w->n, o->n_units = o->n_buckets = G.nu, o->n_removed = n_removed;
+        o->n_params = w->n, o->n_units = o->n_buckets = G.nb, o->n_removed = n_removed;
         size_t ulen = 1;
-        for (size_t u = 0; u < G.nu; u++) ulen += strlen(G.u[u].name) + 8;
+        for (size_t u = 0; u < G.nb; u++) ulen += strlen(G.u[u].name) + 8;
         o->units = xmalloc(ulen);
         char *p = o->units;
         *p = 0;
-        for (size_t u = 0; u < G.nu; u++) {
+        for (size_t u = 0; u < G.nb; u++) {
             uint64_t eb = fe_elem_bits(G.u[u].elem) / 8;
             uint64_t full = G.u[u].shard * world * eb;
             o->owned_bytes += G.u[u].shard * eb;
