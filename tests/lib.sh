@@ -74,10 +74,12 @@ test_check_plan_runs() {
 # test runs, in one command: PLAN against the plan file's JSON Schema
 # (planner/plan.schema.json, by tests/plan_schema.py; "SCHEMA INVALID ..." and
 # status 1 when it does not conform), then CHECK_PLAN_PY MODEL PLAN ARGS, whose
-# output and status it gives.  For tests in tests/ ($0's folder holds plan_schema.py).
+# output and status it gives.  For tests in tests/ (beside plan_schema.py).
 test_check_plan_py() {
-    /usr/bin/python3 "$(dirname "$0")/plan_schema.py" --check-plan "$@"
+    /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plan "$@"
 }
+# the test's folder, absolute: taken when the test sources this file, before it may cd
+_test_lib_dir=$(cd "$(dirname "$0")" && pwd)
 
 # test_check_plan CHECK_PLAN_PY: test_check_plan_runs, and when it cannot
 # run, one skip_part saying so (once per test): the caller skips its

@@ -114,6 +114,8 @@ brk("peak_extra", "/peak", lambda p: p["peak"].update(reserved=0))
 brk("shapes_no_symbols", "/shapes", lambda p: p["shapes"].pop("symbols"))
 brk("symbol_kind", "/shapes/symbols/0/kind", lambda p: p["shapes"]["symbols"].append(
     {"name": "batch", "value": 4, "kind": "bound", "node": None}))
+brk("symbol_value", "/shapes/symbols/0/value", lambda p: p["shapes"]["symbols"].append(
+    {"name": "batch", "value": "4", "kind": "input", "node": None}))
 brk("host_offset", "/host_buffers/0/offset", lambda p: p["host_buffers"][0].update(offset=4096), fit)
 brk("host_empty", "/host_buffers", lambda p: p.update(host_buffers=[]), fit)
 PY
