@@ -70,7 +70,14 @@ int exists(const char *path) {
 }
 
 int check_plan_py(const char *tag, const char *model, const char *plan) {
-    char *argv[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, NULL};
+    /* tests/plan_schema.py: the plan file's JSON Schema, then check_plan.py */
+    char *argv[] = {"/usr/bin/python3",
+                    ROAMC_PLAN_SCHEMA_PY,
+                    "--check-plan",
+                    (char *)check_py,
+                    (char *)model,
+                    (char *)plan,
+                    NULL};
     return run(tag, argv);
 }
 
@@ -92,11 +99,13 @@ int clirun_main(int argc, char **argv, const char *name, const struct CMUnitTest
     char cmd[1200];
     snprintf(
         cmd, sizeof cmd,
-        "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx' 2>/dev/null",
+        "test -x /usr/bin/python3 && test -f %s && /usr/bin/python3 -c 'import onnx, jsonschema' "
+        "2>/dev/null",
         check_py);
     have_check_py = system(cmd) == 0;
     if (!have_check_py)
-        fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx)\n");
+        fprintf(stderr, "SKIP: check_plan.py steps (needs /usr/bin/python3 with python3-onnx and "
+                        "python3-jsonschema)\n");
     int rc = _cmocka_run_group_tests(name, tests, n_tests, NULL, NULL);
     /* every other check passed, but check_plan.py's did not run: say SKIP
      * (ctest SKIP_RETURN_CODE 77), never a silent pass */

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 extern const char *roamc_bin, *check_py, *workdir;
-extern int have_check_py; /* /usr/bin/python3 with onnx, and check_plan.py there */
+extern int have_check_py; /* /usr/bin/python3 with onnx and jsonschema, and check_plan.py there */
 
 /* WORKDIR/name, in one of 8 rotating static buffers. */
 char *path_in_work(const char *name);
@@ -28,7 +28,8 @@ char *output_of(const char *tag, const char *stream);
 /* Fails the test unless fragment is in run(tag)'s stdout or stderr. */
 void expect_output(const char *tag, const char *fragment);
 int exists(const char *path);
-/* check_plan.py MODEL PLAN and roamc check MODEL PLAN, as run(tag). */
+/* check_plan.py MODEL PLAN (after the plan file's JSON Schema, tests/plan_schema.py) and
+ * roamc check MODEL PLAN, as run(tag). */
 int check_plan_py(const char *tag, const char *model, const char *plan);
 int roamc_check(const char *tag, const char *model, const char *plan);
 

@@ -64,10 +64,22 @@ test_need_python() {
 }
 
 # test_check_plan_runs CHECK_PLAN_PY: true when shared/tools/check_plan.py
-# is there and /usr/bin/python3 can run it (it needs onnx).
+# is there and /usr/bin/python3 can run it (it needs onnx) and the schema
+# check before it (test_check_plan_py; python3-jsonschema).
 test_check_plan_runs() {
-    [ -f "$1" ] && /usr/bin/python3 -c "import onnx" >/dev/null 2>&1
+    [ -f "$1" ] && /usr/bin/python3 -c "import onnx, jsonschema" >/dev/null 2>&1
 }
+
+# test_check_plan_py CHECK_PLAN_PY MODEL PLAN [ARGS...]: the plan checks every
+# test runs, in one command: PLAN against the plan file's JSON Schema
+# (planner/plan.schema.json, by tests/plan_schema.py; "SCHEMA INVALID ..." and
+# status 1 when it does not conform), then CHECK_PLAN_PY MODEL PLAN ARGS, whose
+# output and status it gives.  For tests in tests/ (beside plan_schema.py).
+test_check_plan_py() {
+    /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plan "$@"
+}
+# the test's folder, absolute: taken when the test sources this file, before it may cd
+_test_lib_dir=$(cd "$(dirname "$0")" && pwd)
 
 # test_check_plan CHECK_PLAN_PY: test_check_plan_runs, and when it cannot
 # run, one skip_part saying so (once per test): the caller skips its
@@ -75,7 +87,7 @@ test_check_plan_runs() {
 test_check_plan() {
     test_check_plan_runs "$1" && return 0
     if [ -z "${_test_check_plan_said:-}" ]; then
-        skip_part "the check_plan.py steps (needs $1 and /usr/bin/python3 with python3-onnx)"
+        skip_part "the check_plan.py steps (needs $1 and /usr/bin/python3 with python3-onnx and python3-jsonschema)"
         _test_check_plan_said=1
     fi
     return 1

@@ -44,7 +44,7 @@ assert rows["pytorch"]["theoretical_peak"] >= rows["roam"]["theoretical_peak"]
 EOF
   "$roamc" check "$model" "$work/$name.plan.json" > /dev/null || fail "$name: roamc check of the --compare plan"
   if test_check_plan "$check_py"; then
-    /usr/bin/python3 "$check_py" "$model" "$work/$name.plan.json" > /dev/null \
+    test_check_plan_py "$check_py" "$model" "$work/$name.plan.json" > /dev/null \
         || fail "$name: check_plan.py of the --compare plan"
   fi
   [ "$TEST_FAILS" != "$failed_before" ] || pass "$name --compare"

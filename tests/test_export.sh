@@ -119,7 +119,7 @@ EOF
     if ! "$ROAMC" check "$model" "$plan"; then
         fail "$name: roamc check rejected the plan"; return
     fi
-    if [ $have_check = 1 ] && ! "$PY" "$CHECK" "$model" "$plan"; then
+    if [ $have_check = 1 ] && ! test_check_plan_py "$CHECK" "$model" "$plan"; then
         fail "$name: check_plan rejected the plan"; return
     fi
 }

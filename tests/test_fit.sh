@@ -114,8 +114,8 @@ test_check_plan "$checker" || test_finish test_fit
 # check_plan.py sizes values from static shapes only: check the plan against
 # the static export of that batch (the same graph, as shown above at 48)
 $py "$models/export.py" --model mlp3 --batch "$b" -o "mlp3_b$b.onnx" -q || fail "export --batch $b"
-$py "$checker" "mlp3_b$b.onnx" best.json > checker.txt 2>&1 || fail "check_plan.py rejects the plan at batch $b: $(tail -1 checker.txt)"
+test_check_plan_py "$checker" "mlp3_b$b.onnx" best.json > checker.txt 2>&1 || fail "check_plan.py rejects the plan at batch $b: $(tail -1 checker.txt)"
 # and the batch-48 plans (the symbolic one is the static one, compared above)
-$py "$checker" mlp3_b48.onnx static48.json > checker.txt 2>&1 || fail "check_plan.py rejects static48.json: $(tail -1 checker.txt)"
-$py "$checker" mlp3_b48.onnx sym48.json > checker.txt 2>&1 || fail "check_plan.py rejects sym48.json against the static export: $(tail -1 checker.txt)"
+test_check_plan_py "$checker" mlp3_b48.onnx static48.json > checker.txt 2>&1 || fail "check_plan.py rejects static48.json: $(tail -1 checker.txt)"
+test_check_plan_py "$checker" mlp3_b48.onnx sym48.json > checker.txt 2>&1 || fail "check_plan.py rejects sym48.json against the static export: $(tail -1 checker.txt)"
 test_finish test_fit

@@ -49,7 +49,7 @@ for mode in recompute offload both; do
         -o "$W/$mode.json" >"$W/$mode.out" 2>&1 || fail "$mode: budget $fitted"
     grep -q "fits changed" "$W/$mode.out" || fail "$mode: report does not say the step changed"
     [ "$(peak actual "$W/$mode.json")" -le "$fitted" ] || fail "$mode: arena above the budget"
-    $PY "$CHECK" "$W/$mode.onnx" "$W/$mode.json" | grep -q '^VALID' || fail "$mode: check_plan.py"
+    test_check_plan_py "$CHECK" "$W/$mode.onnx" "$W/$mode.json" | grep -q '^VALID' || fail "$mode: check_plan.py"
     "$ROAMC" check "$W/$mode.onnx" "$W/$mode.json" | grep -q '^VALID' || fail "$mode: roamc check"
     $PY "$SRC/models/run_plan.py" "$W/$mode.onnx" "$W/$mode.json" --reference "$W/mlp.onnx" \
         >"$W/$mode.run" 2>&1 || { cat "$W/$mode.run"; fail "$mode: run_plan.py"; }

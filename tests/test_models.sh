@@ -30,7 +30,7 @@ for model in "${files[@]}"; do
     if ! out=$("$roamc" check "$model" "$plan" 2>&1); then
       fail "$what: roamc check: $out"; continue
     fi
-    if [ $have_py = 1 ] && ! out=$(/usr/bin/python3 "$check_py" "$model" "$plan" 2>&1); then
+    if [ $have_py = 1 ] && ! out=$(test_check_plan_py "$check_py" "$model" "$plan" 2>&1); then
       fail "$what: check_plan.py: $out"; continue
     fi
     pass "$what: $(echo "$out" | sed 's/^VALID [^:]*: //')"

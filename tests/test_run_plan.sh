@@ -25,7 +25,7 @@ checked() {
     test_check_plan "$CHECK" || return 0
     want=$1 tag=$2
     shift 2
-    expect "$want" "$tag" $PY "$CHECK" "$@"
+    expect "$want" "$tag" test_check_plan_py "$CHECK" "$@"
 }
 # expect STATUS TAG CMD...: runs CMD, output into $W/TAG.out, wants exit STATUS
 expect() {

@@ -49,7 +49,7 @@ has() {
 # checked STATUS TAG MODEL PLAN: check_plan.py's verdict (skipped without it)
 checked() {
     [ $check_ran -eq 1 ] || { echo "SKIP: $2 (no $CHECK)"; return; }
-    expect "$1" "$2" $PY "$CHECK" "$3" "$4"
+    expect "$1" "$2" test_check_plan_py "$CHECK" "$3" "$4"
 }
 # note_roamc_check MODEL PLAN: roamc check's verdict, reported, not tested
 note_roamc_check() {

@@ -65,7 +65,7 @@ PY
     "$roamc" "$f" --method pytorch -o "$label.pt.json" --report json > "$label.pt.rep" ||
         fail "$label: roamc --method pytorch"
     for p in llfb pt; do
-        $py "$checker" "$f" "$label.$p.json" > "$label.$p.chk" 2>&1 ||
+        test_check_plan_py "$checker" "$f" "$label.$p.json" > "$label.$p.chk" 2>&1 ||
             { fail "$label: check_plan.py rejects the $p plan"; tail -3 "$label.$p.chk"; }
     done
     $py "$models/dist_harness.py" --model "$model" --setup "$setup" --batch "$batch" \

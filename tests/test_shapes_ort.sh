@@ -69,7 +69,7 @@ sys.exit(0 if r["theoretical_peak"] <= min(o["theoretical_peak_program"], o["the
     # input's shape needs no binding, so it is left out
     shapes=$(printf '%s' "$shapes" | sed -E 's/--input-shape [^ =]+=( |$)//g')
     # shellcheck disable=SC2086
-    if [ $have_check = 1 ] && ! "$PY" "$CHECK" "$model" "$plan" $shapes --quiet; then
+    if [ $have_check = 1 ] && ! test_check_plan_py "$CHECK" "$model" "$plan" $shapes --quiet; then
         fail "plan $name: check_plan.py rejected it"; continue
     fi
     # shellcheck disable=SC2086

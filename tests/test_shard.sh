@@ -55,7 +55,7 @@ while read -r model setup world rank peak data; do
     "$roamc" "$model.onnx" --method pytorch --shard "$setup" --world "$world" --rank "$rank" \
         --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
         { fail "$l: roamc --shard"; cat "$l.err"; continue; }
-    $py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
+    test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
         { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
     "$roamc" check "$l.onnx" "$l.json" > "$l.rchk" 2>&1 ||
         { fail "$l: roamc check rejects the plan"; head -3 "$l.rchk"; }
@@ -70,7 +70,7 @@ for model in mlp3 gpt2-tiny; do
         "$roamc" "$model.onnx" --method pytorch --shard zero2 --world 2 --rank $rank \
             --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
             { fail "$l: roamc --shard zero2"; cat "$l.err"; continue; }
-        $py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
+        test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
             { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
         "$roamc" check "$l.onnx" "$l.json" > /dev/null 2>&1 || fail "$l: roamc check"
         $py - "$l" "${model}_zero1_w2_r$rank" <<'PY' || fail "$l: ZeRO-2 against ZeRO-1"
@@ -104,7 +104,7 @@ for model in mlp3 gpt2-tiny; do
                 "$roamc" "$model.onnx" --shard $kind --world $world --rank $rank \
                     --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
                     { fail "$l: roamc --shard $kind"; cat "$l.err"; rank=$((rank + 1)); continue; }
-                $py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
+                test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
                     { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
                 "$roamc" check "$l.onnx" "$l.json" > /dev/null 2>&1 || fail "$l: roamc check"
                 rank=$((rank + 1))
@@ -253,7 +253,7 @@ for kind in ddp zero1 zero2 zero3 fsdp; do
     l=llama-tiny_$kind
     "$roamc" llama-tiny.onnx --shard $kind --world 2 --emit-train $l.onnx -o $l.json > $l.txt 2>&1 ||
         { fail "$l"; cat $l.txt; continue; }
-    $py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
+    test_check_plan_py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
     grep "rank peak" $l.txt
 done
 

@@ -37,7 +37,7 @@ good() {
     grep -q -- "$expect" "$OUT/$name.out" || fail "$name: report lacks '$expect': $(cat "$OUT/$name.out")"
     "$ROAMC" check "$d" "$p" >/dev/null 2>&1 || fail "$name: roamc check rejects the plan"
     if [ $have_check = 1 ]; then
-        "$PY" "$CHECK" "$d" "$p" >"$OUT/$name.check" 2>&1 || fail "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
+        test_check_plan_py "$CHECK" "$d" "$p" >"$OUT/$name.check" 2>&1 || fail "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
     fi
     # the derived file read back: the same plan, byte for byte (same options less --train's)
     local rest=() skip=0

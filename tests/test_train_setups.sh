@@ -116,8 +116,8 @@ derive() {
             failed "$name: the summary's first line is not the set-up: $(sed -n 2p "$OUT/$name.out")"
     fi
     "$ROAMC" check "$d" "$p" "$@" >"$OUT/$name.rcheck" 2>&1 || failed "$name: roamc check: $(tail -2 "$OUT/$name.rcheck")"
-    if [ -f "$CHECK" ]; then
-        "$PY" "$CHECK" "$d" "$p" "$@" >"$OUT/$name.check" 2>&1 || failed "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
+    if test_check_plan_runs "$CHECK"; then
+        test_check_plan_py "$CHECK" "$d" "$p" "$@" >"$OUT/$name.check" 2>&1 || failed "$name: check_plan.py: $(tail -3 "$OUT/$name.check")"
     fi
     "$PY" "$OUT/types.py" "$d" "$prec" "$k" >"$OUT/$name.types" 2>&1 || failed "$name: $(cat "$OUT/$name.types")"
 }
@@ -261,8 +261,8 @@ for spec in mlp:32 transformer:4; do
         [ "$f:$tag" = transformer:amp-bf16 ] && lim=8 # CUDA's fp32 softmax against CPU autocast's bf16
         "$PY" -c "import sys; sys.exit(0 if abs($d) <= $lim else 1)" ||
             failed "$f $tag: roamc --train's peak $a is $d% from export.py's $e (limit $lim%)"
-        if [ -f "$CHECK" ]; then
-            "$PY" "$CHECK" "$OUT/$f.$tag.der.onnx" "$OUT/$f.$tag.der.json" >"$OUT/$f.$tag.check" 2>&1 ||
+        if test_check_plan_runs "$CHECK"; then
+            test_check_plan_py "$CHECK" "$OUT/$f.$tag.der.onnx" "$OUT/$f.$tag.der.json" >"$OUT/$f.$tag.check" 2>&1 ||
                 failed "$f $tag: check_plan.py: $(tail -2 "$OUT/$f.$tag.check")"
         fi
     done

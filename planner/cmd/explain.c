@@ -163,8 +163,9 @@ int plan_model_load(const plan_model_request *r, planner_step *step, const plan_
 /* ----------------------------------------------------------------- explain */
 
 static const char explain_usage[] =
-    "usage: roamc explain PLAN.json [MODEL.onnx] [--input-shape ...] [--dim ...] [--train ...]\n"
-    "                     [--top N] [--report text|json]\n"
+    "usage: roamc explain PLAN.json [MODEL.onnx] [--input-shape ...] [--dim ...]\n"
+    "                     [--train [--loss L] [--optimizer O] [--frozen P]] [--top N]\n"
+    "                     [--report text|json]\n"
     "\n"
     "What is live at the peak step of PLAN.json: the step and its operator, the\n"
     "bytes per kind (parameter, gradient, optimizer state, saved activation,\n"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_install.sh BUILD_DIR SOURCE_DIR MODEL: `cmake --install` into a fresh
+# test_install_lib.sh BUILD_DIR SOURCE_DIR MODEL: the library part of `cmake --install` into a fresh
 # prefix, then the examples (planner/api/examples) built against the
 # *installed* library three ways and run: pkg-config (shared), pkg-config
 # --static (libroamc.a, no libroamc.so needed at run time), and
@@ -65,4 +65,4 @@ for kind in shared static cmake; do
 done
 pass "examples ran: the buffer layout alike three ways, $(basename "$model")'s plan = the installed roamc's"
 sed 's/^/  /' "$work/buf_shared.out"
-test_finish test_install
+test_finish test_install_lib
