@@ -255,7 +255,7 @@ _roamc() {
     check:0 | shapes:0 | explain:1) _roamc_files onnx ;;
     check:1 | explain:0) _roamc_files json ;;
     layout:0) _roamc_files csv ;;
-    help:0) COMPREPLY=($(compgen -W 'plan check shapes layout' -- "$cur")) ;;
+    help:0) COMPREPLY=($(compgen -W 'plan check shapes layout explain' -- "$cur")) ;;
     esac
 }
 complete -F _roamc roamc

@@ -961,7 +961,8 @@ static int main_check_or_shapes(int argc, char **argv) {
 static int main_help(int argc, char **argv) {
     const char *cmd = argc >= 2 ? argv[1] : "plan";
     if (argc > 2)
-        return main_usage_error("%s", "help takes one command: plan, check, shapes or layout");
+        return main_usage_error("%s",
+                                "help takes one command: plan, check, shapes, layout or explain");
     if (strcmp(cmd, "plan") == 0)
         fputs(usage_text, stdout);
     else if (strcmp(cmd, "check") == 0)
@@ -971,10 +972,13 @@ static int main_help(int argc, char **argv) {
     else if (strcmp(cmd, "layout") == 0) {
         char *args[] = {"layout", "--help", NULL};
         return cmd_layout(2, args);
+    } else if (strcmp(cmd, "explain") == 0) {
+        char *args[] = {"explain", "--help", NULL};
+        return cmd_explain(2, args);
     } else {
         fprintf(stderr,
-                "roamc: no command '%s' (choose from plan, check, shapes, layout)\nTry 'roamc "
-                "--help'.\n",
+                "roamc: no command '%s' (choose from plan, check, shapes, layout, explain)\nTry "
+                "'roamc --help'.\n",
                 cmd);
         return 2;
     }
