@@ -52,17 +52,15 @@ int shard_check(const shard_options *so, char *err, size_t errlen) {
     return 0;
 }
 
-/* The comma-separated names of metadata key, resolved to values into *out
- * (malloc'd); -1 with a message on a name that is no value. */
-int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t *n) {
-    const char *s = fe_meta(w->m, key);
+int sh_meta_list(const sh_meta_source *src, const char *key, bool required, int **out, size_t *n) {
+    const char *s = fe_meta(src->m, key);
     *out = NULL, *n = 0;
     if (!s || !*s) {
         if (!required) return 0;
-        return roamc_errorf(w->err, w->errlen,
-                            "%s: --shard needs metadata %s (models/export.py's convention, or "
+        return roamc_errorf(src->err, src->errlen,
+                            "%s: %s needs metadata %s (models/export.py's convention, or "
                             "--train): which values are the parameters and their gradients",
-                            w->r->step_name, key);
+                            src->step_name, src->option, key);
     }
     size_t cap = 1;
     for (const char *c = s; *c; c++) cap += *c == ',';
@@ -71,21 +69,65 @@ int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t
     for (const char *c = s;;) {
         size_t len = strcspn(c, ",");
         if (len >= sizeof name)
-            return roamc_errorf(w->err, w->errlen, "%s: metadata %s: a name of %zu bytes",
-                                w->r->step_name, key, len);
+            return roamc_errorf(src->err, src->errlen, "%s: metadata %s: a name of %zu bytes",
+                                src->step_name, key, len);
         memcpy(name, c, len);
         name[len] = 0;
         if (len) {
-            int v = fe_find_value(w->m, name);
+            int v = fe_find_value(src->m, name);
             if (v < 0)
-                return roamc_errorf(w->err, w->errlen, "%s: metadata %s names '%s', no value",
-                                    w->r->step_name, key, name);
+                return roamc_errorf(src->err, src->errlen, "%s: metadata %s names '%s', no value",
+                                    src->step_name, key, name);
             (*out)[(*n)++] = v;
         }
         if (!c[len]) break;
         c += len + 1;
     }
     return 0;
+}
+
+int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t *n) {
+    sh_meta_source src = {w->m, w->r->step_name, "--shard", w->err, w->errlen};
+    return sh_meta_list(&src, key, required, out, n);
+}
+
+/* Marks the storages of the values metadata key names as part (when not
+ * marked yet). */
+static void sh_mark_part(const graph *g, const char *key, int part, int *of) {
+    const char *s = fe_meta(g->model, key);
+    if (!s) return;
+    char name[SH_NAME];
+    for (const char *c = s; *c;) {
+        size_t len = strcspn(c, ",");
+        if (len && len < sizeof name) {
+            memcpy(name, c, len);
+            name[len] = 0;
+            int v = fe_find_value(g->model, name);
+            if (v >= 0 && of[g->storage_of[v]] < 0) of[g->storage_of[v]] = part;
+        }
+        c += len;
+        if (*c) c++;
+    }
+}
+
+int sh_split_at_peak(const plan *p, const sh_part_rule *rules, size_t n_rules, int grad_part,
+                     int act_part, uint64_t *split) {
+    const graph *g = p->g;
+    uint64_t *live = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *live);
+    graph_live_bytes(g, p->order, live);
+    int peak = 0;
+    for (size_t t = 1; t < g->n_ops; t++)
+        if (live[t] > live[peak]) peak = (int)t;
+    free(live);
+    int *of = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *of);
+    for (size_t s = 0; s < g->n_storages; s++) of[s] = -1;
+    for (size_t k = 0; k < n_rules; k++) sh_mark_part(g, rules[k].key, rules[k].part, of);
+    for (size_t s = 0; s < g->n_storages; s++) {
+        if (of[s] < 0) of[s] = g->storages[s].gradient ? grad_part : act_part;
+        if (p->start[s] <= peak && peak <= p->end[s]) split[of[s]] += g->storages[s].size;
+    }
+    free(of);
+    return peak;
 }
 
 uint64_t sh_numel(const fe_value *v) {

@@ -82,10 +82,35 @@ extern const int64_t sh_alias0[1]; /* {0} */
         .name = "inplace", .type = FE_ATTR_INT, .i = (inplace)                                     \
     }
 
+/* Where metadata is read from, and what a message names: the step (its
+ * file name) and the option that needs the metadata ("--shard"). */
+typedef struct sh_meta_source {
+    const fe_model *m;
+    const char *step_name, *option;
+    char *err;
+    size_t errlen;
+} sh_meta_source;
+
 /* The comma-separated names of metadata key, resolved to values into *out
  * (malloc'd, the caller frees; NULL and 0 when the key is absent and not
- * required).  0, or -1 with a message on a name that is no value. */
+ * required).  0, or -1 with a message on a name that is no value, or on a
+ * required key that is absent. */
+int sh_meta_list(const sh_meta_source *src, const char *key, bool required, int **out, size_t *n);
+/* sh_meta_list for the rank's step of w ("--shard"). */
 int sh_meta_values(sh_work *w, const char *key, bool required, int **out, size_t *n);
+
+/* Storages the values of metadata `key` name count to `part`. */
+typedef struct sh_part_rule {
+    const char *key;
+    int part;
+} sh_part_rule;
+
+/* The peak step of plan p, and the bytes live there by part into split[]
+ * (added to): a storage counts to the first rule whose metadata names one
+ * of its values, else to grad_part (a gradient) or act_part.  Returns the
+ * peak step. */
+int sh_split_at_peak(const plan *p, const sh_part_rule *rules, size_t n_rules, int grad_part,
+                     int act_part, uint64_t *split);
 /* Elements of v (its static dims). */
 uint64_t sh_numel(const fe_value *v);
 /* w->p from roamc.parameters and roamc.gradients, one gradient per

@@ -12,6 +12,7 @@
 #include "base.h"
 #include "edit.h"
 #include "fit.h"
+#include "shard_internal.h"
 
 #define PP_NAME 1024
 #define PP_ATEN "org.pytorch.aten"
@@ -77,37 +78,8 @@ int pipe_check(const pipe_options *po, char *err, size_t errlen) {
 /* ------------------------------------------------------------ the step */
 
 static int pp_meta_values(pp_work *w, const char *key, bool required, int **out, size_t *n) {
-    const char *s = fe_meta(w->m, key);
-    *out = NULL, *n = 0;
-    if (!s || !*s) {
-        if (!required) return 0;
-        return roamc_errorf(w->err, w->errlen,
-                            "%s: --pipeline-stages needs metadata %s (models/export.py's "
-                            "convention, or --train)",
-                            w->r->step_name, key);
-    }
-    size_t cap = 1;
-    for (const char *c = s; *c; c++) cap += *c == ',';
-    *out = xmallocarray(cap, sizeof **out);
-    char name[PP_NAME];
-    for (const char *c = s;;) {
-        size_t len = strcspn(c, ",");
-        if (len >= sizeof name)
-            return roamc_errorf(w->err, w->errlen, "%s: metadata %s: a name of %zu bytes",
-                                w->r->step_name, key, len);
-        memcpy(name, c, len);
-        name[len] = 0;
-        if (len) {
-            int v = fe_find_value(w->m, name);
-            if (v < 0)
-                return roamc_errorf(w->err, w->errlen, "%s: metadata %s names '%s', no value",
-                                    w->r->step_name, key, name);
-            (*out)[(*n)++] = v;
-        }
-        if (!c[len]) break;
-        c += len + 1;
-    }
-    return 0;
+    sh_meta_source src = {w->m, w->r->step_name, "--pipeline-stages", w->err, w->errlen};
+    return sh_meta_list(&src, key, required, out, n);
 }
 
 /* Marks the values metadata key names in *mark (per value). */
@@ -1153,44 +1125,16 @@ int pipe_build(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen)
 static const char *const pp_part_names[PIPE_N_PARTS] = {
     "parameters", "gradients", "optimizer_state", "communication", "activations"};
 
-static void pp_mark_meta(const graph *g, const char *key, int part, int *of) {
-    const char *s = fe_meta(g->model, key);
-    if (!s) return;
-    char name[PP_NAME];
-    for (const char *c = s; *c;) {
-        size_t len = strcspn(c, ",");
-        if (len && len < sizeof name) {
-            memcpy(name, c, len);
-            name[len] = 0;
-            int v = fe_find_value(g->model, name);
-            if (v >= 0 && of[g->storage_of[v]] < 0) of[g->storage_of[v]] = part;
-        }
-        c += len;
-        if (*c) c++;
-    }
-}
-
 /* The stage's peak step and the bytes live there, by part. */
 static void pp_split(pipe_stage *st) {
     const plan *p = &st->plan;
     const graph *g = p->g;
-    uint64_t *live = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *live);
-    graph_live_bytes(g, p->order, live);
-    int peak = 0;
-    for (size_t t = 1; t < g->n_ops; t++)
-        if (live[t] > live[peak]) peak = (int)t;
-    free(live);
-    int *of = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *of);
-    for (size_t s = 0; s < g->n_storages; s++) of[s] = -1;
-    pp_mark_meta(g, "roamc.communication", PIPE_COMM, of);
-    pp_mark_meta(g, "roamc.parameters", PIPE_PARAMETERS, of);
-    pp_mark_meta(g, "roamc.buffers", PIPE_PARAMETERS, of);
-    pp_mark_meta(g, "roamc.optimizer_state", PIPE_OPTIMIZER, of);
-    for (size_t s = 0; s < g->n_storages; s++) {
-        if (of[s] < 0) of[s] = g->storages[s].gradient ? PIPE_GRADIENTS : PIPE_ACTIVATIONS;
-        if (p->start[s] <= peak && peak <= p->end[s]) st->split[of[s]] += g->storages[s].size;
-    }
-    free(of);
+    static const sh_part_rule rules[] = {{"roamc.communication", PIPE_COMM},
+                                         {"roamc.parameters", PIPE_PARAMETERS},
+                                         {"roamc.buffers", PIPE_PARAMETERS},
+                                         {"roamc.optimizer_state", PIPE_OPTIMIZER}};
+    int peak = sh_split_at_peak(p, rules, sizeof rules / sizeof *rules, PIPE_GRADIENTS,
+                                PIPE_ACTIVATIONS, st->split);
     st->peak_step = peak;
     char label[128];
     int op = p->order[peak];

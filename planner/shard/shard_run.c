@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "base.h"
+#include "shard_internal.h"
 
 static const char *const shard_part_names[SHARD_N_PARTS] = {
     "parameters", "gradients", "optimizer_state", "communication", "activations", "gathered"};
@@ -17,47 +18,17 @@ static bool shard_gathers(int kind) {
     return kind == SHARD_ZERO3 || kind == SHARD_FSDP;
 }
 
-/* Marks the storages of the values metadata key names as part (when not
- * marked yet). */
-static void shard_mark(const graph *g, const char *key, int part, int *of) {
-    const char *s = fe_meta(g->model, key);
-    if (!s) return;
-    char name[1024];
-    for (const char *c = s; *c;) {
-        size_t len = strcspn(c, ",");
-        if (len && len < sizeof name) {
-            memcpy(name, c, len);
-            name[len] = 0;
-            int v = fe_find_value(g->model, name);
-            if (v >= 0 && of[g->storage_of[v]] < 0) of[g->storage_of[v]] = part;
-        }
-        c += len;
-        if (*c) c++;
-    }
-}
-
 /* The peak step of o->plan and the bytes live there, by part. */
 static void shard_split(shard_outcome *o) {
     const plan *p = &o->plan;
     const graph *g = p->g;
-    uint64_t *live = xmallocarray(g->n_ops ? g->n_ops : 1, sizeof *live);
-    graph_live_bytes(g, p->order, live);
-    int peak = 0;
-    for (size_t t = 1; t < g->n_ops; t++)
-        if (live[t] > live[peak]) peak = (int)t;
-    free(live);
-    int *of = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *of);
-    for (size_t s = 0; s < g->n_storages; s++) of[s] = -1;
-    shard_mark(g, "roamc.gathered", SHARD_GATHERED, of);
-    shard_mark(g, "roamc.communication", SHARD_COMM, of);
-    shard_mark(g, "roamc.parameters", SHARD_PARAMETERS, of);
-    shard_mark(g, "roamc.buffers", SHARD_PARAMETERS, of);
-    shard_mark(g, "roamc.optimizer_state", SHARD_OPTIMIZER, of);
-    for (size_t s = 0; s < g->n_storages; s++) {
-        if (of[s] < 0) of[s] = g->storages[s].gradient ? SHARD_GRADIENTS : SHARD_ACTIVATIONS;
-        if (p->start[s] <= peak && peak <= p->end[s]) o->split[of[s]] += g->storages[s].size;
-    }
-    free(of);
+    static const sh_part_rule rules[] = {{"roamc.gathered", SHARD_GATHERED},
+                                         {"roamc.communication", SHARD_COMM},
+                                         {"roamc.parameters", SHARD_PARAMETERS},
+                                         {"roamc.buffers", SHARD_PARAMETERS},
+                                         {"roamc.optimizer_state", SHARD_OPTIMIZER}};
+    int peak = sh_split_at_peak(p, rules, sizeof rules / sizeof *rules, SHARD_GRADIENTS,
+                                SHARD_ACTIVATIONS, o->split);
     uint64_t sum = 0;
     for (int k = 0; k < SHARD_N_PARTS; k++) sum += o->split[k];
     ROAMC_ASSERT(sum == p->theoretical);
