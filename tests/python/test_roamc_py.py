@@ -81,6 +81,30 @@ def mode_plans(roamc_bin, models, work):
                   % (model, p.fits, r.returncode))
         else:
             check(p.fits is None, "%s: fits without a budget" % model)
+    # --pipeline-stages through the API: the chosen stage's plan and step, every stage's peaks
+    path = os.path.join(models, "alexnet_b1.onnx")
+    args = ["--pipeline-stages", "3", "--schedule", "gpipe", "--microbatches", "4", "--budget", "1GiB"]
+    cli_step, py_step = os.path.join(work, "cli_stage.onnx"), os.path.join(work, "py_stage.onnx")
+    rep = json.loads(run([roamc_bin, path, "-o", os.path.join(work, "cli_pipe.json"), "--emit-train",
+                          cli_step, "--report", "json"] + args).stdout)
+    p = roamc.plan(path, pipeline_stages=3, schedule="gpipe", microbatches=4, budget="1GiB",
+                   emit_train=py_step)
+    p.write(os.path.join(work, "py_pipe.json"))
+    with open(os.path.join(work, "py_pipe.json")) as f:
+        doc = json.load(f)
+    doc["model"] = cli_step  # the plan names the step written: the one path differs
+    with open(os.path.join(work, "cli_pipe.json")) as f:
+        check(doc == json.load(f), "--pipeline-stages: the Python plan differs from roamc's")
+    check(same_file(cli_step, py_step), "--pipeline-stages: the stage's step differs from roamc's")
+    per = rep["pipeline"]["per_stage"]
+    check([(s.theoretical_peak, s.actual_peak) for s in p.stages] ==
+          [(s["theoretical_peak"], s["actual_peak"]) for s in per] if per and "actual_peak" in per[0]
+          else [s.theoretical_peak for s in p.stages] == [s["theoretical_peak"] for s in per],
+          "--pipeline-stages: the stages' peaks are not the report's")
+    check(len(p.stages) == 3 and p.peak == max(s.actual_peak for s in p.stages),
+          "--pipeline-stages: 3 stages, the plan the largest's")
+    check(p.fits is True, "--pipeline-stages --budget 1GiB: fits %s" % p.fits)
+    print("  pipeline of 3: stage peaks %s" % [s.actual_peak for s in p.stages])
     # bytes = file (the plan names what it is told)
     path = os.path.join(models, "alexnet_b1.onnx")
     with open(path, "rb") as f:
@@ -178,6 +202,21 @@ def mode_torch(roamc_bin, export_py, work):
     check(q.fits is True and q.peak < p.peak, "sgd in memory: fits %s, peak %d (adam %d)"
           % (q.fits, q.peak, p.peak))
     print("  tiny module: adam peak %d, sgd peak %d" % (p.peak, q.peak))
+    # --max-batch through the API, on a batch-symbolic step the exporter writes
+    subprocess.run([sys.executable, export_py, "--model", "mlp3", "--symbolic-batch", "-o",
+                    "mlp3_bsym.onnx", "-q"], cwd=a, check=True)
+    bsym = os.path.join(a, "mlp3_bsym.onnx")
+    for args, kw in (([], {}), (["--pipeline-stages", "2"], dict(pipeline_stages=2))):
+        rep = json.loads(run([roamc_bin, bsym, "--max-batch", "--budget", "64MiB", "--report", "json"]
+                             + args).stdout)
+        m = roamc.max_batch(bsym, "64MiB", **kw)
+        check((m.batch, m.pytorch_batch) == (rep["max_batch"]["plan"], rep["max_batch"]["pytorch"]),
+              "max_batch %s: %s, roamc's %s" % (args, m, rep["max_batch"]))
+        check([r["batch"] for r in m.report["rows"]] == [r["batch"] for r in rep["rows"]],
+              "max_batch %s: the batches tried differ" % args)
+        print("  max_batch %s: %d (PyTorch %d)" % (args, m.batch, m.pytorch_batch))
+    m = roamc.max_batch(bsym, "1KiB")
+    check(m.batch == 0 and not m.fits, "max_batch under 1KiB: %s" % m)
     try:
         roamc.torch.plan(step["model"], {"x": torch.randn(3, 5)}, step["loss_fn"],
                          targets=step["targets"])

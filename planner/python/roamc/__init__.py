@@ -24,8 +24,8 @@ from collections import namedtuple as _namedtuple
 from . import _lib
 from ._lib import Error
 
-__all__ = ["Error", "Plan", "Buffer", "Layout", "plan", "layout", "library_version",
-           "library_path"]
+__all__ = ["Error", "Plan", "Buffer", "Stage", "MaxBatch", "Layout", "plan", "max_batch",
+           "layout", "library_version", "library_path"]
 __version__ = "0.1.0"
 
 _OK, _NO_FIT = 0, 3
@@ -51,6 +51,10 @@ Buffer.__doc__ = """One buffer of a plan (a storage: the tensors that share memo
 tensor's name, its offset in the arena, its size (rounded up to the alignment; 0 for a host
 copy), its closed lifetime [start, end] in steps of the schedule, and whether it is
 persistent (parameters, optimizer state, inputs and outputs)."""
+
+
+Stage = _namedtuple("Stage", "index theoretical_peak actual_peak")
+Stage.__doc__ = """One stage of a pipeline (the option pipeline_stages): its peaks in bytes."""
 
 
 class _Options:
@@ -116,7 +120,8 @@ class Plan:
     buffers: a list of Buffer; theoretical_peak (live bytes at the busiest step),
     actual_peak (the arena: theoretical plus fragmentation; also .peak), lower_bound (of
     the theoretical peak over every schedule), persistent_bytes, device_bytes (what the
-    device needs); report: the JSON report as a dict (what `roamc MODEL --report json`
+    device needs); stages: with pipeline_stages, a Stage per stage (the plan itself is
+    the chosen stage's: the option stage, else the largest), else []; report: the JSON report as a dict (what `roamc MODEL --report json`
     prints); json(): the plan file's text; write(path): the plan file (and with fit or
     shard and the option emit_train, the step it plans).
     """
@@ -144,6 +149,11 @@ class Plan:
         self.fits = None if f < 0 else bool(f)
         text = _lib.text(_lib.result_report_json, r)
         self.report = _json.loads(text) if text else {}
+        self.stages = []
+        th, ac = _c.c_uint64(), _c.c_uint64()
+        for i in range(_lib.result_stage_count(r)):
+            _lib.result_stage_peak(r, i, _c.byref(th), _c.byref(ac))
+            self.stages.append(Stage(i, th.value, ac.value))
 
     @property
     def peak(self):
@@ -199,8 +209,16 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
     max_overhead="33%", shard="zero3", world=8, frozen=["bert.embeddings"],
     emit_train="step.onnx", ...); True for an option without a value, a list for a
     repeatable one.  A plan over the budget is returned (fits False, status "does not
-    fit"); every other failure raises roamc.Error.
+    fit"); every other failure raises roamc.Error.  The largest batch that fits:
+    roamc.max_batch.
     """
+    if options.get("max_batch") not in (None, False):
+        raise Error("plan makes one plan: for the largest batch that fits, call roamc.max_batch", 2)
+    return Plan(_run(path, input_shapes, dims, budget, train, name, options))
+
+
+def _run(path, input_shapes, dims, budget, train, name, options):
+    """The result handle of one roamc_plan_file / roamc_plan_bytes run."""
     with _Options() as o:
         _fill(o, input_shapes, dims, budget, train, options)
         out = _c.c_void_p()
@@ -213,7 +231,39 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
         msg = _lib.result_error(out).decode()
         _lib.result_free(out)
         raise Error(msg, st)
-    return Plan(out)
+    return out
+
+
+class MaxBatch:
+    """roamc.max_batch's answer: batch (the largest batch at which roamc's plan fits the
+    budget; 0: not even batch 1), pytorch_batch (the same for PyTorch's plan), fits
+    (batch >= 1), report (the search's table as a dict: what `roamc MODEL --max-batch
+    --report json` prints)."""
+
+    def __init__(self, handle):
+        pt = _c.c_int64()
+        self.batch = _lib.result_max_batch(handle, _c.byref(pt))
+        self.pytorch_batch = pt.value
+        self.fits = self.batch >= 1
+        text = _lib.text(_lib.result_report_json, handle)
+        self.report = _json.loads(text) if text else {}
+
+    def __repr__(self):
+        return "<roamc.MaxBatch %d (PyTorch %d)>" % (self.batch, self.pytorch_batch)
+
+
+def max_batch(path, budget, symbol=None, input_shapes=None, dims=None, train=False, **options):
+    """The largest batch at which the plan of the model at path (a file) fits budget, and
+    PyTorch's (`roamc MODEL --max-batch[=SYMBOL] --budget B`): a MaxBatch.  symbol names the
+    batch dim (default: the one input symbol left unbound); the other arguments as
+    roamc.plan's (pipeline_stages=P sizes the micro-batch of a pipeline, shard= one rank's
+    step, fit= the changed step).  Failures raise roamc.Error."""
+    options["max_batch"] = True if symbol is None else symbol
+    h = _run(path, input_shapes, dims, budget, train, None, options)
+    try:
+        return MaxBatch(h)
+    finally:
+        _lib.result_free(h)
 
 
 _STOPS = {0: "optimal", 1: "feasible", 2: "infeasible", 3: "work", 4: "time", 5: "heuristic"}
