@@ -32,7 +32,7 @@ typedef struct api_request {
     double max_overhead;           /* --fit: < 0 none */
     const fit_device *device;      /* --fit: the profile */
     const shard_options *shard;    /* --shard, or NULL */
-    const pipe_options *pipeline;  /* --pipeline-stages: the command plans the stages, or NULL */
+    const pipe_options *pipeline;  /* --pipeline-stages: plan every stage (API_PIPE), or NULL */
     bool summary;                  /* keep --train's description for the report */
 } api_request;
 
@@ -47,7 +47,7 @@ struct roamc_result {
     char *emit;       /* --emit-train, or NULL */
     planner_step step;
     bool have_step;
-    enum { API_PLAIN, API_FIT, API_SHARD } mode;
+    enum { API_PLAIN, API_FIT, API_SHARD, API_PIPE } mode;
     plan p; /* API_PLAIN */
     bool have_p;
     plan torch; /* --budget: PyTorch's plan of the same step */
@@ -60,10 +60,19 @@ struct roamc_result {
     shard_request sr; /* API_SHARD */
     shard_outcome so;
     bool have_shard;
-    plan *main;          /* the plan to report and write, or NULL */
-    const plan *torch_p; /* --budget: the plan PyTorch's verdict is of */
-    bool write_plan;     /* main may be written (--fit: only when the step fits) */
-    int fits;            /* 1, 0, or -1 without a budget */
+    char *cuts;      /* --stage-cuts, which pr.po.cuts points at */
+    pipe_request pr; /* API_PIPE */
+    pipe_outcome po;
+    bool have_pipe;
+    plan *main; /* the plan to report and write, or NULL */
+    const plan
+        *budget_p; /* --budget: the plan the verdict is of (main; API_PIPE: the largest stage) */
+    const plan *torch_p; /* --budget: PyTorch's plan beside it */
+    int64_t batch[2];    /* --max-batch: the largest batch of the chosen plan, of PyTorch's */
+    bool have_batch;
+    char *batch_json; /* --max-batch through roamc_plan_file: the JSON report */
+    bool write_plan;  /* main may be written (--fit: only when the step fits) */
+    int fits;         /* 1, 0, or -1 without a budget */
     /* the accessors' arrays, made on first use */
     uint64_t *sizes;
     uint8_t *persistent;
@@ -79,12 +88,24 @@ roamc_status api_fail(roamc_result *r, roamc_status status, const char *fmt, ...
  * ROAMC_OK, or ROAMC_BAD_INPUT with a message; r->step.summary is set
  * when the model loaded, even when the graph build failed. */
 roamc_status api_load(const api_request *q, roamc_result *r);
-/* Plans r->step as q says (one plan, --fit or --shard; with --budget,
- * PyTorch's plan beside it and the verdict in r->fits).  Returns ROAMC_OK,
- * ROAMC_NO_FIT (--fit: no changed step fits, or not within
- * --max-overhead; r->main is then the unchanged step's plan), or
- * ROAMC_ERROR / ROAMC_BAD_INPUT with a message. */
+/* Plans r->step as q says (one plan, --fit, --shard, or every stage of
+ * --pipeline-stages; with --budget, PyTorch's plan beside it and the
+ * verdict in r->fits).  Returns ROAMC_OK, ROAMC_NO_FIT (over --budget;
+ * --fit: no changed step fits, or not within --max-overhead; r->main is
+ * then the unchanged step's plan), ROAMC_BAD_INPUT (the step cannot be cut
+ * into stages as asked) or ROAMC_ERROR with a message. */
 roamc_status api_plan(const api_request *q, roamc_result *r);
+/* --max-batch: the search (planner/cmd/budget.h) and where its report goes. */
+typedef struct api_batch_run {
+    planner_batch_query q; /* q.found is set by api_max_batch */
+    FILE *report;          /* the table (q.json: one JSON object), or NULL */
+} api_batch_run;
+/* Searches the largest batch that fits (planner_max_batch), the answer in
+ * r->batch (r has no plan: r->main stays NULL).  Returns ROAMC_OK (the
+ * chosen plan fits batch 1 at least), ROAMC_NO_FIT (not even batch 1),
+ * ROAMC_BAD_INPUT (no batch symbol to search, a bad binding) or
+ * ROAMC_ERROR, with a message. */
+roamc_status api_max_batch(const api_batch_run *b, roamc_result *r);
 /* Writes r->main to files->plan (and the tree, buffers, picture and, with
  * --fit or --shard, the step) all or nothing.  0, or -1 with a message. */
 int api_files_write(const roamc_result *r, planner_files *files, char *err, size_t errlen);

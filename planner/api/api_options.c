@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipe_cmd.h"
+
 /* The most --frozen patterns, as the command takes. */
 #define API_MAX_FROZEN 256
 
@@ -28,6 +30,10 @@ struct roamc_options {
     shard_options shard;
     char *wrap;
     bool world, shard_option;
+    pipe_cmd_state pipe; /* pipeline-stages and the rest */
+    char *cuts;          /* stage-cuts, which pipe.po.cuts points at */
+    bool max_batch;
+    char *batch_symbol; /* max-batch's value, or NULL: the one symbol left unbound */
     char error[1024];
 };
 
@@ -52,6 +58,7 @@ roamc_options *roamc_options_new(void) {
     o->device = *fit_device_find("h100");
     o->shard =
         (shard_options){.bucket_mb = SHARD_DEFAULT_BUCKET_MB, .prefetch = SHARD_DEFAULT_PREFETCH};
+    o->pipe = (pipe_cmd_state)PIPE_CMD_STATE_INIT;
     return o;
 }
 
@@ -63,6 +70,8 @@ void roamc_options_free(roamc_options *o) {
     free(o->budget_text);
     free(o->reserve_text);
     free(o->wrap);
+    free(o->cuts);
+    free(o->batch_symbol);
     free(o);
 }
 
@@ -259,6 +268,25 @@ static roamc_status api_set_shard(roamc_options *o, const char *name, const char
     return ROAMC_OK;
 }
 
+/* pipeline-stages, microbatches, schedule, stage-cuts, stage: the
+ * command's parser (pipe_cmd.h), its messages. */
+static roamc_status api_set_pipeline(roamc_options *o, const char *name, const char *v) {
+    static const char *const names[] = {"pipeline-stages", "microbatches", "schedule", "stage-cuts",
+                                        "stage"};
+    int c = PIPE_OPT_STAGES;
+    while (strcmp(names[c - PIPE_OPT_STAGES], name) != 0) c++;
+    char *copy = c == PIPE_OPT_CUTS && v ? xstrdup(v) : NULL; /* kept: the options own it */
+    if (pipe_cmd_parse(&o->pipe, c, copy ? copy : v, o->error, sizeof o->error)) {
+        free(copy);
+        return ROAMC_BAD_INPUT;
+    }
+    if (copy) {
+        free(o->cuts);
+        o->cuts = copy;
+    }
+    return ROAMC_OK;
+}
+
 roamc_status roamc_options_set(roamc_options *o, const char *name, const char *value) {
     if (!o) return ROAMC_BAD_INPUT;
     o->error[0] = 0;
@@ -268,12 +296,21 @@ roamc_status roamc_options_set(roamc_options *o, const char *name, const char *v
         {"align", "node-limit", "delay-radius", "threads", "time-limit", "budget", "reserve"},
         {"train", "loss", "optimizer", "frozen", "precision", "grad-accum", "emit-train"},
         {"fit", "max-overhead", "device", "device-profile"},
-        {"shard", "world", "rank", "bucket-mb", "wrap", "prefetch"}};
+        {"shard", "world", "rank", "bucket-mb", "wrap", "prefetch"},
+        {"pipeline-stages", "microbatches", "schedule", "stage-cuts", "stage"}};
     roamc_status (*const setters[])(roamc_options *, const char *, const char *) = {
-        api_set_method, api_set_number, api_set_train, api_set_fit, api_set_shard};
+        api_set_method, api_set_number, api_set_train,
+        api_set_fit,    api_set_shard,  api_set_pipeline};
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
         for (size_t k = 0; k < 8 && groups[g][k]; k++)
             if (strcmp(name, groups[g][k]) == 0) return setters[g](o, name, value);
+    if (strcmp(name, "max-batch") == 0) {
+        if (value && !*value) return api_opt_fail(o, name, value, "a symbol name, or NULL");
+        free(o->batch_symbol);
+        o->batch_symbol = value ? xstrdup(value) : NULL;
+        o->max_batch = true;
+        return ROAMC_OK;
+    }
     if (strcmp(name, "input-shape") == 0 || strcmp(name, "dim") == 0) {
         char err[512];
         bool dim = name[0] == 'd';
@@ -301,7 +338,8 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
         why = "reserve needs budget";
     else if (o->budget.budget_text && o->budget.reserve >= o->budget.budget)
         why = "reserve must be below budget";
-    else if (!o->train && (o->train_option || (o->emit && !o->fit && !shard)))
+    else if (!o->train &&
+             (o->train_option || (o->emit && !o->fit && !shard && !pipe_cmd_on(&o->pipe))))
         why = "loss, optimizer, frozen, precision, grad-accum and emit-train need train";
     else if (o->fit && !o->budget.budget_text)
         why = "fit needs budget";
@@ -315,11 +353,58 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
         why = "shard plans one rank's step: not with fit";
     else if (in_memory && o->train)
         why = "train derives the step from a file: give its path (roamc_plan_file)";
+    else if (o->max_batch && !o->budget.budget_text)
+        why = "max-batch needs budget";
+    else if (o->max_batch && o->emit)
+        why = "emit-train writes one step: give it without max-batch (bind the batch with dim)";
+    else if (o->max_batch && in_memory)
+        why = "max-batch plans the model at several batches: give its path (roamc_plan_file)";
     else if (shard && shard_check(&o->shard, err, sizeof err))
+        why = err;
+    else if (pipe_cmd_refusal(&(pipe_cmd_run){.state = &o->pipe,
+                                              .opt = &o->opt,
+                                              .budget = &o->budget,
+                                              .emit_path = o->emit,
+                                              .fit = o->fit != 0,
+                                              .shard = shard,
+                                              .max_batch = o->max_batch},
+                              err, sizeof err))
         why = err;
     if (!why) return 0;
     api_fail(r, ROAMC_BAD_INPUT, "%s", why);
     return -1;
+}
+
+/* max-batch: the search of q's model (api_max_batch, as the command runs
+ * it), its JSON report kept in r->batch_json. */
+static roamc_status api_plan_max_batch(const roamc_options *o, const api_request *q,
+                                       roamc_result *r) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return api_fail(r, ROAMC_ERROR, "%s", "cannot open a memory stream");
+    api_batch_run b = {.q = {.model_path = q->model_path,
+                             .bindings = q->bindings,
+                             .symbol = o->batch_symbol,
+                             .opt = q->opt,
+                             .budget = &q->budget,
+                             .json = 1,
+                             .quiet = 1,
+                             .train = q->train,
+                             .fit = q->fit,
+                             .max_overhead = q->max_overhead,
+                             .device = q->fit ? q->device : NULL,
+                             .shard = q->shard,
+                             .pipe = q->pipeline},
+                       .report = f};
+    roamc_status st = api_max_batch(&b, r);
+    if (fclose(f) != 0 && (st == ROAMC_OK || st == ROAMC_NO_FIT))
+        st = api_fail(r, ROAMC_ERROR, "%s", "cannot write the report to memory");
+    if (st == ROAMC_OK || st == ROAMC_NO_FIT)
+        r->batch_json = text;
+    else
+        free(text);
+    return st;
 }
 
 /* Plans the model named name (at data, len bytes, or the file name). */
@@ -348,14 +433,17 @@ static roamc_status api_plan_model(const roamc_options *o, const void *data, siz
                          .max_overhead = o->max_overhead,
                          .device = &o->device,
                          .shard = o->shard.kind ? &o->shard : NULL,
+                         .pipeline = pipe_cmd_on(&o->pipe) ? &o->pipe.po : NULL,
                          .summary = true};
         /* as the command: the time limit counts from the start, the
          * allocator replay sees the device's limit */
         q.opt.deadline = t_start + q.opt.time_limit;
         if (q.budget.budget_text && q.opt.layout == PLANNER_LAYOUT_PYTORCH)
             q.opt.device_limit = q.budget.budget - q.budget.reserve;
-        st = api_load(&q, r);
-        if (st == ROAMC_OK) st = api_plan(&q, r);
+        if (o->max_batch)
+            st = api_plan_max_batch(o, &q, r);
+        else if ((st = api_load(&q, r)) == ROAMC_OK)
+            st = api_plan(&q, r);
         /* the report's total, as the command takes it after its files */
         if (r->main && r->mode == API_PLAIN) r->main->times.total = roamc_now() - t_start;
     }

@@ -59,6 +59,7 @@ static int api_torch(const api_request *q, roamc_result *r, const graph *g, cons
     const planner_options *opt = &r->opt;
     char err[2048];
     r->torch_p = r->main;
+    r->budget_p = r->main;
     if (!q->budget.budget_text) return 0;
     if (r->mode == API_PLAIN && opt->retain_gradients && opt->layout == PLANNER_LAYOUT_PYTORCH &&
         opt->order == PLANNER_ORDER_PROGRAM && opt->device_limit)
@@ -161,6 +162,65 @@ static roamc_status api_plan_shard(const api_request *q, roamc_result *r) {
                                                                               : ROAMC_OK;
 }
 
+/* --budget with --pipeline-stages: PyTorch's plan of the stage that needs
+ * the most under PyTorch, beside the largest stage's plan (a pipeline fits
+ * when every stage does).  0, or -1 with a message. */
+static int api_torch_stages(const api_request *q, roamc_result *r) {
+    char err[2048];
+    r->budget_p = &r->po.st[r->po.largest].plan;
+    r->torch_p = r->budget_p;
+    if (!q->budget.budget_text) return 0;
+    planner_options topt = r->opt;
+    planner_method_apply(planner_method_find("pytorch"), &topt);
+    topt.device_limit = q->budget.budget - q->budget.reserve;
+    topt.progress = 0;
+    for (size_t k = 0; k < r->po.n; k++) {
+        plan one;
+        if (plan_build(&r->po.st[k].graph, &topt, &one, err, sizeof err)) {
+            api_fail(r, ROAMC_ERROR, "%s: PyTorch's plan of stage %zu: %s", r->model_path, k, err);
+            return -1;
+        }
+        if (!r->have_torch || plan_device_bytes(&one) > plan_device_bytes(&r->torch)) {
+            if (r->have_torch) plan_free(&r->torch);
+            r->torch = one;
+            r->have_torch = true;
+        } else {
+            plan_free(&one);
+        }
+    }
+    r->torch_p = &r->torch;
+    return 0;
+}
+
+/* --pipeline-stages: the step cut into stages (pipe_build), each planned
+ * (pipe_plan); the plan of the result is the chosen stage's. */
+static roamc_status api_plan_pipeline(const api_request *q, roamc_result *r) {
+    char err[2048];
+    r->mode = API_PIPE;
+    r->cuts = api_strdup_or_null(q->pipeline->cuts);
+    r->pr = (pipe_request){.step_name = r->model_path,
+                           .step_bytes = r->step.bytes,
+                           .step_len = r->step.len,
+                           .g = &r->step.g,
+                           .bindings = q->bindings,
+                           .opt = &r->opt,
+                           .po = *q->pipeline,
+                           .emit_name = r->emit ? r->emit : "(the stage's step)"};
+    r->pr.po.cuts = r->cuts;
+    planner_progress_stage("cutting %s into stages", r->model_path);
+    r->have_pipe = true;
+    int bad = pipe_build(&r->pr, &r->po, err, sizeof err);
+    int failed = bad || pipe_plan(&r->pr, &r->po, err, sizeof err);
+    r->pr.bindings = NULL; /* the caller's: not read after the run */
+    /* the step cannot be cut so: bad input */
+    if (failed) return api_fail(r, bad ? ROAMC_BAD_INPUT : ROAMC_ERROR, "%s", err);
+    r->main = &r->po.st[r->po.chosen].plan;
+    free(r->plan_model);
+    r->plan_model = xstrdup(r->pr.emit_name);
+    r->write_plan = true;
+    return api_torch_stages(q, r) ? r->status : ROAMC_OK;
+}
+
 roamc_status api_plan(const api_request *q, roamc_result *r) {
     ROAMC_ASSERT(r->have_step);
     r->opt = q->opt;
@@ -171,14 +231,16 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
         st = api_plan_fit(q, r);
     else if (q->shard && q->shard->kind)
         st = api_plan_shard(q, r);
+    else if (q->pipeline)
+        st = api_plan_pipeline(q, r);
     else
         st = api_plan_plain(q, r, load_seconds);
     if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
-        r->fits = planner_budget_report(NULL, &r->budget, r->main, r->torch_p, NULL) == 0;
+        r->fits = planner_budget_report(NULL, &r->budget, r->budget_p, r->torch_p, NULL) == 0;
         if (!r->fits) {
             char need[64];
             api_fail(r, ROAMC_NO_FIT, "%s: the plan needs %s, over the budget %s", r->plan_model,
-                     planner_bytes_human(plan_device_bytes(r->main), need, sizeof need),
+                     planner_bytes_human(plan_device_bytes(r->budget_p), need, sizeof need),
                      q->budget.budget_text);
         }
     }
@@ -199,11 +261,17 @@ int api_files_write(const roamc_result *r, planner_files *files, char *err, size
         files->step = r->emit;
         files->step_bytes = changed ? r->fo.changed->bytes : r->step.bytes;
         files->step_len = changed ? r->fo.changed->len : r->step.len;
-    } else {
+    } else if (r->mode == API_SHARD) {
         t = "one rank's step (--shard)";
         files->step = r->emit;
         files->step_bytes = r->so.bytes;
         files->step_len = r->so.len;
+    } else {
+        const pipe_stage *st = &r->po.st[r->po.chosen];
+        t = "one pipeline stage's step";
+        files->step = r->emit;
+        files->step_bytes = st->bytes;
+        files->step_len = st->len;
     }
     const plan *plans[1] = {r->main};
     const char *titles[1] = {t};
@@ -218,16 +286,18 @@ void api_report(FILE *f, const roamc_result *r, const planner_files *files, int 
     json_t *extra = json ? json_object() : NULL;
     if (r->mode == API_FIT && json) fit_report_json(extra, &r->fr, &r->fo);
     if (r->mode == API_SHARD && json) shard_report_json(extra, &r->sr, &r->so);
+    if (r->mode == API_PIPE && json) pipe_report_json(extra, &r->pr, &r->po);
     if (r->mode != API_FIT && json && budget->budget_text)
-        planner_budget_report(NULL, budget, r->main, r->torch_p, extra);
+        planner_budget_report(NULL, budget, r->budget_p, r->torch_p, extra);
     if (json) {
         plan_report_json(f, r->main, r->plan_model, files, extra);
     } else {
         plan_report_text(f, r->main, r->plan_model, files);
         if (r->mode == API_FIT) fit_report_text(f, &r->fr, &r->fo);
         if (r->mode == API_SHARD) shard_report_text(f, &r->sr, &r->so);
+        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po);
         if (r->mode != API_FIT && budget->budget_text)
-            planner_budget_report(f, budget, r->main, r->torch_p, NULL);
+            planner_budget_report(f, budget, r->budget_p, r->torch_p, NULL);
     }
     json_decref(extra);
 }
@@ -240,12 +310,15 @@ void roamc_result_free(roamc_result *r) {
     if (r->have_torch) plan_free(&r->torch);
     if (r->have_fit) fit_outcome_free(&r->fo);
     if (r->have_shard) shard_outcome_free(&r->so);
+    if (r->have_pipe) pipe_outcome_free(&r->po);
     if (r->have_step) planner_step_free(&r->step);
     free(r->step.summary); /* a load that failed after the model loaded */
     free(r->model_path);
     free(r->plan_model);
     free(r->emit);
     free(r->wrap);
+    free(r->cuts);
+    free(r->batch_json);
     free(r->sizes);
     free(r->persistent);
     free(r);
@@ -360,6 +433,11 @@ static roamc_status api_text_make(const api_text *t, char **json, size_t *len) {
     const roamc_result *r = t->r;
     *json = NULL;
     if (len) *len = 0;
+    if (r && t->report && !r->main && r->batch_json) { /* --max-batch: its table */
+        *json = xstrdup(r->batch_json);
+        if (len) *len = strlen(r->batch_json);
+        return ROAMC_OK;
+    }
     if (!r || !r->main) return ROAMC_BAD_INPUT;
     char *buf = NULL;
     size_t n = 0;

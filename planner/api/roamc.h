@@ -92,6 +92,14 @@ ROAMC_API void roamc_options_free(roamc_options *o);
  *   fit (recompute offload both; NULL: both), max-overhead ("33%"),
  *   device (h100 a100 l4 4090 gh200), device-profile (a JSON file, read now)
  *   shard (ddp zero1 zero2 zero3 fsdp), world, rank, bucket-mb, wrap, prefetch
+ *   pipeline-stages (P: plan the P stages of a pipeline; the result's plan is
+ *   the chosen stage's, roamc_result_stages gives every stage's peaks),
+ *   microbatches, schedule (1f1b gpipe), stage-cuts (NAME,...), stage (the
+ *   stage written: emit-train and roamc_result_write; default the largest)
+ *   max-batch (with budget: search the largest batch that fits instead of
+ *   planning one; the value names the batch symbol, NULL: the one input
+ *   symbol left unbound; roamc_result_max_batch gives the answer, the report
+ *   the table; the result has no plan; a file only, without emit-train)
  *
  * New options get new names, never new functions, so the ABI stays.
  * Returns ROAMC_OK, or ROAMC_BAD_INPUT for an unknown name or a bad value
@@ -158,10 +166,23 @@ ROAMC_API uint64_t roamc_result_device_bytes(const roamc_result *r);
 /* With a budget: 1 when the plan fits it, 0 when not; -1 without a budget. */
 ROAMC_API int roamc_result_fits(const roamc_result *r);
 
+/* With max-batch: the largest batch at which the plan fits the budget (0:
+ * not even batch 1), and in *pytorch (may be NULL) the largest at which
+ * PyTorch's plan does; -1 for a result of another run. */
+ROAMC_API int64_t roamc_result_max_batch(const roamc_result *r, int64_t *pytorch);
+/* With pipeline-stages: the number of stages (0 for another run), and stage
+ * i's theoretical and actual peaks (either pointer may be NULL; ROAMC_OK, or
+ * ROAMC_BAD_INPUT for i out of range).  The plan the other accessors read
+ * is the chosen stage's (the option stage, else the largest). */
+ROAMC_API size_t roamc_result_stage_count(const roamc_result *r);
+ROAMC_API roamc_status roamc_result_stage_peak(const roamc_result *r, size_t i,
+                                               uint64_t *theoretical, uint64_t *actual);
+
 /* The report as one JSON object (what `roamc MODEL --report json` prints;
  * the members that name output files are absent): *json gets a
  * NUL-terminated string the caller frees with roamc_free, *len (may be
- * NULL) its length.  The plan file itself: roamc_result_plan_json, the same
+ * NULL) its length (with max-batch: the search's table, what `roamc MODEL
+ * --max-batch --report json` prints).  The plan file itself: roamc_result_plan_json, the same
  * bytes `roamc MODEL -o FILE` writes.  Return ROAMC_OK, or ROAMC_BAD_INPUT
  * for a result without a plan (*json NULL). */
 ROAMC_API roamc_status roamc_result_report_json(const roamc_result *r, char **json, size_t *len);

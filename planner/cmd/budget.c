@@ -956,6 +956,10 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     if (rc == 0 && (chosen.have || q.svg_path))
         rc = budget_write_outputs(&s, &res, &chosen, err, errlen);
     planner_progress_end();
+    if (rc == 0 && q.found) {
+        q.found[0] = res.best[BUDGET_PLAN];
+        q.found[1] = res.best[BUDGET_PYTORCH];
+    }
     if (rc == 0 && out && q.json)
         budget_report_json(out, &s, &res, chosen.have);
     else if (rc == 0 && out)

@@ -70,6 +70,9 @@ typedef struct planner_batch_query {
      * a batch fits when every stage fits; NULL: no pipeline (not with
      * shard) */
     const struct pipe_options *pipe;
+    /* out, or NULL: the largest batch that fits, [0] of the chosen plan,
+     * [1] of PyTorch's (0: not even batch 1), as the report gives them */
+    int64_t *found;
 } planner_batch_query;
 
 /* Finds, for PyTorch's plan and for the chosen one, the largest batch that

@@ -749,13 +749,13 @@ static const fit_device *main_fit_device(const main_plan_args *a, fit_device *lo
 }
 
 /* --max-batch: the largest batch that fits the budget, reported to report
- * (planner_max_batch).  Its exit status. */
+ * (the library's api_max_batch, as roamc_plan_file runs it).  Its exit
+ * status. */
 static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, FILE *report) {
-    char err[2048];
     fit_device loaded;
     const fit_device *device = a->fit ? main_fit_device(a, &loaded) : NULL;
     if (a->fit && !device) return 2;
-    planner_batch_query q = {.model_path = a->model_path,
+    api_batch_run b = {.q = {.model_path = a->model_path,
                              .bindings = fopt,
                              .symbol = a->batch_symbol,
                              .opt = a->opt,
@@ -770,11 +770,14 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .max_overhead = a->max_overhead,
                              .device = device,
                              .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                             .pipe = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL};
-    int rc = planner_max_batch(&q, report, err, sizeof err);
+                             .pipe = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL},
+                       .report = report};
+    roamc_result *res = api_result_new();
+    roamc_status st = api_max_batch(&b, res);
     planner_progress_end();
-    if (rc == 1 || rc == 2) fprintf(stderr, "roamc: %s\n", err);
-    return rc;
+    if (st == ROAMC_ERROR || st == ROAMC_BAD_INPUT) fprintf(stderr, "roamc: %s\n", res->error);
+    roamc_result_free(res);
+    return (int)st; /* roamc_status: the exit status */
 }
 
 /* Plans the loaded step (the library's api_plan, as roamc_plan_file runs
@@ -791,7 +794,7 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
     if (st != ROAMC_OK && st != ROAMC_NO_FIT) {
         planner_progress_end();
         fprintf(stderr, "roamc: %s\n", res->error);
-        return 1;
+        return st == ROAMC_BAD_INPUT ? 2 : 1; /* bad input: a step that cannot be cut so */
     }
     int rc = 0;
     if (res->write_plan) {
@@ -874,9 +877,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     roamc_result *res = api_result_new();
     int rc = main_load(&q, res, a->json_report ? NULL : report);
     if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
-    if (rc == 0 && q.pipeline) {
-        rc = pipe_cmd_plan(&pipe, fopt, &res->step, a->model_path, &files, report);
-    } else if (rc == 0 && a->compare) {
+    if (rc == 0 && a->compare) {
         plan_compare_request cr = {&res->step.g, &a->opt,        model_path,
                                    &files,       a->json_report, report};
         if (plan_compare(&cr, err, sizeof err)) {

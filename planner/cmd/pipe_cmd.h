@@ -1,7 +1,8 @@
 /* planner/cmd/pipe_cmd.h — roamc's pipeline options (--pipeline-stages,
- * --microbatches, --schedule, --stage-cuts, --stage): parsing, the
- * combinations refused, and one run (planner/shard/pipeline.h does the
- * work). */
+ * --microbatches, --schedule, --stage-cuts, --stage): parsing and the
+ * combinations refused, for the command line and for roamc_options_set
+ * (the library's api_plan plans the stages: planner/shard/pipeline.h does
+ * the work). */
 #ifndef ROAMC_CMD_PIPE_CMD_H
 #define ROAMC_CMD_PIPE_CMD_H
 
@@ -43,7 +44,9 @@ typedef struct pipe_cmd_state {
     }
 
 /* One option (c, its argument; arg is kept, not copied) into st.  0, or -1
- * after a message on stderr. */
+ * with a message in err (st unchanged). */
+int pipe_cmd_parse(pipe_cmd_state *st, int c, const char *arg, char *err, size_t errlen);
+/* pipe_cmd_parse for the command line: 0, or -1 after a message on stderr. */
 int pipe_cmd_option(pipe_cmd_state *st, int c, const char *arg);
 /* Whether st has --pipeline-stages. */
 bool pipe_cmd_on(const pipe_cmd_state *st);
@@ -57,14 +60,9 @@ typedef struct pipe_cmd_run {
     bool json, fit, compare, shard, max_batch;
 } pipe_cmd_run;
 
-/* The combinations refused: 0, or -1 after a usage message on stderr. */
+/* The combinations refused: 0, or -1 with a message in err. */
+int pipe_cmd_refusal(const pipe_cmd_run *c, char *err, size_t errlen);
+/* pipe_cmd_refusal for the command line: 0, or -1 after a usage message on stderr. */
 int pipe_cmd_check(const pipe_cmd_run *c);
-
-/* Cuts step (model_path) into stages, plans each, writes the chosen
- * stage's step and plan (files), reports.  Returns 0, 2 after a message
- * when the step cannot be cut as asked, 1 after one on another failure,
- * or PLANNER_EXIT_NO_FIT (--budget: the largest stage does not fit). */
-int pipe_cmd_plan(const pipe_cmd_run *c, const fe_options *fopt, const planner_step *step,
-                  const char *model_path, planner_files *files, FILE *report);
 
 #endif
