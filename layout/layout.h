@@ -148,11 +148,20 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * round robin, and the exact steps are skipped when they reach it. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
 
+/* How the exact searches share each round's node limit among the members
+ * of their portfolio (layout/LAYOUT.md, PORTFOLIO).  LAYOUT_SHARES_EQUAL:
+ * every member at the full limit, main's round robin from 0778970 on; the
+ * plans' layout stage keeps it, so plans stay as they were.
+ * LAYOUT_SHARES_PORTFOLIO: 169a928's skyline search first at the full
+ * limit, the others at a fraction; roamc layout's default. */
+typedef enum layout_shares { LAYOUT_SHARES_EQUAL = 0, LAYOUT_SHARES_PORTFOLIO } layout_shares;
+
 typedef struct layout_effort {
-    uint64_t work;       /* work budget; 0 means LAYOUT_DEFAULT_WORK */
-    double time_limit_s; /* backstop in seconds; <= 0 means none */
-    uint64_t goal;       /* also stop once the height is <= goal (0: only the
+    uint64_t work;        /* work budget; 0 means LAYOUT_DEFAULT_WORK */
+    double time_limit_s;  /* backstop in seconds; <= 0 means none */
+    uint64_t goal;        /* also stop once the height is <= goal (0: only the
                              live-size lower bound stops early) */
+    layout_shares shares; /* the exact searches' shares (0: equal) */
 } layout_effort;
 
 typedef struct layout_result {
@@ -308,6 +317,8 @@ typedef struct layout_solve_opts {
     int engines;         /* LAYOUT_ENGINE_* bits; 0: skyline and bnb (the
                               sweep only when its bit is given) */
     layout_bnb_rules rules;
+    layout_shares shares; /* the probes' portfolio shares; PORTFOLIO by
+                             default */
 } layout_solve_opts;
 
 typedef struct layout_solve_result {
@@ -321,7 +332,7 @@ typedef struct layout_solve_result {
 } layout_solve_result;
 
 /* Defaults: minimise, no work budget, 10 s, skyline and bnb engines, all
- * rules on but energy. */
+ * rules on but energy, LAYOUT_SHARES_PORTFOLIO. */
 void layout_solve_defaults(layout_solve_opts *o);
 
 /* Minimises the height (binary search over capacities between the proven

@@ -343,6 +343,7 @@ typedef struct exact_run {
     uint64_t *cand;                     /* scratch layout for the searches */
     uint64_t lb;                        /* the live-size lower bound */
     uint64_t goal;                      /* effort->goal */
+    layout_shares shares;               /* effort->shares, for every lay_search */
     lay_reduced red;                    /* the reduced problem of steps 2-5 */
     exact_walk walk;                    /* step 4's walk, begun in step 1b */
     uint64_t quick_spent, quick_height; /* step 1b's work and result */
@@ -391,6 +392,7 @@ static int exact_search_at_bound(exact_run *x, int engines, uint64_t num, uint64
     if (x->target >= x->best.height || x->known_bad > x->target) return 1;
     lay_search_opts o;
     lay_search_defaults(&o);
+    lay_search_shares(&o, x->shares);
     o.engines = engines;
     lay_budget step = exact_take(&x->bud, num, den);
     if (step.work > cap) {
@@ -468,7 +470,10 @@ static int exact_bisect(exact_run *x) {
         if (mid > hi) mid = hi / align * align;
         if (mid < lo) break;
         lay_budget step = exact_take(&x->bud, 1, EXACT_PROBE_SHARE_DEN);
-        lay_status rc = lay_search(x->p, mid, NULL, &step, x->cand, NULL);
+        lay_search_opts o;
+        lay_search_defaults(&o);
+        lay_search_shares(&o, x->shares);
+        lay_status rc = lay_search(x->p, mid, &o, &step, x->cand, NULL);
         exact_refund(&x->bud, &step);
         if (rc == LAY_FOUND) {
             exact_offer(&x->best, x->p, x->cand);
@@ -517,6 +522,7 @@ uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
                    .best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX},
                    .cand = xmallocarray(n, sizeof(uint64_t)),
                    .goal = effort ? effort->goal : 0,
+                   .shares = effort ? effort->shares : LAYOUT_SHARES_EQUAL,
                    .quick_height = UINT64_MAX,
                    .all_proofs = 1};
     const uint64_t work0 = x.bud.work;

@@ -26,6 +26,7 @@ void layout_solve_defaults(layout_solve_opts *o) {
     memset(o, 0, sizeof *o);
     o->time_limit_s = 10.0;
     lay_bnb_defaults(&o->rules); /* energy off, as in plans */
+    o->shares = LAYOUT_SHARES_PORTFOLIO;
 }
 
 /* One call of layout_solve: its problem, options, what is left of the
@@ -104,6 +105,7 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
     lay_search_defaults(&x.so);
     if (o->engines) x.so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
     x.so.rules = o->rules;
+    lay_search_shares(&x.so, o->shares);
     x.so.max_buffers = 5 * LAYOUT_SEARCH_MAX_BUFFERS;
     memcpy(offsets, warm_offsets, n * sizeof *offsets);
     uint64_t best = layout_height(bufs, n, offsets);

@@ -31,7 +31,7 @@
 static uint64_t exact_in_time_goal(const layout_buffer *bufs, size_t n, uint64_t align,
                                    const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
                                    uint64_t *offsets, int *proven_optimal) {
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal, LAYOUT_SHARES_EQUAL};
     layout_result res;
     uint64_t h = layout_exact(&(layout_problem){bufs, n, align}, warm_offsets, &e, offsets, &res);
     if (proven_optimal) *proven_optimal = res.proven_optimal;
@@ -49,7 +49,7 @@ static uint64_t exact_in_time(const layout_buffer *bufs, size_t n, uint64_t alig
 static uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align,
                             double time_limit_s, uint64_t *offsets, int *proven_optimal,
                             int *too_large) {
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0, LAYOUT_SHARES_EQUAL};
     layout_result res;
     uint64_t h = layout_glpk_exact(&(layout_problem){bufs, n, align}, &e, offsets, &res, too_large);
     if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
@@ -626,7 +626,7 @@ static void test_bnb_rules_against_brute_force(void **state) {
             b[n - 1] = b[0];
         uint64_t opt = layout_live_peak(b, n);
         while (!brute_fits(b, n, opt, off, 0)) opt++;
-        for (size_t k = 0; k <= nrules + 3; k++) {
+        for (size_t k = 0; k <= nrules + 4; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
             o.engines = LAYOUT_ENGINE_BNB;
@@ -640,8 +640,11 @@ static void test_bnb_rules_against_brute_force(void **state) {
             } else if (k == nrules + 2) {
                 o.engines = LAYOUT_ENGINE_SKYLINE;
                 o.rules.energy = 0;
-            } else
+            } else {
                 o.engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+                if (k == nrules + 4) /* the portfolio's shares (issue 31) */
+                    lay_search_shares(&o, LAYOUT_SHARES_PORTFOLIO);
+            }
             o.max_buffers = 100;
             const layout_problem p = {b, n, 1};
             lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
@@ -824,7 +827,7 @@ static void test_exact_work_budget(void **state) {
     uint64_t lb = layout_live_peak(b, N);
     static const uint64_t works[] = {1, 5000, 200000};
     for (size_t w = 0; w < sizeof works / sizeof works[0]; w++) {
-        layout_effort e = {works[w], 0.0, 0}; /* no backstop */
+        layout_effort e = {works[w], 0.0, 0, LAYOUT_SHARES_EQUAL}; /* no backstop */
         layout_result r1, r2;
         uint64_t h1 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o1, &r1);
         uint64_t h2 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o2, &r2);
@@ -840,7 +843,7 @@ static void test_exact_work_budget(void **state) {
     /* gap7: optimum 17 above the bound 16, proved within a small budget;
      * GLPK alone likewise */
     uint64_t off[7];
-    layout_effort e = {1000000, 0.0, 0};
+    layout_effort e = {1000000, 0.0, 0, LAYOUT_SHARES_EQUAL};
     layout_result res;
     assert_int_equal(layout_exact(&(layout_problem){gap7, 7, 1}, NULL, &e, off, &res), 17);
     assert_int_equal(res.proven_optimal, 1);
@@ -852,7 +855,7 @@ static void test_exact_work_budget(void **state) {
     assert_int_equal(res.proven_optimal, 1);
     assert_true(check_layout(gap7, 7, off, 1));
     /* a backstop that has already passed is reported */
-    layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0};
+    layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0, LAYOUT_SHARES_EQUAL};
     layout_exact(&(layout_problem){b, N, 1}, NULL, &late, o1, &res);
     assert_true(check_layout(b, N, o1, 1));
     assert_int_equal(res.stopped_by_time, 1);

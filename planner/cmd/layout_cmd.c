@@ -314,7 +314,8 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
      * Not under --work (which is the exact search's own budget) nor for
      * dev --engine. */
     if (!o->work && !o->engines && left > 1e-3) {
-        layout_effort e = {0, 0.5 * left, o->has_capacity ? o->capacity : 0};
+        layout_effort e = {0, 0.5 * left, o->has_capacity ? o->capacity : 0,
+                           LAYOUT_SHARES_PORTFOLIO};
         layout_result er;
         uint64_t *warm = xmallocarray(n, sizeof *warm);
         memcpy(warm, offsets, n * sizeof *warm);
