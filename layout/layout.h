@@ -162,6 +162,9 @@ typedef struct layout_effort {
     uint64_t goal;        /* also stop once the height is <= goal (0: only the
                              live-size lower bound stops early) */
     layout_shares shares; /* the exact searches' shares (0: equal) */
+    /* NULL, or out: where the search at the bound (step 2) gave up, for
+     * layout_solve to continue from (layout_search_mark) */
+    struct layout_search_mark *mark;
 } layout_effort;
 
 typedef struct layout_result {
@@ -300,6 +303,21 @@ typedef struct layout_bnb_rules {
 #define LAYOUT_ENGINE_BNB 2
 #define LAYOUT_ENGINE_SWEEP 4 /* layout_solve only, on request: zero-slack problems in time order */
 
+/* Where an exact search of a problem at one capacity gave up on work or
+ * time (layout/LAYOUT.md, PORTFOLIO, "Resuming").  The portfolio's
+ * strategies are deterministic, so a later search of the same problem at
+ * the same capacity with the same engines, shares and rules would repeat
+ * every strategy that gave up at its node limit: it continues from the one
+ * that was cut instead.  capacity 0: nothing recorded. */
+typedef struct layout_search_mark {
+    uint64_t capacity; /* bytes, as the search was given it */
+    int engines;       /* LAYOUT_ENGINE_SKYLINE / _BNB bits it ran */
+    layout_shares shares;
+    layout_bnb_rules rules;
+    long long limit; /* the cut strategy's round (its node limit) */
+    unsigned next;   /* and its position in the round */
+} layout_search_mark;
+
 typedef enum layout_solve_status {
     LAYOUT_SOLVE_OPTIMAL,    /* height proved minimal (or within capacity and
                                 equal to the proven lower bound) */
@@ -319,6 +337,10 @@ typedef struct layout_solve_opts {
     layout_bnb_rules rules;
     layout_shares shares; /* the probes' portfolio shares; PORTFOLIO by
                              default */
+    /* NULL, or where an earlier search of the same problem gave up
+     * (layout_exact's effort.mark): the first probe at its capacity with the
+     * same engines, shares and rules continues from it */
+    const layout_search_mark *resume;
 } layout_solve_opts;
 
 typedef struct layout_solve_result {

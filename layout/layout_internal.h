@@ -210,6 +210,13 @@ enum {
     LAY_SEARCH_MEMBERS
 };
 
+/* A strategy of lay_search's portfolio: the round (by its node limit) and
+ * its position in the round (members in order, then their strategies). */
+typedef struct lay_search_pos {
+    long long limit; /* 0: the first round */
+    unsigned next;
+} lay_search_pos;
+
 typedef struct lay_search_opts {
     int engines;                            /* LAYOUT_ENGINE_* bits; both by default */
     unsigned share_den[LAY_SEARCH_MEMBERS]; /* per member: its node limit is
@@ -219,6 +226,13 @@ typedef struct lay_search_opts {
                                with all others are stacked: gives up
                                (LAY_STOP_SIZE); LAYOUT_SEARCH_MAX_BUFFERS
                                by default */
+    lay_search_pos *pos;                    /* NULL, or in: the strategy to
+                               start at (the ones before it gave up at their
+                               node limits in an earlier search of the same
+                               problem, capacity, engines, shares and rules:
+                               the portfolio is deterministic, so they would
+                               again); out, when work or time stopped the
+                               search: the strategy they cut */
 } lay_search_opts;
 
 /* Fills o with the defaults: both engines, lay_bnb_defaults' rules,

@@ -612,6 +612,7 @@ void lay_search_defaults(lay_search_opts *o) {
     o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
     lay_bnb_defaults(&o->rules);
     o->max_buffers = LAYOUT_SEARCH_MAX_BUFFERS;
+    o->pos = NULL;
     lay_search_shares(o, LAYOUT_SHARES_EQUAL);
 }
 
@@ -674,11 +675,15 @@ typedef struct srch_round {
     lay_reduced *red;
     uint64_t *offsets;
     size_t n;
+    unsigned idx;  /* the next strategy's position in the round */
+    unsigned skip; /* strategies of the round before this one are skipped
+                      (they gave up at this limit in an earlier search) */
 } srch_round;
 
 static lay_status srch_skyline_round(srch_round *r, const char *const *orders, size_t norders,
                                      long long limit, lay_stop *stop) {
-    for (size_t h = 0; h < norders * r->ndir; h++) {
+    for (size_t h = 0; h < norders * r->ndir; h++, r->idx++) {
+        if (r->idx < r->skip) continue;
         srch *s = &r->dir[h % r->ndir];
         srch_rc rc = srch_run_strategy(s, orders[h / r->ndir], limit, r->bud, r->st);
         if (rc == SRCH_FOUND) {
@@ -701,7 +706,8 @@ static lay_status srch_skyline_round(srch_round *r, const char *const *orders, s
 }
 
 static lay_status srch_bnb_round(srch_round *r, long long limit, lay_stop *stop) {
-    for (size_t h = 0; h < lay_bnb_strategies(r->bnb); h++) {
+    for (size_t h = 0; h < lay_bnb_strategies(r->bnb); h++, r->idx++) {
+        if (r->idx < r->skip) continue;
         lay_status rc = lay_bnb_run(r->bnb, h, limit, r->bud, r->offsets);
         if (rc != LAY_GAVE_UP) return rc;
         if (r->bud->stop != LAY_STOP_NONE) {
@@ -777,12 +783,24 @@ lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_sear
     if (opts->engines & LAYOUT_ENGINE_BNB)
         bnb = lay_bnb_new(p, mirror, &red, capacity, &opts->rules, st);
 
-    /* The portfolio's rounds, doubling the node limit each round. */
-    srch_round r = {dir, ndir, bnb, bud, st, &red, offsets, n};
+    /* The portfolio's rounds, doubling the node limit each round; a resumed
+     * search starts at the strategy where the one before it was cut. */
+    srch_round r = {dir, ndir, bnb, bud, st, &red, offsets, n, 0, 0};
+    long long limit = 4 * (long long)red.n;
+    if (opts->pos && opts->pos->limit >= limit) {
+        limit = opts->pos->limit;
+        r.skip = opts->pos->next;
+    }
     result = LAY_GAVE_UP;
-    for (long long limit = 4 * (long long)red.n; result == LAY_GAVE_UP && stop == LAY_STOP_NONE;
-         limit *= 2) {
+    for (; result == LAY_GAVE_UP && stop == LAY_STOP_NONE; limit *= 2) {
+        r.idx = 0;
         result = srch_portfolio_round(&r, opts, limit, &stop);
+        if (result == LAY_GAVE_UP && stop != LAY_STOP_NONE && opts->pos) {
+            /* the strategy that was cut (r.idx: the loops stop on it) */
+            opts->pos->limit = limit;
+            opts->pos->next = r.idx;
+        }
+        r.skip = 0;
         if (limit > (1LL << 50)) break;
     }
 done:

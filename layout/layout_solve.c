@@ -39,7 +39,21 @@ typedef struct solve_run {
     double deadline;    /* of o->time_limit_s; INFINITY: none */
     uint64_t *cand;     /* a probe's layout */
     layout_solve_result *r;
+    int resumed; /* o->resume was used (by the first probe at its capacity) */
 } solve_run;
+
+/* Where the probe at cap starts: o->resume's strategy when the earlier
+ * search it records was of this capacity with the same engines, shares
+ * and rules (and no probe used it yet), else the first strategy. */
+static lay_search_pos solve_start(solve_run *x, uint64_t cap) {
+    const layout_search_mark *m = x->o->resume;
+    lay_search_pos pos = {0, 0};
+    if (!m || x->resumed || m->capacity != cap || m->engines != x->so.engines ||
+        m->shares != x->o->shares || memcmp(&m->rules, &x->so.rules, sizeof m->rules) != 0)
+        return pos;
+    x->resumed = 1;
+    return (lay_search_pos){m->limit, m->next};
+}
 
 /* A probe's layout in cand is valid and within cap. */
 static int solve_fits(const solve_run *x, uint64_t cap) {
@@ -80,7 +94,10 @@ static lay_status solve_probe(solve_run *x, uint64_t cap, int last) {
     double now = roamc_now();
     if (!isinf(x->deadline) && !last) bud.deadline = now + (x->deadline - now) / 2;
     lay_bnb_stats st;
+    lay_search_pos pos = solve_start(x, cap);
+    x->so.pos = &pos;
     lay_status rc = lay_search(x->p, cap, &x->so, &bud, x->cand, &st);
+    x->so.pos = NULL;
     if (metered) x->work_left += bud.work; /* unspent */
     x->r->nodes += st.nodes;
     x->r->probes++;

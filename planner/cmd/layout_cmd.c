@@ -311,11 +311,16 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
      * the time: on the committed models' buffer lists its local search
      * reaches the live-size bound where the searches below alone do not
      * (mnasnet1_0, mobilenet_v2_b32, efficientnet_b0_b32, vit_b_16_b1).
-     * Not under --work (which is the exact search's own budget) nor for
-     * dev --engine. */
+     * Its search at the bound leaves a mark where it gave up, and
+     * layout_solve's probe at that capacity continues from there instead of
+     * repeating the strategies that already failed (before, a search that
+     * needed most of the time started twice and got half of it).  Not
+     * under --work (which is the exact search's own budget) nor for dev
+     * --engine. */
+    layout_search_mark mark = {0};
     if (!o->work && !o->engines && left > 1e-3) {
         layout_effort e = {0, 0.5 * left, o->has_capacity ? o->capacity : 0,
-                           LAYOUT_SHARES_PORTFOLIO};
+                           LAYOUT_SHARES_PORTFOLIO, &mark};
         layout_result er;
         uint64_t *warm = xmallocarray(n, sizeof *warm);
         memcpy(warm, offsets, n * sizeof *warm);
@@ -330,6 +335,7 @@ static void cl_roam(const cl_options *o, const layout_buffer *bufs, size_t n, do
     so.time_limit_s = left > 1e-3 ? left : 1e-3;
     so.engines = o->engines;
     so.rules = o->rules;
+    so.resume = mark.capacity ? &mark : NULL;
     run->have_solve = 1;
     layout_solve(&(layout_problem){bufs, n, o->align}, offsets, &so, offsets, &run->sr);
     run->height = run->sr.height;

@@ -40,17 +40,20 @@
 # SKY_COUNT (default 5), FAMILIES (a subset, space separated, default all),
 # AK_DIR, SLACK_MODELS (default "bert-base_b32 vit_b_16_b32
 # efficientnet_b0_b32 gpt2-xl_b1 gpt2-xl_b4"), KEEP (a folder to keep the
-# instances and logs in), CC (default cc).
+# instances and logs in), CC (default cc), OLD_ROAMC (a third roamc, for
+# example 169a928's: its solved count and median time get two more columns
+# on the zero-slack families, and ROAMC loses ground when it solves fewer).
 # Exit: 0 no family lost ground, 1 some did, 2 bad usage.
 set -u
 [ $# -ge 1 ] && [ $# -le 3 ] || {
     echo "usage: $0 ROAMC [BASELINE_ROAMC] [MINIMALLOC]" >&2
     exit 2
 }
-roamc=$1 base=${2:-} mm=${3:-}
+roamc=$1 base=${2:-} mm=${3:-} old=${OLD_ROAMC:-}
 [ -x "$roamc" ] || { echo "$0: $roamc: not executable" >&2; exit 2; }
 [ -z "$base" ] || [ -x "$base" ] || { echo "$0: $base: not executable" >&2; exit 2; }
 [ -z "$mm" ] || [ -x "$mm" ] || { echo "$0: $mm: not executable" >&2; exit 2; }
+[ -z "$old" ] || [ -x "$old" ] || { echo "$0: $old: not executable" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 limit=${LIMIT:-10} slack_limit=${SLACK_LIMIT:-10} count=${COUNT:-3} sky_count=${SKY_COUNT:-5}
@@ -123,17 +126,17 @@ median4() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if 
 lost=0
 printf "# layout_families.sh: LIMIT=%s s, SLACK_LIMIT=%s s, COUNT=%s, load %s\n" "$limit" "$slack_limit" \
     "$count" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf "# roamc: %s\n# baseline: %s\n# minimalloc: %s\n" "$roamc" "${base:--}" "${mm:--}"
-printf "| family | instances | roamc solved | roamc median s | baseline solved | baseline median s | MiniMalloc solved | MiniMalloc median s |\n"
-printf "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+printf "# roamc: %s\n# baseline: %s\n# minimalloc: %s\n# old: %s\n" "$roamc" "${base:--}" "${mm:--}" "${old:--}"
+printf "| family | instances | roamc solved | roamc median s | baseline solved | baseline median s | MiniMalloc solved | MiniMalloc median s | old solved | old median s |\n"
+printf "| :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
 for fam in $families; do
     files=$(instances "$fam")
     if [ -z "$files" ]; then
         printf "| %s | SKIP (no instances) | | | | | | |\n" "$fam"
         continue
     fi
-    nf=0 r_ok=0 b_ok=0 m_ok=0 r_at=0 b_at=0
-    : > "$work/r_t" ; : > "$work/b_t" ; : > "$work/m_t" ; : > "$work/r_g" ; : > "$work/b_g"
+    nf=0 r_ok=0 b_ok=0 m_ok=0 o_ok=0 r_at=0 b_at=0
+    : > "$work/r_t" ; : > "$work/b_t" ; : > "$work/m_t" ; : > "$work/o_t" ; : > "$work/r_g" ; : > "$work/b_g"
     for f in $files; do
         nf=$((nf + 1))
         name=$(basename "$f" .csv)
@@ -178,14 +181,20 @@ for fam in $families; do
             [ "$ms" = ok ] && m_ok=$((m_ok + 1))
             detail="$detail, MiniMalloc $ms $mt"
         fi
+        if [ -n "$old" ]; then
+            read -r oh ot <<< "$(run_roamc "$old" "$f" "$lb" "$limit" "$work/log/$name.old")"
+            echo "$ot" >> "$work/o_t"
+            os=--; [ "$oh" -gt 0 ] && [ "$oh" -le "$lb" ] && { o_ok=$((o_ok + 1)); os=ok; }
+            detail="$detail, old $os $ot"
+        fi
         echo "# $detail" >&2
     done
-    rt=$(median < "$work/r_t") bt=$(median < "$work/b_t") mt=$(median < "$work/m_t")
+    rt=$(median < "$work/r_t") bt=$(median < "$work/b_t") mt=$(median < "$work/m_t") ot=$(median < "$work/o_t")
     if [ "$fam" = slack ]; then
         rg=$(median4 < "$work/r_g") bg=$(median4 < "$work/b_g")
         bcol="-" ; [ -n "$base" ] && bcol="$b_at at bound, median +$bg%"
         mcol="-" ; [ -n "$mm" ] && mcol="$m_ok as low as roamc"
-        printf "| %s | %d | %d at bound, median +%s%% | %s | %s | %s | %s | %s |\n" "$fam" "$nf" "$r_at" "$rg" \
+        printf "| %s | %d | %d at bound, median +%s%% | %s | %s | %s | %s | %s | | |\n" "$fam" "$nf" "$r_at" "$rg" \
             "$rt" "$bcol" "${base:+$bt}" "$mcol" "${mm:+$mt}"
         if [ -n "$base" ]; then
             if [ "$r_at" -lt "$b_at" ] || [ "$(echo "$rg > $bg + 0.0001" | bc -l)" = 1 ]; then
@@ -195,10 +204,11 @@ for fam in $families; do
         fi
         continue
     fi
-    printf "| %s | %d | %d | %s | %s | %s | %s | %s |\n" "$fam" "$nf" "$r_ok" "$rt" \
-        "${base:+$b_ok}" "${base:+$bt}" "${mm:+$m_ok}" "${mm:+$mt}"
-    if { [ -n "$base" ] && [ "$r_ok" -lt "$b_ok" ]; } || { [ -n "$mm" ] && [ "$r_ok" -lt "$m_ok" ]; }; then
-        echo "# LOST GROUND: $fam (roamc $r_ok, baseline ${base:+$b_ok}, MiniMalloc ${mm:+$m_ok})" >&2
+    printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n" "$fam" "$nf" "$r_ok" "$rt" \
+        "${base:+$b_ok}" "${base:+$bt}" "${mm:+$m_ok}" "${mm:+$mt}" "${old:+$o_ok}" "${old:+$ot}"
+    if { [ -n "$base" ] && [ "$r_ok" -lt "$b_ok" ]; } || { [ -n "$mm" ] && [ "$r_ok" -lt "$m_ok" ]; } ||
+        { [ -n "$old" ] && [ "$r_ok" -lt "$o_ok" ]; }; then
+        echo "# LOST GROUND: $fam (roamc $r_ok, baseline ${base:+$b_ok}, MiniMalloc ${mm:+$m_ok}, old ${old:+$o_ok})" >&2
         lost=1
     fi
 done
