@@ -17,7 +17,8 @@
 #   brick       gen_brick 100, default and RUN = LIVE, seeds 1..COUNT
 #   skyline     gen_skyline 100/200/400, seeds 1..SKY_COUNT (default 5)
 #   ak          MiniMalloc's benchmarks/challenging A-K (AK_DIR: the folder
-#               of its *.csv; skipped when unset or empty)
+#               of its NAME.CAPACITY.csv; asked at CAPACITY, not at the
+#               bound; skipped when unset or empty)
 #   models      tests/bench/instances/*.csv (the committed models' lists)
 # Lists with slack (family slack; minimising, no capacity): `ROAMC MODEL
 # --dump-buffers` of the models in SLACK_MODELS under --order program and
@@ -165,6 +166,9 @@ for fam in $families; do
             echo "# $detail" >&2
             continue
         fi
+        # A-K's files are NAME.CAPACITY.csv: solved = within that capacity
+        # (D and J have no layout at their live-size bound)
+        case $fam:$name in ak:*.*[0-9]) lb=${name##*.} ;; esac
         read -r h t <<< "$(run_roamc "$roamc" "$f" "$lb" "$limit" "$work/log/$name.roamc")"
         echo "$t" >> "$work/r_t"
         rs=--; [ "$h" -gt 0 ] && [ "$h" -le "$lb" ] && { r_ok=$((r_ok + 1)); rs=ok; }
