@@ -389,7 +389,7 @@ void planner_peak_live_free(planner_peak_live *pl) {
     memset(pl, 0, sizeof *pl);
 }
 
-/* planner_bytes_human's format ("987.25 MiB"), here so that this file
+/* roamc_bytes_human's format ("987.25 MiB"), here so that this file
  * calls nothing of plan_io.c, which calls it (no circle of calls). */
 static const char *peak_human(uint64_t b, char *buf, size_t len) {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -131,18 +131,6 @@ int plan_write_buffers(const plan *p, FILE *f) {
 
 /* ----------------------------------------------------------------- report */
 
-const char *planner_bytes_human(uint64_t b, char *buf, size_t len) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
-    if (u == 0)
-        snprintf(buf, len, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, len, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
 static double plan_pct(uint64_t num, uint64_t den) {
     return den ? 100.0 * ((double)num - (double)den) / (double)den : 0.0;
 }
@@ -158,8 +146,8 @@ static size_t plan_n_persistent(const graph *g) {
 static void plan_report_order_text(FILE *f, const planner_order_stats *o) {
     char a[32], b[32];
     fprintf(f, "  orders        program %s, lescea %s; chosen: %s%s\n",
-            planner_bytes_human(o->peak_program, a, sizeof a),
-            o->peak_lescea ? planner_bytes_human(o->peak_lescea, b, sizeof b) : "not run",
+            roamc_bytes_human(o->peak_program, a, sizeof a),
+            o->peak_lescea ? roamc_bytes_human(o->peak_lescea, b, sizeof b) : "not run",
             o->source ? o->source : "?",
             o->heuristic_kept ? " (the tree/ILP result was not better: heuristic kept)" : "");
     if (o->ilp_too_large)
@@ -226,7 +214,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
     fprintf(f, "roamc %s: %s\n", ROAMC_VERSION, model_path);
     fprintf(f, "  graph         %zu operators, %zu tensors, %zu storages (%zu persistent, %s)\n",
             g->n_ops, g->n_tensors, g->n_storages, plan_n_persistent(g),
-            planner_bytes_human(p->persistent, a, sizeof a));
+            roamc_bytes_human(p->persistent, a, sizeof a));
     if (strcmp(planner_graph_kind(g->model), "training") == 0)
         fprintf(f, "  kind          training step (nodes update parameters or state in place)\n");
     else
@@ -242,14 +230,14 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
                 ? "; gradients held to the end of the step, as eager PyTorch holds .grad"
                 : "");
     fprintf(f, "  theoretical   %s (%llu B); without persistent storages %s\n",
-            planner_bytes_human(p->theoretical, a, sizeof a), (unsigned long long)p->theoretical,
-            planner_bytes_human(p->theoretical_np, b, sizeof b));
+            roamc_bytes_human(p->theoretical, a, sizeof a), (unsigned long long)p->theoretical,
+            roamc_bytes_human(p->theoretical_np, b, sizeof b));
     fprintf(f, "  lower bound   %s (%llu B); the plan is at most %.2f%% above the best schedule\n",
-            planner_bytes_human(p->lower_bound, c, sizeof c), (unsigned long long)p->lower_bound,
+            roamc_bytes_human(p->lower_bound, c, sizeof c), (unsigned long long)p->lower_bound,
             plan_pct(p->theoretical, p->lower_bound));
     if (p->ostats) plan_report_order_text(f, p->ostats);
     fprintf(f, "  actual peak   %s (%llu B); fragmentation %.3f%%\n",
-            planner_bytes_human(p->actual, a, sizeof a), (unsigned long long)p->actual,
+            roamc_bytes_human(p->actual, a, sizeof a), (unsigned long long)p->actual,
             plan_pct(p->actual, p->theoretical));
     if (p->layout_optimal)
         fprintf(f, "  layout        proven minimal for this order\n");
@@ -261,14 +249,14 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
                 "  tree layout   %s (%zu groups, %zu proven, stacked by %s, %zu repaired, %zu "
                 "leftovers, %.3f s); "
                 "global from it %s; kept: %s\n",
-                planner_bytes_human(p->tree_layout.tree_height, a, sizeof a), p->tree_layout.groups,
+                roamc_bytes_human(p->tree_layout.tree_height, a, sizeof a), p->tree_layout.groups,
                 p->tree_layout.groups_proven, p->tree_layout.stacking, p->tree_layout.repaired,
                 p->tree_layout.leftovers, p->tree_layout.seconds,
-                planner_bytes_human(p->tree_layout.global_height, b, sizeof b),
+                roamc_bytes_human(p->tree_layout.global_height, b, sizeof b),
                 p->tree_layout.winner);
     if (p->pytorch_reserved)
         fprintf(f, "  reserved      %s (%llu B) in segments by the PyTorch caching allocator\n",
-                planner_bytes_human(p->pytorch_reserved, a, sizeof a),
+                roamc_bytes_human(p->pytorch_reserved, a, sizeof a),
                 (unsigned long long)p->pytorch_reserved);
     fprintf(f, "  time          %.3f s (load %.3f, order %.3f, layout %.3f)\n", p->times.total,
             p->times.load, p->times.order, p->times.layout);

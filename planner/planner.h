@@ -60,9 +60,6 @@ void planner_progress_clear(void);
  * message stating the range. */
 #define PLANNER_MAX_TIME_LIMIT 1e6
 int planner_time_limit_parse(const char *s, double *out, char *err, size_t errlen);
-/* Human-readable bytes into buf: "512 B", "987.25 MiB", "1.22 GiB" (B, KiB,
- * MiB, GiB or TiB with 2 decimals).  Returns buf. */
-const char *planner_bytes_human(uint64_t b, char *buf, size_t len);
 
 const char *planner_order_name(planner_order o);
 const char *planner_layout_name(planner_layout l);

@@ -101,9 +101,8 @@ static void shapes_bodies_text(FILE *f, const fe_model *m) {
             break;
         default: fprintf(f, "function body counted"); break;
         }
-        /* KiB by hand: plan_io.c's planner_bytes_human calls back into this file */
-        snprintf(bytes, sizeof bytes, "%.2f KiB", (double)b->bytes / 1024.0);
-        fprintf(f, "; working memory %s (%llu B)", bytes, (unsigned long long)b->bytes);
+        fprintf(f, "; working memory %s (%llu B)", roamc_bytes_human(b->bytes, bytes, sizeof bytes),
+                (unsigned long long)b->bytes);
         if (b->unsized) fprintf(f, "; %zu body values of unknown size not counted", b->unsized);
         fputc('\n', f);
     }

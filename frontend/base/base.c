@@ -66,6 +66,18 @@ double roamc_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+const char *roamc_bytes_human(uint64_t b, char *buf, size_t len) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
+    if (u == 0)
+        snprintf(buf, len, "%llu B", (unsigned long long)b);
+    else
+        snprintf(buf, len, "%.2f %s", v, unit[u]);
+    return buf;
+}
+
 int roamc_verrorf(char *err, size_t errlen, const char *prefix, const char *fmt, va_list ap) {
     if (!err || !errlen) return -1;
     int k = prefix ? snprintf(err, errlen, "%s", prefix) : 0;

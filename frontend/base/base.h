@@ -18,6 +18,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* malloc(n), never NULL; n == 0 gives a valid pointer to free. */
 void *xmalloc(size_t n);
@@ -43,6 +44,10 @@ _Noreturn void roamc_assert_fail(const char *file, int line, const char *cond);
 /* Monotonic seconds since an arbitrary start: for deadlines and timings,
  * never for anything that must be the same on every run. */
 double roamc_now(void);
+
+/* Human-readable bytes into buf: "512 B", "987.25 MiB", "1.22 GiB" (B, KiB,
+ * MiB, GiB or TiB with 2 decimals).  Returns buf. */
+const char *roamc_bytes_human(uint64_t b, char *buf, size_t len);
 
 /* Writes a printf-style message into err (errlen bytes; err may be NULL or
  * errlen 0, then nothing is written) and returns -1, so that a failing

@@ -240,7 +240,7 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
         if (!r->fits) {
             char need[64];
             api_fail(r, ROAMC_NO_FIT, "%s: the plan needs %s, over the budget %s", r->plan_model,
-                     planner_bytes_human(plan_device_bytes(r->budget_p), need, sizeof need),
+                     roamc_bytes_human(plan_device_bytes(r->budget_p), need, sizeof need),
                      q->budget.budget_text);
         }
     }

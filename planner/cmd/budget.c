@@ -172,8 +172,8 @@ static void budget_verdict_text(FILE *f, const planner_budget *b, const char *wh
     bool fits = budget_fits(b, need);
     uint64_t gap = fits ? b->budget - b->reserve - need : need - (b->budget - b->reserve);
     fprintf(f, "  %-13s needs %s (%s B): %s by %s (%.2f%% of the budget)\n", who,
-            planner_bytes_human(need, h, sizeof h), budget_grouped(need, g, sizeof g),
-            fits ? "FITS" : "DOES NOT FIT", planner_bytes_human(gap, hm, sizeof hm),
+            roamc_bytes_human(need, h, sizeof h), budget_grouped(need, g, sizeof g),
+            fits ? "FITS" : "DOES NOT FIT", roamc_bytes_human(gap, hm, sizeof hm),
             100.0 * (double)gap / (double)b->budget);
 }
 
@@ -521,7 +521,7 @@ static const char *budget_arena_text(const budget_row *r, char *buf, size_t len)
     if (r->arena == BUDGET_ARENA_SKIPPED) return snprintf(buf, len, "-"), buf;
     size_t k = r->arena == BUDGET_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
-    planner_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
+    roamc_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
     if (r->fit_tried) /* "+24%": --fit changed the step, adding that much time */
         snprintf(buf + strlen(buf), len - strlen(buf), " +%.0f%%", r->fit_added_percent);
     return buf;
@@ -569,8 +569,8 @@ static void budget_svg(const budget_search *s, const int64_t best[BUDGET_N], FIL
     fprintf(f,
             ": device memory against batch '%s'; budget %s (reserve %s): PyTorch fits %" PRId64
             ", roamc's plan %" PRId64 "</text>\n",
-            q->symbol, planner_bytes_human(q->budget->budget, h1, sizeof h1),
-            planner_bytes_human(q->budget->reserve, h2, sizeof h2), best[0], best[1]);
+            q->symbol, roamc_bytes_human(q->budget->budget, h1, sizeof h1),
+            roamc_bytes_human(q->budget->reserve, h2, sizeof h2), best[0], best[1]);
     /* axes with ticks: bytes up (5 ticks), batch across (powers of two) */
     fprintf(f, "<line class=\"ax\" x1=\"80\" y1=\"%.1f\" x2=\"990\" y2=\"%.1f\"/>\n", Y0 + H,
             Y0 + H);
@@ -620,7 +620,7 @@ static void budget_svg(const budget_search *s, const int64_t best[BUDGET_N], FIL
                     : w == BUDGET_BOUND         ? "1.5"
                                                 : "2.5",
                     colors[w], s->rows[i].batch,
-                    planner_bytes_human(s->rows[i].need[w], h1, sizeof h1));
+                    roamc_bytes_human(s->rows[i].need[w], h1, sizeof h1));
         fprintf(f,
                 "<rect x=\"%d\" y=\"36\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%d\" "
                 "y=\"42\">%s: "
@@ -886,11 +886,11 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
     for (size_t i = 0; i < s->n_rows; i++) {
         const budget_row *r = &s->rows[i];
         fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
-                planner_bytes_human(r->theoretical[0], h1, sizeof h1),
-                planner_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
-                planner_bytes_human(r->theoretical[1], h3, sizeof h3),
+                roamc_bytes_human(r->theoretical[0], h1, sizeof h1),
+                roamc_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
+                roamc_bytes_human(r->theoretical[1], h3, sizeof h3),
                 budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
-                planner_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
+                roamc_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
                 r->seconds);
     }
     for (int w = 0; w < BUDGET_N; w++) {

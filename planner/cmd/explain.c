@@ -389,8 +389,8 @@ static int explain_print(const explain_args *a, const planner_step *step, json_t
         if (note[0]) printf("  note          %s\n", note);
         printf("  plan          order %s, layout %s; theoretical %s, actual %s\n",
                order_name ? order_name : "?", layout ? layout : "?",
-               claimed >= 0 ? planner_bytes_human((uint64_t)claimed, h1, sizeof h1) : "?",
-               actual >= 0 ? planner_bytes_human((uint64_t)actual, h2, sizeof h2) : "?");
+               claimed >= 0 ? roamc_bytes_human((uint64_t)claimed, h1, sizeof h1) : "?",
+               actual >= 0 ? roamc_bytes_human((uint64_t)actual, h2, sizeof h2) : "?");
         if ((long long)pl.bytes != claimed)
             printf("  note          the buffers give a theoretical peak of %llu B, the plan claims "
                    "%lld B: roamc check says what is wrong\n",

@@ -387,28 +387,28 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
     fprintf(f, "  fit           %s (%s; device %s)\n", fit_status_name(o->status),
             fit_mode_name(r->mode), r->device->name);
     fprintf(f, "  fit budget    arena at most %s (%llu B)\n",
-            planner_bytes_human(r->arena_budget, a, sizeof a), (unsigned long long)r->arena_budget);
+            roamc_bytes_human(r->arena_budget, a, sizeof a), (unsigned long long)r->arena_budget);
     if (o->status == FIT_ALREADY) {
         fprintf(f, "  fit change    none: the unchanged step's arena %s fits\n",
-                planner_bytes_human(o->before.actual, a, sizeof a));
+                roamc_bytes_human(o->before.actual, a, sizeof a));
         return;
     }
     uint64_t after = o->changed->plan.actual;
     fprintf(f, "  fit peak      %s -> %s actual (%llu -> %llu B); theoretical %s -> %s\n",
-            planner_bytes_human(o->before.actual, a, sizeof a),
-            planner_bytes_human(after, b, sizeof b), (unsigned long long)o->before.actual,
-            (unsigned long long)after, planner_bytes_human(o->before.theoretical, c, sizeof c),
-            planner_bytes_human(o->changed->plan.theoretical, d, sizeof d));
+            roamc_bytes_human(o->before.actual, a, sizeof a), roamc_bytes_human(after, b, sizeof b),
+            (unsigned long long)o->before.actual, (unsigned long long)after,
+            roamc_bytes_human(o->before.theoretical, c, sizeof c),
+            roamc_bytes_human(o->changed->plan.theoretical, d, sizeof d));
     fprintf(f,
             "  fit values    %zu recomputed (%s, %zu ops cloned), %zu offloaded (%s); %zu of %zu "
             "candidates\n",
-            o->n_recomputed, planner_bytes_human(o->bytes_recomputed, a, sizeof a), o->n_cloned_ops,
-            o->n_offloaded, planner_bytes_human(o->bytes_offloaded, b, sizeof b), o->n_actions,
+            o->n_recomputed, roamc_bytes_human(o->bytes_recomputed, a, sizeof a), o->n_cloned_ops,
+            o->n_offloaded, roamc_bytes_human(o->bytes_offloaded, b, sizeof b), o->n_actions,
             o->n_candidates);
     fprintf(f, "  fit adds      %.3g FLOP, %s moved (%s over the host link); host memory %s\n",
-            o->added_flops, planner_bytes_human(o->added_bytes, a, sizeof a),
-            planner_bytes_human(o->link_bytes, b, sizeof b),
-            planner_bytes_human(o->host_bytes, c, sizeof c));
+            o->added_flops, roamc_bytes_human(o->added_bytes, a, sizeof a),
+            roamc_bytes_human(o->link_bytes, b, sizeof b),
+            roamc_bytes_human(o->host_bytes, c, sizeof c));
     fprintf(f,
             "  fit time      +%.3f ms on a %.3f ms step (+%.2f%%): recompute %.3f ms, copies not "
             "hidden %.3f ms of %.3f ms\n",
@@ -420,7 +420,7 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
         fprintf(f,
                 "  fit verdict   cannot fit: needs at least %llu B (%s): the least arena --fit "
                 "reaches (no value live across its peak step is left to recompute or offload)\n",
-                (unsigned long long)o->least, planner_bytes_human(o->least, a, sizeof a));
+                (unsigned long long)o->least, roamc_bytes_human(o->least, a, sizeof a));
     else if (o->status == FIT_TOO_SLOW && o->over_cap_seconds > 0)
         fprintf(f,
                 "  fit verdict   cannot fit within --max-overhead %.2f%%: a change that could fit "
@@ -433,7 +433,7 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
     else
         fprintf(f, "  fit slack     %llu B (%s) under the budget; %zu changed steps planned\n",
                 (unsigned long long)(r->arena_budget - after),
-                planner_bytes_human(r->arena_budget - after, a, sizeof a), o->plans);
+                roamc_bytes_human(r->arena_budget - after, a, sizeof a), o->plans);
 }
 
 void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o) {

@@ -1208,22 +1208,22 @@ void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o) {
             "largest stage %zu: %s per device\n",
             o->n, o->microbatches, pipe_schedule_name(r->po.schedule),
             r->po.cuts ? "at --stage-cuts" : "balanced by time (h100)", o->largest,
-            planner_bytes_human(big->plan.theoretical, a, sizeof a));
+            roamc_bytes_human(big->plan.theoretical, a, sizeof a));
     for (size_t s = 0; s < o->n; s++) {
         const pipe_stage *st = &o->st[s];
         fprintf(f,
                 "  stage %-7zu from %s: %zu parameters (%s), %d microbatches in flight, "
                 "%.3g ms per microbatch; receives %s, sends %s per microbatch\n",
-                s, st->first_name, st->n_params, planner_bytes_human(st->param_bytes, a, sizeof a),
-                st->in_flight, st->seconds * 1e3, planner_bytes_human(st->recv_bytes, b, sizeof b),
-                planner_bytes_human(st->send_bytes, c, sizeof c));
+                s, st->first_name, st->n_params, roamc_bytes_human(st->param_bytes, a, sizeof a),
+                st->in_flight, st->seconds * 1e3, roamc_bytes_human(st->recv_bytes, b, sizeof b),
+                roamc_bytes_human(st->send_bytes, c, sizeof c));
         fprintf(f, "  stage %zu peak  %s (%llu B), arena %s at step %d (%s):", s,
-                planner_bytes_human(st->plan.theoretical, a, sizeof a),
+                roamc_bytes_human(st->plan.theoretical, a, sizeof a),
                 (unsigned long long)st->plan.theoretical,
-                planner_bytes_human(st->plan.actual, b, sizeof b), st->peak_step, st->peak_op);
+                roamc_bytes_human(st->plan.actual, b, sizeof b), st->peak_step, st->peak_op);
         for (int k = 0; k < PIPE_N_PARTS; k++)
             fprintf(f, "%s %s %s", k ? "," : "", pp_part_names[k],
-                    planner_bytes_human(st->split[k], a, sizeof a));
+                    roamc_bytes_human(st->split[k], a, sizeof a));
         fprintf(f, "%s\n", s == o->chosen ? " (written)" : "");
     }
 }

@@ -87,8 +87,8 @@ static void shard_report_units(FILE *f, const shard_request *r, const shard_outc
             "  set-up        %s, world %ld, rank %ld: %zu parameters (%s) in %zu units, this "
             "rank keeps %s of them and updates %zu\n",
             shard_title(so->kind), so->world, so->rank, o->n_params,
-            planner_bytes_human(o->param_bytes, a, sizeof a), o->n_units,
-            planner_bytes_human(o->owned_bytes, b, sizeof b), o->n_owned);
+            roamc_bytes_human(o->param_bytes, a, sizeof a), o->n_units,
+            roamc_bytes_human(o->owned_bytes, b, sizeof b), o->n_owned);
     const char *unit = so->kind == SHARD_ZERO3 ? "each module with parameters"
                        : so->wrap              ? "modules matching --wrap"
                                                : "each transformer layer";
@@ -96,7 +96,7 @@ static void shard_report_units(FILE *f, const shard_request *r, const shard_outc
             "  units         %s%s, prefetch %ld; largest gathered %s; %zu update nodes of "
             "other ranks' ranges left out\n",
             unit, so->kind == SHARD_FSDP ? " and the root" : "", so->prefetch,
-            planner_bytes_human(o->largest_unit_bytes, c, sizeof c), o->n_removed);
+            roamc_bytes_human(o->largest_unit_bytes, c, sizeof c), o->n_removed);
 }
 
 void shard_report_text(FILE *f, const shard_request *r, const shard_outcome *o) {
@@ -109,22 +109,22 @@ void shard_report_text(FILE *f, const shard_request *r, const shard_outcome *o) 
                 "  set-up        %s, world %ld, rank %ld: %zu parameters (%s), %zu updated here "
                 "(%s)\n",
                 shard_title(so->kind), so->world, so->rank, o->n_params,
-                planner_bytes_human(o->param_bytes, a, sizeof a), o->n_owned,
-                planner_bytes_human(o->owned_bytes, b, sizeof b));
+                roamc_bytes_human(o->param_bytes, a, sizeof a), o->n_owned,
+                roamc_bytes_human(o->owned_bytes, b, sizeof b));
         fprintf(f,
                 "  buckets       %zu (first closes at 1 MiB, then %g MiB)%s, buffers %s; %zu "
                 "optimizer nodes of other ranks left out\n",
                 o->n_buckets, so->bucket_mb,
                 so->kind == SHARD_ZERO2 ? " taking turns in one buffer per type" : "",
-                planner_bytes_human(o->bucket_bytes, c, sizeof c), o->n_removed);
+                roamc_bytes_human(o->bucket_bytes, c, sizeof c), o->n_removed);
     }
     fprintf(f, "  rank peak     %s (%llu B) at step %d (%s):",
-            planner_bytes_human(o->plan.theoretical, a, sizeof a),
+            roamc_bytes_human(o->plan.theoretical, a, sizeof a),
             (unsigned long long)o->plan.theoretical, o->peak_step, o->peak_op);
     int parts = shard_gathers(so->kind) ? SHARD_N_PARTS : SHARD_GATHERED;
     for (int k = 0; k < parts; k++)
         fprintf(f, "%s %s %s", k ? "," : "", shard_part_names[k],
-                planner_bytes_human(o->split[k], a, sizeof a));
+                roamc_bytes_human(o->split[k], a, sizeof a));
     fprintf(f, "\n");
 }
 
