@@ -127,6 +127,11 @@ typedef struct shard_options {
     /* fsdp: the wrap unit, an fnmatch pattern of module names; NULL: each
      * transformer layer */
     const char *wrap;
+    /* zero2, zero3, fsdp with gradient accumulation: FSDP's no_sync(), the
+     * whole gradients accumulated over the microbatches and reduced once
+     * after the last; false (the frameworks' default): each microbatch's
+     * gradients reduce-scattered and added into the rank's shard */
+    bool no_sync;
 } shard_options;
 
 /* "ddp", "zero1", ...; "?" outside the enum. */
