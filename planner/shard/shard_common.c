@@ -382,4 +382,6 @@ void sh_work_free(sh_work *w) {
     free(w->op_tag);
     free(w->removed);
     free(w->ins);
+    free(w->mb_grad);
+    free(w->acc_op);
 }

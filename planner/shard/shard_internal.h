@@ -38,6 +38,7 @@ typedef struct sh_insert {
     size_t position, seq;
     int kind;  /* enum sh_insert_kind */
     int index; /* the parameter (copies) or the bucket (reduce) */
+    int mb;    /* zero2, each microbatch's gradients reduced (sh_work.each): its microbatch */
 } sh_insert;
 
 typedef struct sh_work {
@@ -62,6 +63,13 @@ typedef struct sh_work {
     size_t opt_start; /* the first op after it touching a parameter, gradient or state */
     sh_insert *ins;
     size_t n_ins, cap_ins;
+    /* zero2 with gradient accumulation (roamc.grad_accum K > 1), unless
+     * --no-sync: each microbatch's gradients bucketed and reduce-scattered,
+     * the owned ones' added into the accumulated gradient (each) */
+    size_t K;
+    bool each;
+    int *mb_grad; /* each: per parameter i and microbatch k, [i * K + k]: k's own gradient */
+    bool *acc_op; /* each: per op, an add_ accumulating whole gradients over microbatches */
     char *err;
     size_t errlen;
 } sh_work;
