@@ -346,12 +346,14 @@ int sh_emit_copy_of(sh_work *w, fe_edit *e, size_t at, const sh_copy *c) {
                          {.name = "stride", .type = FE_ATTR_INTS, .ints = stride, .n_ints = rank},
                          {.name = "storage_offset", .type = FE_ATTR_INT, .i = (int64_t)P->offset},
                          SH_VIEW_ATTRS(0)};
-    fe_attr_spec ca[] = {SH_VIEW_ATTRS(1)};
+    /* add_: the overload a runner replays (models/run_plan.py) */
+    fe_attr_spec ca[] = {SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
     sh_node vn = {"org.pytorch.aten", "as_strided", {c->buffer}, 1, view, va, 5};
     sh_node cn = {"org.pytorch.aten", "copy_", {view, gv->name}, 2, out, ca, 2};
     if (!in) {
         cn.in[0] = c->dst ? c->dst : gv->name, cn.in[1] = view;
-        if (c->add) cn.op = "add_";
+        if (c->add) cn.op = "add_", cn.n_attrs = 3;
     }
     if (sh_put(e, at, &vn, err, errlen) || sh_put(e, at + 1, &cn, err, errlen)) return -1;
     if (sh_value_info(e, view, gv->elem_type, &(sh_dims){gv, NULL, 0}, err, errlen)) return -1;

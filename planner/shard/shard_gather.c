@@ -541,12 +541,14 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
         if (sh_emit_copy_of(w, e, at + (size_t)added, &c)) return -1;
         added += 2;
     }
+    /* overload: the ATen call a runner replays (models/run_plan.py) */
     fe_attr_spec da[] = {{.name = "other", .type = FE_ATTR_FLOAT, .f = (float)w->r->so.world},
-                         SH_VIEW_ATTRS(1)};
+                         SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
     fe_attr_spec ra[] = {{.name = "world", .type = FE_ATTR_INT, .i = w->r->so.world},
                          {.name = "rank", .type = FE_ATTR_INT, .i = w->r->so.rank},
                          GU_FRESH_ATTRS};
-    sh_node dn = {"org.pytorch.aten", "div_", {flat}, 1, div, da, 3};
+    sh_node dn = {"org.pytorch.aten", "div_", {flat}, 1, div, da, 4};
     sh_node rn = {GRAPH_ROAMC_DOMAIN, "ReduceScatter", {div}, 1, shard, ra, 4};
     if (sh_put(e, at + (size_t)added, &dn, w->err, w->errlen) ||
         sh_put(e, at + (size_t)added + 1, &rn, w->err, w->errlen))
@@ -558,8 +560,9 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     if (!G->each || seg == 0) return added;
     gu_grad_name(G, base, seg - 1, acc, sizeof acc);
     gu_grad_name(G, base, seg, sum, sizeof sum);
-    fe_attr_spec aa[] = {SH_VIEW_ATTRS(1)};
-    sh_node an = {"org.pytorch.aten", "add_", {acc, shard}, 2, sum, aa, 2};
+    fe_attr_spec aa[] = {SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
+    sh_node an = {"org.pytorch.aten", "add_", {acc, shard}, 2, sum, aa, 3};
     if (sh_put(e, at + (size_t)added, &an, w->err, w->errlen) ||
         sh_value_info(e, sum, U->elem, &(sh_dims){NULL, sdims, 1}, w->err, w->errlen))
         return -1;
