@@ -5,6 +5,7 @@ the job's result with the unchanged single-process step.
 
 usage: models/run_ranks.py REFERENCE.onnx --roamc ROAMC [--source STEP.onnx]
                            (--shard KIND --world N [--bucket-mb MB] [--prefetch D] [--wrap P]
+                            [--no-sync]
                             | --pipeline-stages P [--microbatches M] [--schedule S])
                            [--workdir DIR] [--order plan|file] [--seed N] [--trust-plan]
                            [--break NODE] [--quiet]
@@ -160,6 +161,15 @@ class Rank:
                 self.mine[m.group(1)] = (src, off, numel)
         # zero2: bucket root -> [(offset, numel)] of the gradients of parameters it owns
         grad_param = dict(zip(meta_list(ref, "roamc.gradients"), meta_list(ref, "roamc.parameters")))
+        # gradient accumulation: zero2 buckets each microbatch's own gradient (shard.h), the
+        # add_(sum so far, microbatch k's) chain behind the reference's accumulated one
+        for g, p in list(grad_param.items()):
+            while g in ref.producer and ref.calls[ref.producer[g]].op == "add_" and \
+                    len(ref.calls[ref.producer[g]].inputs) >= 2:
+                c = ref.calls[ref.producer[g]]
+                grad_param.setdefault(c.inputs[1], p)
+                g = c.inputs[0]
+                grad_param.setdefault(g, p)
         self.owned_ranges = {}
         for c in calls:
             if c.op == "as_strided" and c.node.output[0].endswith(".bucket"):
@@ -483,6 +493,8 @@ def write_ranks(a, workdir):
                 args += ["--prefetch", str(a.prefetch)]
             if a.wrap:
                 args += ["--wrap", a.wrap]
+            if a.no_sync:
+                args += ["--no-sync"]
             out.append(args)
     else:
         for s in range(a.pipeline_stages):
@@ -538,6 +550,8 @@ def main(argv):
     ap.add_argument("--bucket-mb", type=float)
     ap.add_argument("--prefetch", type=int)
     ap.add_argument("--wrap")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="roamc --no-sync: a --grad-accum step's gradients reduced once")
     ap.add_argument("--pipeline-stages", type=int)
     ap.add_argument("--microbatches", type=int)
     ap.add_argument("--schedule")

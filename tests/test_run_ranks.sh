@@ -3,8 +3,9 @@
 # runs every rank of a job in one process, each in its plan's order, the
 # collectives computed across the ranks, and compares with the unchanged
 # step bit for bit.  mlp3 and gpt2-tiny: ddp, zero1, zero2, zero3, fsdp at
-# world 1 and 2 (same data on every rank); zero3 and fsdp of a
-# --grad-accum 2 step at world 2; mlp3 2-stage pipelines with M=2 and 4
+# world 1 and 2 (same data on every rank); zero2, zero3 and fsdp of a
+# --grad-accum 2 step at world 2, each microbatch's gradients reduced (the
+# default) and with --no-sync; mlp3 2-stage pipelines with M=2 and 4
 # against export.py's --grad-accum M step, whose loss is divided by M where
 # the pipeline's is not (pipeline.h "Not modelled"): the values must differ
 # and every accumulated gradient be exactly M times the reference's.  A
@@ -46,9 +47,13 @@ for m in mlp3 gpt2-tiny; do
             has "${m}_${k}_$n" "MATCH $k world=$n"
         done
     done
-    for k in zero3 fsdp; do
-        expect 0 "${m}_${k}_ga2" $RUN "$W/${m}_ga2.onnx" --roamc "$ROAMC" --shard $k --world 2 \
-            --workdir "$W/${m}_${k}_ga2"
+    # each microbatch's gradients reduced (the default) and --no-sync's one reduction
+    for k in zero2 zero3 fsdp; do
+        for v in "" --no-sync; do
+            expect 0 "${m}_${k}_ga2$v" $RUN "$W/${m}_ga2.onnx" --roamc "$ROAMC" --shard $k --world 2 \
+                $v --workdir "$W/${m}_${k}_ga2$v"
+            has "${m}_${k}_ga2$v" "MATCH $k world=2"
+        done
     done
 done
 # pipelines: microbatches of 2 samples, the reference accumulates M of them
@@ -63,10 +68,14 @@ for M in 2 4; do
     done
     if grep -q "loss '" "$W/mlp3_pp2_m$M.out"; then fail "mlp3_pp2_m$M: the loss differs"; fi
 done
-# a test of the test: rank 0 of a ddp job forgets its AllReduce
+# a test of the test: rank 0 of a ddp job forgets its AllReduce; rank 0 of a zero3 job
+# with accumulation forgets to add microbatch 1's reduced gradients into unit 0's shard
 expect 1 broken_ddp $RUN "$W/mlp3.onnx" --roamc "$ROAMC" --shard ddp --world 2 \
     --break roamc.bucket0.all_reduce0 --workdir "$W/broken_ddp"
 has broken_ddp "MISMATCH"
+expect 1 broken_accum $RUN "$W/mlp3_ga2.onnx" --roamc "$ROAMC" --shard zero3 --world 2 \
+    --break roamc.grad0 --workdir "$W/broken_accum"
+has broken_accum "MISMATCH"
 
 [ "$TEST_FAILS" != 0 ] ||
     pass "every rank of ddp/zero1/zero2/zero3/fsdp (world 1, 2) and of 2-stage pipelines run together, bit for bit"

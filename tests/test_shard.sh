@@ -16,7 +16,9 @@
 #     torch 1.13 has no ZeRO-2) with a peak at most ZeRO-1's;
 #   - zero3 and fsdp (no harness: torch 1.13's FSDP does not import on this Python) planned
 #     and checked on every rank of world 2 and 4, their shards and optimizer state adding up
-#     over the ranks to the whole model's, --wrap's units; with --grad-accum 2 (no_sync);
+#     over the ranks to the whole model's, --wrap's units;
+#   - with --grad-accum 2 (zero2, zero3, fsdp): each microbatch's gradients reduce-scattered
+#     (the default) and --no-sync's one reduction, their peaks and splits compared;
 #   - --max-batch and --budget with --shard (per device) against fixed-batch exports;
 #   - llama-7b has LLaMA-7B's parameter count; llama-tiny planned under every set-up;
 #   - bad combinations exit 2 with a message and write nothing.
@@ -155,30 +157,60 @@ PY
         done
     done
 done
-# zero3 and fsdp with gradient accumulation (K=2, FSDP's no_sync: full gradients accumulated,
-# one reduce-scatter after the last microbatch): each unit gathered for every microbatch's
-# forward and backward pass (FSDP's root: once per microbatch), one ReduceScatter a unit;
-# every rank planned and checked.  Values: run_plan.py cannot replay the collectives.
+# Gradient accumulation (K=2, world 2, every rank) under zero2, zero3 and fsdp, both variants:
+#   per_microbatch (default; DeepSpeed's and FSDP's without no_sync): each microbatch's gradients
+#     reduce-scattered after its backward pass and added into the rank's shard (zero2: into the
+#     owned gradients), the whole gradients' add_ chain gone: K ReduceScatters per unit/bucket;
+#   no_sync (--no-sync): the whole gradients accumulated, one ReduceScatter per unit/bucket after
+#     the last microbatch; they count as gradients in the split (roamc.accumulated_gradients).
+# zero3/fsdp gather each unit for every microbatch's forward and backward pass (FSDP's root: once
+# per microbatch) in both.  Every plan checked; the default's peak is at most no_sync's, and below
+# it wherever the whole gradients are large (gpt2-tiny, all three; mlp3's zero3 and fsdp).
+# Values: run_plan.py cannot replay the collectives.
 $py "$models/export.py" --model mlp3 --batch 16 --grad-accum 2 -o mlp3_k2.onnx -q || fail "export mlp3 --grad-accum 2"
-for kind in zero3 fsdp; do
-    for rank in 0 1; do
-        l=mlp3_k2_${kind}_r$rank
-        "$roamc" mlp3_k2.onnx --shard $kind --world 2 --rank $rank --emit-train $l.onnx -o $l.json \
-            --report json > $l.rep 2> $l.err || { fail "$l"; cat $l.err; continue; }
-        $py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
-        $py - $l <<'PY' || fail "$l: collectives"
+$py "$models/export.py" --model gpt2-tiny --batch 2 --grad-accum 2 -o gpt2-tiny_k2.onnx -q ||
+    fail "export gpt2-tiny --grad-accum 2"
+for model in mlp3_k2 gpt2-tiny_k2; do
+    for kind in zero2 zero3 fsdp; do
+        for rank in 0 1; do
+            for variant in per_microbatch no_sync; do
+                l=${model}_${kind}_r${rank}_$variant
+                opt=; [ $variant = no_sync ] && opt=--no-sync
+                "$roamc" $model.onnx --shard $kind --world 2 --rank $rank $opt --emit-train $l.onnx \
+                    -o $l.json --report json > $l.rep 2> $l.err || { fail "$l"; cat $l.err; continue; }
+                test_check_plan_py "$checker" $l.onnx $l.json > $l.chk 2>&1 ||
+                    { fail "$l: check_plan.py"; tail -3 $l.chk; }
+                "$roamc" check $l.onnx $l.json > $l.rchk 2>&1 || { fail "$l: roamc check"; head -3 $l.rchk; }
+            done
+            $py - ${model}_${kind}_r$rank $kind <<'PY' || fail "${model}_${kind}_r$rank: accumulation"
 import json, sys, onnx
-l = sys.argv[1]
-sh = json.load(open(l + ".rep"))["shard"]
-m = onnx.load(l + ".onnx")
-meta = {p.key: p.value for p in m.metadata_props}
-assert meta["roamc.shard"].endswith("grad_accum=2 no_sync"), meta["roamc.shard"]
-ops = [n.op_type for n in m.graph.node if n.domain == "ai.roamc"]
-units, root = sh["units"], "(root)" in sh["unit_names"].split(",")
-assert ops.count("ReduceScatter") == units, ops
-assert ops.count("AllGather") == 2 * (2 * units - root), (ops.count("AllGather"), units)
-print("%s: %d units, %d AllGathers over 2 microbatches, peak %d B" % (l, units, ops.count("AllGather"), sh["peak"]))
+l, kind = sys.argv[1], sys.argv[2]
+rep, meta, ops = {}, {}, {}
+for v in ("per_microbatch", "no_sync"):
+    rep[v] = json.load(open("%s_%s.rep" % (l, v)))
+    m = onnx.load("%s_%s.onnx" % (l, v))
+    meta[v] = {p.key: p.value for p in m.metadata_props}
+    ops[v] = [n.op_type for n in m.graph.node if n.domain == "ai.roamc"]
+    sh = rep[v]["shard"]
+    assert meta[v]["roamc.shard"].endswith("grad_accum=2 " + v), meta[v]["roamc.shard"]
+    assert sh["peak"] == rep[v]["theoretical_peak"] == sum(sh["split"].values()), sh
+    k = 2 if v == "per_microbatch" else 1
+    assert ops[v].count("ReduceScatter") == k * sh["buckets"], (v, ops[v].count("ReduceScatter"), sh)
+    if kind != "zero2":
+        units, root = sh["units"], "(root)" in sh["unit_names"].split(",")
+        assert ops[v].count("AllGather") == 2 * (2 * units - root), (ops[v].count("AllGather"), units)
+    # the whole gradients' sums: listed as gradients in no_sync only
+    assert ("roamc.accumulated_gradients" in meta[v]) == (v == "no_sync"), v
+a, b = rep["per_microbatch"]["shard"], rep["no_sync"]["shard"]
+assert a["peak"] <= b["peak"], (a["peak"], b["peak"])
+strict = l.startswith("gpt2-tiny") or kind != "zero2"
+assert not strict or a["peak"] < b["peak"], (a["peak"], b["peak"])
+assert b["split"]["gradients"] >= a["split"]["gradients"], (a["split"], b["split"])
+print("%s: per_microbatch peak %d B, no_sync %d B (%d B less, %.1f%%); gradients at peak %d B / %d B"
+      % (l, a["peak"], b["peak"], b["peak"] - a["peak"], 100.0 * (b["peak"] - a["peak"]) / b["peak"],
+         a["split"]["gradients"], b["split"]["gradients"]))
 PY
+        done
     done
 done
 
@@ -279,6 +311,8 @@ bad "ddp, zero1, zero2, zero3 or fsdp" --shard zero4 --world 2
 bad "is for --shard zero3 or fsdp" --shard ddp --world 2 --prefetch 2
 bad "fsdp only" --shard zero3 --world 2 --wrap 'h.*'
 bad "need --shard" --wrap 'h.*'
+bad "need --shard" --no-sync
+bad "is for --shard zero2, zero3 or fsdp" --shard ddp --world 2 --no-sync
 bad "prefetch is 0 to 1024" --shard fsdp --world 2 --prefetch 2000
 bad "needs --emit-train" --shard ddp --world 2 -o bad.json
 bad "bucket-mb" --shard ddp --world 2 --bucket-mb 0

@@ -233,7 +233,7 @@ static roamc_status api_set_fit(roamc_options *o, const char *name, const char *
     return ROAMC_OK;
 }
 
-/* shard, world, rank, bucket-mb, wrap, prefetch. */
+/* shard, world, rank, bucket-mb, wrap, prefetch, no-sync (value ignored). */
 static roamc_status api_set_shard(roamc_options *o, const char *name, const char *v) {
     long num;
     double mb;
@@ -254,6 +254,8 @@ static roamc_status api_set_shard(roamc_options *o, const char *name, const char
         if (api_parse_long(v, 0, SHARD_MAX_PREFETCH, &num))
             return api_opt_fail(o, name, v, "0 to 1024 units");
         o->shard.prefetch = num;
+    } else if (strcmp(name, "no-sync") == 0) {
+        o->shard.no_sync = true;
     } else if (strcmp(name, "bucket-mb") == 0) {
         if (api_parse_real(v, false, &mb) || !(mb > 0))
             return api_opt_fail(o, name, v, "a size in MiB above 0, at most 1000000");
@@ -296,7 +298,7 @@ roamc_status roamc_options_set(roamc_options *o, const char *name, const char *v
         {"align", "node-limit", "delay-radius", "threads", "time-limit", "budget", "reserve"},
         {"train", "loss", "optimizer", "frozen", "precision", "grad-accum", "emit-train"},
         {"fit", "max-overhead", "device", "device-profile"},
-        {"shard", "world", "rank", "bucket-mb", "wrap", "prefetch"},
+        {"shard", "world", "rank", "bucket-mb", "wrap", "prefetch", "no-sync"},
         {"pipeline-stages", "microbatches", "schedule", "stage-cuts", "stage"}};
     roamc_status (*const setters[])(roamc_options *, const char *, const char *) = {
         api_set_method, api_set_number, api_set_train,
@@ -346,7 +348,7 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
     else if (!o->fit && (o->max_overhead >= 0 || o->device_given))
         why = "max-overhead, device and device-profile need fit";
     else if (!shard && (o->shard_option || o->world))
-        why = "world, rank, bucket-mb, wrap and prefetch need shard";
+        why = "world, rank, bucket-mb, wrap, prefetch and no-sync need shard";
     else if (shard && !o->world)
         why = "shard needs world (the ranks in the job)";
     else if (shard && o->fit)

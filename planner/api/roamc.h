@@ -91,7 +91,8 @@ ROAMC_API void roamc_options_free(roamc_options *o);
  *   written by the run with --train alone, else by roamc_result_write)
  *   fit (recompute offload both; NULL: both), max-overhead ("33%"),
  *   device (h100 a100 l4 4090 gh200), device-profile (a JSON file, read now)
- *   shard (ddp zero1 zero2 zero3 fsdp), world, rank, bucket-mb, wrap, prefetch
+ *   shard (ddp zero1 zero2 zero3 fsdp), world, rank, bucket-mb, wrap, prefetch,
+ *   no-sync (value ignored: a --grad-accum step's gradients reduced once)
  *   pipeline-stages (P: plan the P stages of a pipeline; the result's plan is
  *   the chosen stage's, roamc_result_stages gives every stage's peaks),
  *   microbatches, schedule (1f1b gpipe), stage-cuts (NAME,...), stage (the

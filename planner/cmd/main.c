@@ -120,6 +120,11 @@ static const char usage_text[] =
     "                        name up to its first number)\n"
     "      --prefetch D      --shard zero3|fsdp: units gathered ahead in the backward\n"
     "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none)\n"
+    "      --no-sync         --shard zero2|zero3|fsdp, a step with --grad-accum: keep\n"
+    "                        the whole gradients over the microbatches and reduce them\n"
+    "                        once after the last (FSDP's no_sync()); default: reduce-\n"
+    "                        scatter each microbatch's into the rank's shard (DeepSpeed's\n"
+    "                        and FSDP's default)\n"
     "      --pipeline-stages P  plan the P stages of a pipeline (README, section\n"
     "                        --pipeline-stages); -o needs --emit-train FILE\n"
     "      --microbatches M  --pipeline-stages: microbatches per step (default P)\n"
@@ -361,7 +366,7 @@ enum {
     OPT_DEVICE_PROFILE
 };
 /* --shard and its options (planner/shard/) */
-enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB, OPT_WRAP, OPT_PREFETCH };
+enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB, OPT_WRAP, OPT_PREFETCH, OPT_NO_SYNC };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -393,6 +398,7 @@ static int main_plan(int argc, char **argv) {
         {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
         {"wrap", required_argument, NULL, OPT_WRAP},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
+        {"no-sync", no_argument, NULL, OPT_NO_SYNC},
         PIPE_CMD_OPTIONS,
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
@@ -541,6 +547,7 @@ static int main_shard_option(int c, const char *arg) {
         main_shard.so.rank = strcmp(arg, "0") == 0 ? 0 : (long)num, main_shard.rank = true;
         break;
     case OPT_WRAP: main_shard.so.wrap = arg; break;
+    case OPT_NO_SYNC: main_shard.so.no_sync = true; break;
     case OPT_PREFETCH:
         if (strcmp(arg, "0") != 0 && (main_parse_u64(arg, &num) || num > SHARD_MAX_PREFETCH))
             return main_usage_error("--prefetch is 0 to 1024 units, not '%s'", arg);
@@ -564,9 +571,10 @@ static int main_shard_option(int c, const char *arg) {
 static int main_shard_check(const main_plan_args *a) {
     char err[512];
     const main_shard_args *s = &main_shard;
-    if (!s->so.kind && (s->world || s->rank || s->bucket || s->prefetch || s->so.wrap))
-        return main_usage_error(
-            "%s", "--world, --rank, --bucket-mb, --wrap and --prefetch need --shard KIND");
+    if (!s->so.kind &&
+        (s->world || s->rank || s->bucket || s->prefetch || s->so.wrap || s->so.no_sync))
+        return main_usage_error("%s", "--world, --rank, --bucket-mb, --wrap, --prefetch and "
+                                      "--no-sync need --shard KIND");
     if (s->prefetch && s->so.kind != SHARD_ZERO3 && s->so.kind != SHARD_FSDP)
         return main_usage_error("%s", "--prefetch is for --shard zero3 or fsdp (gathered units)");
     if (!s->so.kind) return MAIN_CONTINUE;
@@ -616,7 +624,8 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_RANK:
     case OPT_BUCKET_MB:
     case OPT_WRAP:
-    case OPT_PREFETCH: return main_shard_option(c, optarg);
+    case OPT_PREFETCH:
+    case OPT_NO_SYNC: return main_shard_option(c, optarg);
     case PIPE_OPT_STAGES:
     case PIPE_OPT_MICROBATCHES:
     case PIPE_OPT_SCHEDULE:

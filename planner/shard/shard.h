@@ -78,12 +78,26 @@
  * "NAME.mb<k>.gathered"; prefetch within the microbatch's backward pass;
  * a unit is gathered for each microbatch's backward pass whether that pass
  * reads its parameters or not, as FSDP's pre-backward hook does).  The
- * gradients are accumulated whole, in place, as the step does (eager
- * .grad), and reduce-scattered once, after the last microbatch: FSDP's
- * no_sync() variant (roamc.shard ends "grad_accum=K no_sync").  Not
- * written: the variant without no_sync (ZeRO-3's and FSDP's default),
- * which reduce-scatters each microbatch's gradients into the rank's shard
- * accumulator and keeps no whole gradient across microbatches.  Not modelled: DeepSpeed's
+ * step's accumulated gradient is a chain of in-place add_(sum so far,
+ * microbatch k's own gradient).  Default (DeepSpeed's ZeRO-2/3 with
+ * gradient_accumulation_steps, FSDP outside no_sync): after each
+ * microbatch's last gradient of a unit, its own gradients go into a flat
+ * buffer ("roamc.gradflat<instance>", instance = k * units + u) and a
+ * ReduceScatter; the first microbatch's makes the shard, each later one's
+ * a "roamc.gradpart<instance>" added in place (add_) into the shard, as
+ * FSDP's _saved_grad_shard += output; the add_ chain of whole gradients is
+ * left out, so no whole gradient outlives its microbatch (roamc.shard ends
+ * "grad_accum=K per_microbatch").  zero2 alike: per microbatch each own
+ * gradient bucketed as it is ready (never before the buffer's previous
+ * bucket is reduced), a ReduceScatter per bucket, the owned gradients
+ * copied back (first microbatch) or added into their sums (the others).
+ * With so.no_sync (--no-sync, FSDP's no_sync()): the whole gradients are
+ * accumulated in place as the step does and reduced once, after the last
+ * microbatch ("grad_accum=K no_sync"; metadata
+ * roamc.accumulated_gradients names them, and the split counts them as
+ * gradients).  ddp and zero1 reduce an accumulated step's gradients once,
+ * after the last microbatch (DDP's per-microbatch all-reduce is not
+ * written).  Not modelled: DeepSpeed's
  * persistence threshold (parameters under 1e5 elements kept whole),
  * prefetch bucket and reuse distance, FSDP's forward prefetch (off by
  * default) and limit_all_gathers.
@@ -127,6 +141,11 @@ typedef struct shard_options {
     /* fsdp: the wrap unit, an fnmatch pattern of module names; NULL: each
      * transformer layer */
     const char *wrap;
+    /* zero2, zero3, fsdp with gradient accumulation: FSDP's no_sync(), the
+     * whole gradients accumulated over the microbatches and reduced once
+     * after the last; false (the frameworks' default): each microbatch's
+     * gradients reduce-scattered and added into the rank's shard */
+    bool no_sync;
 } shard_options;
 
 /* "ddp", "zero1", ...; "?" outside the enum. */

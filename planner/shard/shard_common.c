@@ -45,6 +45,11 @@ int shard_check(const shard_options *so, char *err, size_t errlen) {
     if (so->prefetch < 0 || so->prefetch > SHARD_MAX_PREFETCH)
         return roamc_errorf(err, errlen, "--prefetch is 0 to %d, not %ld", SHARD_MAX_PREFETCH,
                             so->prefetch);
+    if (so->no_sync && so->kind != SHARD_ZERO2 && so->kind != SHARD_ZERO3 && so->kind != SHARD_FSDP)
+        return roamc_errorf(err, errlen,
+                            "--no-sync is for --shard zero2, zero3 or fsdp (ddp and zero1 "
+                            "reduce an accumulated step's gradients once, after the last "
+                            "microbatch, already)");
     if (so->wrap && (so->kind != SHARD_FSDP || !*so->wrap))
         return roamc_errorf(err, errlen, "%s",
                             *so->wrap ? "--wrap PATTERN is fsdp's wrap unit: --shard fsdp only"
@@ -315,10 +320,16 @@ int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen) {
  * from src into dst: into the bucket (copy in) or into the gradient (copy
  * out).  Inserts 2 nodes at `at`. */
 int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer) {
+    return sh_emit_copy_of(w, e, at,
+                           &(sh_copy){.param = i, .value = -1, .in = in, .buffer = buffer});
+}
+
+int sh_emit_copy_of(sh_work *w, fe_edit *e, size_t at, const sh_copy *c) {
     char *err = w->err;
     size_t errlen = w->errlen;
-    const sh_param *P = &w->p[i];
-    const fe_value *gv = &w->m->values[P->grad];
+    const sh_param *P = &w->p[c->param];
+    const fe_value *gv = &w->m->values[c->value >= 0 ? c->value : P->grad];
+    bool in = c->in;
     int64_t size[64], stride[64];
     size_t rank = gv->rank > 0 ? (size_t)gv->rank : 0;
     ROAMC_ASSERT(rank <= 64);
@@ -335,10 +346,15 @@ int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *
                          {.name = "stride", .type = FE_ATTR_INTS, .ints = stride, .n_ints = rank},
                          {.name = "storage_offset", .type = FE_ATTR_INT, .i = (int64_t)P->offset},
                          SH_VIEW_ATTRS(0)};
-    fe_attr_spec ca[] = {SH_VIEW_ATTRS(1)};
-    sh_node vn = {"org.pytorch.aten", "as_strided", {buffer}, 1, view, va, 5};
+    /* add_: the overload a runner replays (models/run_plan.py) */
+    fe_attr_spec ca[] = {SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
+    sh_node vn = {"org.pytorch.aten", "as_strided", {c->buffer}, 1, view, va, 5};
     sh_node cn = {"org.pytorch.aten", "copy_", {view, gv->name}, 2, out, ca, 2};
-    if (!in) cn.in[0] = gv->name, cn.in[1] = view;
+    if (!in) {
+        cn.in[0] = c->dst ? c->dst : gv->name, cn.in[1] = view;
+        if (c->add) cn.op = "add_", cn.n_attrs = 3;
+    }
     if (sh_put(e, at, &vn, err, errlen) || sh_put(e, at + 1, &cn, err, errlen)) return -1;
     if (sh_value_info(e, view, gv->elem_type, &(sh_dims){gv, NULL, 0}, err, errlen)) return -1;
     return sh_value_info(e, out, gv->elem_type, &(sh_dims){gv, NULL, 0}, err, errlen);
@@ -368,4 +384,6 @@ void sh_work_free(sh_work *w) {
     free(w->op_tag);
     free(w->removed);
     free(w->ins);
+    free(w->mb_grad);
+    free(w->acc_op);
 }

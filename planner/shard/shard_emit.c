@@ -44,7 +44,9 @@ static int sh_ready_cmp(const void *a, const void *b) {
  * first one per type 1 MiB, then bucket_mb MiB). */
 static void sh_buckets(sh_work *w) {
     sh_ready_key *key = xmallocarray(w->n, sizeof *key);
-    for (size_t i = 0; i < w->n; i++) key[i] = (sh_ready_key){w->p[i].producer, (int)i};
+    for (size_t i = 0; i < w->n; i++) /* each: as the first microbatch's become ready */
+        key[i] = (sh_ready_key){
+            w->each ? w->m->values[w->mb_grad[i * w->K]].producer : w->p[i].producer, (int)i};
     qsort(key, w->n, sizeof *key, sh_ready_cmp);
     w->ready = xmallocarray(w->n, sizeof *w->ready);
     for (size_t i = 0; i < w->n; i++) w->ready[i] = key[i].index;
@@ -113,18 +115,78 @@ static void sh_partition(sh_work *w) {
     free(order);
 }
 
+/* ------------------------------------------------ gradient accumulation */
+
+/* roamc.grad_accum K; zero2 without --no-sync and K > 1 (w->each): each
+ * parameter's accumulated gradient is a chain of K - 1 in-place add_(sum
+ * so far, microbatch k's own), the first microbatch's gradient innermost
+ * (models/export.py's and --train's steps): w->mb_grad and w->acc_op.
+ * Returns 0, or -1 with a message. */
+static int sh_accumulation(sh_work *w) {
+    const fe_model *m = w->m;
+    const char *accum = fe_meta(m, "roamc.grad_accum");
+    long k = accum ? strtol(accum, NULL, 10) : 1;
+    if (k < 1 || k > 65536)
+        return roamc_errorf(w->err, w->errlen,
+                            "%s: metadata roamc.grad_accum is '%s', not a number of "
+                            "microbatches",
+                            w->r->step_name, accum);
+    w->K = (size_t)k;
+    w->each = w->K > 1 && w->r->so.kind == SHARD_ZERO2 && !w->r->so.no_sync;
+    if (!w->each) return 0;
+    w->mb_grad = xmallocarray(w->n * w->K, sizeof *w->mb_grad);
+    w->acc_op = xcalloc(w->g->n_ops ? w->g->n_ops : 1, sizeof *w->acc_op);
+    for (size_t i = 0; i < w->n; i++) {
+        int v = w->p[i].grad;
+        for (size_t h = w->K - 1; h >= 1; h--) {
+            int op = m->values[v].producer;
+            const fe_node *nd = op >= 0 ? &m->nodes[op] : NULL;
+            if (!nd || strcmp(nd->op_type, "add_") != 0 || nd->n_inputs < 2 || nd->inputs[0] < 0 ||
+                nd->inputs[1] < 0)
+                return roamc_errorf(w->err, w->errlen,
+                                    "%s: --shard zero2: the accumulated gradient '%s' of '%s' "
+                                    "is not one add_ per microbatch (roamc.grad_accum %zu) of "
+                                    "that microbatch's own gradient: reducing each "
+                                    "microbatch's gradients needs them; --no-sync reduces the "
+                                    "accumulated ones once",
+                                    w->r->step_name, m->values[w->p[i].grad].name,
+                                    m->values[w->p[i].value].name, w->K);
+            w->acc_op[op] = true;
+            w->mb_grad[i * w->K + h] = nd->inputs[1];
+            v = nd->inputs[0];
+        }
+        w->mb_grad[i * w->K] = v;
+        for (size_t h = 0; h < w->K; h++) {
+            int pr = m->values[w->mb_grad[i * w->K + h]].producer;
+            int before = h ? m->values[w->mb_grad[i * w->K + h - 1]].producer : -1;
+            if (pr < 0 || pr <= before)
+                return roamc_errorf(w->err, w->errlen,
+                                    "%s: --shard zero2: microbatch %zu's gradient '%s' of '%s' "
+                                    "is made %s",
+                                    w->r->step_name, h, m->values[w->mb_grad[i * w->K + h]].name,
+                                    m->values[w->p[i].value].name,
+                                    pr < 0 ? "by no node" : "before the microbatch before it's");
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------- the optimizer's nodes (zero*) */
 
 /* ------------------------------------------------------------ emission */
 
-static void sh_add_insert(sh_work *w, size_t position, int kind, int index) {
+static void sh_add_insert_mb(sh_work *w, size_t position, int kind, int index, int mb) {
     if (kind == SH_COPY_OUT) w->p[index].copy_out = position;
     if (w->n_ins == w->cap_ins) {
         w->cap_ins = w->cap_ins ? 2 * w->cap_ins : 64;
         w->ins = xreallocarray(w->ins, w->cap_ins, sizeof *w->ins);
     }
-    w->ins[w->n_ins] = (sh_insert){position, w->n_ins, kind, index};
+    w->ins[w->n_ins] = (sh_insert){position, w->n_ins, kind, index, mb};
     w->n_ins++;
+}
+
+static void sh_add_insert(sh_work *w, size_t position, int kind, int index) {
+    sh_add_insert_mb(w, position, kind, index, 0);
 }
 
 static int sh_insert_cmp(const void *pa, const void *pb) {
@@ -156,6 +218,41 @@ static void sh_plan_inserts(sh_work *w) {
     qsort(w->ins, w->n_ins, sizeof *w->ins, sh_insert_cmp);
 }
 
+/* zero2, each microbatch's gradients reduced (w->each): per microbatch,
+ * per bucket, its gradients copied in as they become ready (never before
+ * the buffer's previous bucket is reduced: the buckets take turns in it),
+ * the reduction after the last, then the owned ones copied back (the
+ * first microbatch) or added into the accumulated gradient (the others). */
+static void sh_plan_inserts_each(sh_work *w) {
+    size_t *free_at = xcalloc(w->n_buffers ? w->n_buffers : 1, sizeof *free_at);
+    for (size_t k = 0; k < w->K; k++)
+        for (size_t b = 0; b < w->nb; b++) {
+            int f = w->b[b].buffer;
+            size_t red = free_at[f];
+            for (size_t j = 0; j < w->n; j++) {
+                int i = w->ready[j];
+                if (w->p[i].bucket != (int)b) continue;
+                size_t at = (size_t)w->m->values[w->mb_grad[(size_t)i * w->K + k]].producer + 1;
+                if (at < free_at[f]) at = free_at[f];
+                sh_add_insert_mb(w, at, SH_COPY_IN, i, (int)k);
+                if (at > red) red = at;
+            }
+            sh_add_insert_mb(w, red, SH_REDUCE, (int)b, (int)k);
+            for (size_t j = 0; j < w->n; j++)
+                if (w->p[w->ready[j]].bucket == (int)b && w->p[w->ready[j]].owner == w->r->so.rank)
+                    sh_add_insert_mb(w, red, SH_COPY_OUT, w->ready[j], (int)k);
+            free_at[f] = red;
+        }
+    free(free_at);
+    qsort(w->ins, w->n_ins, sizeof *w->ins, sh_insert_cmp);
+}
+
+/* The accumulated gradient of parameter i once microbatch k's is in it
+ * (w->each): "G.reduced", G microbatch k's own gradient. */
+static void sh_acc_name(const sh_work *w, int i, size_t k, char *buf, size_t len) {
+    snprintf(buf, len, "%s.reduced", w->m->values[w->mb_grad[(size_t)i * w->K + k]].name);
+}
+
 static void sh_buffer_name(const sh_work *w, int buffer, char *buf, size_t len) {
     (void)w;
     snprintf(buf, len, "roamc.bucket%d", buffer);
@@ -164,15 +261,17 @@ static void sh_buffer_name(const sh_work *w, int buffer, char *buf, size_t len) 
 /* div_ of the bucket's buffer by the world size, then the collective in
  * place (AllReduce; zero2: ReduceScatter).  Inserts 2 nodes at `at`;
  * *last gets the collective's output name. */
-static int sh_emit_reduce(sh_work *w, fe_edit *e, size_t at, int b, const char *now, char *last,
-                          size_t lastlen) {
+static int sh_emit_reduce(sh_work *w, fe_edit *e, size_t at, const sh_insert *in, const char *now,
+                          char *last, size_t lastlen) {
     char *err = w->err;
     size_t errlen = w->errlen;
-    char buffer[64], div[SH_NAME];
+    char buffer[64], div[SH_NAME], mb[32] = "";
+    int b = in->index;
     bool zero2 = w->r->so.kind == SHARD_ZERO2;
+    if (in->mb > 0) snprintf(mb, sizeof mb, ".mb%d", in->mb); /* the bucket's k-th reduction */
     sh_buffer_name(w, w->b[b].buffer, buffer, sizeof buffer);
-    snprintf(div, sizeof div, "%s.div%d", buffer, b);
-    snprintf(last, lastlen, "%s.%s%d", buffer, zero2 ? "reduce_scatter" : "all_reduce", b);
+    snprintf(div, sizeof div, "%s.div%d%s", buffer, b, mb);
+    snprintf(last, lastlen, "%s.%s%d%s", buffer, zero2 ? "reduce_scatter" : "all_reduce", b, mb);
     /* overload: the ATen call a runner replays (models/run_plan.py), as
      * models/export.py records bucket.div_(world) */
     fe_attr_spec da[] = {{.name = "other", .type = FE_ATTR_FLOAT, .f = (float)w->r->so.world},
@@ -206,8 +305,21 @@ static int sh_apply_inserts(sh_work *w, fe_edit *e, size_t *shift) {
         int b = in->kind == SH_REDUCE ? in->index : w->p[in->index].bucket;
         char *now = cur + (size_t)w->b[b].buffer * SH_NAME;
         if (in->kind == SH_REDUCE) {
-            rc = sh_emit_reduce(w, e, at, b, now, reduced + (size_t)b * SH_NAME, SH_NAME);
+            rc = sh_emit_reduce(w, e, at, in, now, reduced + (size_t)b * SH_NAME, SH_NAME);
             if (rc == 0) memcpy(now, reduced + (size_t)b * SH_NAME, SH_NAME);
+        } else if (w->each) { /* microbatch in->mb's own gradient in; back: into the sum */
+            int i = in->index;
+            char acc[SH_NAME];
+            bool copy_in = in->kind == SH_COPY_IN;
+            sh_copy c = {.param = i,
+                         .value = w->mb_grad[(size_t)i * w->K + (size_t)in->mb],
+                         .in = copy_in,
+                         .buffer = copy_in ? now : reduced + (size_t)b * SH_NAME};
+            if (!c.in && in->mb > 0) {
+                sh_acc_name(w, i, (size_t)in->mb - 1, acc, sizeof acc);
+                c.dst = acc, c.add = true;
+            }
+            rc = sh_emit_copy_of(w, e, at, &c);
         } else {
             bool copy_in = in->kind == SH_COPY_IN;
             rc = sh_emit_copy(w, e, at, in->index, copy_in,
@@ -240,6 +352,57 @@ static int sh_rewire(sh_work *w, fe_edit *e, const size_t *shift, char *err, siz
         }
     }
     free(param_of);
+    return rc;
+}
+
+/* w->each: the optimizer reads the owned gradients' sums (the others'
+ * update nodes go); nothing else may read the whole gradients' sums.
+ * Before sh_remove_updates (indices as shift[] says). */
+static int sh_rewire_each(sh_work *w, fe_edit *e, const size_t *shift) {
+    const fe_model *m = w->m;
+    int *param_of = xmallocarray(m->n_values ? m->n_values : 1, sizeof *param_of);
+    for (size_t v = 0; v < m->n_values; v++) param_of[v] = -1;
+    for (size_t i = 0; i < w->n; i++) param_of[w->p[i].grad] = (int)i;
+    int rc = 0;
+    for (size_t op = 0; rc == 0 && op < w->g->n_ops; op++) {
+        bool goes = op > w->last_grad && w->op_tag[op] >= 0 &&
+                    w->p[w->op_tag[op]].owner != w->r->so.rank; /* sh_remove_updates */
+        if (w->acc_op[op] || goes) continue;
+        const fe_node *nd = &m->nodes[op];
+        for (size_t s = 0; rc == 0 && s < nd->n_inputs; s++) {
+            int v = nd->inputs[s];
+            if (v < 0 || m->values[v].producer < 0 || !w->acc_op[m->values[v].producer]) continue;
+            int i = param_of[v];
+            if (i < 0 || op <= w->last_grad || w->p[i].owner != w->r->so.rank) {
+                rc = roamc_errorf(w->err, w->errlen,
+                                  "%s: --shard zero2: node #%zu (%s) reads '%s', a whole "
+                                  "gradient accumulated over microbatches, which the rank does "
+                                  "not keep when each microbatch's gradients are reduced; "
+                                  "--no-sync keeps them",
+                                  w->r->step_name, op, nd->op_type, m->values[v].name);
+                break;
+            }
+            char acc[SH_NAME];
+            sh_acc_name(w, i, w->K - 1, acc, sizeof acc);
+            rc = fe_edit_replace_input(e, op + shift[op], s, acc, w->err, w->errlen);
+        }
+    }
+    free(param_of);
+    return rc;
+}
+
+/* w->each: the add_ nodes that summed the whole gradients go.  After
+ * sh_remove_updates (later nodes, removed from the highest index down). */
+static int sh_drop_accumulation(sh_work *w, fe_edit *e, const size_t *shift) {
+    const fe_model *m = w->m;
+    int rc = 0;
+    for (size_t op = w->g->n_ops; rc == 0 && op-- > 0;) {
+        if (!w->acc_op[op]) continue;
+        rc = fe_edit_remove_node(e, op + shift[op], w->err, w->errlen);
+        for (size_t k = 0; rc == 0 && k < m->nodes[op].n_outputs; k++)
+            if (m->nodes[op].outputs[k] >= 0)
+                fe_edit_remove_value(e, m->values[m->nodes[op].outputs[k]].name);
+    }
     return rc;
 }
 
@@ -320,6 +483,9 @@ static int sh_declare(sh_work *w, fe_edit *e, char *err, size_t errlen) {
     char setup[256];
     snprintf(setup, sizeof setup, "%s world=%ld rank=%ld bucket_mb=%g", shard_kind_name(so->kind),
              so->world, so->rank, so->bucket_mb);
+    if (w->K > 1 && so->kind == SHARD_ZERO2)
+        snprintf(setup + strlen(setup), sizeof setup - strlen(setup), " grad_accum=%zu %s", w->K,
+                 w->each ? "per_microbatch" : "no_sync");
     fe_edit_set_meta(e, "roamc.shard", setup);
     if (!w->zero) return 0;
     int *pv = xmallocarray(w->n, sizeof *pv), *gv = xmallocarray(w->n, sizeof *gv);
@@ -331,10 +497,26 @@ static int sh_declare(sh_work *w, fe_edit *e, char *err, size_t errlen) {
     char *s = sh_join(w->m, pv, w->n, mine);
     fe_edit_set_meta(e, "roamc.owned", s);
     free(s);
-    if (so->kind == SHARD_ZERO2) {
+    if (so->kind == SHARD_ZERO2 && w->each) { /* the owned gradients' sums */
+        char *list = xcalloc(1, 1), acc[SH_NAME];
+        for (size_t i = 0; i < w->n; i++) {
+            if (!mine[i]) continue;
+            sh_acc_name(w, (int)i, w->K - 1, acc, sizeof acc);
+            size_t at = strlen(list);
+            list = xreallocarray(list, at + strlen(acc) + 2, 1);
+            sprintf(list + at, "%s%s", at ? "," : "", acc);
+        }
+        fe_edit_set_meta(e, "roamc.gradients", list);
+        free(list);
+    } else if (so->kind == SHARD_ZERO2) {
         s = sh_join(w->m, gv, w->n, mine);
         fe_edit_set_meta(e, "roamc.gradients", s);
         free(s);
+        if (w->K > 1) { /* no_sync: every whole gradient kept over the microbatches */
+            s = sh_join(w->m, gv, w->n, NULL);
+            fe_edit_set_meta(e, "roamc.accumulated_gradients", s);
+            free(s);
+        }
     }
     free(pv);
     free(gv);
@@ -360,6 +542,7 @@ int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outco
     int rc = shard_check(&r->so, err, errlen);
     if (rc == 0) rc = sh_params(&w);
     if (rc == 0) rc = sh_states(&w);
+    if (rc == 0 && r->so.kind == SHARD_ZERO2) rc = sh_accumulation(&w);
     bool gathered = r->so.kind == SHARD_ZERO3 || r->so.kind == SHARD_FSDP;
     if (rc == 0 && gathered) {
         sh_passes(&w);
@@ -376,12 +559,16 @@ int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outco
         if (w.zero) rc = sh_tag_updates(&w);
     }
     if (rc == 0) {
-        sh_plan_inserts(&w);
+        if (w.each)
+            sh_plan_inserts_each(&w);
+        else
+            sh_plan_inserts(&w);
         rc = fe_edit_open_bytes(r->step_name, r->step_bytes, r->step_len, &e, err, errlen);
     }
     if (rc == 0) rc = sh_apply_inserts(&w, e, shift);
-    if (rc == 0) rc = sh_rewire(&w, e, shift, err, errlen);
+    if (rc == 0) rc = w.each ? sh_rewire_each(&w, e, shift) : sh_rewire(&w, e, shift, err, errlen);
     if (rc == 0 && w.zero) rc = sh_remove_updates(&w, e, shift, err, errlen);
+    if (rc == 0 && w.each) rc = sh_drop_accumulation(&w, e, shift);
     if (rc == 0 && w.zero) rc = sh_broadcasts(&w, e, err, errlen);
     if (rc == 0) rc = sh_declare(&w, e, err, errlen);
     if (rc == 0) fe_edit_bytes(e, bytes, len);

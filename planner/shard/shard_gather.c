@@ -28,6 +28,8 @@ typedef struct gu_unit {
     size_t bwd_at;   /* where its backward gather goes; SIZE_MAX: none (root) */
     size_t bwd_from; /* its backward's first op: first backward read or gradient */
     size_t grad_at;  /* after its last gradient: where the gradients are reduced */
+    size_t red_at;   /* after its own microbatch's gradients: where they are reduced when
+                      * each microbatch's are (gu_work.each) */
 } gu_unit;
 
 enum gu_kind { GU_GATHER = 1, GU_CLONE, GU_DEPEND, GU_REDUCE, GU_MINE };
@@ -68,6 +70,11 @@ typedef struct gu_work {
     size_t n_ins, cap_ins;
     gu_rewire *rw;
     size_t n_rw, cap_rw;
+    /* K > 1 without no_sync: each microbatch's gradients reduce-scattered
+     * after its backward pass and added into the rank's shard */
+    bool each;
+    int *mb_grad; /* per parameter i and microbatch k, [i * K + k]: k's own gradient, -1 */
+    bool *acc_op; /* per op: an add_ accumulating whole gradients over microbatches */
 } gu_work;
 
 static void gu_add_insert(gu_work *G, gu_insert in) {
@@ -316,16 +323,21 @@ static int gu_reads_plan(gu_work *G) {
          * microbatch's; the unit is gathered for the backward pass of each
          * microbatch (FSDP's pre-backward hook), whether that pass reads the
          * parameters or not */
-        int p = w->p[i].producer;
+        int v = w->p[i].grad, p = w->p[i].producer;
         for (int hops = 0; p >= 0 && hops <= (int)G->K; hops++) {
             const fe_node *nd = &m->nodes[p];
             bool chain = G->K > 1 && strcmp(nd->op_type, "add_") == 0 && nd->n_inputs >= 2 &&
                          nd->inputs[0] >= 0 && nd->inputs[1] >= 0 &&
                          gu_phase(G, (size_t)p) == GU_BWD;
-            int mine = chain ? m->values[nd->inputs[1]].producer : p;
+            int own = chain ? nd->inputs[1] : v; /* this microbatch's own gradient */
+            int mine = chain ? m->values[own].producer : p;
             if (mine >= 0) {
-                gu_unit *U = &G->u[gu_seg(G, (size_t)mine) * G->nb + (size_t)G->unit_of[i]];
+                size_t seg = gu_seg(G, (size_t)mine);
+                gu_unit *U = &G->u[seg * G->nb + (size_t)G->unit_of[i]];
                 if ((size_t)mine < U->bwd_from) U->bwd_from = (size_t)mine;
+                if ((size_t)mine + 1 > U->red_at) U->red_at = (size_t)mine + 1;
+                int *slot = &G->mb_grad[i * G->K + seg];
+                *slot = *slot == -1 ? own : -2; /* -2: two in one microbatch */
             }
             if (hops == 0) { /* the accumulated gradient: reduced after it */
                 gu_unit *U = &G->u[gu_seg(G, (size_t)p) * G->nb + (size_t)G->unit_of[i]];
@@ -333,8 +345,21 @@ static int gu_reads_plan(gu_work *G) {
                 if ((size_t)p + 1 > U->grad_at) U->grad_at = (size_t)p + 1;
             }
             if (!chain) break;
-            p = m->values[nd->inputs[0]].producer;
+            G->acc_op[p] = true;
+            v = nd->inputs[0];
+            p = m->values[v].producer;
         }
+        for (size_t k = 0; G->each && k < G->K; k++)
+            if (G->mb_grad[i * G->K + k] < 0)
+                return roamc_errorf(w->err, w->errlen,
+                                    "%s: --shard %s: the accumulated gradient '%s' of '%s' is "
+                                    "not one add_ per microbatch of that microbatch's own "
+                                    "gradient (microbatch %zu: %s): reducing each microbatch's "
+                                    "gradients needs them; --no-sync reduces the accumulated "
+                                    "ones once",
+                                    w->r->step_name, shard_kind_name(w->r->so.kind),
+                                    m->values[w->p[i].grad].name, m->values[w->p[i].value].name, k,
+                                    G->mb_grad[i * G->K + k] == -1 ? "none" : "two");
     }
     return 0;
 }
@@ -467,18 +492,39 @@ static long gu_emit_gather(gu_work *G, fe_edit *e, size_t at, int u, bool bwd) {
     return added;
 }
 
+/* The name of unit b's gradient shard once microbatch k's gradients are
+ * in it (gu_work.each): "roamc.grad<b>" after the last microbatch, which
+ * the optimizer's views read; "roamc.grad<b>.mb<k>" before. */
+static void gu_grad_name(const gu_work *G, int b, size_t k, char *buf, size_t len) {
+    if (k + 1 >= G->K)
+        snprintf(buf, len, "roamc.grad%d", b);
+    else
+        snprintf(buf, len, "roamc.grad%d.mb%zu", b, k);
+}
+
 /* After unit u's last gradient: the flat gradient (new_zeros of the
  * gathered buffer: it lives until here), each gradient copied in, div_ by
- * the world and the ReduceScatter into the rank's gradient shard. */
+ * the world and the ReduceScatter into the rank's gradient shard.  Each
+ * microbatch's (gu_work.each): instance u's own gradients copied in, into
+ * flat buffer "roamc.gradflat<u>"; the first microbatch's ReduceScatter
+ * makes the shard, each later one's makes "roamc.gradpart<u>", added into
+ * the shard in place (FSDP's _saved_grad_shard += output; DeepSpeed's
+ * grad partition add_). */
 static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     sh_work *w = G->w;
     const gu_unit *U = &G->u[u];
-    char full[64], flat[64], div[80], shard[64];
+    char full[64], flat[64], div[80], shard[64], acc[64], sum[64];
     int base = u % (int)G->nb;
+    size_t seg = (size_t)u / G->nb;
     gu_buffer_name(U->root || U->bwd_at == SIZE_MAX ? "gathered" : "regathered", u, full,
                    sizeof full);
-    gu_buffer_name("gradflat", base, flat, sizeof flat);
-    gu_buffer_name("grad", base, shard, sizeof shard);
+    gu_buffer_name("gradflat", G->each ? u : base, flat, sizeof flat);
+    if (!G->each)
+        gu_buffer_name("grad", base, shard, sizeof shard);
+    else if (seg == 0)
+        gu_grad_name(G, base, 0, shard, sizeof shard);
+    else
+        gu_buffer_name("gradpart", u, shard, sizeof shard);
     snprintf(div, sizeof div, "%s.div", flat);
     int64_t dims[1] = {(int64_t)(U->shard * (uint64_t)w->r->so.world)};
     int64_t sdims[1] = {(int64_t)U->shard};
@@ -490,7 +536,9 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     long added = 1;
     for (size_t i = 0; i < w->n; i++) {
         if (G->unit_of[i] != base) continue;
-        if (sh_emit_copy(w, e, at + (size_t)added, (int)i, true, flat)) return -1;
+        sh_copy c = {.param = (int)i, .value = -1, .in = true, .buffer = flat};
+        if (G->each) c.value = G->mb_grad[i * G->K + seg];
+        if (sh_emit_copy_of(w, e, at + (size_t)added, &c)) return -1;
         added += 2;
     }
     /* overload: the ATen call a runner replays (models/run_plan.py) */
@@ -508,7 +556,17 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
     if (sh_value_info(e, div, U->elem, &(sh_dims){NULL, dims, 1}, w->err, w->errlen) ||
         sh_value_info(e, shard, U->elem, &(sh_dims){NULL, sdims, 1}, w->err, w->errlen))
         return -1;
-    return added + 2;
+    added += 2;
+    if (!G->each || seg == 0) return added;
+    gu_grad_name(G, base, seg - 1, acc, sizeof acc);
+    gu_grad_name(G, base, seg, sum, sizeof sum);
+    fe_attr_spec aa[] = {SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
+    sh_node an = {"org.pytorch.aten", "add_", {acc, shard}, 2, sum, aa, 3};
+    if (sh_put(e, at + (size_t)added, &an, w->err, w->errlen) ||
+        sh_value_info(e, sum, U->elem, &(sh_dims){NULL, sdims, 1}, w->err, w->errlen))
+        return -1;
+    return added + 1;
 }
 
 /* Before parameter i's first update node: flat views of the rank's range
@@ -678,6 +736,38 @@ static int gu_updates(gu_work *G, fe_edit *e, const size_t *shift, size_t *n_rem
     return rc;
 }
 
+/* gu_work.each: the add_ nodes that accumulated the whole gradients over
+ * the microbatches go (each microbatch's are reduced and added into the
+ * shard instead); only the optimizer may read what they made, through the
+ * shard's views (gu_reads_plan rewired it). */
+static int gu_drop_accumulation(gu_work *G, fe_edit *e, const size_t *shift) {
+    sh_work *w = G->w;
+    const fe_model *m = w->m;
+    for (size_t op = 0; op < w->g->n_ops; op++) {
+        if (G->acc_op[op] || w->removed[op]) continue;
+        const fe_node *nd = &m->nodes[op];
+        for (size_t s = 0; s < nd->n_inputs; s++) {
+            int v = nd->inputs[s], i = w->op_tag[op];
+            if (v < 0 || m->values[v].producer < 0 || !G->acc_op[m->values[v].producer]) continue;
+            if (gu_phase(G, op) == GU_OPT && i >= 0 && v == w->p[i].grad) continue;
+            return roamc_errorf(w->err, w->errlen,
+                                "%s: --shard %s: node #%zu (%s) reads '%s', a whole gradient "
+                                "accumulated over microbatches, which no rank keeps when each "
+                                "microbatch's gradients are reduced; --no-sync keeps them",
+                                w->r->step_name, shard_kind_name(w->r->so.kind), op, nd->op_type,
+                                m->values[v].name);
+        }
+    }
+    for (size_t op = w->g->n_ops; op-- > 0;) {
+        if (!G->acc_op[op]) continue;
+        if (fe_edit_remove_node(e, op + shift[op], w->err, w->errlen)) return -1;
+        const fe_node *nd = &m->nodes[op];
+        for (size_t k = 0; k < nd->n_outputs; k++)
+            if (nd->outputs[k] >= 0) fe_edit_remove_value(e, m->values[nd->outputs[k]].name);
+    }
+    return 0;
+}
+
 /* A comma-separated list "roamc.WHAT<u>" of the first n units or instances
  * (those with a backward gather when bwd_only). */
 static char *gu_names(const gu_work *G, const char *what, bool bwd_only, size_t n) {
@@ -708,9 +798,27 @@ static int gu_declare(gu_work *G, fe_edit *e) {
     s = gu_names(G, "grad", false, G->nb);
     fe_edit_set_meta(e, "roamc.gradients", s);
     free(s);
-    s = gu_names(G, "gradflat", false, G->nb);
+    s = gu_names(G, "gradflat", false, G->each ? G->nu : G->nb);
+    if (G->each) { /* and each later microbatch's reduced part */
+        char *parts = gu_names(G, "gradpart", false, G->nu);
+        const char *tail = parts;
+        for (size_t u = 0; u < G->nb; u++) tail += strcspn(tail, ","), tail += *tail == ',';
+        char *both = xmalloc(strlen(s) + strlen(tail) + 2);
+        sprintf(both, "%s%s%s", s, *tail ? "," : "", tail);
+        free(s);
+        free(parts);
+        s = both;
+    }
     fe_edit_set_meta(e, "roamc.communication", s);
     free(s);
+    if (G->K > 1 && !G->each) { /* no_sync: the whole gradients kept over the microbatches */
+        int *gv = xmallocarray(w->n, sizeof *gv);
+        for (size_t i = 0; i < w->n; i++) gv[i] = w->p[i].grad;
+        s = sh_join(w->m, gv, w->n, NULL);
+        fe_edit_set_meta(e, "roamc.accumulated_gradients", s);
+        free(s);
+        free(gv);
+    }
     char *f = gu_names(G, "gathered", false, G->nu), *b = gu_names(G, "regathered", true, G->nu);
     s = xmalloc(strlen(f) + strlen(b) + 2);
     sprintf(s, "%s%s%s", f, *f && *b ? "," : "", b);
@@ -725,9 +833,9 @@ static int gu_declare(gu_work *G, fe_edit *e) {
              : so->wrap              ? so->wrap
                                      : "layer",
              G->nb);
-    if (G->K > 1) /* FSDP's no_sync: full gradients accumulated, one reduction */
-        snprintf(setup + strlen(setup), sizeof setup - strlen(setup), " grad_accum=%zu no_sync",
-                 G->K);
+    if (G->K > 1) /* no_sync: whole gradients accumulated, one reduction */
+        snprintf(setup + strlen(setup), sizeof setup - strlen(setup), " grad_accum=%zu %s", G->K,
+                 G->each ? "per_microbatch" : "no_sync");
     fe_edit_set_meta(e, "roamc.shard", setup);
     return 0;
 }
@@ -748,6 +856,8 @@ static void gu_free(gu_work *G) {
     free(G->ins);
     for (size_t k = 0; k < G->n_rw; k++) free(G->rw[k].name);
     free(G->rw);
+    free(G->mb_grad);
+    free(G->acc_op);
 }
 
 /* The microbatches of a step with gradient accumulation (roamc.grad_accum
@@ -870,6 +980,10 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
     if (rc == 0) rc = gu_units(&G);
     if (rc == 0) gu_instances(&G);
     if (rc == 0) {
+        G.each = G.K > 1 && !w->r->so.no_sync;
+        G.mb_grad = xmallocarray(w->n * G.K, sizeof *G.mb_grad);
+        for (size_t k = 0; k < w->n * G.K; k++) G.mb_grad[k] = -1;
+        G.acc_op = xcalloc(g->n_ops ? g->n_ops : 1, sizeof *G.acc_op);
         G.param_of_storage = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof(int));
         for (size_t s = 0; s < g->n_storages; s++) G.param_of_storage[s] = -1;
         for (size_t i = 0; i < w->n; i++) G.param_of_storage[g->storage_of[w->p[i].value]] = (int)i;
@@ -882,10 +996,12 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
         if (U->fwd_at != SIZE_MAX)
             gu_add_insert(&G,
                           (gu_insert){.position = U->fwd_at, .kind = GU_GATHER, .index = (int)u});
-        /* the accumulated gradients, reduced once after the last microbatch */
-        if (u / G.nb == G.K - 1)
-            gu_add_insert(&G,
-                          (gu_insert){.position = U->grad_at, .kind = GU_REDUCE, .index = (int)u});
+        /* each microbatch's gradients reduced after its backward pass, or
+         * (no_sync) the accumulated ones once after the last microbatch */
+        if (G.each || u / G.nb == G.K - 1)
+            gu_add_insert(&G, (gu_insert){.position = G.each ? U->red_at : U->grad_at,
+                                          .kind = GU_REDUCE,
+                                          .index = (int)u});
     }
     if (rc == 0) rc = gu_backward_plan(&G);
     for (size_t i = 0; rc == 0 && i < w->n; i++) {
@@ -901,6 +1017,7 @@ int shard_emit_gathered(sh_work *w, uint8_t **bytes, size_t *len, shard_outcome 
                                 w->errlen);
     if (rc == 0) rc = gu_apply(&G, e, shift);
     if (rc == 0) rc = gu_updates(&G, e, shift, &n_removed);
+    if (rc == 0 && G.each) rc = gu_drop_accumulation(&G, e, shift);
     if (rc == 0) rc = gu_declare(&G, e);
     if (rc == 0) fe_edit_bytes(e, bytes, len);
     if (rc == 0 && o) {

@@ -38,6 +38,7 @@ typedef struct sh_insert {
     size_t position, seq;
     int kind;  /* enum sh_insert_kind */
     int index; /* the parameter (copies) or the bucket (reduce) */
+    int mb;    /* zero2, each microbatch's gradients reduced (sh_work.each): its microbatch */
 } sh_insert;
 
 typedef struct sh_work {
@@ -62,6 +63,13 @@ typedef struct sh_work {
     size_t opt_start; /* the first op after it touching a parameter, gradient or state */
     sh_insert *ins;
     size_t n_ins, cap_ins;
+    /* zero2 with gradient accumulation (roamc.grad_accum K > 1), unless
+     * --no-sync: each microbatch's gradients bucketed and reduce-scattered,
+     * the owned ones' added into the accumulated gradient (each) */
+    size_t K;
+    bool each;
+    int *mb_grad; /* each: per parameter i and microbatch k, [i * K + k]: k's own gradient */
+    bool *acc_op; /* each: per op, an add_ accumulating whole gradients over microbatches */
     char *err;
     size_t errlen;
 } sh_work;
@@ -139,6 +147,20 @@ int sh_put(fe_edit *e, size_t at, const sh_node *n, char *err, size_t errlen);
 /* view = as_strided(buffer) at p[i].offset, then copy_ in place: from the
  * gradient into the view (in) or back (!in).  Inserts 2 nodes at `at`. */
 int sh_emit_copy(sh_work *w, fe_edit *e, size_t at, int i, bool in, const char *buffer);
+/* One copy between a gradient value and its parameter's place in a flat
+ * buffer (sh_emit_copy's general form, for one microbatch's gradient). */
+typedef struct sh_copy {
+    int param;          /* whose place: p[param].offset */
+    int value;          /* the gradient copied in, or written back (names, shape); -1: p[].grad */
+    bool in;            /* into the buffer; else back out of it */
+    const char *buffer; /* the buffer's name now */
+    const char *dst;    /* back out: the name the write consumes (NULL: value's) */
+    bool add;           /* back out: add_ into dst (accumulation) instead of copy_ */
+} sh_copy;
+/* view "V.bucket" (in) or "V.reduced_view" of c->buffer, then copy_ (or
+ * add_) in place, its output "V.bucketed" or "V.reduced" (V: the value's
+ * name).  Inserts 2 nodes at `at`.  0 or -1 with a message. */
+int sh_emit_copy_of(sh_work *w, fe_edit *e, size_t at, const sh_copy *c);
 /* The names of values v[0..n) (those with keep[k], keep NULL: all), comma
  * separated, in a malloc'd string the caller frees. */
 char *sh_join(const fe_model *m, const int *v, size_t n, const bool *keep);

@@ -26,7 +26,9 @@ static void shard_split(shard_outcome *o) {
                                          {"roamc.communication", SHARD_COMM},
                                          {"roamc.parameters", SHARD_PARAMETERS},
                                          {"roamc.buffers", SHARD_PARAMETERS},
-                                         {"roamc.optimizer_state", SHARD_OPTIMIZER}};
+                                         {"roamc.optimizer_state", SHARD_OPTIMIZER},
+                                         /* no_sync: whole gradients kept over microbatches */
+                                         {"roamc.accumulated_gradients", SHARD_GRADIENTS}};
     int peak = sh_split_at_peak(p, rules, sizeof rules / sizeof *rules, SHARD_GRADIENTS,
                                 SHARD_ACTIVATIONS, o->split);
     uint64_t sum = 0;
