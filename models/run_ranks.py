@@ -227,6 +227,38 @@ def rank_inputs(rk, ref, init, world):
     return vals
 
 
+def pipeline_seed_keys(g, ref, src):
+    """Seed keys of a pipeline stage's random nodes (run_plan.seed_keys): node
+    "mb<k>.X" draws as the reference's microbatch k draws at the node that
+    matches the source's node making X.  The reference (export.py --grad-accum
+    M) traces the source's forward M times, naming each microbatch's nodes
+    anew, so the match is by place: the j-th random node of the source is the
+    (k * n + j)-th of the reference (n: the source's random nodes)."""
+    src_rand = [c for c in src.calls if c.random]
+    ref_rand = [i for i, c in enumerate(ref.calls) if c.random]
+    n = len(src_rand)
+    if not n:
+        return RP.seed_keys(g, ref)
+    if len(ref_rand) % n:
+        raise BadInput("%s has %d random nodes, not a multiple of the %d of %s"
+                       % (ref.path, len(ref_rand), n, src.path))
+    where = {c.node.output[0]: j for j, c in enumerate(src_rand)}
+    keys = []
+    for i, c in enumerate(g.calls):
+        if not c.random:
+            keys.append(None)
+            continue
+        m = re.match(r"^mb(\d+)\.(.*)$", c.node.output[0])
+        if not m or m.group(2) not in where or (int(m.group(1)) + 1) * n > len(ref_rand):
+            raise BadInput("%s: random node %s has no counterpart in %s" % (g.path, c.where, ref.path))
+        r = ref_rand[int(m.group(1)) * n + where[m.group(2)]]
+        if ref.calls[r].op != c.op:
+            raise BadInput("%s: random node %s (%s) matched to the reference's %s (%s)"
+                           % (g.path, c.where, c.op, ref.calls[r].where, ref.calls[r].op))
+        keys.append(r)
+    return keys
+
+
 # --------------------------------------------------------------------------- lock step
 
 
@@ -238,8 +270,21 @@ def describe(r, req):
     return "rank %d: %s -> '%s'%s" % (r, c.op, c.node.output[0], "" if peer is None else " (peer %d)" % peer)
 
 
+def group_of(c, R):
+    """The ranks a collective runs over: its INTS attribute group (a pipeline's
+    tied-parameter AllReduce between two stages), else every rank."""
+    for a in c.node.attribute:
+        if a.name == "group":
+            g = list(a.ints)
+            if len(set(g)) != len(g) or any(not 0 <= r < R for r in g):
+                raise JobFailure("%s: group %s in a job of %d ranks" % (c.where, g, R))
+            return g
+    return list(range(R))
+
+
 def collective(ranks, reqs):
-    """Computes one collective across all ranks: the outputs per rank."""
+    """Computes one collective across the ranks given (a group, in its order):
+    the outputs per rank."""
     c0 = reqs[0][0]
     world = len(reqs)
     for r, (c, ins) in enumerate(reqs):
@@ -341,10 +386,27 @@ def run_job(ranks, gens):
                     progress = True
         if all(finished):
             break
-        if all(p is not None and p[0].op not in ("Send", "Recv") for p in pend):
-            outs = collective(ranks, pend)
-            for r in range(R):
-                advance(r, outs[r])
+        # a collective runs once every rank of its group has reached it
+        ran = False
+        for r in range(R):
+            if pend[r] is None or pend[r][0].op in ("Send", "Recv"):
+                continue
+            group = group_of(pend[r][0], R)
+            if r not in group:
+                raise JobFailure("%s: rank %d runs a collective of group %s" % (pend[r][0].where, r, group))
+            if not all(pend[q] is not None and pend[q][0].op not in ("Send", "Recv") for q in group):
+                continue
+            for q in group:
+                if group_of(pend[q][0], R) != group:
+                    raise JobFailure("collectives out of order: %s (group %s), but %s (group %s)"
+                                     % (describe(r, pend[r]), group, describe(q, pend[q]),
+                                        group_of(pend[q][0], R)))
+            outs = collective([ranks[q] for q in group], [pend[q] for q in group])
+            for q, out in zip(group, outs):
+                advance(q, out)
+            ran = True
+            break
+        if ran:
             continue
         raise JobFailure("the ranks cannot go on (a real job would hang): "
                          + "; ".join(describe(r, pend[r]) for r in range(R)))
@@ -577,10 +639,13 @@ def main(argv):
         keep = [rk.g.loss[4:] for rk in ranks if rk.g.loss and rk.g.loss.startswith("mb0.")]
         keep += meta_list(ref, "roamc.gradients")
         refenv = RP.run_reference(ref, init, a.seed, device, RP.seed_keys(ref, ref), keep_also=keep)
+        # a pipeline's stages are cut from SOURCE: their random nodes are matched through it
+        src = RP.Graph(a.source) if a.source and any(rk.kind == "pipeline" for rk in ranks) else None
         gens = []
         for rk in ranks:
             vals = rank_inputs(rk, ref, init, world)
-            keys = RP.seed_keys(rk.g, ref)
+            keys = (pipeline_seed_keys(rk.g, ref, src) if rk.kind == "pipeline" and src is not None
+                    else RP.seed_keys(rk.g, ref))
             wanted = meta_list(rk.g, "roamc.gradients") + ([rk.g.loss] if rk.g.loss else [])
             if rk.plan is None:
                 gens.append(RP.reference_steps(rk.g, vals, a.seed, device, keys, keep_also=wanted))
