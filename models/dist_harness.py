@@ -13,7 +13,9 @@ Set-ups (--setup):
   zero1       N processes, DDP + torch.distributed.optim.ZeroRedundancyOptimizer (ZeRO-1)
   fsdp        N processes, FullyShardedDataParallel (torch 1.13 on CPU: see the README)
   pipeline    2 processes, one stage each, 1F1B over M microbatches (--microbatches,
-              default 4), activations and their gradients exchanged with send/recv
+              default 4), activations and their gradients exchanged with send/recv,
+              each microbatch's loss divided by M; GPT-2's tied embedding kept by both
+              stages, its gradients all-reduced between them before the update
 
 Models (--model): mlp3, gpt2-tiny (the 2-layer transformer of models/export.py),
 resnet50, gpt2-4l (GPT-2 with 4 layers); --batch is the (micro)batch per rank.
@@ -228,6 +230,9 @@ def split_stages(spec, model):
         head.weight = nn.Parameter(model.wte.weight.detach().clone())  # the last stage's copy
         s0 = Stage(dict(wte=model.wte, wpe=model.wpe, drop=model.drop, h=model.h[:k]), f0)
         s1 = Stage(dict(h=model.h[k:], ln_f=model.ln_f, lm_head=head), f1)
+        # the tied embedding: each stage's copy, whose gradients are all-reduced before
+        # the update (Megatron's embedding group; roamc's "<P>.grad.all_reduce")
+        s0.tied, s1.tied = [model.wte.weight], [head.weight]
         return s0, s1
     if name == "resnet50":
         r = model.net
@@ -421,6 +426,10 @@ def pipeline_step(rank, stage, opt, mine, m, act_shape, act_dtype, meter):
                 held.pop(i).backward(g)
                 del g
     settle()
+    # a tied parameter's copies: their gradients summed in place before the update, as
+    # Megatron all-reduces the embedding group's (pipeline.h; both stages take part)
+    for p in getattr(stage, "tied", []):
+        dist.all_reduce(p.grad)
     opt.step()
 
 

@@ -512,15 +512,17 @@ def seed_node(i, seed, device):
 
 # --------------------------------------------------------------------------- reference
 
-def run_reference(g, init, seed, device, keys=None, keep_also=()):
+def run_reference(g, init, seed, device, keys=None, keep_also=(), overrides=None):
     """Program order, ordinary allocations: the results to match.  keys: the
     seed index of each random node (seed_keys; default its own index).  An
     Offload is a copy to a host tensor, a Reload a copy back.  keep_also: values
-    kept past their last reader (besides inputs and outputs)."""
-    return drive_alone(reference_steps(g, init, seed, device, keys, keep_also))
+    kept past their last reader (besides inputs and outputs).  overrides: {name:
+    tensor}, each copied in place into the value as soon as its node makes it
+    (models/run_ranks.py: the step with one gradient summed in another order)."""
+    return drive_alone(reference_steps(g, init, seed, device, keys, keep_also, overrides))
 
 
-def reference_steps(g, init, seed, device, keys=None, keep_also=()):
+def reference_steps(g, init, seed, device, keys=None, keep_also=(), overrides=None):
     """run_reference as a generator: at each communication node (CommCall other
     than Depend) it yields (call, input tensors) and takes the outputs back
     (comm_outputs); returns env."""
@@ -557,6 +559,9 @@ def reference_steps(g, init, seed, device, keys=None, keep_also=()):
                 continue
             if c.empty:
                 fill_poison(t)
+            if overrides and name in overrides:
+                with torch.no_grad():
+                    t.copy_(overrides[name])
             env[name] = t
         for t in set(c.node.input):
             if t and last.get(t) == i and t not in keep:

@@ -24,7 +24,10 @@ in lock step:
 
   AllReduce (in place)       the sum over the ranks, in rank order, written into
                              every rank's buffer (the step's div_ by the world
-                             before it makes the average, as DDP does);
+                             before it makes the average, as DDP does); with an
+                             INTS attribute group (a pipeline's tied parameter)
+                             over those ranks only, in the group's order, once
+                             all of them have reached it;
   ReduceScatter, in place    (zero2's bucket) the sum, but a rank keeps it only on
                              the gradients of the parameters it owns (roamc.owned;
                              their places in the bucket from the step's copy-in
@@ -64,6 +67,21 @@ once) and module buffer.  With --order file (or a plan run whose buffers keep
 them) the accumulated gradients of a pipeline stage are also compared with the
 reference's (roamc.gradients, matched by parameter), and a gradient that is an
 exact multiple of the reference's is named as such.
+
+A pipeline (--source given): the stages are cut from SOURCE and REFERENCE is
+export.py's --grad-accum M step, which traces SOURCE's step M times, naming
+each microbatch's nodes anew; a stage's random node "mb<k>.X" is seeded as
+the reference's microbatch k's node at the place of X's maker in SOURCE (the
+j-th random node of SOURCE is the (k * n + j)-th of REFERENCE), so dropout
+draws the same masks.  A tied parameter (the stages' AllReduce
+"<P>.grad.all_reduce") is summed as Megatron sums it: each stage's parts over
+the microbatches, then the two sums; the reference adds each microbatch's two
+parts, then accumulates, so the gradient may differ in its last bits.  When
+the job differs from the reference, the reference is run again with each tied
+gradient replaced by its own parts (the inputs of the add at the source's
+place, per microbatch) summed in the pipeline's order: when everything then
+matches bit for bit, the result is MATCH, naming the tied parameters and the
+largest differences against the reference as traced.
 
 --break NAME (a test of the test): rank 0's node making NAME (a collective's
 output) is dropped, its readers read its input, and rank 0 is planned again:
@@ -237,6 +255,106 @@ def rank_inputs(rk, ref, init, world):
     return vals
 
 
+def pipeline_seed_keys(g, ref, src):
+    """Seed keys of a pipeline stage's random nodes (run_plan.seed_keys): node
+    "mb<k>.X" draws as the reference's microbatch k draws at the node that
+    matches the source's node making X.  The reference (export.py --grad-accum
+    M) traces the source's forward M times, naming each microbatch's nodes
+    anew, so the match is by place: the j-th random node of the source is the
+    (k * n + j)-th of the reference (n: the source's random nodes)."""
+    src_rand = [c for c in src.calls if c.random]
+    ref_rand = [i for i, c in enumerate(ref.calls) if c.random]
+    n = len(src_rand)
+    if not n:
+        return RP.seed_keys(g, ref)
+    if len(ref_rand) % n:
+        raise BadInput("%s has %d random nodes, not a multiple of the %d of %s"
+                       % (ref.path, len(ref_rand), n, src.path))
+    where = {c.node.output[0]: j for j, c in enumerate(src_rand)}
+    keys = []
+    for i, c in enumerate(g.calls):
+        if not c.random:
+            keys.append(None)
+            continue
+        m = re.match(r"^mb(\d+)\.(.*)$", c.node.output[0])
+        if not m or m.group(2) not in where or (int(m.group(1)) + 1) * n > len(ref_rand):
+            raise BadInput("%s: random node %s has no counterpart in %s" % (g.path, c.where, ref.path))
+        r = ref_rand[int(m.group(1)) * n + where[m.group(2)]]
+        if ref.calls[r].op != c.op:
+            raise BadInput("%s: random node %s (%s) matched to the reference's %s (%s)"
+                           % (g.path, c.where, c.op, ref.calls[r].where, ref.calls[r].op))
+        keys.append(r)
+    return keys
+
+
+def place_map(src, ref, i):
+    """The reference's nodes matching source node i, one per microbatch (the
+    reference traces the source's step M times: by place among the nodes of
+    the same operator), or None when the counts do not divide."""
+    op = src.calls[i].op
+    s = [j for j, c in enumerate(src.calls) if c.op == op]
+    r = [j for j, c in enumerate(ref.calls) if c.op == op]
+    if not s or len(r) % len(s):
+        return None
+    j = s.index(i)
+    return [r[k * len(s) + j] for k in range(len(r) // len(s))]
+
+
+def tied_parts(ranks, ref, src):
+    """A pipeline's tied parameters (an AllReduce over a group of stages,
+    named "<P>.grad.all_reduce"): [(P, [(group member, [the reference's part of
+    that stage per microbatch])])].  The source makes P's gradient with one add
+    of the stages' two parts; the reference's microbatch k makes it with the
+    add at the same place (place_map)."""
+    out = []
+    sgrad = dict(zip(meta_list(src, "roamc.parameters"), meta_list(src, "roamc.gradients")))
+    seen = set()
+    for rk in ranks:
+        for c in rk.g.calls:
+            if c.op != "AllReduce" or not c.node.output[0].endswith(".grad.all_reduce"):
+                continue
+            p = c.node.output[0][:-len(".grad.all_reduce")]
+            if p in seen:
+                continue
+            seen.add(p)
+            group = group_of(c, len(ranks))
+            add = src.producer.get(sgrad.get(p, ""))
+            places = place_map(src, ref, add) if add is not None else None
+            if add is None or len(src.calls[add].inputs) != 2 or places is None:
+                raise BadInput("%s: tied parameter '%s': no add of two parts makes its gradient in %s, "
+                               "or %s does not repeat it per microbatch" % (rk.path, p, src.path, ref.path))
+            parts = []
+            for r in group:
+                slots = [k for k, x in enumerate(src.calls[add].inputs) if "mb0." + x in ranks[r].g.info]
+                if len(slots) != 1:
+                    raise BadInput("%s: stage %d makes %d of the parts of '%s''s gradient"
+                                   % (ranks[r].path, r, len(slots), p))
+                parts.append((r, [ref.calls[q].inputs[slots[0]] for q in places]))
+            out.append((p, parts))
+    return out
+
+
+def tied_sums(tied, ref, refenv):
+    """Each tied parameter's reference gradient summed as the pipeline sums it:
+    each stage accumulates its parts over the microbatches in order (add_),
+    then the AllReduce adds the stages' sums in group order.  {the reference's
+    gradient name: that sum}."""
+    grad = dict(zip(meta_list(ref, "roamc.parameters"), meta_list(ref, "roamc.gradients")))
+    out = {}
+    for p, parts in tied:
+        total = None
+        for _, names in parts:
+            acc = refenv[names[0]].detach().clone()
+            for n in names[1:]:
+                acc.add_(refenv[n])
+            if total is None:
+                total = acc
+            else:
+                total += acc
+        out[grad[p]] = total
+    return out
+
+
 # --------------------------------------------------------------------------- lock step
 
 
@@ -248,8 +366,21 @@ def describe(r, req):
     return "rank %d: %s -> '%s'%s" % (r, c.op, c.node.output[0], "" if peer is None else " (peer %d)" % peer)
 
 
+def group_of(c, R):
+    """The ranks a collective runs over: its INTS attribute group (a pipeline's
+    tied-parameter AllReduce between two stages), else every rank."""
+    for a in c.node.attribute:
+        if a.name == "group":
+            g = list(a.ints)
+            if len(set(g)) != len(g) or any(not 0 <= r < R for r in g):
+                raise JobFailure("%s: group %s in a job of %d ranks" % (c.where, g, R))
+            return g
+    return list(range(R))
+
+
 def collective(ranks, reqs):
-    """Computes one collective across all ranks: the outputs per rank."""
+    """Computes one collective across the ranks given (a group, in its order):
+    the outputs per rank."""
     c0 = reqs[0][0]
     world = len(reqs)
     for r, (c, ins) in enumerate(reqs):
@@ -351,10 +482,27 @@ def run_job(ranks, gens):
                     progress = True
         if all(finished):
             break
-        if all(p is not None and p[0].op not in ("Send", "Recv") for p in pend):
-            outs = collective(ranks, pend)
-            for r in range(R):
-                advance(r, outs[r])
+        # a collective runs once every rank of its group has reached it
+        ran = False
+        for r in range(R):
+            if pend[r] is None or pend[r][0].op in ("Send", "Recv"):
+                continue
+            group = group_of(pend[r][0], R)
+            if r not in group:
+                raise JobFailure("%s: rank %d runs a collective of group %s" % (pend[r][0].where, r, group))
+            if not all(pend[q] is not None and pend[q][0].op not in ("Send", "Recv") for q in group):
+                continue
+            for q in group:
+                if group_of(pend[q][0], R) != group:
+                    raise JobFailure("collectives out of order: %s (group %s), but %s (group %s)"
+                                     % (describe(r, pend[r]), group, describe(q, pend[q]),
+                                        group_of(pend[q][0], R)))
+            outs = collective([ranks[q] for q in group], [pend[q] for q in group])
+            for q, out in zip(group, outs):
+                advance(q, out)
+            ran = True
+            break
+        if ran:
             continue
         raise JobFailure("the ranks cannot go on (a real job would hang): "
                          + "; ".join(describe(r, pend[r]) for r in range(R)))
@@ -588,13 +736,18 @@ def main(argv):
         ranks = [Rank(r, s, p, ref) for r, (s, p) in enumerate(steps)]
         world = len(ranks)
         init = RP.make_inputs(ref, a.seed)
+        # a pipeline's stages are cut from SOURCE: their random nodes are matched through it
+        src = RP.Graph(a.source) if a.source and any(rk.kind == "pipeline" for rk in ranks) else None
+        tied = tied_parts(ranks, ref, src) if src is not None else []
         keep = [rk.g.loss[4:] for rk in ranks if rk.g.loss and rk.g.loss.startswith("mb0.")]
         keep += meta_list(ref, "roamc.gradients")
+        keep += [n for _, parts in tied for _, names in parts for n in names]
         refenv = RP.run_reference(ref, init, a.seed, device, RP.seed_keys(ref, ref), keep_also=keep)
         gens = []
         for rk in ranks:
             vals = rank_inputs(rk, ref, init, world)
-            keys = RP.seed_keys(rk.g, ref)
+            keys = (pipeline_seed_keys(rk.g, ref, src) if rk.kind == "pipeline" and src is not None
+                    else RP.seed_keys(rk.g, ref))
             wanted = meta_list(rk.g, "roamc.gradients") + ([rk.g.loss] if rk.g.loss else [])
             if rk.plan is None:
                 gens.append(RP.reference_steps(rk.g, vals, a.seed, device, keys, keep_also=wanted))
@@ -607,6 +760,29 @@ def main(argv):
         compare_grads(ref, refenv, ranks, envs, v)
         what = ranks[0].shard or ranks[0].pipeline
         setup = "%s; %d ranks, %s order" % (what.split(" rank=")[0] if ranks[0].shard else what, world, a.order)
+        if v.diffs and tied:
+            # Megatron's order: each stage's parts accumulated, then one AllReduce; the
+            # reference adds the two parts of each microbatch, then accumulates.  The
+            # reference again with the tied gradients summed in the pipeline's order:
+            sums = tied_sums(tied, ref, refenv)
+            env2 = RP.run_reference(ref, init, a.seed, device, RP.seed_keys(ref, ref), keep_also=keep,
+                                    overrides=sums)
+            v2 = compare_job(ref, env2, ranks, envs, world)
+            compare_grads(ref, env2, ranks, envs, v2)
+            if not v2.diffs:
+                print("MATCH %s: loss, parameters and optimizer state (%d tensors) bit for bit equal to %s "
+                      "with the gradient of the tied %s summed in the pipeline's order (each stage's parts "
+                      "accumulated over the microbatches, then the stages' sums all-reduced); against %s as "
+                      "traced (each microbatch's two parts added, then accumulated) %d differ by float "
+                      "rounding (max abs %.3g, max rel %.3g)"
+                      % (setup, v2.n, a.reference, ", ".join(p for p, _ in tied), a.reference, len(v.diffs),
+                         v.max_abs, v.max_rel))
+                if not a.quiet:
+                    for d in v.diffs[:20]:
+                        print("  as traced: " + d)
+                return EXIT_MATCH
+            v.notes += ["with the tied gradients summed in the pipeline's order, still: " + d
+                        for d in v2.diffs[:10]]
         if v.diffs:
             print("MISMATCH %s: %d of %d compared tensors differ from %s (max abs %.3g, max rel %.3g)"
                   % (setup, len(v.diffs), v.n, a.reference, v.max_abs, v.max_rel))

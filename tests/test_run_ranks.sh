@@ -5,11 +5,10 @@
 # step bit for bit.  mlp3 and gpt2-tiny: ddp, zero1, zero2, zero3, fsdp at
 # world 1 and 2 (same data on every rank); zero2, zero3 and fsdp of a
 # --grad-accum 2 step at world 2, each microbatch's gradients reduced (the
-# default) and with --no-sync; mlp3 2-stage pipelines with M=2 and 4
-# against export.py's --grad-accum M step, whose loss is divided by M where
-# the pipeline's is not (pipeline.h "Not modelled"): the values must differ
-# and every accumulated gradient be exactly M times the reference's.  A
-# forgotten collective (--break) must fail.
+# default) and with --no-sync; 2-stage pipelines with M=2 and 4 against
+# export.py's --grad-accum M step (each microbatch's loss divided by M on
+# both sides), gpt2-tiny's tied embedding all-reduced between the stages.
+# A forgotten collective (--break) must fail.
 #
 # usage: test_run_ranks.sh ROAMC WORKDIR
 # Exit 77 (skipped) without /usr/bin/python3 with torch and onnx.
@@ -57,17 +56,27 @@ for m in mlp3 gpt2-tiny; do
     done
 done
 # pipelines: microbatches of 2 samples, the reference accumulates M of them
-expect 0 export_mlp3_b2 $PY "$SRC/models/export.py" --model mlp3 --batch 2 -q -o "$W/mlp3_b2.onnx"
-for M in 2 4; do
-    expect 0 "export_mlp3_ga$M" $PY "$SRC/models/export.py" --model mlp3 --batch 2 --grad-accum $M -q \
-        -o "$W/mlp3_ga$M.onnx"
-    expect 1 "mlp3_pp2_m$M" $RUN "$W/mlp3_ga$M.onnx" --source "$W/mlp3_b2.onnx" --roamc "$ROAMC" \
-        --pipeline-stages 2 --microbatches $M --workdir "$W/mlp3_pp2_m$M"
-    for p in fc1.weight fc1.bias fc2.weight fc2.bias fc3.weight fc3.bias; do
-        has "mlp3_pp2_m$M" "gradient of $p is exactly $M x the reference's"
+# (export.py --grad-accum M: each microbatch's loss divided by M, as the
+# pipeline divides it): bit for bit.  gpt2-tiny's tied wte (embedding and LM
+# head) is all-reduced between the stages once, after the microbatches
+# (Megatron): its gradient is the reference's, summed in that order, which
+# run_ranks.py proves by running the reference again with it.
+for m in mlp3 gpt2-tiny; do
+    for M in 2 4; do
+        expect 0 "export_${m}_ga$M" $PY "$SRC/models/export.py" --model $m --batch 2 --grad-accum $M -q \
+            -o "$W/${m}_ga$M.onnx"
+        expect 0 "${m}_pp2_m$M" $RUN "$W/${m}_ga$M.onnx" --source "$W/$m.onnx" --roamc "$ROAMC" \
+            --pipeline-stages 2 --microbatches $M --workdir "$W/${m}_pp2_m$M"
+        has "${m}_pp2_m$M" "MATCH stage=0 stages=2 microbatches=$M schedule=1f1b"
     done
-    if grep -q "loss '" "$W/mlp3_pp2_m$M.out"; then fail "mlp3_pp2_m$M: the loss differs"; fi
 done
+has mlp3_pp2_m4 "(31 tensors) bit for bit equal to $W/mlp3_ga4.onnx"
+if grep -q "summed in the pipeline's order" "$W/mlp3_pp2_m4.out"; then fail "mlp3_pp2_m4: no tied parameter"; fi
+has gpt2-tiny_pp2_m4 "with the gradient of the tied wte.weight summed in the pipeline's order"
+# a test of the test: stage 0 forgets the tied AllReduce (stage 1 waits for it)
+expect 1 broken_tied $RUN "$W/gpt2-tiny_ga2.onnx" --source "$W/gpt2-tiny.onnx" --roamc "$ROAMC" \
+    --pipeline-stages 2 --microbatches 2 --break wte.weight.grad.all_reduce --workdir "$W/broken_tied"
+has broken_tied "rank 1: AllReduce -> 'wte.weight.grad.all_reduce'"
 # a test of the test: rank 0 of a ddp job forgets its AllReduce; rank 0 of a zero3 job
 # with accumulation forgets to add microbatch 1's reduced gradients into unit 0's shard
 expect 1 broken_ddp $RUN "$W/mlp3.onnx" --roamc "$ROAMC" --shard ddp --world 2 \
@@ -78,5 +87,5 @@ expect 1 broken_accum $RUN "$W/mlp3_ga2.onnx" --roamc "$ROAMC" --shard zero3 --w
 has broken_accum "MISMATCH"
 
 [ "$TEST_FAILS" != 0 ] ||
-    pass "every rank of ddp/zero1/zero2/zero3/fsdp (world 1, 2) and of 2-stage pipelines run together, bit for bit"
+    pass "every rank of ddp/zero1/zero2/zero3/fsdp (world 1, 2) and of 2-stage pipelines (mlp3, gpt2-tiny) run together, bit for bit"
 test_finish test_run_ranks

@@ -22,7 +22,18 @@
  * cut, in forward order.  A parameter the forward passes of two stages read
  * (a tied embedding) is held whole by both, each with its own gradient (the
  * part its stage computes: the step's gradient must be one add of the two)
- * and optimizer state, as Megatron keeps the last stage's copy.
+ * and optimizer state, as Megatron keeps the last stage's copy; after its
+ * last task each of the two stages all-reduces its accumulated part with the
+ * other's (Megatron's embedding-group all-reduce) and updates its copy with
+ * the sum: a gate ("gate<2M>") waits for what the last task left, its Sends
+ * included, then an ai.roamc AllReduce in place, output
+ * "<PARAM>.grad.all_reduce", INT world 2 and rank (0: the earlier stage),
+ * INTS group (the two stages, in order: the collective involves only them),
+ * one per tied parameter in parameter order.  Summed so, the gradient equals
+ * eager accumulation's up to the order of the float adds (each stage's parts
+ * over the microbatches first, then the two sums; eager adds each
+ * microbatch's two parts, then accumulates): models/run_ranks.py proves the
+ * rest bit for bit.
  *
  * A stage's step.  The stage runs its M microbatches (--microbatches) in the
  * schedule's order: GPipe, every forward then every backward; 1F1B
@@ -43,18 +54,24 @@
  * ordering token (a new 4-byte value, read by the task's Recvs) and a view of
  * each outside value, which the task's nodes read instead.  Gradients
  * accumulate as eager .grad does: the first microbatch's gradient is the
- * accumulator, each later one is added in place (aten add_) and dies.  The
- * stage's optimizer nodes run once, after the last backward, on the
- * accumulated gradients.  Not modelled: the loss divided by M (one scalar
- * per microbatch), the interleaved (virtual-stage) schedule, the
- * communication library's own buffers.
+ * accumulator, each later one is added in place (aten add_) and dies.  With
+ * M > 1 each microbatch's loss is divided by M, as models/export.py's
+ * --grad-accum, Megatron and models/dist_harness.py divide it: the last
+ * stage's forward task adds "mb<i>.LOSS.div" (aten div, INT other M) after
+ * the loss, the backward's seed (the ones_like of the loss, or of a backward
+ * value made from it) is divided by M too ("mb<i>.SEED.div", DivBackward0),
+ * and the backward reads both instead (no ones_like seed in the loss's
+ * stage: an error).  The stage's optimizer nodes run once, after the last
+ * backward, on the accumulated gradients.  Not modelled: the interleaved
+ * (virtual-stage) schedule, the communication library's own buffers.
  *
  * Metadata of a stage's step: roamc.pipeline ("stage=1 stages=2
  * microbatches=4 schedule=1f1b in_flight=1"), roamc.parameters,
  * roamc.gradients (the accumulated ones), roamc.optimizer_state,
  * roamc.buffers and roamc.data_inputs narrowed to the stage's,
  * roamc.communication (the received buffers), roamc.loss (the last stage:
- * the first microbatch's loss; the others: empty). */
+ * the first microbatch's loss, "mb0.LOSS", before the division; the others:
+ * empty). */
 #ifndef ROAMC_PIPELINE_H
 #define ROAMC_PIPELINE_H
 

@@ -17,6 +17,7 @@
 #define PP_NAME 1024
 #define PP_ATEN "org.pytorch.aten"
 #define PP_MAX_DEST 8
+#define PP_DIV_SUFFIX ".div"
 
 enum pp_pass { PP_NONE = -1, PP_FWD = 0, PP_BWD = 1, PP_OPT = 2 };
 
@@ -36,6 +37,8 @@ typedef struct pp_work {
     int *param_of;             /* per value: the parameter it is, -1 */
     int *grad_in;              /* per parameter and stage (n x P): the gradient that stage keeps */
     int *tied_add;             /* per parameter: the add of two stages' parts (dropped), -1 */
+    int loss_v, seed_v;        /* M > 1: the loss and its ones_like seed, each divided by M;
+                                  -1 when M == 1 */
     int *states, *state_of;
     size_t n_states;
     bool *is_data, *is_buffer; /* per value */
@@ -601,6 +604,9 @@ static void pp_read_name(pp_emit *E, int v, char *buf, size_t len) {
     char plain[PP_NAME];
     pp_mb_name(E->w, v, E->cur_mb, plain, sizeof plain);
     if (E->latest[v]) snprintf(plain, sizeof plain, "%s", E->latest[v]);
+    /* the backward reads the loss divided by M and the seed divided back */
+    if (E->cur_pass == PP_BWD && (v == E->w->loss_v || v == E->w->seed_v))
+        snprintf(plain + strlen(plain), sizeof plain - strlen(plain), "%s", PP_DIV_SUFFIX);
     if (E->gate < 0 || pp_inside(E, v)) {
         snprintf(buf, len, "%s", plain);
         return;
@@ -716,6 +722,28 @@ static int pp_accumulate(pp_emit *E, int v, int i) {
     return 0;
 }
 
+/* x / M (aten div, as models/export.py records `loss / K` and its backward)
+ * of v in the current microbatch: "mb<i>.NAME" into "mb<i>.NAME.div",
+ * which the task's backward nodes read instead (pp_read_name).  Values the
+ * backward reads later: the next gate waits for it. */
+static int pp_emit_div(pp_emit *E, int v) {
+    const pp_work *w = E->w;
+    char in[PP_NAME], out[PP_NAME + 8], nm[PP_NAME + 8];
+    pp_mb_name(w, v, E->cur_mb, in, sizeof in);
+    snprintf(out, sizeof out, "%s%s", in, PP_DIV_SUFFIX);
+    snprintf(nm, sizeof nm, "%s%s", in, PP_DIV_SUFFIX);
+    const char *ip = in, *op = out;
+    fe_attr_spec at[] = {
+        {.name = "alias", .type = FE_ATTR_INTS, .ints = pp_alias_none, .n_ints = 1},
+        {.name = "inplace", .type = FE_ATTR_INT, .i = 0},
+        {.name = "other", .type = FE_ATTR_INT, .i = w->M},
+        {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
+    fe_node_spec spec = {PP_ATEN, "div", nm, &ip, 1, &op, 1, at, 4};
+    if (pp_put(E, &spec) || pp_value_info(E, out, &w->m->values[v])) return -1;
+    if (v == w->loss_v) pp_names_add(&E->next, out, v);
+    return 0;
+}
+
 /* The nodes of the current task (stage E->s), cloned with renamed values,
  * with Sends after the values other stages read and accumulation. */
 static int pp_emit_nodes(pp_emit *E) {
@@ -772,6 +800,8 @@ static int pp_emit_nodes(pp_emit *E) {
                 if (pp_send(E, v, to[j])) return -1;
             /* values later tasks read: the next gate waits for them */
             if (w->read_later[v]) pp_names_add(&E->next, outs[k], v);
+            if ((v == w->loss_v && E->cur_pass == PP_FWD) || v == w->seed_v)
+                if (pp_emit_div(E, v)) return -1;
             int gi = E->cur_pass == PP_BWD ? pp_grad_param(w, v, E->s) : -1;
             if (gi >= 0) {
                 if (E->acc_mb[gi] < 0) {
@@ -929,6 +959,40 @@ static int pp_flows(pp_work *w) {
     return 0;
 }
 
+/* M > 1: the loss (divided by M in the forward, as models/export.py's
+ * --grad-accum, Megatron and models/dist_harness.py divide each
+ * microbatch's loss) and the backward's seed, the ones_like of the loss
+ * (or of a backward value made from it, amp's scaled loss), divided by M
+ * again (DivBackward0) before the backward reads it. */
+static int pp_find_seed(pp_work *w) {
+    const fe_model *m = w->m;
+    w->loss_v = w->seed_v = -1;
+    if (w->M <= 1) return 0;
+    const char *loss = fe_meta(m, "roamc.loss");
+    int lv = fe_find_value(m, loss);
+    for (size_t op = w->fwd_end + 1; op <= w->last_grad && w->seed_v < 0; op++) {
+        const fe_node *nd = &m->nodes[op];
+        if (strcmp(nd->op_type, "ones_like") != 0 || nd->n_inputs < 1 || nd->n_outputs != 1 ||
+            nd->inputs[0] < 0)
+            continue;
+        int x = nd->inputs[0], prod = m->values[x].producer;
+        bool from_loss = x == lv;
+        for (size_t k = 0;
+             !from_loss && prod >= 0 && w->pass[prod] == PP_BWD && k < m->nodes[prod].n_inputs; k++)
+            from_loss = m->nodes[prod].inputs[k] == lv;
+        if (from_loss) w->seed_v = nd->outputs[0];
+    }
+    if (w->seed_v < 0 || w->n_dest[w->seed_v] ||
+        w->stage[m->values[w->seed_v].producer] != w->stage[w->fwd_end])
+        return roamc_errorf(w->err, w->errlen,
+                            "%s: --microbatches %ld divides each microbatch's loss by %ld, but "
+                            "the backward pass starts from no ones_like of the loss '%s' in the "
+                            "loss's stage (the seed loss.backward() makes)",
+                            w->r->step_name, w->M, w->M, loss);
+    w->loss_v = lv;
+    return 0;
+}
+
 static void pp_work_free(pp_work *w) {
     free(w->pass), free(w->stage), free(w->tag), free(w->pv), free(w->gv);
     free(w->pfirst), free(w->plast), free(w->param_of), free(w->grad_in), free(w->tied_add);
@@ -963,7 +1027,8 @@ static int pp_prepare(pp_work *w) {
     } else {
         pp_cuts_balanced(w);
     }
-    if (pp_assign(w) || pp_grads(w) || pp_check_flow(w) || pp_flows(w)) return -1;
+    if (pp_assign(w) || pp_grads(w) || pp_check_flow(w) || pp_flows(w) || pp_find_seed(w))
+        return -1;
     return 0;
 }
 
@@ -1023,14 +1088,6 @@ static void pp_set_meta(pp_emit *E, const char *const *final_grads) {
 static int pp_finish_nodes(pp_emit *E, char **final_grads) {
     pp_work *w = E->w;
     const fe_model *m = w->m;
-    for (size_t i = 0; i < w->n; i++) {
-        int gv = w->grad_in[i * (size_t)w->P + (size_t)E->s];
-        final_grads[i] = NULL;
-        if (gv < 0) continue;
-        final_grads[i] = xmalloc(PP_NAME);
-        pp_acc_name(E->acc_mb[i] < 0 ? 0 : E->acc_mb[i], m->values[gv].name, final_grads[i],
-                    PP_NAME);
-    }
     size_t base = E->at;
     for (size_t op = m->n_nodes; op-- > 0;) {
         const fe_node *nd = &m->nodes[op];
@@ -1077,6 +1134,61 @@ static int pp_finish_nodes(pp_emit *E, char **final_grads) {
     return 0;
 }
 
+/* Each parameter's accumulated gradient on this stage (NULL: not held). */
+static void pp_final_grads(pp_emit *E, char **final_grads) {
+    const pp_work *w = E->w;
+    for (size_t i = 0; i < w->n; i++) {
+        int gv = w->grad_in[i * (size_t)w->P + (size_t)E->s];
+        final_grads[i] = NULL;
+        if (gv < 0) continue;
+        final_grads[i] = xmalloc(PP_NAME + 32);
+        pp_acc_name(E->acc_mb[i] < 0 ? 0 : E->acc_mb[i], w->m->values[gv].name, final_grads[i],
+                    PP_NAME);
+    }
+}
+
+/* A tied parameter's accumulated gradient summed over the two stages that
+ * hold it before either updates it (Megatron's embedding-group all-reduce):
+ * after the last task, a gate (task index `gate`) waits for what that task
+ * left, Sends included (so no stage enters the collective with a Send still
+ * to issue), and gives views of the stage's tied gradients; on each an
+ * ai.roamc AllReduce in place, over the group of the two stages (INTS group,
+ * in stage order; world 2; rank: this stage's place in it), one per tied
+ * parameter in parameter order on both.  final_grads[i] becomes its
+ * output, which the optimizer reads. */
+static int pp_emit_tied(pp_emit *E, char **final_grads, int gate) {
+    pp_work *w = E->w;
+    E->gate = gate;
+    pp_names_clear(&E->ext);
+    for (size_t i = 0; i < w->n; i++)
+        if (w->tied_add[i] >= 0 && final_grads[i])
+            pp_names_add(&E->ext, final_grads[i], w->grad_in[i * (size_t)w->P + (size_t)E->s]);
+    if (!E->ext.n) return 0;
+    char token[64];
+    snprintf(token, sizeof token, "gate%d.token", gate);
+    if (pp_emit_gate(E, E->at, token)) return -1;
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->tied_add[i] < 0 || !final_grads[i]) continue;
+        char in[PP_NAME + 48], out[PP_NAME + 32];
+        snprintf(in, sizeof in, "g%d.%s", gate, final_grads[i]);
+        /* named by the parameter: the same collective on both stages */
+        snprintf(out, sizeof out, "%s.grad.all_reduce", w->m->values[w->pv[i]].name);
+        int64_t group[2] = {w->pfirst[i], w->plast[i]};
+        const char *ip = in, *op = out;
+        fe_attr_spec at[] = {
+            {.name = "alias", .type = FE_ATTR_INTS, .ints = pp_alias0, .n_ints = 1},
+            {.name = "inplace", .type = FE_ATTR_INT, .i = 1},
+            {.name = "world", .type = FE_ATTR_INT, .i = 2},
+            {.name = "rank", .type = FE_ATTR_INT, .i = E->s == w->pfirst[i] ? 0 : 1},
+            {.name = "group", .type = FE_ATTR_INTS, .ints = group, .n_ints = 2}};
+        fe_node_spec spec = {GRAPH_ROAMC_DOMAIN, "AllReduce", out, &ip, 1, &op, 1, at, 5};
+        int gv = w->grad_in[i * (size_t)w->P + (size_t)E->s];
+        if (pp_put(E, &spec) || pp_value_info(E, out, &w->m->values[gv])) return -1;
+        snprintf(final_grads[i], PP_NAME + 32, "%s", out);
+    }
+    return 0;
+}
+
 /* Writes stage s's step into out->bytes. */
 static int pp_emit_stage(pp_work *w, int s, pipe_stage *out) {
     const pipe_request *r = w->r;
@@ -1098,6 +1210,8 @@ static int pp_emit_stage(pp_work *w, int s, pipe_stage *out) {
     char **final_grads = xcalloc(w->n ? w->n : 1, sizeof *final_grads);
     int rc = 0;
     for (size_t k = 0; k < nt && rc == 0; k++) rc = pp_emit_task(&E, tasks[k], (int)k);
+    if (rc == 0) pp_final_grads(&E, final_grads);
+    if (rc == 0) rc = pp_emit_tied(&E, final_grads, (int)nt);
     if (rc == 0) rc = pp_finish_nodes(&E, final_grads);
     if (rc == 0) {
         pp_set_meta(&E, (const char *const *)final_grads);
@@ -1119,8 +1233,14 @@ static int pp_emit_stage(pp_work *w, int s, pipe_stage *out) {
 int pipe_build(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
     if (pipe_check(&r->po, err, errlen)) return -1;
-    pp_work w = {
-        .r = r, .g = r->g, .m = r->g->model, .P = r->po.stages, .err = err, .errlen = errlen};
+    pp_work w = {.r = r,
+                 .g = r->g,
+                 .m = r->g->model,
+                 .P = r->po.stages,
+                 .err = err,
+                 .errlen = errlen,
+                 .loss_v = -1,
+                 .seed_v = -1};
     w.M = r->po.microbatches > 0 ? r->po.microbatches : w.P;
     o->microbatches = w.M;
     int rc = pp_prepare(&w);
