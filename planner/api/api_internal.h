@@ -99,10 +99,6 @@ roamc_status api_load(const api_request *q, roamc_result *r);
  * then the unchanged step's plan), ROAMC_BAD_INPUT (the step cannot be cut
  * into stages as asked) or ROAMC_ERROR with a message. */
 roamc_status api_plan(const api_request *q, roamc_result *r);
-/* --compare: r->step planned from r->opt by every method
- * (plan_compare_run) into r->cmp; r->main is the ROAM row's plan.  ROAMC_OK, or ROAMC_ERROR with
- * a message. */
-roamc_status api_plan_compare(roamc_result *r);
 /* --max-batch: the search (planner/cmd/budget.h) and where its report goes. */
 typedef struct api_batch_run {
     planner_batch_query q; /* q.found is set by api_max_batch */

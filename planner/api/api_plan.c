@@ -221,6 +221,20 @@ static roamc_status api_plan_pipeline(const api_request *q, roamc_result *r) {
     return api_torch_stages(q, r) ? r->status : ROAMC_OK;
 }
 
+/* --compare: r->step planned from r->opt by every method
+ * (plan_compare_run, planner/cmd/compare.c) into r->cmp; r->main is the
+ * ROAM row's plan, which -o writes. */
+static roamc_status api_plan_compare(roamc_result *r) {
+    char err[2048];
+    r->mode = API_COMPARE;
+    if (plan_compare_run(&r->step.g, &r->opt, &r->cmp, err, sizeof err))
+        return api_fail(r, ROAMC_ERROR, "%s: %s", r->plan_model, err);
+    r->have_cmp = true;
+    r->main = &r->cmp.rows[r->cmp.n - 1].p;
+    r->write_plan = true;
+    return ROAMC_OK;
+}
+
 roamc_status api_plan(const api_request *q, roamc_result *r) {
     ROAMC_ASSERT(r->have_step);
     r->opt = q->opt;
