@@ -1,7 +1,8 @@
 /* Planning a model through the API (roamc.h, api_internal.h): the one
  * code path of `roamc MODEL` and of roamc_plan_file/roamc_plan_bytes.
  * Load, plan (one plan, --fit, --shard, --pipeline-stages or --compare,
- * PyTorch's plan beside it under --budget), then the result's files, report and accessors. */
+ * PyTorch's plan beside it under --budget), then the result's files,
+ * report and accessors. */
 #include "api_internal.h"
 
 #include <jansson.h>
@@ -504,7 +505,9 @@ roamc_status roamc_result_write(roamc_result *r, const char *path) {
     planner_files files = {.plan = path};
     planner_output_set outs = {0};
     planner_outputs_add(&outs, "plan", path);
-    /* --train --emit-train alone wrote its step at the load; the changed steps are written here */
+    /* --train --emit-train alone (and with --compare) wrote its step at
+     * the load; the steps --fit, --shard and --pipeline-stages change are
+     * written here */
     bool step = r->mode != API_PLAIN && r->mode != API_COMPARE;
     planner_outputs_add(&outs, "emit-train", step ? r->emit : NULL);
     const char *inputs[1] = {r->model_path};
