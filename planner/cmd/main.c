@@ -781,9 +781,10 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
 
 /* Plans the loaded step (the library's api_plan, as roamc_plan_file runs
  * it: one plan, --fit, --shard, --pipeline-stages or --compare, with
- * --budget's verdict beside PyTorch's plan), writes the files and prints the report.  Its exit status: 0, 1
- * or 2 after a message, or PLANNER_EXIT_NO_FIT (the plan does not fit
- * --budget; --fit: no changed step fits, or not within --max-overhead). */
+ * --budget's verdict beside PyTorch's plan), writes the files and prints
+ * the report.  Its exit status: 0, 1 or 2 after a message, or
+ * PLANNER_EXIT_NO_FIT (the plan does not fit --budget; --fit: no changed
+ * step fits, or not within --max-overhead). */
 static int main_plan_result(const main_plan_args *a, api_request *q, roamc_result *res,
                             planner_files *files, FILE *report) {
     char err[2048];
