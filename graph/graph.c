@@ -433,6 +433,39 @@ static void graph_add_storage_order(graph *g, graph_edge **edges, size_t *n_edge
     *n_edges = k.n;
 }
 
+/* Communication order (shared/DESIGN.md "Several devices"): the ranks of a
+ * job issue their collectives (ai.roamc AllReduce, ReduceScatter,
+ * AllGather, Broadcast) on one communicator, so every rank must issue them
+ * in the same order, the file's; Sends and Recvs are matched in the order
+ * both peers issue them, so a rank keeps its Sends and Recvs in the file's
+ * order too.  Each such node is ordered after the previous one of its kind
+ * (collective; point-to-point): without these edges each rank's schedule
+ * could put them in a different order and the job would hang or mix buffers
+ * (models/run_ranks.py runs the ranks together and stops on it). */
+static bool graph_is_collective(const fe_node *n) {
+    return graph_is_roamc_op(n, "AllReduce") || graph_is_roamc_op(n, "ReduceScatter") ||
+           graph_is_roamc_op(n, "AllGather") || graph_is_roamc_op(n, "Broadcast");
+}
+
+static void graph_add_comm_order(const graph *g, graph_edge **edges, size_t *n_edges) {
+    const fe_model *m = g->model;
+    graph_edge_sink k = {*edges, *n_edges, *n_edges};
+    int last_collective = -1, last_p2p = -1;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const fe_node *n = &m->nodes[i];
+        int *last = NULL;
+        if (graph_is_collective(n))
+            last = &last_collective;
+        else if (graph_is_roamc_op(n, "Send") || graph_is_roamc_op(n, "Recv"))
+            last = &last_p2p;
+        if (!last) continue;
+        if (*last >= 0) graph_sink_edge(&k, &(graph_mutation){.before = *last, .after = (int)i});
+        *last = (int)i;
+    }
+    *edges = k.e;
+    *n_edges = k.n;
+}
+
 static int graph_build_edges(graph *g, char *err, size_t errlen) {
     const fe_model *m = g->model;
     size_t nv = m->n_values, no = m->n_nodes;
@@ -482,6 +515,7 @@ static int graph_build_edges(graph *g, char *err, size_t errlen) {
     free(rstart);
     free(readers);
     graph_add_storage_order(g, &e, &ne);
+    graph_add_comm_order(g, &e, &ne);
     qsort(e, ne, sizeof *e, graph_edge_cmp);
     size_t u = 0;
     for (size_t i = 0; i < ne; i++)

@@ -148,11 +148,23 @@ uint64_t layout_pytorch(const layout_buffer *bufs, size_t n, uint64_t limit, uin
  * round robin, and the exact steps are skipped when they reach it. */
 #define LAYOUT_DEFAULT_WORK 100000000ull
 
+/* How the exact searches share each round's node limit among the members
+ * of their portfolio (layout/LAYOUT.md, PORTFOLIO).  LAYOUT_SHARES_EQUAL:
+ * every member at the full limit, main's round robin from 0778970 on; the
+ * plans' layout stage keeps it, so plans stay as they were.
+ * LAYOUT_SHARES_PORTFOLIO: 169a928's skyline search first at the full
+ * limit, the others at a fraction; roamc layout's default. */
+typedef enum layout_shares { LAYOUT_SHARES_EQUAL = 0, LAYOUT_SHARES_PORTFOLIO } layout_shares;
+
 typedef struct layout_effort {
-    uint64_t work;       /* work budget; 0 means LAYOUT_DEFAULT_WORK */
-    double time_limit_s; /* backstop in seconds; <= 0 means none */
-    uint64_t goal;       /* also stop once the height is <= goal (0: only the
+    uint64_t work;        /* work budget; 0 means LAYOUT_DEFAULT_WORK */
+    double time_limit_s;  /* backstop in seconds; <= 0 means none */
+    uint64_t goal;        /* also stop once the height is <= goal (0: only the
                              live-size lower bound stops early) */
+    layout_shares shares; /* the exact searches' shares (0: equal) */
+    /* NULL, or out: where the search at the bound (step 2) gave up, for
+     * layout_solve to continue from (layout_search_mark) */
+    struct layout_search_mark *mark;
 } layout_effort;
 
 /* What ended a layout search, for its report: it must say the truth (a
@@ -337,6 +349,21 @@ uint64_t layout_lower_bound(const layout_problem *p, uint64_t upper, const layou
 #define LAYOUT_ENGINE_BNB 2
 #define LAYOUT_ENGINE_SWEEP 4 /* layout_solve only, on request: zero-slack problems in time order */
 
+/* Where an exact search of a problem at one capacity gave up on work or
+ * time (layout/LAYOUT.md, PORTFOLIO, "Resuming").  The portfolio's
+ * strategies are deterministic, so a later search of the same problem at
+ * the same capacity with the same engines, shares and rules would repeat
+ * every strategy that gave up at its node limit: it continues from the one
+ * that was cut instead.  capacity 0: nothing recorded. */
+typedef struct layout_search_mark {
+    uint64_t capacity; /* bytes, as the search was given it */
+    int engines;       /* LAYOUT_ENGINE_SKYLINE / _BNB bits it ran */
+    layout_shares shares;
+    layout_bnb_rules rules;
+    long long limit; /* the cut strategy's round (its node limit) */
+    unsigned next;   /* and its position in the round */
+} layout_search_mark;
+
 typedef enum layout_solve_status {
     LAYOUT_SOLVE_OPTIMAL,    /* height proved minimal (or within capacity and
                                 equal to the proven lower bound) */
@@ -354,6 +381,12 @@ typedef struct layout_solve_opts {
     int engines;         /* LAYOUT_ENGINE_* bits; 0: skyline and bnb (the
                               sweep only when its bit is given) */
     layout_bnb_rules rules;
+    layout_shares shares; /* the probes' portfolio shares; PORTFOLIO by
+                             default */
+    /* NULL, or where an earlier search of the same problem gave up
+     * (layout_exact's effort.mark): the first probe at its capacity with the
+     * same engines, shares and rules continues from it */
+    const layout_search_mark *resume;
 } layout_solve_opts;
 
 typedef struct layout_solve_result {
@@ -375,7 +408,7 @@ typedef struct layout_solve_result {
 } layout_solve_result;
 
 /* Defaults: minimise, no work budget, 10 s, skyline and bnb engines, all
- * rules on but energy. */
+ * rules on but energy, LAYOUT_SHARES_PORTFOLIO. */
 void layout_solve_defaults(layout_solve_opts *o);
 
 /* Minimises the height (binary search over capacities between the proven

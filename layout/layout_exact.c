@@ -26,7 +26,8 @@
  *      buffers, from the incumbent's (half of the work left);
  *   5. with the work left, a bisection on the height between what is proved
  *      impossible and the incumbent, each probe a layout_search (only on
- *      problems of at most EXACT_BISECT_MAX_BUFFERS buffers).
+ *      problems of at most EXACT_BISECT_MAX_BUFFERS buffers, and only
+ *      without a goal: its probes lie above the goal).
  *
  * Why work and not time: a plan must be the same on every run and machine.
  * Every step counts what it does (search nodes, GLPK branch-and-bound
@@ -343,6 +344,8 @@ typedef struct exact_run {
     uint64_t *cand;                     /* scratch layout for the searches */
     uint64_t lb;                        /* the live-size lower bound */
     uint64_t goal;                      /* effort->goal */
+    layout_shares shares;               /* effort->shares, for every lay_search */
+    layout_search_mark *mark;           /* effort->mark: where step 2 gave up */
     lay_reduced red;                    /* the reduced problem of steps 2-5 */
     exact_walk walk;                    /* step 4's walk, begun in step 1b */
     uint64_t quick_spent, quick_height; /* step 1b's work and result */
@@ -393,13 +396,20 @@ static int exact_search_at_bound(exact_run *x, int engines, uint64_t num, uint64
     if (x->target >= x->best.height || x->known_bad > x->target) return 1;
     lay_search_opts o;
     lay_search_defaults(&o);
+    lay_search_shares(&o, x->shares);
     o.engines = engines;
+    lay_search_pos pos = {0, 0};
+    int marked = x->mark && engines == (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
+    if (marked) o.pos = &pos;
     lay_budget step = exact_take(&x->bud, num, den);
     if (step.work > cap) {
         x->bud.work += step.work - cap;
         step.work = cap;
     }
     lay_status rc = lay_search(x->p, x->target, &o, &step, x->cand, NULL);
+    if (marked && rc == LAY_GAVE_UP && (step.stop == LAY_STOP_WORK || step.stop == LAY_STOP_TIME))
+        *x->mark =
+            (layout_search_mark){x->target, engines, x->shares, o.rules, pos.limit, pos.next};
     exact_refund(&x->bud, &step);
     if (rc == LAY_FOUND)
         exact_offer(&x->best, x->p, x->cand);
@@ -458,8 +468,12 @@ static int exact_bisect(exact_run *x) {
     const uint64_t align = x->p->align;
     uint64_t lo = x->known_bad > x->target ? x->known_bad : x->target;
     int all_proofs = x->all_proofs;
-    if (x->red.n > EXACT_BISECT_MAX_BUFFERS) all_proofs = 0; /* not run: nothing proved above lo */
-    while (lo < x->best.height && x->red.n <= EXACT_BISECT_MAX_BUFFERS &&
+    /* Not run on big problems; nor towards a goal: its probes lie between
+     * the goal (the target) and the incumbent, and a layout there does not
+     * reach the goal (roamc layout --capacity: the time is the search's). */
+    int run = x->red.n <= EXACT_BISECT_MAX_BUFFERS && x->goal == 0;
+    if (!run) all_proofs = 0; /* nothing proved above lo */
+    while (lo < x->best.height && run &&
            x->bud.work / EXACT_PROBE_SHARE_DEN >= EXACT_MIN_PROBE_WORK) {
         if (roamc_now() > x->bud.deadline) {
             x->bud.stop = LAY_STOP_TIME;
@@ -470,7 +484,10 @@ static int exact_bisect(exact_run *x) {
         if (mid > hi) mid = hi / align * align;
         if (mid < lo) break;
         lay_budget step = exact_take(&x->bud, 1, EXACT_PROBE_SHARE_DEN);
-        lay_status rc = lay_search(x->p, mid, NULL, &step, x->cand, NULL);
+        lay_search_opts o;
+        lay_search_defaults(&o);
+        lay_search_shares(&o, x->shares);
+        lay_status rc = lay_search(x->p, mid, &o, &step, x->cand, NULL);
         exact_refund(&x->bud, &step);
         if (rc == LAY_FOUND) {
             exact_offer(&x->best, x->p, x->cand);
@@ -537,9 +554,12 @@ uint64_t layout_exact(const layout_problem *p, const uint64_t *warm_offsets,
                    .best = {xmallocarray(n, sizeof(uint64_t)), UINT64_MAX},
                    .cand = xmallocarray(n, sizeof(uint64_t)),
                    .goal = effort ? effort->goal : 0,
+                   .shares = effort ? effort->shares : LAYOUT_SHARES_EQUAL,
+                   .mark = effort ? effort->mark : NULL,
                    .quick_height = UINT64_MAX,
                    .all_proofs = 1};
     const uint64_t work0 = x.bud.work;
+    if (x.mark) memset(x.mark, 0, sizeof *x.mark);
     int proven = exact_steps(&x, warm_offsets) || x.best.height <= x.lb;
     memcpy(offsets, x.best.offsets, n * sizeof *offsets);
     /* quick placements not charged to step 4 (the steps before it closed

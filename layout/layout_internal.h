@@ -220,20 +220,50 @@ void lay_bnb_free(lay_bnb_ctx *c);
  * set of LAYOUT_ENGINE_SKYLINE (the skyline search of layout_search.c,
  * branching on the most constrained cell) and LAYOUT_ENGINE_BNB (the
  * canonical branch and bound of layout_bnb.c). */
+/* The members of lay_search's portfolio, in the order they run in each
+ * round (layout_search.c lists them; layout/LAYOUT.md, PORTFOLIO). */
+enum {
+    LAY_MEMBER_SKYLINE_169 = 0, /* skyline, preorders WZ ZW W TWZ (169a928) */
+    LAY_MEMBER_SKYLINE_RANDOM,  /* skyline, preorders TR WR */
+    LAY_MEMBER_BNB,             /* the canonical branch and bound */
+    LAY_SEARCH_MEMBERS
+};
+
+/* A strategy of lay_search's portfolio: the round (by its node limit) and
+ * its position in the round (members in order, then their strategies). */
+typedef struct lay_search_pos {
+    long long limit; /* 0: the first round */
+    unsigned next;
+} lay_search_pos;
+
 typedef struct lay_search_opts {
-    int engines;            /* LAYOUT_ENGINE_* bits; both by default */
-    layout_bnb_rules rules; /* the branch and bound's rules */
-    size_t max_buffers;     /* more buffers left after those that conflict
+    int engines;                            /* LAYOUT_ENGINE_* bits; both by default */
+    unsigned share_den[LAY_SEARCH_MEMBERS]; /* per member: its node limit is
+                               the round's divided by this; 0: left out */
+    layout_bnb_rules rules;                 /* the branch and bound's rules */
+    size_t max_buffers;                     /* more buffers left after those that conflict
                                with all others are stacked: gives up
                                (LAY_STOP_SIZE); LAYOUT_SEARCH_MAX_BUFFERS
                                by default */
+    lay_search_pos *pos;                    /* NULL, or in: the strategy to
+                               start at (the ones before it gave up at their
+                               node limits in an earlier search of the same
+                               problem, capacity, engines, shares and rules:
+                               the portfolio is deterministic, so they would
+                               again); out, when work or time stopped the
+                               search: the strategy they cut */
 } lay_search_opts;
 
+/* Fills o with the defaults: both engines, lay_bnb_defaults' rules,
+ * LAYOUT_SEARCH_MAX_BUFFERS, LAYOUT_SHARES_EQUAL (the plans' shares). */
 void lay_search_defaults(lay_search_opts *o);
+/* Sets o's share_den to those of a share set (layout.h). */
+void lay_search_shares(lay_search_opts *o, layout_shares which);
 
 /* The exact search for a layout of p no higher than capacity, on a budget:
- * the engines of opts (NULL: the defaults) round robin, per node limit the
- * skyline strategies first, then the branch and bound's.  bud (not NULL)
+ * the portfolio of opts (NULL: the defaults): in rounds of doubling node
+ * limits, each member of LAY_MEMBER_* whose engine is in opts->engines, in
+ * that order, with its share of the limit.  bud (not NULL)
  * is spent and its stop set as lay_budget says; nodes are counted into *st
  * (may be NULL; zeroed first).  Returns a lay_status, offsets written when
  * LAY_FOUND. */

@@ -91,7 +91,7 @@ static uint64_t roam_exact(roam_run *r, const size_t *idx, size_t n, uint64_t sh
     uint64_t *off = xmallocarray(n, sizeof *off);
     double left = r->bud.deadline - roamc_now();
     /* a work budget of 0 would mean the default: give at least 1 */
-    layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0};
+    layout_effort e = {share ? share : 1, left > 1e-3 ? left : 1e-3, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_result res = {0};
     uint64_t h = layout_exact(&(layout_problem){sub, n, r->align}, NULL, &e, off, &res);
     *proven = res.proven_optimal;

@@ -612,6 +612,19 @@ void lay_search_defaults(lay_search_opts *o) {
     o->engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
     lay_bnb_defaults(&o->rules);
     o->max_buffers = LAYOUT_SEARCH_MAX_BUFFERS;
+    o->pos = NULL;
+    lay_search_shares(o, LAYOUT_SHARES_EQUAL);
+}
+
+void lay_search_shares(lay_search_opts *o, layout_shares which) {
+    /* LAYOUT_SHARES_EQUAL: every member at the round's full limit, the
+     * round robin of main from 0778970 to 4369fe9.  PORTFOLIO: the
+     * skyline search of 169a928 at the full limit, first; the random-tie
+     * preorders and the branch and bound at a half (its nodes cost about
+     * three skyline nodes; at a quarter it lost MiniMalloc's I and K). */
+    static const unsigned equal[LAY_SEARCH_MEMBERS] = {1, 1, 1};
+    static const unsigned portfolio[LAY_SEARCH_MEMBERS] = {1, 2, 2};
+    memcpy(o->share_den, which == LAYOUT_SHARES_EQUAL ? equal : portfolio, sizeof o->share_den);
 }
 
 /* One strategy of the round robin: the search restarted from scratch under
@@ -632,6 +645,98 @@ static srch_rc srch_run_strategy(srch *s, const char *order, long long limit, la
     return srch_solve_range(s, 0, s->sc.nsec);
 }
 
+/* The portfolio (layout/LAYOUT.md, section PORTFOLIO): the members, in
+ * the order they run in each round.  A member's strategies are restarts of
+ * one engine under fixed preorders, on the problem and on its mirror; in
+ * round k each of them gets the round's node limit 4 n 2^k divided by the
+ * member's share_den (lay_search_opts.share_den).  Node limits, never the
+ * clock, decide what runs when, so a run under a work budget gives the same
+ * answer on every machine and thread count.  Members by where they come
+ * from:
+ *   0 skyline, preorders WZ ZW W TWZ: the default search of 169a928 (and of
+ *     every main before the branch and bound), which wins on zero-slack
+ *     instances built in address order (gen_skyline);
+ *   1 skyline, preorders TR WR (random ties redrawn per round, 5a72ce5);
+ *   2 the canonical branch and bound's 7 strategies (0b3369f, 5a72ce5,
+ *     0778970): wins where sections keep some slack (gen_strip DROP,
+ *     MiniMalloc's A-K). */
+static const char *const srch_orders_169[] = {"WZ", "ZW", "W", "TWZ"};
+static const char *const srch_orders_rnd[] = {"TR", "WR"};
+
+/* One member's round at node limit `limit` (already divided by its
+ * share); LAY_GAVE_UP with *stop set when a limit other than the node
+ * limit stopped it. */
+typedef struct srch_round {
+    srch *dir; /* skyline directions (ndir of them) */
+    size_t ndir;
+    lay_bnb_ctx *bnb;
+    lay_budget *bud;
+    lay_bnb_stats *st;
+    lay_reduced *red;
+    uint64_t *offsets;
+    size_t n;
+    unsigned idx;  /* the next strategy's position in the round */
+    unsigned skip; /* strategies of the round before this one are skipped
+                      (they gave up at this limit in an earlier search) */
+} srch_round;
+
+static lay_status srch_skyline_round(srch_round *r, const char *const *orders, size_t norders,
+                                     long long limit, lay_stop *stop) {
+    for (size_t h = 0; h < norders * r->ndir; h++, r->idx++) {
+        if (r->idx < r->skip) continue;
+        srch *s = &r->dir[h % r->ndir];
+        srch_rc rc = srch_run_strategy(s, orders[h / r->ndir], limit, r->bud, r->st);
+        if (rc == SRCH_FOUND) {
+            for (size_t b = 0; b < s->n; b++)
+                r->red->offsets[s->sc.orig[b]] = r->red->base + s->solution[b] * r->red->unit;
+            memcpy(r->offsets, r->red->offsets, r->n * sizeof *r->offsets);
+            return LAY_FOUND;
+        }
+        if (rc == SRCH_INFEASIBLE) return LAY_INFEASIBLE;
+        if (s->out_of_work) {
+            *stop = LAY_STOP_WORK;
+            return LAY_GAVE_UP;
+        }
+        if (s->timed_out || roamc_now() > r->bud->deadline) {
+            *stop = LAY_STOP_TIME;
+            return LAY_GAVE_UP;
+        }
+    }
+    return LAY_GAVE_UP;
+}
+
+static lay_status srch_bnb_round(srch_round *r, long long limit, lay_stop *stop) {
+    for (size_t h = 0; h < lay_bnb_strategies(r->bnb); h++, r->idx++) {
+        if (r->idx < r->skip) continue;
+        lay_status rc = lay_bnb_run(r->bnb, h, limit, r->bud, r->offsets);
+        if (rc != LAY_GAVE_UP) return rc;
+        if (r->bud->stop != LAY_STOP_NONE) {
+            *stop = r->bud->stop;
+            return LAY_GAVE_UP;
+        }
+    }
+    return LAY_GAVE_UP;
+}
+
+/* Round k of the whole portfolio at the round's limit: each member in
+ * turn, with its share of the limit (at least one node). */
+static lay_status srch_portfolio_round(srch_round *r, const lay_search_opts *o, long long limit,
+                                       lay_stop *stop) {
+    lay_status rc = LAY_GAVE_UP;
+    for (size_t m = 0; m < LAY_SEARCH_MEMBERS && rc == LAY_GAVE_UP && *stop == LAY_STOP_NONE; m++) {
+        unsigned den = o->share_den[m];
+        if (den == 0) continue;
+        long long lim = limit / den > 0 ? limit / den : 1;
+        if (m == LAY_MEMBER_SKYLINE_169 && r->ndir)
+            rc = srch_skyline_round(r, srch_orders_169, 4, lim, stop);
+        else if (m == LAY_MEMBER_SKYLINE_RANDOM && r->ndir)
+            rc = srch_skyline_round(r, srch_orders_rnd, 2, lim, stop);
+        else if (m == LAY_MEMBER_BNB && r->bnb)
+            rc = srch_bnb_round(r, lim, stop);
+    }
+    return rc;
+}
+
 lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_search_opts *opts,
                       lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st) {
     ROAMC_ASSERT(bud != NULL);
@@ -650,7 +755,8 @@ lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_sear
     size_t ndir = 0;
     layout_buffer *mirror = NULL;
     lay_reduced red;
-    int timed_out = 0, out_of_work = 0, too_large = 0;
+    int too_large = 0;
+    lay_stop stop = LAY_STOP_NONE;
     lay_reduce(bufs, n, p->align, &red);
     lay_status result;
     if (red.base > capacity) {
@@ -677,53 +783,29 @@ lay_status lay_search(const layout_problem *p, uint64_t capacity, const lay_sear
     if (opts->engines & LAYOUT_ENGINE_BNB)
         bnb = lay_bnb_new(p, mirror, &red, capacity, &opts->rules, st);
 
-    /* Round robin over directions and preorders, doubling the node limit
-     * each round. */
-    /* ("W" was "AW" with an area key that a misplaced initializer left 0;
-     * the real area, size x steps, made these searches take 38% more
-     * nodes on 46 zero-slack instances both solve under one budget) */
-    static const char *const orders[] = {"WZ", "ZW", "W", "TWZ", "TR", "WR"};
-    const size_t norders = sizeof orders / sizeof orders[0];
+    /* The portfolio's rounds, doubling the node limit each round; a resumed
+     * search starts at the strategy where the one before it was cut. */
+    srch_round r = {dir, ndir, bnb, bud, st, &red, offsets, n, 0, 0};
+    long long limit = 4 * (long long)red.n;
+    if (opts->pos && opts->pos->limit >= limit) {
+        limit = opts->pos->limit;
+        r.skip = opts->pos->next;
+    }
     result = LAY_GAVE_UP;
-    for (long long limit = 4 * (long long)red.n;
-         result == LAY_GAVE_UP && !timed_out && !out_of_work; limit *= 2) {
-        for (size_t h = 0;
-             h < norders * ndir && result == LAY_GAVE_UP && !timed_out && !out_of_work; h++) {
-            srch *s = &dir[h % ndir];
-            srch_rc rc = srch_run_strategy(s, orders[h / ndir], limit, bud, st);
-            if (rc == SRCH_FOUND) {
-                result = LAY_FOUND;
-                for (size_t b = 0; b < s->n; b++)
-                    red.offsets[s->sc.orig[b]] = red.base + s->solution[b] * red.unit;
-                memcpy(offsets, red.offsets, n * sizeof *offsets);
-            } else if (rc == SRCH_INFEASIBLE) {
-                result = LAY_INFEASIBLE;
-            } else if (s->out_of_work) {
-                out_of_work = 1;
-            } else if (s->timed_out || roamc_now() > bud->deadline) {
-                timed_out = 1;
-            }
+    for (; result == LAY_GAVE_UP && stop == LAY_STOP_NONE; limit *= 2) {
+        r.idx = 0;
+        result = srch_portfolio_round(&r, opts, limit, &stop);
+        if (result == LAY_GAVE_UP && stop != LAY_STOP_NONE && opts->pos) {
+            /* the strategy that was cut (r.idx: the loops stop on it) */
+            opts->pos->limit = limit;
+            opts->pos->next = r.idx;
         }
-        /* then the same limit for each strategy of the canonical branch
-         * and bound, which wins where this search wanders (instances
-         * whose sections keep some slack) */
-        for (size_t h = 0; bnb && h < lay_bnb_strategies(bnb) && result == LAY_GAVE_UP &&
-                           !timed_out && !out_of_work;
-             h++) {
-            lay_status rc = lay_bnb_run(bnb, h, limit, bud, offsets);
-            if (rc == LAY_FOUND || rc == LAY_INFEASIBLE) result = rc;
-            out_of_work |= bud->stop == LAY_STOP_WORK;
-            timed_out |= bud->stop == LAY_STOP_TIME;
-        }
+        r.skip = 0;
         if (limit > (1LL << 50)) break;
     }
 done:
     lay_bnb_free(bnb);
-    bud->stop = result != LAY_GAVE_UP ? LAY_STOP_NONE
-                : timed_out           ? LAY_STOP_TIME
-                : out_of_work         ? LAY_STOP_WORK
-                : too_large           ? LAY_STOP_SIZE
-                                      : LAY_STOP_NONE;
+    bud->stop = result != LAY_GAVE_UP ? LAY_STOP_NONE : too_large ? LAY_STOP_SIZE : stop;
     for (size_t d = 0; d < ndir; d++) srch_free(&dir[d]);
     free(mirror);
     lay_reduced_free(&red);

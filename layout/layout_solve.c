@@ -26,6 +26,7 @@ void layout_solve_defaults(layout_solve_opts *o) {
     memset(o, 0, sizeof *o);
     o->time_limit_s = 10.0;
     lay_bnb_defaults(&o->rules); /* energy off, as in plans */
+    o->shares = LAYOUT_SHARES_PORTFOLIO;
 }
 
 /* One call of layout_solve: its problem, options, what is left of the
@@ -40,6 +41,7 @@ typedef struct solve_run {
     layout_solve_result *r;
     int too_large;   /* a probe gave up at once: more buffers than the search takes */
     int out_of_work; /* a probe ran out of o->work */
+    int resumed;     /* o->resume was used (by the first probe at its capacity) */
 } solve_run;
 
 /* What ended an unproven run (layout_solve_result.stop): the clock when
@@ -49,6 +51,19 @@ static layout_stop solve_why(const solve_run *x, int work_short) {
     if (x->r->stopped_by_time) return LAYOUT_STOP_TIME;
     if (x->out_of_work || work_short) return LAYOUT_STOP_WORK;
     return x->too_large ? LAYOUT_STOP_TOO_LARGE : LAYOUT_STOP_NO_IMPROVEMENT;
+}
+
+/* Where the probe at cap starts: o->resume's strategy when the earlier
+ * search it records was of this capacity with the same engines, shares
+ * and rules (and no probe used it yet), else the first strategy. */
+static lay_search_pos solve_start(solve_run *x, uint64_t cap) {
+    const layout_search_mark *m = x->o->resume;
+    lay_search_pos pos = {0, 0};
+    if (!m || x->resumed || m->capacity != cap || m->engines != x->so.engines ||
+        m->shares != x->o->shares || memcmp(&m->rules, &x->so.rules, sizeof m->rules) != 0)
+        return pos;
+    x->resumed = 1;
+    return (lay_search_pos){m->limit, m->next};
 }
 
 /* A probe's layout in cand is valid and within cap. */
@@ -90,7 +105,10 @@ static lay_status solve_probe(solve_run *x, uint64_t cap, int last) {
     double now = roamc_now();
     if (!isinf(x->deadline) && !last) bud.deadline = now + (x->deadline - now) / 2;
     lay_bnb_stats st;
+    lay_search_pos pos = solve_start(x, cap);
+    x->so.pos = &pos;
     lay_status rc = lay_search(x->p, cap, &x->so, &bud, x->cand, &st);
+    x->so.pos = NULL;
     if (metered) x->work_left += bud.work; /* unspent */
     x->r->nodes += st.nodes;
     x->r->probes++;
@@ -117,6 +135,7 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
     lay_search_defaults(&x.so);
     if (o->engines) x.so.engines = o->engines & (LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB);
     x.so.rules = o->rules;
+    lay_search_shares(&x.so, o->shares);
     x.so.max_buffers = 5 * LAYOUT_SEARCH_MAX_BUFFERS;
     memcpy(offsets, warm_offsets, n * sizeof *offsets);
     uint64_t best = layout_height(bufs, n, offsets);
@@ -156,7 +175,7 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
      * work or time, which may prove the incumbent optimal or spare the
      * probes below it */
     if (lb < best) {
-        layout_effort be = {o->work ? o->work / 10 : 0, 0, 0};
+        layout_effort be = {o->work ? o->work / 10 : 0, 0, 0, LAYOUT_SHARES_EQUAL, NULL};
         if (!isinf(x.deadline)) be.time_limit_s = (x.deadline - roamc_now()) / 10;
         if (!(be.time_limit_s > 0) && !isinf(x.deadline)) be.time_limit_s = 1e-9;
         uint64_t wb = layout_lower_bound(p, best, &be, &r->bound);

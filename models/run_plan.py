@@ -94,6 +94,10 @@ import time
 EXIT_MATCH, EXIT_MISMATCH, EXIT_BAD = 0, 1, 2
 ATEN = "org.pytorch.aten"
 ROAMC = "ai.roamc"  # Offload/Reload of a changed step (DESIGN.md, "A step that fits")
+# a sharded or pipelined rank's step (planner/shard/shard.h, pipeline.h): Depend runs
+# here (views of its inputs, a token for an output that aliases none); the others are
+# handed to whoever drives the run (models/run_ranks.py computes them across the ranks)
+COMM_OPS = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Send", "Recv", "Depend"}
 RECOMPUTE_ATTR = "roamc_recompute"
 POISON = 0xFF
 # operators that draw random numbers: seeded per node
@@ -171,12 +175,18 @@ class Graph:
         # values in host memory: what an Offload makes
         self.host = {c.node.output[0] for c in self.calls if c.op == "Offload"}
         self.changed = bool(self.host) or any(c.recompute is not None or c.op == "Reload" for c in self.calls)
+        # collectives and point-to-point nodes: only models/run_ranks.py can run this step
+        self.comm = [c for c in self.calls if isinstance(c, CommCall) and c.op != "Depend"]
 
     def _resolve(self, i, n):
         where = "%s: node %d (%s)" % (self.path, i, n.op_type)
+        if n.domain == ROAMC and n.op_type in COMM_OPS:
+            return CommCall(n, where)
         if n.domain == ROAMC:
             if n.op_type not in ("Offload", "Reload"):
-                raise BadInput("%s: the runner replays ai.roamc Offload and Reload, not %s" % (where, n.op_type))
+                raise BadInput("%s: the runner replays ai.roamc Offload, Reload and (models/run_ranks.py, "
+                               "every rank in one process) %s, not %s"
+                               % (where, ", ".join(sorted(COMM_OPS)), n.op_type))
             if len([x for x in n.input if x]) != 1 or len([x for x in n.output if x]) != 1:
                 raise BadInput("%s: %s takes one input and makes one output" % (where, n.op_type))
             if n.input[0] in self.info and n.output[0] in self.info and \
@@ -335,6 +345,61 @@ class CopyCall:
         self.recompute = None
 
 
+class CommCall:
+    """An ai.roamc communication node of a rank's step: AllReduce, ReduceScatter,
+    Broadcast (in place: alias 0), AllGather, Recv (new memory), Send (a view of
+    what it sends), Depend (views of its inputs; an output aliasing none is a new
+    ordering token).  Only Depend is computed here (local); the others are yielded
+    to the driver of the run, which answers with the outputs (comm_outputs)."""
+
+    def __init__(self, node, where):
+        self.node, self.where, self.op = node, where, node.op_type
+        self.inputs = list(node.input)
+        attrs = {a.name: a for a in node.attribute}
+        self.attrs = {k: a.i for k, a in attrs.items() if a.type == onnx.AttributeProto.INT}
+        self.alias = list(attrs["alias"].ints) if "alias" in attrs else [-1] * len(node.output)
+        self.inplace = self.attrs.get("inplace", 0)
+        self.random = self.empty = False
+        self.recompute = None
+        if len(self.alias) != len(node.output):
+            raise BadInput("%s: %d alias entries for %d outputs" % (where, len(self.alias), len(node.output)))
+
+    def depend(self, value_of, info, device):
+        """Depend's outputs: a view of input alias[k]; a 4-byte token where alias[k] < 0."""
+        out = []
+        for k, name in enumerate(self.node.output):
+            j = self.alias[k]
+            if j >= 0:
+                out.append(torch.ops.aten.alias(value_of(self.inputs[j])))
+            else:
+                dt, shape = info[name]
+                out.append(torch.zeros(shape, dtype=dt, device=device))
+        return out
+
+
+def comm_outputs(c, out, info):
+    """The driver's answer for communication node c: one tensor per output, of the
+    value_info's dtype and shape (BadInput otherwise)."""
+    if not isinstance(out, (list, tuple)) or len(out) != len(c.node.output):
+        raise BadInput("%s: the driver gave %r for %d outputs" % (c.where, type(out), len(c.node.output)))
+    for name, t in zip(c.node.output, out):
+        if name in info and (t.dtype, tuple(t.shape)) != info[name]:
+            raise BadInput("%s: '%s' came back %s %s, its value_info says %s %s"
+                           % (c.where, name, t.dtype, tuple(t.shape), info[name][0], info[name][1]))
+    return list(out)
+
+
+def drive_alone(gen):
+    """Runs an executor generator of one process to its end: a step with
+    collectives or Send/Recv needs its peers (models/run_ranks.py)."""
+    try:
+        c, _ = next(gen)
+    except StopIteration as e:
+        return e.value
+    raise BadInput("%s: a %s needs the other ranks: run every rank with models/run_ranks.py"
+                   % (c.where, c.op))
+
+
 def check_host_use(g):
     """DESIGN.md's rules for host values, from the graph alone: only a Reload
     reads a value an Offload made, a Reload reads nothing else, no host value
@@ -447,12 +512,20 @@ def seed_node(i, seed, device):
 
 # --------------------------------------------------------------------------- reference
 
-def run_reference(g, init, seed, device, keys=None):
+def run_reference(g, init, seed, device, keys=None, keep_also=()):
     """Program order, ordinary allocations: the results to match.  keys: the
     seed index of each random node (seed_keys; default its own index).  An
-    Offload is a copy to a host tensor, a Reload a copy back."""
+    Offload is a copy to a host tensor, a Reload a copy back.  keep_also: values
+    kept past their last reader (besides inputs and outputs)."""
+    return drive_alone(reference_steps(g, init, seed, device, keys, keep_also))
+
+
+def reference_steps(g, init, seed, device, keys=None, keep_also=()):
+    """run_reference as a generator: at each communication node (CommCall other
+    than Depend) it yields (call, input tensors) and takes the outputs back
+    (comm_outputs); returns env."""
     env = {k: v.clone().to(device) for k, v in init.items()}
-    keep = set(g.inputs) | set(g.outputs)
+    keep = set(g.inputs) | set(g.outputs) | set(keep_also)
     last = {}
     for i, n in enumerate(g.nodes):
         for t in n.input:
@@ -468,11 +541,18 @@ def run_reference(g, init, seed, device, keys=None):
             if last.get(c.inputs[0]) == i and c.inputs[0] not in keep:
                 del env[c.inputs[0]]
             continue
-        if c.random:
-            seed_node(i if keys is None else keys[i], seed, device)
-        a, kw = c.arguments(lambda x: env[x], device)
-        out = c.fn(*a, **kw)
-        for name, t in zip(c.node.output, c.flat_outputs(out, lambda x: env[x])):
+        if isinstance(c, CommCall):
+            if c.op == "Depend":
+                flat = c.depend(lambda x: env[x], g.info, device)
+            else:
+                flat = comm_outputs(c, (yield c, [env[x] if x else None for x in c.inputs]), g.info)
+        else:
+            if c.random:
+                seed_node(i if keys is None else keys[i], seed, device)
+            a, kw = c.arguments(lambda x: env[x], device)
+            out = c.fn(*a, **kw)
+            flat = c.flat_outputs(out, lambda x: env[x])
+        for name, t in zip(c.node.output, flat):
             if not name:
                 continue
             if c.empty:
@@ -548,6 +628,9 @@ class Arena:
         self.base = self.mem.data_ptr()
         self.env = {}
         self.step = -1
+        # values wanted after the step whose buffers end before it (models/run_ranks.py:
+        # a pipeline stage's loss): copied out before their slots are poisoned
+        self.capture, self.captured = set(), {}
 
     def slot_range(self, bi):
         b = self.buffers[bi]
@@ -612,6 +695,13 @@ class Arena:
         return dst
 
     def run(self, init, seed, device):
+        return drive_alone(self.steps(init, seed, device))
+
+    def steps(self, init, seed, device):
+        """run as a generator: at each communication node (not Depend) it yields
+        (call, input tensors) and takes the outputs back (comm_outputs); an
+        in-place collective writes its input's slot, a new output is placed in its
+        own; returns env."""
         g = self.g
         # a fresh step: only what `init` brings survives from an earlier run
         self.mem.fill_(POISON)
@@ -653,15 +743,22 @@ class Arena:
                 self.copy(c)
                 self.end_buffers(ends.get(s, []), host_ends.get(s, []), s < last_step)
                 continue
-            if c.random:
-                seed_node(i if self.keys is None else self.keys[i], seed, device)
-            a, kw = c.arguments(lambda x: self.env[x], device)
-            if c.op in ("as_strided", "as_strided_") and len(a) > 3 and a[3] is not None:
-                # storage_offset counts from the start of the storage, which eager
-                # allocated on its own and the plan puts at its buffer's offset
-                a[3] += self.buffers[self.buf_of[c.inputs[0]]]["offset"] // a[0].element_size()
-            out = c.fn(*a, **kw)
-            for k, (name, t) in enumerate(zip(c.node.output, c.flat_outputs(out, lambda x: self.env[x]))):
+            if isinstance(c, CommCall):
+                if c.op == "Depend":
+                    flat = c.depend(lambda x: self.env[x], g.info, device)
+                else:
+                    flat = comm_outputs(c, (yield c, [self.env[x] if x else None for x in c.inputs]), g.info)
+            else:
+                if c.random:
+                    seed_node(i if self.keys is None else self.keys[i], seed, device)
+                a, kw = c.arguments(lambda x: self.env[x], device)
+                if c.op in ("as_strided", "as_strided_") and len(a) > 3 and a[3] is not None:
+                    # storage_offset counts from the start of the storage, which eager
+                    # allocated on its own and the plan puts at its buffer's offset
+                    a[3] += self.buffers[self.buf_of[c.inputs[0]]]["offset"] // a[0].element_size()
+                out = c.fn(*a, **kw)
+                flat = c.flat_outputs(out, lambda x: self.env[x])
+            for k, (name, t) in enumerate(zip(c.node.output, flat)):
                 if not name:
                     continue
                 if t is None:
@@ -681,10 +778,14 @@ class Arena:
                         fill_poison(t)
                     self.env[name] = self.place(name, t)
             self.end_buffers(ends.get(s, []), host_ends.get(s, []), s < last_step)
+        self.env.update(self.captured)
         return self.env
 
     def end_buffers(self, bis, his, poison):
         for bi in bis:
+            for t in self.buffers[bi]["tensors"]:
+                if t in self.capture and t in self.env:
+                    self.captured[t] = self.env[t].detach().clone()  # read after the step
             lo, hi = self.slot_range(bi)
             if hi > lo and poison:
                 self.mem[lo - self.base:hi - self.base].fill_(POISON)  # freed: nothing may read it

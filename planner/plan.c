@@ -262,7 +262,7 @@ static uint64_t plan_layout_pytorch(plan *p, const layout_buffer *b) {
  * seconds are only the backstop.  Returns the height. */
 static uint64_t plan_layout_roam(plan *p, const layout_buffer *b, double budget) {
     const graph *g = p->g;
-    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_result lr;
     uint64_t *tree = NULL, th = UINT64_MAX;
     if (p->tree) {
@@ -301,7 +301,7 @@ static uint64_t plan_layout_roam(plan *p, const layout_buffer *b, double budget)
  * the height. */
 static uint64_t plan_layout_ilp(plan *p, const layout_buffer *b, double budget) {
     int too_large = 0;
-    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0};
+    layout_effort e = {LAYOUT_DEFAULT_WORK, budget, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_result lr;
     layout_problem lp = {b, p->g->n_storages, p->opt.align};
     uint64_t h = layout_glpk_exact(&lp, &e, p->offsets, &lr, &too_large);

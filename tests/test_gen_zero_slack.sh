@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_gen_zero_slack.sh GEN ROAMC — a zero-slack instance generator of
-# tests/bench (gen_brick.c, gen_strip.c: `GEN N SEED`) writes what it
+# tests/bench (gen_brick.c, gen_strip.c, gen_skyline.c: `GEN N SEED`) writes what it
 # promises: for several sizes and seeds the live bytes equal the capacity
 # (1048576) at every step, the buffer count is N, and `roamc layout` reads
 # the file back with its live-size bound at the capacity.  Same arguments

@@ -31,7 +31,7 @@
 static uint64_t exact_in_time_goal(const layout_buffer *bufs, size_t n, uint64_t align,
                                    const uint64_t *warm_offsets, double time_limit_s, uint64_t goal,
                                    uint64_t *offsets, int *proven_optimal) {
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal};
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, goal, LAYOUT_SHARES_EQUAL, NULL};
     layout_result res;
     uint64_t h = layout_exact(&(layout_problem){bufs, n, align}, warm_offsets, &e, offsets, &res);
     if (proven_optimal) *proven_optimal = res.proven_optimal;
@@ -49,7 +49,7 @@ static uint64_t exact_in_time(const layout_buffer *bufs, size_t n, uint64_t alig
 static uint64_t layout_glpk(const layout_buffer *bufs, size_t n, uint64_t align,
                             double time_limit_s, uint64_t *offsets, int *proven_optimal,
                             int *too_large) {
-    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0};
+    layout_effort e = {0, time_limit_s > 0 ? time_limit_s : 1e-9, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_result res;
     uint64_t h = layout_glpk_exact(&(layout_problem){bufs, n, align}, &e, offsets, &res, too_large);
     if (proven_optimal) *proven_optimal = h != UINT64_MAX && res.proven_optimal;
@@ -626,7 +626,7 @@ static void test_bnb_rules_against_brute_force(void **state) {
             b[n - 1] = b[0];
         uint64_t opt = layout_live_peak(b, n);
         while (!brute_fits(b, n, opt, off, 0)) opt++;
-        for (size_t k = 0; k <= nrules + 3; k++) {
+        for (size_t k = 0; k <= nrules + 4; k++) {
             lay_search_opts o;
             lay_search_defaults(&o);
             o.engines = LAYOUT_ENGINE_BNB;
@@ -640,8 +640,11 @@ static void test_bnb_rules_against_brute_force(void **state) {
             } else if (k == nrules + 2) {
                 o.engines = LAYOUT_ENGINE_SKYLINE;
                 o.rules.energy = 0;
-            } else
+            } else {
                 o.engines = LAYOUT_ENGINE_SKYLINE | LAYOUT_ENGINE_BNB;
+                if (k == nrules + 4) /* the portfolio's shares (issue 31) */
+                    lay_search_shares(&o, LAYOUT_SHARES_PORTFOLIO);
+            }
             o.max_buffers = 100;
             const layout_problem p = {b, n, 1};
             lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
@@ -777,6 +780,75 @@ static void test_perfect_instances(void **state) {
     }
 }
 
+/* A search cut by its work budget and resumed from its lay_search_pos
+ * (what `roamc layout` does between layout_exact's search at the bound and
+ * layout_solve's) gives the answer of one uninterrupted search, with
+ * fewer nodes: the strategies before the cut one are not run again. */
+static void test_search_resume(void **state) {
+    (void)state;
+    enum { N = 60 };
+    layout_buffer b[N];
+    uint64_t full_off[N], off[N];
+    rng r = {4242};
+    int exercised = 0;
+    for (int it = 0; it < 40 && exercised < 4; it++) {
+        make_perfect(&r, N, 3 * N, 1 << 20, b);
+        for (size_t i = 0; i < N; i += 5) b[i].size = b[i].size / 2 + 1; /* slack */
+        const layout_problem p = {b, N, 1};
+        uint64_t cap = layout_live_peak(b, N) + rng_in(&r, 0, 3);
+        lay_search_opts o;
+        lay_search_defaults(&o);
+        lay_search_shares(&o, LAYOUT_SHARES_PORTFOLIO);
+        lay_budget bud = {20000000, 1e300, LAY_STOP_NONE};
+        lay_bnb_stats full;
+        lay_status rc_full = lay_search(&p, cap, &o, &bud, full_off, &full);
+        if (rc_full == LAY_GAVE_UP || full.restarts < 12) continue; /* too hard or too easy */
+        uint64_t full_work = 20000000 - bud.work;
+        /* cut it at a third of its work, then resume */
+        lay_search_pos pos = {0, 0};
+        o.pos = &pos;
+        lay_budget cut = {full_work / 3, 1e300, LAY_STOP_NONE};
+        lay_bnb_stats first, second;
+        assert_int_equal(lay_search(&p, cap, &o, &cut, off, &first), LAY_GAVE_UP);
+        assert_int_equal(cut.stop, LAY_STOP_WORK);
+        assert_true(pos.limit > 0);
+        lay_budget rest = {20000000, 1e300, LAY_STOP_NONE};
+        lay_status rc = lay_search(&p, cap, &o, &rest, off, &second);
+        assert_int_equal(rc, rc_full);
+        if (rc == LAY_FOUND) assert_memory_equal(off, full_off, sizeof off);
+        /* the cut strategy runs twice, the ones before it once */
+        assert_true(second.restarts < full.restarts);
+        assert_true(first.restarts + second.restarts == full.restarts + 1);
+        /* the same through the API: layout_exact's mark, layout_solve's resume */
+        if (rc_full == LAY_FOUND) {
+            layout_search_mark mark;
+            layout_effort e = {full_work / 2, 0.0, cap, LAYOUT_SHARES_PORTFOLIO, &mark};
+            layout_result er;
+            uint64_t warm[N];
+            layout_llfb(b, N, 1, warm);
+            layout_exact(&p, warm, &e, off, &er);
+            if (er.height > cap) {
+                assert_int_equal(mark.capacity, cap);
+                assert_true(mark.limit > 0);
+                layout_solve_opts so;
+                layout_solve_defaults(&so);
+                so.capacity = cap;
+                so.work = 20000000;
+                layout_solve_result sr_plain, sr_resumed;
+                layout_solve(&p, off, &so, warm, &sr_plain);
+                so.resume = &mark;
+                layout_solve(&p, off, &so, warm, &sr_resumed);
+                assert_int_equal(sr_plain.status, sr_resumed.status);
+                assert_true(sr_resumed.height <= cap);
+                assert_true(check_layout(b, N, warm, 1));
+                assert_true(sr_resumed.nodes < sr_plain.nodes);
+            }
+        }
+        exercised++;
+    }
+    assert_true(exercised >= 1);
+}
+
 /* With slack and tiny sizes, branch B raises floors in tiny steps: long
  * chains that once overflowed the stack.  The search must give up or
  * succeed within its time, and exact_in_time must stay valid. */
@@ -824,7 +896,7 @@ static void test_exact_work_budget(void **state) {
     uint64_t lb = layout_live_peak(b, N);
     static const uint64_t works[] = {1, 5000, 200000};
     for (size_t w = 0; w < sizeof works / sizeof works[0]; w++) {
-        layout_effort e = {works[w], 0.0, 0}; /* no backstop */
+        layout_effort e = {works[w], 0.0, 0, LAYOUT_SHARES_EQUAL, NULL}; /* no backstop */
         layout_result r1, r2;
         uint64_t h1 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o1, &r1);
         uint64_t h2 = layout_exact(&(layout_problem){b, N, 1}, NULL, &e, o2, &r2);
@@ -840,7 +912,7 @@ static void test_exact_work_budget(void **state) {
     /* gap7: optimum 17 above the bound 16, proved within a small budget;
      * GLPK alone likewise */
     uint64_t off[7];
-    layout_effort e = {1000000, 0.0, 0};
+    layout_effort e = {1000000, 0.0, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_result res;
     assert_int_equal(layout_exact(&(layout_problem){gap7, 7, 1}, NULL, &e, off, &res), 17);
     assert_int_equal(res.proven_optimal, 1);
@@ -852,7 +924,7 @@ static void test_exact_work_budget(void **state) {
     assert_int_equal(res.proven_optimal, 1);
     assert_true(check_layout(gap7, 7, off, 1));
     /* a backstop that has already passed is reported */
-    layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0};
+    layout_effort late = {LAYOUT_DEFAULT_WORK, 1e-9, 0, LAYOUT_SHARES_EQUAL, NULL};
     layout_exact(&(layout_problem){b, N, 1}, NULL, &late, o1, &res);
     assert_true(check_layout(b, N, o1, 1));
     assert_int_equal(res.stopped_by_time, 1);
@@ -1249,7 +1321,7 @@ static void test_stop_reason(void **state) {
     assert_true(check_layout(b, 64, off, 1)); /* the warm start, kept */
     /* layout_exact: the heuristics reach the bound, a proof */
     layout_result er;
-    layout_effort e = {0, 60, 0};
+    layout_effort e = {0, 60, 0, LAYOUT_SHARES_EQUAL, NULL};
     assert_int_equal(layout_exact(&(layout_problem){b, N, 1}, warm, &e, off, &er), 8);
     assert_int_equal(er.stop, LAYOUT_STOP_PROOF);
     assert_true(er.proven_optimal);
@@ -1286,6 +1358,7 @@ int main(void) {
         cmocka_unit_test(test_improve_large),
         cmocka_unit_test(test_stop_reason),
         cmocka_unit_test(test_search_slack_tiny_sizes),
+        cmocka_unit_test(test_search_resume),
         cmocka_unit_test(test_exact_work_budget),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_pytorch_pools),

@@ -165,10 +165,16 @@ static void lay_roam(roamc_layout *l, const layout_problem *p, double t_start) {
      * the time: on the committed models' buffer lists its local search
      * reaches the live-size bound where the searches below alone do not
      * (mnasnet1_0, mobilenet_v2_b32, efficientnet_b0_b32, vit_b_16_b1).
-     * Not under a work limit (which is the exact search's own budget) nor
-     * for dev engines. */
+     * Its search at the bound leaves a mark where it gave up, and
+     * layout_solve's probe at that capacity continues from there instead of
+     * repeating the strategies that already failed (before, a search that
+     * needed most of the time started twice and got half of it).  Not
+     * under a work limit (which is the exact search's own budget) nor for
+     * dev engines. */
+    layout_search_mark mark = {0};
     if (!l->work && !l->engines && left > 1e-3) {
-        layout_effort e = {0, 0.5 * left, l->has_capacity ? l->capacity : 0};
+        layout_effort e = {0, 0.5 * left, l->has_capacity ? l->capacity : 0,
+                           LAYOUT_SHARES_PORTFOLIO, &mark};
         layout_result er;
         uint64_t *warm = xmallocarray(n ? n : 1, sizeof *warm);
         memcpy(warm, offsets, n * sizeof *warm);
@@ -183,6 +189,7 @@ static void lay_roam(roamc_layout *l, const layout_problem *p, double t_start) {
     so.time_limit_s = left > 1e-3 ? left : 1e-3;
     so.engines = l->engines;
     if (l->rules) so.rules = *l->rules;
+    so.resume = mark.capacity ? &mark : NULL;
     l->have_solve = true;
     layout_solve(p, offsets, &so, offsets, &l->sr);
     l->height = l->sr.height;

@@ -173,12 +173,15 @@ static int sh_emit_reduce(sh_work *w, fe_edit *e, size_t at, int b, const char *
     sh_buffer_name(w, w->b[b].buffer, buffer, sizeof buffer);
     snprintf(div, sizeof div, "%s.div%d", buffer, b);
     snprintf(last, lastlen, "%s.%s%d", buffer, zero2 ? "reduce_scatter" : "all_reduce", b);
+    /* overload: the ATen call a runner replays (models/run_plan.py), as
+     * models/export.py records bucket.div_(world) */
     fe_attr_spec da[] = {{.name = "other", .type = FE_ATTR_FLOAT, .f = (float)w->r->so.world},
-                         SH_VIEW_ATTRS(1)};
+                         SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
     fe_attr_spec ra[] = {{.name = "world", .type = FE_ATTR_INT, .i = w->r->so.world},
                          {.name = "rank", .type = FE_ATTR_INT, .i = w->r->so.rank},
                          SH_VIEW_ATTRS(1)};
-    sh_node dn = {"org.pytorch.aten", "div_", {now}, 1, div, da, 3};
+    sh_node dn = {"org.pytorch.aten", "div_", {now}, 1, div, da, 4};
     sh_node rn = {GRAPH_ROAMC_DOMAIN, zero2 ? "ReduceScatter" : "AllReduce", {div}, 1, last, ra, 4};
     if (sh_put(e, at, &dn, err, errlen) || sh_put(e, at + 1, &rn, err, errlen)) return -1;
     int64_t dims[1] = {(int64_t)w->buffer_numel[w->b[b].buffer]};

@@ -493,12 +493,14 @@ static long gu_emit_reduce(gu_work *G, fe_edit *e, size_t at, int u) {
         if (sh_emit_copy(w, e, at + (size_t)added, (int)i, true, flat)) return -1;
         added += 2;
     }
+    /* overload: the ATen call a runner replays (models/run_plan.py) */
     fe_attr_spec da[] = {{.name = "other", .type = FE_ATTR_FLOAT, .f = (float)w->r->so.world},
-                         SH_VIEW_ATTRS(1)};
+                         SH_VIEW_ATTRS(1),
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
     fe_attr_spec ra[] = {{.name = "world", .type = FE_ATTR_INT, .i = w->r->so.world},
                          {.name = "rank", .type = FE_ATTR_INT, .i = w->r->so.rank},
                          GU_FRESH_ATTRS};
-    sh_node dn = {"org.pytorch.aten", "div_", {flat}, 1, div, da, 3};
+    sh_node dn = {"org.pytorch.aten", "div_", {flat}, 1, div, da, 4};
     sh_node rn = {GRAPH_ROAMC_DOMAIN, "ReduceScatter", {div}, 1, shard, ra, 4};
     if (sh_put(e, at + (size_t)added, &dn, w->err, w->errlen) ||
         sh_put(e, at + (size_t)added + 1, &rn, w->err, w->errlen))

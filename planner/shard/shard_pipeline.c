@@ -705,9 +705,11 @@ static int pp_accumulate(pp_emit *E, int v, int i) {
     snprintf(mine, sizeof mine, "mb%d.%s", E->cur_mb, gname);
     pp_acc_name(E->cur_mb, gname, out, sizeof out);
     const char *ins[2] = {in, mine}, *o = out;
+    /* overload: the ATen call a runner replays (models/run_plan.py) */
     fe_attr_spec at[] = {{.name = "alias", .type = FE_ATTR_INTS, .ints = pp_alias0, .n_ints = 1},
-                         {.name = "inplace", .type = FE_ATTR_INT, .i = 1}};
-    fe_node_spec spec = {PP_ATEN, "add_", out, ins, 2, &o, 1, at, 2};
+                         {.name = "inplace", .type = FE_ATTR_INT, .i = 1},
+                         {.name = "overload", .type = FE_ATTR_STRING, .s = "Tensor"}};
+    fe_node_spec spec = {PP_ATEN, "add_", out, ins, 2, &o, 1, at, 3};
     if (pp_put(E, &spec) || pp_value_info(E, out, &w->m->values[v])) return -1;
     E->acc_mb[i] = E->cur_mb;
     pp_names_add(&E->next, out, v);
@@ -785,23 +787,50 @@ static int pp_emit_nodes(pp_emit *E) {
 }
 
 /* The values of other stages the current task reads: received at its start. */
+/* A value to receive, by where its maker sends it. */
+typedef struct pp_recv_item {
+    int v;
+    int producer;
+    size_t slot; /* its place among the producer's outputs */
+} pp_recv_item;
+
+static int pp_recv_item_cmp(const void *a, const void *b) {
+    const pp_recv_item *x = a, *y = b;
+    if (x->producer != y->producer) return x->producer < y->producer ? -1 : 1;
+    return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* The task's Recvs, in the order the peer sends them: a Send follows its
+ * value's maker, so in the makers' file order (then output order).  Send
+ * and Recv are matched in the order both sides issue them (NCCL), so
+ * receiving in the order of first read would swap two values of one size. */
 static int pp_emit_recvs(pp_emit *E) {
     pp_work *w = E->w;
     const fe_model *m = w->m;
     bool *seen = xcalloc(m->n_values ? m->n_values : 1, sizeof *seen);
-    int rc = 0;
-    for (size_t op = 0; op <= w->last_grad && rc == 0; op++) {
+    pp_recv_item *items = NULL;
+    size_t n = 0;
+    for (size_t op = 0; op <= w->last_grad; op++) {
         if (w->pass[op] == PP_NONE || w->stage[op] != E->s) continue;
         const fe_node *nd = &m->nodes[op];
-        for (size_t k = 0; k < nd->n_inputs && rc == 0; k++) {
+        for (size_t k = 0; k < nd->n_inputs; k++) {
             int v = nd->inputs[k];
             int prod = v >= 0 ? m->values[v].producer : -1;
             if (prod < 0 || w->pass[prod] != E->cur_pass || w->stage[prod] == E->s || seen[v])
                 continue;
             seen[v] = true;
-            rc = pp_recv(E, v, w->stage[prod]);
+            const fe_node *pn = &m->nodes[prod];
+            size_t slot = 0;
+            while (slot < pn->n_outputs && pn->outputs[slot] != v) slot++;
+            items = xreallocarray(items, n + 1, sizeof *items);
+            items[n++] = (pp_recv_item){v, prod, slot};
         }
     }
+    if (n) qsort(items, n, sizeof *items, pp_recv_item_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = pp_recv(E, items[i].v, w->stage[items[i].producer]);
+    free(items);
     free(seen);
     return rc;
 }
