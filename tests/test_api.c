@@ -9,6 +9,11 @@
  *                                         `roamc layout --work 10^7`'s (and llfb's, greedy's)
  *   test_api threads MODELS_DIR           8 threads plan 8 models at once: the same
  *                                         plans as one thread
+ *   test_api compare ROAMC MODELS_DIR OUT the option compare on a few models: the report
+ *                                         is `roamc MODEL --compare --report json`'s (but
+ *                                         the times), the rows read through
+ *                                         roamc_result_compare_row are its rows, the
+ *                                         plan is the one `--compare -o` writes
  *
  * Exit 0 when every check holds, 1 otherwise (each failure printed). */
 #include <dirent.h>
@@ -16,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "roamc.h"
 
@@ -87,6 +94,19 @@ static void api_test_options(void) {
     CHECK(roamc_result_schedule(r, &n) == NULL && n == 0, "a failed result has no schedule");
     roamc_result_free(r);
     CHECK(strcmp(roamc_version(), ROAMC_VERSION_STRING) == 0, "version %s", roamc_version());
+    /* compare: its values, and the options it does not go with */
+    o = roamc_options_new();
+    CHECK(roamc_options_set(o, "compare", "maybe") == ROAMC_BAD_INPUT, "compare maybe accepted");
+    CHECK(roamc_options_set(o, "compare", NULL) == ROAMC_OK, "%s", roamc_options_error(o));
+    roamc_options_set(o, "budget", "1GiB");
+    CHECK(roamc_plan_file(o, "/nonexistent.onnx", &r) == ROAMC_BAD_INPUT &&
+              strstr(roamc_result_error(r), "compare") != NULL,
+          "compare with budget: %s", roamc_result_error(r));
+    CHECK(roamc_result_compare_count(r) == 0, "a failed run has no rows");
+    roamc_compare_row row;
+    CHECK(roamc_result_compare_row(r, 0, &row) == ROAMC_BAD_INPUT, "row 0 of no comparison");
+    roamc_result_free(r);
+    roamc_options_free(o);
 }
 
 /* alexnet_b1 from its bytes equals from its file; the accessors agree with
@@ -324,6 +344,101 @@ static void api_test_models_cmd(const char *roamc, const char *models, const cha
     printf("models: %zu of %zu plans byte-identical to roamc's (%zu models)\n", same, total, n);
 }
 
+/* ------------------------------------------------------------------ compare */
+
+/* The rows of a --compare JSON report without their times (what cannot
+ * repeat), or NULL when text is not one. */
+static json_t *api_test_rows(const char *text) {
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *rows = json_object_get(j, "rows");
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) json_object_del(row, "seconds");
+    return j;
+}
+
+static const char *api_test_str(json_t *row, const char *key) {
+    const char *s = json_string_value(json_object_get(row, key));
+    return s ? s : "(absent)";
+}
+
+/* Row i of the API against the CLI's row (JSON): every field. */
+static int api_test_row_equal(const roamc_compare_row *w, json_t *row) {
+    return strcmp(w->name, api_test_str(row, "name")) == 0 &&
+           strcmp(w->order, api_test_str(row, "order")) == 0 &&
+           strcmp(w->layout, api_test_str(row, "layout")) == 0 &&
+           strcmp(w->order_ran, api_test_str(row, "order_ran")) == 0 &&
+           strcmp(w->layout_ran, api_test_str(row, "layout_ran")) == 0 &&
+           strcmp(w->note, api_test_str(row, "note")) == 0 &&
+           (json_int_t)w->theoretical_peak ==
+               json_integer_value(json_object_get(row, "theoretical_peak")) &&
+           (json_int_t)w->actual_peak == json_integer_value(json_object_get(row, "actual_peak")) &&
+           w->fragmentation_percent ==
+               json_real_value(json_object_get(row, "fragmentation_percent")) &&
+           w->reduction_vs_pytorch_percent ==
+               json_real_value(json_object_get(row, "reduction_vs_pytorch_percent")) &&
+           w->seconds >= 0;
+}
+
+static void api_test_compare_cmd(const char *roamc, const char *models, const char *out) {
+    /* small ones: the ILP rows stop on their work budgets, never on the time limit */
+    static const char *const pick[] = {"vgg16_b1", "mobilenet_v2_b1", "mnasnet1_0_b1"};
+    size_t same = 0, n = sizeof pick / sizeof pick[0];
+    for (size_t m = 0; m < n; m++) {
+        char path[512], cmd[2048], rep[512], file[512];
+        snprintf(path, sizeof path, "%s/%s.onnx", models, pick[m]);
+        snprintf(rep, sizeof rep, "%s/compare_%zu.json", out, m);
+        snprintf(file, sizeof file, "%s/compare_%zu.plan.json", out, m);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' --compare --threads 2 --report json -o '%s' > '%s'",
+                 roamc, path, file, rep);
+        int rc = system(cmd);
+        char *cli_text = rc == 0 ? api_test_slurp(rep, NULL) : NULL;
+        char *cli_plan = rc == 0 ? api_test_slurp(file, NULL) : NULL;
+        roamc_options *o = roamc_options_new();
+        roamc_options_set(o, "compare", "true");
+        roamc_options_set(o, "threads", "2");
+        roamc_result *r = NULL;
+        roamc_status st = roamc_plan_file(o, path, &r);
+        CHECK(st == ROAMC_OK, "%s: %s", path, roamc_result_error(r));
+        char *api_text = NULL, *api_plan = NULL;
+        roamc_result_report_json(r, &api_text, NULL);
+        roamc_result_plan_json(r, &api_plan, NULL);
+        json_t *cli = api_test_rows(cli_text), *api = api_test_rows(api_text);
+        int ok = cli && api && json_equal(cli, api);
+        CHECK(ok, "%s: the API's --compare report differs from roamc's (exit %d)", path, rc);
+        json_t *rows = json_object_get(cli, "rows");
+        size_t count = roamc_result_compare_count(r);
+        CHECK(count == 4 && count == json_array_size(rows), "%s: %zu rows, roamc's %zu", path,
+              count, json_array_size(rows));
+        for (size_t i = 0; i < count; i++) {
+            roamc_compare_row w;
+            int eq = roamc_result_compare_row(r, i, &w) == ROAMC_OK &&
+                     api_test_row_equal(&w, json_array_get(rows, i));
+            CHECK(eq, "%s: row %zu read through roamc_result_compare_row differs from roamc's",
+                  path, i);
+            ok &= eq;
+        }
+        CHECK(roamc_result_compare_row(r, count, &(roamc_compare_row){0}) == ROAMC_BAD_INPUT,
+              "row %zu of %zu", count, count);
+        /* the result's plan is the ROAM row's: the file --compare -o writes */
+        int plan_eq = cli_plan && api_plan && strcmp(cli_plan, api_plan) == 0;
+        CHECK(plan_eq, "%s: the API's ROAM plan differs from roamc --compare -o's", path);
+        CHECK(json_integer_value(json_object_get(cli, "lower_bound")) ==
+                  (json_int_t)roamc_result_lower_bound(r),
+              "%s: lower bound", path);
+        same += ok && plan_eq;
+        json_decref(cli);
+        json_decref(api);
+        roamc_free(api_text);
+        roamc_free(api_plan);
+        free(cli_text);
+        free(cli_plan);
+        roamc_result_free(r);
+        roamc_options_free(o);
+    }
+    printf("compare: %zu of %zu comparisons equal to roamc --compare's (rows, plan)\n", same, n);
+}
+
 /* ------------------------------------------------------------------ layout instances */
 
 /* id,lower,upper,size rows of a CSV (half-open lifetimes), at most max;
@@ -446,9 +561,11 @@ int main(int argc, char **argv) {
         api_test_layout_cmd(argv[2], argv[3], argv[4]);
     } else if (strcmp(cmd, "threads") == 0 && argc == 3) {
         api_test_threads_cmd(argv[2]);
+    } else if (strcmp(cmd, "compare") == 0 && argc == 5) {
+        api_test_compare_cmd(argv[2], argv[3], argv[4]);
     } else {
         fprintf(stderr, "usage: test_api unit MODELS | models ROAMC MODELS OUT | layout ROAMC "
-                        "INSTANCES OUT | threads MODELS\n");
+                        "INSTANCES OUT | threads MODELS | compare ROAMC MODELS OUT\n");
         return 2;
     }
     if (failures) fprintf(stderr, "%d checks failed\n", failures);

@@ -1,7 +1,7 @@
 /* --max-batch through the API (api_internal.h): the one code path of
  * `roamc MODEL --max-batch --budget B` and of roamc_plan_file with the
  * option max-batch; and the result's answers that are not a plan: the
- * batch found, each pipeline stage's peaks. */
+ * batch found, each pipeline stage's peaks, the rows of --compare. */
 #include "api_internal.h"
 
 #include <stdlib.h>
@@ -38,5 +38,27 @@ roamc_status roamc_result_stage_peak(const roamc_result *r, size_t i, uint64_t *
     if (i >= roamc_result_stage_count(r)) return ROAMC_BAD_INPUT;
     if (theoretical) *theoretical = r->po.st[i].plan.theoretical;
     if (actual) *actual = r->po.st[i].plan.actual;
+    return ROAMC_OK;
+}
+
+size_t roamc_result_compare_count(const roamc_result *r) {
+    return r && r->have_cmp ? r->cmp.n : 0;
+}
+
+roamc_status roamc_result_compare_row(const roamc_result *r, size_t i, roamc_compare_row *row) {
+    if (i >= roamc_result_compare_count(r) || !row) return ROAMC_BAD_INPUT;
+    const plan_compare_row *w = &r->cmp.rows[i];
+    *row = (roamc_compare_row){.name = w->m->name,
+                               .title = w->m->title,
+                               .order = planner_order_name(w->m->order),
+                               .layout = planner_layout_name(w->m->layout),
+                               .order_ran = plan_compare_order_ran(w),
+                               .layout_ran = plan_compare_layout_ran(w),
+                               .theoretical_peak = w->p.theoretical,
+                               .actual_peak = w->actual,
+                               .fragmentation_percent = plan_compare_fragmentation(&r->cmp, i),
+                               .reduction_vs_pytorch_percent = plan_compare_vs_pytorch(&r->cmp, i),
+                               .seconds = w->seconds,
+                               .note = w->note};
     return ROAMC_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "budget.h"
+#include "compare.h"
 #include "files.h"
 #include "fit.h"
 #include "layout.h"
@@ -33,6 +34,7 @@ typedef struct api_request {
     const fit_device *device;      /* --fit: the profile */
     const shard_options *shard;    /* --shard, or NULL */
     const pipe_options *pipeline;  /* --pipeline-stages: plan every stage (API_PIPE), or NULL */
+    bool compare;                  /* --compare: plan every method (API_COMPARE) */
     bool summary;                  /* keep --train's description for the report */
 } api_request;
 
@@ -47,7 +49,7 @@ struct roamc_result {
     char *emit;       /* --emit-train, or NULL */
     planner_step step;
     bool have_step;
-    enum { API_PLAIN, API_FIT, API_SHARD, API_PIPE } mode;
+    enum { API_PLAIN, API_FIT, API_SHARD, API_PIPE, API_COMPARE } mode;
     plan p; /* API_PLAIN */
     bool have_p;
     plan torch; /* --budget: PyTorch's plan of the same step */
@@ -64,6 +66,8 @@ struct roamc_result {
     pipe_request pr; /* API_PIPE */
     pipe_outcome po;
     bool have_pipe;
+    plan_comparison cmp; /* API_COMPARE: main is its ROAM row's plan */
+    bool have_cmp;
     plan *main; /* the plan to report and write, or NULL */
     const plan
         *budget_p; /* --budget: the plan the verdict is of (main; API_PIPE: the largest stage) */
@@ -88,9 +92,9 @@ roamc_status api_fail(roamc_result *r, roamc_status status, const char *fmt, ...
  * ROAMC_OK, or ROAMC_BAD_INPUT with a message; r->step.summary is set
  * when the model loaded, even when the graph build failed. */
 roamc_status api_load(const api_request *q, roamc_result *r);
-/* Plans r->step as q says (one plan, --fit, --shard, or every stage of
- * --pipeline-stages; with --budget, PyTorch's plan beside it and the
- * verdict in r->fits).  Returns ROAMC_OK, ROAMC_NO_FIT (over --budget;
+/* Plans r->step as q says (one plan, --fit, --shard, every stage of
+ * --pipeline-stages, or every method of --compare; with --budget,
+ * PyTorch's plan beside it and the verdict in r->fits).  Returns ROAMC_OK, ROAMC_NO_FIT (over --budget;
  * --fit: no changed step fits, or not within --max-overhead; r->main is
  * then the unchanged step's plan), ROAMC_BAD_INPUT (the step cannot be cut
  * into stages as asked) or ROAMC_ERROR with a message. */

@@ -34,6 +34,7 @@ struct roamc_options {
     char *cuts;          /* stage-cuts, which pipe.po.cuts points at */
     bool max_batch;
     char *batch_symbol; /* max-batch's value, or NULL: the one symbol left unbound */
+    bool compare;
     char error[1024];
 };
 
@@ -313,6 +314,12 @@ roamc_status roamc_options_set(roamc_options *o, const char *name, const char *v
         o->max_batch = true;
         return ROAMC_OK;
     }
+    if (strcmp(name, "compare") == 0) {
+        if (value && strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+            return api_opt_fail(o, name, value, "NULL, true or false");
+        o->compare = !value || value[0] == 't';
+        return ROAMC_OK;
+    }
     if (strcmp(name, "input-shape") == 0 || strcmp(name, "dim") == 0) {
         char err[512];
         bool dim = name[0] == 'd';
@@ -355,6 +362,14 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
         why = "shard plans one rank's step: not with fit";
     else if (in_memory && o->train)
         why = "train derives the step from a file: give its path (roamc_plan_file)";
+    else if (o->compare && o->method)
+        why = "compare plans every method: drop method";
+    else if (o->compare && o->budget.budget_text)
+        why = "budget works on one plan, not with compare";
+    else if (o->compare && o->fit)
+        why = "fit changes one step: not with compare";
+    else if (o->compare && shard)
+        why = "shard plans one rank's step: not with compare";
     else if (o->max_batch && !o->budget.budget_text)
         why = "max-batch needs budget";
     else if (o->max_batch && o->emit)
@@ -368,6 +383,7 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
                                               .budget = &o->budget,
                                               .emit_path = o->emit,
                                               .fit = o->fit != 0,
+                                              .compare = o->compare,
                                               .shard = shard,
                                               .max_batch = o->max_batch},
                               err, sizeof err))
@@ -436,6 +452,7 @@ static roamc_status api_plan_model(const roamc_options *o, const void *data, siz
                          .device = &o->device,
                          .shard = o->shard.kind ? &o->shard : NULL,
                          .pipeline = pipe_cmd_on(&o->pipe) ? &o->pipe.po : NULL,
+                         .compare = o->compare,
                          .summary = true};
         /* as the command: the time limit counts from the start, the
          * allocator replay sees the device's limit */

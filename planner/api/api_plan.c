@@ -1,7 +1,8 @@
 /* Planning a model through the API (roamc.h, api_internal.h): the one
  * code path of `roamc MODEL` and of roamc_plan_file/roamc_plan_bytes.
- * Load, plan (one plan, --fit or --shard, PyTorch's plan beside it under
- * --budget), then the result's files, report and accessors. */
+ * Load, plan (one plan, --fit, --shard, --pipeline-stages or --compare,
+ * PyTorch's plan beside it under --budget), then the result's files,
+ * report and accessors. */
 #include "api_internal.h"
 
 #include <jansson.h>
@@ -221,6 +222,20 @@ static roamc_status api_plan_pipeline(const api_request *q, roamc_result *r) {
     return api_torch_stages(q, r) ? r->status : ROAMC_OK;
 }
 
+/* --compare: r->step planned from r->opt by every method
+ * (plan_compare_run, planner/cmd/compare.c) into r->cmp; r->main is the
+ * ROAM row's plan, which -o writes. */
+static roamc_status api_plan_compare(roamc_result *r) {
+    char err[2048];
+    r->mode = API_COMPARE;
+    if (plan_compare_run(&r->step.g, &r->opt, &r->cmp, err, sizeof err))
+        return api_fail(r, ROAMC_ERROR, "%s: %s", r->plan_model, err);
+    r->have_cmp = true;
+    r->main = &r->cmp.rows[r->cmp.n - 1].p;
+    r->write_plan = true;
+    return ROAMC_OK;
+}
+
 roamc_status api_plan(const api_request *q, roamc_result *r) {
     ROAMC_ASSERT(r->have_step);
     r->opt = q->opt;
@@ -233,6 +248,8 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
         st = api_plan_shard(q, r);
     else if (q->pipeline)
         st = api_plan_pipeline(q, r);
+    else if (q->compare)
+        st = api_plan_compare(r);
     else
         st = api_plan_plain(q, r, load_seconds);
     if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
@@ -249,6 +266,11 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
 
 int api_files_write(const roamc_result *r, planner_files *files, char *err, size_t errlen) {
     if (!r->main || !r->write_plan) return roamc_errorf(err, errlen, "no plan to write");
+    if (r->mode == API_COMPARE) { /* the ROAM plan, and PyTorch's above it in the picture */
+        char why[2048];
+        if (plan_compare_write(&r->cmp, r->plan_model, files, why, sizeof why) == 0) return 0;
+        return roamc_errorf(err, errlen, "%s: %s", r->plan_model, why);
+    }
     char title[256];
     const char *t = title;
     if (r->mode == API_PLAIN) {
@@ -282,6 +304,10 @@ int api_files_write(const roamc_result *r, planner_files *files, char *err, size
 void api_report(FILE *f, const roamc_result *r, const planner_files *files, int json) {
     const planner_budget *budget = &r->budget;
     planner_files none = {0};
+    if (r->mode == API_COMPARE) {
+        plan_compare_report(f, &r->cmp, r->plan_model, files, json);
+        return;
+    }
     if (r->mode == API_FIT && !r->write_plan) files = &none;
     json_t *extra = json ? json_object() : NULL;
     if (r->mode == API_FIT && json) fit_report_json(extra, &r->fr, &r->fo);
@@ -311,6 +337,7 @@ void roamc_result_free(roamc_result *r) {
     if (r->have_fit) fit_outcome_free(&r->fo);
     if (r->have_shard) shard_outcome_free(&r->so);
     if (r->have_pipe) pipe_outcome_free(&r->po);
+    if (r->have_cmp) plan_comparison_free(&r->cmp);
     if (r->have_step) planner_step_free(&r->step);
     free(r->step.summary); /* a load that failed after the model loaded */
     free(r->model_path);
@@ -478,7 +505,11 @@ roamc_status roamc_result_write(roamc_result *r, const char *path) {
     planner_files files = {.plan = path};
     planner_output_set outs = {0};
     planner_outputs_add(&outs, "plan", path);
-    planner_outputs_add(&outs, "emit-train", r->mode != API_PLAIN ? r->emit : NULL);
+    /* --train --emit-train alone (and with --compare) wrote its step at
+     * the load; the steps --fit, --shard and --pipeline-stages change are
+     * written here */
+    bool step = r->mode != API_PLAIN && r->mode != API_COMPARE;
+    planner_outputs_add(&outs, "emit-train", step ? r->emit : NULL);
     const char *inputs[1] = {r->model_path};
     if (planner_outputs_check(&outs, inputs, 1, err, sizeof err))
         return api_fail(r, ROAMC_BAD_INPUT, "%s", err);

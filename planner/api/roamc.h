@@ -94,13 +94,19 @@ ROAMC_API void roamc_options_free(roamc_options *o);
  *   shard (ddp zero1 zero2 zero3 fsdp), world, rank, bucket-mb, wrap, prefetch,
  *   no-sync (value ignored: a --grad-accum step's gradients reduced once)
  *   pipeline-stages (P: plan the P stages of a pipeline; the result's plan is
- *   the chosen stage's, roamc_result_stages gives every stage's peaks),
+ *   the chosen stage's, roamc_result_stage_peak gives every stage's peaks),
  *   microbatches, schedule (1f1b gpipe), stage-cuts (NAME,...), stage (the
  *   stage written: emit-train and roamc_result_write; default the largest)
  *   max-batch (with budget: search the largest batch that fits instead of
  *   planning one; the value names the batch symbol, NULL: the one input
  *   symbol left unbound; roamc_result_max_batch gives the answer, the report
  *   the table; the result has no plan; a file only, without emit-train)
+ *   compare (NULL or "true"; "false" turns it off: plan the model every way
+ *   the command's --compare does, PyTorch, Heuristics, ILP and ROAM, each
+ *   with its method's order and layout, sharing the time limit; the rows
+ *   through roamc_result_compare_row, the report is the comparison's; the
+ *   result's plan is the ROAM row's; not with method, budget, fit, shard,
+ *   pipeline-stages or max-batch)
  *
  * New options get new names, never new functions, so the ABI stays.
  * Returns ROAMC_OK, or ROAMC_BAD_INPUT for an unknown name or a bad value
@@ -137,6 +143,7 @@ ROAMC_API const char *roamc_result_error(const roamc_result *r);
 /* The accessors below read the plan of the result (with fit: of the step
  * planned, changed or not; with shard: of the rank's step).  Without a plan
  * (a failed run) the arrays are NULL with *n = 0 and the numbers 0.
+ * With compare: of the ROAM row's plan (what the command's -o writes).
  * Arrays are owned by r. */
 
 /* The schedule: *n operator indices (node indices of the model's graph in
@@ -179,11 +186,38 @@ ROAMC_API size_t roamc_result_stage_count(const roamc_result *r);
 ROAMC_API roamc_status roamc_result_stage_peak(const roamc_result *r, size_t i,
                                                uint64_t *theoretical, uint64_t *actual);
 
+/* With compare: one row per method the comparison planned, in the order
+ * of the command's table (PyTorch first, ROAM last).  Strings are static
+ * or owned by the result (valid until roamc_result_free).  The struct
+ * only changes with ROAMC_VERSION_MINOR, which the library's SONAME
+ * carries. */
+typedef struct roamc_compare_row {
+    const char *name;          /* the method, as the option method names it: "pytorch", ... */
+    const char *title;         /* as the table prints it: "PyTorch", "Heuristics", "ILP", "ROAM" */
+    const char *order;         /* the method's order ("program", "lescea", "ilp", "roam") */
+    const char *layout;        /* the method's layout ("pytorch", "llfb", "ilp", "roam") */
+    const char *order_ran;     /* what ran: the ILPs may fall back to a heuristic (note says why) */
+    const char *layout_ran;    /* the same for the layout */
+    uint64_t theoretical_peak; /* live bytes at the busiest step of its order */
+    uint64_t actual_peak;      /* what it needs: the arena, or what PyTorch's allocator reserves */
+    double fragmentation_percent;        /* actual over theoretical */
+    double reduction_vs_pytorch_percent; /* saving in actual peak against the PyTorch row */
+    double seconds;                      /* its planning time (not repeatable) */
+    const char *note;                    /* "" or what fell back, what ran out of time */
+} roamc_compare_row;
+/* The number of rows (0 for a result of another run or a failed one). */
+ROAMC_API size_t roamc_result_compare_count(const roamc_result *r);
+/* Fills *row with row i: ROAMC_OK, or ROAMC_BAD_INPUT for i out of range
+ * or row NULL (*row untouched). */
+ROAMC_API roamc_status roamc_result_compare_row(const roamc_result *r, size_t i,
+                                                roamc_compare_row *row);
+
 /* The report as one JSON object (what `roamc MODEL --report json` prints;
  * the members that name output files are absent): *json gets a
  * NUL-terminated string the caller frees with roamc_free, *len (may be
  * NULL) its length (with max-batch: the search's table, what `roamc MODEL
- * --max-batch --report json` prints).  The plan file itself: roamc_result_plan_json, the same
+ * --max-batch --report json` prints; with compare: the comparison, what
+ * `roamc MODEL --compare --report json` prints).  The plan file itself: roamc_result_plan_json, the same
  * bytes `roamc MODEL -o FILE` writes.  Return ROAMC_OK, or ROAMC_BAD_INPUT
  * for a result without a plan (*json NULL). */
 ROAMC_API roamc_status roamc_result_report_json(const roamc_result *r, char **json, size_t *len);

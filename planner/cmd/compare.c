@@ -12,20 +12,13 @@
 #include "compare.h"
 #include "files.h"
 
-#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-typedef struct compare_row {
-    const planner_method *m;
-    plan p;
-    double seconds;
-    uint64_t actual; /* what this method needs: reserved memory for PyTorch */
-    char note[768];
-} compare_row;
+typedef plan_compare_row compare_row;
 
 static const char *compare_human(uint64_t b, char *buf, size_t len) {
     if (b >= (1ull << 30))
@@ -55,11 +48,19 @@ static void compare_column(const uint64_t *v, size_t n, char (*text)[32]) {
     }
 }
 
-/* The order and layout a row ran: its method's, or the heuristic the ILPs
- * fell back to (marked '*'). */
+const char *plan_compare_order_ran(const plan_compare_row *w) {
+    return w->p.ostats && w->p.ostats->source ? w->p.ostats->source
+                                              : planner_order_name(w->m->order);
+}
+
+const char *plan_compare_layout_ran(const plan_compare_row *w) {
+    return w->p.layout_kept ? w->p.layout_kept : planner_layout_name(w->m->layout);
+}
+
+/* The order and layout a row ran, as the table prints them: the ones the
+ * ILPs fell back to marked '*'. */
 static void compare_ran(const compare_row *w, char *order, char *layout, size_t len) {
-    const char *o =
-        w->p.ostats && w->p.ostats->source ? w->p.ostats->source : planner_order_name(w->m->order);
+    const char *o = plan_compare_order_ran(w);
     bool o_fell = strcmp(o, planner_order_name(w->m->order)) != 0;
     snprintf(order, len, "%s%s", o, o_fell ? "*" : "");
     if (w->p.layout_kept)
@@ -70,6 +71,16 @@ static void compare_ran(const compare_row *w, char *order, char *layout, size_t 
 
 static double compare_pct(double num, double den) {
     return den > 0 ? 100.0 * (num - den) / den : 0.0;
+}
+
+double plan_compare_fragmentation(const plan_comparison *c, size_t i) {
+    ROAMC_ASSERT(i < c->n);
+    return compare_pct((double)c->rows[i].actual, (double)c->rows[i].p.theoretical);
+}
+
+double plan_compare_vs_pytorch(const plan_comparison *c, size_t i) {
+    ROAMC_ASSERT(i < c->n);
+    return i == 0 ? 0.0 : -compare_pct((double)c->rows[i].actual, (double)c->rows[0].actual);
 }
 
 /* Fills the note of a row: what fell back, what ran out of time. */
@@ -155,13 +166,8 @@ static void compare_print_json(const graph *g, const char *model_path, const com
         json_object_set_new(o, "order", json_string(planner_order_name(w->m->order)));
         json_object_set_new(o, "layout", json_string(planner_layout_name(w->m->layout)));
         /* what ran: the ILPs may have fallen back to a heuristic */
-        json_object_set_new(o, "order_ran",
-                            json_string(w->p.ostats && w->p.ostats->source
-                                            ? w->p.ostats->source
-                                            : planner_order_name(w->m->order)));
-        json_object_set_new(
-            o, "layout_ran",
-            json_string(w->p.layout_kept ? w->p.layout_kept : planner_layout_name(w->m->layout)));
+        json_object_set_new(o, "order_ran", json_string(plan_compare_order_ran(w)));
+        json_object_set_new(o, "layout_ran", json_string(plan_compare_layout_ran(w)));
         json_object_set_new(o, "theoretical_peak", json_integer((json_int_t)w->p.theoretical));
         json_object_set_new(o, "actual_peak", json_integer((json_int_t)w->actual));
         json_object_set_new(o, "fragmentation_percent",
@@ -230,27 +236,32 @@ static void compare_print_table(const graph *g, const char *model_path, const pl
     if (files->svg) fprintf(out, "  picture written    %s\n", files->svg);
 }
 
-int plan_compare(const plan_compare_request *r, char *err, size_t errlen) {
-    const graph *g = r->g;
-    const char *model_path = r->model_path;
-    const planner_files *files = r->files;
-    FILE *out = r->out;
-    /* the rows in the order of planner_methods: PyTorch first, ROAM last */
-    compare_row rows[8] = {{0}};
-    const size_t nrows = planner_n_methods;
-    assert(nrows <= sizeof rows / sizeof rows[0]);
-    for (size_t i = 0; i < nrows; i++) rows[i].m = &planner_methods[i];
-    int rc = compare_plan_methods(g, r->base, rows, nrows, err, errlen);
-    planner_progress_prefix("%s", "--compare: writing");
-    if (rc == 0)
-        rc = compare_write_files(files, model_path, &rows[0], &rows[nrows - 1], err, errlen);
-    planner_progress_end();
-    if (rc == 0 && out) {
-        if (r->json)
-            compare_print_json(g, model_path, rows, nrows, out);
-        else
-            compare_print_table(g, model_path, files, rows, nrows, out);
-    }
-    for (size_t i = 0; i < nrows; i++) plan_free(&rows[i].p);
-    return rc;
+int plan_compare_run(const graph *g, const planner_options *base, plan_comparison *c, char *err,
+                     size_t errlen) {
+    *c = (plan_comparison){.g = g, .n = planner_n_methods};
+    ROAMC_ASSERT(c->n <= PLAN_COMPARE_MAX_ROWS);
+    for (size_t i = 0; i < c->n; i++) c->rows[i].m = &planner_methods[i];
+    if (compare_plan_methods(g, base, c->rows, c->n, err, errlen) == 0) return 0;
+    plan_comparison_free(c);
+    return -1;
+}
+
+int plan_compare_write(const plan_comparison *c, const char *model_path, const planner_files *files,
+                       char *err, size_t errlen) {
+    ROAMC_ASSERT(c->n >= 2);
+    return compare_write_files(files, model_path, &c->rows[0], &c->rows[c->n - 1], err, errlen);
+}
+
+void plan_compare_report(FILE *out, const plan_comparison *c, const char *model_path,
+                         const planner_files *files, int json) {
+    ROAMC_ASSERT(c->n >= 2);
+    if (json)
+        compare_print_json(c->g, model_path, c->rows, c->n, out);
+    else
+        compare_print_table(c->g, model_path, files, c->rows, c->n, out);
+}
+
+void plan_comparison_free(plan_comparison *c) {
+    for (size_t i = 0; i < c->n; i++) plan_free(&c->rows[i].p);
+    c->n = 0;
 }

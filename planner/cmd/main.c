@@ -24,7 +24,6 @@
 #include "api_internal.h"
 #include "budget.h"
 #include "check.h"
-#include "compare.h"
 #include "explain.h"
 #include "files.h"
 #include "layout_cmd.h"
@@ -790,10 +789,11 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
 }
 
 /* Plans the loaded step (the library's api_plan, as roamc_plan_file runs
- * it: one plan, --fit or --shard, with --budget's verdict beside PyTorch's
- * plan), writes the files and prints the report.  Its exit status: 0, 1
- * or 2 after a message, or PLANNER_EXIT_NO_FIT (the plan does not fit
- * --budget; --fit: no changed step fits, or not within --max-overhead). */
+ * it: one plan, --fit, --shard, --pipeline-stages or --compare, with
+ * --budget's verdict beside PyTorch's plan), writes the files and prints
+ * the report.  Its exit status: 0, 1 or 2 after a message, or
+ * PLANNER_EXIT_NO_FIT (the plan does not fit --budget; --fit: no changed
+ * step fits, or not within --max-overhead). */
 static int main_plan_result(const main_plan_args *a, api_request *q, roamc_result *res,
                             planner_files *files, FILE *report) {
     char err[2048];
@@ -809,6 +809,7 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
     if (res->write_plan) {
         /* plan, tree, picture and step together, or none of them */
         if (res->mode == API_PLAIN) planner_progress_prefix("%s", "writing");
+        if (res->mode == API_COMPARE) planner_progress_prefix("%s", "--compare: writing");
         if (api_files_write(res, files, err, sizeof err)) {
             planner_progress_end();
             fprintf(stderr, "roamc: %s\n", err);
@@ -882,21 +883,11 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                      .max_overhead = a->max_overhead,
                      .shard = main_shard.so.kind ? &main_shard.so : NULL,
                      .pipeline = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL,
+                     .compare = a->compare != 0,
                      .summary = true};
     roamc_result *res = api_result_new();
     int rc = main_load(&q, res, a->json_report ? NULL : report);
-    if (a->train.t.emit_path) model_path = a->train.t.emit_path; /* the plan is of that file */
-    if (rc == 0 && a->compare) {
-        plan_compare_request cr = {&res->step.g, &a->opt,        model_path,
-                                   &files,       a->json_report, report};
-        if (plan_compare(&cr, err, sizeof err)) {
-            planner_progress_end();
-            fprintf(stderr, "roamc: %s: %s\n", model_path, err);
-            rc = 1;
-        }
-    } else if (rc == 0) {
-        rc = main_plan_result(a, &q, res, &files, report);
-    }
+    if (rc == 0) rc = main_plan_result(a, &q, res, &files, report);
     roamc_result_free(res);
     return rc;
 }

@@ -3,7 +3,9 @@
   test_roamc_py.py plans  ROAMC MODELS WORK   roamc.plan's plan files equal `roamc MODEL -o`'s
                                               byte for byte (a few committed models, options,
                                               a budget, bytes = file), and the Python objects
-                                              agree with the plan file; errors are roamc.Error
+                                              agree with the plan file; errors are roamc.Error;
+                                              roamc.compare's rows, report and plan are
+                                              `roamc MODEL --compare`'s
   test_roamc_py.py layout ROAMC INSTANCES WORK  roamc.layout's offsets equal `roamc layout
                                               --work 10^7`'s on one instance; pins, conflicts
   test_roamc_py.py torch  ROAMC EXPORT_PY WORK  roamc.torch.plan on tests/python/tiny_module.py
@@ -105,6 +107,41 @@ def mode_plans(roamc_bin, models, work):
           "--pipeline-stages: 3 stages, the plan the largest's")
     check(p.fits is True, "--pipeline-stages --budget 1GiB: fits %s" % p.fits)
     print("  pipeline of 3: stage peaks %s" % [s.actual_peak for s in p.stages])
+    # --compare through the API: the rows, the report (but the times) and the ROAM plan
+    for model in ("vgg16_b1.onnx", "mnasnet1_0_b1.onnx"):
+        path = os.path.join(models, model)
+        cli_plan = os.path.join(work, "cli_compare.json")
+        rep = json.loads(run([roamc_bin, path, "--compare", "--threads", "2", "--report", "json",
+                              "-o", cli_plan]).stdout)
+        rows = roamc.compare(path, threads=2)
+        want = [dict(r) for r in rep["rows"]]
+        got = [w._asdict() for w in rows]
+        for r in want + got:
+            r.pop("seconds")
+        for r in got:
+            r.pop("title")
+        check(got == want, "%s --compare: roamc.compare's rows differ from roamc's: %s vs %s"
+              % (model, got, want))
+        check([w.title for w in rows] == ["PyTorch", "Heuristics", "ILP", "ROAM"],
+              "%s --compare: titles %s" % (model, [w.title for w in rows]))
+        for r in [rep] + [rows.report]:
+            for w in r.get("rows", []):
+                w.pop("seconds")
+        check(rows.report == rep, "%s --compare: Comparison.report differs from roamc's" % model)
+        check(rows.lower_bound == rep["lower_bound"] and
+              rows.persistent_bytes == rep["persistent_bytes"], "%s --compare: bounds" % model)
+        py_plan = os.path.join(work, "py_compare.json")
+        rows.write(py_plan)
+        check(same_file(cli_plan, py_plan), "%s --compare: the ROAM plan differs from -o's" % model)
+        check(rows.row("roam") is rows[-1] and rows.json() == open(cli_plan).read(),
+              "%s --compare: row('roam'), json()" % model)
+        print("  compare %s: %s" % (model, ", ".join("%s %d" % (w.name, w.actual_peak) for w in rows)))
+    for kw in (dict(budget="1GiB"), dict(method="roam")):
+        try:
+            roamc.compare(os.path.join(models, "vgg16_b1.onnx"), **kw)
+            check(False, "compare %s: no roamc.Error" % kw)
+        except roamc.Error as e:
+            check(e.code == 2 and "compare" in e.message, "compare %s: %r" % (kw, e.message))
     # bytes = file (the plan names what it is told)
     path = os.path.join(models, "alexnet_b1.onnx")
     with open(path, "rb") as f:

@@ -10,6 +10,9 @@ a client of: the same input and options give the same plan, byte for byte).
     r = roamc.layout([(1024, 0, 3), (2048, 2, 5), (512, 4, 9)], alignment=256)
     r.offsets, r.height, r.gap, r.stop
 
+    rows = roamc.compare("models/mnasnet1_0_b1.onnx")   # PyTorch, Heuristics, ILP, ROAM
+    [(w.name, w.actual_peak) for w in rows], rows.lower_bound
+
     import roamc.torch                      # needs torch (and onnx)
     p = roamc.torch.plan(model, (x,), loss_fn, optimizer="adam")
 
@@ -24,8 +27,8 @@ from collections import namedtuple as _namedtuple
 from . import _lib
 from ._lib import Error
 
-__all__ = ["Error", "Plan", "Buffer", "Stage", "MaxBatch", "Layout", "plan", "max_batch",
-           "layout", "library_version", "library_path"]
+__all__ = ["Error", "Plan", "Buffer", "Stage", "MaxBatch", "Layout", "Comparison", "CompareRow",
+           "plan", "max_batch", "compare", "layout", "library_version", "library_path"]
 __version__ = "0.1.0"
 
 _OK, _NO_FIT = 0, 3
@@ -214,6 +217,8 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
     """
     if options.get("max_batch") not in (None, False):
         raise Error("plan makes one plan: for the largest batch that fits, call roamc.max_batch", 2)
+    if options.get("compare") not in (None, False):
+        raise Error("plan makes one plan: to plan every method side by side, call roamc.compare", 2)
     return Plan(_run(path, input_shapes, dims, budget, train, name, options))
 
 
@@ -264,6 +269,100 @@ def max_batch(path, budget, symbol=None, input_shapes=None, dims=None, train=Fal
         return MaxBatch(h)
     finally:
         _lib.result_free(h)
+
+
+CompareRow = _namedtuple("CompareRow", "name title order layout order_ran layout_ran "
+                         "theoretical_peak actual_peak fragmentation_percent "
+                         "reduction_vs_pytorch_percent seconds note")
+CompareRow.__doc__ = """One row of roamc.compare: the method (name as the option method spells
+it, title as the command's table prints it), its order and layout, what ran (order_ran,
+layout_ran: the ILPs may fall back to a heuristic, the note says why), theoretical_peak and
+actual_peak in bytes (PyTorch's row: what its caching allocator reserves),
+fragmentation_percent, reduction_vs_pytorch_percent (saving in actual peak), seconds (its
+planning time) and note ("" or what fell back, what ran out of time)."""
+
+
+def _text(b):
+    return b.decode("utf-8", "replace") if b else ""
+
+
+class Comparison(list):
+    """roamc.compare's answer: a list of CompareRow, one per method in the order of the
+    command's table (PyTorch first, ROAM last), and lower_bound (of the theoretical peak),
+    persistent_bytes, report (what `roamc MODEL --compare --report json` prints, as a dict);
+    row(name) finds a row by method name; json() and write(path): the ROAM row's plan file
+    (what `roamc MODEL --compare -o FILE` writes)."""
+
+    def __init__(self, handle):
+        super().__init__()
+        self._h = handle
+        w = _lib.CompareRow()
+        for i in range(_lib.result_compare_count(handle)):
+            if _lib.result_compare_row(handle, i, _c.byref(w)) != _OK:
+                raise Error("row %d of the comparison cannot be read" % i, 1)
+            self.append(CompareRow(_text(w.name), _text(w.title), _text(w.order),
+                                   _text(w.layout), _text(w.order_ran), _text(w.layout_ran),
+                                   w.theoretical_peak, w.actual_peak, w.fragmentation_percent,
+                                   w.reduction_vs_pytorch_percent, w.seconds, _text(w.note)))
+        self.lower_bound = _lib.result_lower_bound(handle)
+        self.persistent_bytes = _lib.result_persistent_bytes(handle)
+        text = _lib.text(_lib.result_report_json, handle)
+        self.report = _json.loads(text) if text else {}
+
+    def row(self, name):
+        """The row of the method name ("pytorch", "heuristics", "ilp", "roam")."""
+        for w in self:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+    def json(self):
+        """The ROAM row's plan file (roam-plan v1) as text."""
+        text = _lib.text(_lib.result_plan_json, self._handle())
+        if text is None:
+            raise Error(_lib.result_error(self._h).decode() or "no plan", 2)
+        return text
+
+    def write(self, path):
+        """Writes the ROAM row's plan file to path, as the command writes it."""
+        st = _lib.result_write(self._handle(), _b(path))
+        if st != _OK:
+            raise Error(_lib.result_error(self._h).decode(), st)
+
+    def _handle(self):
+        if not self._h:
+            raise Error("the comparison was closed", 2)
+        return self._h
+
+    def close(self):
+        """Frees the library's result now (the rows stay)."""
+        if self._h:
+            _lib.result_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<roamc.Comparison %s>" % ", ".join(
+            "%s %d" % (w.title, w.actual_peak) for w in self)
+
+
+def compare(path, input_shapes=None, dims=None, train=False, name=None, **options):
+    """Plans the ONNX model at path (or given as bytes: name then names it) every way
+    `roamc MODEL --compare` does (PyTorch, Heuristics, ILP, ROAM) and returns a Comparison:
+    the rows, as the command's table and its --report json give them.  The other arguments
+    as roamc.plan's (time_limit=S is shared among the methods, threads=N, align=B,
+    emit_train with train); not with budget, method, fit, shard or pipeline_stages.
+    Failures raise roamc.Error."""
+    options["compare"] = True
+    return Comparison(_run(path, input_shapes, dims, None, train, name, options))
 
 
 _STOPS = {0: "optimal", 1: "feasible", 2: "infeasible", 3: "work", 4: "time", 5: "heuristic"}

@@ -113,6 +113,21 @@ result_fits = _fn("roamc_result_fits", _c.c_int, _P)
 result_max_batch = _fn("roamc_result_max_batch", _c.c_int64, _P, _c.POINTER(_c.c_int64))
 result_stage_count = _fn("roamc_result_stage_count", _c.c_size_t, _P)
 result_stage_peak = _fn("roamc_result_stage_peak", _c.c_int, _P, _c.c_size_t, _u64p, _u64p)
+
+
+class CompareRow(_c.Structure):
+    """roamc.h's roamc_compare_row (strings owned by the result)."""
+    _fields_ = [("name", _c.c_char_p), ("title", _c.c_char_p), ("order", _c.c_char_p),
+                ("layout", _c.c_char_p), ("order_ran", _c.c_char_p), ("layout_ran", _c.c_char_p),
+                ("theoretical_peak", _c.c_uint64), ("actual_peak", _c.c_uint64),
+                ("fragmentation_percent", _c.c_double),
+                ("reduction_vs_pytorch_percent", _c.c_double), ("seconds", _c.c_double),
+                ("note", _c.c_char_p)]
+
+
+result_compare_count = _fn("roamc_result_compare_count", _c.c_size_t, _P)
+result_compare_row = _fn("roamc_result_compare_row", _c.c_int, _P, _c.c_size_t,
+                         _c.POINTER(CompareRow))
 # char ** out-parameters as void **: the text is copied, then given back with roamc_free
 result_report_json = _fn("roamc_result_report_json", _c.c_int, _P, _c.POINTER(_P), _szp)
 result_plan_json = _fn("roamc_result_plan_json", _c.c_int, _P, _c.POINTER(_P), _szp)
