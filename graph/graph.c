@@ -267,19 +267,27 @@ static void graph_describe_cycle(const graph *g, const int *indeg, char *msg, si
     free(seen);
 }
 
-/* igraph's error handler is one process-wide variable (Debian's igraph
- * 0.10 is built without IGRAPH_THREAD_SAFE) whose default aborts the
- * process; roamc wants igraph's error codes back instead.  It is set once,
- * before the first igraph call; pthread_once keeps that one store safe
- * whichever thread comes first. */
+/* Debian's igraph 0.10 is built without IGRAPH_THREAD_SAFE: its error
+ * handler and its FINALLY stack (which every igraph function pushes onto)
+ * are process-wide.  So the handler, whose default aborts the process, is
+ * set once to return error codes instead (pthread_once: whichever thread
+ * comes first), and igraph is entered by one thread at a time: without the
+ * lock, libroamc's callers planning on several threads at once corrupted
+ * the stack ("Corrupt finally stack", ctest test_api_threads, 1 run in 6). */
 static pthread_once_t graph_igraph_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t graph_igraph_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void graph_igraph_install(void) {
     igraph_set_error_handler(igraph_error_handler_ignore);
 }
 
-void graph_igraph_init(void) {
+void graph_igraph_lock(void) {
     pthread_once(&graph_igraph_once, graph_igraph_install);
+    pthread_mutex_lock(&graph_igraph_mutex);
+}
+
+void graph_igraph_unlock(void) {
+    pthread_mutex_unlock(&graph_igraph_mutex);
 }
 
 /* igraph decides acyclicity; a cycle is then named by a Kahn pass. */
@@ -287,9 +295,12 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
     igraph_vector_int_t ev;
     igraph_t ig;
     igraph_bool_t dag = 0;
-    graph_igraph_init();
+    graph_igraph_lock();
     int rc = igraph_vector_int_init(&ev, (igraph_integer_t)(2 * g->n_edges));
-    if (rc) return graph_fail(g, err, errlen, "igraph could not hold the edges (error %d)", rc);
+    if (rc) {
+        graph_igraph_unlock();
+        return graph_fail(g, err, errlen, "igraph could not hold the edges (error %d)", rc);
+    }
     for (size_t i = 0, e = 0; i < g->n_ops; i++)
         for (size_t k = g->succ_start[i]; k < g->succ_start[i + 1]; k++, e++) {
             VECTOR(ev)[2 * e] = (igraph_integer_t)i;
@@ -297,10 +308,16 @@ static int graph_check_acyclic(const graph *g, char *err, size_t errlen) {
         }
     rc = igraph_create(&ig, &ev, (igraph_integer_t)g->n_ops, IGRAPH_DIRECTED);
     igraph_vector_int_destroy(&ev);
-    if (rc) return graph_fail(g, err, errlen, "igraph could not build the graph (error %d)", rc);
-    rc = igraph_is_dag(&ig, &dag);
-    igraph_destroy(&ig);
-    if (rc) return graph_fail(g, err, errlen, "igraph could not check acyclicity (error %d)", rc);
+    if (rc == 0) {
+        rc = igraph_is_dag(&ig, &dag);
+        igraph_destroy(&ig);
+        graph_igraph_unlock();
+        if (rc)
+            return graph_fail(g, err, errlen, "igraph could not check acyclicity (error %d)", rc);
+    } else {
+        graph_igraph_unlock();
+        return graph_fail(g, err, errlen, "igraph could not build the graph (error %d)", rc);
+    }
     if (dag) return 0;
 
     int *indeg = xmallocarray(g->n_ops, sizeof *indeg);

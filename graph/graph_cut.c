@@ -182,12 +182,14 @@ static uint64_t cut_min_live_in_out(const cut_work *cw, int v, int in_op, const 
     for (size_t w = 0; w < n; w++)
         if (node[w] == CUT_FREE) node[w] = (int)next++;
     cut_net c = {.n_edges = 0};
+    graph_igraph_lock();
     bool ok = !igraph_vector_int_init(&c.ends, 0);
     if (ok && igraph_vector_init(&c.cap, 0)) {
         igraph_vector_int_destroy(&c.ends);
         ok = false;
     }
     if (!ok) {
+        graph_igraph_unlock();
         for (size_t k = g->touch_start[v]; k < g->touch_start[v + 1]; k++) mark[g->touch[k]] = 0;
         return UINT64_MAX;
     }
@@ -225,6 +227,7 @@ static uint64_t cut_min_live_in_out(const cut_work *cw, int v, int in_op, const 
     }
     igraph_vector_int_destroy(&c.ends);
     igraph_vector_destroy(&c.cap);
+    graph_igraph_unlock();
     return result;
 }
 
@@ -249,7 +252,6 @@ uint64_t graph_min_live(const graph *g, const int *ops, size_t n_given) {
         *stack = xmallocarray(g->n_ops, sizeof *stack);
     cut_work cw = {.g = g, .T = &T, .inf = inf, .mark = mark, .node = node, .stack = stack};
     uint64_t best = 0;
-    graph_igraph_init();
     for (size_t i = 0; i < n_given && best != UINT64_MAX; i++) {
         uint64_t live = cut_min_live(&cw, ops[i]);
         if (live == UINT64_MAX || live > best) best = live;
@@ -289,7 +291,6 @@ uint64_t graph_min_live_split(const graph *g, int v, size_t max_candidates) {
     int *side = xmallocarray(n, sizeof *side), *cands = xmallocarray(n, sizeof *cands);
     int *w_set = xmallocarray(n, sizeof *w_set);
     cut_work cw = {.g = g, .T = &T, .inf = inf, .mark = mark, .node = node, .stack = stack};
-    graph_igraph_init();
     uint64_t plain = cut_min_live(&cw, v);
     uint64_t result = plain;
     if (plain == UINT64_MAX) goto out;

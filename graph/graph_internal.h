@@ -19,10 +19,10 @@ typedef struct graph_touchers {
 void graph_touchers_build(const graph *g, graph_touchers *t);
 void graph_touchers_free(graph_touchers *t);
 
-/* Makes igraph return error codes instead of aborting (graph.c says why
- * once per process).  Call before any igraph function.  igraph itself is
- * not thread-safe in this build: its callers (graph_build, graph_min_live,
- * graph_min_live_split) must not run at the same time on two threads. */
-void graph_igraph_init(void);
+/* Enters igraph: one thread at a time, with igraph returning error codes
+ * instead of aborting (graph.c says why).  Every igraph call, igraph_vector
+ * ones included, sits between graph_igraph_lock and graph_igraph_unlock. */
+void graph_igraph_lock(void);
+void graph_igraph_unlock(void);
 
 #endif
