@@ -11,8 +11,9 @@
  *      in its first round, at a few percent of the cost of the round
  *      robin's skyline strategies that come first in step 2 (which then
  *      ran out of work on vit_b_16_b1);
- *   1-. on lists of more than LAYOUT_SEARCH_MAX_BUFFERS buffers whose
- *      reduced problem is small enough for steps 2-5, lay_improve
+ *   1-. under LAYOUT_SHARES_PORTFOLIO (roamc layout; not plans), on lists
+ *      of more than LAYOUT_SEARCH_MAX_BUFFERS buffers whose reduced
+ *      problem is small enough for steps 2-5, lay_improve
  *      (layout_improve.c) first, on 1/EXACT_IMPROVE_FIRST_DEN of the work:
  *      its windows searched around pinned buffers took
  *      mobilenet_v2 b16 --grad-accum 8 in program order (6128 buffers)
@@ -518,7 +519,8 @@ static void exact_improve(exact_run *x) {
     step.stop = LAY_STOP_NONE;
     exact_best *b = &x->best;
     memcpy(x->cand, b->offsets, x->p->n * sizeof *x->cand);
-    lay_improve(x->p, x->cand, x->lb > x->goal ? x->lb : x->goal, &step, NULL);
+    lay_improve(x->p, x->cand, x->lb > x->goal ? x->lb : x->goal, &step,
+                x->shares == LAYOUT_SHARES_PORTFOLIO, NULL);
     exact_offer(b, x->p, x->cand);
     x->bud.work = step.work;
     if (step.stop != LAY_STOP_NONE) x->bud.stop = step.stop;
@@ -529,7 +531,8 @@ static void exact_improve(exact_run *x) {
 static void exact_improve_first(exact_run *x) {
     lay_budget step = exact_take(&x->bud, 1, EXACT_IMPROVE_FIRST_DEN);
     memcpy(x->cand, x->best.offsets, x->p->n * sizeof *x->cand);
-    lay_improve(x->p, x->cand, x->lb > x->goal ? x->lb : x->goal, &step, NULL);
+    lay_improve(x->p, x->cand, x->lb > x->goal ? x->lb : x->goal, &step,
+                x->shares == LAYOUT_SHARES_PORTFOLIO, NULL);
     exact_offer(&x->best, x->p, x->cand);
     exact_refund(&x->bud, &step);
 }
@@ -552,7 +555,7 @@ static int exact_steps(exact_run *x, const uint64_t *warm_offsets) {
         exact_improve(x);
         return 0;
     }
-    if (p->n > LAYOUT_SEARCH_MAX_BUFFERS) {
+    if (p->n > LAYOUT_SEARCH_MAX_BUFFERS && x->shares == LAYOUT_SHARES_PORTFOLIO) {
         exact_improve_first(x);
         if (exact_reached(x)) return 0;
     }

@@ -79,6 +79,7 @@ typedef struct imp {
     lay_key *keys;
     size_t *tops;
     lay_improve_stats *st;
+    int pinned; /* search windows around pins too */
 } imp;
 
 static uint64_t imp_len(const layout_buffer *b) {
@@ -536,17 +537,18 @@ static int imp_one(imp *m, size_t x) {
         if (m->bud->stop != LAY_STOP_NONE) return 0;
     }
     if (imp_exact_windows(m, x)) return 1;
-    if (m->bud->stop != LAY_STOP_NONE) return 0;
+    if (m->bud->stop != LAY_STOP_NONE || !m->pinned) return 0;
     return imp_pinned_windows(m, x);
 }
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
-                     lay_improve_stats *st) {
+                     int pinned, lay_improve_stats *st) {
     lay_improve_stats dummy;
     if (!st) st = &dummy;
     memset(st, 0, sizeof *st);
     imp m;
     imp_init(&m, p, offsets, bud, st);
+    m.pinned = pinned;
     st->start_height = m.height;
     while (m.height > stop_at && bud->stop == LAY_STOP_NONE) {
         if (!imp_spend(&m, p->n)) break;

@@ -154,6 +154,9 @@ typedef struct lay_budget {
  * buffers moves none (bud->stop stays LAY_STOP_NONE: a local optimum).
  * Never raises the height; deterministic unless the deadline fires.
  * Scales to 100,000s of buffers (a window costs about its own buffers).
+ * pinned: also search windows with their crossing buffers pinned
+ * (lay_pinned), when the windows above them fail: lower layouts, but
+ * it may spend the whole budget on small gains.
  * Returns the height; st (may be NULL) gets the counts. */
 typedef struct lay_improve_stats {
     uint64_t start_height, height;
@@ -165,7 +168,7 @@ typedef struct lay_improve_stats {
 } lay_improve_stats;
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
-                     lay_improve_stats *st);
+                     int pinned, lay_improve_stats *st);
 
 /* layout_pinned.c: a layout of free buffers around pinned ones (obstacles
  * at fixed offsets), every free buffer's top at most capacity: the

@@ -1265,19 +1265,24 @@ static void test_improve_large(void **state) {
     memcpy(off2, off, N * sizeof *off);
     lay_budget bud = {100000000, 1e300, LAY_STOP_NONE};
     lay_improve_stats st;
-    assert_int_equal(lay_improve(&(layout_problem){b, N, 1}, off, 16, &bud, &st), 17);
+    assert_int_equal(lay_improve(&(layout_problem){b, N, 1}, off, 16, &bud, 0, &st), 17);
     assert_int_equal(st.start_height, 18);
     assert_int_equal(layout_height(b, N, off), 17);
     assert_true(check_layout(b, N, off, 1));
     assert_int_equal(bud.stop, LAY_STOP_NONE); /* a local optimum, not the budget */
     lay_budget bud2 = {100000000, 1e300, LAY_STOP_NONE};
-    lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud2, NULL);
+    lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud2, 0, NULL);
     assert_memory_equal(off, off2, N * sizeof *off);
     assert_int_equal(bud.work, bud2.work);
+    /* with the windows around pins as well: no higher, valid */
+    layout_llfb(b, N, 1, off2);
+    lay_budget bud3 = {100000000, 1e300, LAY_STOP_NONE};
+    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud3, 1, NULL) <= 17);
+    assert_true(check_layout(b, N, off2, 1));
     /* a budget too small stops it on work, and the layout stays valid */
     layout_llfb(b, N, 1, off2);
     lay_budget tiny = {5000, 1e300, LAY_STOP_NONE};
-    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &tiny, NULL) <= 18);
+    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &tiny, 0, NULL) <= 18);
     assert_int_equal(tiny.stop, LAY_STOP_WORK);
     assert_true(check_layout(b, N, off2, 1));
     free(b);
