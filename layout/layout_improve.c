@@ -50,6 +50,11 @@
 #define IMP_PLACE_WORK 16
 /* Fewest inside buffers worth an exact layout of a window. */
 #define IMP_EXACT_MIN 8
+/* Work a search around pins may spend per free buffer of its window. */
+#define IMP_PINNED_WORK_PER_BUFFER 16384
+/* Most free buffers in a window searched around pins: lay_pinned recurses
+ * a frame (about 100 bytes) per buffer. */
+#define IMP_PINNED_MAX_BUFFERS 12000
 #define IMP_CLASSES 34 /* lifetime lengths up to 2^33 steps */
 
 typedef struct imp_class {
@@ -74,6 +79,7 @@ typedef struct imp {
     lay_key *keys;
     size_t *tops;
     lay_improve_stats *st;
+    int pinned; /* search windows around pins too */
 } imp;
 
 static uint64_t imp_len(const layout_buffer *b) {
@@ -186,7 +192,7 @@ static uint64_t imp_top(const imp *m, size_t i) {
  * the height is movable: grows it over such buffers' lifetimes.  Returns
  * the movable count (buffers inside), or SIZE_MAX when it passes
  * IMP_MAX_MOVABLE or the budget stops. */
-static size_t imp_close(imp *m, int64_t *ws, int64_t *we) {
+static size_t imp_close(imp *m, int64_t *ws, int64_t *we, size_t most) {
     for (;;) {
         if (!imp_query(m, *ws, *we)) return SIZE_MAX;
         int grew = 0;
@@ -202,7 +208,7 @@ static size_t imp_close(imp *m, int64_t *ws, int64_t *we) {
                 grew = 1;
             }
         }
-        if (inside > IMP_MAX_MOVABLE) return SIZE_MAX;
+        if (inside > most) return SIZE_MAX;
         if (!grew) return inside;
     }
 }
@@ -435,26 +441,114 @@ static int imp_exact_windows(imp *m, size_t x) {
     return imp_exact(m, last_ws, last_we, floor);
 }
 
+/* The window [ws, we] (m->meet: the buffers meeting it) laid out by the
+ * exact search around pins (lay_pinned): the inside buffers free, the
+ * crossing ones pinned where they are (clipped to the window), every top
+ * under the height.  Returns 1 when it found such a layout (m->off
+ * updated). */
+static int imp_pinned(imp *m, int64_t ws, int64_t we) {
+    const layout_buffer *b = m->p->bufs;
+    const uint64_t align = m->p->align;
+    if (m->height <= align) return 0;
+    size_t k = 0;
+    for (size_t j = 0; j < m->nmeet; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) {
+            m->local[k] = (layout_buffer){m->sz[i], b[i].start, b[i].end};
+            m->loff[k] = m->off[i];
+            m->tops[k++] = i;
+        }
+    }
+    size_t np = m->nmeet - k;
+    layout_buffer *pins = xmallocarray(np + 1, sizeof *pins);
+    uint64_t *pin_off = xmallocarray(np + 1, sizeof *pin_off);
+    np = 0;
+    for (size_t j = 0; j < m->nmeet; j++) {
+        size_t i = m->meet[j];
+        if (b[i].start >= ws && b[i].end <= we) continue;
+        pins[np] = (layout_buffer){m->sz[i], b[i].start < ws ? (int32_t)ws : b[i].start,
+                                   b[i].end > we ? (int32_t)we : b[i].end};
+        pin_off[np++] = m->off[i];
+    }
+    uint64_t goal = (m->height - 1) / align * align; /* every top under the height */
+    int won = 0;
+    lay_budget share = {m->bud->work / 4, m->bud->deadline, LAY_STOP_NONE};
+    /* a window that fails costs its whole share: at most
+     * IMP_PINNED_WORK_PER_BUFFER a free buffer (the windows that won on
+     * the slack lists took far less; larger windows get more) */
+    if (share.work > (uint64_t)IMP_PINNED_WORK_PER_BUFFER * k)
+        share.work = (uint64_t)IMP_PINNED_WORK_PER_BUFFER * k;
+    if (m->bud->work < 1000) {
+        m->bud->stop = LAY_STOP_WORK;
+    } else {
+        uint64_t *cand = xmallocarray(k, sizeof *cand);
+        lay_pinned_problem q = {m->local, k, pins, pin_off, np, align, m->loff};
+        m->bud->work -= share.work;
+        won = lay_pinned(&q, goal, &share, cand, NULL) == LAY_FOUND;
+        m->bud->work += share.work;
+        if (share.stop == LAY_STOP_TIME) m->bud->stop = LAY_STOP_TIME;
+        m->st->pinned++;
+        if (won) {
+            for (size_t l = 0; l < k; l++) {
+                ROAMC_ASSERT(cand[l] % align == 0 && cand[l] + m->local[l].size <= goal);
+                m->off[m->tops[l]] = cand[l];
+            }
+        }
+        free(cand);
+    }
+    free(pins);
+    free(pin_off);
+    return won;
+}
+
+/* Windows for the search around pins: from x's lifetime, closed over the
+ * crossing buffers that reach the height (they cannot stay pinned), then
+ * widened a level at a time (imp_widen), up to LAYOUT_SEARCH_MAX_BUFFERS
+ * inside; tried when the inside buffers have doubled since the last try.
+ * Returns 1 when one try won. */
+static int imp_pinned_windows(imp *m, size_t x) {
+    int64_t ws = m->p->bufs[x].start, we = m->p->bufs[x].end;
+    size_t tried = 0;
+    for (int level = 0;; level++) {
+        if (level > 0) {
+            int64_t a = ws, z = we;
+            imp_widen(m, &ws, &we);
+            if (ws == a && we == z) break; /* nothing shorter left to take in */
+        }
+        size_t inside = imp_close(m, &ws, &we, IMP_PINNED_MAX_BUFFERS);
+        if (inside == SIZE_MAX) break;
+        if (inside >= IMP_EXACT_MIN && inside >= 2 * tried) {
+            tried = inside;
+            if (imp_pinned(m, ws, we)) return 1;
+            if (m->bud->stop != LAY_STOP_NONE) return 0;
+        }
+    }
+    return 0;
+}
+
 /* Tries to take buffer x below the height.  Returns 1 when it did. */
 static int imp_one(imp *m, size_t x) {
     int64_t ws = m->p->bufs[x].start, we = m->p->bufs[x].end;
     for (int level = 0; level <= IMP_LEVELS; level++) {
         if (level > 0) imp_widen(m, &ws, &we);
-        if (imp_close(m, &ws, &we) == SIZE_MAX) break;
+        if (imp_close(m, &ws, &we, IMP_MAX_MOVABLE) == SIZE_MAX) break;
         m->st->windows++;
         if (imp_window(m, ws, we)) return 1;
         if (m->bud->stop != LAY_STOP_NONE) return 0;
     }
-    return imp_exact_windows(m, x);
+    if (imp_exact_windows(m, x)) return 1;
+    if (m->bud->stop != LAY_STOP_NONE || !m->pinned) return 0;
+    return imp_pinned_windows(m, x);
 }
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
-                     lay_improve_stats *st) {
+                     int pinned, lay_improve_stats *st) {
     lay_improve_stats dummy;
     if (!st) st = &dummy;
     memset(st, 0, sizeof *st);
     imp m;
     imp_init(&m, p, offsets, bud, st);
+    m.pinned = pinned;
     st->start_height = m.height;
     while (m.height > stop_at && bud->stop == LAY_STOP_NONE) {
         if (!imp_spend(&m, p->n)) break;

@@ -154,6 +154,9 @@ typedef struct lay_budget {
  * buffers moves none (bud->stop stays LAY_STOP_NONE: a local optimum).
  * Never raises the height; deterministic unless the deadline fires.
  * Scales to 100,000s of buffers (a window costs about its own buffers).
+ * pinned: also search windows with their crossing buffers pinned
+ * (lay_pinned), when the windows above them fail: lower layouts, but
+ * it may spend the whole budget on small gains.
  * Returns the height; st (may be NULL) gets the counts. */
 typedef struct lay_improve_stats {
     uint64_t start_height, height;
@@ -161,10 +164,37 @@ typedef struct lay_improve_stats {
     size_t orders;  /* placement orders tried in them */
     size_t lowered; /* times the height went down */
     size_t exact;   /* clean windows laid out by layout_exact */
+    size_t pinned;  /* windows searched around their crossing buffers (lay_pinned) */
 } lay_improve_stats;
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
-                     lay_improve_stats *st);
+                     int pinned, lay_improve_stats *st);
+
+/* layout_pinned.c: a layout of free buffers around pinned ones (obstacles
+ * at fixed offsets), every free buffer's top at most capacity: the
+ * canonical branch and bound of layout_bnb.c, whose pushed-down layouts
+ * may rest on pins or sit below them (the top of layout_pinned.c says why
+ * it stays complete).  Free buffers have size > 0; sizes (of pins too) are
+ * rounded up to align; pin offsets are multiples of align; pins may reach
+ * above capacity.  hint (may be NULL): offsets of a layout of the free
+ * buffers (say the incumbent's), whose order is the first preorder tried.
+ * Returns LAY_FOUND with offsets (n, aligned) written, LAY_INFEASIBLE when
+ * it proved none exists, LAY_GAVE_UP when bud ran out (bud->stop says
+ * which limit; LAY_STOP_SIZE: the pins' interval lists passed the search's
+ * memory cap).  Deterministic unless the deadline fires; *nodes (may be
+ * NULL) gets the nodes explored. */
+typedef struct lay_pinned_problem {
+    const layout_buffer *bufs; /* n free buffers */
+    size_t n;
+    const layout_buffer *pins; /* npins pinned buffers, at pin_off */
+    const uint64_t *pin_off;
+    size_t npins;
+    uint64_t align;
+    const uint64_t *hint; /* n offsets or NULL */
+} lay_pinned_problem;
+
+lay_status lay_pinned(const lay_pinned_problem *q, uint64_t capacity, lay_budget *bud,
+                      uint64_t *offsets, uint64_t *nodes);
 
 /* layout_sweep.c: the search in time order for problems with no slack at
  * any step (capacity == live size at every step from the first start to

@@ -1265,19 +1265,24 @@ static void test_improve_large(void **state) {
     memcpy(off2, off, N * sizeof *off);
     lay_budget bud = {100000000, 1e300, LAY_STOP_NONE};
     lay_improve_stats st;
-    assert_int_equal(lay_improve(&(layout_problem){b, N, 1}, off, 16, &bud, &st), 17);
+    assert_int_equal(lay_improve(&(layout_problem){b, N, 1}, off, 16, &bud, 0, &st), 17);
     assert_int_equal(st.start_height, 18);
     assert_int_equal(layout_height(b, N, off), 17);
     assert_true(check_layout(b, N, off, 1));
     assert_int_equal(bud.stop, LAY_STOP_NONE); /* a local optimum, not the budget */
     lay_budget bud2 = {100000000, 1e300, LAY_STOP_NONE};
-    lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud2, NULL);
+    lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud2, 0, NULL);
     assert_memory_equal(off, off2, N * sizeof *off);
     assert_int_equal(bud.work, bud2.work);
+    /* with the windows around pins as well: no higher, valid */
+    layout_llfb(b, N, 1, off2);
+    lay_budget bud3 = {100000000, 1e300, LAY_STOP_NONE};
+    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &bud3, 1, NULL) <= 17);
+    assert_true(check_layout(b, N, off2, 1));
     /* a budget too small stops it on work, and the layout stays valid */
     layout_llfb(b, N, 1, off2);
     lay_budget tiny = {5000, 1e300, LAY_STOP_NONE};
-    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &tiny, NULL) <= 18);
+    assert_true(lay_improve(&(layout_problem){b, N, 1}, off2, 16, &tiny, 0, NULL) <= 18);
     assert_int_equal(tiny.stop, LAY_STOP_WORK);
     assert_true(check_layout(b, N, off2, 1));
     free(b);
@@ -1338,6 +1343,119 @@ static void test_stop_reason(void **state) {
     free(off);
 }
 
+/* Do free buffers (offsets off) avoid each other and the pins, all tops
+ * within cap? */
+static int pinned_layout_ok(const lay_pinned_problem *q, const uint64_t *off, uint64_t cap) {
+    for (size_t a = 0; a < q->n; a++) {
+        const layout_buffer *x = &q->bufs[a];
+        if (off[a] % q->align || off[a] + x->size > cap) return 0;
+        for (size_t b = a + 1; b < q->n; b++) {
+            const layout_buffer *y = &q->bufs[b];
+            if (x->start <= y->end && y->start <= x->end && off[a] < off[b] + y->size &&
+                off[b] < off[a] + x->size)
+                return 0;
+        }
+        for (size_t j = 0; j < q->npins; j++) {
+            const layout_buffer *y = &q->pins[j];
+            if (x->start <= y->end && y->start <= x->end && off[a] < q->pin_off[j] + y->size &&
+                q->pin_off[j] < off[a] + x->size)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Is there any layout of the free buffers within cap (every offset tried)? */
+static int pinned_brute(const lay_pinned_problem *q, uint64_t cap, uint64_t *off, size_t i) {
+    if (i == q->n) return pinned_layout_ok(q, off, cap);
+    for (off[i] = 0; off[i] + q->bufs[i].size <= cap; off[i]++) {
+        lay_pinned_problem head = *q;
+        head.n = i + 1;
+        if (pinned_layout_ok(&head, off, cap) && pinned_brute(q, cap, off, i + 1)) return 1;
+    }
+    return 0;
+}
+
+/* lay_pinned: free buffers around pinned ones.  By hand, a buffer whose
+ * only room is below a pin (the window search above the crossing buffers
+ * cannot find it); then against brute force on random small instances. */
+static void test_pinned_search(void **state) {
+    (void)state;
+    /* pin: 4 bytes at offset 4 over steps 0-9; free: A and B below it,
+     * C and D side by side below it, E after it */
+    static const layout_buffer pin[1] = {{4, 0, 9}};
+    static const uint64_t pin_off[1] = {4};
+    static const layout_buffer fr[5] = {{4, 2, 3}, {4, 0, 1}, {2, 5, 6}, {2, 5, 6}, {8, 10, 12}};
+    uint64_t off[6];
+    lay_budget bud = {1000000, 1e300, LAY_STOP_NONE};
+    lay_pinned_problem q = {fr, 5, pin, pin_off, 1, 1, NULL};
+    assert_int_equal(lay_pinned(&q, 8, &bud, off, NULL), LAY_FOUND);
+    assert_true(pinned_layout_ok(&q, off, 8));
+    assert_int_equal(off[0], 0); /* below the pin: the only room */
+    assert_int_equal(off[1], 0);
+    assert_int_equal(off[2] + off[3], 2); /* 0 and 2 */
+    /* two 4-byte buffers at steps 2-3: below the pin there is room for one,
+     * above it (capacity 8) none: proved infeasible; at 12 one goes above */
+    static const layout_buffer two[2] = {{4, 2, 3}, {4, 2, 3}};
+    lay_pinned_problem q2 = {two, 2, pin, pin_off, 1, 1, NULL};
+    bud = (lay_budget){1000000, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_pinned(&q2, 8, &bud, off, NULL), LAY_INFEASIBLE);
+    assert_int_equal(lay_pinned(&q2, 12, &bud, off, NULL), LAY_FOUND);
+    assert_true(pinned_layout_ok(&q2, off, 12));
+    assert_true((off[0] == 0 && off[1] == 8) || (off[0] == 8 && off[1] == 0));
+    /* align 4: a 2-byte pin at offset 4 leaves [0, 4) and [8, ...) */
+    static const layout_buffer pin2[1] = {{2, 0, 3}};
+    static const uint64_t pin2_off[1] = {4};
+    static const layout_buffer one[2] = {{3, 1, 2}, {4, 0, 0}};
+    lay_pinned_problem q3 = {one, 2, pin2, pin2_off, 1, 4, NULL};
+    bud = (lay_budget){1000000, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_pinned(&q3, 8, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 0);
+    /* a budget too small: gives up on work */
+    bud = (lay_budget){1, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_pinned(&q, 8, &bud, off, NULL), LAY_GAVE_UP);
+    assert_int_equal(bud.stop, LAY_STOP_WORK);
+
+    /* random: 3 pins and 5 free buffers, sizes 1-4, steps 0-5, pins at
+     * random non-overlapping offsets; lay_pinned answers as brute force */
+    uint64_t seed = 12345;
+    int found = 0, infeasible = 0;
+    for (int t = 0; t < 300; t++) {
+        layout_buffer pins[3], bufs[5];
+        uint64_t poff[3], bf[5];
+        size_t np = 0;
+        while (np < 3) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            layout_buffer c = {1 + (seed >> 33) % 4, (int32_t)((seed >> 40) % 6), 0};
+            c.end = c.start + (int32_t)((seed >> 20) % 3);
+            uint64_t o = (seed >> 50) % 8;
+            int clash = 0;
+            for (size_t j = 0; j < np; j++)
+                clash |= c.start <= pins[j].end && pins[j].start <= c.end &&
+                         o < poff[j] + pins[j].size && poff[j] < o + c.size;
+            if (clash) continue;
+            pins[np] = c;
+            poff[np++] = o;
+        }
+        for (size_t i = 0; i < 5; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            bufs[i] = (layout_buffer){1 + (seed >> 33) % 4, (int32_t)((seed >> 40) % 6), 0};
+            bufs[i].end = bufs[i].start + (int32_t)((seed >> 20) % 3);
+        }
+        uint64_t cap = 4 + (uint64_t)(t % 6);
+        lay_pinned_problem r = {bufs, 5, pins, poff, 3, 1, NULL};
+        int want = pinned_brute(&r, cap, bf, 0);
+        bud = (lay_budget){10000000, 1e300, LAY_STOP_NONE};
+        lay_status got = lay_pinned(&r, cap, &bud, off, NULL);
+        assert_int_equal(got, want ? LAY_FOUND : LAY_INFEASIBLE);
+        if (want) assert_true(pinned_layout_ok(&r, off, cap));
+        found += want;
+        infeasible += !want;
+    }
+    assert_true(found > 30 && infeasible > 30); /* both answers exercised */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_measures),
@@ -1356,6 +1474,7 @@ int main(void) {
         cmocka_unit_test(test_solve),
         cmocka_unit_test(test_window_bound),
         cmocka_unit_test(test_improve_large),
+        cmocka_unit_test(test_pinned_search),
         cmocka_unit_test(test_stop_reason),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_search_resume),
