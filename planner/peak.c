@@ -389,20 +389,6 @@ void planner_peak_live_free(planner_peak_live *pl) {
     memset(pl, 0, sizeof *pl);
 }
 
-/* roamc_bytes_human's format ("987.25 MiB"), here so that this file
- * calls nothing of plan_io.c, which calls it (no circle of calls). */
-static const char *peak_human(uint64_t b, char *buf, size_t len) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
-    if (u == 0)
-        snprintf(buf, len, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, len, "%.2f %s", v, unit[u]);
-    return buf;
-}
-
 /* "mm 'n1871' (#1871)", or "graph input" for a storage no op makes. */
 static const char *peak_maker_text(const graph *g, int op, int root, char *buf, size_t len) {
     const fe_model *m = g->model;
@@ -422,18 +408,18 @@ void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl
     char a[32], b[640];
     if (pl->step < 0) return;
     fprintf(f, "  live at peak  step %d of %zu, %s: %s in %zu storages\n", pl->step, g->n_ops,
-            peak_maker_text(g, pl->op, 0, b, sizeof b), peak_human(pl->bytes, a, sizeof a),
+            peak_maker_text(g, pl->op, 0, b, sizeof b), roamc_bytes_human(pl->bytes, a, sizeof a),
             pl->n_items);
     fprintf(f, "    by kind    ");
     int shown = 0;
     for (int k = 0; k < PLANNER_N_KINDS; k++) {
         if (k == PLANNER_KIND_HOST || !pl->kind_count[k]) continue;
         fprintf(f, "%s %s %s (%zu)", shown++ ? ";" : "", peak_kind_names[k],
-                peak_human(pl->kind_bytes[k], a, sizeof a), pl->kind_count[k]);
+                roamc_bytes_human(pl->kind_bytes[k], a, sizeof a), pl->kind_count[k]);
     }
     if (pl->host_bytes)
         fprintf(f, "; host copies %s (host memory, not in the peak)",
-                peak_human(pl->host_bytes, a, sizeof a));
+                roamc_bytes_human(pl->host_bytes, a, sizeof a));
     fputc('\n', f);
     /* six groups a line */
     uint64_t rest = 0;
@@ -446,16 +432,17 @@ void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl
                 i == 0       ? "    by module  "
                 : i % 6 == 0 ? ",\n               "
                              : ",",
-                pl->groups[i].name, peak_human(pl->groups[i].bytes, a, sizeof a));
+                pl->groups[i].name, roamc_bytes_human(pl->groups[i].bytes, a, sizeof a));
     }
     if (pl->n_groups > top_groups)
-        fprintf(f, ", %zu more %s", pl->n_groups - top_groups, peak_human(rest, a, sizeof a));
+        fprintf(f, ", %zu more %s", pl->n_groups - top_groups,
+                roamc_bytes_human(rest, a, sizeof a));
     if (pl->n_groups) fputc('\n', f);
     for (size_t i = 0; i < pl->n_items && i < top; i++) {
         const planner_live_item *it = &pl->items[i];
         const graph_storage *st = &g->storages[it->storage];
         fprintf(f, "    %-10s %10s  %-16s '%s'%s, %s, module %s, steps %d-%d\n",
-                i == 0 ? "largest" : "", peak_human(it->bytes, a, sizeof a),
+                i == 0 ? "largest" : "", roamc_bytes_human(it->bytes, a, sizeof a),
                 peak_kind_names[it->kind], m->values[st->root].name,
                 st->n_tensors > 1 ? " (+views)" : "",
                 peak_maker_text(g, it->maker, st->root, b, sizeof b), it->module ? it->module : "-",

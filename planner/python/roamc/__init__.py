@@ -115,7 +115,48 @@ def _fill(o, input_shapes, dims, budget, train, options):
             o.set(name, value)
 
 
-class Plan:
+class _Result:
+    """What Plan and Comparison share: the library's result handle, the plan file it
+    holds (json(), write(path)) and its lifetime (close(), or a with block)."""
+
+    _what = "plan"
+
+    def json(self):
+        """The plan file (roam-plan v1) as text: the bytes `roamc MODEL -o FILE` writes
+        (of a comparison: the ROAM row's plan)."""
+        text = _lib.text(_lib.result_plan_json, self._handle())
+        if text is None:
+            raise Error(_lib.result_error(self._h).decode() or "no plan", 2)
+        return text
+
+    def write(self, path):
+        """Writes the plan file to path, as the command writes it (all or nothing)."""
+        st = _lib.result_write(self._handle(), _b(path))
+        if st != _OK:
+            raise Error(_lib.result_error(self._h).decode(), st)
+
+    def _handle(self):
+        if not self._h:
+            raise Error("the %s was closed" % self._what, 2)
+        return self._h
+
+    def close(self):
+        """Frees the library's result now (the Python fields stay)."""
+        if self._h:
+            _lib.result_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Plan(_Result):
     """A plan of one training step (roamc.plan's answer).
 
     status: "ok" or "does not fit" (complete, but over the budget); fits: True or False
@@ -162,39 +203,6 @@ class Plan:
     def peak(self):
         """The arena's size in bytes (actual_peak)."""
         return self.actual_peak
-
-    def json(self):
-        """The plan file (roam-plan v1) as text: the bytes `roamc MODEL -o FILE` writes."""
-        text = _lib.text(_lib.result_plan_json, self._handle())
-        if text is None:
-            raise Error(_lib.result_error(self._h).decode() or "no plan", 2)
-        return text
-
-    def write(self, path):
-        """Writes the plan file to path, as the command writes it (all or nothing)."""
-        st = _lib.result_write(self._handle(), _b(path))
-        if st != _OK:
-            raise Error(_lib.result_error(self._h).decode(), st)
-
-    def _handle(self):
-        if not self._h:
-            raise Error("the plan was closed", 2)
-        return self._h
-
-    def close(self):
-        """Frees the library's result now (the Python fields stay)."""
-        if self._h:
-            _lib.result_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return "<roamc.Plan %s: %d operators, %d buffers, peak %d, lower bound %d>" % (
@@ -286,12 +294,14 @@ def _text(b):
     return b.decode("utf-8", "replace") if b else ""
 
 
-class Comparison(list):
+class Comparison(_Result, list):
     """roamc.compare's answer: a list of CompareRow, one per method in the order of the
     command's table (PyTorch first, ROAM last), and lower_bound (of the theoretical peak),
     persistent_bytes, report (what `roamc MODEL --compare --report json` prints, as a dict);
     row(name) finds a row by method name; json() and write(path): the ROAM row's plan file
     (what `roamc MODEL --compare -o FILE` writes)."""
+
+    _what = "comparison"
 
     def __init__(self, handle):
         super().__init__()
@@ -315,39 +325,6 @@ class Comparison(list):
             if w.name == name:
                 return w
         raise KeyError(name)
-
-    def json(self):
-        """The ROAM row's plan file (roam-plan v1) as text."""
-        text = _lib.text(_lib.result_plan_json, self._handle())
-        if text is None:
-            raise Error(_lib.result_error(self._h).decode() or "no plan", 2)
-        return text
-
-    def write(self, path):
-        """Writes the ROAM row's plan file to path, as the command writes it."""
-        st = _lib.result_write(self._handle(), _b(path))
-        if st != _OK:
-            raise Error(_lib.result_error(self._h).decode(), st)
-
-    def _handle(self):
-        if not self._h:
-            raise Error("the comparison was closed", 2)
-        return self._h
-
-    def close(self):
-        """Frees the library's result now (the rows stay)."""
-        if self._h:
-            _lib.result_free(self._h)
-            self._h = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return "<roamc.Comparison %s>" % ", ".join(
