@@ -541,6 +541,186 @@ static int imp_one(imp *m, size_t x) {
     return imp_pinned_windows(m, x);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Push-down of the whole layout                                             */
+
+/* The tops of imp_pushdown: over time sections, the highest top placed
+ * there.  A placement raises its whole range to a value above everything
+ * there, so a section's top only rises and is the largest tag on its path
+ * to the root: a bottom-up tree, no pushing down.  mx[i]: at most the
+ * highest top under node i and at least its tags at i and below. */
+typedef struct imp_tops {
+    uint64_t *mx, *tag;
+    size_t size;     /* leaves, a power of two */
+    uint64_t visits; /* nodes visited (the work) */
+} imp_tops;
+
+static uint64_t imp_max(uint64_t a, uint64_t b) {
+    return a > b ? a : b;
+}
+
+/* The highest top in sections [a, b), a < b. */
+static uint64_t imp_tops_max(imp_tops *t, size_t a, size_t b) {
+    uint64_t r = 0;
+    for (size_t l = a + t->size, h = b + t->size; l < h; l /= 2, h /= 2) {
+        if (l & 1) r = imp_max(r, t->mx[l++]);
+        if (h & 1) r = imp_max(r, t->mx[--h]);
+        t->visits++;
+    }
+    /* the tags above the nodes taken lie on the paths of the end leaves */
+    for (size_t l = (a + t->size) / 2, h = (b - 1 + t->size) / 2; l >= 1; l /= 2, h /= 2) {
+        r = imp_max(r, imp_max(t->tag[l], t->tag[h]));
+        t->visits++;
+    }
+    return r;
+}
+
+/* Raises sections [a, b), a < b, to v, which is above all of them. */
+static void imp_tops_raise(imp_tops *t, size_t a, size_t b, uint64_t v) {
+    for (size_t l = a + t->size, h = b + t->size; l < h; l /= 2, h /= 2) {
+        if (l & 1) {
+            t->tag[l] = v;
+            t->mx[l++] = v;
+        }
+        if (h & 1) {
+            t->tag[--h] = v;
+            t->mx[h] = v;
+        }
+        t->visits++;
+    }
+    /* every node on the end leaves' paths holds a raised section */
+    for (size_t l = a + t->size, h = b - 1 + t->size; l >= 1; l /= 2, h /= 2) {
+        t->mx[l] = imp_max(t->mx[l], v);
+        t->mx[h] = imp_max(t->mx[h], v);
+        t->visits++;
+    }
+}
+
+static int imp_key_before(const lay_key *x, const lay_key *y) {
+    if (x->k1 != y->k1) return x->k1 < y->k1;
+    if (x->k2 != y->k2) return x->k2 < y->k2;
+    return x->idx < y->idx;
+}
+
+static void imp_heap_push(lay_key *h, size_t *len, lay_key k) {
+    size_t i = (*len)++;
+    while (i > 0 && imp_key_before(&k, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = k;
+}
+
+/* Puts k in place of the heap's least entry. */
+static void imp_heap_replace(lay_key *h, size_t len, lay_key k) {
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= len) break;
+        if (c + 1 < len && imp_key_before(&h[c + 1], &h[c])) c++;
+        if (!imp_key_before(&h[c], &k)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = k;
+}
+
+/* The whole layout pushed down: the buffers placed one at a time, each
+ * time the one whose lowest offset above the placed buffers it meets (its
+ * floor) is least, ties by its current offset (then index), at that floor
+ * (pin_greedy of layout_pinned.c without pins, on the whole list, where
+ * the search around pins would need every pair of buffers that meet).
+ * Every buffer goes above the placed ones it meets, so the layout is
+ * valid; floors only rise, so a buffer whose floor rose since it was
+ * queued is queued again.  On gpt2-xl_b1 in program order it frees
+ * holes that windows do not reach: 6 MB of the layout windows leave, 15
+ * MB of the best heuristic's (the stacks of long-lived buffers that
+ * windows lower 512 bytes at a time).  Returns 1 when the layout it gives
+ * is lower (m->off, m->height updated). */
+static int imp_pushdown(imp *m) {
+    const layout_problem *p = m->p;
+    const size_t n = p->n;
+    if (n == 0) return 0;
+    int64_t *pt = xmallocarray(2 * n, sizeof *pt);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m->sz[i]) {
+            pt[np++] = p->bufs[i].start;
+            pt[np++] = (int64_t)p->bufs[i].end + 1;
+        }
+    if (!imp_spend(m, 2 * n) || np == 0) {
+        free(pt);
+        return 0;
+    }
+    qsort(pt, np, sizeof *pt, lay_i64_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < np; i++)
+        if (u == 0 || pt[i] != pt[u - 1]) pt[u++] = pt[i];
+    imp_tops t = {0};
+    for (t.size = 1; t.size < u; t.size *= 2) {}
+    t.mx = xcalloc(2 * t.size, sizeof *t.mx);
+    t.tag = xcalloc(2 * t.size, sizeof *t.tag);
+    size_t *sa = xmallocarray(n, sizeof *sa), *sb = xmallocarray(n, sizeof *sb);
+    lay_key *heap = xmallocarray(n, sizeof *heap);
+    uint64_t *out = xmallocarray(n, sizeof *out);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = m->off[i];
+        if (!m->sz[i]) continue;
+        const int64_t *a = bsearch(&(int64_t){p->bufs[i].start}, pt, u, sizeof *pt, lay_i64_cmp);
+        const int64_t *b =
+            bsearch(&(int64_t){(int64_t)p->bufs[i].end + 1}, pt, u, sizeof *pt, lay_i64_cmp);
+        sa[i] = (size_t)(a - pt);
+        sb[i] = (size_t)(b - pt);
+        imp_heap_push(heap, &len, (lay_key){0, m->off[i], 0, i});
+    }
+    /* at most half of the work left: on the gpt2-xl_b1 x4 list (22484
+     * buffers) a push-down pops 9.9 M queue entries (each long-lived
+     * buffer about once for every rise of its floor) in 1.15 s */
+    const uint64_t most = m->bud->work / 2;
+    uint64_t height = 0, pops = 0, spent = 0;
+    int ok = 1;
+    while (len > 0 && ok) {
+        lay_key k = heap[0];
+        size_t i = k.idx;
+        uint64_t f = lay_round_up(imp_tops_max(&t, sa[i], sb[i]), p->align);
+        if (f != k.k1) { /* the floor rose since: queued again */
+            ROAMC_ASSERT(f > k.k1);
+            k.k1 = f;
+            imp_heap_replace(heap, len, k);
+        } else {
+            len--;
+            if (len > 0) imp_heap_replace(heap, len, heap[len]);
+            out[i] = f;
+            if (f + m->sz[i] > height) height = f + m->sz[i];
+            imp_tops_raise(&t, sa[i], sb[i], f + m->sz[i]);
+        }
+        /* a pop (a heap step down, about 27 tree nodes) costs a unit, 64
+         * tree nodes one more: 14 M units for the 1.15 s above, against
+         * the budget's 10^7 units a second */
+        if ((++pops & 1023) == 0) {
+            uint64_t w = 1024 + t.visits / 64;
+            t.visits = 0;
+            spent += w;
+            ok = spent <= most && imp_spend(m, w) && height < m->height;
+        }
+    }
+    spent += t.visits / 64;
+    ok = ok && spent <= most && imp_spend(m, t.visits / 64) && height < m->height;
+    if (ok) {
+        memcpy(m->off, out, n * sizeof *out);
+        m->height = height;
+    }
+    free(pt);
+    free(t.mx);
+    free(t.tag);
+    free(sa);
+    free(sb);
+    free(heap);
+    free(out);
+    return ok;
+}
+
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
                      int pinned, lay_improve_stats *st) {
     lay_improve_stats dummy;
@@ -550,8 +730,17 @@ uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_a
     imp_init(&m, p, offsets, bud, st);
     m.pinned = pinned;
     st->start_height = m.height;
+    int push = 1, changed = 0; /* push down next; windows moved since */
     while (m.height > stop_at && bud->stop == LAY_STOP_NONE) {
-        if (!imp_spend(&m, p->n)) break;
+        /* the whole layout pushed down, first and after the windows
+         * changed it (it gives the same layout again otherwise) */
+        if (pinned && push && imp_pushdown(&m)) {
+            st->pushed++;
+            push = 0;
+            continue;
+        }
+        push = 0;
+        if (bud->stop != LAY_STOP_NONE || !imp_spend(&m, p->n)) break;
         size_t ntops = 0;
         for (size_t i = 0; i < p->n; i++)
             if (m.sz[i] && imp_top(&m, i) == m.height) m.tops[ntops++] = i;
@@ -568,9 +757,13 @@ uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_a
                 left++;
         }
         free(tops);
+        if (moved) changed = 1;
         if (left == 0 && bud->stop == LAY_STOP_NONE) {
             m.height = layout_height(p->bufs, p->n, offsets);
             st->lowered++;
+        } else if (moved == 0 && changed && bud->stop == LAY_STOP_NONE) {
+            push = 1; /* a local optimum of the windows: push down again */
+            changed = 0;
         } else if (moved == 0) {
             break; /* a local optimum */
         }

@@ -155,8 +155,10 @@ typedef struct lay_budget {
  * Never raises the height; deterministic unless the deadline fires.
  * Scales to 100,000s of buffers (a window costs about its own buffers).
  * pinned: also search windows with their crossing buffers pinned
- * (lay_pinned), when the windows above them fail: lower layouts, but
- * it may spend the whole budget on small gains.
+ * (lay_pinned), when the windows above them fail, and push the whole
+ * layout down (each buffer onto the placed ones it meets, lowest first)
+ * at the start and when the windows stop after moving some: lower
+ * layouts, but it may spend the whole budget on small gains.
  * Returns the height; st (may be NULL) gets the counts. */
 typedef struct lay_improve_stats {
     uint64_t start_height, height;
@@ -165,6 +167,7 @@ typedef struct lay_improve_stats {
     size_t lowered; /* times the height went down */
     size_t exact;   /* clean windows laid out by layout_exact */
     size_t pinned;  /* windows searched around their crossing buffers (lay_pinned) */
+    size_t pushed;  /* times pushing the whole layout down lowered it (with pinned) */
 } lay_improve_stats;
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,

@@ -1290,6 +1290,29 @@ static void test_improve_large(void **state) {
     free(off2);
 }
 
+/* lay_improve with pinned pushes the whole layout down first: the long
+ * buffer 12 bytes up goes onto the tallest short one it meets (height 13
+ * -> 11, the live peak), valid; a layout it does not lower stays. */
+static void test_improve_pushdown(void **state) {
+    (void)state;
+    static const layout_buffer b[3] = {{10, 0, 4}, {4, 5, 9}, {1, 0, 9}};
+    uint64_t off[3] = {0, 0, 12};
+    lay_budget bud = {1000000, 1e300, LAY_STOP_NONE};
+    lay_improve_stats st;
+    assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, off, 11, &bud, 1, &st), 11);
+    assert_int_equal(st.pushed, 1);
+    assert_int_equal(off[0], 0);
+    assert_int_equal(off[1], 0);
+    assert_int_equal(off[2], 10);
+    assert_true(check_layout(b, 3, off, 1));
+    /* already at its floor everywhere: pushing down changes nothing */
+    uint64_t low[3] = {0, 0, 10};
+    lay_budget bud2 = {1000000, 1e300, LAY_STOP_NONE};
+    assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, low, 1, &bud2, 1, &st), 11);
+    assert_int_equal(st.pushed, 0);
+    assert_int_equal(low[2], 10);
+}
+
 /* What stopped a search, told truly: a list larger than the exact search
  * takes ends at once "too large", not "by time"; a proof says proof. */
 static void test_stop_reason(void **state) {
@@ -1475,6 +1498,7 @@ int main(void) {
         cmocka_unit_test(test_window_bound),
         cmocka_unit_test(test_improve_large),
         cmocka_unit_test(test_pinned_search),
+        cmocka_unit_test(test_improve_pushdown),
         cmocka_unit_test(test_stop_reason),
         cmocka_unit_test(test_search_slack_tiny_sizes),
         cmocka_unit_test(test_search_resume),
