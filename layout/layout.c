@@ -448,16 +448,7 @@ static void lay_index_clone(lay_index *dst, const lay_index *src) {
 
 /* Leaf node of step t, which is one of the steps of the index. */
 static size_t lay_index_leaf(const lay_index *ix, int64_t t) {
-    size_t lo = 0, hi = ix->nsteps;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (ix->steps[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    ROAMC_ASSERT(ix->steps[lo] == t);
-    return lo + ix->cap;
+    return lay_find_step(ix->steps, ix->nsteps, t) + ix->cap;
 }
 
 /* Records a buffer with lifetime [s, e] as placed at addresses [lo, hi). */

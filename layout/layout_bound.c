@@ -60,18 +60,6 @@ typedef struct lb_sections {
     uint64_t *load; /* per section: rounded sizes live there */
 } lb_sections;
 
-static size_t lb_find(const int64_t *v, size_t n, int64_t t) {
-    size_t lo = 0, hi = n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void lb_sections_init(lb_sections *s, const layout_problem *p) {
     const size_t n = p->n;
     memset(s, 0, sizeof *s);
@@ -91,8 +79,8 @@ static void lb_sections_init(lb_sections *s, const layout_problem *p) {
     for (size_t i = 0; i < n; i++) {
         if (p->bufs[i].size == 0) continue;
         uint64_t sz = lay_round_up(p->bufs[i].size, p->align);
-        diff[lb_find(s->bp, nb, p->bufs[i].start)] += sz;
-        diff[lb_find(s->bp, nb, (int64_t)p->bufs[i].end + 1)] -= sz; /* wraps back */
+        diff[lay_find_step(s->bp, nb, p->bufs[i].start)] += sz;
+        diff[lay_find_step(s->bp, nb, (int64_t)p->bufs[i].end + 1)] -= sz; /* wraps back */
     }
     s->load = xmallocarray(s->nsec ? s->nsec : 1, sizeof *s->load);
     uint64_t run = 0;

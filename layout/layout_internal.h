@@ -57,6 +57,21 @@ int lay_key_cmp(const void *pa, const void *pb);
 /* qsort comparators of plain int64_t and int32_t arrays, ascending. */
 int lay_i64_cmp(const void *pa, const void *pb);
 int lay_i32_cmp(const void *pa, const void *pb);
+/* The index of t in the sorted distinct array v[0..n), which holds it
+ * (asserted), by bisection: e.g. v = {0, 3, 7}, t = 3 gives 1.  Inline:
+ * the placement index (layout.c) calls it on every placement. */
+static inline size_t lay_find_step(const int64_t *v, size_t n, int64_t t) {
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    ROAMC_ASSERT(v[lo] == t);
+    return lo;
+}
 
 /* A schedule replay's events: the non-empty buffers' allocations sorted by
  * (start, index) and their frees by (end, index), keys as in lay_key with k1

@@ -6,20 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Index of t in the sorted distinct array v[0..n). */
-static size_t sec_find(const int64_t *v, size_t n, int64_t t) {
-    size_t lo = 0, hi = n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    ROAMC_ASSERT(v[lo] == t);
-    return lo;
-}
-
 void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red) {
     size_t n = red->n;
     ROAMC_ASSERT(n >= 1);
@@ -47,8 +33,8 @@ void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_re
     size_t spans = 0;
     for (size_t b = 0; b < n; b++) {
         const layout_buffer *x = &bufs[orig[b]];
-        sc->sa[b] = sec_find(bp, nbp, x->start);
-        sc->sb[b] = sec_find(bp, nbp, (int64_t)x->end + 1);
+        sc->sa[b] = lay_find_step(bp, nbp, x->start);
+        sc->sb[b] = lay_find_step(bp, nbp, (int64_t)x->end + 1);
         sc->steps[b] = (uint64_t)((int64_t)x->end + 1 - x->start);
         spans += sc->sb[b] - sc->sa[b];
     }

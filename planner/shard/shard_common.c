@@ -141,6 +141,38 @@ uint64_t sh_numel(const fe_value *v) {
     return n;
 }
 
+size_t sh_contiguous(const fe_value *v, int64_t *size, int64_t *stride) {
+    size_t rank = v->rank > 0 ? (size_t)v->rank : 0;
+    ROAMC_ASSERT(rank <= 64);
+    int64_t st = 1;
+    for (size_t d = rank; d-- > 0;) {
+        size[d] = v->dims[d].value;
+        stride[d] = st;
+        st *= size[d] > 0 ? size[d] : 1;
+    }
+    return rank;
+}
+
+int sh_grad_accum(sh_work *w, size_t *K) {
+    const char *accum = fe_meta(w->m, "roamc.grad_accum");
+    long k = accum ? strtol(accum, NULL, 10) : 1;
+    if (k < 1 || k > 65536)
+        return roamc_errorf(w->err, w->errlen,
+                            "%s: metadata roamc.grad_accum is '%s', not a number of "
+                            "microbatches",
+                            w->r->step_name, accum);
+    *K = (size_t)k;
+    return 0;
+}
+
+int *sh_param_of_grad(const sh_work *w) {
+    const fe_model *m = w->m;
+    int *param_of = xmallocarray(m->n_values ? m->n_values : 1, sizeof *param_of);
+    for (size_t v = 0; v < m->n_values; v++) param_of[v] = -1;
+    for (size_t i = 0; i < w->n; i++) param_of[w->p[i].grad] = (int)i;
+    return param_of;
+}
+
 /* Parameters and gradients, one gradient per parameter. */
 int sh_params(sh_work *w) {
     int *pv, *gv;
@@ -331,14 +363,7 @@ int sh_emit_copy_of(sh_work *w, fe_edit *e, size_t at, const sh_copy *c) {
     const fe_value *gv = &w->m->values[c->value >= 0 ? c->value : P->grad];
     bool in = c->in;
     int64_t size[64], stride[64];
-    size_t rank = gv->rank > 0 ? (size_t)gv->rank : 0;
-    ROAMC_ASSERT(rank <= 64);
-    int64_t st = 1;
-    for (size_t d = rank; d-- > 0;) {
-        size[d] = gv->dims[d].value;
-        stride[d] = st;
-        st *= size[d] > 0 ? size[d] : 1;
-    }
+    size_t rank = sh_contiguous(gv, size, stride);
     char view[SH_NAME], out[SH_NAME];
     snprintf(view, sizeof view, "%s.%s", gv->name, in ? "bucket" : "reduced_view");
     snprintf(out, sizeof out, "%s.%s", gv->name, in ? "bucketed" : "reduced");

@@ -124,14 +124,7 @@ static void sh_partition(sh_work *w) {
  * Returns 0, or -1 with a message. */
 static int sh_accumulation(sh_work *w) {
     const fe_model *m = w->m;
-    const char *accum = fe_meta(m, "roamc.grad_accum");
-    long k = accum ? strtol(accum, NULL, 10) : 1;
-    if (k < 1 || k > 65536)
-        return roamc_errorf(w->err, w->errlen,
-                            "%s: metadata roamc.grad_accum is '%s', not a number of "
-                            "microbatches",
-                            w->r->step_name, accum);
-    w->K = (size_t)k;
+    if (sh_grad_accum(w, &w->K)) return -1;
     w->each = w->K > 1 && w->r->so.kind == SHARD_ZERO2 && !w->r->so.no_sync;
     if (!w->each) return 0;
     w->mb_grad = xmallocarray(w->n * w->K, sizeof *w->mb_grad);
@@ -337,9 +330,7 @@ static int sh_apply_inserts(sh_work *w, fe_edit *e, size_t *shift) {
  * wrote ("g.reduced"): the copy consumed the name "g". */
 static int sh_rewire(sh_work *w, fe_edit *e, const size_t *shift, char *err, size_t errlen) {
     const fe_model *m = w->m;
-    int *param_of = xmallocarray(m->n_values ? m->n_values : 1, sizeof *param_of);
-    for (size_t v = 0; v < m->n_values; v++) param_of[v] = -1;
-    for (size_t i = 0; i < w->n; i++) param_of[w->p[i].grad] = (int)i;
+    int *param_of = sh_param_of_grad(w);
     int rc = 0;
     for (size_t op = 0; rc == 0 && op < w->g->n_ops; op++) {
         const fe_node *nd = &m->nodes[op];
@@ -360,9 +351,7 @@ static int sh_rewire(sh_work *w, fe_edit *e, const size_t *shift, char *err, siz
  * Before sh_remove_updates (indices as shift[] says). */
 static int sh_rewire_each(sh_work *w, fe_edit *e, const size_t *shift) {
     const fe_model *m = w->m;
-    int *param_of = xmallocarray(m->n_values ? m->n_values : 1, sizeof *param_of);
-    for (size_t v = 0; v < m->n_values; v++) param_of[v] = -1;
-    for (size_t i = 0; i < w->n; i++) param_of[w->p[i].grad] = (int)i;
+    int *param_of = sh_param_of_grad(w);
     int rc = 0;
     for (size_t op = 0; rc == 0 && op < w->g->n_ops; op++) {
         bool goes = op > w->last_grad && w->op_tag[op] >= 0 &&

@@ -440,16 +440,7 @@ static int gu_view(gu_work *G, fe_edit *e, size_t at, const char *buffer, const 
     int64_t size[64], stride[64];
     size_t rank = 1;
     size[0] = (int64_t)numel, stride[0] = 1;
-    if (v) {
-        rank = v->rank > 0 ? (size_t)v->rank : 0;
-        ROAMC_ASSERT(rank <= 64);
-        int64_t st = 1;
-        for (size_t d = rank; d-- > 0;) {
-            size[d] = v->dims[d].value;
-            stride[d] = st;
-            st *= size[d] > 0 ? size[d] : 1;
-        }
-    }
+    if (v) rank = sh_contiguous(v, size, stride);
     fe_attr_spec va[] = {{.name = "size", .type = FE_ATTR_INTS, .ints = size, .n_ints = rank},
                          {.name = "stride", .type = FE_ATTR_INTS, .ints = stride, .n_ints = rank},
                          {.name = "storage_offset", .type = FE_ATTR_INT, .i = (int64_t)offset},
@@ -941,14 +932,7 @@ static int gu_forward_end(gu_work *G) {
                             "makes: the forward pass ends there, and each unit is gathered again "
                             "for the backward pass",
                             w->r->step_name, shard_kind_name(w->r->so.kind));
-    const char *accum = fe_meta(w->m, "roamc.grad_accum");
-    long k = accum ? strtol(accum, NULL, 10) : 1;
-    if (k < 1 || k > 65536)
-        return roamc_errorf(w->err, w->errlen,
-                            "%s: metadata roamc.grad_accum is '%s', not a number of "
-                            "microbatches",
-                            w->r->step_name, accum);
-    G->K = (size_t)k;
+    if (sh_grad_accum(w, &G->K)) return -1;
     G->seg_start = xcalloc(G->K, sizeof *G->seg_start);
     G->seg_fwd_end = xcalloc(G->K, sizeof *G->seg_fwd_end);
     G->seg_fwd_end[0] = (size_t)w->m->values[v].producer;

@@ -121,6 +121,15 @@ int sh_split_at_peak(const plan *p, const sh_part_rule *rules, size_t n_rules, i
                      int act_part, uint64_t *split);
 /* Elements of v (its static dims). */
 uint64_t sh_numel(const fe_value *v);
+/* The sizes and strides of a contiguous tensor of v's static shape into
+ * size[] and stride[] (64 entries); returns its rank. */
+size_t sh_contiguous(const fe_value *v, int64_t *size, int64_t *stride);
+/* The step's microbatches (metadata roamc.grad_accum, 1 when absent) into
+ * *K.  0, or -1 with a message when the metadata is no count. */
+int sh_grad_accum(sh_work *w, size_t *K);
+/* Per value of the step: the parameter (index in w->p) whose gradient it
+ * is, -1 for the rest.  malloc'd: the caller frees. */
+int *sh_param_of_grad(const sh_work *w);
 /* w->p from roamc.parameters and roamc.gradients, one gradient per
  * parameter.  0, or -1 with a message. */
 int sh_params(sh_work *w);
