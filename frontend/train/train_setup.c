@@ -582,7 +582,7 @@ int tr_precision_rewrite(const char *path, const fe_model *f, const Onnx__ModelP
             if (v >= 0 && c.ty[v] != f->values[v].elem_type) continue;
             vis[nv++] = og->value_info[k];
         }
-        memcpy(vis + nv, c.vis, c.n_vis * sizeof *vis);
+        if (c.n_vis) memcpy(vis + nv, c.vis, c.n_vis * sizeof *vis); /* c.vis NULL when none */
         g->value_info = vis;
         g->n_value_info = nv + c.n_vis;
         Onnx__ValueInfoProto **outs = ow_alloc(&A, (og->n_output + 1) * sizeof *outs);

@@ -6,6 +6,7 @@
 #   plan   2 NAME.onnx          roamc NAME.onnx -o OUT
 #   layout 2 NAME.csv           roamc layout NAME.csv -o OUT
 #   check  1 NAME.json MODEL    roamc check tests/fuzz/models/MODEL.onnx NAME.json
+#   train  2 NAME.onnx PREC     roamc NAME.onnx --train --precision PREC -o OUT
 #   load   2 NAME.onnx          roamc check NAME.onnx EMPTY.json, in at most 15 s:
 #                               the model loads and builds (inputs that once hung
 #                               there), then the empty plan is refused
@@ -43,6 +44,9 @@ while read -r cmd want input model; do
     plan) timeout 300 "$roamc" "$src" -o "$out" --time-limit 30 > "$work/stdout" 2> "$work/stderr" ;;
     layout) timeout 300 "$roamc" layout "$src" -o "$out" --time-limit 5 > "$work/stdout" 2> "$work/stderr" ;;
     check) timeout 300 "$roamc" check "$models/$model.onnx" "$src" > "$work/stdout" 2> "$work/stderr" ;;
+    train)
+        timeout 300 "$roamc" "$src" --train --precision "$model" -o "$out" --time-limit 30 \
+            > "$work/stdout" 2> "$work/stderr" ;;
     load)
         : > "$work/empty.json"
         timeout 15 "$roamc" check "$src" "$work/empty.json" > "$work/stdout" 2> "$work/stderr" ;;
@@ -62,7 +66,7 @@ while read -r cmd want input model; do
     if [ "$cmd" = check ] && [ "$want" -eq 1 ]; then
         grep -q '^INVALID: ' "$work/stdout" || fail "$case: no INVALID line on stdout"
     fi
-    if [ "$cmd" = plan ] || [ "$cmd" = layout ]; then
+    if [ "$cmd" = plan ] || [ "$cmd" = layout ] || [ "$cmd" = train ]; then
         if [ "$want" -eq 0 ]; then
             [ -s "$out" ] || fail "$case: no output file"
         else
