@@ -48,13 +48,28 @@ def die(msg, code=2):
     sys.exit(code)
 
 
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def die_missing(module, e):
+    """torch, torchvision and onnx are Debian's packages, so only Debian's own interpreter
+    has them; the python3 first on PATH (a venv, pyenv, conda) is often another one."""
+    here = sys.executable or "this interpreter"
+    if os.path.realpath(here) == os.path.realpath(DEBIAN_PYTHON) and os.path.exists(DEBIAN_PYTHON):
+        fix = "install them: apt-get install python3-torch python3-torchvision python3-onnx"
+    else:
+        fix = "run it with Debian's %s, which has them (python3-torch, python3-torchvision, " \
+              "python3-onnx): %s %s ..." % (DEBIAN_PYTHON, DEBIAN_PYTHON, sys.argv[0] or "models/export.py")
+    die("cannot import %s (%s) in %s; %s" % (module, e, here, fix), 3)
+
+
 try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
     from torch.utils._python_dispatch import TorchDispatchMode
 except ImportError as e:  # pragma: no cover - reported to the user
-    die("cannot import torch (%s); run this with Debian's /usr/bin/python3" % e, 3)
+    die_missing("torch", e)
 
 
 # ---------------------------------------------------------------------------
@@ -1282,7 +1297,10 @@ def make_attr(name, v):
 
 
 def to_onnx(rec, meta, loss_name, outputs, producer_note):
-    import onnx
+    try:
+        import onnx
+    except ImportError as e:
+        die_missing("onnx", e)
     from onnx import helper, TensorProto, AttributeProto
 
     def vinfo(name):

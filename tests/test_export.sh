@@ -21,6 +21,29 @@ PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXPORT=$HERE/../models/export.py
 
+# Without torch (issue 39): exit 3 and a message that names the interpreter that ran it and
+# Debian's /usr/bin/python3 (-S drops dist-packages, so Debian's own python3 lacks torch
+# here; a python3 first on PATH that is another interpreter must be told to use Debian's).
+if [ -x "$PY" ] && mkdir -p "$OUT"; then
+    fails_before=$TEST_FAILS
+    "$PY" -S "$EXPORT" --list >/dev/null 2>"$OUT/notorch.err"
+    rc=$?
+    err=$(cat "$OUT/notorch.err")
+    [ $rc = 3 ] && case $err in *"cannot import torch"*" in $PY; install them: apt-get install python3-torch"*) true ;; *) false ;; esac ||
+        fail "export.py without torch under $PY -S: exit $rc, '$err'"
+    other=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+    if [ -n "$other" ] && [ "$(readlink -f "$other")" != "$(readlink -f "$PY")" ] &&
+        ! "$other" -c 'import torch' 2>/dev/null; then
+        "$other" "$EXPORT" --list >/dev/null 2>"$OUT/notorch.err"
+        rc=$?
+        err=$(cat "$OUT/notorch.err")
+        [ $rc = 3 ] && case $err in *" in $other"*"run it with Debian's $PY"*"$PY $EXPORT"*) true ;; *) false ;; esac ||
+            fail "export.py under $other (no torch): exit $rc, '$err'"
+    fi
+    rm -f "$OUT/notorch.err"
+    [ "$TEST_FAILS" != "$fails_before" ] || pass "export.py without torch: exit 3, names the interpreter and $PY"
+fi
+
 test_need_python "torch, torchvision, onnx" "python3-torch, python3-torchvision, python3-onnx"
 
 # shared/tools/check_plan.py lives beside the repository, not in it: a clone
