@@ -142,6 +142,7 @@ def mode_plans(roamc_bin, models, work):
             check(False, "compare %s: no roamc.Error" % kw)
         except roamc.Error as e:
             check(e.code == 2 and "compare" in e.message, "compare %s: %r" % (kw, e.message))
+    none_is_the_default(roamc_bin, work)
     # bytes = file (the plan names what it is told)
     path = os.path.join(models, "alexnet_b1.onnx")
     with open(path, "rb") as f:
@@ -158,6 +159,61 @@ def mode_plans(roamc_bin, models, work):
         except roamc.Error as e:
             check(e.code == 2 and e.message, "%s %s: code %d, message %r" % (bad, kw, e.code, e.message))
             print("  refused as it should: %s" % e)
+
+
+def none_is_the_default(roamc_bin, work):
+    """Issue 39: None for a keyword is its default as NULL is in roamc.h (train=None and
+    fit=None turn them on, fit with "both"; max_batch's symbol=None the one unbound), and
+    for a keyword that takes a value it is the same as not giving it; never dropped."""
+    import roamc
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, os.path.join(here, "..", "gen_train_models.py"), work],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("SKIP: None keywords: tests/gen_train_models.py needs onnx and numpy (%s)"
+              % r.stderr.strip().splitlines()[-1:])
+        return False
+    mlp = os.path.join(work, "mlp_dyn.onnx")  # a forward-only graph, batch symbol N
+    want = json.loads(run([roamc_bin, mlp, "--train", "--budget", "64KiB", "--max-batch",
+                           "--report", "json"]).stdout)["max_batch"]["plan"]
+    got = {t: roamc.max_batch(mlp, "64KiB", train=t).batch for t in (None, True, False)}
+    check(got[None] == got[True] == want and got[False] != want,
+          "max_batch(train=None): %s, train=True %s, --train %s, train=False %s"
+          % (got[None], got[True], want, got[False]))
+    print("  max_batch train=None %d = --train %d (inference: %d)" % (got[None], want, got[False]))
+    kw = dict(train=True, dims={"N": 600}, budget=85000)  # 89,600 B unfitted: fits only fitted
+    cli = json.loads(run([roamc_bin, mlp, "--train", "--dim", "N=600", "--budget", "85000", "--fit",
+                          "--report", "json"]).stdout)["actual_peak"]
+    fitted = {f: roamc.plan(mlp, fit=f, **kw) for f in (None, "both", False)}
+    check(fitted[None].fits is True and fitted[None].json() == fitted["both"].json() and
+          fitted[None].peak == cli,
+          "plan(fit=None): fits %s, peak %d; fit='both' %d" % (fitted[None].fits, fitted[None].peak,
+                                                              fitted["both"].peak))
+    check(fitted[False].fits is False and fitted[False].peak > fitted[None].peak,
+          "plan(fit=False): fits %s, peak %d" % (fitted[False].fits, fitted[False].peak))
+    print("  plan fit=None peak %d = --fit (without: %d, over 85000)" % (fitted[None].peak,
+                                                                         fitted[False].peak))
+    # a keyword that takes a value: None is its default, the plan as without it
+    base = roamc.plan(mlp, train=True, dims={"N": 8}).json()
+    for k in ("budget", "order", "layout", "align", "time_limit", "threads", "emit_train",
+              "optimizer", "loss", "frozen", "precision", "grad_accum", "reserve", "input_shapes",
+              "method", "node_limit", "delay_radius", "name"):
+        try:
+            same = roamc.plan(mlp, train=True, dims={"N": 8}, **{k: None}).json() == base
+            check(same, "plan(%s=None) is not the plan without %s" % (k, k))
+        except roamc.Error as e:
+            check(False, "plan(%s=None) raised: %s" % (k, e))
+    check(roamc.plan(mlp, train=True, dims={"N": 8}, frozen=[None]).json() == base,
+          "frozen=[None] is not the plan without frozen")
+    for k, v in (("max_batch", None), ("compare", None), ("nosuch_option", None)):
+        try:
+            roamc.plan(mlp, train=True, dims={"N": 8}, **{k: v})
+            check(False, "plan(%s=None): no roamc.Error" % k)
+        except roamc.Error as e:
+            check(e.code == 2, "plan(%s=None): code %d" % (k, e.code))
+    m = roamc.max_batch(mlp, "64KiB", symbol=None, train=None, dims=None, input_shapes=None)
+    check(m.batch == want, "max_batch(symbol=None, ...): %d, want %d" % (m.batch, want))
+    return True
 
 
 def mode_layout(roamc_bin, instances, work):
@@ -190,6 +246,18 @@ def mode_layout(roamc_bin, instances, work):
     check(hi3 <= lo1 or hi1 <= lo3, "the conflict edge is kept: %s" % r.offsets)
     r = roamc.layout([(4096, 0, 1), (4096, 1, 2)], capacity=4096)
     check(r.fits is False and r.stop == "infeasible", "capacity: fits %s, %s" % (r.fits, r.stop))
+    # None is the default (issue 39): alignment 1, a buffer's own alignment the default one
+    plain = roamc.layout([(1000, 0, 2), (3000, 1, 3), 700], conflicts=[(2, 1)], work=1000000)
+    nones = roamc.layout([dict(size=1000, first=0, last=2, alignment=None), (3000, 1, 3, None), 700],
+                         conflicts=[(2, 1)], work=1000000, alignment=None, capacity=None,
+                         time_limit=None, pinned=None, method=None)
+    check(nones.offsets == plain.offsets and nones.height == plain.height,
+          "layout with None keywords: %s, without %s" % (nones.offsets, plain.offsets))
+    try:
+        roamc.layout([(100, 0, None)])
+        check(False, "a buffer with first and no last accepted")
+    except roamc.Error as e:
+        print("  refused as it should: %s" % e)
     try:
         roamc.layout([(100, 0, 1), (100, 1, 2)], pinned={0: 0, 1: 50})
         check(False, "overlapping pins accepted")
@@ -238,6 +306,11 @@ def mode_torch(roamc_bin, export_py, work):
                          optimizer="sgd", budget="1MiB")
     check(q.fits is True and q.peak < p.peak, "sgd in memory: fits %s, peak %d (adam %d)"
           % (q.fits, q.peak, p.peak))
+    n = roamc.torch.plan(step["model"], step["inputs"], step["loss_fn"], targets=step["targets"],
+                         name="tiny_module.py:make", optimizer=None, grad_accum=None, amp=None)
+    check(n.json() == roamc.torch.plan(step["model"], step["inputs"], step["loss_fn"],
+                                       targets=step["targets"], name="tiny_module.py:make").json(),
+          "roamc.torch.plan(optimizer=None, grad_accum=None): not the default step's plan")
     print("  tiny module: adam peak %d, sgd peak %d" % (p.peak, q.peak))
     # --max-batch through the API, on a batch-symbolic step the exporter writes
     subprocess.run([sys.executable, export_py, "--model", "mlp3", "--symbolic-batch", "-o",

@@ -71,6 +71,18 @@ class _Options:
         if _lib.options_set(self.h, name.encode(), v) != _OK:
             raise Error(_lib.options_error(self.h).decode(), 2)
 
+    def set_default(self, name):
+        """The option given None: what NULL means to roamc_options_set.  An option NULL turns
+        on takes its default value (train; fit: both; max-batch: the one unbound symbol;
+        compare; no-sync); one that needs a value keeps the value roamc_options_new gave it
+        (the library refuses NULL for it and, as roamc.h says, leaves the option as it was),
+        so None there is the same as not passing the keyword."""
+        if _lib.options_set(self.h, name.encode(), None) == _OK:
+            return
+        msg = _lib.options_error(self.h).decode()
+        if msg.startswith("no option named"):
+            raise Error(msg, 2)  # a misspelt keyword is an error, whatever its value
+
     def close(self):
         if self.h:
             _lib.options_free(self.h)
@@ -102,15 +114,17 @@ def _fill(o, input_shapes, dims, budget, train, options):
             o.set("dim", "%s=%s" % (sym, v))
     if budget is not None:
         o.set("budget", budget)
-    if train:
-        o.set("train", None)
+    options = dict(options, train=train)
     for key, value in options.items():
         name = key.replace("_", "-")
-        if value is False or value is None:
-            continue  # an option not given
-        if isinstance(value, (list, tuple)):
+        if value is False:
+            continue  # an option turned off: as not given
+        if value is None:
+            o.set_default(name)
+        elif isinstance(value, (list, tuple)):
             for v in value:  # repeatable: frozen, input-shape, dim
-                o.set(name, v)
+                if v is not None:
+                    o.set(name, v)
         else:
             o.set(name, value)
 
@@ -219,13 +233,15 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
     (order="lescea", align=256, time_limit=30, method="pytorch", fit="recompute",
     max_overhead="33%", shard="zero3", world=8, frozen=["bert.embeddings"],
     emit_train="step.onnx", ...); True for an option without a value, a list for a
-    repeatable one.  A plan over the budget is returned (fits False, status "does not
+    repeatable one.  None is the default, as NULL is to roamc_options_set: an option that
+    is on or off (train, fit, no_sync) is on, with its default value (fit=None: both); one
+    that takes a value keeps its default (budget=None: no budget); False: off.  A plan over the budget is returned (fits False, status "does not
     fit"); every other failure raises roamc.Error.  The largest batch that fits:
     roamc.max_batch.
     """
-    if options.get("max_batch") not in (None, False):
+    if options.get("max_batch", False) is not False:
         raise Error("plan makes one plan: for the largest batch that fits, call roamc.max_batch", 2)
-    if options.get("compare") not in (None, False):
+    if options.get("compare", False) is not False:
         raise Error("plan makes one plan: to plan every method side by side, call roamc.compare", 2)
     return Plan(_run(path, input_shapes, dims, budget, train, name, options))
 
@@ -368,21 +384,28 @@ class Layout:
 
 
 def _buffer_fields(b, alignment):
-    """(size, alignment, first, last) of one buffer as given; first None: no lifetime."""
+    """(size, alignment, first, last) of one buffer as given; first and last None: no
+    lifetime; its alignment None: the default alignment."""
     if isinstance(b, dict):
-        size = b["size"]
         first = b.get("first", b.get("start"))
         last = b.get("last", b.get("end"))
-        return size, b.get("alignment", alignment), first, last
+        return _buffer_checked(b["size"], b.get("alignment"), first, last, alignment)
     if isinstance(b, int):
         return b, alignment, None, None
     b = tuple(b)
     if len(b) == 3:
-        return b[0], alignment, b[1], b[2]
+        return _buffer_checked(b[0], None, b[1], b[2], alignment)
     if len(b) == 4:
-        return b[0], b[3], b[1], b[2]
+        return _buffer_checked(b[0], b[3], b[1], b[2], alignment)
     raise Error("a buffer is size, (size, first, last), (size, first, last, alignment) or a "
                 "dict with size[, first, last, alignment], not %r" % (b,), 2)
+
+
+def _buffer_checked(size, align, first, last, alignment):
+    if (first is None) != (last is None):
+        raise Error("a buffer's lifetime needs both first and last (or neither: no lifetime), "
+                    "not first %r, last %r" % (first, last), 2)
+    return size, alignment if align is None else align, first, last
 
 
 def layout(buffers, capacity=None, time_limit=None, alignment=1, pinned=None, conflicts=None,
@@ -396,8 +419,11 @@ def layout(buffers, capacity=None, time_limit=None, alignment=1, pinned=None, co
     ahead of time.  conflicts: pairs (a, b) that must not share bytes besides those whose
     lifetimes meet.  capacity: the layout must fit it (a size; .fits False when it does
     not).  time_limit: seconds; work: work units of the exact search (10^7 ~ 1 s, the
-    same answer on every machine); method: roam llfb greedy bestfit pytorch.
+    same answer on every machine); method: roam llfb greedy bestfit pytorch.  None, for
+    any of them, is the default (as roamc_layout_new sets it; alignment 1).
     """
+    if alignment is None:
+        alignment = 1
     h = _lib.layout_new()
     try:
         def check(st):

@@ -79,9 +79,12 @@ def export(module, example_inputs, loss_fn=None, optimizer="adam", targets=None,
     (the names become the graph's inputs); only their shapes and dtypes are read.
     optimizer: sgd, momentum, adam, adamw (export.py's); name: the step's roamc.model
     metadata (default the module's class name); amp ("bf16"), grad_accum: as export.py's
-    --amp and --grad-accum.
+    --amp and --grad-accum.  None, for any keyword, is its default (optimizer adam,
+    grad_accum 1, no amp, no targets).
     """
     ex = _export_py()
+    optimizer = "adam" if optimizer is None else optimizer
+    grad_accum = 1 if grad_accum is None else grad_accum
     spec = name or type(module).__name__
     # the exporter moves what it is given to the meta device in place: give it copies
     model = copy.deepcopy(module)
