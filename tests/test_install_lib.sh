@@ -45,15 +45,25 @@ readelf -d "$work/model_static" | grep -q 'libroamc' && fail "the static build s
 cmake -S "$ex" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" >"$work/cmake.log" 2>&1 &&
     cmake --build "$work/cm" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail_now "find_package(roamc)"; }
 pass "examples built: pkg-config shared, pkg-config --static, find_package(roamc)"
+runpath=$(readelf -d "$work/model_shared" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+[ -n "$runpath" ] || fail "the program linked with pkg-config --libs roamc under $prefix has no rpath"
+# under a system library directory roamc.pc adds no rpath (Debian policy; the loader finds it)
+DESTDIR=$work/dest cmake --install "$build" --prefix /usr >"$work/install_usr.log" 2>&1 ||
+    { cat "$work/install_usr.log"; fail_now "DESTDIR=... cmake --install --prefix /usr"; }
+syspc=$(find "$work/dest/usr" -name roamc.pc | head -1)
+grep -q '^Libs:.*rpath' "$syspc" && fail "roamc.pc installed under /usr has an rpath: $(grep '^Libs:' "$syspc")"
+pass "roamc.pc: rpath $runpath under $prefix; none under /usr ($(grep '^Libs:' "$syspc"))"
 
+# run as a user would: no LD_LIBRARY_PATH (issue 39: a custom prefix exited 127, libroamc.so.0.1
+# not found); roamc.pc's rpath, CMake's build rpath and the static link find the library
 for kind in shared static cmake; do
     case $kind in
-        shared) b=$work/buf_shared m=$work/model_shared env="LD_LIBRARY_PATH=$libdir" ;;
-        static) b=$work/buf_static m=$work/model_static env="LD_LIBRARY_PATH=/nonexistent" ;;
-        cmake) b=$work/cm/plan_buffers m=$work/cm/plan_model env="LD_LIBRARY_PATH=$libdir" ;;
+        shared) b=$work/buf_shared m=$work/model_shared ;;
+        static) b=$work/buf_static m=$work/model_static ;;
+        cmake) b=$work/cm/plan_buffers m=$work/cm/plan_model ;;
     esac
-    env $env "$b" >"$work/buf_$kind.out" 2>&1 || { cat "$work/buf_$kind.out"; fail "plan_buffers ($kind)"; }
-    env $env "$m" "$model" "$work/plan_$kind.json" threads=2 >"$work/model_$kind.out" 2>&1 ||
+    env -u LD_LIBRARY_PATH "$b" >"$work/buf_$kind.out" 2>&1 || { cat "$work/buf_$kind.out"; fail "plan_buffers ($kind)"; }
+    env -u LD_LIBRARY_PATH "$m" "$model" "$work/plan_$kind.json" threads=2 >"$work/model_$kind.out" 2>&1 ||
         { cat "$work/model_$kind.out"; fail "plan_model ($kind)"; }
 done
 cmp -s "$work/buf_shared.out" "$work/buf_static.out" && cmp -s "$work/buf_shared.out" "$work/buf_cmake.out" ||

@@ -3,10 +3,12 @@
 # (planner/python) installed as a user would: libroamc by `cmake --install`
 # into a fresh prefix, the package by `pip install --no-index
 # --no-build-isolation --target SITE` with Debian's /usr/bin/python3 and its
-# setuptools (offline), then imported from SITE outside the checkout: it
-# finds the installed library through pkg-config, its plan equals the
-# installed roamc's byte for byte, and roamc.torch finds the export.py
-# bundled at install.  SKIP (77) without /usr/bin/python3, its pip or
+# setuptools (offline), then imported from SITE outside the checkout with
+# neither PKG_CONFIG_PATH nor ROAMC_LIBRARY (issue 39): it loads the library
+# pip recorded at install (found then through pkg-config; a second pip
+# install, without PKG_CONFIG_PATH, records the one the checkout's
+# install_manifest.txt names), its plan equals the installed roamc's byte
+# for byte, and roamc.torch finds the export.py bundled at install.  SKIP (77) without /usr/bin/python3, its pip or
 # setuptools, or pkg-config.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -29,16 +31,25 @@ mkdir -p "$work/src/planner" "$work/src/models"
 cp -R "$src/planner/python" "$work/src/planner/python" && cp "$src/models/export.py" "$work/src/models/" ||
     fail_now "copy planner/python"
 rm -rf "$work/src/planner/python/build" "$work/src/planner/python/roamc.egg-info"
-"$py" -m pip install --no-index --no-build-isolation --disable-pip-version-check --target "$work/site" \
-    "$work/src/planner/python" >"$work/pip.log" 2>&1 || { cat "$work/pip.log"; fail_now "pip install"; }
+# pip_install SITE VAR=VALUE...: pip install --target SITE from the copy, in an environment
+# with VAR=VALUE and without the variables the package reads
+pip_install() {
+    _site=$1
+    shift
+    rm -rf "$work/src/planner/python/build"
+    env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u PKG_CONFIG_PATH "$@" "$py" -m pip install --no-index \
+        --no-build-isolation --disable-pip-version-check --target "$_site" "$work/src/planner/python" \
+        >"$work/pip.log" 2>&1 || { cat "$work/pip.log"; fail_now "pip install"; }
+}
+pip_install "$work/site" PKG_CONFIG_PATH="$libdir/pkgconfig"
 [ -f "$work/site/roamc/__init__.py" ] && [ -f "$work/site/roamc/_export.py" ] ||
     fail_now "pip installed no roamc/__init__.py or roamc/_export.py in the target"
 pass "pip install --no-index --no-build-isolation --target: $(ls "$work/site" | tr '\n' ' ')"
 
 "$prefix/bin/roamc" "$model" -o "$work/cli.json" -q || fail_now "the installed roamc failed on $model"
 cd "$work" || fail_now "cd"
-out=$(env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u ROAMC_EXPORT_PY PYTHONPATH="$work/site" \
-    PKG_CONFIG_PATH="$libdir/pkgconfig" "$py" -c '
+out=$(env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u ROAMC_EXPORT_PY -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH \
+    PYTHONPATH="$work/site" "$py" -c '
 import os, sys
 import roamc
 assert roamc.__file__.startswith(sys.argv[1]), roamc.__file__
@@ -57,5 +68,15 @@ print("roamc.torch: exporter %s" % ex.__file__)
 ' "$work/site" "$prefix" "$model" 2>&1) || fail_now "import from the pip target: $out"
 echo "$out"
 cmp -s "$work/cli.json" "$work/py.json" || fail "the installed package's plan of $model differs from the installed roamc's"
-pass "imported from the pip target with the installed libroamc (pkg-config); plan = roamc's"
+pass "imported from the pip target, no PKG_CONFIG_PATH: the libroamc recorded at install; plan = roamc's"
+
+# the checkout's last `cmake --install` (CMake's install_manifest.txt in its build tree), when
+# pip runs without PKG_CONFIG_PATH: written here for this prefix (the shared build tree's own
+# manifest is rewritten by every test that installs from it)
+mkdir -p "$work/src/build" && find "$prefix" >"$work/src/build/install_manifest.txt"
+pip_install "$work/site2"
+got=$(env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH PYTHONPATH="$work/site2" \
+    "$py" -c 'import roamc; print(roamc.library_path())' 2>&1)
+case $got in "$libdir"/libroamc.so) ;; *) fail "pip without PKG_CONFIG_PATH, the manifest naming $libdir: loads '$got'" ;; esac
+pass "pip without PKG_CONFIG_PATH records the library the checkout installed last: $got"
 test_finish test_python_pip

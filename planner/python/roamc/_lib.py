@@ -4,9 +4,12 @@ Where the library is looked for, first found wins:
   1. $ROAMC_LIBRARY: the path of libroamc.so (or of a folder holding it);
   2. the build tree of the checkout this package was imported from
      (BUILD/libroamc.so, BUILD from $ROAMC_BUILD_DIR, else <checkout>/build);
-  3. the libdir pkg-config gives for roamc (an installed prefix; set
+  3. the library pip recorded at install (roamc/_installed.py, written by setup.py:
+     $ROAMC_LIBRARY, pkg-config's libdir, or the checkout's last `cmake --install`,
+     as they were then), so no variable is needed afterwards;
+  4. the libdir pkg-config gives for roamc (an installed prefix; set
      PKG_CONFIG_PATH for one outside the system's);
-  4. ctypes.util.find_library("roamc") (the loader's own search: ldconfig,
+  5. ctypes.util.find_library("roamc") (the loader's own search: ldconfig,
      LD_LIBRARY_PATH).
 """
 import ctypes
@@ -40,6 +43,12 @@ def _candidates():
         build = os.environ.get("ROAMC_BUILD_DIR") or os.path.join(checkout, "build")
         yield os.path.join(build, _SONAME_GLOB)
     try:
+        from . import _installed
+        if _installed.LIBRARY:
+            yield _installed.LIBRARY
+    except ImportError:
+        pass  # imported from the checkout, not installed by pip
+    try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "roamc"], capture_output=True,
                                 text=True, check=False).stdout.strip()
         if libdir:
@@ -62,7 +71,8 @@ def _load():
         except OSError as e:
             tried.append("%s (%s)" % (path, e))
     raise ImportError("roamc: cannot find libroamc.so; set ROAMC_LIBRARY to its path, or install "
-                      "roamc (cmake --install) where pkg-config finds it. Tried: %s"
+                      "roamc (cmake --install) before pip installs this package (it records "
+                      "where), or where pkg-config finds it. Tried: %s"
                       % ("; ".join(tried) or "nothing"))
 
 
