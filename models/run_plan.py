@@ -12,6 +12,19 @@ arguments recorded as attributes in schema order); PLAN.json a roam-plan v1
 file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
 share one reference run.
 
+MODEL may also be a step `roamc --train --emit-train` derived from a forward
+file (torch.onnx.export's, say), or a --fit step of one.  Its forward nodes
+are ONNX operators, run as the ATen calls PyTorch makes for them (ONNX_OPS);
+its derived ATen nodes record no overloads or non-tensor arguments, which the
+runner rebuilds from the step (DERIVED_OPS: the forward node a saved tensor
+comes from, value_info's shapes, the optimizer state's roles; the optimizer's
+scalars are torch.optim's defaults); its initializers (running statistics,
+constants) hold their data.  The parameters come from the initializers of
+the file it was derived from (metadata roamc.derived_from, from the current
+folder or the step's), by name; where that file or a parameter is missing,
+from seeded random data.  An operator outside those tables is refused by
+name (exit 2).
+
 Two runs of the step, from the same random parameters, optimizer state and
 data (fixed by --seed):
 
@@ -125,6 +138,7 @@ class StepViolation(Exception):
 
 try:
     import onnx
+    import onnx.numpy_helper
     import torch
 except ImportError as e:  # pragma: no cover
     sys.stderr.write("run_plan.py: cannot import torch/onnx (%s); use Debian's /usr/bin/python3\n" % e)
@@ -158,20 +172,33 @@ class Graph:
                 raise BadInput("%s: value '%s' has no static shape or a type the runner does not know"
                                % (path, vi.name))
             self.info[vi.name] = (DTYPES[tt.elem_type], tuple(d.dim_value for d in tt.shape.dim))
-        if g.initializer:
-            raise BadInput("%s: initializers (%s, ...) hold no data in exporter graphs; the runner "
-                           "cannot give them values" % (path, g.initializer[0].name))
-        self.inputs = [vi.name for vi in g.input]
+        # a step `roamc --train` derived keeps the file's non-parameter initializers (running
+        # statistics, shape constants) with their data: values at step 0, as graph inputs are
+        self.initial = {}
+        for t in g.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL or t.data_type not in DTYPES:
+                raise BadInput("%s: initializer '%s' holds no data here (external data) or has a type "
+                               "the runner does not know" % (path, t.name))
+            self.initial[t.name] = torch.from_numpy(onnx.numpy_helper.to_array(t).copy()).to(DTYPES[t.data_type])
+            self.info[t.name] = (DTYPES[t.data_type], tuple(t.dims))
+        self.inputs = [vi.name for vi in g.input] + [t for t in self.initial if t not in
+                                                     {vi.name for vi in g.input}]
         self.outputs = [vi.name for vi in g.output]
         self.loss = self.meta.get("roamc.loss")
         if self.loss is None:
             raise BadInput("%s: no roamc.loss metadata: not a graph written by models/export.py" % path)
-        self.calls = [self._resolve(i, n) for i, n in enumerate(self.nodes)]
         self.producer = {}
         for i, n in enumerate(self.nodes):
             for o in n.output:
                 if o:
                     self.producer[o] = i
+        # a step roamc --train derived: its ATen nodes record no arguments (DerivedCall)
+        self.derived = self.meta.get("roamc.exporter", "").startswith("roamc --train")
+        self.params = set(x for x in self.meta.get("roamc.parameters", "").split(",") if x)
+        self.state = set(x for x in self.meta.get("roamc.optimizer_state", "").split(",") if x)
+        self.calls = []
+        for i, n in enumerate(self.nodes):
+            self.calls.append(self._resolve(i, n))
         # values in host memory: what an Offload makes
         self.host = {c.node.output[0] for c in self.calls if c.op == "Offload"}
         self.changed = bool(self.host) or any(c.recompute is not None or c.op == "Reload" for c in self.calls)
@@ -193,10 +220,15 @@ class Graph:
                     self.info[n.input[0]] != self.info[n.output[0]]:
                 raise BadInput("%s: '%s' and '%s' differ in type or shape" % (where, n.input[0], n.output[0]))
             return CopyCall(n, where)
+        if n.domain in ("", "ai.onnx"):
+            return OnnxCall(n, where, self.info)
         if n.domain != ATEN:
-            raise BadInput("%s: domain '%s'; the runner replays org.pytorch.aten nodes (models/export.py)"
+            raise BadInput("%s: domain '%s'; the runner replays org.pytorch.aten nodes (models/export.py) "
+                           "and the ONNX operators of a step roamc --train derived (ONNX_OPS)"
                            % (where, n.domain))
         attrs = {a.name: a for a in n.attribute}
+        if self.derived and "overload" not in attrs:
+            return DerivedCall(n, where, self)
         overload = attrs["overload"].s.decode() if "overload" in attrs else "default"
         try:
             fn = getattr(getattr(torch.ops.aten, n.op_type), overload or "default")
@@ -331,6 +363,375 @@ class Call:
         if len(flat) != n:
             raise BadInput("%s: the operator gives %d outputs, the node has %d" % (self.where, len(flat), n))
         return flat
+
+
+def _ints(attrs, name, default):
+    return list(attrs[name].ints) if name in attrs else default
+
+
+def _pads(attrs, n, where):
+    """ONNX pads [begin..., end...] as PyTorch's symmetric padding."""
+    if attrs.get("auto_pad") is not None and attrs["auto_pad"].s not in (b"", b"NOTSET"):
+        raise BadInput("%s: auto_pad %s (the runner takes explicit pads)" % (where, attrs["auto_pad"].s.decode()))
+    pads = _ints(attrs, "pads", [0] * (2 * n))
+    if pads[:n] != pads[n:]:
+        raise BadInput("%s: asymmetric pads %s" % (where, pads))
+    return pads[:n]
+
+
+def _onnx_conv(x, w, b=None, *, a, where):
+    n = w.dim() - 2
+    return [torch.ops.aten.convolution(x, w, b, _ints(a, "strides", [1] * n), _pads(a, n, where),
+                                       _ints(a, "dilations", [1] * n), False, [0] * n,
+                                       a["group"].i if "group" in a else 1)]
+
+
+def _onnx_batch_norm(x, scale, bias, mean, var, *, a, where):
+    """Training mode (roamc --train sets it): the running statistics updated in place, as
+    native_batch_norm does (outputs 1 and 2 alias inputs 3 and 4); PyTorch's momentum is
+    1 - ONNX's.  The derived backward reads them as stand-ins of save_mean/save_invstd
+    (frontend/train/TRAIN.md), so the runner gives it exactly those tensors."""
+    eps = a["epsilon"].f if "epsilon" in a else 1e-5
+    momentum = a["momentum"].f if "momentum" in a else 0.9
+    train = bool(a["training_mode"].i) if "training_mode" in a else False
+    y = torch.ops.aten.native_batch_norm(x, scale, bias, mean, var, train, 1.0 - momentum, eps)[0]
+    return [y, mean, var] if train else [y]
+
+
+def _onnx_max_pool(x, *, a, where):
+    n = x.dim() - 2
+    k = _ints(a, "kernel_shape", None)
+    fn = {1: torch.ops.aten.max_pool1d_with_indices, 2: torch.ops.aten.max_pool2d_with_indices,
+          3: torch.ops.aten.max_pool3d_with_indices}[n]
+    y, idx = fn(x, k, _ints(a, "strides", [1] * n), _pads(a, n, where), _ints(a, "dilations", [1] * n),
+                bool(a["ceil_mode"].i) if "ceil_mode" in a else False)
+    return [y, idx]  # PyTorch's indices: what the derived max_pool*_with_indices_backward reads
+
+
+def _onnx_avg_pool(x, *, a, where):
+    n = x.dim() - 2
+    fn = {1: torch.ops.aten.avg_pool1d, 2: torch.ops.aten.avg_pool2d, 3: torch.ops.aten.avg_pool3d}[n]
+    return [fn(x, _ints(a, "kernel_shape", None), _ints(a, "strides", [1] * n), _pads(a, n, where),
+               bool(a["ceil_mode"].i) if "ceil_mode" in a else False,
+               bool(a["count_include_pad"].i) if "count_include_pad" in a else False)]
+
+
+def _onnx_gemm(A, B, C=None, *, a, where):
+    if "transA" in a and a["transA"].i:
+        A = A.t()
+    if "transB" in a and a["transB"].i:
+        B = B.t()
+    alpha = a["alpha"].f if "alpha" in a else 1.0
+    beta = a["beta"].f if "beta" in a else 1.0
+    if C is None:
+        return [torch.ops.aten.mm(A, B) if alpha == 1.0 else torch.ops.aten.mm(A, B) * alpha]
+    return [torch.ops.aten.addmm(C, A, B, beta=beta, alpha=alpha)]
+
+
+def _onnx_flatten(x, *, a, where):
+    axis = a["axis"].i if "axis" in a else 1
+    axis += x.dim() if axis < 0 else 0
+    lead = 1
+    for d in x.shape[:axis]:
+        lead *= d
+    return [torch.ops.aten.reshape(x, [lead, -1])]
+
+
+def _onnx_reshape(x, shape, *, a, where):
+    dims = [int(d) for d in shape.tolist()]
+    dims = [x.shape[i] if d == 0 and not (a.get("allowzero") and a["allowzero"].i) else d
+            for i, d in enumerate(dims)]
+    return [torch.ops.aten.reshape(x, dims)]
+
+
+def _onnx_dropout(x, ratio=None, training=None, *, a, where):
+    p = float(ratio) if ratio is not None else (a["ratio"].f if "ratio" in a else 0.5)
+    if training is not None and not bool(training):
+        return [x.clone(), torch.ones_like(x, dtype=torch.bool)]
+    y, mask = torch.ops.aten.native_dropout(x, p, True)
+    return [y, mask]
+
+
+def _onnx_softmax(x, *, a, where):
+    return [torch.ops.aten._softmax(x, a["axis"].i if "axis" in a else -1, False)]
+
+
+def _onnx_transpose(x, *, a, where):
+    return [torch.ops.aten.permute(x, _ints(a, "perm", list(range(x.dim() - 1, -1, -1))))]
+
+
+def _onnx_concat(*xs, a, where):
+    return [torch.ops.aten.cat(list(xs), a["axis"].i)]
+
+
+def _onnx_constant(*, a, where):
+    if "value" not in a:
+        raise BadInput("%s: a Constant without a tensor 'value'" % where)
+    return [torch.from_numpy(onnx.numpy_helper.to_array(a["value"].t).copy())]
+
+
+def _unary(fn):
+    return lambda x, *, a, where: [fn(x)]
+
+
+def _binary(fn):
+    return lambda x, y, *, a, where: [fn(x, y)]
+
+
+# The ONNX operators of a step `roamc --train` derives from a torch.onnx export (its forward
+# nodes stay the file's own; everything it adds is ATen): each as the ATen call PyTorch makes
+# for the module that exported it, so that the derived backward, an ATen graph, reads what it
+# would read in PyTorch.  An operator outside this table is refused by name (exit 2).
+ONNX_OPS = {
+    "Conv": _onnx_conv, "BatchNormalization": _onnx_batch_norm, "MaxPool": _onnx_max_pool,
+    "AveragePool": _onnx_avg_pool, "Gemm": _onnx_gemm, "Flatten": _onnx_flatten,
+    "Reshape": _onnx_reshape, "Dropout": _onnx_dropout, "Softmax": _onnx_softmax,
+    "Transpose": _onnx_transpose, "Concat": _onnx_concat, "Constant": _onnx_constant,
+    "GlobalAveragePool": lambda x, *, a, where: [torch.ops.aten.mean(x, list(range(2, x.dim())), True)],
+    "Relu": _unary(torch.ops.aten.relu), "Sigmoid": _unary(torch.ops.aten.sigmoid),
+    "Tanh": _unary(torch.ops.aten.tanh), "Identity": _unary(torch.ops.aten.clone),
+    "Erf": _unary(torch.ops.aten.erf), "Sqrt": _unary(torch.ops.aten.sqrt),
+    "Add": _binary(torch.ops.aten.add), "Sub": _binary(torch.ops.aten.sub),
+    "Mul": _binary(torch.ops.aten.mul), "Div": _binary(torch.ops.aten.div),
+    "MatMul": _binary(torch.ops.aten.matmul), "Pow": _binary(torch.ops.aten.pow),
+}
+
+
+class OnnxCall:
+    """A forward node of a step `roamc --train` derived (ONNX domain), run as ONNX_OPS says.
+    Its attributes alias/inplace (a training BatchNormalization's running statistics) and
+    roamc_recompute (a --fit copy) mean what they mean on an ATen node."""
+
+    def __init__(self, node, where, info):
+        self.node, self.where, self.op = node, where, node.op_type
+        if self.op not in ONNX_OPS:
+            raise BadInput("%s: the runner replays %s of the ONNX operators, not %s"
+                           % (where, ", ".join(sorted(ONNX_OPS)), self.op))
+        self.attrs = {a.name: a for a in node.attribute}
+        self.inputs = list(node.input)
+        self.alias = list(self.attrs["alias"].ints) if "alias" in self.attrs else [-1] * len(node.output)
+        self.inplace = self.attrs["inplace"].i if "inplace" in self.attrs else 0
+        self.recompute = self.attrs[RECOMPUTE_ATTR].s.decode() if RECOMPUTE_ATTR in self.attrs else None
+        self.random = self.op == "Dropout"
+        self.empty = False
+        self.info = info
+        impl = ONNX_OPS[self.op]
+        # a Constant is made on the host: moved to the run's device (the others are there)
+        self.fn = lambda *xs, device=None: [t.to(device) if t is not None and device is not None else t
+                                            for t in impl(*xs, a=self.attrs, where=where)]
+
+    def arguments(self, value_of, device):
+        return [value_of(x) if x else None for x in self.inputs], {"device": device}
+
+    def flat_outputs(self, out, value_of):
+        n = len(self.node.output)
+        if len(out) < n:
+            raise BadInput("%s: the operator gives %d outputs, the node has %d" % (self.where, len(out), n))
+        flat = []
+        for name, t in zip(self.node.output, out[:n]):
+            if t is not None and name in self.info:
+                dt, shape = self.info[name]
+                if t.dtype != dt or tuple(t.shape) != shape:
+                    raise BadInput("%s: output '%s' is %s %s here, the file says %s %s"
+                                   % (self.where, name, t.dtype, tuple(t.shape), dt, shape))
+            flat.append(t)
+        return flat
+
+
+# A step `roamc --train` derived records its ATen nodes (loss, backward, optimizer) without
+# their overloads and non-tensor arguments (frontend/train/TRAIN.md): the runner rebuilds
+# them from what the step does record, each op below from its inputs, the forward node its
+# saved tensors come from, the shapes in value_info and the optimizer state's roles; an op
+# outside the table is refused by name.  The optimizer's scalars are torch.optim's defaults
+# at step 1 (lr 1e-3, Adam's betas 0.9/0.999, eps 1e-8, AdamW's weight decay 1e-2, momentum
+# 0.9): the run checks where the plan puts every byte, against the same step run eagerly.
+LR, BETA1, BETA2, EPS, WEIGHT_DECAY, MOMENTUM = 1e-3, 0.9, 0.999, 1e-8, 1e-2, 0.9
+
+
+class DerivedCall:
+    """An ATen node of a step `roamc --train` derived, its arguments rebuilt (DERIVED_OPS)."""
+
+    def __init__(self, node, where, g):
+        self.node, self.where, self.op, self.g = node, where, node.op_type, g
+        if self.op not in DERIVED_OPS:
+            raise BadInput("%s: a node roamc --train derived, whose arguments the step does not record; "
+                           "the runner rebuilds those of %s, not %s"
+                           % (where, ", ".join(sorted(DERIVED_OPS)), self.op))
+        attrs = {a.name: a for a in node.attribute}
+        self.inputs = list(node.input)
+        self.alias = list(attrs["alias"].ints) if "alias" in attrs else [-1] * len(node.output)
+        self.inplace = attrs["inplace"].i if "inplace" in attrs else 0
+        self.recompute = attrs[RECOMPUTE_ATTR].s.decode() if RECOMPUTE_ATTR in attrs else None
+        self.random = self.empty = False
+        impl = DERIVED_OPS[self.op]
+        self.fn = lambda *xs: impl(self, *xs)
+
+    def arguments(self, value_of, device):
+        return [value_of(x) if x else None for x in self.inputs], {}
+
+    def flat_outputs(self, out, value_of):
+        return OnnxCall.flat_outputs(self, out, value_of)
+
+    @property
+    def info(self):
+        return self.g.info
+
+    def out_shape(self, k=0):
+        return list(self.g.info[self.node.output[k]][1])
+
+    def forward_node(self, k, op_types):
+        """The forward (ONNX) node that made input k (through Casts), of one of op_types."""
+        name = self.inputs[k]
+        while name in self.g.producer:
+            n = self.g.nodes[self.g.producer[name]]
+            if n.op_type in op_types:
+                return n, {a.name: a for a in n.attribute}
+            if n.op_type != "Cast":
+                break
+            name = n.input[0]
+        raise BadInput("%s: input '%s' does not come from a %s node" % (self.where, self.inputs[k],
+                                                                        " or ".join(op_types)))
+
+    def role(self, k):
+        """What input k is, following in-place writes back to the graph input they update:
+        'param', 'step', 'exp_avg', 'exp_avg_sq', 'momentum_buffer', or None."""
+        name = self.inputs[k]
+        while name in self.g.producer:
+            i = self.g.producer[name]
+            c, n = self.g.calls[i], self.g.nodes[i]
+            j = c.alias[list(n.output).index(name)] if i < len(self.g.calls) else -1
+            if j < 0:
+                return None
+            name = n.input[j]
+        if name in self.g.params:
+            return "param"
+        for suffix in ("step", "exp_avg_sq", "exp_avg", "momentum_buffer"):
+            if name.endswith("." + suffix) and name in self.g.state:
+                return suffix
+        return None
+
+
+def _d_mm(c, x, y):
+    """roamc writes a Gemm's gradients as mm of the tensors torch multiplies, without the
+    transposes (its rule keeps what is read and made): the product whose shape is the
+    output's, a transposed operand where needed."""
+    want = tuple(c.out_shape())
+    for a, b in ((x, y), (x.t(), y), (x, y.t()), (x.t(), y.t())):
+        if a.shape[1] == b.shape[0] and (a.shape[0], b.shape[1]) == want:
+            return [torch.ops.aten.mm(a, b)]
+        if a.shape[1] == b.shape[0] and (b.shape[1], a.shape[0]) == want:
+            return [torch.ops.aten.mm(b.t(), a.t())]
+    raise BadInput("%s: no product of %s and %s is %s" % (c.where, tuple(x.shape), tuple(y.shape), want))
+
+
+def _d_sum(c, x):
+    shape = c.out_shape()
+    lead = list(range(x.dim() - len(shape)))
+    y = torch.ops.aten.sum.dim_IntList(x, lead, False) if lead else x
+    keep = [d for d in range(y.dim()) if shape[d] == 1 and y.shape[d] != 1]
+    return [torch.ops.aten.sum.dim_IntList(y, keep, True) if keep else y]
+
+
+def _d_div(c, x, y=None):
+    if y is not None:
+        return [torch.ops.aten.div.Tensor(x, y)]
+    if c.g.nodes[c.g.producer[c.inputs[0]]].op_type == "expand":  # a mean's backward
+        e = c.g.nodes[c.g.producer[c.inputs[0]]]
+        n_in = 1
+        for d in c.g.info[e.input[0]][1]:
+            n_in *= d
+        return [torch.ops.aten.div.Scalar(x, x.numel() // max(n_in, 1))]
+    if c.g.nodes[c.g.producer[c.inputs[0]]].op_type == "sqrt":  # Adam: / sqrt(bias_correction2)
+        return [torch.ops.aten.div.Scalar(x, (1 - BETA2) ** 0.5)]
+    raise BadInput("%s: a div by a number after %s" % (c.where, c.g.nodes[c.g.producer[c.inputs[0]]].op_type))
+
+
+def _d_add_(c, x, y=None):
+    role = c.role(0)
+    if y is None:
+        return [x.add_(1 if role == "step" else EPS)]
+    alpha = {"param": -LR, "exp_avg": 1 - BETA1, "momentum_buffer": 1.0}.get(role)
+    if alpha is None:
+        raise BadInput("%s: add_ into '%s', not a parameter or optimizer state" % (c.where, c.inputs[0]))
+    return [x.add_(y, alpha=alpha)]
+
+
+def _d_mul_(c, x, y=None):
+    if y is not None:
+        return [x.mul_(y)]
+    factor = {"exp_avg": BETA1, "exp_avg_sq": BETA2, "momentum_buffer": MOMENTUM,
+              "param": 1 - LR * WEIGHT_DECAY}.get(c.role(0))
+    if factor is None:
+        raise BadInput("%s: mul_ of '%s' by a number: not optimizer state" % (c.where, c.inputs[0]))
+    return [x.mul_(factor)]
+
+
+def _d_batch_norm_backward(c, gy, x, w, save_mean, save_invstd):
+    _, a = c.forward_node(3, ("BatchNormalization",))
+    eps = a["epsilon"].f if "epsilon" in a else 1e-5
+    mask = [bool(o) for o in c.node.output] + [False] * (3 - len(c.node.output))
+    return list(torch.ops.aten.native_batch_norm_backward(gy, x, w, None, None, save_mean, save_invstd,
+                                                          True, eps, mask[:3]))
+
+
+def _d_conv_backward(c, gy, x, w):
+    # the Conv of this weight (its input may be a --fit recompute or Reload of the one it read)
+    convs = [n for n in c.g.nodes if n.op_type == "Conv" and len(n.input) > 1 and n.input[1] == c.inputs[2]]
+    if not convs:
+        raise BadInput("%s: no Conv node reads the weight '%s'" % (c.where, c.inputs[2]))
+    n_conv = next((n for n in convs if n.input[0] == c.inputs[1]), convs[0])
+    a = {at.name: at for at in n_conv.attribute}
+    nd = w.dim() - 2
+    bias = [w.shape[0]] if len(n_conv.input) > 2 and n_conv.input[2] else None
+    mask = [bool(o) for o in c.node.output] + [False] * (3 - len(c.node.output))
+    return list(torch.ops.aten.convolution_backward(
+        gy, x, w, bias, _ints(a, "strides", [1] * nd), _pads(a, nd, c.where), _ints(a, "dilations", [1] * nd),
+        False, [0] * nd, a["group"].i if "group" in a else 1, mask[:3]))
+
+
+def _d_max_pool_backward(c, gy, x, idx):
+    _, a = c.forward_node(2, ("MaxPool",))
+    nd = x.dim() - 2
+    return [torch.ops.aten.max_pool2d_with_indices_backward(
+        gy, x, _ints(a, "kernel_shape", None), _ints(a, "strides", [1] * nd), _pads(a, nd, c.where),
+        _ints(a, "dilations", [1] * nd), bool(a["ceil_mode"].i) if "ceil_mode" in a else False, idx)]
+
+
+def _d_dropout_backward(c, gy, mask):
+    _, a = c.forward_node(1, ("Dropout",))
+    n = c.g.nodes[c.g.producer[c.inputs[1]]]
+    p = c.g.initial[n.input[1]].item() if len(n.input) > 1 and n.input[1] in c.g.initial else \
+        (a["ratio"].f if "ratio" in a else 0.5)
+    return [torch.ops.aten.native_dropout_backward(gy, mask, 1.0 / (1.0 - p))]
+
+
+DERIVED_OPS = {
+    "_log_softmax": lambda c, x: [torch.ops.aten._log_softmax(x, 1, False)],
+    "_log_softmax_backward_data": lambda c, g, y: [torch.ops.aten._log_softmax_backward_data(g, y, 1, y.dtype)],
+    "nll_loss_forward": lambda c, x, t, w=None: list(torch.ops.aten.nll_loss_forward(x, t, w, 1, -100)),
+    "nll_loss_backward": lambda c, g, x, t, w, tw: [torch.ops.aten.nll_loss_backward(g, x, t, w, 1, -100, tw)],
+    "ones_like": lambda c, x: [torch.ops.aten.ones_like(x)],
+    "mm": _d_mm,
+    "t": lambda c, x: [torch.ops.aten.t(x)],
+    "add": lambda c, x, y: [torch.ops.aten.add.Tensor(x, y)],
+    "mul": lambda c, x, y: [torch.ops.aten.mul.Tensor(x, y)],
+    "sum": _d_sum, "div": _d_div,
+    "view": lambda c, x: [torch.ops.aten.view(x, c.out_shape()) if c.alias[0] == 0
+                          else torch.ops.aten.reshape(x, c.out_shape())],
+    "expand": lambda c, x: [torch.ops.aten.expand(x, c.out_shape())],
+    "clone": lambda c, x: [torch.ops.aten.clone(x)],
+    "threshold_backward": lambda c, g, x: [torch.ops.aten.threshold_backward(g, x, 0)],
+    "sigmoid_backward": lambda c, g, y: [torch.ops.aten.sigmoid_backward(g, y)],
+    "tanh_backward": lambda c, g, y: [torch.ops.aten.tanh_backward(g, y)],
+    "native_batch_norm_backward": _d_batch_norm_backward,
+    "convolution_backward": _d_conv_backward,
+    "max_pool2d_with_indices_backward": _d_max_pool_backward,
+    "native_dropout_backward": _d_dropout_backward,
+    "sqrt": lambda c, x: [torch.ops.aten.sqrt(x)],
+    "add_": _d_add_, "mul_": _d_mul_,
+    "addcmul_": lambda c, x, a, b: [x.addcmul_(a, b, value=1 - BETA2)],
+    "addcdiv_": lambda c, x, a, b: [x.addcdiv_(a, b, value=-LR / (1 - BETA1))],
+}
 
 
 class CopyCall:
@@ -469,12 +870,51 @@ def check_same_step(g, ref):
 
 # --------------------------------------------------------------------------- inputs
 
-def make_inputs(g, seed):
-    """Random values for every graph input, the same for both runs."""
+def original_weights(g, quiet=True):
+    """The parameters' values of a step `roamc --train` derived: the initializers of the file
+    it was derived from (metadata roamc.derived_from, as given to roamc: found from the
+    current folder or the step's), by name; {} when the step records none or the file is
+    not there (then every parameter is seeded random data)."""
+    src = g.meta.get("roamc.derived_from")
+    if not src:
+        return {}
+    for path in (src, os.path.join(os.path.dirname(os.path.abspath(g.path)), src)):
+        if os.path.isfile(path):
+            break
+    else:
+        if not quiet:
+            print("note: %s was derived from %s, which is not here: its parameters are seeded random data"
+                  % (g.path, src))
+        return {}
+    try:
+        m = onnx.load(path)
+    except Exception as e:
+        raise BadInput("%s (roamc.derived_from of %s): not a readable ONNX model (%s)" % (path, g.path, e))
+    weights = {}
+    for t in m.graph.initializer:
+        if t.data_type in DTYPES and t.data_location != onnx.TensorProto.EXTERNAL:
+            weights[t.name] = torch.from_numpy(onnx.numpy_helper.to_array(t).copy()).to(DTYPES[t.data_type])
+    return weights
+
+
+def make_inputs(g, seed, quiet=True):
+    """Values for every graph input, the same for both runs: a derived step's initializers
+    hold theirs, its parameters come from the original file's initializers (original_weights)
+    where it has them; the rest (data, optimizer state, the parameters of an exporter's step)
+    are random, from seed."""
     gen = torch.Generator().manual_seed(seed)
     vals = {}
+    weights = original_weights(g, quiet)
+    n_orig = 0
     for name in g.inputs:
         dt, shape = g.info[name]
+        w = g.initial.get(name)
+        if w is None and name in weights and weights[name].dtype == dt and tuple(weights[name].shape) == shape:
+            w = weights[name]
+            n_orig += 1
+        if w is not None:
+            vals[name] = w.clone()
+            continue
         if dt.is_floating_point:
             v = torch.randn(shape, generator=gen, dtype=torch.float32).to(dt) * 0.1
             if "exp_avg_sq" in name or "running_var" in name:
@@ -486,6 +926,10 @@ def make_inputs(g, seed):
             # 0 and 1 fit every class count and table of the bundled models
             v = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64).to(dt)
         vals[name] = v
+    if g.meta.get("roamc.derived_from") and not quiet:
+        params = [x for x in g.meta.get("roamc.parameters", "").split(",") if x]
+        print("parameters: %d of %d from %s's initializers, the rest seeded random data"
+              % (n_orig, len(params), g.meta["roamc.derived_from"]))
     return vals
 
 
@@ -956,7 +1400,7 @@ def main(argv):
             check_host_use(ref)
             check_same_step(g, ref)
         plans = [load_plan(p, g) for p in args.plans]
-        init = make_inputs(ref, args.seed)
+        init = make_inputs(ref, args.seed, args.quiet)
         keys = seed_keys(g, ref)
         cuda_peaks(device)
         keep = set(ref.inputs) | set(ref.outputs)
