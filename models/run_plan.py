@@ -470,6 +470,16 @@ def _onnx_constant(*, a, where):
     return [torch.from_numpy(onnx.numpy_helper.to_array(a["value"].t).copy())]
 
 
+def _clip_bounds(a, lo, hi):
+    lo = float(lo) if lo is not None else (a["min"].f if "min" in a else float("-inf"))
+    hi = float(hi) if hi is not None else (a["max"].f if "max" in a else float("inf"))
+    return lo, hi
+
+
+def _onnx_clip(x, lo=None, hi=None, *, a, where):
+    return [torch.ops.aten.hardtanh(x, *_clip_bounds(a, lo, hi))]  # ReLU6 is hardtanh(x, 0, 6)
+
+
 def _unary(fn):
     return lambda x, *, a, where: [fn(x)]
 
@@ -487,6 +497,7 @@ ONNX_OPS = {
     "AveragePool": _onnx_avg_pool, "Gemm": _onnx_gemm, "Flatten": _onnx_flatten,
     "Reshape": _onnx_reshape, "Dropout": _onnx_dropout, "Softmax": _onnx_softmax,
     "Transpose": _onnx_transpose, "Concat": _onnx_concat, "Constant": _onnx_constant,
+    "Clip": _onnx_clip,
     "GlobalAveragePool": lambda x, *, a, where: [torch.ops.aten.mean(x, list(range(2, x.dim())), True)],
     "Relu": _unary(torch.ops.aten.relu), "Sigmoid": _unary(torch.ops.aten.sigmoid),
     "Tanh": _unary(torch.ops.aten.tanh), "Identity": _unary(torch.ops.aten.clone),
@@ -705,7 +716,29 @@ def _d_dropout_backward(c, gy, mask):
     return [torch.ops.aten.native_dropout_backward(gy, mask, 1.0 / (1.0 - p))]
 
 
+def _static_value(g, name):
+    """The value of an initializer or a Constant node's output (a Clip's bounds), or None."""
+    if not name:
+        return None
+    if name in g.initial:
+        return g.initial[name]
+    n = g.nodes[g.producer[name]] if name in g.producer else None
+    if n is not None and n.op_type == "Constant":
+        return _onnx_constant(a={x.name: x for x in n.attribute}, where=name)[0]
+    raise BadInput("'%s' is neither an initializer nor a Constant" % name)
+
+
+def _d_hardtanh_backward(c, gy, x):
+    clips = [n for n in c.g.nodes if n.op_type == "Clip" and n.input[0] == c.inputs[1]]
+    if not clips:
+        raise BadInput("%s: no Clip node reads '%s'" % (c.where, c.inputs[1]))
+    n = clips[0]
+    bounds = [_static_value(c.g, n.input[k]) if len(n.input) > k else None for k in (1, 2)]
+    return [torch.ops.aten.hardtanh_backward(gy, x, *_clip_bounds({a.name: a for a in n.attribute}, *bounds))]
+
+
 DERIVED_OPS = {
+    "hardtanh_backward": _d_hardtanh_backward,
     "_log_softmax": lambda c, x: [torch.ops.aten._log_softmax(x, 1, False)],
     "_log_softmax_backward_data": lambda c, g, y: [torch.ops.aten._log_softmax_backward_data(g, y, 1, y.dtype)],
     "nll_loss_forward": lambda c, x, t, w=None: list(torch.ops.aten.nll_loss_forward(x, t, w, 1, -100)),

@@ -11,7 +11,9 @@
 #   derived from); without that file, from seeded random data;
 # - a --fit step of it (recompute: --fit at 83% of the peak; offload:
 #   --fit=offload at 85%) matches the unchanged step (--reference) bit for bit;
-# - a broken plan of it (two live buffers at one offset) is caught: exit 1.
+# - a broken plan of it (two live buffers at one offset) is caught: exit 1;
+# - torchvision's mobilenet_v2 (ReLU6 as Clip), exported the same way: its
+#   derived step matches too.
 # Before run_plan.py knew such steps it refused them ("initializers ... hold no
 # data in exporter graphs", exit 2).
 #
@@ -84,6 +86,27 @@ print(sum(1 for n in m.graph.node if n.op_type in ("Offload", "Reload") or
         pass "--fit=$kind at $pct% ($changed nodes changed): $(grep '^MATCH' "fit_$kind.out" | sed 's/.*; arena/arena/')" ||
         fail "--fit=$kind: $(cat "fit_$kind.out")"
 done
+
+# a torchvision model (ReLU6 as Clip, depthwise convolutions), 32x32 images, batch 2
+if "$PY" -c 'import torchvision' 2>/dev/null; then
+    "$PY" - <<'EOF' >export_tv.out 2>&1 || fail "the mobilenet_v2 export: $(tail -3 export_tv.out)"
+import torch, torchvision
+torch.manual_seed(0)
+torch.onnx.export(torchvision.models.mobilenet_v2(num_classes=10).train(), torch.randn(2, 3, 32, 32),
+                  "mobilenet_v2_fwd.onnx", training=torch.onnx.TrainingMode.TRAINING,
+                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+EOF
+    "$ROAMC" mobilenet_v2_fwd.onnx --train --dim batch=2 --emit-train mobilenet_v2_step.onnx \
+        -o mobilenet_v2.plan.json -q || fail "roamc --train on mobilenet_v2"
+    expect 0 mobilenet_v2 "$PY" "$RUN" mobilenet_v2_step.onnx mobilenet_v2.plan.json &&
+        grep -q '^parameters: 158 of 158 from mobilenet_v2_fwd.onnx' mobilenet_v2.out &&
+        grep -q '^MATCH' mobilenet_v2.out &&
+        pass "torchvision mobilenet_v2's derived step: $(grep '^MATCH' mobilenet_v2.out | sed 's/.*; arena/arena/')" ||
+        fail "mobilenet_v2: $(tail -3 mobilenet_v2.out)"
+else
+    skip_part "no torchvision for /usr/bin/python3: the mobilenet_v2 case"
+fi
 
 # a broken plan is caught, and a step whose export is gone runs on seeded random weights
 expect 0 break "$PY" "$SRC/tests/break_plan.py" overlap step.onnx step.plan.json overlap.json &&
