@@ -8,13 +8,16 @@
 # pip recorded at install (found then through pkg-config; a second pip
 # install, without PKG_CONFIG_PATH, records the one the checkout's
 # install_manifest.txt names), its plan equals the installed roamc's byte
-# for byte, and roamc.torch finds the export.py bundled at install.  SKIP (77) without /usr/bin/python3, its pip or
+# for byte, and roamc.torch finds the export.py bundled at install.  The
+# README's own pip line runs as written (its --user install redirected with
+# PYTHONUSERBASE) and roamc imports from there with the installed library.  SKIP (77) without /usr/bin/python3, its pip or
 # setuptools, or pkg-config.
 set -u
 . "$(dirname "$0")/lib.sh"
 test_usage 3 3 "BUILD_DIR SOURCE_DIR MODEL.onnx" "$@"
 build=$1 src=$2 model=$3
 case $model in /*) ;; *) model=$(pwd)/$model ;; esac
+case $src in /*) ;; *) src=$(pwd)/$src ;; esac
 py=/usr/bin/python3
 [ -x "$py" ] || skip "no $py"
 "$py" -m pip --version >/dev/null 2>&1 || skip "no pip for $py (Debian: python3-pip)"
@@ -69,6 +72,18 @@ print("roamc.torch: exporter %s" % ex.__file__)
 echo "$out"
 cmp -s "$work/cli.json" "$work/py.json" || fail "the installed package's plan of $model differs from the installed roamc's"
 pass "imported from the pip target, no PKG_CONFIG_PATH: the libroamc recorded at install; plan = roamc's"
+
+# the README's pip command as written (Debian 12's pip refuses a plain install beside apt's
+# packages, PEP 668): run in the copy, its --user install redirected by PYTHONUSERBASE
+readme_pip=$(grep -m1 '^/usr/bin/python3 -m pip install' "$src/README.md")
+[ -n "$readme_pip" ] || fail_now "no '/usr/bin/python3 -m pip install' line in README.md"
+(cd "$work/src" && env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR PYTHONUSERBASE="$work/userbase" \
+    PKG_CONFIG_PATH="$libdir/pkgconfig" sh -c "$readme_pip") >"$work/readme_pip.log" 2>&1 ||
+    fail "the README's '$readme_pip': $(grep -i error "$work/readme_pip.log" | head -2)"
+got=$(cd "$work" && env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u PKG_CONFIG_PATH -u PYTHONPATH \
+    PYTHONUSERBASE="$work/userbase" "$py" -c 'import roamc; print(roamc.__file__, roamc.library_path())' 2>&1)
+case $got in "$work/userbase/"*" $libdir/libroamc.so") pass "the README's pip command installs; import roamc: $got" ;;
+    *) fail "after the README's pip command, import roamc gives '$got'" ;; esac
 
 # the checkout's last `cmake --install` (CMake's install_manifest.txt in its build tree), when
 # pip runs without PKG_CONFIG_PATH: written here for this prefix (the shared build tree's own
