@@ -53,8 +53,12 @@ if [ -n "$plan_step" ]; then
     (cd "$W" && sh -c "$plan_step") >"$W/setup.out" 2>&1 || fail "setup's '$plan_step': $(tail -3 "$W/setup.out")"
     pass "setup: roamc is on the PATH before '$plan_step', which runs"
 fi
+# the README's commands (indented or fenced lines starting with `roamc `), in README order
+awk '/^```/ { fenced = !fenced; next }
+     fenced && /^roamc [^ ]/ { print; next }
+     !fenced && /^    roamc [^ ]/ { sub(/^    /, ""); print }' "$readme" >"$W/commands"
 # every other README command calls roamc bare: the setup must have put it on the PATH
-n_bare=$(grep -cE '^(    )?roamc [^ ]' "$readme")
+n_bare=$(wc -l <"$W/commands")
 [ "$n_bare" = 0 ] || [ $linked = 1 ] || fail "the README calls roamc bare $n_bare times, the setup puts it on no PATH"
 
 # ---- the --train section's export, then every command on what it makes
@@ -73,12 +77,8 @@ echo "  exporting $made as the README does (~30 s) ..."
 [ -s "$W/$made" ] || fail_now "the README's export made no $made"
 pass "the README's export block wrote $made"
 
-# the README's commands (indented or fenced lines starting with `roamc `), in README order;
-# a command runs when its model is a file made so far (the export's, or one an earlier
-# command wrote with --emit-train)
-awk '/^```/ { fenced = !fenced; next }
-     fenced && /^roamc [^ ]/ { print; next }
-     !fenced && /^    roamc [^ ]/ { sub(/^    /, ""); print }' "$readme" >"$W/commands"
+# a README command runs when its model is a file made so far (the export's, or one an
+# earlier command wrote with --emit-train)
 # the model a command reads: its first argument, or its second after a command word
 model_of() {
     echo "$1" | awk '{ print ($2 == "check" || $2 == "explain" || $2 == "shapes") ? $3 : $2 }'
