@@ -1311,6 +1311,14 @@ static void test_improve_pushdown(void **state) {
     assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, low, 1, &bud2, 1, &st), 11);
     assert_int_equal(st.pushed, 0);
     assert_int_equal(low[2], 10);
+    /* past the deadline the push-down stops on time and keeps the layout
+     * (it used to run to its end on work alone) */
+    uint64_t late[3] = {0, 0, 12};
+    lay_budget bud3 = {1000000, 0, LAY_STOP_NONE};
+    assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, late, 11, &bud3, 1, &st), 13);
+    assert_int_equal(bud3.stop, LAY_STOP_TIME);
+    assert_int_equal(st.pushed, 0);
+    assert_int_equal(late[2], 12);
 }
 
 /* What stopped a search, told truly: a list larger than the exact search
