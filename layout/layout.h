@@ -425,4 +425,41 @@ layout_solve_status layout_solve(const layout_problem *p, const uint64_t *warm_o
                                  const layout_solve_opts *o, uint64_t *offsets,
                                  layout_solve_result *r);
 
+/* A layout problem beyond intervals (layout_general.c, the library's
+ * roamc_layout_* for what `roamc layout`'s engine does not take): buffer
+ * i conflicts with j when both have lifetimes and they meet, or when an
+ * edge joins them; buffers of size 0 conflict with nothing; a pinned
+ * buffer stays at its offset. */
+typedef struct layout_general {
+    size_t n;
+    const uint64_t *size;        /* bytes, each a multiple of its alignment */
+    const uint64_t *align;       /* per buffer, >= 1 */
+    const int32_t *first, *last; /* closed lifetime; first < 0: none */
+    const uint8_t *pinned;       /* 1: buffer i sits at pin[i] */
+    const uint64_t *pin;
+    const size_t *edges; /* n_edges pairs a, b */
+    size_t n_edges;
+} layout_general;
+
+typedef struct layout_general_result {
+    uint64_t height;
+    uint64_t bound;          /* lower bound: live size, pins' tops, greedy cliques */
+    layout_stop stop;        /* PROOF: height == bound; WORK, TIME; NO_IMPROVEMENT:
+                         at most one free buffer, nothing to search */
+    size_t clash_a, clash_b; /* when it returns -1 */
+} layout_general_result;
+
+/* The default work of layout_general_solve: neighbour visits of the first
+ * fits. */
+#define LAYOUT_GENERAL_WORK 20000000
+
+/* First fit of the free buffers in three orders, then a local search over
+ * orders (move one buffer earlier; keep no higher), until the bound, work
+ * (0: LAYOUT_GENERAL_WORK) or the deadline (roamc_now() seconds).
+ * offsets: n, every pinned buffer at its pin.  Deterministic unless the
+ * deadline fires.  Returns 0, or -1 when two pinned buffers conflict and
+ * overlap (r->clash_a < r->clash_b; offsets not written). */
+int layout_general_solve(const layout_general *g, uint64_t work, double deadline, uint64_t *offsets,
+                         layout_general_result *r);
+
 #endif

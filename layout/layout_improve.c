@@ -32,6 +32,7 @@
  */
 #include "layout.h"
 #include "layout_internal.h"
+#include "layout_sections.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,8 @@
 #define IMP_EXACT_MIN 8
 /* Work a search around pins may spend per free buffer of its window. */
 #define IMP_PINNED_WORK_PER_BUFFER 16384
-/* Most free buffers in a window searched around pins: lay_pinned recurses
- * a frame (about 100 bytes) per buffer. */
+/* Most free buffers in a window searched around pins: lay_bnb recurses
+ * a few frames (a few hundred bytes) per buffer. */
 #define IMP_PINNED_MAX_BUFFERS 12000
 #define IMP_CLASSES 34 /* lifetime lengths up to 2^33 steps */
 
@@ -102,6 +103,13 @@ static int imp_spend(imp *m, uint64_t w) {
     }
     m->bud->work -= w;
     return 1;
+}
+
+/* 0 when the deadline has passed (bud->stop then says so). */
+static int imp_in_time(imp *m) {
+    if (roamc_now() <= m->bud->deadline) return 1;
+    m->bud->stop = LAY_STOP_TIME;
+    return 0;
 }
 
 static void imp_init(imp *m, const layout_problem *p, uint64_t *off, lay_budget *bud,
@@ -229,14 +237,6 @@ static void imp_widen(const imp *m, int64_t *ws, int64_t *we) {
     *we = z;
 }
 
-static uint64_t imp_rand(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* The movable buffers' order number o (local indices in m->keys[0..nm)),
  * and whether it places by best fit. */
 static int imp_order(imp *m, size_t nm, int o) {
@@ -266,7 +266,7 @@ static int imp_order(imp *m, size_t nm, int o) {
         }
         case 5: key->k1 = (uint64_t)b->start ^ 0x8000000000000000ull; break;
         default: /* offset with noise of up to a quarter of the height */
-            key->k1 = off + imp_rand(&m->seed) % (m->height / 4 + 1);
+            key->k1 = off + lay_xorshift(&m->seed) % (m->height / 4 + 1);
             break;
         }
     }
@@ -311,11 +311,7 @@ static int imp_window(imp *m, int64_t ws, int64_t we) {
     uint64_t *cand = xmallocarray(nm, sizeof *cand);
     int won = 0;
     for (int o = 0; o < 6 + IMP_NOISY_ORDERS && !won; o++) {
-        if (!imp_spend(m, (uint64_t)IMP_PLACE_WORK * nm)) break;
-        if (roamc_now() > m->bud->deadline) {
-            m->bud->stop = LAY_STOP_TIME;
-            break;
-        }
+        if (!imp_spend(m, (uint64_t)IMP_PLACE_WORK * nm) || !imp_in_time(m)) break;
         int best_fit = imp_order(m, nm, o);
         lay_placer *pl = lay_placer_clone(fixed);
         uint64_t top = 0;
@@ -442,33 +438,33 @@ static int imp_exact_windows(imp *m, size_t x) {
 }
 
 /* The window [ws, we] (m->meet: the buffers meeting it) laid out by the
- * exact search around pins (lay_pinned): the inside buffers free, the
- * crossing ones pinned where they are (clipped to the window), every top
- * under the height.  Returns 1 when it found such a layout (m->off
- * updated). */
+ * exact search around pins (lay_bnb with pins): the inside buffers free,
+ * the crossing ones pinned where they are (clipped to the window), every
+ * top under the height, the incumbent's order tried first.  Returns 1
+ * when it found such a layout (m->off updated). */
 static int imp_pinned(imp *m, int64_t ws, int64_t we) {
     const layout_buffer *b = m->p->bufs;
     const uint64_t align = m->p->align;
     if (m->height <= align) return 0;
-    size_t k = 0;
+    /* the inside buffers first (m->tops: their indices), then the pins */
+    layout_buffer *all = m->local;
+    uint64_t *at = xmallocarray(m->nmeet, sizeof *at);
+    size_t k = 0, np = 0;
     for (size_t j = 0; j < m->nmeet; j++) {
         size_t i = m->meet[j];
         if (b[i].start >= ws && b[i].end <= we) {
-            m->local[k] = (layout_buffer){m->sz[i], b[i].start, b[i].end};
+            all[k] = (layout_buffer){m->sz[i], b[i].start, b[i].end};
             m->loff[k] = m->off[i];
+            at[k] = LAY_FREE;
             m->tops[k++] = i;
         }
     }
-    size_t np = m->nmeet - k;
-    layout_buffer *pins = xmallocarray(np + 1, sizeof *pins);
-    uint64_t *pin_off = xmallocarray(np + 1, sizeof *pin_off);
-    np = 0;
     for (size_t j = 0; j < m->nmeet; j++) {
         size_t i = m->meet[j];
         if (b[i].start >= ws && b[i].end <= we) continue;
-        pins[np] = (layout_buffer){m->sz[i], b[i].start < ws ? (int32_t)ws : b[i].start,
-                                   b[i].end > we ? (int32_t)we : b[i].end};
-        pin_off[np++] = m->off[i];
+        all[k + np] = (layout_buffer){m->sz[i], b[i].start < ws ? (int32_t)ws : b[i].start,
+                                      b[i].end > we ? (int32_t)we : b[i].end};
+        at[k + np++] = m->off[i];
     }
     uint64_t goal = (m->height - 1) / align * align; /* every top under the height */
     int won = 0;
@@ -481,23 +477,24 @@ static int imp_pinned(imp *m, int64_t ws, int64_t we) {
     if (m->bud->work < 1000) {
         m->bud->stop = LAY_STOP_WORK;
     } else {
-        uint64_t *cand = xmallocarray(k, sizeof *cand);
-        lay_pinned_problem q = {m->local, k, pins, pin_off, np, align, m->loff};
+        uint64_t *cand = xmallocarray(k + np, sizeof *cand);
+        layout_bnb_rules rules;
+        lay_bnb_pinned_defaults(&rules);
         m->bud->work -= share.work;
-        won = lay_pinned(&q, goal, &share, cand, NULL) == LAY_FOUND;
+        won = lay_bnb(&(layout_problem){all, k + np, align}, &(lay_pins){at, m->loff}, goal, &rules,
+                      &share, cand, NULL) == LAY_FOUND;
         m->bud->work += share.work;
         if (share.stop == LAY_STOP_TIME) m->bud->stop = LAY_STOP_TIME;
         m->st->pinned++;
         if (won) {
             for (size_t l = 0; l < k; l++) {
-                ROAMC_ASSERT(cand[l] % align == 0 && cand[l] + m->local[l].size <= goal);
+                ROAMC_ASSERT(cand[l] % align == 0 && cand[l] + all[l].size <= goal);
                 m->off[m->tops[l]] = cand[l];
             }
         }
         free(cand);
     }
-    free(pins);
-    free(pin_off);
+    free(at);
     return won;
 }
 
@@ -628,8 +625,8 @@ static void imp_heap_replace(lay_key *h, size_t len, lay_key k) {
 /* The whole layout pushed down: the buffers placed one at a time, each
  * time the one whose lowest offset above the placed buffers it meets (its
  * floor) is least, ties by its current offset (then index), at that floor
- * (pin_greedy of layout_pinned.c without pins, on the whole list, where
- * the search around pins would need every pair of buffers that meet).
+ * (the first dive of lay_bnb's canonical search, without pins, on the
+ * whole list, where lay_bnb would need every pair of buffers that meet).
  * Every buffer goes above the placed ones it meets, so the layout is
  * valid; floors only rise, so a buffer whose floor rose since it was
  * queued is queued again.  On gpt2-xl_b1 in program order it frees
@@ -641,39 +638,29 @@ static int imp_pushdown(imp *m) {
     const layout_problem *p = m->p;
     const size_t n = p->n;
     if (n == 0) return 0;
-    int64_t *pt = xmallocarray(2 * n, sizeof *pt);
-    size_t np = 0;
+    size_t *live = xmallocarray(n, sizeof *live), nl = 0;
     for (size_t i = 0; i < n; i++)
-        if (m->sz[i]) {
-            pt[np++] = p->bufs[i].start;
-            pt[np++] = (int64_t)p->bufs[i].end + 1;
-        }
-    if (!imp_spend(m, 2 * n) || np == 0) {
-        free(pt);
+        if (m->sz[i]) live[nl++] = i;
+    if (!imp_spend(m, 2 * n) || nl == 0) {
+        free(live);
         return 0;
     }
-    qsort(pt, np, sizeof *pt, lay_i64_cmp);
-    size_t u = 0;
-    for (size_t i = 0; i < np; i++)
-        if (u == 0 || pt[i] != pt[u - 1]) pt[u++] = pt[i];
+    /* the sections of the non-empty buffers (queue entries name them by
+     * their place in the sweep, in index order) */
+    lay_sections sc;
+    lay_sections_sweep(&sc, p->bufs, live, NULL, nl);
+    free(live);
     imp_tops t = {0};
-    for (t.size = 1; t.size < u; t.size *= 2) {}
+    for (t.size = 1; t.size < sc.nsec + 1; t.size *= 2) {}
     t.mx = xcalloc(2 * t.size, sizeof *t.mx);
     t.tag = xcalloc(2 * t.size, sizeof *t.tag);
-    size_t *sa = xmallocarray(n, sizeof *sa), *sb = xmallocarray(n, sizeof *sb);
-    lay_key *heap = xmallocarray(n, sizeof *heap);
+    const size_t *sa = sc.sa, *sb = sc.sb;
+    lay_key *heap = xmallocarray(nl, sizeof *heap);
     uint64_t *out = xmallocarray(n, sizeof *out);
+    memcpy(out, m->off, n * sizeof *out);
     size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        out[i] = m->off[i];
-        if (!m->sz[i]) continue;
-        const int64_t *a = bsearch(&(int64_t){p->bufs[i].start}, pt, u, sizeof *pt, lay_i64_cmp);
-        const int64_t *b =
-            bsearch(&(int64_t){(int64_t)p->bufs[i].end + 1}, pt, u, sizeof *pt, lay_i64_cmp);
-        sa[i] = (size_t)(a - pt);
-        sb[i] = (size_t)(b - pt);
-        imp_heap_push(heap, &len, (lay_key){0, m->off[i], 0, i});
-    }
+    for (size_t b = 0; b < nl; b++)
+        imp_heap_push(heap, &len, (lay_key){0, m->off[sc.orig[b]], 0, b});
     /* at most half of the work left: on the gpt2-xl_b1 x4 list (22484
      * buffers) a push-down pops 9.9 M queue entries (each long-lived
      * buffer about once for every rise of its floor) in 1.15 s */
@@ -682,8 +669,8 @@ static int imp_pushdown(imp *m) {
     int ok = 1;
     while (len > 0 && ok) {
         lay_key k = heap[0];
-        size_t i = k.idx;
-        uint64_t f = lay_round_up(imp_tops_max(&t, sa[i], sb[i]), p->align);
+        size_t b = k.idx, i = sc.orig[b];
+        uint64_t f = lay_round_up(imp_tops_max(&t, sa[b], sb[b]), p->align);
         if (f != k.k1) { /* the floor rose since: queued again */
             ROAMC_ASSERT(f > k.k1);
             k.k1 = f;
@@ -693,7 +680,7 @@ static int imp_pushdown(imp *m) {
             if (len > 0) imp_heap_replace(heap, len, heap[len]);
             out[i] = f;
             if (f + m->sz[i] > height) height = f + m->sz[i];
-            imp_tops_raise(&t, sa[i], sb[i], f + m->sz[i]);
+            imp_tops_raise(&t, sa[b], sb[b], f + m->sz[i]);
         }
         /* a pop (a heap step down, about 27 tree nodes) costs a unit, 64
          * tree nodes one more: 14 M units for the 1.15 s above, against
@@ -702,20 +689,21 @@ static int imp_pushdown(imp *m) {
             uint64_t w = 1024 + t.visits / 64;
             t.visits = 0;
             spent += w;
-            ok = spent <= most && imp_spend(m, w) && height < m->height;
+            /* the deadline too: on lists of 17k-35k buffers the
+             * push-down alone ran 2-4 times past roamc layout's 10 s
+             * on 2 loaded cores */
+            ok = spent <= most && imp_spend(m, w) && height < m->height && imp_in_time(m);
         }
     }
     spent += t.visits / 64;
-    ok = ok && spent <= most && imp_spend(m, t.visits / 64) && height < m->height;
+    ok = ok && spent <= most && imp_spend(m, t.visits / 64) && height < m->height && imp_in_time(m);
     if (ok) {
         memcpy(m->off, out, n * sizeof *out);
         m->height = height;
     }
-    free(pt);
+    lay_sections_free(&sc);
     free(t.mx);
     free(t.tag);
-    free(sa);
-    free(sb);
     free(heap);
     free(out);
     return ok;

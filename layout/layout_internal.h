@@ -85,6 +85,17 @@ typedef struct lay_events {
 void lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
 void lay_events_free(lay_events *ev);
 
+/* xorshift64: the pseudo-random walks of layout/ (layout_exact's,
+ * lay_improve's noisy orders, layout_general's moves), the same on every
+ * machine. */
+static inline uint64_t lay_xorshift(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
 /* x rounded up to a multiple of a (a >= 1). */
 static inline uint64_t lay_round_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;
@@ -104,12 +115,40 @@ typedef struct lay_reduced {
     uint64_t *size;    /* their sizes in units */
     uint64_t unit;     /* bytes per unit, a multiple of align */
     uint64_t base;     /* bytes taken at the bottom by the stacked buffers */
-    uint64_t *offsets; /* one per input buffer: set for stacked and empty ones */
+    uint64_t *offsets; /* one per input buffer: set for stacked, empty and
+                          pinned ones */
+    /* lay_reduce_pinned: the non-empty pinned buffers, obstacles the
+     * placed ones go around (npins 0 otherwise) */
+    size_t npins;
+    size_t *pin_orig;   /* their indices in the input */
+    uint64_t *pin_at;   /* their offsets in units */
+    uint64_t *pin_size; /* their sizes in units */
+    uint64_t *hint;     /* NULL, or per buffer left: the hint's offset (lay_pins) */
+    int pinned;         /* made by lay_reduce_pinned (even with no pin left):
+                           the searches take the preorders for pins */
 } lay_reduced;
 
 /* Fills *r (free it with lay_reduced_free).  Never fails. */
 void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r);
 void lay_reduced_free(lay_reduced *r);
+
+/* Pins: the buffers of a problem that stay at fixed offsets.  off[i] is
+ * buffer i's offset (a multiple of align) or LAY_FREE; pinned buffers may
+ * overlap one another (they are where they are) and reach above any
+ * capacity.  hint (may be NULL): per buffer, the offsets of a layout of
+ * the free ones (say the incumbent's), whose order a search tries first. */
+#define LAY_FREE UINT64_MAX
+typedef struct lay_pins {
+    const uint64_t *off;
+    const uint64_t *hint;
+} lay_pins;
+
+/* lay_reduce for a problem with pins: empty buffers out (offset 0, or
+ * their pin), the pinned ones as obstacles, units the gcd of align, the
+ * sizes and the pins' offsets; nothing stacked (the bottom may be
+ * pinned). */
+void lay_reduce_pinned(const layout_buffer *bufs, size_t n, uint64_t align, const lay_pins *pins,
+                       lay_reduced *r);
 
 /* An incremental placer over a fixed buffer list (layout.c): buffers are
  * placed one at a time, each either at a given offset when that range is
@@ -170,7 +209,7 @@ typedef struct lay_budget {
  * Never raises the height; deterministic unless the deadline fires.
  * Scales to 100,000s of buffers (a window costs about its own buffers).
  * pinned: also search windows with their crossing buffers pinned
- * (lay_pinned), when the windows above them fail, and push the whole
+ * (lay_bnb with pins), when the windows above them fail, and push the whole
  * layout down (each buffer onto the placed ones it meets, lowest first)
  * at the start and when the windows stop after moving some: lower
  * layouts, but it may spend the whole budget on small gains.
@@ -181,38 +220,12 @@ typedef struct lay_improve_stats {
     size_t orders;  /* placement orders tried in them */
     size_t lowered; /* times the height went down */
     size_t exact;   /* clean windows laid out by layout_exact */
-    size_t pinned;  /* windows searched around their crossing buffers (lay_pinned) */
+    size_t pinned;  /* windows searched around their crossing buffers (lay_bnb with pins) */
     size_t pushed;  /* times pushing the whole layout down lowered it (with pinned) */
 } lay_improve_stats;
 
 uint64_t lay_improve(const layout_problem *p, uint64_t *offsets, uint64_t stop_at, lay_budget *bud,
                      int pinned, lay_improve_stats *st);
-
-/* layout_pinned.c: a layout of free buffers around pinned ones (obstacles
- * at fixed offsets), every free buffer's top at most capacity: the
- * canonical branch and bound of layout_bnb.c, whose pushed-down layouts
- * may rest on pins or sit below them (the top of layout_pinned.c says why
- * it stays complete).  Free buffers have size > 0; sizes (of pins too) are
- * rounded up to align; pin offsets are multiples of align; pins may reach
- * above capacity.  hint (may be NULL): offsets of a layout of the free
- * buffers (say the incumbent's), whose order is the first preorder tried.
- * Returns LAY_FOUND with offsets (n, aligned) written, LAY_INFEASIBLE when
- * it proved none exists, LAY_GAVE_UP when bud ran out (bud->stop says
- * which limit; LAY_STOP_SIZE: the pins' interval lists passed the search's
- * memory cap).  Deterministic unless the deadline fires; *nodes (may be
- * NULL) gets the nodes explored. */
-typedef struct lay_pinned_problem {
-    const layout_buffer *bufs; /* n free buffers */
-    size_t n;
-    const layout_buffer *pins; /* npins pinned buffers, at pin_off */
-    const uint64_t *pin_off;
-    size_t npins;
-    uint64_t align;
-    const uint64_t *hint; /* n offsets or NULL */
-} lay_pinned_problem;
-
-lay_status lay_pinned(const lay_pinned_problem *q, uint64_t capacity, lay_budget *bud,
-                      uint64_t *offsets, uint64_t *nodes);
 
 /* layout_sweep.c: the search in time order for problems with no slack at
  * any step (capacity == live size at every step from the first start to
@@ -229,6 +242,10 @@ lay_status lay_sweep(const layout_problem *p, uint64_t capacity, double deadline
  * but energy (the skyline search's rule, which costs more than it
  * prunes). */
 void lay_bnb_defaults(layout_bnb_rules *p);
+/* The rules lay_improve searches its windows around pins with: canonical,
+ * dominance, section, monotonic, fit and hatless (every rule is valid with
+ * pins; these are the ones measured there, layout/LAYOUT.md, PINNED). */
+void lay_bnb_pinned_defaults(layout_bnb_rules *p);
 
 typedef struct lay_bnb_stats {
     uint64_t nodes;      /* search nodes explored (all restarts) */
@@ -238,13 +255,18 @@ typedef struct lay_bnb_stats {
 } lay_bnb_stats;
 
 /* Exact branch and bound for a layout of p no higher than capacity (sizes
- * are rounded up to p->align): LAY_FOUND with offsets written,
+ * are rounded up to p->align), its pinned buffers (pins, may be NULL)
+ * where they are: every free buffer's top at most capacity; pins may
+ * reach above it.  LAY_FOUND with all p->n offsets written,
  * LAY_INFEASIBLE when it proved none exists, LAY_GAVE_UP when bud (not
- * NULL; bud->stop says which limit) ran out first.  rules NULL:
+ * NULL; bud->stop says which limit; LAY_STOP_SIZE: the pins' ranges
+ * passed the search's memory cap) ran out first.  rules NULL:
  * lay_bnb_defaults; st may be NULL.  Deterministic unless the deadline
- * fires.  Memory: the pairs of buffers whose lifetimes meet. */
-lay_status lay_bnb(const layout_problem *p, uint64_t capacity, const layout_bnb_rules *rules,
-                   lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st);
+ * fires.  Memory: the pairs of buffers whose lifetimes meet, and with
+ * pins the ranges of those each buffer and each section meets. */
+lay_status lay_bnb(const layout_problem *p, const lay_pins *pins, uint64_t capacity,
+                   const layout_bnb_rules *rules, lay_budget *bud, uint64_t *offsets,
+                   lay_bnb_stats *st);
 
 /* lay_bnb in steps, for round robins shared with other searches: a context
  * for the reduced problem red (which it keeps a pointer to) of p's
@@ -253,8 +275,9 @@ lay_status lay_bnb(const layout_problem *p, uint64_t capacity, const layout_bnb_
  * preorder and a direction) with a node limit.  A run sets bud->stop: a
  * run that ends by its node limit returns LAY_GAVE_UP with LAY_STOP_NONE;
  * LAY_FOUND writes all p->n offsets.  Counts go to *st (not NULL), which
- * the caller zeroes.  lay_bnb_new never fails (out of memory ends the
- * process). */
+ * the caller zeroes.  red may carry pins (lay_reduce_pinned); lay_bnb_new
+ * returns NULL only when their ranges pass the search's memory cap (out
+ * of memory ends the process). */
 typedef struct lay_bnb_ctx lay_bnb_ctx;
 lay_bnb_ctx *lay_bnb_new(const layout_problem *p, const layout_buffer *mirror,
                          const lay_reduced *red, uint64_t capacity, const layout_bnb_rules *rules,

@@ -59,9 +59,51 @@ void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced
         r->size[b] = lay_round_up(bufs[r->orig[b]].size, align) / r->unit;
 }
 
+void lay_reduce_pinned(const layout_buffer *bufs, size_t n, uint64_t align, const lay_pins *pins,
+                       lay_reduced *r) {
+    ROAMC_ASSERT(align >= 1);
+    memset(r, 0, sizeof *r);
+    r->orig = xmallocarray(n, sizeof *r->orig);
+    r->size = xmallocarray(n, sizeof *r->size);
+    r->offsets = xcalloc(n, sizeof *r->offsets);
+    r->pin_orig = xmallocarray(n, sizeof *r->pin_orig);
+    r->pin_at = xmallocarray(n, sizeof *r->pin_at);
+    r->pin_size = xmallocarray(n, sizeof *r->pin_size);
+    if (pins->hint) r->hint = xmallocarray(n, sizeof *r->hint);
+    r->unit = align;
+    r->pinned = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t at = pins->off[i];
+        if (at != LAY_FREE) {
+            ROAMC_ASSERT(at % align == 0);
+            r->offsets[i] = at;
+        }
+        if (bufs[i].size == 0) continue;
+        r->unit = red_gcd(r->unit, lay_round_up(bufs[i].size, align));
+        if (at == LAY_FREE) {
+            if (r->hint) r->hint[r->n] = pins->hint[i];
+            r->orig[r->n++] = i;
+        } else {
+            r->unit = red_gcd(r->unit, at);
+            r->pin_orig[r->npins++] = i;
+        }
+    }
+    for (size_t b = 0; b < r->n; b++)
+        r->size[b] = lay_round_up(bufs[r->orig[b]].size, align) / r->unit;
+    for (size_t j = 0; j < r->npins; j++) {
+        size_t i = r->pin_orig[j];
+        r->pin_at[j] = pins->off[i] / r->unit;
+        r->pin_size[j] = lay_round_up(bufs[i].size, align) / r->unit;
+    }
+}
+
 void lay_reduced_free(lay_reduced *r) {
     free(r->orig);
     free(r->size);
     free(r->offsets);
+    free(r->pin_orig);
+    free(r->pin_at);
+    free(r->pin_size);
+    free(r->hint);
     memset(r, 0, sizeof *r);
 }

@@ -6,16 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red) {
-    size_t n = red->n;
+void lay_sections_sweep(lay_sections *sc, const layout_buffer *bufs, const size_t *orig,
+                        const uint64_t *size, size_t n) {
     ROAMC_ASSERT(n >= 1);
     memset(sc, 0, sizeof *sc);
     sc->n = n;
     sc->orig = xmallocarray(n, sizeof *sc->orig);
-    sc->size = xmallocarray(n, sizeof *sc->size);
-    memcpy(sc->orig, red->orig, n * sizeof *sc->orig);
-    memcpy(sc->size, red->size, n * sizeof *sc->size);
-    const size_t *orig = sc->orig;
+    memcpy(sc->orig, orig, n * sizeof *sc->orig);
+    if (size) {
+        sc->size = xmallocarray(n, sizeof *sc->size);
+        memcpy(sc->size, size, n * sizeof *sc->size);
+    }
     /* sections lie between consecutive distinct values of start, end + 1 */
     int64_t *bp = xmallocarray(2 * n, sizeof *bp);
     for (size_t b = 0; b < n; b++) {
@@ -30,15 +31,20 @@ void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_re
     sc->sa = xmallocarray(n, sizeof *sc->sa);
     sc->sb = xmallocarray(n, sizeof *sc->sb);
     sc->steps = xmallocarray(n, sizeof *sc->steps);
-    size_t spans = 0;
     for (size_t b = 0; b < n; b++) {
         const layout_buffer *x = &bufs[orig[b]];
         sc->sa[b] = lay_find_step(bp, nbp, x->start);
         sc->sb[b] = lay_find_step(bp, nbp, (int64_t)x->end + 1);
         sc->steps[b] = (uint64_t)((int64_t)x->end + 1 - x->start);
-        spans += sc->sb[b] - sc->sa[b];
     }
-    free(bp);
+    sc->bound = bp;
+}
+
+void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red) {
+    lay_sections_sweep(sc, bufs, red->orig, red->size, red->n);
+    const size_t n = sc->n;
+    size_t spans = 0;
+    for (size_t b = 0; b < n; b++) spans += sc->sb[b] - sc->sa[b];
     /* live lists: counts, prefix sums, fill (CSR) */
     size_t ns = sc->nsec;
     sc->live_begin = xcalloc(ns + 1, sizeof *sc->live_begin);
@@ -61,7 +67,37 @@ void lay_sections_free(lay_sections *sc) {
     free(sc->steps);
     free(sc->live_begin);
     free(sc->live_buf);
+    free(sc->bound);
     memset(sc, 0, sizeof *sc);
+}
+
+void lay_sections_overlaps(const lay_sections *sc, size_t **begin, uint32_t **ov) {
+    const size_t n = sc->n;
+    lay_key *by = xmallocarray(n, sizeof *by);
+    size_t *ob = xcalloc(n + 1, sizeof *ob);
+    for (size_t b = 0; b < n; b++) by[b] = (lay_key){sc->sa[b], sc->sb[b], 0, b};
+    qsort(by, n, sizeof *by, lay_key_cmp);
+    /* count, then fill: pairs (i < j in sweep order) with sa[j] < sb[i] */
+    size_t pairs = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n && by[j].k1 < by[i].k2; j++) {
+            ob[by[i].idx + 1]++;
+            ob[by[j].idx + 1]++;
+            pairs++;
+        }
+    for (size_t b = 0; b < n; b++) ob[b + 1] += ob[b];
+    uint32_t *o = xmallocarray(2 * pairs, sizeof *o);
+    size_t *pos = xmallocarray(n, sizeof *pos);
+    for (size_t b = 0; b < n; b++) pos[b] = ob[b];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n && by[j].k1 < by[i].k2; j++) {
+            o[pos[by[i].idx]++] = (uint32_t)by[j].idx;
+            o[pos[by[j].idx]++] = (uint32_t)by[i].idx;
+        }
+    free(pos);
+    free(by);
+    *begin = ob;
+    *ov = o;
 }
 
 void lay_sections_totals(const lay_sections *sc, uint64_t *total, uint64_t *cuts) {

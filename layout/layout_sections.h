@@ -1,5 +1,6 @@
 /* layout_sections.h — what the exact searches of layout/ (layout_search.c,
- * layout_bnb.c) share: the time sections of a reduced problem, its mirror
+ * layout_bnb.c) and the improvement (layout_improve.c) share: the one sweep
+ * of a problem into time sections (with its overlaps and cuts), its mirror
  * image in time, twins, and an undo trail.  Private to layout/.
  *
  * Sections: the distinct values of start and end + 1 over the buffers cut
@@ -22,17 +23,32 @@ typedef struct lay_sections {
     size_t *orig;       /* per buffer: its index in the input */
     uint64_t *size;     /* per buffer: size in units (lay_reduced) */
     size_t nsec;        /* sections */
+    int64_t *bound;     /* nsec + 1: section k is the steps [bound[k], bound[k + 1]) */
     size_t *sa, *sb;    /* per buffer: the sections it is live in, [sa, sb) */
     uint64_t *steps;    /* per buffer: lifetime length in steps */
     size_t *live_begin; /* per section + 1: the buffers live in section k are */
     size_t *live_buf;   /*   live_buf[live_begin[k] .. live_begin[k + 1]) */
 } lay_sections;
 
+/* The sweep alone: the sections of the n buffers orig[0..n) of bufs
+ * (n >= 1), each buffer's [sa, sb) and steps, sizes copied from size (may
+ * be NULL: then sc->size is NULL); no live lists (live_begin NULL: they
+ * cost the sections each buffer spans, too much for a whole long list).
+ * lay_improve's push-down reads it.  Free with lay_sections_free. */
+void lay_sections_sweep(lay_sections *sc, const layout_buffer *bufs, const size_t *orig,
+                        const uint64_t *size, size_t n);
+
 /* The buffers left in red (red->n >= 1; buffer b is input buffer
  * red->orig[b] of bufs, whose lifetimes are read: they may be mirrored),
  * their sizes in units, and their sections.  Free with lay_sections_free. */
 void lay_sections_init(lay_sections *sc, const layout_buffer *bufs, const lay_reduced *red);
 void lay_sections_free(lay_sections *sc);
+
+/* The pairs of buffers whose lifetimes meet (their section ranges
+ * intersect), in compressed rows: the buffers meeting b are
+ * (*ov)[(*begin)[b] .. (*begin)[b + 1]).  Found by a sweep in order of
+ * first section, so the cost is the pairs, not n^2. */
+void lay_sections_overlaps(const lay_sections *sc, size_t **begin, uint32_t **ov);
 
 /* Nothing placed: total[k] = the sizes live in section k, cuts[k] = the
  * buffers live on both sides of the boundary between k and k + 1. */

@@ -660,8 +660,8 @@ static void test_bnb_rules_against_brute_force(void **state) {
     /* and gap7 (optimum 17 above the bound 16) with the canonical search alone */
     const layout_problem g7 = {gap7, 7, 1};
     lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
-    assert_int_equal(lay_bnb(&g7, 16, NULL, &bud, off, NULL), LAY_INFEASIBLE);
-    assert_int_equal(lay_bnb(&g7, 17, NULL, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(lay_bnb(&g7, NULL, 16, NULL, &bud, off, NULL), LAY_INFEASIBLE);
+    assert_int_equal(lay_bnb(&g7, NULL, 17, NULL, &bud, off, NULL), LAY_FOUND);
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
@@ -1311,6 +1311,14 @@ static void test_improve_pushdown(void **state) {
     assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, low, 1, &bud2, 1, &st), 11);
     assert_int_equal(st.pushed, 0);
     assert_int_equal(low[2], 10);
+    /* past the deadline the push-down stops on time and keeps the layout
+     * (it used to run to its end on work alone) */
+    uint64_t late[3] = {0, 0, 12};
+    lay_budget bud3 = {1000000, 0, LAY_STOP_NONE};
+    assert_int_equal(lay_improve(&(layout_problem){b, 3, 1}, late, 11, &bud3, 1, &st), 13);
+    assert_int_equal(bud3.stop, LAY_STOP_TIME);
+    assert_int_equal(st.pushed, 0);
+    assert_int_equal(late[2], 12);
 }
 
 /* What stopped a search, told truly: a list larger than the exact search
@@ -1366,9 +1374,51 @@ static void test_stop_reason(void **state) {
     free(off);
 }
 
+/* Free buffers around pinned ones, as the tests write them: n free
+ * buffers, npins pins at pin_off. */
+typedef struct pinned_case {
+    const layout_buffer *bufs;
+    size_t n;
+    const layout_buffer *pins;
+    const uint64_t *pin_off;
+    size_t npins;
+    uint64_t align;
+} pinned_case;
+
+/* lay_bnb on q as one problem (the free buffers, then the pins) under
+ * rules (NULL: lay_bnb_pinned_defaults), hint (may be NULL) the free
+ * buffers' first order; off gets the free buffers' offsets. */
+static lay_status pinned_solve(const pinned_case *q, uint64_t cap, lay_budget *bud, uint64_t *off,
+                               const layout_bnb_rules *rules, const uint64_t *hint) {
+    size_t m = q->n + q->npins;
+    layout_buffer *all = malloc(m * sizeof *all);
+    uint64_t *at = malloc(m * sizeof *at), *h = malloc(m * sizeof *h),
+             *got = malloc(m * sizeof *got);
+    for (size_t i = 0; i < q->n; i++) {
+        all[i] = q->bufs[i];
+        at[i] = LAY_FREE;
+        h[i] = hint ? hint[i] : 0;
+    }
+    for (size_t j = 0; j < q->npins; j++) {
+        all[q->n + j] = q->pins[j];
+        at[q->n + j] = q->pin_off[j];
+        h[q->n + j] = 0;
+    }
+    layout_bnb_rules pr;
+    lay_bnb_pinned_defaults(&pr);
+    lay_status r = lay_bnb(&(layout_problem){all, m, q->align}, &(lay_pins){at, hint ? h : NULL},
+                           cap, rules ? rules : &pr, bud, got, NULL);
+    if (r == LAY_FOUND) {
+        for (size_t j = 0; j < q->npins; j++) assert_int_equal(got[q->n + j], q->pin_off[j]);
+        memcpy(off, got, q->n * sizeof *off);
+    }
+    free(all), free(at), free(h), free(got);
+    return r;
+}
+
 /* Do free buffers (offsets off) avoid each other and the pins, all tops
  * within cap? */
-static int pinned_layout_ok(const lay_pinned_problem *q, const uint64_t *off, uint64_t cap) {
+static int pinned_layout_ok(const pinned_case *q, const uint64_t *off, uint64_t cap) {
     for (size_t a = 0; a < q->n; a++) {
         const layout_buffer *x = &q->bufs[a];
         if (off[a] % q->align || off[a] + x->size > cap) return 0;
@@ -1389,19 +1439,22 @@ static int pinned_layout_ok(const lay_pinned_problem *q, const uint64_t *off, ui
 }
 
 /* Is there any layout of the free buffers within cap (every offset tried)? */
-static int pinned_brute(const lay_pinned_problem *q, uint64_t cap, uint64_t *off, size_t i) {
+static int pinned_brute(const pinned_case *q, uint64_t cap, uint64_t *off, size_t i) {
     if (i == q->n) return pinned_layout_ok(q, off, cap);
     for (off[i] = 0; off[i] + q->bufs[i].size <= cap; off[i]++) {
-        lay_pinned_problem head = *q;
+        pinned_case head = *q;
         head.n = i + 1;
         if (pinned_layout_ok(&head, off, cap) && pinned_brute(q, cap, off, i + 1)) return 1;
     }
     return 0;
 }
 
-/* lay_pinned: free buffers around pinned ones.  By hand, a buffer whose
- * only room is below a pin (the window search above the crossing buffers
- * cannot find it); then against brute force on random small instances. */
+/* lay_bnb with pins: free buffers around pinned ones.  By hand, a buffer
+ * whose only room is below a pin (the window search above the crossing
+ * buffers cannot find it); then against brute force on random small
+ * instances, under the rules lay_improve uses and under all of them (every
+ * rule stays valid with pins: twins, decompose, floor, tight, the mirror
+ * image). */
 static void test_pinned_search(void **state) {
     (void)state;
     /* pin: 4 bytes at offset 4 over steps 0-9; free: A and B below it,
@@ -1411,8 +1464,8 @@ static void test_pinned_search(void **state) {
     static const layout_buffer fr[5] = {{4, 2, 3}, {4, 0, 1}, {2, 5, 6}, {2, 5, 6}, {8, 10, 12}};
     uint64_t off[6];
     lay_budget bud = {1000000, 1e300, LAY_STOP_NONE};
-    lay_pinned_problem q = {fr, 5, pin, pin_off, 1, 1, NULL};
-    assert_int_equal(lay_pinned(&q, 8, &bud, off, NULL), LAY_FOUND);
+    pinned_case q = {fr, 5, pin, pin_off, 1, 1};
+    assert_int_equal(pinned_solve(&q, 8, &bud, off, NULL, NULL), LAY_FOUND);
     assert_true(pinned_layout_ok(&q, off, 8));
     assert_int_equal(off[0], 0); /* below the pin: the only room */
     assert_int_equal(off[1], 0);
@@ -1420,33 +1473,35 @@ static void test_pinned_search(void **state) {
     /* two 4-byte buffers at steps 2-3: below the pin there is room for one,
      * above it (capacity 8) none: proved infeasible; at 12 one goes above */
     static const layout_buffer two[2] = {{4, 2, 3}, {4, 2, 3}};
-    lay_pinned_problem q2 = {two, 2, pin, pin_off, 1, 1, NULL};
+    pinned_case q2 = {two, 2, pin, pin_off, 1, 1};
     bud = (lay_budget){1000000, 1e300, LAY_STOP_NONE};
-    assert_int_equal(lay_pinned(&q2, 8, &bud, off, NULL), LAY_INFEASIBLE);
-    assert_int_equal(lay_pinned(&q2, 12, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(pinned_solve(&q2, 8, &bud, off, NULL, NULL), LAY_INFEASIBLE);
+    assert_int_equal(pinned_solve(&q2, 12, &bud, off, NULL, NULL), LAY_FOUND);
     assert_true(pinned_layout_ok(&q2, off, 12));
     assert_true((off[0] == 0 && off[1] == 8) || (off[0] == 8 && off[1] == 0));
     /* align 4: a 2-byte pin at offset 4 leaves [0, 4) and [8, ...) */
     static const layout_buffer pin2[1] = {{2, 0, 3}};
     static const uint64_t pin2_off[1] = {4};
     static const layout_buffer one[2] = {{3, 1, 2}, {4, 0, 0}};
-    lay_pinned_problem q3 = {one, 2, pin2, pin2_off, 1, 4, NULL};
+    pinned_case q3 = {one, 2, pin2, pin2_off, 1, 4};
     bud = (lay_budget){1000000, 1e300, LAY_STOP_NONE};
-    assert_int_equal(lay_pinned(&q3, 8, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(pinned_solve(&q3, 8, &bud, off, NULL, NULL), LAY_FOUND);
     assert_int_equal(off[0], 0);
     assert_int_equal(off[1], 0);
     /* a budget too small: gives up on work */
     bud = (lay_budget){1, 1e300, LAY_STOP_NONE};
-    assert_int_equal(lay_pinned(&q, 8, &bud, off, NULL), LAY_GAVE_UP);
+    assert_int_equal(pinned_solve(&q, 8, &bud, off, NULL, NULL), LAY_GAVE_UP);
     assert_int_equal(bud.stop, LAY_STOP_WORK);
 
     /* random: 3 pins and 5 free buffers, sizes 1-4, steps 0-5, pins at
-     * random non-overlapping offsets; lay_pinned answers as brute force */
+     * random non-overlapping offsets; lay_bnb answers as brute force */
+    layout_bnb_rules all;
+    lay_bnb_defaults(&all);
     uint64_t seed = 12345;
     int found = 0, infeasible = 0;
     for (int t = 0; t < 300; t++) {
         layout_buffer pins[3], bufs[5];
-        uint64_t poff[3], bf[5];
+        uint64_t poff[3], bf[5], hint[5];
         size_t np = 0;
         while (np < 3) {
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -1465,14 +1520,18 @@ static void test_pinned_search(void **state) {
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             bufs[i] = (layout_buffer){1 + (seed >> 33) % 4, (int32_t)((seed >> 40) % 6), 0};
             bufs[i].end = bufs[i].start + (int32_t)((seed >> 20) % 3);
+            hint[i] = (seed >> 8) % 7;
         }
         uint64_t cap = 4 + (uint64_t)(t % 6);
-        lay_pinned_problem r = {bufs, 5, pins, poff, 3, 1, NULL};
+        pinned_case r = {bufs, 5, pins, poff, 3, 1};
         int want = pinned_brute(&r, cap, bf, 0);
-        bud = (lay_budget){10000000, 1e300, LAY_STOP_NONE};
-        lay_status got = lay_pinned(&r, cap, &bud, off, NULL);
-        assert_int_equal(got, want ? LAY_FOUND : LAY_INFEASIBLE);
-        if (want) assert_true(pinned_layout_ok(&r, off, cap));
+        for (int v = 0; v < 3; v++) {
+            bud = (lay_budget){10000000, 1e300, LAY_STOP_NONE};
+            lay_status got =
+                pinned_solve(&r, cap, &bud, off, v == 2 ? &all : NULL, v == 1 ? hint : NULL);
+            assert_int_equal(got, want ? LAY_FOUND : LAY_INFEASIBLE);
+            if (want) assert_true(pinned_layout_ok(&r, off, cap));
+        }
         found += want;
         infeasible += !want;
     }

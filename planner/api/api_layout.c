@@ -1,7 +1,7 @@
 /* Laying out a buffer problem through the API (roamc.h, roamc_layout_*):
  * `roamc layout`'s engine for interval problems (the command runs this
- * code), and a first-fit search with pinned offsets, per-buffer alignment
- * and conflict graphs for the rest. */
+ * code), and layout/'s general first-fit search (layout_general_solve) for
+ * pinned offsets, per-buffer alignment and conflict graphs. */
 #include "api_internal.h"
 
 #include <stdarg.h>
@@ -258,296 +258,25 @@ static roamc_status lay_intervals(roamc_layout *l, layout_buffer *bufs, double t
 
 /* ------------------------------------------------------------------ the general search */
 
-/* The conflict graph in compressed rows: buffer i's neighbours are
- * adj[start[i] .. start[i + 1]). */
-typedef struct lay_graph {
-    size_t *start, *adj;
-} lay_graph;
-
-/* A buffer by the first step of its lifetime, ties by index. */
-typedef struct lay_by_first {
-    int32_t first;
-    size_t i;
-} lay_by_first;
-
-static int lay_cmp_first(const void *pa, const void *pb) {
-    const lay_by_first *a = pa, *b = pb;
-    if (a->first != b->first) return a->first < b->first ? -1 : 1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
-static int lay_cmp_size(const void *pa, const void *pb) {
-    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-    return (a > b) - (a < b);
-}
-
-/* Builds the conflicts: intersecting lifetimes (a sweep in start order)
- * and the edges given, each pair once; buffers of size 0 conflict with
- * nothing. */
-static void lay_graph_build(const roamc_layout *l, lay_graph *G) {
-    size_t n = l->n;
-    size_t *deg = xcalloc(n + 1, sizeof *deg);
-    lay_by_first *sorted = xmallocarray(n ? n : 1, sizeof *sorted);
-    size_t nb = 0;
-    for (size_t i = 0; i < n; i++)
-        if (l->first[i] >= 0 && l->size[i]) sorted[nb++] = (lay_by_first){l->first[i], i};
-    qsort(sorted, nb, sizeof *sorted, lay_cmp_first);
-    size_t *byfirst = xmallocarray(n ? n : 1, sizeof *byfirst);
-    for (size_t k = 0; k < nb; k++) byfirst[k] = sorted[k].i;
-    free(sorted);
-    /* two passes over the same pairs: count, then fill */
-    size_t *fill = NULL;
-    G->start = xcalloc(n + 1, sizeof *G->start);
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t x = 0; x < nb; x++)
-            for (size_t y = x + 1; y < nb && l->first[byfirst[y]] <= l->last[byfirst[x]]; y++) {
-                size_t a = byfirst[x], b = byfirst[y];
-                if (pass == 0)
-                    deg[a]++, deg[b]++;
-                else
-                    G->adj[fill[a]++] = b, G->adj[fill[b]++] = a;
-            }
-        for (size_t e = 0; e < l->n_edges; e++) {
-            size_t a = l->edges[2 * e], b = l->edges[2 * e + 1];
-            if (!l->size[a] || !l->size[b]) continue;
-            if (pass == 0)
-                deg[a]++, deg[b]++;
-            else
-                G->adj[fill[a]++] = b, G->adj[fill[b]++] = a;
-        }
-        if (pass == 0) {
-            for (size_t i = 0; i < n; i++) G->start[i + 1] = G->start[i] + deg[i];
-            G->adj = xmallocarray(G->start[n] ? G->start[n] : 1, sizeof *G->adj);
-            fill = xmallocarray(n ? n : 1, sizeof *fill);
-            for (size_t i = 0; i < n; i++) fill[i] = G->start[i];
-        }
-    }
-    /* each neighbour once (the bound counts members by their edges) */
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t from = G->start[i], to = G->start[i + 1];
-        qsort(G->adj + from, to - from, sizeof *G->adj, lay_cmp_size);
-        G->start[i] = w;
-        for (size_t e = from; e < to; e++)
-            if (e == from || G->adj[e] != G->adj[e - 1]) G->adj[w++] = G->adj[e];
-    }
-    G->start[n] = w;
-    free(fill);
-    free(byfirst);
-    free(deg);
-}
-
-/* What one first-fit pass needs. */
-typedef struct lay_ff {
-    const roamc_layout *l;
-    const lay_graph *G;
-    const uint64_t *rs; /* rounded sizes */
-    uint64_t *off;      /* offsets of this pass */
-    uint8_t *placed;
-    uint64_t (*iv)[2]; /* scratch: neighbours' ranges */
-    uint64_t work;     /* neighbour visits so far */
-} lay_ff;
-
-static int lay_cmp_range(const void *pa, const void *pb) {
-    const uint64_t *a = pa, *b = pb;
-    return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* Places the unpinned buffers in order at their lowest fitting offsets;
- * returns the height. */
-static uint64_t lay_first_fit(lay_ff *F, const size_t *order, size_t n_order) {
-    const roamc_layout *l = F->l;
-    uint64_t height = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        F->placed[i] = l->pinned[i];
-        if (l->pinned[i]) {
-            F->off[i] = l->pin[i];
-            if (F->rs[i] && l->pin[i] + F->rs[i] > height) height = l->pin[i] + F->rs[i];
-        }
-    }
-    for (size_t k = 0; k < n_order; k++) {
-        size_t i = order[k], m = 0;
-        for (size_t e = F->G->start[i]; e < F->G->start[i + 1]; e++) {
-            size_t j = F->G->adj[e];
-            if (F->placed[j]) F->iv[m][0] = F->off[j], F->iv[m][1] = F->off[j] + F->rs[j], m++;
-        }
-        F->work += F->G->start[i + 1] - F->G->start[i] + 1;
-        qsort(F->iv, m, sizeof *F->iv, lay_cmp_range);
-        uint64_t a = l->align[i], x = 0;
-        for (size_t k2 = 0; k2 < m; k2++) {
-            if (F->iv[k2][1] <= x) continue;
-            if (F->iv[k2][0] >= x + F->rs[i]) break;
-            x = (F->iv[k2][1] + a - 1) / a * a;
-        }
-        F->off[i] = x, F->placed[i] = 1;
-        if (F->rs[i] && x + F->rs[i] > height) height = x + F->rs[i];
-    }
-    return height;
-}
-
-/* A sort key per buffer, larger first, ties by index. */
-typedef struct lay_key {
-    uint64_t k1, k2;
-    size_t i;
-} lay_key;
-
-static int lay_cmp_key(const void *pa, const void *pb) {
-    const lay_key *a = pa, *b = pb;
-    if (a->k1 != b->k1) return a->k1 < b->k1 ? 1 : -1;
-    if (a->k2 != b->k2) return a->k2 < b->k2 ? 1 : -1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
-/* The lower bound of the general problem: the heaviest step of the
- * buffers with lifetimes, the pinned buffers' ends, and for each of the
- * 64 buffers with the heaviest neighbourhoods a clique grown greedily
- * (heaviest neighbour adjacent to all so far): buffers that pairwise
- * conflict take their sizes' sum. */
-static uint64_t lay_bound(const roamc_layout *l, const lay_graph *G, const uint64_t *rs) {
-    size_t n = l->n, nb = 0;
-    layout_buffer *bufs = xmallocarray(n ? n : 1, sizeof *bufs);
-    uint64_t lb = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (l->first[i] >= 0) bufs[nb++] = (layout_buffer){rs[i], l->first[i], l->last[i]};
-        if (l->pinned[i] && rs[i] && l->pin[i] + rs[i] > lb) lb = l->pin[i] + rs[i];
-    }
-    uint64_t live = layout_live_peak(bufs, nb);
-    free(bufs);
-    if (live > lb) lb = live;
-    lay_key *keys = xmallocarray(n ? n : 1, sizeof *keys);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t w = rs[i];
-        for (size_t e = G->start[i]; e < G->start[i + 1]; e++) w += rs[G->adj[e]];
-        keys[i] = (lay_key){w, rs[i], i};
-    }
-    qsort(keys, n, sizeof *keys, lay_cmp_key);
-    size_t *clique = xmallocarray(n ? n : 1, sizeof *clique);
-    /* mark[u]: how many members of the clique u is adjacent to */
-    uint32_t *mark = xcalloc(n ? n : 1, sizeof *mark);
-    for (size_t t = 0; t < n && t < 64; t++) {
-        size_t v = keys[t].i, m = 0;
-        uint64_t sum = 0;
-        for (size_t w = v; w != (size_t)-1 && m < 256;) {
-            clique[m++] = w, sum += rs[w];
-            for (size_t e = G->start[w]; e < G->start[w + 1]; e++) mark[G->adj[e]]++;
-            /* the heaviest neighbour of v adjacent to every member */
-            w = (size_t)-1;
-            for (size_t e = G->start[v]; e < G->start[v + 1]; e++) {
-                size_t u = G->adj[e];
-                if (mark[u] >= m && (w == (size_t)-1 || rs[u] > rs[w])) w = u;
-            }
-            /* a repeated edge counts twice: a member is never taken again */
-            for (size_t c = 0; w != (size_t)-1 && c < m; c++)
-                if (clique[c] == w) w = (size_t)-1;
-        }
-        if (sum > lb) lb = sum;
-        for (size_t c = 0; c < m; c++)
-            for (size_t e = G->start[clique[c]]; e < G->start[clique[c] + 1]; e++)
-                mark[G->adj[e]] = 0;
-    }
-    free(mark);
-    free(clique);
-    free(keys);
-    return lb;
-}
-
-/* xorshift64: the local search's moves, the same on every run. */
-static uint64_t lay_rand(uint64_t *s) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
-
-/* The general problem: pinned buffers where they are, the rest first fit
- * in three orders, then a local search over orders. */
+/* The general problem (layout_general_solve): pinned buffers where they
+ * are, the rest first fit in three orders, then a local search over
+ * orders.  rs: the sizes rounded up to their alignments. */
 static roamc_status lay_general(roamc_layout *l, const uint64_t *rs, double t_start) {
-    size_t n = l->n;
-    lay_graph G;
-    lay_graph_build(l, &G);
-    /* pinned buffers that conflict must not overlap */
-    for (size_t i = 0; i < n; i++)
-        for (size_t e = G.start[i]; l->pinned[i] && e < G.start[i + 1]; e++) {
-            size_t j = G.adj[e];
-            if (l->pinned[j] && l->pin[i] < l->pin[j] + rs[j] && l->pin[j] < l->pin[i] + rs[i]) {
-                free(G.start), free(G.adj);
-                return lay_fail(l, ROAMC_BAD_INPUT,
-                                "pinned buffers %zu and %zu conflict and overlap", i < j ? i : j,
-                                i < j ? j : i);
-            }
-        }
-    l->live_bound = lay_bound(l, &G, rs);
-    l->proven = l->live_bound;
-    size_t maxdeg = 0, nfree = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (G.start[i + 1] - G.start[i] > maxdeg) maxdeg = G.start[i + 1] - G.start[i];
-        nfree += !l->pinned[i];
-    }
-    lay_ff F = {l,
-                &G,
-                rs,
-                xmallocarray(n ? n : 1, sizeof(uint64_t)),
-                xmallocarray(n ? n : 1, 1),
-                xmallocarray(maxdeg ? maxdeg : 1, sizeof *F.iv),
-                0};
-    lay_key *keys = xmallocarray(nfree ? nfree : 1, sizeof *keys);
-    size_t *order = xmallocarray(nfree ? nfree : 1, sizeof *order);
-    size_t *best_order = xmallocarray(nfree ? nfree : 1, sizeof *best_order);
-    uint64_t best = UINT64_MAX;
-    for (int rule = 0; rule < 3; rule++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (l->pinned[i]) continue;
-            uint64_t life = l->first[i] >= 0 ? (uint64_t)(l->last[i] - l->first[i]) + 1 : 0;
-            uint64_t nb = 0;
-            for (size_t e = G.start[i]; e < G.start[i + 1]; e++) nb += rs[G.adj[e]];
-            keys[m++] = rule == 0   ? (lay_key){rs[i], life, i}
-                        : rule == 1 ? (lay_key){life, rs[i], i}
-                                    : (lay_key){nb + rs[i], rs[i], i};
-        }
-        qsort(keys, m, sizeof *keys, lay_cmp_key);
-        for (size_t k = 0; k < m; k++) order[k] = keys[k].i;
-        uint64_t h = lay_first_fit(&F, order, m);
-        if (h < best) {
-            best = h;
-            memcpy(best_order, order, m * sizeof *order);
-            memcpy(l->offsets, F.off, n * sizeof *F.off);
-        }
-    }
-    /* local search: move one buffer earlier in the best order; keep a
-     * change that is no higher (plateaus let it drift) */
-    l->stop = best <= l->live_bound ? ROAMC_STOP_OPTIMAL : ROAMC_STOP_WORK;
-    uint64_t budget = l->work ? l->work : 20000000, seed = 0x9e3779b97f4a7c15ull;
-    double deadline = t_start + l->time_limit;
-    for (uint64_t it = 0; best > l->live_bound && nfree > 1; it++) {
-        if (F.work >= budget) break;
-        if ((it & 15) == 0 && roamc_now() >= deadline) {
-            l->stop = ROAMC_STOP_TIME;
-            break;
-        }
-        memcpy(order, best_order, nfree * sizeof *order);
-        size_t a = (size_t)(lay_rand(&seed) % nfree), b = (size_t)(lay_rand(&seed) % nfree);
-        if (a == b) continue;
-        if (a > b) {
-            size_t t = a;
-            a = b, b = t;
-        }
-        size_t moved = order[b];
-        memmove(order + a + 1, order + a, (b - a) * sizeof *order);
-        order[a] = moved;
-        uint64_t h = lay_first_fit(&F, order, nfree);
-        if (h <= best) {
-            best = h;
-            memcpy(best_order, order, nfree * sizeof *order);
-            memcpy(l->offsets, F.off, n * sizeof *F.off);
-        }
-    }
-    if (best <= l->live_bound)
-        l->stop = ROAMC_STOP_OPTIMAL;
-    else if (nfree <= 1)
-        l->stop = ROAMC_STOP_HEURISTIC; /* one order only: nothing to search */
-    l->height = best;
-    free(keys), free(order), free(best_order);
-    free(F.off), free(F.placed), free(F.iv);
-    free(G.start), free(G.adj);
+    layout_general g = {l->n,      rs,     l->align, l->first,  l->last,
+                        l->pinned, l->pin, l->edges, l->n_edges};
+    layout_general_result r;
+    if (layout_general_solve(&g, l->work, t_start + l->time_limit, l->offsets, &r))
+        return lay_fail(l, ROAMC_BAD_INPUT, "pinned buffers %zu and %zu conflict and overlap",
+                        r.clash_a, r.clash_b);
+    static const roamc_layout_stop stops[] = {
+        [LAYOUT_STOP_PROOF] = ROAMC_STOP_OPTIMAL,
+        [LAYOUT_STOP_WORK] = ROAMC_STOP_WORK,
+        [LAYOUT_STOP_TIME] = ROAMC_STOP_TIME,
+        [LAYOUT_STOP_NO_IMPROVEMENT] = ROAMC_STOP_HEURISTIC,
+    };
+    l->live_bound = l->proven = r.bound;
+    l->height = r.height;
+    l->stop = stops[r.stop];
     return ROAMC_OK;
 }
 
