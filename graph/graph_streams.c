@@ -2,6 +2,7 @@
 #include "graph_streams.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base.h"
 
@@ -137,13 +138,19 @@ void graph_hb_touches_free(graph_hb_touches *t) {
     free(t->last);
 }
 
-bool graph_hb_ordered(const graph_hb *hb, const graph_hb_touches *t, int a, int b) {
+/* A toucher of a that does not happen before b's first toucher, or -1 when
+ * a is ordered before b. */
+static int graph_hb_unordered_toucher(const graph_hb *hb, const graph_hb_touches *t, int a, int b) {
     int f = t->first[b];
-    if (f < 0) return true;
+    if (f < 0) return -1;
     const int32_t *la = t->last + (size_t)a * (size_t)t->n_streams;
     for (int s = 0; s < t->n_streams; s++)
-        if (la[s] >= 0 && !graph_hb_before(hb, la[s], f)) return false;
-    return true;
+        if (la[s] >= 0 && !graph_hb_before(hb, la[s], f)) return la[s];
+    return -1;
+}
+
+bool graph_hb_ordered(const graph_hb *hb, const graph_hb_touches *t, int a, int b) {
+    return graph_hb_unordered_toucher(hb, t, a, b) < 0;
 }
 
 /* Each stream's ops in order: ops[start[s] .. start[s+1]). */
@@ -246,4 +253,78 @@ uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t, si
     free(set);
     free(rest);
     return bytes;
+}
+
+/* One piece of the address space and the buffer that last held it. */
+typedef struct graph_hb_seg {
+    uint64_t lo, hi;
+    int holder;
+} graph_hb_seg;
+
+typedef struct graph_hb_key {
+    int32_t start, first_step;
+    int b;
+} graph_hb_key;
+
+static int graph_hb_key_cmp(const void *x, const void *y) {
+    const graph_hb_key *a = x, *b = y;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    if (a->first_step != b->first_step) return a->first_step < b->first_step ? -1 : 1;
+    return a->b - b->b;
+}
+
+/* The first segment of segs[0 .. n) (disjoint, by address) that ends above lo. */
+static size_t graph_hb_seg_find(const graph_hb_seg *segs, size_t n, uint64_t lo) {
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (segs[mid].hi <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t, const uint64_t *size,
+                          const uint64_t *offset, const int32_t *start, graph_hb_clash_fn fn,
+                          void *ctx) {
+    size_t n = t->n_buffers, nk = 0, n_segs = 0;
+    graph_hb_key *keys = xmallocarray(n ? n : 1, sizeof *keys);
+    for (size_t b = 0; b < n; b++)
+        if (size[b])
+            keys[nk++] =
+                (graph_hb_key){start[b], t->first[b] >= 0 ? hb->step[t->first[b]] : -1, (int)b};
+    qsort(keys, nk, sizeof *keys, graph_hb_key_cmp);
+    /* each buffer adds at most two pieces net */
+    graph_hb_seg *segs = xmallocarray(2 * nk + 1, sizeof *segs);
+    int *seen = xmallocarray(n ? n : 1, sizeof *seen);
+    for (size_t b = 0; b < n; b++) seen[b] = -1;
+    int rc = 0;
+    for (size_t k = 0; k < nk && !rc; k++) {
+        int b = keys[k].b;
+        uint64_t lo = offset[b], hi = offset[b] + size[b];
+        size_t i = graph_hb_seg_find(segs, n_segs, lo), j = i;
+        for (; j < n_segs && segs[j].lo < hi; j++) {
+            int a = segs[j].holder;
+            if (seen[a] == b) continue;
+            seen[a] = b;
+            int x = graph_hb_unordered_toucher(hb, t, a, b);
+            if (x >= 0 && (rc = fn(ctx, a, b, x, t->first[b]))) break;
+        }
+        if (rc) break;
+        graph_hb_seg pieces[3];
+        size_t np = 0;
+        if (i < j && segs[i].lo < lo) pieces[np++] = (graph_hb_seg){segs[i].lo, lo, segs[i].holder};
+        pieces[np++] = (graph_hb_seg){lo, hi, b};
+        if (i < j && segs[j - 1].hi > hi)
+            pieces[np++] = (graph_hb_seg){hi, segs[j - 1].hi, segs[j - 1].holder};
+        memmove(segs + i + np, segs + j, (n_segs - j) * sizeof *segs);
+        memcpy(segs + i, pieces, np * sizeof *pieces);
+        n_segs = n_segs - (j - i) + np;
+    }
+    free(keys);
+    free(segs);
+    free(seen);
+    return rc;
 }

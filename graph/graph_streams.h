@@ -111,4 +111,18 @@ uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t, si
                                const uint64_t *size, const int32_t *start, const int32_t *end,
                                int at, uint64_t work, size_t *members);
 
+/* The memory rule checked on a layout, exactly (a layout need not come from
+ * graph_hb_extend): buffers by start[b] (then their first toucher's step),
+ * each against the buffers that last held each of its addresses
+ * (offset[b] .. offset[b] + size[b]; size 0 holds none), as
+ * shared/tools/check_plan.py checks it; the order is transitive, so earlier
+ * occupants need no test.  For each pair that breaks the rule, fn(ctx,
+ * earlier, later, n, f): n touches the earlier buffer and does not happen
+ * before f, the later one's first toucher; a non-zero return stops the walk
+ * and is returned.  Returns 0 when the layout obeys the rule. */
+typedef int (*graph_hb_clash_fn)(void *ctx, int earlier, int later, int n, int f);
+int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t, const uint64_t *size,
+                          const uint64_t *offset, const int32_t *start, graph_hb_clash_fn fn,
+                          void *ctx);
+
 #endif
