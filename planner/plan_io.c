@@ -98,6 +98,7 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_object_set_new(peak, "persistent", json_integer((json_int_t)p->persistent));
     json_object_set_new(peak, "lower_bound", json_integer((json_int_t)p->lower_bound));
     json_object_set_new(root, "peak", peak);
+    if (p->opt.pass) p->opt.pass->write(p, root);
     return root;
 }
 
@@ -269,6 +270,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
     else if (p->time_cut[0])
         fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit,
                 p->time_cut);
+    if (p->opt.pass) p->opt.pass->report_text(f, p);
 #define PLAN_NAME(path) (strcmp(path, "-") == 0 ? "standard output" : path)
     if (files->plan) fprintf(f, "  plan written  %s\n", PLAN_NAME(files->plan));
     if (files->tree) fprintf(f, "  tree written  %s\n", PLAN_NAME(files->tree));
@@ -444,6 +446,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
         json_object_set_new(r, "live_at_peak",
                             planner_peak_live_json(g, &pl, PLAN_REPORT_JSON_TOP));
     planner_peak_live_free(&pl);
+    if (p->opt.pass) p->opt.pass->report_json(p, r);
     if (extra) json_object_update(r, extra);
     json_dumpf(r, f, JSON_INDENT(2));
     fputc('\n', f);
