@@ -1,0 +1,119 @@
+#!/bin/bash
+# --streams end to end (issue 36): a step with an ai.roamc Offload/Reload
+# pair and an AllReduce, planned with --streams all, is a version 2 plan
+# that both checkers accept, with the Offload on d2h, the Reload on h2d
+# (issued before its reader's step: prefetch), the AllReduce on comm, and
+# the report's step time and memory lines; every plan with one wait
+# removed gets the same verdict from both checkers, and removing the wait
+# into the Reload's reader makes it INVALID for both.  --streams none
+# writes the same plan as no option; bad values are usage errors (exit 2,
+# no file).
+#
+# usage: test_streams_plan.sh ROAMC CHECK_PLAN_PY WORK_DIR   (77 = skipped)
+set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 3 3 "ROAMC CHECK_PLAN_PY WORK_DIR" "$@"
+ROAMC=$1 CHECK=$2 W=$3
+test_need_python "onnx" "the step is written with onnx.helper"
+rm -rf "$W" && mkdir -p "$W" && cd "$W" || fail_now "no work folder $W"
+PY=/usr/bin/python3
+
+# x @ w1 -> h1; Offload(h1); relu(h1) -> h2; three matmuls of compute to hide the
+# copy; Reload -> h1r; y = h5 * h1r; AllReduce(y) -> g
+$PY - <<'EOF' || fail_now "writing the step"
+import onnx
+from onnx import helper as h, TensorProto as T
+S = [256, 1024]
+W = [1024, 1024]
+def v(n, s=S): return h.make_tensor_value_info(n, T.FLOAT, s)
+nodes = [
+    h.make_node("MatMul", ["x", "w1"], ["h1"], name="mm1"),
+    h.make_node("Offload", ["h1"], ["h1_host"], name="off", domain="ai.roamc"),
+    h.make_node("Relu", ["h1"], ["h2"], name="relu"),
+    h.make_node("MatMul", ["h2", "w2"], ["h3"], name="mm2"),
+    h.make_node("MatMul", ["h3", "w2"], ["h4"], name="mm3"),
+    h.make_node("MatMul", ["h4", "w2"], ["h5"], name="mm4"),
+    h.make_node("Reload", ["h1_host"], ["h1r"], name="rel", domain="ai.roamc"),
+    h.make_node("Mul", ["h5", "h1r"], ["y"], name="mul"),
+    h.make_node("AllReduce", ["y"], ["g"], name="ar", domain="ai.roamc"),
+]
+g = h.make_graph(nodes, "streams", [v("x"), v("w1", W), v("w2", W)], [v("g")],
+                 value_info=[v(n) for n in ("h1", "h1_host", "h2", "h3", "h4", "h5", "h1r", "y")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.roamc", 1)])
+onnx.save(m, "step.onnx")
+EOF
+
+"$ROAMC" step.onnx --streams all -o s.json >s.out 2>&1 || { cat s.out; fail_now "--streams all"; }
+grep -q "^  streams       4 (compute, h2d, d2h, comm)" s.out || fail "report: no streams line"
+grep -q "^  step time " s.out || fail "report: no step time"
+grep -q "^  stream memory one stream: theoretical" s.out || fail "report: no memory line"
+# the streams, the prefetch and the times, from the plan
+$PY - <<'EOF' || fail "plan fields"
+import json, onnx
+p = json.load(open("s.json"))
+nodes = [n.name for n in onnx.load("step.onnx").graph.node]
+assert p["version"] == 2, p["version"]
+kinds = {s["id"]: s["kind"] for s in p["streams"]}
+on = {nodes[n]: kinds[p["stream"][k]] for k, n in enumerate(p["schedule"])}
+assert on["off"] == "d2h" and on["rel"] == "h2d" and on["ar"] == "comm", on
+assert all(on[n] == "compute" for n in ("mm1", "relu", "mm2", "mm3", "mm4", "mul")), on
+step = {nodes[n]: k for k, n in enumerate(p["schedule"])}
+assert step["rel"] < step["mm4"], "the Reload is not issued ahead of its reader's producer"
+t = {nodes[n]: p["times"][k] for k, n in enumerate(p["schedule"])}
+assert t["rel"][1] <= t["mul"][0] and t["off"][0] >= t["mm1"][1], t
+assert len(p["times"]) == len(p["schedule"]) and p["waits"], "times or waits missing"
+EOF
+"$ROAMC" check step.onnx s.json | grep -q '^VALID' || fail "roamc check rejects the plan"
+check_ran=0
+if test_check_plan "$CHECK"; then
+    check_ran=1
+    test_check_plan_py "$CHECK" step.onnx s.json | grep -q '^VALID' || fail "check_plan.py rejects the plan"
+    # one wait removed at a time: both checkers agree, and the wait into the
+    # Reload's reader is needed
+    n=$($PY -c "import json; print(len(json.load(open('s.json'))['waits']))")
+    rejected=0 i=0
+    while [ $i -lt "$n" ]; do
+        $PY - "$i" <<'EOF'
+import json, sys
+p = json.load(open("s.json"))
+p["waits"].pop(int(sys.argv[1]))
+json.dump(p, open("cut.json", "w"))
+EOF
+        c=$("$ROAMC" check step.onnx cut.json >cut.c.out 2>&1; echo $?)
+        py=$(test_check_plan_py "$CHECK" step.onnx cut.json >cut.py.out 2>&1; echo $?)
+        [ "$c" = "$py" ] || fail "wait $i removed: roamc check exits $c, check_plan.py $py"
+        [ "$c" = 1 ] && rejected=$((rejected + 1))
+        i=$((i + 1))
+    done
+    [ $rejected -ge 1 ] || fail "no single wait is needed"
+    $PY - <<'EOF'
+import json, onnx
+p = json.load(open("s.json"))
+nodes = [n.name for n in onnx.load("step.onnx").graph.node]
+rel, mul = nodes.index("rel"), nodes.index("mul")
+assert [rel, mul] in p["waits"], p["waits"]
+p["waits"].remove([rel, mul])
+json.dump(p, open("noreload.json", "w"))
+EOF
+    "$ROAMC" check step.onnx noreload.json >nr.out && fail "roamc check accepts the plan without the Reload's wait"
+    grep -q "before its producer runs (streams 1 and 0: no wait orders them)" nr.out ||
+        fail "roamc check: $(cat nr.out)"
+    test_check_plan_py "$CHECK" step.onnx noreload.json >nr.py.out && fail "check_plan.py accepts it"
+    echo "waits: $n, $rejected of them needed (both checkers agree on each)"
+fi
+
+# none: one stream, the same plan as without the option
+"$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"
+"$ROAMC" step.onnx --streams none -q -o none.json || fail "--streams none"
+cmp -s one.json none.json || fail "--streams none changes the plan"
+grep -q '"version":1' one.json || fail "plan without --streams is not version 1"
+# usage errors write nothing
+for bad in "--streams copy,disk" "--streams ''" "--streams copy --comm-gbps 10" \
+    "--streams comm --comm-gbps 0" "--device h100"; do
+    rm -f bad.json
+    eval "\"$ROAMC\" step.onnx $bad -q -o bad.json" >bad.out 2>&1
+    rc=$?
+    [ $rc = 2 ] || fail "$bad: exit $rc, want 2"
+    [ ! -e bad.json ] || fail "$bad: a plan was written"
+done
+test_finish test_streams_plan 0 $check_ran
