@@ -323,12 +323,16 @@ static uint64_t plan_layout_ilp(plan *p, const layout_buffer *b, double budget) 
     return h;
 }
 
+void plan_layout_ends(const plan *p, int32_t *end) {
+    memcpy(end, p->end, p->g->n_storages * sizeof *end);
+    if (p->opt.pass) p->opt.pass->lifetimes(p, end);
+}
+
 /* The layout problem's lifetimes as the pass lengthens them. */
 static void plan_pass_lifetimes(const plan *p, layout_buffer *b) {
     size_t ns = p->g->n_storages;
     int32_t *end = xmallocarray(ns ? ns : 1, sizeof *end);
-    memcpy(end, p->end, ns * sizeof *end);
-    p->opt.pass->lifetimes(p, end);
+    plan_layout_ends(p, end);
     for (size_t s = 0; s < ns; s++) b[s].end = end[s];
     free(end);
 }

@@ -122,12 +122,16 @@ int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
  * plan's theoretical peak. */
 int plan_write_buffers(const plan *p, FILE *f) {
     const graph *g = p->g;
-    if (fprintf(f, "id,lower,upper,size\n") < 0) return -1;
-    for (size_t s = 0; s < g->n_storages; s++)
-        if (fprintf(f, "%zu,%ld,%ld,%llu\n", s, (long)p->start[s], (long)p->end[s] + 1,
+    /* a pass (--streams) lays out on its own lifetimes: that is the problem solved */
+    int32_t *end = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *end);
+    plan_layout_ends(p, end);
+    int rc = fprintf(f, "id,lower,upper,size\n") < 0 ? -1 : 0;
+    for (size_t s = 0; s < g->n_storages && rc == 0; s++)
+        if (fprintf(f, "%zu,%ld,%ld,%llu\n", s, (long)p->start[s], (long)end[s] + 1,
                     (unsigned long long)g->storages[s].size) < 0)
-            return -1;
-    return 0;
+            rc = -1;
+    free(end);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- report */

@@ -208,6 +208,10 @@ uint64_t plan_device_bytes(const plan *p);
 int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen);
 void plan_free(plan *p);
 
+/* The closed lifetime ends the layout respects, per storage: p->end, or
+ * what opt.pass lengthens it to (--streams). */
+void plan_layout_ends(const plan *p, int32_t *end);
+
 /* Checks a plan in memory against the graph: the same rules as `roamc
  * check`.  Returns 0 when valid, else -1 with the first problem in err. */
 int plan_validate(const plan *p, char *err, size_t errlen);

@@ -6,8 +6,8 @@
 # the report's step time and memory lines; every plan with one wait
 # removed gets the same verdict from both checkers, and removing the wait
 # into the Reload's reader makes it INVALID for both.  --streams none
-# writes the same plan as no option; bad values are usage errors (exit 2,
-# no file).
+# writes the same plan as no option; --dump-buffers writes the lifetimes
+# the layout held; bad values are usage errors (exit 2, no file).
 #
 # usage: test_streams_plan.sh ROAMC CHECK_PLAN_PY WORK_DIR   (77 = skipped)
 set -u
@@ -64,6 +64,18 @@ assert t["rel"][1] <= t["mul"][0] and t["off"][0] >= t["mm1"][1], t
 assert len(p["times"]) == len(p["schedule"]) and p["waits"], "times or waits missing"
 EOF
 "$ROAMC" check step.onnx s.json | grep -q '^VALID' || fail "roamc check rejects the plan"
+# --dump-buffers: the problem the layout solved, h1 held until its Offload is waited for
+"$ROAMC" step.onnx --streams all -q -o s2.json --dump-buffers s2.csv || fail "--dump-buffers"
+cmp -s s.json s2.json || fail "--dump-buffers changes the plan"
+$PY - <<'EOF' || fail "--dump-buffers: lifetimes"
+import csv, json
+p = json.load(open("s.json"))
+rows = {int(r["id"]): r for r in csv.DictReader(open("s2.csv"))}
+for b in p["buffers"]:
+    assert int(rows[b["id"]]["upper"]) >= b["end"] + 1, (b, rows[b["id"]])
+h1 = next(b for b in p["buffers"] if b["tensors"] == ["h1"])
+assert int(rows[h1["id"]]["upper"]) > h1["end"] + 1, "h1 not held for its Offload"
+EOF
 check_ran=0
 if test_check_plan "$CHECK"; then
     check_ran=1
