@@ -3,7 +3,8 @@
 # pair and an AllReduce, planned with --streams all, is a version 2 plan
 # that both checkers accept, with the Offload on d2h, the Reload on h2d
 # (issued before its reader's step: prefetch), the AllReduce on comm, and
-# the report's step time and memory lines; every plan with one wait
+# the report's step time and memory lines (and, on a second step, the
+# prefetch stopping where it would raise the peak); every plan with one wait
 # removed gets the same verdict from both checkers, and removing the wait
 # into the Reload's reader makes it INVALID for both.  --streams none
 # writes the same plan as no option; --dump-buffers writes the lifetimes
@@ -112,6 +113,47 @@ EOF
         fail "roamc check: $(cat nr.out)"
     test_check_plan_py "$CHECK" step.onnx noreload.json >nr.py.out && fail "check_plan.py accepts it"
     echo "waits: $n, $rejected of them needed (both checkers agree on each)"
+fi
+
+# prefetch as early as memory allows: a Reload whose copy the compute before
+# its reader cannot hide stops short of the step where a large temporary
+# peaks, so the schedule's theoretical peak stays that of one stream
+$PY - <<'EOF' || fail_now "writing the peaky step"
+import onnx
+from onnx import helper as h, TensorProto as T
+def v(n, s): return h.make_tensor_value_info(n, T.FLOAT, s)
+A = [2048, 1024]
+nodes = [
+    h.make_node("Relu", ["x"], ["h1"]),                                        # 0
+    h.make_node("Offload", ["h1"], ["h1_host"], domain="ai.roamc"),            # 1
+    h.make_node("Sigmoid", ["h1"], ["h2"]),                                    # 2
+    h.make_node("Concat", ["h2", "h2", "h2", "h2"], ["big"], axis=0),          # 3
+    h.make_node("ReduceMean", ["big"], ["h3"], axes=[0], keepdims=1),          # 4
+    h.make_node("Add", ["h3", "h2"], ["h4"]),                                  # 5
+    h.make_node("Reload", ["h1_host"], ["h1r"], domain="ai.roamc"),            # 6
+    h.make_node("Mul", ["h4", "h1r"], ["y"]),                                  # 7
+]
+vals = [v("h1", A), v("h1_host", A), v("h2", A), v("big", [8192, 1024]), v("h3", [1, 1024]),
+        v("h4", A), v("h1r", A)]
+g = h.make_graph(nodes, "peaky", [v("x", A)], [v("y", A)], value_info=vals)
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.roamc", 1)]),
+          "peaky.onnx")
+EOF
+"$ROAMC" peaky.onnx -q -o peaky1.json || fail "peaky: one stream"
+"$ROAMC" peaky.onnx --streams copy -q -o peaky.json || fail "peaky: --streams copy"
+"$ROAMC" peaky.onnx --streams copy,no-prefetch -q -o peaky0.json || fail "peaky: no-prefetch"
+$PY - <<'EOF' || fail "peaky: prefetch raised the peak or did not move"
+import json
+one, s, s0 = (json.load(open(f)) for f in ("peaky1.json", "peaky.json", "peaky0.json"))
+assert s["peak"]["theoretical"] == one["peak"]["theoretical"], (s["peak"], one["peak"])
+# issued earlier than without prefetch, yet after the large temporary's last reader
+at = s["schedule"].index
+assert at(6) < s0["schedule"].index(6), (s["schedule"], s0["schedule"])
+assert at(6) > at(4), s["schedule"]
+EOF
+"$ROAMC" check peaky.onnx peaky.json | grep -q '^VALID' || fail "peaky: roamc check"
+if test_check_plan "$CHECK"; then
+    test_check_plan_py "$CHECK" peaky.onnx peaky.json | grep -q '^VALID' || fail "peaky: check_plan.py"
 fi
 
 # none: one stream, the same plan as without the option

@@ -108,14 +108,28 @@ static void streams_durations(const graph *g, const streams_options *o, const in
     free(c);
 }
 
+/* Bytes of the storages op makes (a Reload: the value it brings back). */
+static uint64_t streams_made_bytes(const graph *g, int op) {
+    uint64_t b = 0;
+    for (size_t k = g->make_start[op]; k < g->make_start[op + 1]; k++)
+        b += g->storages[g->make[k]].size;
+    return b;
+}
+
 /* Prefetch: each Reload moved up to the step from which the compute ops
  * before its first reader take at least its copy time, but not before its
- * predecessors (its Offload).  Rewrites order; counts into st. */
+ * predecessors (its Offload), and not to a step where the value it brings
+ * back would raise the schedule's live bytes above their peak (as early as
+ * memory allows: the theoretical peak stays the order's).  Rewrites order;
+ * counts into st. */
 static void streams_prefetch(const graph *g, int *order, const int *kind, const double *dur,
                              streams_state *st) {
     size_t n = g->n_ops;
     int *step_of = xmallocarray(n ? n : 1, sizeof *step_of);
     int *target = xmallocarray(n ? n : 1, sizeof *target);
+    uint64_t *live = xmallocarray(n ? n : 1, sizeof *live), cap = 0;
+    graph_live_bytes(g, order, live);
+    for (size_t s = 0; s < n; s++) cap = live[s] > cap ? live[s] : cap;
     for (size_t s = 0; s < n; s++) step_of[order[s]] = (int)s;
     for (size_t s = 0; s < n; s++) {
         int r = order[s];
@@ -129,12 +143,17 @@ static void streams_prefetch(const graph *g, int *order, const int *kind, const 
         if (reader == (int)n) continue;
         double acc = 0;
         int at = (int)s;
+        uint64_t bytes = streams_made_bytes(g, r);
         for (int q = reader - 1; q >= lo && acc < dur[r]; q--) {
+            if (q < (int)s && live[q] + bytes > cap) break;
             if (kind[order[q]] == STREAMS_COMPUTE) acc += dur[order[q]];
             at = q;
         }
-        if (at < (int)s) target[r] = at, st->n_moved++, st->moved_steps += s - (size_t)at;
+        if (at >= (int)s) continue;
+        target[r] = at, st->n_moved++, st->moved_steps += s - (size_t)at;
+        for (size_t q = (size_t)at; q < s; q++) live[q] += bytes;
     }
+    free(live);
     /* the new order: at each step, the Reloads moved there (in their old
      * order), then the op of that step unless it moved */
     size_t *cnt = xcalloc(n + 1, sizeof *cnt);
