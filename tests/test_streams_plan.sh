@@ -48,6 +48,15 @@ EOF
 grep -q "^  streams       4 (compute, h2d, d2h, comm)" s.out || fail "report: no streams line"
 grep -q "^  step time " s.out || fail "report: no step time"
 grep -q "^  stream memory one stream: theoretical" s.out || fail "report: no memory line"
+"$ROAMC" step.onnx --streams all --report json >s.report || fail "--report json"
+$PY - <<'EOF' || fail "--report json: streams"
+import json
+r = json.load(open("s.report"))["streams"]
+assert r["streams"] == 4 and r["ops_h2d"] == 1 and r["ops_d2h"] == 1 and r["ops_comm"] == 1, r
+assert 0 < r["step_seconds"] <= r["serial_seconds"], r
+assert r["lower_bound"] <= r["actual"] and r["theoretical"] <= r["interleaved_live"] <= r["actual"], r
+assert r["reloads_prefetched"] == 1, r
+EOF
 # the streams, the prefetch and the times, from the plan
 $PY - <<'EOF' || fail "plan fields"
 import json, onnx
