@@ -192,6 +192,11 @@ static void streams_join(const graph_hb *hb, int32_t *clk, int u) {
         if (cu[i] > clk[i]) clk[i] = cu[i];
 }
 
+/* Whether u happens before the op whose clock so far is clk. */
+static bool streams_covered(const graph_hb *hb, const int32_t *clk, int u) {
+    return clk[hb->stream[u]] >= hb->pos[u];
+}
+
 /* Waits and times, op by op in schedule order (streams.h says which waits). */
 static void streams_schedule(const graph *g, const int *order, const double *dur,
                              streams_state *st) {
@@ -210,10 +215,9 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
         size_t nw = 0;
         int last = hb->last[sv];
         for (size_t i = 0; i < ns; i++) clk[i] = last >= 0 ? hb->clock[(size_t)last * ns + i] : 0;
-#define STREAMS_COVERED(u) (clk[st->stream[u]] >= hb->pos[u])
         /* a side-stream op is issued after the compute op before it */
         int issue = hb->last[0];
-        if (sv != 0 && issue >= 0 && !STREAMS_COVERED(issue))
+        if (sv != 0 && issue >= 0 && !streams_covered(hb, clk, issue))
             w[nw++] = issue, streams_join(hb, clk, issue);
         /* predecessors on other streams, latest first: one wait often covers the rest */
         size_t np = 0;
@@ -225,7 +229,8 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
                 pred[b] = pred[b - 1], pred[b - 1] = x;
             }
         for (size_t a = 0; a < np; a++)
-            if (!STREAMS_COVERED(pred[a])) w[nw++] = pred[a], streams_join(hb, clk, pred[a]);
+            if (!streams_covered(hb, clk, pred[a]))
+                w[nw++] = pred[a], streams_join(hb, clk, pred[a]);
         double start = free_at[sv];
         for (size_t a = 0; a < nw; a++)
             if (st->t_end[w[a]] > start) start = st->t_end[w[a]];
@@ -235,9 +240,8 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
             while (joined[s] < len[s] && st->t_end[list[s][joined[s]]] <= start) joined[s]++;
             if (joined[s] == 0) continue;
             int x = list[s][joined[s] - 1];
-            if (!STREAMS_COVERED(x)) w[nw++] = x, streams_join(hb, clk, x);
+            if (!streams_covered(hb, clk, x)) w[nw++] = x, streams_join(hb, clk, x);
         }
-#undef STREAMS_COVERED
         for (size_t a = 0; a < nw; a++) streams_add_wait(st, w[a], v);
         graph_hb_push(hb, v, sv, w, nw);
         st->t_start[v] = start;
