@@ -197,6 +197,17 @@ static bool streams_covered(const graph_hb *hb, const int32_t *clk, int u) {
     return clk[hb->stream[u]] >= hb->pos[u];
 }
 
+/* A predecessor on another stream, and its step. */
+typedef struct streams_pred {
+    int32_t step;
+    int op;
+} streams_pred;
+
+static int streams_pred_later_first(const void *x, const void *y) {
+    const streams_pred *a = x, *b = y;
+    return (a->step < b->step) - (a->step > b->step);
+}
+
 /* Waits and times, op by op in schedule order (streams.h says which waits). */
 static void streams_schedule(const graph *g, const int *order, const double *dur,
                              streams_state *st) {
@@ -208,7 +219,7 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
     int **list = xcalloc(ns, sizeof *list); /* per stream: its ops so far */
     size_t *len = xcalloc(ns, sizeof *len), *joined = xcalloc(ns, sizeof *joined);
     for (size_t s = 0; s < ns; s++) list[s] = xmallocarray(n ? n : 1, sizeof *list[s]);
-    int *pred = xmallocarray(n ? n : 1, sizeof *pred);
+    streams_pred *pred = xmallocarray(n ? n : 1, sizeof *pred);
     int *w = xmallocarray(n + ns + 1, sizeof *w);
     for (size_t k = 0; k < n; k++) {
         int v = order[k], sv = st->stream[v];
@@ -222,15 +233,12 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
         /* predecessors on other streams, latest first: one wait often covers the rest */
         size_t np = 0;
         for (size_t e = g->pred_start[v]; e < g->pred_start[v + 1]; e++)
-            if (st->stream[g->pred[e]] != sv) pred[np++] = g->pred[e];
-        for (size_t a = 1; a < np; a++) /* by step, descending (few predecessors) */
-            for (size_t b = a; b > 0 && hb->step[pred[b]] > hb->step[pred[b - 1]]; b--) {
-                int x = pred[b];
-                pred[b] = pred[b - 1], pred[b - 1] = x;
-            }
+            if (st->stream[g->pred[e]] != sv)
+                pred[np++] = (streams_pred){hb->step[g->pred[e]], g->pred[e]};
+        qsort(pred, np, sizeof *pred, streams_pred_later_first);
         for (size_t a = 0; a < np; a++)
-            if (!streams_covered(hb, clk, pred[a]))
-                w[nw++] = pred[a], streams_join(hb, clk, pred[a]);
+            if (!streams_covered(hb, clk, pred[a].op))
+                w[nw++] = pred[a].op, streams_join(hb, clk, pred[a].op);
         double start = free_at[sv];
         for (size_t a = 0; a < nw; a++)
             if (st->t_end[w[a]] > start) start = st->t_end[w[a]];
