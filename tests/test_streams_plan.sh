@@ -4,7 +4,8 @@
 # that both checkers accept, with the Offload on d2h, the Reload on h2d
 # (issued before its reader's step: prefetch), the AllReduce on comm, and
 # the report's step time and memory lines (and, on a second step, the
-# prefetch stopping where it would raise the peak); every plan with one wait
+# prefetch stopping where it would raise the peak; sync-offload freeing the
+# offloaded value where one stream would); every plan with one wait
 # removed gets the same verdict from both checkers, and removing the wait
 # into the Reload's reader makes it INVALID for both.  --streams none
 # writes the same plan as no option; --dump-buffers writes the lifetimes
@@ -164,6 +165,25 @@ EOF
 if test_check_plan "$CHECK"; then
     test_check_plan_py "$CHECK" peaky.onnx peaky.json | grep -q '^VALID' || fail "peaky: check_plan.py"
 fi
+
+# sync-offload: the Offload's value leaves memory where one stream frees it
+"$ROAMC" step.onnx --streams all,sync-offload --report json -o sync.json >sync.report ||
+    fail "--streams all,sync-offload"
+"$ROAMC" check step.onnx sync.json | grep -q '^VALID' || fail "sync-offload: roamc check"
+if test_check_plan "$CHECK"; then
+    test_check_plan_py "$CHECK" step.onnx sync.json | grep -q '^VALID' || fail "sync-offload: check_plan.py"
+fi
+$PY - <<'EOF' || fail "sync-offload: the wait or the lifetime"
+import json, onnx
+nodes = [n.name for n in onnx.load("step.onnx").graph.node]
+p, r, r0 = json.load(open("sync.json")), json.load(open("sync.report"))["streams"], \
+    json.load(open("s.report"))["streams"]
+off, mm2 = nodes.index("off"), nodes.index("mm2")
+# relu is h1's last compute use: the compute op after it waits for the Offload
+assert [off, mm2] in p["waits"], p["waits"]
+assert r["interleaved_live"] <= r0["interleaved_live"] and r["step_seconds"] >= r0["step_seconds"], (r, r0)
+assert r["interleaved_live"] == r["theoretical"], r
+EOF
 
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"

@@ -40,6 +40,7 @@ typedef struct streams_state {
 int streams_parse(const char *list, streams_options *o, char *err, size_t errlen) {
     o->kinds = 0;
     o->prefetch = true;
+    o->sync_offload = false;
     const char *p = list;
     if (!*p) return roamc_errorf(err, errlen, "--streams wants copy, comm, all or none");
     while (*p) {
@@ -54,11 +55,14 @@ int streams_parse(const char *list, streams_options *o, char *err, size_t errlen
             ;
         else if (n == 11 && strncmp(p, "no-prefetch", 11) == 0)
             o->prefetch = false;
+        else if (n == 12 && strncmp(p, "sync-offload", 12) == 0)
+            o->sync_offload = true;
         else
-            return roamc_errorf(err, errlen,
-                                "--streams takes copy, comm, all, none and no-prefetch, "
-                                "comma-separated, not '%.*s'",
-                                (int)n, p);
+            return roamc_errorf(
+                err, errlen,
+                "--streams takes copy, comm, all, none, no-prefetch and sync-offload, "
+                "comma-separated, not '%.*s'",
+                (int)n, p);
         p += n;
         if (*p == ',') p++;
     }
@@ -197,6 +201,51 @@ static bool streams_covered(const graph_hb *hb, const int32_t *clk, int u) {
     return clk[hb->stream[u]] >= hb->pos[u];
 }
 
+/* sync-offload: for each compute op, the Offloads it waits for: those
+ * whose value's last compute use (or the Offload itself) is the latest
+ * step before it, as sync[start[v] .. start[v+1]).  Returns start, or NULL
+ * when there is none. */
+static size_t *streams_sync_points(const graph *g, const int *order, const streams_state *st,
+                                   int **sync) {
+    size_t n = g->n_ops;
+    int32_t *last = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *last);
+    int *next = xmallocarray(n + 1, sizeof *next), *at = xmallocarray(n ? n : 1, sizeof *at);
+    for (size_t s = 0; s < g->n_storages; s++) last[s] = -1;
+    for (size_t k = 0; k < n; k++) {
+        int v = order[k];
+        if (st->kind_of[st->stream[v]] != STREAMS_COMPUTE) continue;
+        for (size_t e = g->touch_start[v]; e < g->touch_start[v + 1]; e++)
+            last[g->touch[e]] = (int32_t)k;
+    }
+    next[n] = -1; /* the first compute op at or after each step */
+    for (size_t k = n; k-- > 0;)
+        next[k] = st->kind_of[st->stream[order[k]]] == STREAMS_COMPUTE ? order[k] : next[k + 1];
+    size_t *start = xcalloc(n + 1, sizeof *start), found = 0;
+    for (size_t k = 0; k < n; k++) {
+        int o = order[k];
+        at[o] = -1;
+        if (st->kind_of[st->stream[o]] != STREAMS_D2H) continue;
+        size_t after = k;
+        for (size_t e = g->touch_start[o]; e < g->touch_start[o + 1]; e++)
+            if (last[g->touch[e]] > (int32_t)after) after = (size_t)last[g->touch[e]];
+        if ((at[o] = next[after + 1]) >= 0) start[at[o] + 1]++, found++;
+    }
+    *sync = NULL;
+    if (!found) {
+        free(start), start = NULL;
+    } else {
+        for (size_t v = 0; v < n; v++) start[v + 1] += start[v];
+        size_t *fill = xmallocarray(n + 1, sizeof *fill);
+        memcpy(fill, start, (n + 1) * sizeof *fill);
+        *sync = xmallocarray(found, sizeof **sync);
+        for (size_t k = 0; k < n; k++)
+            if (at[order[k]] >= 0) (*sync)[fill[at[order[k]]]++] = order[k];
+        free(fill);
+    }
+    free(last), free(next), free(at);
+    return start;
+}
+
 /* A predecessor on another stream, and its step. */
 typedef struct streams_pred {
     int32_t step;
@@ -209,7 +258,7 @@ static int streams_pred_later_first(const void *x, const void *y) {
 }
 
 /* Waits and times, op by op in schedule order (streams.h says which waits). */
-static void streams_schedule(const graph *g, const int *order, const double *dur,
+static void streams_schedule(const graph *g, const int *order, const double *dur, bool sync_offload,
                              streams_state *st) {
     size_t n = g->n_ops, ns = (size_t)st->n_streams;
     graph_hb *hb = &st->hb;
@@ -220,7 +269,9 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
     size_t *len = xcalloc(ns, sizeof *len), *joined = xcalloc(ns, sizeof *joined);
     for (size_t s = 0; s < ns; s++) list[s] = xmallocarray(n ? n : 1, sizeof *list[s]);
     streams_pred *pred = xmallocarray(n ? n : 1, sizeof *pred);
-    int *w = xmallocarray(n + ns + 1, sizeof *w);
+    int *w = xmallocarray(2 * n + ns + 1, sizeof *w);
+    int *sync = NULL;
+    size_t *sync_start = sync_offload ? streams_sync_points(g, order, st, &sync) : NULL;
     for (size_t k = 0; k < n; k++) {
         int v = order[k], sv = st->stream[v];
         size_t nw = 0;
@@ -239,6 +290,9 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
         for (size_t a = 0; a < np; a++)
             if (!streams_covered(hb, clk, pred[a].op))
                 w[nw++] = pred[a].op, streams_join(hb, clk, pred[a].op);
+        for (size_t a = sync_start ? sync_start[v] : 0; sync_start && a < sync_start[v + 1]; a++)
+            if (!streams_covered(hb, clk, sync[a]))
+                w[nw++] = sync[a], streams_join(hb, clk, sync[a]);
         double start = free_at[sv];
         for (size_t a = 0; a < nw; a++)
             if (st->t_end[w[a]] > start) start = st->t_end[w[a]];
@@ -273,6 +327,7 @@ static void streams_schedule(const graph *g, const int *order, const double *dur
             }
         }
     }
+    free(sync), free(sync_start);
     for (size_t s = 0; s < ns; s++) free(list[s]);
     free(list), free(len), free(joined), free(clk), free(free_at), free(pred), free(w);
 }
@@ -319,7 +374,7 @@ static int streams_order(const planner_pass *pass, plan *p, char *err, size_t er
     if (o->prefetch && st->n_on[STREAMS_H2D]) streams_prefetch(g, p->order, kind, dur, st);
     st->t_start = xcalloc(n ? n : 1, sizeof *st->t_start);
     st->t_end = xcalloc(n ? n : 1, sizeof *st->t_end);
-    streams_schedule(g, p->order, dur, st);
+    streams_schedule(g, p->order, dur, o->sync_offload, st);
     free(kind);
     free(dur);
     return 0;

@@ -13,7 +13,9 @@
  *     issue point) and for every producer or ordering predecessor on another
  *     stream that no wait covers yet; a compute op waits for the side-stream
  *     ops that the times say have ended when it starts, so that the memory
- *     they touched can be used again (DESIGN's memory rule), never delaying it;
+ *     they touched can be used again (DESIGN's memory rule), never delaying it
+ *     (with sync-offload, also for each Offload at the first compute op after
+ *     its value's last compute use, which may delay it);
  *   - times: each op's start and end on the device profile (fit.h): compute
  *     ops by fit_op_seconds on stream 0, copies at the host link's bandwidth
  *     (each direction its own copy engine), collectives at
@@ -46,13 +48,18 @@ enum streams_bits {
 typedef struct streams_options {
     unsigned kinds; /* enum streams_bits; 0: one stream (version 1 plans) */
     bool prefetch;  /* Reloads issued ahead of their reader (default true) */
+    /* compute waits for each Offload at the first compute op after its
+     * value's last compute use, so that the value leaves device memory where
+     * one stream would free it (time traded for memory; default false) */
+    bool sync_offload;
     fit_device device;
     double comm_bytes_per_s;
 } streams_options;
 
-/* --streams LIST: comma-separated copy, comm, all (copy,comm), none, and
- * no-prefetch (Reloads stay where the order put them).  Sets kinds and
- * prefetch in *o.  Returns 0, or -1 with a message. */
+/* --streams LIST: comma-separated copy, comm, all (copy,comm), none,
+ * no-prefetch (Reloads stay where the order put them) and sync-offload.
+ * Sets kinds, prefetch and sync_offload in *o.  Returns 0, or -1 with a
+ * message. */
 int streams_parse(const char *list, streams_options *o, char *err, size_t errlen);
 
 /* The pass for planner_options.pass: *o must outlive every plan made with it. */
