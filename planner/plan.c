@@ -84,6 +84,7 @@ void plan_free(plan *p) {
     free(p->ostats);
     if (p->tree) partition_free(p->tree);
     free(p->tree);
+    if (p->pass_state && p->opt.pass) p->opt.pass->free_state(p->pass_state);
     if (p->own_graph) graph_free(p->own_graph);
     free(p->own_graph);
     memset(p, 0, sizeof *p);
@@ -322,6 +323,20 @@ static uint64_t plan_layout_ilp(plan *p, const layout_buffer *b, double budget) 
     return h;
 }
 
+void plan_layout_ends(const plan *p, int32_t *end) {
+    memcpy(end, p->end, p->g->n_storages * sizeof *end);
+    if (p->opt.pass) p->opt.pass->lifetimes(p, end);
+}
+
+/* The layout problem's lifetimes as the pass lengthens them. */
+static void plan_pass_lifetimes(const plan *p, layout_buffer *b) {
+    size_t ns = p->g->n_storages;
+    int32_t *end = xmallocarray(ns ? ns : 1, sizeof *end);
+    plan_layout_ends(p, end);
+    for (size_t s = 0; s < ns; s++) b[s].end = end[s];
+    free(end);
+}
+
 /* budget: seconds for the exact layouts (roam, ilp), a backstop only: they
  * stop on work budgets (LAYOUT_DEFAULT_WORK) first. */
 static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
@@ -331,6 +346,7 @@ static int plan_layout(plan *p, double budget, char *err, size_t errlen) {
                             "layout pytorch places blocks at multiples of 512 B; use an "
                             "--align that divides 512");
     layout_buffer *b = plan_buffers(p);
+    if (p->opt.pass) plan_pass_lifetimes(p, b);
     uint64_t h = 0;
     switch (p->opt.layout) {
     case PLANNER_LAYOUT_BESTFIT:
@@ -397,6 +413,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
      * also measures program order and LESCEA for the report. */
     p->ostats = xcalloc(1, sizeof *p->ostats);
     planner_order_run(g, opt, p->order, p->ostats, &p->tree);
+    if (opt->pass && opt->pass->order(opt->pass, p, err, errlen)) {
+        plan_free(p);
+        return -1;
+    }
     graph_lifetimes(g, p->order, p->start, p->end);
     p->theoretical = graph_peak(g, p->order, &p->theoretical_np, NULL);
     p->lower_bound = graph_lower_bound(g);
@@ -422,8 +442,10 @@ int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, s
         plan_free(p);
         return -1;
     }
-    if (p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP)
+    /* the fallback plans other orders on one stream: not with a pass */
+    if ((p->opt.order == PLANNER_ORDER_ILP || p->opt.layout == PLANNER_LAYOUT_ILP) && !p->opt.pass)
         plan_ilp_fallback(p);
+    if (p->opt.pass) p->opt.pass->finish(p);
     double t2 = roamc_now();
     p->times.order = t1 - t0;
     p->times.layout = t2 - t1;
@@ -478,5 +500,6 @@ int plan_validate(const plan *p, char *err, size_t errlen) {
     free(start);
     free(end);
     free(b);
+    if (rc == 0 && p->opt.pass) rc = p->opt.pass->validate(p, err, errlen);
     return rc;
 }

@@ -98,6 +98,7 @@ static json_t *plan_to_json(const plan *p, const char *model_path) {
     json_object_set_new(peak, "persistent", json_integer((json_int_t)p->persistent));
     json_object_set_new(peak, "lower_bound", json_integer((json_int_t)p->lower_bound));
     json_object_set_new(root, "peak", peak);
+    if (p->opt.pass) p->opt.pass->write(p, root);
     return root;
 }
 
@@ -121,12 +122,16 @@ int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen) {
  * plan's theoretical peak. */
 int plan_write_buffers(const plan *p, FILE *f) {
     const graph *g = p->g;
-    if (fprintf(f, "id,lower,upper,size\n") < 0) return -1;
-    for (size_t s = 0; s < g->n_storages; s++)
-        if (fprintf(f, "%zu,%ld,%ld,%llu\n", s, (long)p->start[s], (long)p->end[s] + 1,
+    /* a pass (--streams) lays out on its own lifetimes: that is the problem solved */
+    int32_t *end = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *end);
+    plan_layout_ends(p, end);
+    int rc = fprintf(f, "id,lower,upper,size\n") < 0 ? -1 : 0;
+    for (size_t s = 0; s < g->n_storages && rc == 0; s++)
+        if (fprintf(f, "%zu,%ld,%ld,%llu\n", s, (long)p->start[s], (long)end[s] + 1,
                     (unsigned long long)g->storages[s].size) < 0)
-            return -1;
-    return 0;
+            rc = -1;
+    free(end);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- report */
@@ -269,6 +274,7 @@ void plan_report_text(FILE *f, const plan *p, const char *model_path, const plan
     else if (p->time_cut[0])
         fprintf(f, "  time limit    %g s cut %s; another run may differ\n", p->opt.time_limit,
                 p->time_cut);
+    if (p->opt.pass) p->opt.pass->report_text(f, p);
 #define PLAN_NAME(path) (strcmp(path, "-") == 0 ? "standard output" : path)
     if (files->plan) fprintf(f, "  plan written  %s\n", PLAN_NAME(files->plan));
     if (files->tree) fprintf(f, "  tree written  %s\n", PLAN_NAME(files->tree));
@@ -444,6 +450,7 @@ void plan_report_json(FILE *f, const plan *p, const char *model_path, const plan
         json_object_set_new(r, "live_at_peak",
                             planner_peak_live_json(g, &pl, PLAN_REPORT_JSON_TOP));
     planner_peak_live_free(&pl);
+    if (p->opt.pass) p->opt.pass->report_json(p, r);
     if (extra) json_object_update(r, extra);
     json_dumpf(r, f, JSON_INDENT(2));
     fputc('\n', f);

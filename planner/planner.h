@@ -67,6 +67,9 @@ const char *planner_layout_name(planner_layout l);
 int planner_order_parse(const char *s, planner_order *out);
 int planner_layout_parse(const char *s, planner_layout *out);
 
+struct planner_pass; /* below */
+struct json_t;       /* jansson's */
+
 typedef struct planner_options {
     uint64_t align; /* storage sizes and offsets, bytes; >= 1 */
     planner_order order;
@@ -90,6 +93,8 @@ typedef struct planner_options {
     /* layout pytorch: device memory its segments may take (0: no limit);
      * near it the allocator gives cached segments back before it fails */
     uint64_t device_limit;
+    /* a pass between the order and the layout (--streams), or NULL */
+    const struct planner_pass *pass;
 } planner_options;
 
 /* The ways to plan a model that --compare sets side by side; each one is
@@ -164,7 +169,33 @@ typedef struct plan {
      * groups, --dump-tree), else NULL; freed with the plan */
     struct partition *tree;
     graph *own_graph; /* opt.retain_gradients: the graph built for it (g), freed with the plan */
+    void *pass_state; /* opt.pass's state (its free_state frees it with the plan), or NULL */
 } plan;
+
+/* A pass that changes what a plan is between its order and its layout,
+ * set by an option in planner_options.pass (--streams: planner/streams/
+ * puts operators on several streams).  plan_build, plan_validate, the plan
+ * file and the report call it; the planner itself knows nothing of what
+ * it does.  Its state hangs on the plan (plan.pass_state). */
+typedef struct planner_pass {
+    const void *ctx; /* the pass's options */
+    /* After the order: may change p->order (to another valid schedule) and
+     * sets p->pass_state.  0, or -1 with a message. */
+    int (*order)(const struct planner_pass *pass, plan *p, char *err, size_t errlen);
+    /* The lifetimes the layout must respect: end[s] (p->end on entry) may
+     * only grow. */
+    void (*lifetimes)(const plan *p, int32_t *end);
+    /* After the layout: its own figures for the report. */
+    void (*finish)(plan *p);
+    /* What plan_validate adds: 0, or -1 with a message. */
+    int (*validate)(const plan *p, char *err, size_t errlen);
+    /* The plan file's fields (root: the plan object). */
+    void (*write)(const plan *p, struct json_t *root);
+    /* The report's lines, and its JSON members (into report). */
+    void (*report_text)(FILE *f, const plan *p);
+    void (*report_json)(const plan *p, struct json_t *report);
+    void (*free_state)(void *state);
+} planner_pass;
 
 /* Bytes of device memory the plan needs: the arena (actual peak), or for
  * layout pytorch what the caching allocator reserves in segments. */
@@ -176,6 +207,10 @@ uint64_t plan_device_bytes(const plan *p);
  * plan_free. */
 int plan_build(const graph *g, const planner_options *opt, plan *p, char *err, size_t errlen);
 void plan_free(plan *p);
+
+/* The closed lifetime ends the layout respects, per storage: p->end, or
+ * what opt.pass lengthens it to (--streams). */
+void plan_layout_ends(const plan *p, int32_t *end);
 
 /* Checks a plan in memory against the graph: the same rules as `roamc
  * check`.  Returns 0 when valid, else -1 with the first problem in err. */

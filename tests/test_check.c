@@ -277,11 +277,148 @@ static void test_plan_names_its_model(void **state) {
 #endif
 }
 
+/* plan_src made a version 2 plan: stream[] per step, waits[0 .. 2*nw) as
+ * pairs, and (when set) the buffer holding tensor `moved` put at the offset
+ * of the one holding `onto`; written to out. */
+static void as_v2(const char *plan_src, const int *stream, size_t n, const int *waits, size_t nw,
+                  const char *moved, const char *onto, const char *out) {
+    json_error_t je;
+    json_t *plan = json_load_file(plan_src, 0, &je);
+    assert_non_null(plan);
+    json_object_set_new(plan, "version", json_integer(2));
+    json_t *st = json_array(), *decl = json_array(), *w = json_array();
+    int most = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(st, json_integer(stream[i]));
+        if (stream[i] > most) most = stream[i];
+    }
+    for (int i = 0; i <= most; i++)
+        json_array_append_new(decl,
+                              json_pack("{s:i,s:s}", "id", i, "kind", i ? "comm" : "compute"));
+    for (size_t k = 0; k < nw; k++)
+        json_array_append_new(w, json_pack("[i,i]", waits[2 * k], waits[2 * k + 1]));
+    json_object_set_new(plan, "stream", st);
+    json_object_set_new(plan, "streams", decl);
+    json_object_set_new(plan, "waits", w);
+    json_t *to = NULL, *from = NULL, *bufs = json_object_get(plan, "buffers");
+    for (size_t b = 0; moved && b < json_array_size(bufs); b++) {
+        json_t *B = json_array_get(bufs, b), *tens = json_object_get(B, "tensors");
+        for (size_t k = 0; k < json_array_size(tens); k++) {
+            const char *name = json_string_value(json_array_get(tens, k));
+            if (strcmp(name, moved) == 0) from = B;
+            if (strcmp(name, onto) == 0) to = B;
+        }
+    }
+    if (moved) {
+        assert_non_null(from);
+        assert_non_null(to);
+        json_object_set(from, "offset", json_object_get(to, "offset"));
+        /* the arena may have grown: the peak the buffers give */
+        json_int_t top = 0;
+        for (size_t b = 0; b < json_array_size(bufs); b++) {
+            json_t *B = json_array_get(bufs, b);
+            json_int_t e = json_integer_value(json_object_get(B, "offset")) +
+                           json_integer_value(json_object_get(B, "size"));
+            if (e > top) top = e;
+        }
+        json_object_set_new(json_object_get(plan, "peak"), "actual", json_integer(top));
+    }
+    assert_int_equal(json_dump_file(plan, out, JSON_COMPACT), 0);
+    json_decref(plan);
+}
+
+/* Both checkers accept `plan`. */
+static void expect_valid(const char *tag, const char *model, const char *plan) {
+    char *argv[] = {(char *)roamc_bin, "check", (char *)model, (char *)plan, NULL};
+    if (run(tag, argv) != 0)
+        fail_msg("%s: roamc check rejects:\n%s", tag, output_of(tag, "stdout"));
+    if (have_check_py) {
+        char pytag[256];
+        snprintf(pytag, sizeof pytag, "%s_py", tag);
+        char *py[] = {"/usr/bin/python3", (char *)check_py, (char *)model, (char *)plan, NULL};
+        if (run(pytag, py) != 0)
+            fail_msg("%s: check_plan.py rejects:\n%s", tag, output_of(pytag, "stdout"));
+    }
+}
+
+/* Version 2 plans (DESIGN.md "Several streams"): the mm reading the weight
+ * through t(w) moved to stream 1 needs a wait for its input and one before
+ * the in-place write that follows it in the file; a wait removed is
+ * INVALID for both checkers. */
+static void test_streams_waits(void **state) {
+    (void)state;
+    const char *model = path_in_work("streams_mut.onnx"), *ok = path_in_work("streams_mut.json");
+    write_tg(m_mutation(), model);
+    char *plan[] = {(char *)roamc_bin, (char *)model, "--order", "program", "-q", "-o",
+                    (char *)ok,        NULL};
+    assert_int_equal(run("streams_plan", plan), 0);
+    const int stream[] = {0, 1, 0, 0, 0, 0};
+    const int waits[] = {0, 1, 1, 2};
+    const char *v2 = path_in_work("streams_v2.json");
+    as_v2(ok, stream, 6, waits, 2, NULL, NULL, v2);
+    expect_valid("streams_v2_ok", model, v2);
+    /* the wait before the write removed */
+    const char *bad = path_in_work("streams_v2_nowrite.json");
+    as_v2(ok, stream, 6, waits, 1, NULL, NULL, bad);
+    const char *f1[] = {"node 2 (add_) overwrites 'w' in place at step 2, before node 1 (mm)",
+                        "(streams 1 and 0: no wait orders them)", NULL};
+    expect_rejected("streams_v2_nowrite", model, bad, f1);
+    /* the wait for the input removed */
+    as_v2(ok, stream, 6, waits + 2, 1, NULL, NULL, bad);
+    const char *f2[] = {"node 1 (step 1) reads 'wt' before its producer runs (streams 0 and 1",
+                        NULL};
+    expect_rejected("streams_v2_noread", model, bad, f2);
+    /* version 1 with streams, a wait against the schedule */
+    as_v2(ok, stream, 6, waits, 2, NULL, NULL, bad);
+    json_error_t je;
+    json_t *p = json_load_file(bad, 0, &je);
+    json_object_set_new(p, "version", json_integer(1));
+    assert_int_equal(json_dump_file(p, bad, JSON_COMPACT), 0);
+    json_decref(p);
+    const char *f3[] = {"streams and waits need version 2", NULL};
+    expect_rejected("streams_v1", model, bad, f3);
+    const int backwards[] = {2, 1};
+    as_v2(ok, stream, 6, backwards, 1, NULL, NULL, bad);
+    const char *f4[] = {"wait [2, 1]: node 2 does not come before node 1 in the schedule", NULL};
+    expect_rejected("streams_backwards", model, bad, f4);
+}
+
+/* x -> relu -> a; a -> neg -> b (stream 1); a -> sigmoid -> c -> tanh -> d:
+ * d put at a's address after a's last step is fine on one stream, but neg
+ * still reads a on stream 1 unless tanh waits for it (the memory rule). */
+static void test_streams_memory_rule(void **state) {
+    (void)state;
+    tg *t = tg_new();
+    tg_input(t, "x", "64x64");
+    tg_node(t, "", "Relu", "x", "a");
+    tg_node(t, "", "Neg", "a", "b");
+    tg_node(t, "", "Sigmoid", "a", "c");
+    tg_node(t, "", "Tanh", "c", "d");
+    tg_value(t, "a", "64x64");
+    tg_value(t, "c", "64x64");
+    tg_output(t, "b", "64x64");
+    tg_output(t, "d", "64x64");
+    const char *model = path_in_work("streams_mem.onnx"), *ok = path_in_work("streams_mem.json");
+    write_tg(t, model);
+    char *plan[] = {(char *)roamc_bin, (char *)model, "--order", "program", "-q", "-o",
+                    (char *)ok,        NULL};
+    assert_int_equal(run("streams_mem_plan", plan), 0);
+    const int stream[] = {0, 1, 0, 0};
+    const int waits[] = {0, 1, 1, 3};
+    const char *v2 = path_in_work("streams_mem_v2.json");
+    as_v2(ok, stream, 4, waits, 2, "d", "a", v2);
+    expect_valid("streams_mem_ok", model, v2);
+    as_v2(ok, stream, 4, waits, 1, "d", "a", v2);
+    const char *f[] = {"share addresses, but node 1 (stream 1, touching",
+                       "is not ordered before node 3 (stream 0", NULL};
+    expect_rejected("streams_mem_nowait", model, v2, f);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mutation_order_through_views),
-        cmocka_unit_test(test_sha256_vectors),
-        cmocka_unit_test(test_plan_names_its_model),
+        cmocka_unit_test(test_mutation_order_through_views), cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_plan_names_its_model),         cmocka_unit_test(test_streams_waits),
+        cmocka_unit_test(test_streams_memory_rule),
     };
     return clirun_main(argc, argv, "test_check", tests, sizeof tests / sizeof tests[0]);
 }

@@ -17,9 +17,13 @@
 
 #include <jansson.h>
 
+#include "graph_streams.h"
 #include "layout.h"
 
 #define CHECK_MAX_SHOWN 20
+/* Stream ids this check takes: happens-before keeps a clock per stream id
+ * and op, so an absurd id would be an absurd allocation. */
+#define CHECK_MAX_STREAM 4096
 
 typedef struct check_ctx {
     FILE *out;
@@ -70,7 +74,18 @@ typedef struct check_mutation_ctx {
     check_ctx *c;
     const graph *g;
     const int *step_of;
+    const graph_hb *hb;
 } check_mutation_ctx;
+
+/* " (streams 0 and 2: no wait orders them)" when a and b run on two
+ * streams, else "": what a message adds for a plan of several streams. */
+static const char *check_cross(const graph_hb *hb, int a, int b, char *buf, size_t len) {
+    buf[0] = 0;
+    if (hb->stream[a] != hb->stream[b])
+        snprintf(buf, len, " (streams %d and %d: no wait orders them)", hb->stream[a],
+                 hb->stream[b]);
+    return buf;
+}
 
 /* "node 171 (addcdiv_)" */
 static const char *check_op(const graph *g, int op, char *buf, size_t len) {
@@ -83,9 +98,10 @@ static const char *check_op(const graph *g, int op, char *buf, size_t len) {
  * through which that access reaches the storage. */
 static int check_mutation(void *ctx, const graph_mutation *mu) {
     check_mutation_ctx *mc = ctx;
-    if (mc->step_of[mu->before] < mc->step_of[mu->after]) return 0;
+    if (graph_hb_before(mc->hb, mu->before, mu->after)) return 0;
     const fe_model *m = mc->g->model;
-    char w[160], r[160];
+    char w[160], r[160], x[64];
+    check_cross(mc->hb, mu->before, mu->after, x, sizeof x);
     int other = mu->writer == mu->before ? mu->after : mu->before;
     check_op(mc->g, mu->writer, w, sizeof w);
     check_op(mc->g, other, r, sizeof r);
@@ -105,20 +121,20 @@ static int check_mutation(void *ctx, const graph_mutation *mu) {
         check_problem(mc->c,
                       "%s overwrites the storage of '%s' in place at step %d, before %s overwrites "
                       "it at step %d; "
-                      "the file has %s's write first",
-                      r, written, mc->step_of[other], w, mc->step_of[mu->writer], w);
+                      "the file has %s's write first%s",
+                      r, written, mc->step_of[other], w, mc->step_of[mu->writer], w, x);
     else if (mu->writer == mu->after)
         check_problem(mc->c,
                       "%s overwrites '%s' in place at step %d, before %s reads that storage "
                       "through %s at step %d; "
-                      "the file reads it before the write",
-                      w, written, mc->step_of[mu->writer], r, via, mc->step_of[other]);
+                      "the file reads it before the write%s",
+                      w, written, mc->step_of[mu->writer], r, via, mc->step_of[other], x);
     else
         check_problem(mc->c,
                       "%s reads the storage of '%s' through %s at step %d, before %s overwrites it "
                       "in place at "
-                      "step %d; the file reads it after the write",
-                      r, written, via, mc->step_of[other], w, mc->step_of[mu->writer]);
+                      "step %d; the file reads it after the write%s",
+                      r, written, via, mc->step_of[other], w, mc->step_of[mu->writer], x);
     return 0;
 }
 
@@ -205,8 +221,14 @@ static int check_header(check_ctx *c, const fe_model *m, json_t *plan, const cha
                         long long *align) {
     json_t *fmt = json_object_get(plan, "format"), *ver = json_object_get(plan, "version");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "roam-plan") != 0 ||
-        !json_is_integer(ver) || json_integer_value(ver) != 1) {
-        check_problem(c, "plan must have format 'roam-plan' and version 1");
+        !json_is_integer(ver) || json_integer_value(ver) < 1 || json_integer_value(ver) > 2) {
+        check_problem(c, "plan must have format 'roam-plan' and version 1 or 2");
+        return check_verdict(c);
+    }
+    if (json_integer_value(ver) == 1 &&
+        (json_object_get(plan, "stream") || json_object_get(plan, "streams") ||
+         json_object_get(plan, "waits"))) {
+        check_problem(c, "streams and waits need version 2");
         return check_verdict(c);
     }
     if (check_identity(m, plan, plan_path, c)) {
@@ -225,10 +247,90 @@ static int check_header(check_ctx *c, const fe_model *m, json_t *plan, const cha
     return 0;
 }
 
+/* The streams of a version 2 plan (DESIGN.md "Several streams"): a stream
+ * id per step ("stream"; absent: all on stream 0, and then no waits), ids
+ * that "streams" declares when it declares any, and waits [a, b] with a
+ * before b in the schedule; then happens-before into *hb.  Returns 0, or 1
+ * with the problem listed (*hb then unset). */
+static int check_streams(check_ctx *c, const graph *g, json_t *plan, const int *step_of,
+                         const int *order, graph_hb *hb) {
+    size_t n = g->n_ops;
+    json_t *per_step = json_object_get(plan, "stream"), *waits = json_object_get(plan, "waits");
+    if (!per_step) {
+        if (waits && (!json_is_array(waits) || json_array_size(waits))) {
+            check_problem(c, "waits given without a stream per step");
+            return check_verdict(c);
+        }
+        char err[256];
+        graph_hb_build(hb, n, order, NULL, 1, NULL, 0, err, sizeof err);
+        return 0;
+    }
+    int *stream = xmallocarray(n ? n : 1, sizeof *stream);
+    bool ok = json_is_array(per_step) && json_array_size(per_step) == n;
+    int n_streams = 1;
+    for (size_t s = 0; ok && s < n; s++) {
+        json_t *v = json_array_get(per_step, s);
+        ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+             json_integer_value(v) < CHECK_MAX_STREAM;
+        if (ok) stream[s] = (int)json_integer_value(v);
+        if (ok && stream[s] + 1 > n_streams) n_streams = stream[s] + 1;
+    }
+    if (!ok) {
+        free(stream);
+        check_problem(c,
+                      "'stream' must give a stream id (an integer >= 0) for each step of the "
+                      "schedule (this check takes ids below %d)",
+                      CHECK_MAX_STREAM);
+        return check_verdict(c);
+    }
+    json_t *declared = json_object_get(plan, "streams");
+    if (json_is_array(declared) && json_array_size(declared)) {
+        for (size_t s = 0; s < n; s++) {
+            bool found = false;
+            for (size_t k = 0; k < json_array_size(declared) && !found; k++) {
+                json_t *id = json_object_get(json_array_get(declared, k), "id");
+                found = json_is_integer(id) && json_integer_value(id) == stream[s];
+            }
+            if (!found) {
+                check_problem(c, "'stream' uses stream ids that 'streams' does not declare: %d",
+                              stream[s]);
+                free(stream);
+                return check_verdict(c);
+            }
+        }
+    }
+    size_t nw = json_is_array(waits) ? json_array_size(waits) : 0;
+    int *w = xmallocarray(2 * nw + 1, sizeof *w);
+    for (size_t k = 0; k < nw; k++) {
+        json_t *p = json_array_get(waits, k);
+        json_t *a = json_array_get(p, 0), *b = json_array_get(p, 1);
+        if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_integer(a) ||
+            !json_is_integer(b) || json_integer_value(a) < 0 || json_integer_value(b) < 0 ||
+            (size_t)json_integer_value(a) >= n || (size_t)json_integer_value(b) >= n) {
+            check_problem(c, "each wait must be [a, b], two node indices (wait %zu is not)", k);
+            break;
+        }
+        w[2 * k] = (int)json_integer_value(a), w[2 * k + 1] = (int)json_integer_value(b);
+        if (step_of[w[2 * k]] >= step_of[w[2 * k + 1]]) {
+            check_problem(c, "wait [%d, %d]: node %d does not come before node %d in the schedule",
+                          w[2 * k], w[2 * k + 1], w[2 * k], w[2 * k + 1]);
+            break;
+        }
+    }
+    if (waits && !json_is_array(waits)) check_problem(c, "'waits' must be a list of [a, b] pairs");
+    char err[256];
+    if (!c->problems) graph_hb_build(hb, n, order, stream, n_streams, w, nw, err, sizeof err);
+    free(stream);
+    free(w);
+    return check_verdict(c);
+}
+
 /* The schedule: a permutation of the nodes (order[step], step_of[node]),
- * topological, and in the mutation order of every storage written in place
- * (DESIGN.md "Ordering edges").  Returns 0, or 1 with the problems listed. */
-static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_of, int *order) {
+ * its streams (check_streams, into *hb), topological under happens-before,
+ * and in the mutation order of every storage written in place (DESIGN.md
+ * "Ordering edges").  Returns 0, or 1 with the problems listed. */
+static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_of, int *order,
+                          graph_hb *hb, bool *built) {
     const fe_model *m = g->model;
     size_t n = g->n_ops;
     json_t *sched = json_object_get(plan, "schedule");
@@ -246,16 +348,20 @@ static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_
         check_problem(c, "schedule must list every node index 0..%zu exactly once", n - 1);
         return check_verdict(c);
     }
+    if (check_streams(c, g, plan, step_of, order, hb)) return 1;
+    *built = true;
 
-    /* topological: every read after its producer */
+    /* topological: every read after its producer, on its stream or through waits */
     for (size_t s = 0; s < n; s++) {
         const fe_node *nd = &m->nodes[order[s]];
         for (size_t k = 0; k < nd->n_inputs; k++) {
             int t = nd->inputs[k];
             if (t < 0 || m->values[t].producer < 0) continue;
-            if (step_of[m->values[t].producer] >= (int)s)
-                check_problem(c, "node %d (step %zu) reads '%s' before its producer runs", order[s],
-                              s, m->values[t].name);
+            char x[64];
+            if (!graph_hb_before(hb, m->values[t].producer, order[s]))
+                check_problem(c, "node %d (step %zu) reads '%s' before its producer runs%s",
+                              order[s], s, m->values[t].name,
+                              check_cross(hb, m->values[t].producer, order[s], x, sizeof x));
         }
     }
     if (check_verdict(c)) return 1;
@@ -263,7 +369,7 @@ static int check_schedule(check_ctx *c, const graph *g, json_t *plan, int *step_
     /* walked by the same rule graph_build makes its edges from, so that a
      * reader through a view of the storage counts; check_mutation never
      * stops the walk */
-    check_mutation_ctx mc = {c, g, step_of};
+    check_mutation_ctx mc = {c, g, step_of, hb};
     graph_mutation_order(g, check_mutation, &mc);
     return check_verdict(c);
 }
@@ -427,11 +533,86 @@ static void check_lifetimes(check_ctx *c, const graph *g, const int *order,
     free(first_storage);
 }
 
+/* What the memory rule between streams needs (check_shared_addresses). */
+typedef struct check_shared {
+    const graph *g;
+    const graph_hb *hb;
+    const int *order;
+    const int *buf_of;
+} check_shared;
+
+typedef struct check_clash_ctx {
+    check_ctx *c;
+    const graph_hb *hb;
+} check_clash_ctx;
+
+/* One pair of buffers that share addresses and that no order separates. */
+static int check_clash(void *ctx, int earlier, int later, int n, int f) {
+    check_clash_ctx *cc = ctx;
+    check_problem(cc->c,
+                  "buffers %d and %d share addresses, but node %d (stream %d, touching %d) is not "
+                  "ordered before node %d (stream %d, first to touch %d)",
+                  earlier, later, n, cc->hb->stream[n], earlier, f, cc->hb->stream[f], later);
+    return cc->c->problems > CHECK_MAX_SHOWN;
+}
+
+/* DESIGN.md "Several streams", the memory rule: two buffers that share an
+ * address are ordered, every node touching the earlier happening before
+ * the first touching the later (graph_hb_check_layout, as check_plan.py
+ * walks it).  Only for plans on more than one stream.  Returns 0, or 1
+ * with the problems listed. */
+static int check_shared_addresses(check_ctx *c, const check_shared *s, const check_buffer *bufs,
+                                  size_t nb, const uint64_t *offs) {
+    const graph *g = s->g;
+    const fe_model *m = g->model;
+    bool several = false;
+    for (size_t i = 1; i < g->n_ops && !several; i++)
+        several = s->hb->stream[s->order[i]] != s->hb->stream[s->order[0]];
+    if (!several) return 0;
+    /* the ops touching each device buffer, through the tensors they read and write */
+    size_t *start = xcalloc(nb + 1, sizeof *start);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t *fill = pass ? xmallocarray(nb + 1, sizeof *fill) : NULL;
+        int *ops = pass ? xmallocarray(start[nb] + 1, sizeof *ops) : NULL;
+        if (pass) memcpy(fill, start, (nb + 1) * sizeof *fill);
+        for (size_t op = 0; op < g->n_ops; op++) {
+            const fe_node *nd = &m->nodes[op];
+            for (size_t k = 0; k < nd->n_inputs + nd->n_outputs; k++) {
+                int t = k < nd->n_inputs ? nd->inputs[k] : nd->outputs[k - nd->n_inputs];
+                if (t < 0 || s->buf_of[t] < 0 || (size_t)s->buf_of[t] >= nb) continue;
+                if (pass)
+                    ops[fill[s->buf_of[t]]++] = (int)op;
+                else
+                    start[s->buf_of[t] + 1]++;
+            }
+        }
+        if (!pass) {
+            for (size_t b = 0; b < nb; b++) start[b + 1] += start[b];
+            continue;
+        }
+        graph_hb_touches t;
+        graph_hb_touches_build(s->hb, nb, start, ops, &t);
+        uint64_t *size = xmallocarray(nb + 1, sizeof *size);
+        int32_t *bstart = xmallocarray(nb + 1, sizeof *bstart);
+        for (size_t b = 0; b < nb; b++)
+            size[b] = (uint64_t)bufs[b].size, bstart[b] = (int32_t)bufs[b].start;
+        check_clash_ctx cc = {c, s->hb};
+        graph_hb_check_layout(s->hb, &t, size, offs, bstart, check_clash, &cc);
+        graph_hb_touches_free(&t);
+        free(size);
+        free(bstart);
+        free(fill);
+        free(ops);
+    }
+    free(start);
+    return check_verdict(c);
+}
+
 /* Addresses and peaks: no two buffers live at the same time overlap, and
  * the peaks the plan claims are those of its buffers; then the VALID line.
  * Returns 0 (valid), or 1 with the problems listed. */
 static int check_addresses(check_ctx *c, json_t *plan, const char *plan_path, size_t n,
-                           const check_buffer *bufs, size_t nb) {
+                           const check_buffer *bufs, size_t nb, const check_shared *s) {
     layout_buffer *lb = xmallocarray(nb, sizeof *lb);
     uint64_t *offs = xmallocarray(nb, sizeof *offs);
     for (size_t bi = 0; bi < nb; bi++) {
@@ -447,6 +628,7 @@ static int check_addresses(check_ctx *c, json_t *plan, const char *plan_path, si
         rc = check_verdict(c);
         goto done;
     }
+    if (check_shared_addresses(c, s, bufs, nb, offs)) goto done;
     uint64_t theoretical = layout_live_peak(lb, nb), actual = layout_height(lb, nb, offs);
     json_t *peak = json_object_get(plan, "peak");
     json_t *pt = json_object_get(peak, "theoretical"), *pa = json_object_get(peak, "actual");
@@ -481,7 +663,9 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
     int *order = xmallocarray(g->n_ops, sizeof *order);
     int *buf_of = xmallocarray(g->model->n_values, sizeof *buf_of);
     check_buffer *bufs = NULL;
-    int rc = check_schedule(&c, g, plan, step_of, order);
+    graph_hb hb;
+    bool hb_built = false;
+    int rc = check_schedule(&c, g, plan, step_of, order, &hb, &hb_built);
     json_t *jb = json_object_get(plan, "buffers"), *jh = json_object_get(plan, "host_buffers");
     if (rc == 0 && !json_is_array(jb)) {
         check_problem(&c, "plan has no buffers list");
@@ -502,8 +686,10 @@ static int check_plan_json(const graph *g, json_t *plan, const char *plan_path, 
             check_lifetimes(&c, g, order, bufs, nb + nh, buf_of);
             rc = check_verdict(&c);
         }
-        if (rc == 0) rc = check_addresses(&c, plan, plan_path, g->n_ops, bufs, nb);
+        check_shared sh = {g, &hb, order, buf_of};
+        if (rc == 0) rc = check_addresses(&c, plan, plan_path, g->n_ops, bufs, nb, &sh);
     }
+    if (hb_built) graph_hb_free(&hb);
     free(step_of);
     free(order);
     free(buf_of);

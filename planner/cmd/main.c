@@ -28,6 +28,7 @@
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
+#include "streams.h"
 #include "pipe_cmd.h"
 #include "shard.h"
 
@@ -101,10 +102,17 @@ static const char usage_text[] =
     "                        values the backward pass reads (HOW: recompute, offload,\n"
     "                        both; default both); -o then needs --emit-train FILE\n"
     "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%)\n"
-    "      --device NAME     --fit: the device profile its costs use: h100 (default),\n"
-    "                        a100, l4, 4090 or gh200\n"
-    "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
-    "                        the built-in ones; README, section --fit)\n"
+    "      --device NAME     --fit, --streams: the device profile its costs use: h100\n"
+    "                        (default), a100, l4, 4090 or gh200\n"
+    "      --device-profile FILE  --fit, --streams: a device profile file (JSON, the\n"
+    "                        fields of the built-in ones; README, section --fit)\n"
+    "      --streams LIST    plan on several streams (a version 2 plan): copy (Offload\n"
+    "                        on d2h, Reload on h2d, prefetched), comm (collectives,\n"
+    "                        Send, Recv), all, none (default), no-prefetch,\n"
+    "                        sync-offload (free offloaded values where one stream\n"
+    "                        would: time for memory); the report gives step time,\n"
+    "                        overlap and its memory\n"
+    "      --comm-gbps G     --streams comm: collectives' bandwidth, GB/s (default 25)\n"
     "      --shard KIND      plan one rank of a data-parallel job: ddp, zero1, zero2,\n"
     "                        zero3 or fsdp\n"
     "                        (README, section --shard); needs --world; -o needs\n"
@@ -366,6 +374,8 @@ enum {
 };
 /* --shard and its options (planner/shard/) */
 enum { OPT_SHARD = 700, OPT_WORLD, OPT_RANK, OPT_BUCKET_MB, OPT_WRAP, OPT_PREFETCH, OPT_NO_SYNC };
+/* --streams and --comm-gbps (planner/streams/) */
+enum { OPT_STREAMS = 720, OPT_COMM_GBPS };
 
 static int main_plan(int argc, char **argv) {
     static const struct option longopts[] = {
@@ -398,6 +408,8 @@ static int main_plan(int argc, char **argv) {
         {"wrap", required_argument, NULL, OPT_WRAP},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
+        {"streams", required_argument, NULL, OPT_STREAMS},
+        {"comm-gbps", required_argument, NULL, OPT_COMM_GBPS},
         PIPE_CMD_OPTIONS,
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
@@ -446,6 +458,33 @@ static int main_plan_budget_option(main_plan_args *a, int c, const char *arg) {
     else if (planner_size_parse(arg, c == OPT_BUDGET ? &b->budget : &b->reserve, err, sizeof err))
         return main_usage_error(c == OPT_BUDGET ? "--budget: %s" : "--reserve: %s", err);
     *(c == OPT_BUDGET ? &b->budget_text : &b->reserve_text) = arg;
+    return MAIN_CONTINUE;
+}
+
+/* --streams LIST and --comm-gbps G: the pass the plans go through
+ * (planner/streams/streams.h), set up by main_plan_run. */
+static struct {
+    streams_options opt;
+    planner_pass pass;
+    const char *comm_text;
+} main_streams = {.opt = {.prefetch = true, .comm_bytes_per_s = STREAMS_DEFAULT_COMM_GBPS * 1e9}};
+
+/* One --streams option; MAIN_CONTINUE, or 2 after a usage message. */
+static int main_streams_option(int c, const char *arg) {
+    char err[512];
+    if (c == OPT_STREAMS) {
+        if (streams_parse(arg, &main_streams.opt, err, sizeof err))
+            return main_usage_error("%s", err);
+        return MAIN_CONTINUE;
+    }
+    char *end;
+    errno = 0;
+    double g = strtod(arg, &end);
+    if (end == arg || *end || errno || !(g > 0 && g <= 1e6))
+        return main_usage_error("--comm-gbps wants GB/s above 0 and at most 1000000, not '%s'",
+                                arg);
+    main_streams.opt.comm_bytes_per_s = g * 1e9;
+    main_streams.comm_text = arg;
     return MAIN_CONTINUE;
 }
 
@@ -625,6 +664,8 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_WRAP:
     case OPT_PREFETCH:
     case OPT_NO_SYNC: return main_shard_option(c, optarg);
+    case OPT_STREAMS:
+    case OPT_COMM_GBPS: return main_streams_option(c, optarg);
     case PIPE_OPT_STAGES:
     case PIPE_OPT_MICROBATCHES:
     case PIPE_OPT_SCHEDULE:
@@ -701,8 +742,12 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->fit && !a->max_batch && a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--fit -o needs --emit-train FILE: the plan names the step "
                                       "it plans, which --fit may change");
-    if (!a->fit && (a->max_overhead >= 0 || a->device_name || a->device_profile))
-        return main_usage_error("%s", "--max-overhead, --device and --device-profile need --fit");
+    if (!a->fit && a->max_overhead >= 0)
+        return main_usage_error("%s", "--max-overhead needs --fit");
+    if (!a->fit && !main_streams.opt.kinds && (a->device_name || a->device_profile))
+        return main_usage_error("%s", "--device and --device-profile need --fit or --streams");
+    if (main_streams.comm_text && !(main_streams.opt.kinds & STREAMS_COMM))
+        return main_usage_error("%s", "--comm-gbps needs --streams comm (or all)");
     if (a->device_name && a->device_profile)
         return main_usage_error("%s", "--device or --device-profile: give one");
     if (a->train.t.emit_path && a->max_batch)
@@ -834,6 +879,15 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     const char *model_path = a->model_path;
     int shard_rc = main_shard_check(a);
     if (shard_rc != MAIN_CONTINUE) return shard_rc;
+    if (main_streams.opt.kinds) {
+        /* every plan of the command goes through the pass: the device it times with */
+        fit_device loaded;
+        const fit_device *d = main_fit_device(a, &loaded);
+        if (!d) return 2;
+        main_streams.opt.device = *d;
+        streams_pass_init(&main_streams.pass, &main_streams.opt);
+        a->opt.pass = &main_streams.pass;
+    }
     pipe_cmd_run pipe = {.state = &a->pipe,
                          .opt = &a->opt,
                          .budget = &a->budget,
