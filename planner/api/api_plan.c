@@ -252,6 +252,10 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
         st = api_plan_compare(r);
     else
         st = api_plan_plain(q, r, load_seconds);
+    /* the plan reported is one of several made (--fit, --shard,
+     * --pipeline-stages): the load is the run's all the same */
+    if (r->main && r->mode != API_PLAIN && r->mode != API_COMPARE)
+        r->main->times.load = load_seconds;
     if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
         r->fits = planner_budget_report(NULL, &r->budget, r->budget_p, r->torch_p, NULL) == 0;
         if (!r->fits) {

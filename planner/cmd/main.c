@@ -816,7 +816,9 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
             rc = 1;
         }
     }
-    if (res->mode == API_PLAIN) res->main->times.total = roamc_now() - main_t_start;
+    /* the whole command's seconds: --fit, --shard and --pipeline-stages plan
+     * more than the plan written, whose own clocks count only it */
+    if (res->mode != API_COMPARE && res->main) res->main->times.total = roamc_now() - main_t_start;
     planner_progress_end();
     if (rc == 0 && report) api_report(report, res, files, a->json_report);
     if (rc == 0 && st == ROAMC_NO_FIT) {

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Issue 39, the command-line and report items, one block per item (the
+# number in each block's title is the item's in the issue's "Smaller" list
+# and the first bullet on silent runs); small models and short runs:
+#   - a small MLP with dropout (tests/fit_mlp_module.py, batch 64) and mlp3
+#     exported with a symbolic batch, both by models/export.py.
+# usage: test_cli_report.sh ROAMC SRC_DIR WORK_DIR
+# Exit: 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch and onnx
+# for the exports).
+set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 3 3 "ROAMC SRC_DIR WORK_DIR" "$@"
+roamc=$(realpath "$1") src=$(realpath "$2") work=$3
+py=/usr/bin/python3
+test_need_python "torch, onnx" "models/export.py exports the test models"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || fail_now "cannot make $work"
+# run NAME CMD...: stdout to NAME.out, stderr to NAME.err, status in $rc
+run() {
+    _n=$1
+    shift
+    "$@" >"$_n.out" 2>"$_n.err"
+    rc=$?
+}
+# json FILE EXPR: EXPR of the JSON in FILE (d)
+json() { $py -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+echo "exporting the test models (torch, about 10 s each)"
+$py "$src/models/export.py" --module "$src/tests/fit_mlp_module.py:make" --batch 64 -o mlp.onnx -q ||
+    fail_now "export of the MLP"
+$py "$src/models/export.py" --model mlp3 --symbolic-batch -o mlp3_bsym.onnx -q ||
+    fail_now "export of mlp3 with a symbolic batch"
+
+# ---- time: the whole run's seconds under --fit, --shard, --pipeline-stages
+for set in "--budget 1000 --fit" "--shard ddp --world 2" "--pipeline-stages 2 --microbatches 2"; do
+    m=mlp.onnx
+    case $set in --pipeline*) m="mlp3_bsym.onnx --dim batch=8" ;; esac
+    # shellcheck disable=SC2086
+    run t "$roamc" $m $set --report json
+    total=$(json t.out 'd["seconds"]["total"]' 2>/dev/null)
+    $py -c "import sys; t = float(sys.argv[1]); sys.exit(0 if t > 0 else 1)" "${total:-0}" ||
+        fail "time: seconds.total is ${total:-missing} under $set"
+    # shellcheck disable=SC2086
+    run t "$roamc" $m $set
+    grep -q "^  time          0\.000 s" t.out && fail "time: the text says 0.000 s under $set"
+done
+[ "$TEST_FAILS" = 0 ] && pass "time: seconds.total and the time line count the run under --fit, --shard, --pipeline-stages"
+
+test_finish test_cli_report
