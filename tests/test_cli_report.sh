@@ -45,4 +45,18 @@ for set in "--budget 1000 --fit" "--shard ddp --world 2" "--pipeline-stages 2 --
 done
 [ "$TEST_FAILS" = 0 ] && pass "time: seconds.total and the time line count the run under --fit, --shard, --pipeline-stages"
 
+# ---- MILP infeasible: no objective or bound where the MILP has none
+run m "$roamc" mlp.onnx --budget 1000 --fit
+[ $rc = 3 ] || fail "MILP: a budget of 1000 B should not fit (exit $rc)"
+line=$(grep "MILP" m.out)
+case $line in
+*infeasible*) ;;
+*) fail "MILP: the MLP at 1000 B should make the MILP infeasible: $line" ;;
+esac
+echo "$line" | grep -q "ms" && fail "MILP: an infeasible MILP reports times: $line"
+run m "$roamc" mlp.onnx --budget 1000 --fit --report json
+json m.out '"objective_seconds" not in d["fit"]["milp"] and "bound_seconds" not in d["fit"]["milp"]' |
+    grep -q True || fail "MILP: the JSON gives an infeasible MILP an objective or a bound"
+[ "$TEST_FAILS" = 0 ] && pass "MILP infeasible: said so, with no objective or bound"
+
 test_finish test_cli_report

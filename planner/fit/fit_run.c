@@ -362,22 +362,39 @@ static const char *fit_exact_status_name(int status) {
     }
 }
 
-/* Which chose the step, and how the MILP ended when it ran. */
+/* Whether the MILP's result holds a solution (its objective), and a
+ * lower bound (the LP relaxation was solved, or the optimum proven). */
+static bool fit_exact_has_objective(const fit_outcome *o) {
+    return o->exact.status == ILP_FIT_OPTIMAL || o->exact.status == ILP_FIT_FOUND;
+}
+static bool fit_exact_has_bound(const fit_outcome *o) {
+    return fit_exact_has_objective(o) || (o->exact.status == ILP_FIT_NONE && o->exact.bound > 0);
+}
+
+/* Which chose the step, and how the MILP ended when it ran: its objective
+ * and bound only where it has them (an infeasible model has neither). */
 static void fit_report_exact_text(FILE *f, const fit_outcome *o) {
     if (!o->exact_tried) {
         fprintf(f, "  fit chosen by greedy (%zu candidates: the MILP runs at most %d)\n",
                 o->n_candidates, FIT_EXACT_MAX_CANDIDATES);
         return;
     }
-    fprintf(f,
-            "  fit chosen by %s; MILP %s: %.3f ms in its model (bound %.3f ms; %zu choices, "
-            "%zu chains, %zu rows, %ld nodes)",
-            o->method ? o->method : "-", fit_exact_status_name(o->exact.status),
-            1e3 * o->exact.objective, 1e3 * o->exact.bound, o->exact.n_choices, o->exact.n_chains,
-            o->exact.n_rows, o->exact.nodes);
-    if (o->exact_seconds >= 0)
-        fprintf(f, "; its step, planned: +%.3f ms", 1e3 * o->exact_seconds);
+    fprintf(f, "  fit chosen by %s; MILP %s", o->method ? o->method : "-",
+            fit_exact_status_name(o->exact.status));
+    if (o->exact.status == ILP_FIT_INFEASIBLE)
+        fprintf(f, ": no choice of its candidates frees enough at every step of its model");
+    if (fit_exact_has_objective(o))
+        fprintf(f, ": %.3f ms in its model (bound %.3f ms; ", 1e3 * o->exact.objective,
+                1e3 * o->exact.bound);
+    else if (fit_exact_has_bound(o))
+        fprintf(f, " (its LP relaxation's bound %.3f ms; ", 1e3 * o->exact.bound);
     else
+        fprintf(f, " (");
+    fprintf(f, "%zu choices, %zu chains, %zu rows, %ld nodes)", o->exact.n_choices,
+            o->exact.n_chains, o->exact.n_rows, o->exact.nodes);
+    if (fit_exact_has_objective(o) && o->exact_seconds >= 0)
+        fprintf(f, "; its step, planned: +%.3f ms", 1e3 * o->exact_seconds);
+    else if (fit_exact_has_objective(o))
         fprintf(f, "; its step, planned, does not fit");
     fputc('\n', f);
 }
@@ -471,8 +488,11 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
         if (o->exact_tried) {
             json_t *x = json_object();
             json_object_set_new(x, "status", json_string(fit_exact_status_name(o->exact.status)));
-            json_object_set_new(x, "objective_seconds", json_real(o->exact.objective));
-            json_object_set_new(x, "bound_seconds", json_real(o->exact.bound));
+            /* absent where the MILP has none (infeasible: neither) */
+            if (fit_exact_has_objective(o))
+                json_object_set_new(x, "objective_seconds", json_real(o->exact.objective));
+            if (fit_exact_has_bound(o))
+                json_object_set_new(x, "bound_seconds", json_real(o->exact.bound));
             json_object_set_new(x, "nodes", json_integer(o->exact.nodes));
             json_object_set_new(x, "planned_added_seconds",
                                 o->exact_seconds >= 0 ? json_real(o->exact_seconds) : json_null());
