@@ -59,4 +59,14 @@ json m.out '"objective_seconds" not in d["fit"]["milp"] and "bound_seconds" not 
     grep -q True || fail "MILP: the JSON gives an infeasible MILP an objective or a bound"
 [ "$TEST_FAILS" = 0 ] && pass "MILP infeasible: said so, with no objective or bound"
 
+# ---- by module: what no module owns is "(top level)", never "-"
+run b "$roamc" mlp.onnx
+grep "by module" b.out | grep -q -- " - " && fail "by module: a module named '-': $(grep 'by module' b.out)"
+grep "by module" b.out | grep -q "(top level) " || fail "by module: no (top level) group: $(grep 'by module' b.out)"
+grep -q "module -," b.out && fail "by module: a largest storage in module '-'"
+run b "$roamc" mlp.onnx --report json
+json b.out '[g["module"] for g in d["live_at_peak"]["by_module"]]' | grep -q "'-'" &&
+    fail "by module: '-' in the JSON"
+[ "$TEST_FAILS" = 0 ] && pass "by module: (top level) for the inputs no module owns"
+
 test_finish test_cli_report
