@@ -69,4 +69,17 @@ json b.out '[g["module"] for g in d["live_at_peak"]["by_module"]]' | grep -q "'-
     fail "by module: '-' in the JSON"
 [ "$TEST_FAILS" = 0 ] && pass "by module: (top level) for the inputs no module owns"
 
+# ---- pipeline stages: "(written)" only when written; "1 microbatch"
+p="mlp3_bsym.onnx --dim batch=8 --pipeline-stages 2 --microbatches 1"
+# shellcheck disable=SC2086
+run p "$roamc" $p
+[ $rc = 0 ] || fail "pipeline: exit $rc: $(cat p.err)"
+grep -q "(written)" p.out && fail "pipeline: a stage '(written)' with nothing written"
+grep -q "1 microbatches" p.out && fail "pipeline: '1 microbatches'"
+grep -q "1 microbatch," p.out || fail "pipeline: no '1 microbatch,': $(grep set-up p.out)"
+# shellcheck disable=SC2086
+run p "$roamc" $p --emit-train st.onnx -o st.json
+grep -q "(written)" p.out && [ -s st.json ] || fail "pipeline: the stage written is not said so"
+[ "$TEST_FAILS" = 0 ] && pass "pipeline: (written) only with -o/--emit-train; 1 microbatch"
+
 test_finish test_cli_report

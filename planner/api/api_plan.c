@@ -325,7 +325,7 @@ void api_report(FILE *f, const roamc_result *r, const planner_files *files, int 
         plan_report_text(f, r->main, r->plan_model, files);
         if (r->mode == API_FIT) fit_report_text(f, &r->fr, &r->fo);
         if (r->mode == API_SHARD) shard_report_text(f, &r->sr, &r->so);
-        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po);
+        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po, files->plan || files->step);
         if (r->mode != API_FIT && budget->budget_text)
             planner_budget_report(f, budget, r->budget_p, r->torch_p, NULL);
     }

@@ -872,14 +872,15 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "  set-up        one rank of --shard %s, world %ld, rank %ld: the batch is the "
                 "micro-batch per device, the budget per device\n",
                 shard_kind_name(q->shard->kind), q->shard->world, q->shard->rank);
+    long mb = q->pipe && q->pipe->microbatches > 0 ? q->pipe->microbatches
+              : q->pipe                            ? q->pipe->stages
+                                                   : 0;
     if (q->pipe)
         fprintf(out,
-                "  set-up        pipeline of %ld stages, %ld microbatches, %s schedule: the batch "
+                "  set-up        pipeline of %ld stages, %ld microbatch%s, %s schedule: the batch "
                 "is the micro-batch, the budget per device; a batch fits when every stage "
                 "does (each column: the largest stage)\n",
-                q->pipe->stages,
-                q->pipe->microbatches > 0 ? q->pipe->microbatches : q->pipe->stages,
-                pipe_schedule_name(q->pipe->schedule));
+                q->pipe->stages, mb, mb == 1 ? "" : "es", pipe_schedule_name(q->pipe->schedule));
     budget_echo_text(out, q->budget);
     fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
             "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
