@@ -2,8 +2,8 @@
 # Issue 39, the command-line and report items, one block per item (the
 # number in each block's title is the item's in the issue's "Smaller" list
 # and the first bullet on silent runs); small models and short runs:
-#   - a small MLP with dropout (tests/fit_mlp_module.py, batch 64) and mlp3
-#     exported with a symbolic batch, both by models/export.py.
+#   - a small MLP with dropout (tests/fit_mlp_module.py; mlp below: at batch
+#     64) and mlp3, both exported with a symbolic batch by models/export.py.
 # usage: test_cli_report.sh ROAMC SRC_DIR WORK_DIR
 # Exit: 0 pass, 1 fail, 77 skipped (no /usr/bin/python3 with torch and onnx
 # for the exports).
@@ -21,18 +21,19 @@ run() {
     "$@" >"$_n.out" 2>"$_n.err"
     rc=$?
 }
+mlp="mlpd_bsym.onnx --dim batch=64"
 # json FILE EXPR: EXPR of the JSON in FILE (d)
 json() { $py -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 echo "exporting the test models (torch, about 10 s each)"
-$py "$src/models/export.py" --module "$src/tests/fit_mlp_module.py:make" --batch 64 -o mlp.onnx -q ||
+$py "$src/models/export.py" --module "$src/tests/fit_mlp_module.py:make" --symbolic-batch -o mlpd_bsym.onnx -q ||
     fail_now "export of the MLP"
 $py "$src/models/export.py" --model mlp3 --symbolic-batch -o mlp3_bsym.onnx -q ||
     fail_now "export of mlp3 with a symbolic batch"
 
 # ---- time: the whole run's seconds under --fit, --shard, --pipeline-stages
 for set in "--budget 1000 --fit" "--shard ddp --world 2" "--pipeline-stages 2 --microbatches 2"; do
-    m=mlp.onnx
+    m=$mlp
     case $set in --pipeline*) m="mlp3_bsym.onnx --dim batch=8" ;; esac
     # shellcheck disable=SC2086
     run t "$roamc" $m $set --report json
@@ -46,7 +47,8 @@ done
 [ "$TEST_FAILS" = 0 ] && pass "time: seconds.total and the time line count the run under --fit, --shard, --pipeline-stages"
 
 # ---- MILP infeasible: no objective or bound where the MILP has none
-run m "$roamc" mlp.onnx --budget 1000 --fit
+# shellcheck disable=SC2086
+run m "$roamc" $mlp --budget 1000 --fit
 [ $rc = 3 ] || fail "MILP: a budget of 1000 B should not fit (exit $rc)"
 line=$(grep "MILP" m.out)
 case $line in
@@ -54,17 +56,20 @@ case $line in
 *) fail "MILP: the MLP at 1000 B should make the MILP infeasible: $line" ;;
 esac
 echo "$line" | grep -q "ms" && fail "MILP: an infeasible MILP reports times: $line"
-run m "$roamc" mlp.onnx --budget 1000 --fit --report json
+# shellcheck disable=SC2086
+run m "$roamc" $mlp --budget 1000 --fit --report json
 json m.out '"objective_seconds" not in d["fit"]["milp"] and "bound_seconds" not in d["fit"]["milp"]' |
     grep -q True || fail "MILP: the JSON gives an infeasible MILP an objective or a bound"
 [ "$TEST_FAILS" = 0 ] && pass "MILP infeasible: said so, with no objective or bound"
 
 # ---- by module: what no module owns is "(top level)", never "-"
-run b "$roamc" mlp.onnx
+# shellcheck disable=SC2086
+run b "$roamc" $mlp
 grep "by module" b.out | grep -q -- " - " && fail "by module: a module named '-': $(grep 'by module' b.out)"
 grep "by module" b.out | grep -q "(top level) " || fail "by module: no (top level) group: $(grep 'by module' b.out)"
 grep -q "module -," b.out && fail "by module: a largest storage in module '-'"
-run b "$roamc" mlp.onnx --report json
+# shellcheck disable=SC2086
+run b "$roamc" $mlp --report json
 json b.out '[g["module"] for g in d["live_at_peak"]["by_module"]]' | grep -q "'-'" &&
     fail "by module: '-' in the JSON"
 [ "$TEST_FAILS" = 0 ] && pass "by module: (top level) for the inputs no module owns"
@@ -81,5 +86,17 @@ grep -q "1 microbatch," p.out || fail "pipeline: no '1 microbatch,': $(grep set-
 run p "$roamc" $p --emit-train st.onnx -o st.json
 grep -q "(written)" p.out && [ -s st.json ] || fail "pipeline: the stage written is not said so"
 [ "$TEST_FAILS" = 0 ] && pass "pipeline: (written) only with -o/--emit-train; 1 microbatch"
+
+# ---- the --max-batch --fit table: every row as wide as the header, the
+# fit column explained
+run mb "$roamc" mlpd_bsym.onnx --budget 2MiB --max-batch --fit
+[ $rc = 0 ] || fail "--max-batch --fit: exit $rc: $(cat mb.err)"
+awk '/^ +batch +PyTorch/ { h = length($0); next }
+     h && /^ +[0-9]+ / { n++; if (length($0) != h) bad++ }
+     END { exit (n == 0 || bad > 0) }' mb.out ||
+    fail "--max-batch --fit: table rows not as wide as the header: $(grep -E '^ +(batch|[0-9]+) ' mb.out | head -40)"
+grep -qE '^ +[0-9]+ .* yes +\+[0-9.]+% ' mb.out || fail "--max-batch --fit: no fitted row with its added time"
+grep -q "fit time .* in % of the unchanged step's" mb.out || fail "--max-batch --fit: the fit figure is not explained"
+[ "$TEST_FAILS" = 0 ] && pass "--max-batch --fit: the table aligned, the fit column explained"
 
 test_finish test_cli_report

@@ -522,8 +522,19 @@ static const char *budget_arena_text(const budget_row *r, char *buf, size_t len)
     size_t k = r->arena == BUDGET_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
     roamc_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
-    if (r->fit_tried) /* "+24%": --fit changed the step, adding that much time */
-        snprintf(buf + strlen(buf), len - strlen(buf), " +%.0f%%", r->fit_added_percent);
+    return buf;
+}
+
+/* The --fit column: what the changed step adds to the step's time, in %
+ * ("+6.2%"); "cannot" where no change fits; "-" where the step fits as it
+ * is (nothing tried).  buf holds at least 16 bytes. */
+static const char *budget_fit_text(const budget_row *r, char *buf, size_t len) {
+    if (!r->fit_tried)
+        snprintf(buf, len, "-");
+    else if (r->fit_status == FIT_CANNOT)
+        snprintf(buf, len, "cannot");
+    else
+        snprintf(buf, len, "+%.1f%%", r->fit_added_percent);
     return buf;
 }
 
@@ -882,15 +893,20 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "does (each column: the largest stage)\n",
                 q->pipe->stages, mb, mb == 1 ? "" : "es", pipe_schedule_name(q->pipe->schedule));
     budget_echo_text(out, q->budget);
-    fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
-            "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
+    /* --fit: a column of its own for the time a changed step adds, so
+     * that every row keeps the columns' widths */
+    fprintf(out, "  %8s  %11s %11s %-4s  %11s %13s %-4s %*s%s %11s %-4s %7s\n", "batch",
+            "PyTorch th.", "reserved", "fits", "plan th.", "arena", "fits", q->fit ? 8 : 0,
+            q->fit ? "fit time" : "", q->fit ? " " : "", "lower bound", "fits", "time");
     for (size_t i = 0; i < s->n_rows; i++) {
         const budget_row *r = &s->rows[i];
-        fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
-                roamc_bytes_human(r->theoretical[0], h1, sizeof h1),
+        char ft[32];
+        fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %13s %-4s %*s%s %11s %-4s %6.2fs\n",
+                r->batch, roamc_bytes_human(r->theoretical[0], h1, sizeof h1),
                 roamc_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
                 roamc_bytes_human(r->theoretical[1], h3, sizeof h3),
-                budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
+                budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no", q->fit ? 8 : 0,
+                q->fit ? budget_fit_text(r, ft, sizeof ft) : "", q->fit ? " " : "",
                 roamc_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
                 r->seconds);
     }
@@ -914,7 +930,7 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
         fprintf(out,
                 "  PyTorch fits batch %" PRId64
                 ", roamc's plan (order %s, layout %s%s) fits batch %" PRId64
-                " (%+.1f%%); no plan of this step fits more than batch %" PRId64
+                " (%+.1f%% against PyTorch); no plan of this step fits more than batch %" PRId64
                 " (the lower bound)%s\n",
                 best[0], planner_order_name(q->opt.order), planner_layout_name(q->opt.layout),
                 q->fit ? ", --fit where the step does not fit as it is" : "", best[1],
@@ -929,6 +945,13 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "already (layout %s does no worse); -: not laid out, the theoretical peak is "
                 "over the budget\n",
                 planner_layout_name(q->opt.layout), planner_layout_name(q->opt.layout));
+    if (q->fit)
+        fprintf(out,
+                "  fit time      --fit where the plan alone does not fit: the time the changed "
+                "step adds, in %% of the unchanged step's on the %s (the arena column is then "
+                "the changed step's; fits no: over --max-overhead); cannot: no change fits; -: "
+                "the step fits as it is\n",
+                q->device ? q->device->name : "device");
     size_t n_cut = 0;
     for (size_t i = 0; i < s->n_rows; i++) n_cut += s->rows[i].cut;
     if (n_cut)
