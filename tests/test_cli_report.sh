@@ -99,4 +99,22 @@ grep -qE '^ +[0-9]+ .* yes +\+[0-9.]+% ' mb.out || fail "--max-batch --fit: no f
 grep -q "fit time .* in % of the unchanged step's" mb.out || fail "--max-batch --fit: the fit figure is not explained"
 [ "$TEST_FAILS" = 0 ] && pass "--max-batch --fit: the table aligned, the fit column explained"
 
+# ---- --max-batch --fit -o: the plan at the largest batch, of the step
+# --emit-train writes there (changed), both checked; -o alone asks for it
+run mo "$roamc" mlpd_bsym.onnx --budget 2MiB --max-batch --fit -o mb.json --emit-train mb_step.onnx
+[ $rc = 0 ] && [ -s mb.json ] && [ -s mb_step.onnx ] || fail "--max-batch --fit -o: exit $rc: $(cat mo.err)"
+best=$(grep "roamc --fit .*fits batch" mo.out | sed 's/.*fits batch \([0-9]*\).*/\1/')
+grep -q "plan written  mb.json (batch .*of the step written to mb_step.onnx)" mo.out &&
+    grep -q "step written  mb_step.onnx (batch .*changed by --fit)" mo.out ||
+    fail "--max-batch --fit -o: the report does not say what was written: $(tail -3 mo.out)"
+[ "$(json mb.json 'd["model"]')" = mb_step.onnx ] || fail "--max-batch --fit -o: the plan does not name the step"
+run mc "$roamc" check mb_step.onnx mb.json
+grep -q "^VALID" mc.out && grep -q "batch=$best\$" mc.out ||
+    fail "--max-batch --fit -o: roamc check at batch $best: $(cat mc.out mc.err)"
+json mb.json 'd["peak"]["actual"] <= 2 * 1024 * 1024' | grep -q True || fail "--max-batch --fit -o: the plan is over the budget"
+rm -f mb2.json
+run mo "$roamc" mlpd_bsym.onnx --budget 2MiB --max-batch --fit -o mb2.json
+[ $rc = 2 ] && [ ! -e mb2.json ] && grep -q "needs --emit-train" mo.err || fail "--max-batch --fit -o without --emit-train: exit $rc, $(cat mo.err)"
+[ "$TEST_FAILS" = 0 ] && pass "--max-batch --fit -o --emit-train: the plan of the changed step at batch $best, valid"
+
 test_finish test_cli_report

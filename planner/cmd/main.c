@@ -95,7 +95,8 @@ static const char usage_text[] =
     "                        workspaces), taken off the budget (default: 0)\n"
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
     "                        this plan fit, searching the symbolic dim SYM (default: the\n"
-    "                        one left unbound); -o writes the plan at that batch\n"
+    "                        one left unbound); -o writes the plan at that batch (--fit:\n"
+    "                        of the step planned there, which --emit-train FILE writes)\n"
     "      --fit[=HOW]       with --budget: when the plan does not fit, change the step\n"
     "                        at the least added time: recompute or offload to host memory\n"
     "                        values the backward pass reads (HOW: recompute, offload,\n"
@@ -695,17 +696,14 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
     if (a->fit && a->compare)
         return main_usage_error("%s", "--fit changes one step: not with --compare");
-    if (a->fit && a->max_batch && a->out_path)
-        return main_usage_error("%s", "--max-batch --fit writes no plan: plan the batch it finds "
-                                      "with --dim SYMBOL=B --fit --emit-train FILE -o PLAN");
-    if (a->fit && !a->max_batch && a->out_path && !a->train.t.emit_path)
+    if (a->fit && a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--fit -o needs --emit-train FILE: the plan names the step "
                                       "it plans, which --fit may change");
     if (!a->fit && (a->max_overhead >= 0 || a->device_name || a->device_profile))
         return main_usage_error("%s", "--max-overhead, --device and --device-profile need --fit");
     if (a->device_name && a->device_profile)
         return main_usage_error("%s", "--device or --device-profile: give one");
-    if (a->train.t.emit_path && a->max_batch)
+    if (a->train.t.emit_path && a->max_batch && !a->fit)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch "
                                       "(bind the batch with --dim)");
     /* --time-limit bounds the whole command, from its start */
@@ -769,6 +767,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .opt = a->opt,
                              .budget = &a->budget,
                              .out_path = a->out_path,
+                             .emit_path = a->fit ? a->train.t.emit_path : NULL,
                              .svg_path = a->svg_path,
                              .json = a->json_report,
                              .quiet = a->quiet,
