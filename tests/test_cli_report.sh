@@ -117,4 +117,21 @@ run mo "$roamc" mlpd_bsym.onnx --budget 2MiB --max-batch --fit -o mb2.json
 [ $rc = 2 ] && [ ! -e mb2.json ] && grep -q "needs --emit-train" mo.err || fail "--max-batch --fit -o without --emit-train: exit $rc, $(cat mo.err)"
 [ "$TEST_FAILS" = 0 ] && pass "--max-batch --fit -o --emit-train: the plan of the changed step at batch $best, valid"
 
+# ---- --fit=offload far below the peak: fits, exit 0, but says what it costs
+# (more than the step's own time) and how to cap it
+# shellcheck disable=SC2086
+run fo "$roamc" $mlp --budget 155000 --fit=offload
+pct=$(grep "fit time" fo.out | sed 's/.*(+\([0-9.]*\)%).*/\1/')
+[ $rc = 0 ] && $py -c "import sys; sys.exit(0 if float(sys.argv[1]) > 100 else 1)" "${pct:-0}" ||
+    fail "--fit=offload at 155000 B: exit $rc, added ${pct:-?}% (the case needs a fit adding over 100%)"
+grep -q "^  fit warning   .*--max-overhead" fo.out || fail "--fit=offload: no 'fit warning' line in the report"
+grep -q "^roamc: warning: --fit: .*--max-overhead" fo.err || fail "--fit=offload: no warning on stderr: $(cat fo.err)"
+# shellcheck disable=SC2086
+run fo "$roamc" $mlp --budget 155000 --fit=offload --max-overhead 1000%
+[ $rc = 0 ] && ! grep -q "warning" fo.out fo.err || fail "--fit with --max-overhead: warned all the same"
+# shellcheck disable=SC2086
+run fo "$roamc" $mlp --budget 155000 --fit=offload --max-overhead 50%
+[ $rc = 3 ] || fail "--fit=offload --max-overhead 50%: exit $rc, want 3"
+[ "$TEST_FAILS" = 0 ] && pass "--fit adding ${pct}% of the step: a warning (report, stderr), exit 0; none under --max-overhead"
+
 test_finish test_cli_report

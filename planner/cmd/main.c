@@ -101,7 +101,9 @@ static const char usage_text[] =
     "                        at the least added time: recompute or offload to host memory\n"
     "                        values the backward pass reads (HOW: recompute, offload,\n"
     "                        both; default both); -o then needs --emit-train FILE\n"
-    "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%)\n"
+    "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%); default:\n"
+    "                        no cap, and a warning when the change adds more than the\n"
+    "                        step's own time\n"
     "      --device NAME     --fit: the device profile its costs use: h100 (default),\n"
     "                        a100, l4, 4090 or gh200\n"
     "      --device-profile FILE  --fit: a device profile file (JSON, the fields of\n"
@@ -820,6 +822,12 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
     if (res->mode != API_COMPARE && res->main) res->main->times.total = roamc_now() - main_t_start;
     planner_progress_end();
     if (rc == 0 && report) api_report(report, res, files, a->json_report);
+    /* a costly answer is still an answer (exit 0), but one a log must show
+     * even where nobody reads the report */
+    char warn[256];
+    if (rc == 0 && res->mode == API_FIT && !a->quiet && report != stderr &&
+        fit_overhead_warning(&res->fr, &res->fo, warn, sizeof warn))
+        fprintf(stderr, "roamc: warning: --fit: %s\n", warn);
     if (rc == 0 && st == ROAMC_NO_FIT) {
         if (res->mode == API_FIT) fprintf(stderr, "roamc: %s\n", res->error);
         rc = PLANNER_EXIT_NO_FIT;

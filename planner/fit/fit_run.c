@@ -347,6 +347,18 @@ const char *fit_status_name(int status) {
     }
 }
 
+const char *fit_overhead_warning(const fit_request *r, const fit_outcome *o, char *buf,
+                                 size_t len) {
+    if (o->status != FIT_FITTED || r->max_overhead >= 0 || o->added_seconds <= o->step_seconds)
+        return NULL;
+    snprintf(buf, len,
+             "the changed step takes %.1fx the step's time (+%.2f%%): --fit sets no cap by "
+             "default; --max-overhead P%% refuses a change that adds more than P%%",
+             (o->step_seconds + o->added_seconds) / o->step_seconds,
+             100.0 * o->added_seconds / o->step_seconds);
+    return buf;
+}
+
 static const char *fit_mode_name(unsigned mode) {
     return mode == FIT_BOTH        ? "recompute and offload"
            : mode == FIT_RECOMPUTE ? "recompute"
@@ -451,6 +463,8 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
         fprintf(f, "  fit slack     %llu B (%s) under the budget; %zu changed steps planned\n",
                 (unsigned long long)(r->arena_budget - after),
                 roamc_bytes_human(r->arena_budget - after, a, sizeof a), o->plans);
+    char w[256];
+    if (fit_overhead_warning(r, o, w, sizeof w)) fprintf(f, "  fit warning   %s\n", w);
 }
 
 void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o) {
@@ -504,5 +518,7 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
                             json_integer((json_int_t)(r->arena_budget - o->changed->plan.actual)));
     if (o->status == FIT_CANNOT)
         json_object_set_new(j, "least", json_integer((json_int_t)o->least));
+    char w[256];
+    if (fit_overhead_warning(r, o, w, sizeof w)) json_object_set_new(j, "warning", json_string(w));
     json_object_set_new(obj, "fit", j);
 }
