@@ -134,4 +134,28 @@ run fo "$roamc" $mlp --budget 155000 --fit=offload --max-overhead 50%
 [ $rc = 3 ] || fail "--fit=offload --max-overhead 50%: exit $rc, want 3"
 [ "$TEST_FAILS" = 0 ] && pass "--fit adding ${pct}% of the step: a warning (report, stderr), exit 0; none under --max-overhead"
 
+# ---- a --train plan without --emit-train records its --dim: explain and
+# check derive the step from the plan alone
+$py - <<'PY' 2>/dev/null || fail_now "torch.onnx.export of a forward module"
+import torch, torch.nn as nn
+class M(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.enc = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32))
+        s.head = nn.Linear(32, 10)
+    def forward(s, x):
+        return s.head(s.enc(x))
+torch.onnx.export(M(), (torch.randn(4, 16),), "fwd.onnx", input_names=["x"], output_names=["y"],
+                  dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+PY
+run tr "$roamc" fwd.onnx --train --dim batch=32 -q -o tp.json
+[ $rc = 0 ] || fail "--train --dim batch=32 -o: exit $rc: $(cat tr.err)"
+json tp.json '[(s["name"], s["value"]) for s in d["shapes"]["symbols"]]' | grep -q "('batch', 32)" ||
+    fail "--train: the plan records no batch=32: $(json tp.json 'd["shapes"]')"
+run tr "$roamc" explain tp.json
+[ $rc = 0 ] && grep -q "bindings from the plan: --dim batch=32" tr.out || fail "explain of the --train plan: exit $rc: $(cat tr.err)"
+run tr "$roamc" check fwd.onnx tp.json
+[ $rc = 0 ] && grep -q "^VALID" tr.out || fail "check of the --train plan: exit $rc: $(cat tr.out tr.err)"
+[ "$TEST_FAILS" = 0 ] && pass "--train without --emit-train: the plan records --dim batch=32; explain and check need nothing else"
+
 test_finish test_cli_report

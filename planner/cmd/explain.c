@@ -135,7 +135,8 @@ int plan_model_load(const plan_model_request *r, planner_step *step, const plan_
         const char *give = b->n_dims || b->n_shapes
                                ? "the --train options it was made with"
                                : "the --train options and --dim/--input-shape bindings it was "
-                                 "made with (a plan of a derived step records no bindings)";
+                                 "made with (a plan of a derived step records its --dim bindings, "
+                                 "not --input-shape)";
         if (rc == 0 && (!sha || strcmp(sha, hex) == 0)) {
             size_t off = strlen(note);
             snprintf(note + off, len - off,
