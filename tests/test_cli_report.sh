@@ -158,4 +158,52 @@ run tr "$roamc" check fwd.onnx tp.json
 [ $rc = 0 ] && grep -q "^VALID" tr.out || fail "check of the --train plan: exit $rc: $(cat tr.out tr.err)"
 [ "$TEST_FAILS" = 0 ] && pass "--train without --emit-train: the plan records --dim batch=32; explain and check need nothing else"
 
+# ---- silent runs: off a terminal, plain progress lines on stderr (one per
+# --max-batch batch, no redrawing); SIGINT and SIGTERM print what was
+# decided (each batch, the largest fitting so far), leave no output file,
+# and end by the signal (130, 143 in a shell)
+run lg "$roamc" mlpd_bsym.onnx --budget 1MiB --max-batch --fit
+[ $rc = 0 ] || fail "log: --max-batch --fit: exit $rc"
+grep -q "^roamc: --max-batch: batch 1: PyTorch .*, roamc's plan fits" lg.err ||
+    fail "log: no line for batch 1 on stderr: $(head -3 lg.err)"
+[ "$(grep -c '^roamc: --max-batch: batch [0-9]*:' lg.err)" -ge 5 ] || fail "log: fewer than 5 batch lines"
+grep -v '^roamc: ' lg.err | grep -q . && fail "log: a stderr line without 'roamc: ': $(grep -v '^roamc: ' lg.err | head -2)"
+tr -d '\n' <lg.err | grep -q "$(printf '[\r\033]')" && fail "log: carriage returns or escapes off a terminal"
+# SIGINT once batch lines appear (a launcher gives roamc SIGINT's default
+# action, which a shell's background job would have ignored)
+$py - "$roamc" <<'PY' || fail "SIGINT during --max-batch --fit"
+import os, signal, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mlpd_bsym.onnx", "--budget", "2MiB", "--max-batch", "--fit",
+                      "-o", "int.json", "--emit-train", "int.onnx"], stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+seen = []
+for line in p.stderr:
+    seen.append(line.decode())
+    if "--max-batch: batch 16:" in seen[-1]:
+        p.send_signal(signal.SIGINT)
+        break
+rest = p.stderr.read().decode()
+p.wait()
+err = "".join(seen) + rest
+bad = []
+if p.returncode != -signal.SIGINT: bad.append("ended %s, not by SIGINT" % p.returncode)
+if "roamc: interrupted by SIGINT" not in rest: bad.append("no 'interrupted by SIGINT'")
+if "largest fitting so far: PyTorch 16, roamc's plan 16" not in rest: bad.append("no standing after the interrupt")
+left = [f for f in os.listdir(".") if f.startswith("int.")]
+if left: bad.append("left %s" % left)
+for b in bad: print("SIGINT: %s; stderr ends: %s" % (b, err[-400:]))
+sys.exit(1 if bad else 0)
+PY
+"$roamc" mlpd_bsym.onnx --budget 2MiB --max-batch --fit -o term.json --emit-train term.onnx >term.out 2>term.err &
+pid=$!
+i=0
+while ! grep -q "batch 16:" term.err && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 143 ] && grep -q "^roamc: interrupted by SIGTERM" term.err && [ ! -e term.json ] && [ ! -e term.onnx ] ||
+    fail "SIGTERM: status $rc, $(tail -2 term.err), $(ls term.*)"
+ls -a | grep -q '\.tmp\.' && fail "a temporary file was left: $(ls -a | grep tmp)"
+[ "$TEST_FAILS" = 0 ] && pass "off a terminal: a line per batch; SIGINT/SIGTERM: the standing, no file, status 130/143"
+
 test_finish test_cli_report

@@ -437,6 +437,26 @@ static int budget_size_one(const planner_batch_query *q, const graph *g, int who
     return 0;
 }
 
+/* A batch decided, as a progress note (a log line off a terminal, and what
+ * an interrupted search prints): both verdicts, and the largest batch each
+ * plan fits among those tried so far. */
+static void budget_note(const budget_search *s, const budget_row *row) {
+    int64_t most[2] = {0, 0};
+    for (size_t i = 0; i < s->n_rows; i++)
+        for (int w = 0; w < 2; w++)
+            if (s->rows[i].fits[w] && s->rows[i].batch > most[w]) most[w] = s->rows[i].batch;
+    char fit[48] = "";
+    if (row->fit_tried && row->fit_status == FIT_CANNOT)
+        snprintf(fit, sizeof fit, " (--fit: no change fits)");
+    else if (row->fit_tried)
+        snprintf(fit, sizeof fit, " (--fit: changed, +%.1f%% time)", row->fit_added_percent);
+    planner_progress_note("--max-batch: batch %" PRId64 ": PyTorch %s, roamc's plan %s%s (%.2f s); "
+                          "largest fitting so far: PyTorch %" PRId64 ", roamc's plan %" PRId64,
+                          row->batch, row->fits[0] ? "fits" : "does not fit",
+                          row->fits[1] ? "fits" : "does not fit", fit, row->seconds, most[0],
+                          most[1]);
+}
+
 /* The row of batch b, planned now if it was not yet.  NULL on an error
  * (message in s->err); a model too large to size at this batch is a row
  * that does not fit. */
@@ -490,10 +510,8 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     row->fits[BUDGET_BOUND] = budget_fits(s->q->budget, row->need[BUDGET_BOUND]);
     row->seconds = roamc_now() - t0;
-    planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
-                            row->fits[0] ? "fits" : "does not fit",
-                            row->fits[1] ? "fits" : "does not fit");
     s->n_rows++;
+    budget_note(s, row);
     return row;
 }
 
