@@ -206,4 +206,15 @@ rc=$?
 ls -a | grep -q '\.tmp\.' && fail "a temporary file was left: $(ls -a | grep tmp)"
 [ "$TEST_FAILS" = 0 ] && pass "off a terminal: a line per batch; SIGINT/SIGTERM: the standing, no file, status 130/143"
 
+# ---- explain of a plan made in another folder, written below it: the model
+# is found from the plan's folder up, from anywhere; the plan is unchanged
+mkdir -p made/plans m elsewhere/deep && cp mlpd_bsym.onnx m/
+(cd made && "$roamc" ../m/mlpd_bsym.onnx --dim batch=64 -q -o plans/p.json) || fail "explain: the plan in made/plans"
+[ "$(json made/plans/p.json 'd["model"]')" = ../m/mlpd_bsym.onnx ] || fail "explain: the plan's model is not the path as given"
+run ex sh -c "cd elsewhere/deep && '$roamc' explain ../../made/plans/p.json"
+[ $rc = 0 ] && grep -q "live at peak" ex.out || fail "explain from another folder: exit $rc: $(cat ex.err)"
+run ex sh -c "cd / && '$roamc' explain '$PWD/made/plans/p.json'"
+[ $rc = 0 ] && grep -q "live at peak" ex.out || fail "explain from /: exit $rc: $(cat ex.err)"
+[ "$TEST_FAILS" = 0 ] && pass "explain finds the model of a plan made in another folder"
+
 test_finish test_cli_report
