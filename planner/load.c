@@ -42,6 +42,27 @@ static int load_read(const char *path, uint8_t **bytes, size_t *len, char *err, 
     return 0;
 }
 
+/* A step --train derived, with no --emit-train file to name, is named by
+ * the forward file, where the --dim bindings applied; the derived graph
+ * has their values in its shapes and no symbols left.  Its symbols get the
+ * bindings, so that the plan records them (PLAN_FORMAT.md "shapes") and
+ * roamc check and explain derive the same step from the plan alone.
+ * (--input-shape bindings name no symbol: those are still to be given.) */
+static void load_record_dims(fe_model *m, const fe_options *b) {
+    if (!b || !b->n_dims) return;
+    m->symbols = xreallocarray(m->symbols, m->n_symbols + b->n_dims, sizeof *m->symbols);
+    for (size_t k = 0; k < b->n_dims; k++) {
+        bool known = false;
+        for (size_t i = 0; i < m->n_symbols && !known; i++)
+            known = strcmp(m->symbols[i].name, b->dims[k].symbol) == 0;
+        if (!known)
+            m->symbols[m->n_symbols++] = (fe_symbol){.name = xstrdup(b->dims[k].symbol),
+                                                     .value = b->dims[k].value,
+                                                     .kind = FE_SYMBOL_INPUT,
+                                                     .node = -1};
+    }
+}
+
 int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     const fe_train_options *t = l->train;
@@ -53,6 +74,7 @@ int planner_step_load(const planner_load *l, planner_step *s, char *err, size_t 
         fe_train_result r;
         rc = fe_train(l->path, l->bindings, t, &r, err, errlen);
         s->m = r.model, s->summary = r.summary;
+        if (rc == 0 && !t->emit_path) load_record_dims(&s->m, l->bindings);
         if (emit || l->keep_bytes)
             derived = r.derived, len = r.derived_len;
         else

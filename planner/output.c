@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +42,34 @@ static int output_is_stdout(const char *path) {
     struct stat a, b;
     return stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
            a.st_ino == b.st_ino;
+}
+
+/* The temporaries not yet renamed into place or removed: what an
+ * interrupted run removes (planner_outputs_abandon, from a signal handler,
+ * so lock-free slots).  A path is listed from just after mkstemp until
+ * after its rename or unlink; more at once than the slots go unlisted. */
+#define OUTPUT_LIVE_MAX 64
+static _Atomic(char *) output_live[OUTPUT_LIVE_MAX];
+
+static void output_live_add(char *tmp) {
+    for (size_t i = 0; i < OUTPUT_LIVE_MAX; i++) {
+        char *none = NULL;
+        if (atomic_compare_exchange_strong(&output_live[i], &none, tmp)) return;
+    }
+}
+
+static void output_live_remove(char *tmp) {
+    for (size_t i = 0; i < OUTPUT_LIVE_MAX; i++) {
+        char *was = tmp;
+        if (atomic_compare_exchange_strong(&output_live[i], &was, NULL)) return;
+    }
+}
+
+void planner_outputs_abandon(void) {
+    for (size_t i = 0; i < OUTPUT_LIVE_MAX; i++) {
+        char *tmp = atomic_load(&output_live[i]);
+        if (tmp) unlink(tmp);
+    }
 }
 
 /* Opens path directly for writing (stdout for "-"). */
@@ -81,6 +110,7 @@ int planner_output_open(planner_output *o, const char *path) {
         errno = e;
         return -1;
     }
+    output_live_add(tmp);
     /* mkstemp makes the file 0600; an output is an ordinary file */
     mode_t mask = umask(0);
     umask(mask);
@@ -88,6 +118,7 @@ int planner_output_open(planner_output *o, const char *path) {
         int e = errno;
         close(fd);
         unlink(tmp);
+        output_live_remove(tmp);
         free(tmp);
         free(target);
         errno = e;
@@ -114,6 +145,7 @@ int planner_output_close(planner_output *o, int ok) {
             rc = -1;
         }
         if (rc != 0) unlink(o->tmp);
+        output_live_remove(o->tmp); /* after the rename or unlink: never a moment unlisted */
     }
     free(o->tmp);
     free(o->target);

@@ -101,11 +101,16 @@ static char *peak_module_of_input(const fe_model *m, const char *name, const int
     return s;
 }
 
+/* The module of a storage no scope, parameter or producer places: a graph
+ * input such as the data or the labels, or what an unscoped node makes of
+ * them, which the model's outermost module owns. */
+#define PEAK_TOP_LEVEL "(top level)"
+
 /* The group a module belongs to: its parts up to the first that ends in a
  * digit (a layer index: "h.3", "encoder.layer.3", "layer1",
  * "encoder.layers.encoder_layer_3"), else its first part.  Into buf. */
 static const char *peak_group_of(const char *module, char *buf, size_t len) {
-    if (!module) return "-";
+    if (!module) return PEAK_TOP_LEVEL;
     size_t end = strcspn(module, ".");
     for (size_t i = 0;; i = end + 1) {
         end = i + strcspn(module + i, ".");
@@ -445,8 +450,8 @@ void planner_peak_live_text(FILE *f, const graph *g, const planner_peak_live *pl
                 i == 0 ? "largest" : "", roamc_bytes_human(it->bytes, a, sizeof a),
                 peak_kind_names[it->kind], m->values[st->root].name,
                 st->n_tensors > 1 ? " (+views)" : "",
-                peak_maker_text(g, it->maker, st->root, b, sizeof b), it->module ? it->module : "-",
-                it->start, it->end);
+                peak_maker_text(g, it->maker, st->root, b, sizeof b),
+                it->module ? it->module : PEAK_TOP_LEVEL, it->start, it->end);
     }
 }
 

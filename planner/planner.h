@@ -37,13 +37,28 @@ typedef enum planner_layout {
     PLANNER_LAYOUT_ILP,  /* one GLPK model for all storages (the MODeL-like baseline) */
 } planner_layout;
 
-/* The progress line on stderr (planner/progress.c): main starts it when
- * stderr is a terminal and -q is not given; every stage that can take more
- * than a second names itself, and a ticker thread redraws "roamc: PREFIX:
- * STAGE (N.N s)" in place (not before half a second).  planner_progress_end
- * clears the line: call it before printing anything else to the terminal.
- * Without start, every call is a no-op. */
+/* Progress on stderr (planner/progress.c): main starts it unless -q.
+ * Every stage that can take more than a second names itself.  On a
+ * terminal (enabled PLANNER_PROGRESS_LINE) a ticker thread redraws
+ * "roamc: PREFIX: STAGE (N.N s)" in place (not before half a second), and
+ * planner_progress_end clears the line: call it before printing anything
+ * else to the terminal.  Elsewhere (PLANNER_PROGRESS_LOG: a file, a pipe)
+ * each finished stage of a second or more and each note is one plain line,
+ * fit for a log.  Without start, every call but planner_progress_note is a
+ * no-op. */
+enum { PLANNER_PROGRESS_LINE = 1, PLANNER_PROGRESS_LOG = 2 };
 void planner_progress_start(int enabled);
+/* Something decided ("--max-batch: batch 64: ..."): a log line (a terminal:
+ * the line's text until the next task), and kept, whether shown or not,
+ * for planner_progress_notes. */
+void planner_progress_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The notes an interrupted run prints, one an indented line: *text and
+ * its length; all of them, or in log form (each printed already) the
+ * last.  Async-signal-safe (read from a signal handler). */
+size_t planner_progress_notes(const char **text);
+/* Whether the terminal's line holds text now (to clear it from a signal
+ * handler). */
+int planner_progress_drawn(void);
 /* The enclosing task ("--compare: ILP (3/4)", "--max-batch: batch 64");
  * clears the stage.  fmt NULL: none. */
 void planner_progress_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -85,7 +100,7 @@ typedef struct planner_options {
     /* set by plan_build when the time was up before the ordering: program
      * order without LESCEA and the costly bounds (the fastest valid plan) */
     int fastest;
-    int progress; /* a progress line on stderr (main sets it when a tty) */
+    int progress; /* progress on stderr: PLANNER_PROGRESS_LINE or _LOG (main sets it) */
     /* gradients held to the end of the step, as eager PyTorch holds .grad
      * until the next zero_grad (method pytorch); plan_build then plans a
      * copy of the graph built that way */
@@ -302,6 +317,10 @@ int planner_outputs_open(planner_output_set *s, char *err, size_t errlen);
  * (see above) and returns 0; else (or on a failure, with a message)
  * removes every temporary, writes nothing more and returns -1. */
 int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errlen);
+/* Removes every temporary an open output still has (not yet renamed into
+ * place): for a run interrupted by a signal, so that it leaves no partial
+ * file.  Async-signal-safe. */
+void planner_outputs_abandon(void);
 
 /* The report: text for people, or one JSON object (with the members of
  * extra added, when not NULL; the caller keeps its reference). */

@@ -1,17 +1,27 @@
-/* The progress line (see planner.h): one line on stderr, redrawn in place
- * by a ticker thread every quarter second with the stage and its seconds,
- * so that a stage without steps to count (loading, an exact layout) still
- * shows that roamc is working.  Only when main enables it (stderr is a
- * terminal and no -q); every other call is then a no-op. */
+/* Progress on stderr (see planner.h), in one of two forms main chooses:
+ *   a terminal: one line, redrawn in place by a ticker thread every quarter
+ *     second with the stage and its seconds, so that a stage without steps
+ *     to count (loading, an exact layout) still shows that roamc is working;
+ *   anything else (a file, a pipe, a CI log): plain lines, one per finished
+ *     stage that took a second or more and one per note (a --max-batch
+ *     batch decided), never redrawn.
+ * Notes are also kept, whether shown or not, for an interrupted run to
+ * print what it had decided (planner_progress_notes).  Without start,
+ * every call but planner_progress_note is a no-op. */
 #include "planner.h"
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
+/* a finished stage shorter than this is not worth a log line */
+#define PROGRESS_LOG_MIN_SECONDS 1.0
+
 static struct {
-    int on; /* the ticker runs */
+    int on;  /* started */
+    int log; /* plain lines (not a terminal), no ticker */
     int stop;
     int drawn; /* something is on the line */
     char prefix[128], stage[192];
@@ -20,6 +30,12 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
 } progress = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+/* The notes so far, appended under progress.lock and published by their
+ * length alone, so that a signal handler reads notes[0..notes_len) without
+ * a lock (planner_progress_notes). */
+static char progress_notes_buf[16384];
+static atomic_size_t progress_notes_len, progress_notes_last; /* where the last note starts */
 
 /* Draws the line; the caller holds the lock. */
 static void progress_draw(void) {
@@ -51,11 +67,26 @@ void planner_progress_start(int enabled) {
     if (!enabled || progress.on) return;
     progress.stop = 0;
     progress.since = roamc_now();
-    if (pthread_create(&progress.thread, NULL, progress_ticker, NULL) == 0) progress.on = 1;
+    if (enabled == PLANNER_PROGRESS_LOG)
+        progress.on = progress.log = 1;
+    else if (pthread_create(&progress.thread, NULL, progress_ticker, NULL) == 0)
+        progress.on = 1;
+}
+
+/* Log form: the stage ending now, when it took long enough to be worth a
+ * line.  The caller holds the lock. */
+static void progress_log_finished(void) {
+    double took = roamc_now() - progress.since;
+    if (!progress.log || took < PROGRESS_LOG_MIN_SECONDS) return;
+    if (!progress.stage[0] && !progress.prefix[0]) return;
+    fprintf(stderr, "roamc: %s%s%s: %.1f s\n", progress.prefix,
+            progress.prefix[0] && progress.stage[0] ? ": " : "", progress.stage, took);
+    fflush(stderr);
 }
 
 static void progress_set(char *dst, size_t len, const char *fmt, va_list ap) {
     pthread_mutex_lock(&progress.lock);
+    progress_log_finished();
     if (fmt)
         vsnprintf(dst, len, fmt, ap);
     else
@@ -93,8 +124,47 @@ void planner_progress_count(const char *fmt, ...) {
     pthread_mutex_unlock(&progress.lock);
 }
 
+void planner_progress_note(const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&progress.lock);
+    size_t n = atomic_load(&progress_notes_len), k = strlen(line);
+    if (n + k + 4 <= sizeof progress_notes_buf) { /* past the end: the first notes are kept */
+        memcpy(progress_notes_buf + n, "  ", 2);
+        memcpy(progress_notes_buf + n + 2, line, k);
+        progress_notes_buf[n + 2 + k] = '\n';
+        atomic_store(&progress_notes_last, n);
+        atomic_store(&progress_notes_len, n + k + 3);
+    }
+    if (progress.on && progress.log) {
+        fprintf(stderr, "roamc: %s\n", line);
+        fflush(stderr);
+    } else if (progress.on) { /* the terminal's line shows it until the next task */
+        snprintf(progress.prefix, sizeof progress.prefix, "%s", line);
+        progress.stage[0] = 0;
+        progress.since = roamc_now();
+    }
+    pthread_mutex_unlock(&progress.lock);
+}
+
+size_t planner_progress_notes(const char **text) {
+    size_t len = atomic_load(&progress_notes_len), from = 0;
+    /* in log form every note is on stderr already: the last, which holds
+     * the standing (--max-batch: the largest fitting so far), says enough */
+    if (progress.on && progress.log) from = atomic_load(&progress_notes_last);
+    *text = progress_notes_buf + from;
+    return len - from;
+}
+
+int planner_progress_drawn(void) {
+    return progress.on && !progress.log && progress.drawn;
+}
+
 void planner_progress_clear(void) {
-    if (!progress.on) return;
+    if (!progress.on || progress.log) return;
     pthread_mutex_lock(&progress.lock);
     if (progress.drawn) fputs("\r\033[K", stderr);
     fflush(stderr);
@@ -104,6 +174,14 @@ void planner_progress_clear(void) {
 
 void planner_progress_end(void) {
     if (!progress.on) return;
+    if (progress.log) {
+        pthread_mutex_lock(&progress.lock);
+        progress_log_finished();
+        progress.on = progress.log = 0;
+        progress.prefix[0] = progress.stage[0] = 0;
+        pthread_mutex_unlock(&progress.lock);
+        return;
+    }
     pthread_mutex_lock(&progress.lock);
     progress.stop = 1;
     pthread_cond_signal(&progress.wake);

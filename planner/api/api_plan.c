@@ -252,6 +252,10 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
         st = api_plan_compare(r);
     else
         st = api_plan_plain(q, r, load_seconds);
+    /* the plan reported is one of several made (--fit, --shard,
+     * --pipeline-stages): the load is the run's all the same */
+    if (r->main && r->mode != API_PLAIN && r->mode != API_COMPARE)
+        r->main->times.load = load_seconds;
     if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
         r->fits = planner_budget_report(NULL, &r->budget, r->budget_p, r->torch_p, NULL) == 0;
         if (!r->fits) {
@@ -321,7 +325,7 @@ void api_report(FILE *f, const roamc_result *r, const planner_files *files, int 
         plan_report_text(f, r->main, r->plan_model, files);
         if (r->mode == API_FIT) fit_report_text(f, &r->fr, &r->fo);
         if (r->mode == API_SHARD) shard_report_text(f, &r->sr, &r->so);
-        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po);
+        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po, files->plan || files->step);
         if (r->mode != API_FIT && budget->budget_text)
             planner_budget_report(f, budget, r->budget_p, r->torch_p, NULL);
     }

@@ -279,33 +279,42 @@ static int budget_plan(const planner_batch_query *q, const graph *g, int who, bo
     return plan_build(g, &opt, p, err, errlen) ? 1 : 0;
 }
 
-/* --fit at batch b, whose chosen plan does not fit: the changed step's
- * arena becomes the row's need, and it fits when fit_run fits it within
- * --max-overhead.  Returns 0, or 1 with a message. */
-static int budget_fit(const planner_batch_query *q, const planner_step *step, int64_t b,
-                      budget_row *row, char *err, size_t errlen) {
+/* fit_run on step, loaded at batch b, into *out (the caller frees it
+ * whatever the return); name: what the changed step is called (the file
+ * --emit-train writes it to, when it is written).  Returns 0, or -1 with a
+ * message. */
+static int budget_fit_run(const planner_batch_query *q, const planner_step *step, int64_t b,
+                          const char *name, fit_outcome *out, char *err, size_t errlen) {
     planner_options opt = q->opt;
     opt.progress = 0;
-    char name[64];
-    snprintf(name, sizeof name, "(the changed step at batch %" PRId64 ")", b);
+    /* the changed step keeps the batch the step was loaded at: its value_info
+     * holds every shape, so it needs the same bindings */
+    fe_options o = budget_bindings(q, b);
     fit_request r = {.step_name = q->model_path,
                      .step_bytes = step->bytes,
                      .step_len = step->len,
                      .g = &step->g,
-                     .bindings = NULL,
+                     .bindings = &o,
                      .opt = &opt,
                      .arena_budget = q->budget->budget - q->budget->reserve,
                      .mode = q->fit,
                      .max_overhead = q->max_overhead,
                      .device = q->device,
                      .emit_name = name};
-    /* the changed step keeps the batch the step was loaded at: its value_info
-     * holds every shape, so it needs the same bindings */
-    fe_options o = budget_bindings(q, b);
-    r.bindings = &o;
-    fit_outcome out;
-    int rc = fit_run(&r, &out, err, errlen);
+    int rc = fit_run(&r, out, err, errlen);
     free(o.dims);
+    return rc;
+}
+
+/* --fit at batch b, whose chosen plan does not fit: the changed step's
+ * arena becomes the row's need, and it fits when fit_run fits it within
+ * --max-overhead.  Returns 0, or 1 with a message. */
+static int budget_fit(const planner_batch_query *q, const planner_step *step, int64_t b,
+                      budget_row *row, char *err, size_t errlen) {
+    char name[64];
+    snprintf(name, sizeof name, "(the changed step at batch %" PRId64 ")", b);
+    fit_outcome out;
+    int rc = budget_fit_run(q, step, b, name, &out, err, errlen);
     if (rc == 0 && out.status != FIT_ALREADY) {
         row->fit_tried = true;
         row->fit_status = out.status;
@@ -428,6 +437,26 @@ static int budget_size_one(const planner_batch_query *q, const graph *g, int who
     return 0;
 }
 
+/* A batch decided, as a progress note (a log line off a terminal, and what
+ * an interrupted search prints): both verdicts, and the largest batch each
+ * plan fits among those tried so far. */
+static void budget_note(const budget_search *s, const budget_row *row) {
+    int64_t most[2] = {0, 0};
+    for (size_t i = 0; i < s->n_rows; i++)
+        for (int w = 0; w < 2; w++)
+            if (s->rows[i].fits[w] && s->rows[i].batch > most[w]) most[w] = s->rows[i].batch;
+    char fit[48] = "";
+    if (row->fit_tried && row->fit_status == FIT_CANNOT)
+        snprintf(fit, sizeof fit, " (--fit: no change fits)");
+    else if (row->fit_tried)
+        snprintf(fit, sizeof fit, " (--fit: changed, +%.1f%% time)", row->fit_added_percent);
+    planner_progress_note("--max-batch: batch %" PRId64 ": PyTorch %s, roamc's plan %s%s (%.2f s); "
+                          "largest fitting so far: PyTorch %" PRId64 ", roamc's plan %" PRId64,
+                          row->batch, row->fits[0] ? "fits" : "does not fit",
+                          row->fits[1] ? "fits" : "does not fit", fit, row->seconds, most[0],
+                          most[1]);
+}
+
 /* The row of batch b, planned now if it was not yet.  NULL on an error
  * (message in s->err); a model too large to size at this batch is a row
  * that does not fit. */
@@ -481,10 +510,8 @@ static const budget_row *budget_probe(budget_search *s, int64_t b) {
         return roamc_errorf(s->err, s->errlen, "at %s=%" PRId64 ": %s", s->q->symbol, b, why), NULL;
     row->fits[BUDGET_BOUND] = budget_fits(s->q->budget, row->need[BUDGET_BOUND]);
     row->seconds = roamc_now() - t0;
-    planner_progress_prefix("--max-batch: batch %" PRId64 " planned (PyTorch %s, plan %s)", b,
-                            row->fits[0] ? "fits" : "does not fit",
-                            row->fits[1] ? "fits" : "does not fit");
     s->n_rows++;
+    budget_note(s, row);
     return row;
 }
 
@@ -522,8 +549,19 @@ static const char *budget_arena_text(const budget_row *r, char *buf, size_t len)
     size_t k = r->arena == BUDGET_ARENA_AT_MOST ? 2 : 0;
     memcpy(buf, "<=", k);
     roamc_bytes_human(r->need[BUDGET_PLAN], buf + k, len - k);
-    if (r->fit_tried) /* "+24%": --fit changed the step, adding that much time */
-        snprintf(buf + strlen(buf), len - strlen(buf), " +%.0f%%", r->fit_added_percent);
+    return buf;
+}
+
+/* The --fit column: what the changed step adds to the step's time, in %
+ * ("+6.2%"); "cannot" where no change fits; "-" where the step fits as it
+ * is (nothing tried).  buf holds at least 16 bytes. */
+static const char *budget_fit_text(const budget_row *r, char *buf, size_t len) {
+    if (!r->fit_tried)
+        snprintf(buf, len, "-");
+    else if (r->fit_status == FIT_CANNOT)
+        snprintf(buf, len, "cannot");
+    else
+        snprintf(buf, len, "+%.1f%%", r->fit_added_percent);
     return buf;
 }
 
@@ -720,12 +758,27 @@ typedef struct budget_result {
     double seconds; /* the whole search */
 } budget_result;
 
-/* The plan at the largest batch, held for -o until the report is written. */
+/* The plan at the largest batch, held for -o until the report is written;
+ * with --fit, of the changed step where the step does not fit as it is. */
 typedef struct budget_chosen {
     plan p;
     planner_step step;
     bool have;
+    fit_outcome fo; /* have_fit: --fit's run at that batch */
+    bool have_fit;
+    const plan *out;         /* the plan written: p, or fo's changed step's */
+    const uint8_t *step_out; /* the step --emit-train writes, out's */
+    size_t step_len;
 } budget_chosen;
+
+static void budget_chosen_free(budget_chosen *c) {
+    if (c->have_fit) fit_outcome_free(&c->fo);
+    if (c->have) {
+        plan_free(&c->p);
+        planner_step_free(&c->step);
+    }
+    memset(c, 0, sizeof *c);
+}
 
 /* Searches the largest batch of each of BUDGET_N in turn (rows shared, so a
  * batch is planned once), then sorts the rows by batch and notes a batch
@@ -749,8 +802,10 @@ static int budget_search_all(budget_search *s, budget_result *res) {
     return 0;
 }
 
-/* Plans the model at batch with q's options into c (c->have set).
- * Returns 0, or the exit status with a message; c holds nothing then. */
+/* Plans the model at batch with q's options into c (c->have set); with
+ * --fit, where that plan does not fit, the changed step the search found
+ * (c->have_fit).  Returns 0, or the exit status with a message; c holds
+ * nothing then. */
 static int budget_plan_at(const planner_batch_query *q, int64_t batch, budget_chosen *c, char *err,
                           size_t errlen) {
     int rc = budget_load(q, batch, &c->step, err, errlen);
@@ -760,21 +815,46 @@ static int budget_plan_at(const planner_batch_query *q, int64_t batch, budget_ch
         return rc;
     }
     c->have = true;
+    c->out = &c->p;
+    c->step_out = c->step.bytes;
+    c->step_len = c->step.len;
+    if (!q->fit || budget_fits(q->budget, plan_device_bytes(&c->p))) return 0;
+    char why[1024];
+    c->have_fit = true;
+    if (budget_fit_run(q, &c->step, batch, q->emit_path, &c->fo, why, sizeof why)) {
+        budget_chosen_free(c);
+        return roamc_errorf(err, errlen, "at %s=%" PRId64 ": %s", q->symbol, batch, why), 1;
+    }
+    if (c->fo.status != FIT_FITTED) { /* the search fitted it with the same options */
+        budget_chosen_free(c);
+        return roamc_errorf(err, errlen, "at %s=%" PRId64 ": --fit %s, where the search fitted it",
+                            q->symbol, batch, fit_status_name(c->fo.status)),
+               1;
+    }
+    c->out = &c->fo.changed->plan;
+    c->step_out = c->fo.changed->bytes;
+    c->step_len = c->fo.changed->len;
     return 0;
 }
 
-/* Writes -o (the chosen plan, when c has one) and --svg (the chart), both
- * or neither (planner_output_set).  Returns 0, or 1 with a message. */
+/* Writes -o (the chosen plan, when c has one), --emit-train (--fit: its
+ * step) and --svg (the chart), all or none (planner_output_set).  The plan
+ * names the step written, when one is.  Returns 0, or 1 with a message. */
 static int budget_write_outputs(const budget_search *s, const budget_result *res,
                                 const budget_chosen *c, char *err, size_t errlen) {
     const planner_batch_query *q = s->q;
     planner_output_set set = {0};
     int i_plan = planner_outputs_add(&set, "-o", c->have ? q->out_path : NULL);
+    int i_step = planner_outputs_add(&set, "--emit-train", c->have ? q->emit_path : NULL);
     int i_svg = planner_outputs_add(&set, "--svg", q->svg_path);
     if (planner_outputs_open(&set, err, errlen)) return 1;
-    int ok = i_plan < 0 || plan_write_stream(&c->p, q->model_path, set.slot[i_plan].f) == 0;
-    if (ok && i_svg >= 0) budget_svg(s, res->best, set.slot[i_svg].f);
+    const char *named = q->emit_path ? q->emit_path : q->model_path;
+    int ok = i_plan < 0 || plan_write_stream(c->out, named, set.slot[i_plan].f) == 0;
     if (!ok) roamc_errorf(err, errlen, "-o %s: cannot write the plan: I/O error", q->out_path);
+    if (ok && i_step >= 0 && fwrite(c->step_out, 1, c->step_len, set.slot[i_step].f) != c->step_len)
+        ok = 0, roamc_errorf(err, errlen, "--emit-train %s: cannot write the step: I/O error",
+                             q->emit_path);
+    if (ok && i_svg >= 0) budget_svg(s, res->best, set.slot[i_svg].f);
     return planner_outputs_commit(&set, ok, ok ? err : NULL, errlen) ? 1 : 0;
 }
 
@@ -839,7 +919,10 @@ static void budget_report_json(FILE *out, const budget_search *s, const budget_r
     }
     json_object_set_new(r, "rows", rows);
     json_object_set_new(r, "seconds", json_real(res->seconds));
-    json_object_set_new(r, "plan", have_plan ? json_string(q->out_path) : json_null());
+    json_object_set_new(r, "plan",
+                        have_plan && q->out_path ? json_string(q->out_path) : json_null());
+    json_object_set_new(r, "step",
+                        have_plan && q->emit_path ? json_string(q->emit_path) : json_null());
     json_dumpf(r, out, JSON_INDENT(2));
     fputc('\n', out);
     json_decref(r);
@@ -848,7 +931,8 @@ static void budget_report_json(FILE *out, const budget_search *s, const budget_r
 /* The text report: one table row per batch tried, then the verdicts and
  * notes on how they were found. */
 static void budget_report_text(FILE *out, const budget_search *s, const budget_result *res,
-                               bool have_plan) {
+                               const budget_chosen *chosen) {
+    bool have_plan = chosen->have;
     const planner_batch_query *q = s->q;
     const int64_t *best = res->best;
     const char *who[BUDGET_N] = {"PyTorch", q->fit ? "roamc --fit" : "roamc's plan",
@@ -872,24 +956,30 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "  set-up        one rank of --shard %s, world %ld, rank %ld: the batch is the "
                 "micro-batch per device, the budget per device\n",
                 shard_kind_name(q->shard->kind), q->shard->world, q->shard->rank);
+    long mb = q->pipe && q->pipe->microbatches > 0 ? q->pipe->microbatches
+              : q->pipe                            ? q->pipe->stages
+                                                   : 0;
     if (q->pipe)
         fprintf(out,
-                "  set-up        pipeline of %ld stages, %ld microbatches, %s schedule: the batch "
+                "  set-up        pipeline of %ld stages, %ld microbatch%s, %s schedule: the batch "
                 "is the micro-batch, the budget per device; a batch fits when every stage "
                 "does (each column: the largest stage)\n",
-                q->pipe->stages,
-                q->pipe->microbatches > 0 ? q->pipe->microbatches : q->pipe->stages,
-                pipe_schedule_name(q->pipe->schedule));
+                q->pipe->stages, mb, mb == 1 ? "" : "es", pipe_schedule_name(q->pipe->schedule));
     budget_echo_text(out, q->budget);
-    fprintf(out, "  %8s  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %7s\n", "batch", "PyTorch th.",
-            "reserved", "fits", "plan th.", "arena", "fits", "lower bound", "fits", "time");
+    /* --fit: a column of its own for the time a changed step adds, so
+     * that every row keeps the columns' widths */
+    fprintf(out, "  %8s  %11s %11s %-4s  %11s %13s %-4s %*s%s %11s %-4s %7s\n", "batch",
+            "PyTorch th.", "reserved", "fits", "plan th.", "arena", "fits", q->fit ? 8 : 0,
+            q->fit ? "fit time" : "", q->fit ? " " : "", "lower bound", "fits", "time");
     for (size_t i = 0; i < s->n_rows; i++) {
         const budget_row *r = &s->rows[i];
-        fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %11s %-4s  %11s %-4s %6.2fs\n", r->batch,
-                roamc_bytes_human(r->theoretical[0], h1, sizeof h1),
+        char ft[32];
+        fprintf(out, "  %8" PRId64 "  %11s %11s %-4s  %11s %13s %-4s %*s%s %11s %-4s %6.2fs\n",
+                r->batch, roamc_bytes_human(r->theoretical[0], h1, sizeof h1),
                 roamc_bytes_human(r->need[0], h2, sizeof h2), r->fits[0] ? "yes" : "no",
                 roamc_bytes_human(r->theoretical[1], h3, sizeof h3),
-                budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no",
+                budget_arena_text(r, h4, sizeof h4), r->fits[1] ? "yes" : "no", q->fit ? 8 : 0,
+                q->fit ? budget_fit_text(r, ft, sizeof ft) : "", q->fit ? " " : "",
                 roamc_bytes_human(r->need[2], h5, sizeof h5), r->fits[2] ? "yes" : "no",
                 r->seconds);
     }
@@ -913,7 +1003,7 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
         fprintf(out,
                 "  PyTorch fits batch %" PRId64
                 ", roamc's plan (order %s, layout %s%s) fits batch %" PRId64
-                " (%+.1f%%); no plan of this step fits more than batch %" PRId64
+                " (%+.1f%% against PyTorch); no plan of this step fits more than batch %" PRId64
                 " (the lower bound)%s\n",
                 best[0], planner_order_name(q->opt.order), planner_layout_name(q->opt.layout),
                 q->fit ? ", --fit where the step does not fit as it is" : "", best[1],
@@ -928,6 +1018,13 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "already (layout %s does no worse); -: not laid out, the theoretical peak is "
                 "over the budget\n",
                 planner_layout_name(q->opt.layout), planner_layout_name(q->opt.layout));
+    if (q->fit)
+        fprintf(out,
+                "  fit time      --fit where the plan alone does not fit: the time the changed "
+                "step adds, in %% of the unchanged step's on the %s (the arena column is then "
+                "the changed step's; fits no: over --max-overhead); cannot: no change fits; -: "
+                "the step fits as it is\n",
+                q->device ? q->device->name : "device");
     size_t n_cut = 0;
     for (size_t i = 0; i < s->n_rows; i++) n_cut += s->rows[i].cut;
     if (n_cut)
@@ -936,9 +1033,14 @@ static void budget_report_text(FILE *out, const budget_search *s, const budget_r
                 "valid plan, or solvers "
                 "stopped early): the boundary may move with more time\n",
                 q->opt.time_limit, n_cut, s->n_rows);
-    if (have_plan)
-        fprintf(out, "  plan written  %s (batch %s)\n", q->out_path,
-                budget_grouped((uint64_t)best[1], g1, sizeof g1));
+    if (have_plan && q->out_path) /* --fit -o needs --emit-train: the plan names that step */
+        fprintf(out, "  plan written  %s (batch %s%s%s)\n", q->out_path,
+                budget_grouped((uint64_t)best[1], g1, sizeof g1),
+                q->emit_path ? ", of the step written to " : "", q->emit_path ? q->emit_path : "");
+    if (have_plan && q->emit_path)
+        fprintf(out, "  step written  %s (batch %s, %s)\n", q->emit_path,
+                budget_grouped((uint64_t)best[1], g1, sizeof g1),
+                chosen->have_fit ? "changed by --fit" : "unchanged: it fits as it is");
     if (q->svg_path) fprintf(out, "  picture written %s\n", q->svg_path);
 }
 
@@ -951,7 +1053,7 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     budget_result res = {0};
     int rc = budget_search_all(&s, &res);
     budget_chosen chosen = {0};
-    if (rc == 0 && q.out_path && res.best[BUDGET_PLAN] > 0)
+    if (rc == 0 && (q.out_path || q.emit_path) && res.best[BUDGET_PLAN] > 0)
         rc = budget_plan_at(&q, res.best[BUDGET_PLAN], &chosen, err, errlen);
     if (rc == 0 && (chosen.have || q.svg_path))
         rc = budget_write_outputs(&s, &res, &chosen, err, errlen);
@@ -963,11 +1065,8 @@ int planner_max_batch(const planner_batch_query *query, FILE *out, char *err, si
     if (rc == 0 && out && q.json)
         budget_report_json(out, &s, &res, chosen.have);
     else if (rc == 0 && out)
-        budget_report_text(out, &s, &res, chosen.have);
-    if (chosen.have) {
-        plan_free(&chosen.p);
-        planner_step_free(&chosen.step);
-    }
+        budget_report_text(out, &s, &res, &chosen);
+    budget_chosen_free(&chosen);
     free(s.rows);
     free(sym);
     if (rc) return rc;

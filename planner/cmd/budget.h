@@ -51,6 +51,9 @@ typedef struct planner_batch_query {
     planner_options opt; /* the plan to size against PyTorch's (method pytorch) */
     const planner_budget *budget;
     const char *out_path; /* write the plan at the largest batch that fits, or NULL */
+    /* --fit: write the step planned at that batch (changed, or as it is
+     * where it fits) to this file, which the plan then names; or NULL */
+    const char *emit_path;
     const char *svg_path; /* draw need against batch, or NULL */
     int json;             /* the table as one JSON object */
     int quiet;            /* -q: text gives the answer alone (the largest batches), no table */

@@ -68,8 +68,13 @@ static bool explain_same_file(const char *a, const char *b) {
            sa.st_ino == sb.st_ino;
 }
 
-/* The model's path: r->model_path, else the plan's "model" as written
- * (relative to the working folder), else beside the plan.  Into buf. */
+/* The model's path: r->model_path, else the plan's "model" as written:
+ * from here, else from the plan's folder or a folder above it.  "model" is
+ * the path as given where the plan was made (PLAN_FORMAT.md), and a plan
+ * is mostly written below that folder (-o plans/p.json): one of the plan's
+ * folder's ancestors is where it was made.  The nearest that holds the
+ * file wins; explain and check then compare its SHA-256 with the plan's.
+ * Into buf. */
 static int explain_model_path(const plan_model_request *r, char *buf, size_t len, char *err,
                               size_t errlen) {
     if (r->model_path) {
@@ -84,13 +89,23 @@ static int explain_model_path(const plan_model_request *r, char *buf, size_t len
     struct stat st;
     if (stat(buf, &st) == 0 || named[0] == '/') return 0;
     const char *slash = strrchr(r->plan_path, '/');
-    if (slash) {
-        snprintf(buf, len, "%.*s/%s", (int)(slash - r->plan_path), r->plan_path, named);
-        if (stat(buf, &st) == 0) return 0;
+    char base[4096];
+    snprintf(base, sizeof base, "%.*s", slash ? (int)(slash - r->plan_path) : 1,
+             slash ? r->plan_path : ".");
+    /* the plan's folder, then each above it ("DIR/..", "DIR/../.."), as
+     * many as the folder has parts, plus one for a plan made in a folder
+     * the plan's path does not name */
+    size_t ups = 1;
+    for (const char *c = base; *c; c++) ups += *c == '/';
+    for (size_t k = 0; k <= ups; k++) {
+        size_t n = (size_t)snprintf(buf, len, "%s", base);
+        for (size_t u = 0; u < k && n < len; u++) n += (size_t)snprintf(buf + n, len - n, "/..");
+        if (n < len) snprintf(buf + n, len - n, "/%s", named);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) return 0;
     }
     return roamc_errorf(err, errlen,
-                        "%s: the plan's model '%s' is not found (from here nor beside the plan): "
-                        "give it (MODEL.onnx)",
+                        "%s: the plan's model '%s' is not found (from here, nor from the plan's "
+                        "folder or one above it): give it (MODEL.onnx)",
                         r->plan_path, named);
 }
 
@@ -135,7 +150,8 @@ int plan_model_load(const plan_model_request *r, planner_step *step, const plan_
         const char *give = b->n_dims || b->n_shapes
                                ? "the --train options it was made with"
                                : "the --train options and --dim/--input-shape bindings it was "
-                                 "made with (a plan of a derived step records no bindings)";
+                                 "made with (a plan of a derived step records its --dim bindings, "
+                                 "not --input-shape)";
         if (rc == 0 && (!sha || strcmp(sha, hex) == 0)) {
             size_t off = strlen(note);
             snprintf(note + off, len - off,
@@ -171,7 +187,8 @@ static const char explain_usage[] =
     "bytes per kind (parameter, gradient, optimizer state, saved activation,\n"
     "temporary, input, output, host copy) and per module, and the N largest\n"
     "storages (default 20) with their kind, producer, module and lifetime.\n"
-    "MODEL defaults to the plan's \"model\"; the bindings the plan records are\n"
+    "MODEL defaults to the plan's \"model\" (from here, else from the plan's folder\n"
+    "or one above it); the bindings the plan records are\n"
     "used unless --input-shape/--dim are given; a plan of a step --train derived\n"
     "(without --emit-train) is explained against the step derived again.\n"
     "\n"

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,12 +97,15 @@ static const char usage_text[] =
     "                        workspaces), taken off the budget (default: 0)\n"
     "      --max-batch[=SYM] with --budget: the largest batch at which PyTorch's plan and\n"
     "                        this plan fit, searching the symbolic dim SYM (default: the\n"
-    "                        one left unbound); -o writes the plan at that batch\n"
+    "                        one left unbound); -o writes the plan at that batch (--fit:\n"
+    "                        of the step planned there, which --emit-train FILE writes)\n"
     "      --fit[=HOW]       with --budget: when the plan does not fit, change the step\n"
     "                        at the least added time: recompute or offload to host memory\n"
     "                        values the backward pass reads (HOW: recompute, offload,\n"
     "                        both; default both); -o then needs --emit-train FILE\n"
-    "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%)\n"
+    "      --max-overhead P  --fit: add at most P% of the step's time (e.g. 33%); default:\n"
+    "                        no cap, and a warning when the change adds more than the\n"
+    "                        step's own time\n"
     "      --device NAME     --fit, --streams: the device profile its costs use: h100\n"
     "                        (default), a100, l4, 4090 or gh200\n"
     "      --device-profile FILE  --fit, --streams: a device profile file (JSON, the\n"
@@ -171,8 +175,15 @@ static const char usage_text[] =
     "what they create, else just in time); 'placement': where the weight updates\n"
     "go ('rule': the paper's memory-aware rule, eqs. 4-6).\n"
     "\n"
-    "progress: a line on stderr for stages that take a while, only when stderr is a\n"
-    "terminal, cleared at the end; -q silences it.\n"
+    "progress: on a terminal, a line on stderr for stages that take a while, redrawn\n"
+    "in place and cleared at the end; elsewhere (a file, a pipe) plain lines on\n"
+    "stderr: one per stage that took a second or more, one per --max-batch batch\n"
+    "decided.  -q silences both.\n"
+    "\n"
+    "interrupt: SIGINT or SIGTERM stops roamc with no output file written in part;\n"
+    "it prints what was decided so far (--max-batch: each batch tried, its\n"
+    "verdicts, the largest fitting so far) and dies by the signal (status 130\n"
+    "or 143 as a shell reports it).\n"
     "\n"
     "exit status: 0 ok, 1 roamc failed, 2 bad input or usage, 3 the plan does not fit\n"
     "--budget (--max-batch: not even at batch 1; --fit: no changed step fits, or not\n"
@@ -736,10 +747,7 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->fit && !budget->budget_text) return main_usage_error("%s", "--fit needs --budget SIZE");
     if (a->fit && a->compare)
         return main_usage_error("%s", "--fit changes one step: not with --compare");
-    if (a->fit && a->max_batch && a->out_path)
-        return main_usage_error("%s", "--max-batch --fit writes no plan: plan the batch it finds "
-                                      "with --dim SYMBOL=B --fit --emit-train FILE -o PLAN");
-    if (a->fit && !a->max_batch && a->out_path && !a->train.t.emit_path)
+    if (a->fit && a->out_path && !a->train.t.emit_path)
         return main_usage_error("%s", "--fit -o needs --emit-train FILE: the plan names the step "
                                       "it plans, which --fit may change");
     if (!a->fit && a->max_overhead >= 0)
@@ -750,7 +758,7 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         return main_usage_error("%s", "--comm-gbps needs --streams comm (or all)");
     if (a->device_name && a->device_profile)
         return main_usage_error("%s", "--device or --device-profile: give one");
-    if (a->train.t.emit_path && a->max_batch)
+    if (a->train.t.emit_path && a->max_batch && !a->fit)
         return main_usage_error("%s", "--emit-train writes one step: give it without --max-batch "
                                       "(bind the batch with --dim)");
     /* --time-limit bounds the whole command, from its start */
@@ -759,7 +767,11 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
         return main_usage_error(
             "%s",
             "--dump-tree writes the subgraph tree of order roam: give --order roam or --compare");
-    opt->progress = !a->quiet && isatty(STDERR_FILENO);
+    /* off a terminal (a log, a pipe), lines that stay rather than a line
+     * redrawn in place */
+    opt->progress = a->quiet                ? 0
+                    : isatty(STDERR_FILENO) ? PLANNER_PROGRESS_LINE
+                                            : PLANNER_PROGRESS_LOG;
     a->model_path = argv[optind];
     return MAIN_CONTINUE;
 }
@@ -814,6 +826,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .opt = a->opt,
                              .budget = &a->budget,
                              .out_path = a->out_path,
+                             .emit_path = a->fit ? a->train.t.emit_path : NULL,
                              .svg_path = a->svg_path,
                              .json = a->json_report,
                              .quiet = a->quiet,
@@ -861,9 +874,17 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
             rc = 1;
         }
     }
-    if (res->mode == API_PLAIN) res->main->times.total = roamc_now() - main_t_start;
+    /* the whole command's seconds: --fit, --shard and --pipeline-stages plan
+     * more than the plan written, whose own clocks count only it */
+    if (res->mode != API_COMPARE && res->main) res->main->times.total = roamc_now() - main_t_start;
     planner_progress_end();
     if (rc == 0 && report) api_report(report, res, files, a->json_report);
+    /* a costly answer is still an answer (exit 0), but one a log must show
+     * even where nobody reads the report */
+    char warn[256];
+    if (rc == 0 && res->mode == API_FIT && !a->quiet && report != stderr &&
+        fit_overhead_warning(&res->fr, &res->fo, warn, sizeof warn))
+        fprintf(stderr, "roamc: warning: --fit: %s\n", warn);
     if (rc == 0 && st == ROAMC_NO_FIT) {
         if (res->mode == API_FIT) fprintf(stderr, "roamc: %s\n", res->error);
         rc = PLANNER_EXIT_NO_FIT;
@@ -1040,8 +1061,48 @@ static int main_help(int argc, char **argv) {
     return 0;
 }
 
+/* SIGINT, SIGTERM: removes the temporaries of outputs not yet written (no
+ * partial file), says so and prints what the run had decided (the
+ * progress notes: for --max-batch, each batch's verdicts and the largest
+ * fitting so far), then dies by the signal as the default action would
+ * (a shell reports 128 + N: 130, 143).  Async-signal-safe calls only. */
+static void main_interrupted(int sig) {
+    int saved = errno;
+    planner_outputs_abandon();
+    const char *notes;
+    size_t n = planner_progress_notes(&notes);
+    static const char clear[] = "\r\033[K";
+    static const char head_int[] = "roamc: interrupted by SIGINT",
+                      head_term[] = "roamc: interrupted by SIGTERM";
+    static const char tail[] = ": stopped, no output file left partly written\n",
+                      decided[] = "roamc: decided before the interrupt:\n";
+    ssize_t w = 0;
+    if (planner_progress_drawn()) w += write(STDERR_FILENO, clear, sizeof clear - 1);
+    if (sig == SIGINT)
+        w += write(STDERR_FILENO, head_int, sizeof head_int - 1);
+    else
+        w += write(STDERR_FILENO, head_term, sizeof head_term - 1);
+    w += write(STDERR_FILENO, tail, sizeof tail - 1);
+    if (n) {
+        w += write(STDERR_FILENO, decided, sizeof decided - 1);
+        w += write(STDERR_FILENO, notes, n);
+    }
+    (void)w; /* nothing to do about a failed write here */
+    errno = saved;
+    raise(sig); /* SA_RESETHAND: the default action, now */
+}
+
 int main(int argc, char **argv) {
     main_t_start = roamc_now();
+    struct sigaction sa = {.sa_handler = main_interrupted, .sa_flags = SA_RESETHAND | SA_NODEFER},
+                     was;
+    sigemptyset(&sa.sa_mask);
+    /* a signal ignored from the start stays so (a shell's `roamc ... &`
+     * ignores SIGINT, so that ^C stops the foreground job alone) */
+    int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
     /* jansson allocates through base.h's allocators, so the out-of-memory
      * policy (end the process with a message) covers every JSON value too:
      * the plan, the reports, --dump-tree, roamc check's parse. */

@@ -298,6 +298,11 @@ int fit_run(const fit_request *r, fit_outcome *o, char *err, size_t errlen);
 void fit_outcome_free(fit_outcome *o);
 /* "fits unchanged", "fits changed", "cannot fit", "over --max-overhead". */
 const char *fit_status_name(int status);
+/* A changed step that fits but takes more than twice the step's time, with
+ * no --max-overhead to cap it: the warning, into buf (the report's "fit
+ * warning" line and roamc's stderr say it), else NULL.  Not a failure:
+ * the answer fits; the warning says what it costs and how to cap it. */
+const char *fit_overhead_warning(const fit_request *r, const fit_outcome *o, char *buf, size_t len);
 /* The report's fit lines; the "fit" member of a JSON report. */
 void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o);
 struct json_t;

@@ -347,6 +347,18 @@ const char *fit_status_name(int status) {
     }
 }
 
+const char *fit_overhead_warning(const fit_request *r, const fit_outcome *o, char *buf,
+                                 size_t len) {
+    if (o->status != FIT_FITTED || r->max_overhead >= 0 || o->added_seconds <= o->step_seconds)
+        return NULL;
+    snprintf(buf, len,
+             "the changed step takes %.1fx the step's time (+%.2f%%): --fit sets no cap by "
+             "default; --max-overhead P%% refuses a change that adds more than P%%",
+             (o->step_seconds + o->added_seconds) / o->step_seconds,
+             100.0 * o->added_seconds / o->step_seconds);
+    return buf;
+}
+
 static const char *fit_mode_name(unsigned mode) {
     return mode == FIT_BOTH        ? "recompute and offload"
            : mode == FIT_RECOMPUTE ? "recompute"
@@ -362,22 +374,39 @@ static const char *fit_exact_status_name(int status) {
     }
 }
 
-/* Which chose the step, and how the MILP ended when it ran. */
+/* Whether the MILP's result holds a solution (its objective), and a
+ * lower bound (the LP relaxation was solved, or the optimum proven). */
+static bool fit_exact_has_objective(const fit_outcome *o) {
+    return o->exact.status == ILP_FIT_OPTIMAL || o->exact.status == ILP_FIT_FOUND;
+}
+static bool fit_exact_has_bound(const fit_outcome *o) {
+    return fit_exact_has_objective(o) || (o->exact.status == ILP_FIT_NONE && o->exact.bound > 0);
+}
+
+/* Which chose the step, and how the MILP ended when it ran: its objective
+ * and bound only where it has them (an infeasible model has neither). */
 static void fit_report_exact_text(FILE *f, const fit_outcome *o) {
     if (!o->exact_tried) {
         fprintf(f, "  fit chosen by greedy (%zu candidates: the MILP runs at most %d)\n",
                 o->n_candidates, FIT_EXACT_MAX_CANDIDATES);
         return;
     }
-    fprintf(f,
-            "  fit chosen by %s; MILP %s: %.3f ms in its model (bound %.3f ms; %zu choices, "
-            "%zu chains, %zu rows, %ld nodes)",
-            o->method ? o->method : "-", fit_exact_status_name(o->exact.status),
-            1e3 * o->exact.objective, 1e3 * o->exact.bound, o->exact.n_choices, o->exact.n_chains,
-            o->exact.n_rows, o->exact.nodes);
-    if (o->exact_seconds >= 0)
-        fprintf(f, "; its step, planned: +%.3f ms", 1e3 * o->exact_seconds);
+    fprintf(f, "  fit chosen by %s; MILP %s", o->method ? o->method : "-",
+            fit_exact_status_name(o->exact.status));
+    if (o->exact.status == ILP_FIT_INFEASIBLE)
+        fprintf(f, ": no choice of its candidates frees enough at every step of its model");
+    if (fit_exact_has_objective(o))
+        fprintf(f, ": %.3f ms in its model (bound %.3f ms; ", 1e3 * o->exact.objective,
+                1e3 * o->exact.bound);
+    else if (fit_exact_has_bound(o))
+        fprintf(f, " (its LP relaxation's bound %.3f ms; ", 1e3 * o->exact.bound);
     else
+        fprintf(f, " (");
+    fprintf(f, "%zu choices, %zu chains, %zu rows, %ld nodes)", o->exact.n_choices,
+            o->exact.n_chains, o->exact.n_rows, o->exact.nodes);
+    if (fit_exact_has_objective(o) && o->exact_seconds >= 0)
+        fprintf(f, "; its step, planned: +%.3f ms", 1e3 * o->exact_seconds);
+    else if (fit_exact_has_objective(o))
         fprintf(f, "; its step, planned, does not fit");
     fputc('\n', f);
 }
@@ -434,6 +463,8 @@ void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o) {
         fprintf(f, "  fit slack     %llu B (%s) under the budget; %zu changed steps planned\n",
                 (unsigned long long)(r->arena_budget - after),
                 roamc_bytes_human(r->arena_budget - after, a, sizeof a), o->plans);
+    char w[256];
+    if (fit_overhead_warning(r, o, w, sizeof w)) fprintf(f, "  fit warning   %s\n", w);
 }
 
 void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o) {
@@ -471,8 +502,11 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
         if (o->exact_tried) {
             json_t *x = json_object();
             json_object_set_new(x, "status", json_string(fit_exact_status_name(o->exact.status)));
-            json_object_set_new(x, "objective_seconds", json_real(o->exact.objective));
-            json_object_set_new(x, "bound_seconds", json_real(o->exact.bound));
+            /* absent where the MILP has none (infeasible: neither) */
+            if (fit_exact_has_objective(o))
+                json_object_set_new(x, "objective_seconds", json_real(o->exact.objective));
+            if (fit_exact_has_bound(o))
+                json_object_set_new(x, "bound_seconds", json_real(o->exact.bound));
             json_object_set_new(x, "nodes", json_integer(o->exact.nodes));
             json_object_set_new(x, "planned_added_seconds",
                                 o->exact_seconds >= 0 ? json_real(o->exact_seconds) : json_null());
@@ -484,5 +518,7 @@ void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome
                             json_integer((json_int_t)(r->arena_budget - o->changed->plan.actual)));
     if (o->status == FIT_CANNOT)
         json_object_set_new(j, "least", json_integer((json_int_t)o->least));
+    char w[256];
+    if (fit_overhead_warning(r, o, w, sizeof w)) json_object_set_new(j, "warning", json_string(w));
     json_object_set_new(obj, "fit", j);
 }

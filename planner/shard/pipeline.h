@@ -168,9 +168,10 @@ int pipe_plan(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen);
 int pipe_run(const pipe_request *r, pipe_outcome *o, char *err, size_t errlen);
 void pipe_outcome_free(pipe_outcome *o);
 
-/* The report's set-up line, one line per stage and the largest; the
- * "pipeline" member of a JSON report. */
-void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o);
+/* The report's set-up line, one line per stage and the largest (written:
+ * whether -o or --emit-train wrote the chosen stage); the "pipeline"
+ * member of a JSON report. */
+void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o, bool written);
 struct json_t;
 void pipe_report_json(struct json_t *obj, const pipe_request *r, const pipe_outcome *o);
 

@@ -1320,22 +1320,24 @@ void pipe_outcome_free(pipe_outcome *o) {
     memset(o, 0, sizeof *o);
 }
 
-void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o) {
+void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o, bool written) {
     char a[32], b[32], c[32];
     const pipe_stage *big = &o->st[o->largest];
     fprintf(f,
-            "  set-up        pipeline of %zu stages, %ld microbatches, %s schedule, cut %s; "
+            "  set-up        pipeline of %zu stages, %ld microbatch%s, %s schedule, cut %s; "
             "largest stage %zu: %s per device\n",
-            o->n, o->microbatches, pipe_schedule_name(r->po.schedule),
+            o->n, o->microbatches, o->microbatches == 1 ? "" : "es",
+            pipe_schedule_name(r->po.schedule),
             r->po.cuts ? "at --stage-cuts" : "balanced by time (h100)", o->largest,
             roamc_bytes_human(big->plan.theoretical, a, sizeof a));
     for (size_t s = 0; s < o->n; s++) {
         const pipe_stage *st = &o->st[s];
         fprintf(f,
-                "  stage %-7zu from %s: %zu parameters (%s), %d microbatches in flight, "
+                "  stage %-7zu from %s: %zu parameters (%s), %d microbatch%s in flight, "
                 "%.3g ms per microbatch; receives %s, sends %s per microbatch\n",
                 s, st->first_name, st->n_params, roamc_bytes_human(st->param_bytes, a, sizeof a),
-                st->in_flight, st->seconds * 1e3, roamc_bytes_human(st->recv_bytes, b, sizeof b),
+                st->in_flight, st->in_flight == 1 ? "" : "es", st->seconds * 1e3,
+                roamc_bytes_human(st->recv_bytes, b, sizeof b),
                 roamc_bytes_human(st->send_bytes, c, sizeof c));
         fprintf(f, "  stage %zu peak  %s (%llu B), arena %s at step %d (%s):", s,
                 roamc_bytes_human(st->plan.theoretical, a, sizeof a),
@@ -1344,7 +1346,8 @@ void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o) {
         for (int k = 0; k < PIPE_N_PARTS; k++)
             fprintf(f, "%s %s %s", k ? "," : "", pp_part_names[k],
                     roamc_bytes_human(st->split[k], a, sizeof a));
-        fprintf(f, "%s\n", s == o->chosen ? " (written)" : "");
+        /* the stage planned above: -o and --emit-train write it when given */
+        fprintf(f, "%s\n", s != o->chosen ? "" : written ? " (written)" : " (the plan above)");
     }
 }
 
