@@ -130,6 +130,8 @@ except ImportError as e:  # pragma: no cover
     sys.stderr.write("run_plan.py: cannot import torch/onnx (%s); use Debian's /usr/bin/python3\n" % e)
     sys.exit(EXIT_BAD)
 
+import run_streams as RS  # noqa: E402  (version 2 plans: streams run under many interleavings)
+
 DTYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32,
           7: torch.int64, 9: torch.bool, 10: torch.float16, 11: torch.float64, 16: torch.bfloat16,
           14: torch.complex64, 15: torch.complex128}
@@ -879,8 +881,8 @@ def load_plan(path, g):
             plan = json.load(f)
     except (OSError, ValueError) as e:
         raise BadInput("%s: not a readable JSON plan (%s)" % (path, e))
-    if not isinstance(plan, dict) or plan.get("format") != "roam-plan" or plan.get("version") != 1:
-        raise BadInput("%s: not a roam-plan v1 file" % path)
+    if not isinstance(plan, dict) or plan.get("format") != "roam-plan" or plan.get("version") not in (1, 2):
+        raise BadInput("%s: not a roam-plan v1 or v2 file" % path)
     digest = hashlib.sha256(g.bytes).hexdigest()
     if "model_sha256" in plan and plan["model_sha256"] != digest:
         raise BadInput("%s was made for another model: it names '%s', SHA-256 %s..., but %s has %s..."
@@ -929,11 +931,16 @@ def main(argv):
     ap.add_argument("--reference", metavar="ORIGINAL.onnx",
                     help="the reference run is this step (the unchanged one PyTorch ran), the plan run "
                          "MODEL (a changed step: recompute nodes, Offload/Reload); default: MODEL itself")
+    ap.add_argument("--interleavings", type=int, default=50, metavar="N",
+                    help="a version 2 plan (several streams) runs under N interleavings (models/run_streams.py)")
     ap.add_argument("--quiet", action="store_true")
     try:
         args = ap.parse_args(argv[1:])
     except SystemExit as e:
         return EXIT_BAD if e.code else 0
+    if args.interleavings < 1:
+        print("run_plan.py: --interleavings must be at least 1, not %d" % args.interleavings, file=sys.stderr)
+        return EXIT_BAD
     if args.steps < 1:
         print("run_plan.py: --steps must be at least 1, not %d" % args.steps, file=sys.stderr)
         return EXIT_BAD
@@ -989,6 +996,11 @@ def main(argv):
             except PlanViolation as e:
                 print("MISMATCH %s: the plan broke a guard: %s" % (path, e))
                 rc = EXIT_MISMATCH
+                continue
+            if plan.get("version") == 2:
+                if not RS.run_interleavings(sys.modules[__name__], path, g, plan, arena, init, refs, args, device):
+                    rc = EXIT_MISMATCH
+                del arena
                 continue
             state, mems, failed = init, [], False
             for step in range(args.steps):
