@@ -176,11 +176,12 @@ class Interleaver:
         self.left = {bi: len(ns) for bi, ns in self.touch.items()}
         self.host_left = {hi: len(ns) for hi, ns in self.host_touch.items()}
         self.done = set()
+        self.writes = []  # (lo, hi, node) of every write to the arena, in order
         self.events = 0
         for name in g.inputs:
             bi = a.buf_of[name]
             self.use(bi, None)
-            a.env[name] = self.put(name, init[name].to(device))
+            a.env[name] = self.put(name, init[name].to(device), None)
         nxt = {sid: 0 for sid in sp.ids}
         flight = {}  # stream -> (node, pending state)
         if k == 0:
@@ -268,6 +269,7 @@ class Interleaver:
                 lo, hi = a.slot_range(bi)
                 if hi > lo:
                     a.mem[lo - a.base:hi - a.base].fill_(rp.POISON)
+                    self.wrote(lo, hi, None)
                 self.in_use.discard(bi)
                 self.freed.add(bi)
         for hi in {a.host_of[t] for t in self.names(i) if t in a.host_of}:
@@ -279,7 +281,7 @@ class Interleaver:
         nd = self.a.g.nodes[i]
         return [t for t in list(nd.input) + list(nd.output) if t]
 
-    def put(self, name, t):
+    def put(self, name, t, node):
         """A new value into its slot (Arena.place without its step-based guards)."""
         a = self.a
         b = a.buffers[a.buf_of[name]]
@@ -289,15 +291,18 @@ class Interleaver:
                                         % (name, need, a.buf_of[name], b["size"]))
         guards, a.guards = a.guards, False
         try:
-            return a.place(name, t)
+            out = a.place(name, t)
         finally:
             a.guards = guards
+        self.wrote(*a.slot_range(a.buf_of[name]), node)
+        return out
 
     # ----------------------------------------------------------------- the two events
 
     def start(self, i):
-        """Node i starts: its inputs copied aside, the node computed from them,
-        its outputs' memory scribbled over.  Returns what finish needs."""
+        """Node i starts: computed from what its inputs hold now (a buffer it
+        writes in place from a copy aside, so that the result lands only at its
+        finish), its outputs' memory scribbled over.  Returns what finish needs."""
         a, g, rp = self.a, self.a.g, self.rp
         c = g.calls[i]
         for t in c.node.input:
@@ -307,27 +312,26 @@ class Interleaver:
         for t in self.names(i):
             if t in a.buf_of:
                 self.use(a.buf_of[t], i)
-        # the bytes of each buffer it reads, copied aside
-        aside = {}  # buffer -> (its slot's first byte in the arena, a copy of the slot)
-        for t in c.node.input:
-            if t and t in a.buf_of and a.env[t].numel() and a.buf_of[t] not in aside:
-                lo, hi = a.slot_range(a.buf_of[t])
-                aside[a.buf_of[t]] = (lo, _aside(a.mem[lo - a.base:hi - a.base]))
-
-        def value_of(t):
-            x = a.env[t]
-            if t in a.buf_of and x.numel():
-                lo, cp = aside[a.buf_of[t]]
-                return _typed(cp, x.data_ptr() - lo, x)
-            return x
-
         mutated = set()
         for k, name in enumerate(c.node.output):
             j = c.alias[k] if k < len(c.alias) else -1
             if name and j >= 0 and c.inplace and c.inputs[j] in a.buf_of:
                 mutated.add(a.buf_of[c.inputs[j]])
+        aside = {}  # buffer written in place -> (its slot's first byte in the arena, a copy of the slot)
+        for bi in mutated:
+            lo, hi = a.slot_range(bi)
+            aside[bi] = (lo, _aside(a.mem[lo - a.base:hi - a.base]))
+        reads = {a.buf_of[t] for t in c.node.input if t in a.buf_of}
+
+        def value_of(t):
+            x = a.env[t]
+            if t in a.buf_of and a.buf_of[t] in aside and x.numel():
+                lo, cp = aside[a.buf_of[t]]
+                return _typed(cp, x.data_ptr() - lo, x)
+            return x
+
         if c.op in ("Offload", "Reload"):
-            flat = [value_of(c.inputs[0]).clone() if c.op == "Reload" else value_of(c.inputs[0])]
+            flat = [value_of(c.inputs[0]).clone()]
         elif isinstance(c, rp.CommCall):
             if c.op == "Depend":
                 flat = c.depend(value_of, g.info, self.a.mem.device)
@@ -339,12 +343,14 @@ class Interleaver:
             args, kw = c.arguments(value_of, self.a.mem.device)
             if c.op in ("as_strided", "as_strided_") and len(args) > 3 and args[3] is not None:
                 # storage_offset counts from the start of the storage, which eager allocated
-                # for the buffer alone; here the copy's, a few bytes before the slot's copy
-                lo, cp = aside[a.buf_of[c.inputs[0]]]
-                args[3] += cp.storage_offset() // a.env[c.inputs[0]].element_size()
+                # for the buffer alone: here the arena's, or the copy's (a few bytes before it)
+                bi = a.buf_of[c.inputs[0]]
+                es = a.env[c.inputs[0]].element_size()
+                args[3] += aside[bi][1].storage_offset() // es if bi in aside else a.buffers[bi]["offset"] // es
             out = c.fn(*args, **kw)
             flat = c.flat_outputs(out, value_of)
         # a kernel in flight has written part of its outputs: garbage until it finishes
+        since = len(self.writes)
         for k, name in enumerate(c.node.output):
             if not name:
                 continue
@@ -352,24 +358,35 @@ class Interleaver:
             if j < 0 and name in a.buf_of:
                 lo, hi = a.slot_range(a.buf_of[name])
                 a.mem[lo - a.base:hi - a.base].fill_(rp.POISON)
+                self.wrote(lo, hi, i)
             elif j >= 0 and c.inplace and c.inputs[j] in a.buf_of:
                 rp.fill_poison(a.env[c.inputs[j]])
-        return flat, aside, mutated
+                self.wrote(*rp._extent(a.env[c.inputs[j]]), i)
+        return flat, aside, reads | mutated, since
+
+    def wrote(self, lo, hi, node):
+        """Arena bytes [lo, hi) written by node (None: freed and poisoned)."""
+        if hi > lo:
+            self.writes.append((lo, hi, node))
 
     def finish(self, i, pend):
-        """Node i finishes: what it read must still be there; its outputs land."""
+        """Node i finishes: nothing else wrote what it read since it started
+        (a kernel reads all along); its outputs land."""
         a, g, rp = self.a, self.a.g, self.rp
         c = g.calls[i]
-        flat, aside, mutated = pend
-        for bi, (lo, cp) in aside.items():
-            if bi in mutated:
+        flat, aside, reads, since = pend
+        for lo, hi, n in self.writes[since:]:
+            if n == i:
                 continue
-            now = a.mem[lo - a.base:lo - a.base + cp.numel()]
-            if not torch.equal(now, cp):
-                bad = int((now != cp).sum())
-                raise TornRead("%s: %d bytes of buffer %d (%s) it reads changed while it ran (another "
-                               "stream wrote there: a torn read)"
-                                       % (self.where(i), bad, bi, a.buffers[bi]["tensors"][0]))
+            for bi in reads:
+                slo, shi = a.slot_range(bi)
+                if lo < shi and slo < hi:
+                    raise TornRead("%s: bytes [%d,%d) of buffer %d (%s), which it reads, were written while it "
+                                   "ran (%s: a torn read)"
+                                   % (self.where(i), max(lo, slo) - a.base, min(hi, shi) - a.base, bi,
+                                      a.buffers[bi]["tensors"][0],
+                                      "freed and poisoned" if n is None else "by node %d (%s, stream %d)"
+                                      % (n, g.nodes[n].op_type, self.sp.stream_of[n])))
         for k, (name, t) in enumerate(zip(c.node.output, flat)):
             if not name:
                 continue
@@ -379,21 +396,28 @@ class Interleaver:
             if c.op == "Offload":
                 a.env[name] = self.to_host(name, t)
             elif j >= 0:
-                a.env[name] = self.back(c, name, t, j, aside)
+                a.env[name] = self.back(i, c, name, t, j, aside)
             else:
                 if c.empty:
                     rp.fill_poison(t)
-                a.env[name] = self.put(name, t)
+                a.env[name] = self.put(name, t, i)
         self.done.add(i)
         self.release(i)
 
-    def back(self, c, name, t, j, aside):
+    def back(self, i, c, name, t, j, aside):
         """An output sharing input j's storage, made on the copy aside: the same
         view of the arena, with the in-place result copied in."""
         a, rp = self.a, self.rp
         src = c.inputs[j]
         if src not in a.buf_of or t.numel() == 0 or a.env[src].numel() == 0:
             return t
+        if a.buf_of[src] not in aside:
+            if t.numel() and rp.storage_ptr(t) != a.base:
+                raise rp.BadInput("%s: output '%s' is recorded as sharing the storage of '%s', but the "
+                                  "operator returned new memory" % (c.where, name, src))
+            if c.empty:
+                rp.fill_poison(t)
+            return t  # a view made on the arena
         lo, cp = aside[a.buf_of[src]]
         base = cp.data_ptr()
         if rp.storage_ptr(t) != rp.storage_ptr(cp) or t.data_ptr() < base or \
@@ -403,6 +427,7 @@ class Interleaver:
         out = _typed(a.mem, lo - a.base + t.data_ptr() - base, t)
         if c.inplace:
             out.copy_(t)
+            self.wrote(*rp._extent(out), i)
         elif c.empty:
             rp.fill_poison(out)
         return out
@@ -450,7 +475,8 @@ def run_interleavings(rp, path, g, plan, arena, init, refs, a, device):
                 broken.append("%s: %d of %d compared tensors differ: %s"
                               % (at, len(diffs), len(names), "; ".join(diffs[:3])))
                 break
-            state = rp.carried_state(g, init, got)
+            if step + 1 < a.steps:
+                state = rp.carried_state(g, init, got)
             del got
     what = "%d interleavings of streams %s" % (a.interleavings, il.sp.describe())
     if broken:
