@@ -24,8 +24,9 @@ convert: the same schedule, buffers and offsets; each node on a stream by
   why each wait is there in "waits_why" (a free field).
 
 drop-wait: the plan with one wait removed, the first whose reasons are only
-  the kind given (default memory): a plan that check_plan.py must reject
-  and that models/run_plan.py must catch in some interleaving.
+  the kind given (default memory), else the first with that reason among
+  others: a plan that check_plan.py must reject and that models/run_plan.py
+  must catch in some interleaving.
 Exit 0 done, 2 bad usage or input.
 """
 import json
@@ -206,8 +207,9 @@ def drop_wait(model_path, plan_path, out_path, kind):
     why = plan.get("waits_why")
     if plan.get("version") != 2 or not isinstance(why, list) or len(why) != len(plan.get("waits", [])):
         die("%s: not a plan this script converted (no waits_why)" % plan_path)
-    for w, r in enumerate(why):
-        if r == [kind]:
+    # a wait there for that reason alone first, else one that it is among the reasons of
+    for w, r in sorted(enumerate(why), key=lambda x: (x[1] != [kind], x[0])):
+        if kind in r:
             out = dict(plan)
             a, b = plan["waits"][w]
             out["waits"] = plan["waits"][:w] + plan["waits"][w + 1:]
@@ -216,9 +218,9 @@ def drop_wait(model_path, plan_path, out_path, kind):
             sched = plan["schedule"]
             st = dict(zip(sched, plan["stream"]))
             print("%s: wait [%d, %d] removed (%s: node %d %s on stream %d before node %d %s on stream %d)"
-                  % (out_path, a, b, kind, a, nodes[a].op_type, st[a], b, nodes[b].op_type, st[b]))
+                  % (out_path, a, b, "+".join(r), a, nodes[a].op_type, st[a], b, nodes[b].op_type, st[b]))
             return
-    die("%s: no wait is there for %s alone" % (plan_path, kind))
+    die("%s: no wait is there for %s" % (plan_path, kind))
 
 
 def write(plan, path):
