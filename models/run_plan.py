@@ -4,12 +4,12 @@ with the same step run eagerly in program order.
 
 usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
                           [--steps N] [--seed N] [--trust-plan] [--quiet]
-                          [--reference ORIGINAL.onnx]
+                          [--reference ORIGINAL.onnx] [--interleavings N]
 
 MODEL.onnx is a training step written by models/export.py (every node an ATen
 operator of the domain org.pytorch.aten, its overload and its non-tensor
 arguments recorded as attributes in schema order); PLAN.json a roam-plan v1
-file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
+(or v2, below) file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
 share one reference run.
 
 Two runs of the step, from the same random parameters, optimizer state and
@@ -70,6 +70,16 @@ the parameters, optimizer state and module buffers the step before left
 runs are compared after every step.  The arena is made once and reused, as a
 runtime would: every step first fills it with 0xFF bytes, then copies the
 carried state into its slots, so nothing but the state survives a step.
+
+Several streams (DESIGN.md, "Several streams"): a roam-plan v2 file
+(`stream` per step, `waits`) runs under --interleavings N (default 50)
+interleavings of its streams that the waits allow, each a fresh step in the
+same arena compared bit for bit as above: the schedule's own order first,
+then seeded random choices of which stream moves next, each node a start
+event (inputs read, outputs scribbled) and a finish event (outputs written)
+with other streams' events between them, freed buffers poisoned, a write
+under a node still reading a torn read; models/run_streams.py says how.  A
+plan fails when any interleaving fails (the count is printed).
 
 Exit status: 0 every plan run matches the reference; 1 one does not (a
 guard fired, or values differ: the first differences are listed); 2 bad input (an

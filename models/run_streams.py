@@ -8,24 +8,26 @@ schedule's order, one at a time.  Any interleaving of the streams that
 respects this is one a device may run, so memory must be right in all of
 them.  One interleaving is a sequence of events, two per node:
 
-  start   the node's inputs are read: the bytes of every buffer it reads are
-          copied aside (what a kernel sees while it runs); the node is
-          computed from those copies; its outputs' slots are written with
-          garbage (0xFF bytes: NaN) and an input it writes in place too, as
-          a kernel half way through would leave them;
-  finish  the bytes it read are read again and must not have changed (else
-          another stream wrote over them while it ran: a torn read, always a
-          failure); then its outputs land in their slots (new values copied
-          in, in-place results copied back, views made on the arena).
+  start   the node reads its inputs and is computed from what they hold
+          now (a buffer it writes in place from a copy of it, so that the
+          result lands only at its finish); its outputs' slots are filled
+          with garbage (0xFF bytes: NaN), and so are the elements it writes
+          in place, as a kernel half way through would leave them;
+  finish  nothing else may have written the bytes of a buffer it reads (or
+          writes) since its start: a kernel reads all along, so such a write
+          is a torn read, always a failure (the runner logs every write to
+          the arena); then its outputs land in their slots (new values
+          copied in, in-place results copied back, views made on the arena).
 
 Between a node's start and its finish other streams' events run.  A buffer is
-in use from the first start of a node touching it to the last finish of one;
-then its slot is filled with garbage (poisoned), so a later read of the old
-value, or a writer that reused the address too early, changes the result.
-With the guards on (not --trust-plan) a buffer whose use begins while a
-buffer sharing an address is still in use stops the run at once (the plan
-broke DESIGN.md's memory rule in this interleaving); a node that starts
-before the maker of a value it reads has finished always does.
+in use from the first start of a node touching it to the last finish of one
+(the plan's buffers that end at the last step stay in use); then its slot is
+filled with garbage (poisoned), so a later read of the old value, or a
+writer that reused the address too early, changes the result.  With the
+guards on (not --trust-plan) a buffer whose use begins while a buffer sharing
+an address is still in use stops the run at once (the plan broke DESIGN.md's
+memory rule in this interleaving); a node that starts before the maker of a
+value it reads has finished always does.
 
 Interleaving 0 is the schedule's own order; the others choose, at every
 point, among the streams that can move (start their next node once its
@@ -34,9 +36,9 @@ flight), seeded, by one of three rules taken in turn:
   random    any stream that can move, uniformly;
   priority  the streams ranked at random once; the first that can move
             (a favoured stream runs as far ahead as the waits allow);
-  eager     a start whenever one can start (writers run as early as the
-            waits allow, and nodes stay in flight as long as possible),
-            else a finish, each chosen at random.
+  eager     a start whenever one can start, chosen at random (writers run
+            as early as the waits allow), else the finish of the node started
+            last (one started early stays in flight as long as possible).
 """
 import random
 
@@ -156,8 +158,11 @@ class Interleaver:
 
         def eager(moves):
             starts = [m for m in range(len(moves)) if moves[m][1] == "start"]
-            pool = starts or list(range(len(moves)))
-            return pool[rng.randrange(len(pool))]
+            if starts:
+                return starts[rng.randrange(len(starts))]
+            # the node started last finishes first: one started early (an Offload still
+            # reading, a collective) stays in flight while the other streams go on
+            return max(range(len(moves)), key=lambda m: self.started_at[moves[m][0]])
         return mode, eager
 
     # ----------------------------------------------------------------- one interleaving
@@ -184,6 +189,7 @@ class Interleaver:
             a.env[name] = self.put(name, init[name].to(device), None)
         nxt = {sid: 0 for sid in sp.ids}
         flight = {}  # stream -> (node, pending state)
+        self.started_at = {}  # stream -> the event that started its node in flight
         if k == 0:
             plan_order = [(sp.stream_of[i], ev) for i in a.sched for ev in ("start", "finish")]
         while True:
@@ -212,6 +218,7 @@ class Interleaver:
             if ev == "start":
                 i = sp.queue[sid][nxt[sid]]
                 nxt[sid] += 1
+                self.started_at[sid] = self.events
                 flight[sid] = (i, (yield from self.start(i)))
             else:
                 i, pend = flight.pop(sid)
@@ -457,7 +464,7 @@ def run_interleavings(rp, path, g, plan, arena, init, refs, a, device):
     bit with the reference; True when all match.  Goes on after a failure,
     to say how many interleavings break."""
     il = Interleaver(rp, arena, plan, not a.trust_plan)
-    broken, names = [], []
+    broken, names, modes = [], [], {}
     for k in range(a.interleavings):
         state = init
         for step in range(a.steps):
@@ -480,7 +487,12 @@ def run_interleavings(rp, path, g, plan, arena, init, refs, a, device):
             del got
     what = "%d interleavings of streams %s" % (a.interleavings, il.sp.describe())
     if broken:
-        print("MISMATCH %s: %d of %s fail (arena %d B)" % (path, len(broken), what, arena.mem.numel()))
+        for b in broken:
+            m = b.split("(", 1)[1].split(")", 1)[0]
+            modes[m] = modes.get(m, 0) + 1
+        print("MISMATCH %s: %d of %s fail (%s; arena %d B)"
+              % (path, len(broken), what, ", ".join("%s %d" % kv for kv in sorted(modes.items())),
+                 arena.mem.numel()))
         for b in broken[:5]:
             print("  " + b)
         return False
