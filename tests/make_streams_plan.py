@@ -3,13 +3,16 @@
 plans, for tests/test_run_plan_streams.sh, until roamc --streams writes them.
 
 usage:
-  make_streams_plan.py convert MODEL.onnx PLAN_V1.json OUT.json
+  make_streams_plan.py convert MODEL.onnx PLAN_V1.json OUT.json [--update-stream]
   make_streams_plan.py drop-wait MODEL.onnx PLAN_V2.json OUT.json [memory|data]
 
 convert: the same schedule, buffers and offsets; each node on a stream by
   what it is: ai.roamc Offload on a device-to-host stream (2), Reload on a
   host-to-device stream (1), collectives and Send/Recv on a communication
-  stream (3), everything else on the compute stream (0).  Then the least
+  stream (3), everything else on the compute stream (0); with
+  --update-stream the optimizer's nodes (writing a parameter or optimizer
+  state in place, or reading an optimizer state) on a second compute stream
+  (4), so that updates overlap the backward pass.  Then the least
   waits (found in schedule order with vector clocks, as check_plan.py
   orders nodes) for what the streams need to be correct:
     data     a node after the maker of every value it reads;
@@ -36,7 +39,7 @@ import onnx
 
 ROAMC = "ai.roamc"
 STREAMS = [{"id": 0, "kind": "compute"}, {"id": 1, "kind": "h2d"},
-           {"id": 2, "kind": "d2h"}, {"id": 3, "kind": "comm"}]
+           {"id": 2, "kind": "d2h"}, {"id": 3, "kind": "comm"}, {"id": 4, "kind": "compute"}]
 COMM = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Send", "Recv"}
 
 
@@ -153,13 +156,42 @@ def memory_requirements(nodes, plan, step_of, need):
                     need.setdefault(f, {}).setdefault(n, set()).add("memory")
 
 
-def convert(model_path, plan_path, out_path):
+def update_nodes(model, nodes):
+    """The optimizer's nodes: those that write a parameter or an optimizer
+    state in place, or read an optimizer state (through any alias)."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    params = {x for x in meta.get("roamc.parameters", "").split(",") if x}
+    states = {x for x in meta.get("roamc.optimizer_state", "").split(",") if x}
+    root = {}
+
+    def find(x):
+        while root.get(x, x) != x:
+            x = root[x]
+        return x
+    for nd in nodes:
+        for k, (j, _) in aliases(nd).items():
+            if k < len(nd.output) and j < len(nd.input) and nd.output[k] and nd.input[j]:
+                root[find(nd.output[k])] = find(nd.input[j])
+    p_roots, s_roots = {find(x) for x in params}, {find(x) for x in states}
+    out = set()
+    for i, nd in enumerate(nodes):
+        writes = {find(nd.input[j]) for k, (j, w) in aliases(nd).items() if w and j < len(nd.input)}
+        if writes & (p_roots | s_roots) or any(find(t) in s_roots for t in nd.input if t):
+            out.add(i)
+    return out
+
+
+def convert(model_path, plan_path, out_path, update_stream=False):
     nodes, plan = load(model_path, plan_path)
     sched = plan["schedule"]
     step_of = {n: s for s, n in enumerate(sched)}
     need = requirements(nodes, step_of)
     memory_requirements(nodes, plan, step_of, need)
     stream = {n: stream_of_node(nodes[n]) for n in sched}
+    if update_stream:
+        for n in update_nodes(onnx.load(model_path, load_external_data=False), nodes):
+            if stream[n] == 0:
+                stream[n] = 4
     used = sorted(set(stream.values()))
     # vector clocks (check_plan.py's): clock[b][s] = nodes of stream s that happen before b, or b
     S = len(STREAMS)
@@ -230,8 +262,8 @@ def write(plan, path):
 
 
 def main(argv):
-    if len(argv) >= 5 and argv[1] == "convert" and len(argv) == 5:
-        convert(argv[2], argv[3], argv[4])
+    if len(argv) in (5, 6) and argv[1] == "convert" and argv[5:] in ([], ["--update-stream"]):
+        convert(argv[2], argv[3], argv[4], argv[5:] == ["--update-stream"])
     elif len(argv) in (5, 6) and argv[1] == "drop-wait":
         kind = argv[5] if len(argv) == 6 else "memory"
         if kind not in ("memory", "data", "order"):

@@ -7,7 +7,8 @@
 # interleavings each, bit for bit equal to eager PyTorch:
 #   - mlp3 b8 with three activations offloaded (tests/make_fit_step.py);
 #   - resnet18's shape at small width (tests/small_resnet_module.py), b16,
-#     changed by roamc --fit=offload itself (dozens of Offload/Reload pairs);
+#     changed by roamc --fit=offload itself (dozens of Offload/Reload pairs),
+#     and the same with the optimizer's nodes on a second compute stream;
 #   - a 2-rank zero2 step of mlp3 (roamc --shard, models/run_ranks.py runs
 #     both ranks, the ReduceScatter/Broadcast on each rank's comm stream).
 # With one wait removed, check_plan.py says INVALID and the runner fails
@@ -87,6 +88,13 @@ expect 0 fit_resnet "$ROAMC" "$R" -q --budget 5000000 --fit=offload --emit-train
 streams resnet_offload "$W/roff.onnx" "$W/roff.json" "$R" memory
 grep -qE "h2d \([1-9][0-9]+\), 2 d2h \([1-9][0-9]+\)" "$W/convert_resnet_offload.out" ||
     fail "convert_resnet_offload: fewer than 10 Offload/Reload pairs: $(cat "$W/convert_resnet_offload.out")"
+# the optimizer on a second compute stream too: Adam's in-place updates overlap
+# the backward pass and the copies, hundreds of waits between four streams
+expect 0 convert_resnet_update $MK convert "$W/roff.onnx" "$W/roff.json" "$W/resnet_update_v2.json" --update-stream
+has convert_resnet_update "4 compute ("
+expect 0 check_resnet_update $PY "$CHECK" "$W/roff.onnx" "$W/resnet_update_v2.json"
+expect 0 run_resnet_update $RUN "$W/roff.onnx" "$W/resnet_update_v2.json" --reference "$R"
+has run_resnet_update "MATCH $W/resnet_update_v2.json: 50 interleavings of streams"
 
 # a 2-rank zero2 step: roamc writes each rank's step and v1 plan, run_ranks
 # proves them in plan order, then with streams under 50 interleavings
