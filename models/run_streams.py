@@ -452,12 +452,6 @@ class Interleaver:
         return h
 
 
-def run(rp, arena, plan, init, seed, device, k, guards, order_seed=0):
-    """Interleaving k of one step, alone (no collectives)."""
-    il = Interleaver(rp, arena, plan, guards)
-    return rp.drive_alone(il.steps(init, seed, device, k, order_seed))
-
-
 def run_interleavings(rp, path, g, plan, arena, init, refs, a, device):
     """models/run_plan.py's verdict on a version 2 plan: a.interleavings
     interleavings (each a.steps training steps), every one compared bit for

@@ -228,10 +228,10 @@ def convert(model_path, plan_path, out_path, update_stream=False):
     for r in why:
         for x in r:
             kinds[x] = kinds.get(x, 0) + 1
+    per = ", ".join("%d %s (%d)" % (s["id"], s["kind"], sum(1 for n in sched if stream[n] == s["id"]))
+                    for s in out["streams"])
     print("%s: %d nodes on streams %s, %d waits (%s)"
-          % (out_path, len(sched), ", ".join("%d %s (%d)" % (s["id"], s["kind"], sum(1 for n in sched if stream[n] == s["id"]))
-                                            for s in out["streams"]),
-             len(waits), ", ".join("%s %d" % kv for kv in sorted(kinds.items()))))
+          % (out_path, len(sched), per, len(waits), ", ".join("%s %d" % kv for kv in sorted(kinds.items()))))
 
 
 def drop_wait(model_path, plan_path, out_path, kind):
