@@ -4,12 +4,12 @@ with the same step run eagerly in program order.
 
 usage: models/run_plan.py MODEL.onnx PLAN.json [PLAN.json ...] [--device cpu|cuda]
                           [--steps N] [--seed N] [--trust-plan] [--quiet]
-                          [--reference ORIGINAL.onnx]
+                          [--reference ORIGINAL.onnx] [--interleavings N]
 
 MODEL.onnx is a training step written by models/export.py (every node an ATen
 operator of the domain org.pytorch.aten, its overload and its non-tensor
 arguments recorded as attributes in schema order); PLAN.json a roam-plan v1
-file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
+(or v2, below) file for it (`roamc MODEL.onnx -o PLAN.json`); several plans of one model
 share one reference run.
 
 MODEL may also be a step `roamc --train --emit-train` derived from a forward
@@ -84,6 +84,16 @@ runs are compared after every step.  The arena is made once and reused, as a
 runtime would: every step first fills it with 0xFF bytes, then copies the
 carried state into its slots, so nothing but the state survives a step.
 
+Several streams (DESIGN.md, "Several streams"): a roam-plan v2 file
+(`stream` per step, `waits`) runs under --interleavings N (default 50)
+interleavings of its streams that the waits allow, each a fresh step in the
+same arena compared bit for bit as above: the schedule's own order first,
+then seeded random choices of which stream moves next, each node a start
+event (inputs read, outputs scribbled) and a finish event (outputs written)
+with other streams' events between them, freed buffers poisoned, a write
+under a node still reading a torn read; models/run_streams.py says how.  A
+plan fails when any interleaving fails (the count is printed).
+
 Exit status: 0 every plan run matches the reference; 1 one does not (a
 guard fired, or values differ: the first differences are listed); 2 bad input (an
 unreadable or foreign model or plan, a plan made for another model, an
@@ -143,6 +153,8 @@ try:
 except ImportError as e:  # pragma: no cover
     sys.stderr.write("run_plan.py: cannot import torch/onnx (%s); use Debian's /usr/bin/python3\n" % e)
     sys.exit(EXIT_BAD)
+
+import run_streams as RS  # noqa: E402  (version 2 plans: streams run under many interleavings)
 
 DTYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32,
           7: torch.int64, 9: torch.bool, 10: torch.float16, 11: torch.float64, 16: torch.bfloat16,
@@ -1356,8 +1368,8 @@ def load_plan(path, g):
             plan = json.load(f)
     except (OSError, ValueError) as e:
         raise BadInput("%s: not a readable JSON plan (%s)" % (path, e))
-    if not isinstance(plan, dict) or plan.get("format") != "roam-plan" or plan.get("version") != 1:
-        raise BadInput("%s: not a roam-plan v1 file" % path)
+    if not isinstance(plan, dict) or plan.get("format") != "roam-plan" or plan.get("version") not in (1, 2):
+        raise BadInput("%s: not a roam-plan v1 or v2 file" % path)
     digest = hashlib.sha256(g.bytes).hexdigest()
     if "model_sha256" in plan and plan["model_sha256"] != digest:
         raise BadInput("%s was made for another model: it names '%s', SHA-256 %s..., but %s has %s..."
@@ -1406,11 +1418,16 @@ def main(argv):
     ap.add_argument("--reference", metavar="ORIGINAL.onnx",
                     help="the reference run is this step (the unchanged one PyTorch ran), the plan run "
                          "MODEL (a changed step: recompute nodes, Offload/Reload); default: MODEL itself")
+    ap.add_argument("--interleavings", type=int, default=50, metavar="N",
+                    help="a version 2 plan (several streams) runs under N interleavings (models/run_streams.py)")
     ap.add_argument("--quiet", action="store_true")
     try:
         args = ap.parse_args(argv[1:])
     except SystemExit as e:
         return EXIT_BAD if e.code else 0
+    if args.interleavings < 1:
+        print("run_plan.py: --interleavings must be at least 1, not %d" % args.interleavings, file=sys.stderr)
+        return EXIT_BAD
     if args.steps < 1:
         print("run_plan.py: --steps must be at least 1, not %d" % args.steps, file=sys.stderr)
         return EXIT_BAD
@@ -1466,6 +1483,11 @@ def main(argv):
             except PlanViolation as e:
                 print("MISMATCH %s: the plan broke a guard: %s" % (path, e))
                 rc = EXIT_MISMATCH
+                continue
+            if plan.get("version") == 2:
+                if not RS.run_interleavings(sys.modules[__name__], path, g, plan, arena, init, refs, args, device):
+                    rc = EXIT_MISMATCH
+                del arena
                 continue
             state, mems, failed = init, [], False
             for step in range(args.steps):

@@ -99,6 +99,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_plan as RP  # noqa: E402
+import run_streams as RS  # noqa: E402
 from run_plan import BadInput, PlanViolation  # noqa: E402
 
 import torch  # noqa: E402
@@ -688,6 +689,55 @@ def break_step(path, name):
     onnx.save(m, path)
 
 
+def interleaved_job(a, ref, refenv, ranks, init, world, src, device):
+    """The job with version 2 plans: a.interleavings runs, in each every
+    rank's streams interleaved its own way (models/run_streams.py; run k of
+    rank r is that rank's interleaving k, seeded by the seed and r), the
+    collectives computed across the ranks when each has started its own; every
+    run compared with the reference.  A pipeline's tied parameters are not
+    summed in the pipeline's order here (no run of that kind has streams yet)."""
+    if any(rk.plan is None for rk in ranks):
+        raise BadInput("--order file runs the ranks without plans: nothing to interleave")
+    runs = []
+    for rk in ranks:
+        vals = rank_inputs(rk, ref, init, world)
+        keys = (pipeline_seed_keys(rk.g, ref, src) if rk.kind == "pipeline" and src is not None
+                else RP.seed_keys(rk.g, ref))
+        arena = RP.Arena(rk.g, rk.plan, device, not a.trust_plan, keys)
+        arena.capture = set(meta_list(rk.g, "roamc.gradients") + ([rk.g.loss] if rk.g.loss else []))
+        runs.append((RS.Interleaver(RP, arena, rk.plan, not a.trust_plan), vals))
+    what = ranks[0].shard.split(" rank=")[0] if ranks[0].shard else ranks[0].pipeline
+    broken, n = [], 0
+    for k in range(a.interleavings):
+        gens = [il.steps(vals, a.seed, device, k, a.seed + 1000 * r) for r, (il, vals) in enumerate(runs)]
+        at = "interleaving %d (%s)" % (k, runs[0][0].order(k, a.seed)[0])
+        try:
+            envs = run_job(ranks, gens)
+        except PlanViolation as e:
+            broken.append("%s: a plan broke a guard: %s" % (at, e))
+            continue
+        except (RS.TornRead, JobFailure) as e:
+            broken.append("%s: %s" % (at, e))
+            continue
+        v = compare_job(ref, refenv, ranks, envs, world)
+        compare_grads(ref, refenv, ranks, envs, v)
+        n = v.n
+        if v.diffs:
+            broken.append("%s: %d of %d compared tensors differ: %s" % (at, len(v.diffs), v.n, "; ".join(v.diffs[:3])))
+    streams = "; ".join("rank %d: %s" % (r, il.sp.describe()) for r, (il, _) in enumerate(runs))
+    if broken:
+        print("MISMATCH %s; %d ranks: %d of %d interleavings fail (%s)" % (what, world, len(broken),
+                                                                         a.interleavings, streams))
+        for b in broken[:5]:
+            print("  " + b)
+        return EXIT_MISMATCH
+    if not a.quiet:
+        print("MATCH %s; %d ranks: %d interleavings of each rank's streams (%s), each bit for bit equal to %s "
+              "(loss, parameters and optimizer state: %d tensors)"
+              % (what, world, a.interleavings, streams, a.reference, n))
+    return EXIT_MATCH
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="run_ranks.py", description=__doc__.split("\n")[0])
     ap.add_argument("reference")
@@ -711,11 +761,17 @@ def main(argv):
     ap.add_argument("--break", dest="brk", metavar="NAME",
                     help="test of the test: rank 0's node making NAME is dropped (its readers read its input), "
                          "and the plans are made again")
+    ap.add_argument("--interleavings", type=int, default=50, metavar="N",
+                    help="version 2 plans (several streams): the job runs under N interleavings of each "
+                         "rank's streams (models/run_streams.py)")
     ap.add_argument("--quiet", action="store_true")
     try:
         a = ap.parse_args(argv[1:])
     except SystemExit as e:
         return EXIT_BAD if e.code else 0
+    if a.interleavings < 1:
+        print("run_ranks.py: --interleavings must be at least 1, not %d" % a.interleavings, file=sys.stderr)
+        return EXIT_BAD
     device = torch.device("cpu")
     try:
         ref = RP.Graph(a.reference)
@@ -743,6 +799,8 @@ def main(argv):
         keep += meta_list(ref, "roamc.gradients")
         keep += [n for _, parts in tied for _, names in parts for n in names]
         refenv = RP.run_reference(ref, init, a.seed, device, RP.seed_keys(ref, ref), keep_also=keep)
+        if any(rk.plan is not None and rk.plan.get("version") == 2 for rk in ranks):
+            return interleaved_job(a, ref, refenv, ranks, init, world, src, device)
         gens = []
         for rk in ranks:
             vals = rank_inputs(rk, ref, init, world)
