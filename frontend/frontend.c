@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "infer/infer.h"
 #include "onnx.pb-c.h"
 #include "proto.h"
@@ -827,29 +828,15 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
         close(fd);
         return fe_fail(&e, "cannot open: %s", strerror(errno));
     }
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap >= FE_MAX_FILE_BYTES) {
-                free(buf);
-                fclose(f);
-                return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB",
-                               FE_MAX_FILE_BYTES);
-            }
-            cap = cap ? 2 * cap : 1 << 16;
-            buf = xreallocarray(buf, cap, 1);
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int rd_errno = ferror(f) ? errno : 0;
+    uint8_t *buf;
+    size_t len;
+    int got = roamc_read_all(f, FE_MAX_FILE_BYTES, &buf, &len);
+    int rd_errno = got < 0 ? errno : 0;
     fclose(f);
-    if (rd_errno) {
-        free(buf);
-        return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
-    }
+    if (got > 0)
+        return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB",
+                       FE_MAX_FILE_BYTES);
+    if (got < 0) return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
     int rc = fe_load_bytes(path, (fe_bytes){buf, len}, opt, m, err, errlen);
     free(buf);
     return rc;

@@ -202,15 +202,6 @@ static int exact_glpk(const layout_problem *p, const lay_reduced *r, const ilp_l
  * then costs about what as many search nodes over a few sections do). */
 #define EXACT_PLACE_WORK 16
 
-/* xorshift64 from a fixed seed: the walk is the same on every machine. */
-static uint64_t exact_rand(uint64_t *state) {
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *state = x;
-}
-
 /* Places the buffers in order, each in the lowest gap that holds it.
  * Returns the height.
  * Two shortcuts that give the same offsets as placing all from scratch
@@ -319,8 +310,8 @@ static void exact_walk_run(exact_walk *wk, exact_best *best, const layout_proble
         }
         bud->work -= cost;
         if (ntops == 0) break; /* only the first buffer reaches the top: nothing to move */
-        size_t j = tops[exact_rand(&wk->seed) % ntops];
-        size_t to = (size_t)(exact_rand(&wk->seed) % j);
+        size_t j = tops[roamc_xorshift64(&wk->seed) % ntops];
+        size_t to = (size_t)(roamc_xorshift64(&wk->seed) % j);
         memcpy(trial, order, n * sizeof *trial);
         memmove(trial + to + 1, trial + to, (j - to) * sizeof *trial);
         trial[to] = order[j];

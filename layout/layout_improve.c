@@ -229,14 +229,6 @@ static void imp_widen(const imp *m, int64_t *ws, int64_t *we) {
     *we = z;
 }
 
-static uint64_t imp_rand(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* The movable buffers' order number o (local indices in m->keys[0..nm)),
  * and whether it places by best fit. */
 static int imp_order(imp *m, size_t nm, int o) {
@@ -266,7 +258,7 @@ static int imp_order(imp *m, size_t nm, int o) {
         }
         case 5: key->k1 = (uint64_t)b->start ^ 0x8000000000000000ull; break;
         default: /* offset with noise of up to a quarter of the height */
-            key->k1 = off + imp_rand(&m->seed) % (m->height / 4 + 1);
+            key->k1 = off + roamc_xorshift64(&m->seed) % (m->height / 4 + 1);
             break;
         }
     }

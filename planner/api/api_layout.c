@@ -451,12 +451,6 @@ static uint64_t lay_bound(const roamc_layout *l, const lay_graph *G, const uint6
     return lb;
 }
 
-/* xorshift64: the local search's moves, the same on every run. */
-static uint64_t lay_rand(uint64_t *s) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
-
 /* The general problem: pinned buffers where they are, the rest first fit
  * in three orders, then a local search over orders. */
 static roamc_status lay_general(roamc_layout *l, const uint64_t *rs, double t_start) {
@@ -524,7 +518,8 @@ static roamc_status lay_general(roamc_layout *l, const uint64_t *rs, double t_st
             break;
         }
         memcpy(order, best_order, nfree * sizeof *order);
-        size_t a = (size_t)(lay_rand(&seed) % nfree), b = (size_t)(lay_rand(&seed) % nfree);
+        size_t a = (size_t)(roamc_xorshift64(&seed) % nfree),
+               b = (size_t)(roamc_xorshift64(&seed) % nfree);
         if (a == b) continue;
         if (a > b) {
             size_t t = a;
