@@ -2,10 +2,13 @@
  *
  * The loader (frontend.c) asks infer.c for the element type and shape of
  * every value of the main graph; infer.c walks the graph in topological
- * order and runs one rule per operator (the infer_*.c files, one op family
- * each).  A rule reads its inputs' types, shapes and, for small integer
- * tensors, their values (a shape computed at run time: Shape -> Gather ->
- * Concat -> Reshape), and sets its outputs' types, shapes and values.
+ * order and runs one rule per operator (the rule files infer_math.c,
+ * infer_nn.c, infer_shape.c, infer_control.c and infer_sequence.c, one op
+ * family each, through the kit of infer_kit.c); infer_body.c keeps what
+ * bodies read and the memory they work in.  A rule reads its inputs'
+ * types, shapes and, for small integer tensors, their values (a shape
+ * computed at run time: Shape -> Gather -> Concat -> Reshape), and sets its
+ * outputs' types, shapes and values.
  *
  * Dims are concrete numbers or unknown.  An unknown dim remembers the symbol
  * it is (`batch`) or depends on (`batch * 196`), so that a message can name
@@ -271,7 +274,7 @@ fi_tensor *fi_new_tensor(fi_node *n);
  * failing the node. */
 fi_dim *fi_new_dims(fi_node *n, int rank);
 
-/* ------------------------------------------ memory of bodies (infer.c)
+/* ------------------------------------- memory of bodies (infer_body.c)
  *
  * While an If, Loop or Scan node (or a call of a model-local function)
  * runs, the values of its body need memory the main graph does not list.
@@ -337,7 +340,7 @@ typedef struct fi_try {
 void fi_try_save(const fi_node *n, fi_try *t);
 void fi_try_restore(fi_node *n, const fi_try *t);
 
-/* The nested arena of one body (infer.c), computed from what
+/* The nested arena of one body (infer_body.c), computed from what
  * inference found in the body's scope. */
 typedef struct fi_body_graph {
     fi_ctx *cx;
