@@ -455,6 +455,40 @@ static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
     }
 }
 
+/* The weights inside every node's subgraphs (fi_body_weights): a value
+ * of that many bytes named "NODE#weights", an initializer no node lists,
+ * so that the plan holds it for the whole step as it holds the main
+ * graph's weights.  Nothing reads it: the node's body reads its own. */
+static void fe_add_body_weights(fe_loader *L) {
+    fe_model *m = L->m;
+    size_t extra = 0;
+    for (size_t i = 0; i < m->n_nodes; i++) extra += fi_body_weights(L->g->node[i], NULL) > 0;
+    if (!extra) return;
+    m->values = xreallocarray(m->values, m->n_values + extra, sizeof *m->values);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        uint64_t bytes = fi_body_weights(L->g->node[i], NULL);
+        if (!bytes) continue;
+        const fe_node *fn = &m->nodes[i];
+        const char *label = fn->name[0] ? fn->name : fn->op_type;
+        char name[512];
+        int idx = -1;
+        for (int k = 1; idx < 0; k++) { /* a name the file does not use */
+            if (k == 1)
+                snprintf(name, sizeof name, "%s#weights", label);
+            else
+                snprintf(name, sizeof name, "%s#weights%d", label, k);
+            idx = fe_add_value(L, name, -1, FE_INITIALIZER);
+        }
+        fe_value *v = &m->values[idx];
+        v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+        v->bytes = bytes;
+        v->rank = 1;
+        v->dims = xmalloc(sizeof *v->dims);
+        v->dims[0] = (fe_dim){(int64_t)bytes, -1, false};
+        v->seq_len = -1;
+    }
+}
+
 /* The values made inside bodies, for `roamc shapes` (fe_model.inner). */
 static void fe_copy_inner(fe_loader *L, const fi_ctx *cx) {
     fe_model *m = L->m;
@@ -557,6 +591,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
             rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
     }
     if (rc == 0) fe_add_bodies(L, cx);
+    if (rc == 0) fe_add_body_weights(L);
     if (rc == 0) fe_copy_inner(L, cx);
     fi_free(cx);
     return rc;

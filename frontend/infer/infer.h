@@ -353,6 +353,9 @@ typedef struct fi_body_graph {
     const char *const *outputs;
     size_t n_outputs;
     bool count_io; /* false: inputs not counted, outputs are the node's (not counted) */
+    /* a subgraph: its Constants are weights (fi_body_weights), not working
+     * memory; a function's are made at each call */
+    bool consts_are_weights;
 } fi_body_graph;
 /* The body's peak; *unsized gets the values of unknown size (counted 0). */
 uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized);
@@ -360,6 +363,15 @@ uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized);
 const fi_tensor *fi_body_find(const void *scope, const char *name);
 /* The working memory recorded for a node (fi_note_body), 0 when none. */
 uint64_t fi_node_body_bytes(const fi_ctx *cx, const Onnx__NodeProto *np);
+
+/* The weights of n's subgraphs (If branches, Loop/Scan bodies, any depth):
+ * their initializers and Constant nodes, each rounded up to FI_BODY_ALIGN;
+ * 0 when it has none.  An inference engine loads them all when it loads the
+ * model, whichever branch runs (DESIGN.md "Control flow"), so the loader
+ * holds them for the whole step, as the main graph's initializers.  Bytes
+ * come from the dims the file declares (capped at FI_MAX_DIM); strings
+ * count 0.  *count (may be NULL) gets how many tensors that is. */
+uint64_t fi_body_weights(const Onnx__NodeProto *n, size_t *count);
 
 /* ONNX type classes (the size of an element: elem.h). */
 bool fi_is_float_type(int32_t elem);

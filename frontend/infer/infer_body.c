@@ -4,7 +4,8 @@
  *
  * Reading order: the map of bodies' peaks and nodes' working memory -> the
  * values made inside bodies (for `roamc shapes`) -> recording a body after
- * it ran -> outer reads -> the nested arena of one body.
+ * it ran -> outer reads -> the nested arena of one body -> the weights
+ * bodies hold.
  */
 #include "infer_ctx.h"
 
@@ -144,7 +145,8 @@ void fi_body_record(fi_ctx *cx, fi_scope *s, const Onnx__GraphProto *g, fi_node 
                        .n_inputs = n_ins,
                        .outputs = outs,
                        .n_outputs = n_outs,
-                       .count_io = g && g->n_input > 0};
+                       .count_io = g && g->n_input > 0,
+                       .consts_are_weights = g != NULL};
     size_t unsized = 0;
     uint64_t peak = fi_body_peak(&b, &unsized);
     free(ins);
@@ -294,6 +296,12 @@ static bool fb_is_view(const Onnx__NodeProto *np) {
     return false;
 }
 
+/* A Constant node of the standard domain. */
+static bool fi_is_constant(const Onnx__NodeProto *np) {
+    return (!np->domain || !np->domain[0] || strcmp(np->domain, "ai.onnx") == 0) && np->op_type &&
+           strcmp(np->op_type, "Constant") == 0;
+}
+
 /* Bytes of t rounded up to FI_BODY_ALIGN, or 0 with ++*unsized when its
  * type or a dim is unknown. */
 static uint64_t fb_bytes(const fi_tensor *t, size_t *unsized) {
@@ -370,10 +378,15 @@ uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized) {
             int i = fi_names_get(&a.idx, np->input[0]);
             view_of = i >= 0 ? fb_root(&a, i) : -2; /* -2: a view of an outer value */
         }
+        /* a subgraph's Constant is one of its weights (fi_body_weights):
+         * held for the whole step, not in the nested arena */
+        bool weight = b->consts_are_weights && fi_is_constant(np);
         for (size_t k = 0; k < np->n_output; k++) {
             const char *o = np->output[k];
             if (!o || !o[0]) continue;
-            if (k == 0 && view_of != -1)
+            if (weight)
+                fb_add(&a, o, 0, s, -1);
+            else if (k == 0 && view_of != -1)
                 fb_add(&a, o, 0, s, view_of >= 0 ? view_of : -1);
             else
                 fb_add(&a, o, fb_bytes(fi_body_find(b->scope, o), unsized), s, -1);
@@ -410,4 +423,109 @@ uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized) {
     free(a.e);
     fi_names_free(&a.idx);
     return peak > UINT64_MAX ? UINT64_MAX : (uint64_t)peak;
+}
+
+/* ----------------------------------------------------- weights of bodies */
+
+/* a + b, capped at FI_MAX_DIM (sizes a file claims, not memory at hand) */
+static uint64_t fw_add(uint64_t a, uint64_t b) {
+    return a > (uint64_t)FI_MAX_DIM - b ? (uint64_t)FI_MAX_DIM : a + b;
+}
+
+/* n elements of elem, rounded up to FI_BODY_ALIGN; 0 for a type with no
+ * fixed size (strings) or an unknown one. */
+static uint64_t fw_bytes(int32_t elem, uint64_t n) {
+    unsigned bits = fe_elem_bits(elem);
+    if (!bits) return 0;
+    uint64_t b;
+    if (bits % 8 == 0) {
+        if (__builtin_mul_overflow(n, (uint64_t)(bits / 8), &b) || b > (uint64_t)FI_MAX_DIM)
+            b = (uint64_t)FI_MAX_DIM;
+    } else {
+        b = n / 2 + n % 2;
+    }
+    return (b + FI_BODY_ALIGN - 1) / FI_BODY_ALIGN * FI_BODY_ALIGN;
+}
+
+/* The product of dims (1 for none), capped at FI_MAX_DIM; 0 when a dim is
+ * negative (a broken file holds nothing). */
+static uint64_t fw_numel(const int64_t *dims, size_t rank) {
+    uint64_t n = 1;
+    for (size_t d = 0; d < rank; d++) {
+        if (dims[d] < 0) return 0;
+        if (__builtin_mul_overflow(n, (uint64_t)dims[d], &n) || n > (uint64_t)FI_MAX_DIM)
+            return (uint64_t)FI_MAX_DIM;
+    }
+    return n;
+}
+
+static uint64_t fw_tensor(const Onnx__TensorProto *t) {
+    return t ? fw_bytes(t->data_type, fw_numel(t->dims, t->n_dims)) : 0;
+}
+
+static uint64_t fw_sparse(const Onnx__SparseTensorProto *t) {
+    return t && t->values ? fw_bytes(t->values->data_type, fw_numel(t->dims, t->n_dims)) : 0;
+}
+
+/* The value a Constant node holds (its one value attribute). */
+static uint64_t fw_constant(const Onnx__NodeProto *np) {
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        if (!a || !a->name) continue;
+        if (strcmp(a->name, "value") == 0) return fw_tensor(a->t);
+        if (strcmp(a->name, "sparse_value") == 0) return fw_sparse(a->sparse_tensor);
+        if (strcmp(a->name, "value_float") == 0)
+            return fw_bytes(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1);
+        if (strcmp(a->name, "value_floats") == 0)
+            return fw_bytes(ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, a->n_floats);
+        if (strcmp(a->name, "value_int") == 0)
+            return fw_bytes(ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 1);
+        if (strcmp(a->name, "value_ints") == 0)
+            return fw_bytes(ONNX__TENSOR_PROTO__DATA_TYPE__INT64, a->n_ints);
+    }
+    return 0;
+}
+
+static uint64_t fw_node(const Onnx__NodeProto *n, size_t *count, int depth);
+
+/* Subgraph g's initializers and Constants, and those of its nodes' own
+ * subgraphs. */
+static uint64_t fw_graph(const Onnx__GraphProto *g, size_t *count, int depth) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < g->n_initializer; i++, ++*count)
+        sum = fw_add(sum, fw_tensor(g->initializer[i]));
+    for (size_t i = 0; i < g->n_sparse_initializer; i++, ++*count)
+        sum = fw_add(sum, fw_sparse(g->sparse_initializer[i]));
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *np = g->node[i];
+        if (!np) continue;
+        if (fi_is_constant(np)) {
+            sum = fw_add(sum, fw_constant(np));
+            ++*count;
+        }
+        sum = fw_add(sum, fw_node(np, count, depth));
+    }
+    return sum;
+}
+
+/* The weights of n's subgraphs; nesting past FI_MAX_DEPTH is not walked
+ * (inference refuses such a model before the loader asks). */
+static uint64_t fw_node(const Onnx__NodeProto *n, size_t *count, int depth) {
+    if (depth >= FI_MAX_DEPTH) return 0;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        if (!a) continue;
+        if (a->g) sum = fw_add(sum, fw_graph(a->g, count, depth + 1));
+        for (size_t k = 0; k < a->n_graphs; k++)
+            if (a->graphs[k]) sum = fw_add(sum, fw_graph(a->graphs[k], count, depth + 1));
+    }
+    return sum;
+}
+
+uint64_t fi_body_weights(const Onnx__NodeProto *n, size_t *count) {
+    size_t c = 0;
+    uint64_t sum = fw_node(n, &c, 0);
+    if (count) *count = c;
+    return sum;
 }
