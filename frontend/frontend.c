@@ -409,6 +409,33 @@ static int fe_unknown_dim_fail(fe_loader *L, const fi_ctx *cx, const fe_value *v
 
 /* ------------------------------------------------------------ bodies */
 
+/* A value roamc adds for node i: "LABEL#WHAT" (LABEL the node's name, or
+ * its op_type; a number after WHAT when the file uses the name), UINT8
+ * [bytes], made by producer (-1: none) with the kind bits.  The value array
+ * must have room.  Returns its index. */
+static int fe_add_bytes_value(fe_loader *L, size_t i, const char *what, int producer, unsigned kind,
+                              uint64_t bytes) {
+    fe_model *m = L->m;
+    const fe_node *fn = &m->nodes[i];
+    const char *label = fn->name[0] ? fn->name : fn->op_type;
+    char name[512];
+    int idx = -1;
+    for (int k = 1; idx < 0; k++) { /* a name the file does not use */
+        if (k == 1)
+            snprintf(name, sizeof name, "%s#%s", label, what);
+        else
+            snprintf(name, sizeof name, "%s#%s%d", label, what, k);
+        idx = fe_add_value(L, name, producer, kind);
+    }
+    fe_value *v = &m->values[idx];
+    v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    v->bytes = bytes;
+    v->rank = 1;
+    v->dims = xmalloc(sizeof *v->dims);
+    v->dims[0] = (fe_dim){(int64_t)bytes, -1, false};
+    return idx;
+}
+
 /* The working memory of every node with a body (fe_body): a value of that
  * many bytes, one more output of the node. */
 static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
@@ -429,23 +456,8 @@ static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
         *b = (fe_body){(int)i, -1, u.bytes, u.how, u.branch, u.unsized};
         if (!u.bytes) continue;
         fe_node *fn = &m->nodes[i];
-        const char *label = fn->name[0] ? fn->name : fn->op_type;
-        char name[512];
-        int idx = -1;
-        for (int k = 1; idx < 0; k++) { /* a name the file does not use */
-            if (k == 1)
-                snprintf(name, sizeof name, "%s#body", label);
-            else
-                snprintf(name, sizeof name, "%s#body%d", label, k);
-            idx = fe_add_value(L, name, (int)i, 0);
-        }
-        fe_value *v = &m->values[idx];
-        v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-        v->bytes = u.bytes;
-        v->rank = 1;
-        v->dims = xmalloc(sizeof *v->dims);
-        v->dims[0] = (fe_dim){(int64_t)u.bytes, -1, false};
-        v->inferred = true;
+        int idx = fe_add_bytes_value(L, i, "body", (int)i, 0, u.bytes);
+        m->values[idx].inferred = true;
         m->n_inferred++;
         fn->outputs = xreallocarray(fn->outputs, fn->n_outputs + 1, sizeof *fn->outputs);
         fn->alias = xreallocarray(fn->alias, fn->n_outputs + 1, sizeof *fn->alias);
@@ -468,24 +480,8 @@ static void fe_add_body_weights(fe_loader *L) {
     for (size_t i = 0; i < m->n_nodes; i++) {
         uint64_t bytes = fi_body_weights(L->g->node[i], NULL);
         if (!bytes) continue;
-        const fe_node *fn = &m->nodes[i];
-        const char *label = fn->name[0] ? fn->name : fn->op_type;
-        char name[512];
-        int idx = -1;
-        for (int k = 1; idx < 0; k++) { /* a name the file does not use */
-            if (k == 1)
-                snprintf(name, sizeof name, "%s#weights", label);
-            else
-                snprintf(name, sizeof name, "%s#weights%d", label, k);
-            idx = fe_add_value(L, name, -1, FE_INITIALIZER);
-        }
-        fe_value *v = &m->values[idx];
-        v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-        v->bytes = bytes;
-        v->rank = 1;
-        v->dims = xmalloc(sizeof *v->dims);
-        v->dims[0] = (fe_dim){(int64_t)bytes, -1, false};
-        v->seq_len = -1;
+        int idx = fe_add_bytes_value(L, i, "weights", -1, FE_INITIALIZER, bytes);
+        m->values[idx].seq_len = -1;
     }
 }
 
