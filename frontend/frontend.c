@@ -482,6 +482,8 @@ static void fe_add_body_weights(fe_loader *L) {
         if (!bytes) continue;
         int idx = fe_add_bytes_value(L, i, "weights", -1, FE_INITIALIZER, bytes);
         m->values[idx].seq_len = -1;
+        m->values[idx].inferred = true; /* sized by roamc, not declared by the file */
+        m->n_inferred++;
     }
 }
 
