@@ -1,11 +1,11 @@
-/* What names a model in a plan (see frontend.h): SHA-256 of the file's
+/* What names a model in a plan (digest.h): SHA-256 of the file's
  * bytes.
  *
  * SHA-256 is FIPS 180-4, written out here (80 lines) rather than taken from
  * a crypto library: the digest only identifies a file, any `sha256sum`
  * reproduces it, and the project then needs no further package.  Checked
  * against the FIPS 180-4 / NIST example vectors in tests/test_check.c. */
-#include "frontend.h"
+#include "digest.h"
 
 #include <string.h>
 

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base.h"
 #include "frontend.h"
@@ -124,26 +123,14 @@ int fe_edit_open(const char *path, fe_edit **out, char *err, size_t errlen) {
     fe_edit probe = {.name = (char *)path};
     FILE *f = fopen(path, "rb");
     if (!f) return ed_fail(&probe, err, errlen, "cannot open: %s", strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap >= ED_MAX_FILE_BYTES) {
-                free(buf);
-                fclose(f);
-                return ed_fail(&probe, err, errlen, "more than %zu bytes", ED_MAX_FILE_BYTES);
-            }
-            cap = cap ? 2 * cap : 1 << 16;
-            buf = xreallocarray(buf, cap, 1);
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int rd_errno = ferror(f) ? errno : 0;
+    uint8_t *buf;
+    size_t len;
+    int got = roamc_read_all(f, ED_MAX_FILE_BYTES, &buf, &len);
+    int rd_errno = got < 0 ? errno : 0;
     fclose(f);
-    int rc = rd_errno ? ed_fail(&probe, err, errlen, "cannot read: %s", strerror(rd_errno))
-                      : fe_edit_open_bytes(path, buf, len, out, err, errlen);
+    if (got > 0) return ed_fail(&probe, err, errlen, "more than %zu bytes", ED_MAX_FILE_BYTES);
+    if (got < 0) return ed_fail(&probe, err, errlen, "cannot read: %s", strerror(rd_errno));
+    int rc = fe_edit_open_bytes(path, buf, len, out, err, errlen);
     free(buf);
     return rc;
 }
@@ -509,24 +496,9 @@ int fe_edit_write(const fe_edit *e, const char *path, char *err, size_t errlen) 
     uint8_t *bytes;
     size_t len;
     fe_edit_bytes(e, &bytes, &len);
-    size_t tl = strlen(path) + 16;
-    char *tmp = xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
     int rc = 0;
-    if (!f) {
-        rc = ed_fail(e, err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
-    } else {
-        bool ok = fwrite(bytes, 1, len, f) == len;
-        int werr = errno;
-        if (fclose(f) != 0 && ok) ok = false, werr = errno;
-        if (!ok || rename(tmp, path) != 0) {
-            rc =
-                ed_fail(e, err, errlen, "cannot write '%s': %s", path, strerror(ok ? errno : werr));
-            remove(tmp);
-        }
-    }
-    free(tmp);
+    if (roamc_write_file(path, bytes, len))
+        rc = ed_fail(e, err, errlen, "cannot write '%s': %s", path, strerror(errno));
     free(bytes);
     return rc;
 }

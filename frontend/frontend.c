@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "infer/infer.h"
 #include "onnx.pb-c.h"
 #include "proto.h"
@@ -408,6 +409,33 @@ static int fe_unknown_dim_fail(fe_loader *L, const fi_ctx *cx, const fe_value *v
 
 /* ------------------------------------------------------------ bodies */
 
+/* A value roamc adds for node i: "LABEL#WHAT" (LABEL the node's name, or
+ * its op_type; a number after WHAT when the file uses the name), UINT8
+ * [bytes], made by producer (-1: none) with the kind bits.  The value array
+ * must have room.  Returns its index. */
+static int fe_add_bytes_value(fe_loader *L, size_t i, const char *what, int producer, unsigned kind,
+                              uint64_t bytes) {
+    fe_model *m = L->m;
+    const fe_node *fn = &m->nodes[i];
+    const char *label = fn->name[0] ? fn->name : fn->op_type;
+    char name[512];
+    int idx = -1;
+    for (int k = 1; idx < 0; k++) { /* a name the file does not use */
+        if (k == 1)
+            snprintf(name, sizeof name, "%s#%s", label, what);
+        else
+            snprintf(name, sizeof name, "%s#%s%d", label, what, k);
+        idx = fe_add_value(L, name, producer, kind);
+    }
+    fe_value *v = &m->values[idx];
+    v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    v->bytes = bytes;
+    v->rank = 1;
+    v->dims = xmalloc(sizeof *v->dims);
+    v->dims[0] = (fe_dim){(int64_t)bytes, -1, false};
+    return idx;
+}
+
 /* The working memory of every node with a body (fe_body): a value of that
  * many bytes, one more output of the node. */
 static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
@@ -428,29 +456,34 @@ static void fe_add_bodies(fe_loader *L, const fi_ctx *cx) {
         *b = (fe_body){(int)i, -1, u.bytes, u.how, u.branch, u.unsized};
         if (!u.bytes) continue;
         fe_node *fn = &m->nodes[i];
-        const char *label = fn->name[0] ? fn->name : fn->op_type;
-        char name[512];
-        int idx = -1;
-        for (int k = 1; idx < 0; k++) { /* a name the file does not use */
-            if (k == 1)
-                snprintf(name, sizeof name, "%s#body", label);
-            else
-                snprintf(name, sizeof name, "%s#body%d", label, k);
-            idx = fe_add_value(L, name, (int)i, 0);
-        }
-        fe_value *v = &m->values[idx];
-        v->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-        v->bytes = u.bytes;
-        v->rank = 1;
-        v->dims = xmalloc(sizeof *v->dims);
-        v->dims[0] = (fe_dim){(int64_t)u.bytes, -1, false};
-        v->inferred = true;
+        int idx = fe_add_bytes_value(L, i, "body", (int)i, 0, u.bytes);
+        m->values[idx].inferred = true;
         m->n_inferred++;
         fn->outputs = xreallocarray(fn->outputs, fn->n_outputs + 1, sizeof *fn->outputs);
         fn->alias = xreallocarray(fn->alias, fn->n_outputs + 1, sizeof *fn->alias);
         fn->outputs[fn->n_outputs] = idx;
         fn->alias[fn->n_outputs++] = -1;
         b->value = idx;
+    }
+}
+
+/* The weights inside every node's subgraphs (fi_body_weights): a value
+ * of that many bytes named "NODE#weights", an initializer no node lists,
+ * so that the plan holds it for the whole step as it holds the main
+ * graph's weights.  Nothing reads it: the node's body reads its own. */
+static void fe_add_body_weights(fe_loader *L) {
+    fe_model *m = L->m;
+    size_t extra = 0;
+    for (size_t i = 0; i < m->n_nodes; i++) extra += fi_body_weights(L->g->node[i], NULL) > 0;
+    if (!extra) return;
+    m->values = xreallocarray(m->values, m->n_values + extra, sizeof *m->values);
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        uint64_t bytes = fi_body_weights(L->g->node[i], NULL);
+        if (!bytes) continue;
+        int idx = fe_add_bytes_value(L, i, "weights", -1, FE_INITIALIZER, bytes);
+        m->values[idx].seq_len = -1;
+        m->values[idx].inferred = true; /* sized by roamc, not declared by the file */
+        m->n_inferred++;
     }
 }
 
@@ -556,6 +589,7 @@ static int fe_apply_shapes(fe_loader *L, const fe_options *opt) {
             rc = fe_fail(&L->err, "value '%s': its size in bytes overflows 64 bits", v->name);
     }
     if (rc == 0) fe_add_bodies(L, cx);
+    if (rc == 0) fe_add_body_weights(L);
     if (rc == 0) fe_copy_inner(L, cx);
     fi_free(cx);
     return rc;
@@ -827,29 +861,15 @@ int fe_load(const char *path, const fe_options *opt, fe_model *m, char *err, siz
         close(fd);
         return fe_fail(&e, "cannot open: %s", strerror(errno));
     }
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            if (cap >= FE_MAX_FILE_BYTES) {
-                free(buf);
-                fclose(f);
-                return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB",
-                               FE_MAX_FILE_BYTES);
-            }
-            cap = cap ? 2 * cap : 1 << 16;
-            buf = xreallocarray(buf, cap, 1);
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int rd_errno = ferror(f) ? errno : 0;
+    uint8_t *buf;
+    size_t len;
+    int got = roamc_read_all(f, FE_MAX_FILE_BYTES, &buf, &len);
+    int rd_errno = got < 0 ? errno : 0;
     fclose(f);
-    if (rd_errno) {
-        free(buf);
-        return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
-    }
+    if (got > 0)
+        return fe_fail(&e, "more than %zu bytes: an ONNX file holds at most 2 GiB",
+                       FE_MAX_FILE_BYTES);
+    if (got < 0) return fe_fail(&e, "cannot read: %s", strerror(rd_errno));
     int rc = fe_load_bytes(path, (fe_bytes){buf, len}, opt, m, err, errlen);
     free(buf);
     return rc;

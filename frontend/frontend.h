@@ -177,12 +177,6 @@ void fe_make_printable(char *s);
 int fe_verrorf(char *buf, size_t len, const char *path, const char *tag, const char *fmt,
                va_list ap);
 
-/* SHA-256 (FIPS 180-4) of data[0..len) into out. */
-void fe_sha256(const void *data, size_t len, uint8_t out[32]);
-
-/* bytes[0..n) as 2n lowercase hex digits and a NUL into out (2n+1 bytes). */
-void fe_hex(const uint8_t *bytes, size_t n, char *out);
-
 /* The metadata value for key, or NULL. */
 const char *fe_meta(const fe_model *m, const char *key);
 

@@ -62,14 +62,6 @@ static void ilp_model_free(ilp_model *m) {
         free(m->pcol);
 }
 
-static uint64_t ilp_gcd(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
 /* graph_closure_join, then the size of v's set. */
 static int ilp_count_joined(uint64_t *sets, size_t w, int v, const size_t *start, const int *adj) {
     graph_closure_join(sets, w, v, start, adj);
@@ -120,7 +112,7 @@ static void ilp_model_init(const leaf_graph *L, ilp_model *m) {
         m->lo[j] = m->maker[j] >= 0 ? m->asap[m->maker[j]] : 0;
         if (L->live_out[j]) m->hi[j] = (int)n - 1;
         m->pcol[j] = col, col += m->hi[j] - m->lo[j] + 1;
-        gcd = ilp_gcd(gcd, L->size[j]);
+        gcd = roamc_gcd(gcd, L->size[j]);
     }
     m->peak_col = col;
     m->n_cols = col;

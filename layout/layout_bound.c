@@ -44,15 +44,6 @@
 /* A search's share of the work left: 1/LB_SHARE_DEN. */
 #define LB_SHARE_DEN 8
 
-static uint64_t lb_gcd(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The time sections of p's non-empty buffers and their loads. */
 typedef struct lb_sections {
     int64_t *bp; /* nsec + 1 boundaries: section k is steps [bp[k], bp[k+1]) */
@@ -174,7 +165,7 @@ uint64_t layout_lower_bound(const layout_problem *p, uint64_t upper, const layou
     memset(st, 0, sizeof *st);
     uint64_t unit = 0;
     for (size_t i = 0; i < p->n; i++)
-        if (p->bufs[i].size) unit = lb_gcd(unit, lay_round_up(p->bufs[i].size, p->align));
+        if (p->bufs[i].size) unit = roamc_gcd(unit, lay_round_up(p->bufs[i].size, p->align));
     if (unit == 0) return 0;
     uint64_t bound = lay_round_up(layout_live_peak(p->bufs, p->n), unit);
     st->live = layout_live_peak(p->bufs, p->n);

@@ -310,8 +310,8 @@ static void exact_walk_run(exact_walk *wk, exact_best *best, const layout_proble
         }
         bud->work -= cost;
         if (ntops == 0) break; /* only the first buffer reaches the top: nothing to move */
-        size_t j = tops[lay_xorshift(&wk->seed) % ntops];
-        size_t to = (size_t)(lay_xorshift(&wk->seed) % j);
+        size_t j = tops[roamc_xorshift64(&wk->seed) % ntops];
+        size_t to = (size_t)(roamc_xorshift64(&wk->seed) % j);
         memcpy(trial, order, n * sizeof *trial);
         memmove(trial + to + 1, trial + to, (j - to) * sizeof *trial);
         trial[to] = order[j];

@@ -266,7 +266,7 @@ static int imp_order(imp *m, size_t nm, int o) {
         }
         case 5: key->k1 = (uint64_t)b->start ^ 0x8000000000000000ull; break;
         default: /* offset with noise of up to a quarter of the height */
-            key->k1 = off + lay_xorshift(&m->seed) % (m->height / 4 + 1);
+            key->k1 = off + roamc_xorshift64(&m->seed) % (m->height / 4 + 1);
             break;
         }
     }

@@ -85,17 +85,6 @@ typedef struct lay_events {
 void lay_events_init(const layout_buffer *bufs, size_t n, lay_events *ev);
 void lay_events_free(lay_events *ev);
 
-/* xorshift64: the pseudo-random walks of layout/ (layout_exact's,
- * lay_improve's noisy orders, layout_general's moves), the same on every
- * machine. */
-static inline uint64_t lay_xorshift(uint64_t *state) {
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *state = x;
-}
-
 /* x rounded up to a multiple of a (a >= 1). */
 static inline uint64_t lay_round_up(uint64_t x, uint64_t a) {
     return (x + a - 1) / a * a;

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t red_gcd(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced *r) {
     ROAMC_ASSERT(align >= 1);
     memset(r, 0, sizeof *r);
@@ -27,7 +18,7 @@ void lay_reduce(const layout_buffer *bufs, size_t n, uint64_t align, lay_reduced
     r->offsets = xcalloc(n, sizeof *r->offsets);
     for (size_t i = 0; i < n; i++) {
         if (bufs[i].size == 0) continue;
-        r->unit = red_gcd(r->unit, lay_round_up(bufs[i].size, align));
+        r->unit = roamc_gcd(r->unit, lay_round_up(bufs[i].size, align));
         r->orig[r->n++] = i;
     }
     if (r->unit == 0) r->unit = align;
@@ -79,12 +70,12 @@ void lay_reduce_pinned(const layout_buffer *bufs, size_t n, uint64_t align, cons
             r->offsets[i] = at;
         }
         if (bufs[i].size == 0) continue;
-        r->unit = red_gcd(r->unit, lay_round_up(bufs[i].size, align));
+        r->unit = roamc_gcd(r->unit, lay_round_up(bufs[i].size, align));
         if (at == LAY_FREE) {
             if (r->hint) r->hint[r->n] = pins->hint[i];
             r->orig[r->n++] = i;
         } else {
-            r->unit = red_gcd(r->unit, at);
+            r->unit = roamc_gcd(r->unit, at);
             r->pin_orig[r->npins++] = i;
         }
     }

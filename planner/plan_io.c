@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "digest.h"
 #include "partition.h"
 
 static int plan_value_name_cmp(const void *a, const void *b) {

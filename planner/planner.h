@@ -259,24 +259,6 @@ int plan_write_buffers(const plan *p, FILE *f);
  * into f.  Returns 0, or -1 with a message. */
 int plan_write_tree(const plan *p, FILE *f, char *err, size_t errlen);
 
-/* An output file written all or nothing (planner/output.c), the one way
- * roamc writes a file: regular files through a temporary beside the target
- * (mode 0666 & ~umask) renamed over it at the end; symlinks written through;
- * "-" is stdout; devices and FIFOs are written directly. */
-typedef struct planner_output {
-    FILE *f;      /* write here */
-    char *tmp;    /* the temporary file, or NULL when written directly */
-    char *target; /* what the temporary is renamed over (symlinks resolved) */
-    int is_stdout;
-} planner_output;
-/* Opens path for writing.  Returns 0, or -1 with errno set. */
-int planner_output_open(planner_output *o, const char *path);
-/* Finishes the file: when ok and every write succeeded, the temporary is
- * renamed over the target; otherwise it is removed and the target is left
- * as it was.  Returns 0 when path now holds the complete file, else -1
- * with errno set (0 for a write that failed earlier with ok == 0). */
-int planner_output_close(planner_output *o, int ok);
-
 /* All the files one command writes (plan, picture, subgraph tree, CSV),
  * all or nothing: checked before any work (planner_outputs_check), written
  * after it (planner_outputs_open, then the caller writes slot[i].f) and
@@ -293,7 +275,7 @@ typedef struct planner_output_slot {
     FILE *buf_f; /* the memory stream of a direct output */
     char *buf;
     size_t buf_len;
-    planner_output out; /* a regular file's temporary */
+    roamc_output out; /* a regular file's temporary (base.h) */
 } planner_output_slot;
 typedef struct planner_output_set {
     size_t n;
@@ -317,10 +299,6 @@ int planner_outputs_open(planner_output_set *s, char *err, size_t errlen);
  * (see above) and returns 0; else (or on a failure, with a message)
  * removes every temporary, writes nothing more and returns -1. */
 int planner_outputs_commit(planner_output_set *s, int ok, char *err, size_t errlen);
-/* Removes every temporary an open output still has (not yet renamed into
- * place): for a run interrupted by a signal, so that it leaves no partial
- * file.  Async-signal-safe. */
-void planner_outputs_abandon(void);
 
 /* The report: text for people, or one JSON object (with the members of
  * extra added, when not NULL; the caller keeps its reference). */

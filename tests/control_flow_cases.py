@@ -23,7 +23,16 @@ The cases:
   loop_grow    a Loop of 4 iterations whose carried value grows by a Concat
                of one row per iteration, with a MatMul temporary;
   scan         a Scan over 6 steps with a state and a Tanh temporary;
-  function     a model-local function (MatMul, Add, Relu) called twice.
+  function     a model-local function (MatMul, Add, Relu) called twice;
+  vad_weights  a voice-activity model's shape (silero VAD style): an If on the
+               sample rate (data) whose branches hold their own weights as
+               initializers, each with an If nested on a data flag whose
+               branches hold initializers too (a Constant in one of them).
+
+With --weights MODEL PLAN: checks that the plan's peak holds at least the
+bytes of every initializer and Constant in MODEL, those inside bodies (nested
+ones too) included: an inference engine loads every branch's weights
+whichever runs (DESIGN.md "Control flow").  Exit 0 pass, 1 fail.
 """
 import json, os, subprocess, sys
 
@@ -200,7 +209,93 @@ def function():
     return m, [{"name": "x", "dtype": "float32", "shape": [B, 64]}], want
 
 
-CASES = [if_net, nested_ifs, data_if, invalid_if, loop_grow, scan, function]
+def vad_weights():
+    # x [1, 64]; sr (int64, data): 16 kHz or 8 kHz; flag (bool, data).
+    # then (16 kHz): h = x @ W16a [64, 128]; inner If on flag: h @ W16b
+    # [128, 32], or h @ W16c [128, 32] + Constant c16 [32]; else (8 kHz):
+    # h = x @ W8a [64, 96]; inner If on flag: h @ W8b or h @ W8c [96, 32]
+    def inner(pre, rows, const):
+        nodes = [h.make_node("MatMul", ["h" + pre, "W%sc" % pre], ["e" + pre])]
+        if const:
+            nodes = [h.make_node("Constant", [], ["c" + pre], value=w("c" + pre, 32))] + nodes + [
+                h.make_node("Add", ["e" + pre, "c" + pre], ["ye" + pre])]
+        out_else = "ye" + pre if const else "e" + pre
+        then = h.make_graph([h.make_node("MatMul", ["h" + pre, "W%sb" % pre], ["yt" + pre])],
+                            "t" + pre, [], [vi("yt" + pre, F)], [w("W%sb" % pre, rows, 32)])
+        els = h.make_graph(nodes, "e" + pre, [], [vi(out_else, F)], [w("W%sc" % pre, rows, 32)])
+        return h.make_node("If", ["flag"], ["y" + pre], then_branch=then, else_branch=els,
+                           name="inner" + pre)
+
+    def rate(pre, rows):
+        return h.make_graph([h.make_node("MatMul", ["x", "W%sa" % pre], ["h" + pre]),
+                             inner(pre, rows, pre == "16")],
+                            "r" + pre, [], [vi("y" + pre, F)], [w("W%sa" % pre, 64, rows)])
+    nodes = [h.make_node("Equal", ["sr", "k16000"], ["is16"]),
+             h.make_node("If", ["is16"], ["y"], then_branch=rate("16", 128),
+                         else_branch=rate("8", 96), name="sr_if")]
+    m = mk(nodes, [vi("x", F, [1, 64]), vi("sr", I64, []), vi("flag", BOOL, [])], [vi("y", F)],
+           [c("k16000", 16000)])
+    # the 16 kHz branch is the larger (h16 [1, 128] and its inner If's)
+    want = {"sr_if": ("if_larger_branch", "then", None)}
+    return m, [{"name": "x", "dtype": "float32", "shape": [1, 64]},
+               {"name": "sr", "dtype": "int64", "shape": [], "values": [16000]},
+               {"name": "flag", "dtype": "bool", "shape": [], "values": [0]}], want
+
+
+def file_weights(model):
+    """Bytes of every initializer and Constant node in the model, and of
+    those inside bodies (any depth)."""
+    def elem_bytes(dt):
+        return np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[dt]).itemsize
+
+    def tensor_bytes(t):
+        n = int(np.prod(t.dims)) if len(t.dims) else 1
+        return n * elem_bytes(t.data_type)
+
+    def constant_bytes(node):
+        for a in node.attribute:
+            if a.name == "value":
+                return tensor_bytes(a.t)
+            if a.name == "sparse_value":
+                v = a.sparse_tensor.values
+                n = int(np.prod(a.sparse_tensor.dims)) if len(a.sparse_tensor.dims) else 1
+                return n * elem_bytes(v.data_type)
+            if a.name in ("value_float", "value_int"):
+                return 4 if a.name == "value_float" else 8
+            if a.name in ("value_floats", "value_ints"):
+                return (4 if a.name == "value_floats" else 8) * len(a.floats or a.ints)
+        return 0
+
+    def walk(g, inside):
+        total = body = 0
+        for t in g.initializer:
+            total += tensor_bytes(t)
+            body += tensor_bytes(t) if inside else 0
+        for node in g.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                b = constant_bytes(node)
+                total += b
+                body += b if inside else 0
+            for a in node.attribute:
+                for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                    t, b = walk(sub, True)
+                    total += t
+                    body += b
+        return total, body
+    return walk(model.graph, False)
+
+
+def check_weights(model_path, plan_path):
+    total, body = file_weights(onnx.load(model_path, load_external_data=False))
+    with open(plan_path) as f:
+        peak = json.load(f)["peak"]["theoretical"]
+    ok = peak >= total
+    print("%s weights %s: %d B of initializers and constants (%d B inside bodies), planned "
+          "peak %d B" % ("PASS" if ok else "FAIL", os.path.basename(model_path), total, body, peak))
+    return 0 if ok else 1
+
+
+CASES = [if_net, nested_ifs, data_if, invalid_if, loop_grow, scan, function, vad_weights]
 
 
 def record(name, inputs):
@@ -214,6 +309,8 @@ def record(name, inputs):
 
 
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--weights":
+        return check_weights(argv[2], argv[3])
     if len(argv) not in (2, 3):
         print(__doc__)
         return 2

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "clirun.h"
+#include "digest.h"
 #include "frontend.h"
 #include "testgraph.h"
 

@@ -4,7 +4,9 @@
 # checks how roamc counts each body's working memory (bytes worked out by
 # hand); tests/shape_oracle.py compares every value, those inside the If
 # branches ONNX Runtime takes included, with ONNX Runtime; every model is
-# planned and the plan passes check_plan.py and `roamc check`.
+# planned, the plan passes check_plan.py and `roamc check`, and its peak
+# holds every initializer and Constant of the file, those inside bodies
+# included (control_flow_cases.py --weights; issue 39).
 #
 # usage: tests/test_control_flow.sh ROAMC WORKDIR [CHECK_PLAN_PY]
 # Exit 0 pass, 1 fail, 77 (SKIP) without /usr/bin/python3 with onnx, node or
@@ -52,6 +54,9 @@ while IFS=$'\t' read -r name bind; do
     # shellcheck disable=SC2086
     if ! "$ROAMC" check "$model" "$plan" $bind >/dev/null; then
         fail "plan $name: roamc check rejected it"; continue
+    fi
+    if ! "$PY" "$HERE/control_flow_cases.py" --weights "$model" "$plan"; then
+        fail "plan $name: the peak does not hold the file's weights"; continue
     fi
     planned=$((planned + 1))
 done <<< "$models"

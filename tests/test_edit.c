@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -401,6 +402,33 @@ static void test_weights_and_garbage_refused(void **state) {
     free(bytes);
 }
 
+/* fe_edit_write goes through base.h's one atomic writer: a symlink stays a
+ * link (the file it points to is replaced; before, the link itself was
+ * renamed over), and a write that cannot happen fails with a message. */
+static void test_write_is_atomic(void **state) {
+    step *s = *state;
+    fe_edit *e;
+    char err[1024], real[160], link[160], bad[160];
+    if (fe_edit_open_bytes("step", s->bytes, s->len, &e, err, sizeof err)) fail_msg("%s", err);
+    snprintf(real, sizeof real, "%s/real.onnx", s->dir);
+    snprintf(link, sizeof link, "%s/link.onnx", s->dir);
+    FILE *f = fopen(real, "wb");
+    assert_non_null(f);
+    fputs("old", f);
+    fclose(f);
+    assert_int_equal(symlink("real.onnx", link), 0);
+    if (fe_edit_write(e, link, err, sizeof err)) fail_msg("%s", err);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(stat(real, &st), 0);
+    assert_int_equal((size_t)st.st_size, s->len);
+    snprintf(bad, sizeof bad, "%s/no/such.onnx", s->dir);
+    assert_int_equal(fe_edit_write(e, bad, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot write"));
+    fe_edit_free(e);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_keeps_everything),
@@ -409,6 +437,7 @@ int main(void) {
         cmocka_unit_test(test_remove_node_and_value),
         cmocka_unit_test(test_export_file_round_trip),
         cmocka_unit_test(test_weights_and_garbage_refused),
+        cmocka_unit_test(test_write_is_atomic),
     };
     return cmocka_run_group_tests(tests, setup_step, teardown_step);
 }

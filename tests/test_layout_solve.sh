@@ -10,10 +10,12 @@
 #    improvement takes it to its optimum;
 #  - bad dev flags exit 2.
 set -u
+. "$(dirname "$0")/lib.sh"
+test_usage 1 1 "ROAMC" "$@"
 roamc=$1
-work=$(mktemp -d)
+[ -x "$roamc" ] || fail_now "roamc binary $roamc not found or not executable"
+work=$(mktemp -d) || fail_now "mktemp"
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 
 cat > "$work/gap7.csv" <<'CSV'
 id,lower,upper,size
@@ -91,4 +93,4 @@ grep -q "^status: optimal" "$work/log" || fail "gaps default: not optimal: $(cat
 [ $? -eq 2 ] || fail "--engine nope: not exit 2"
 "$roamc" layout "$work/perfect.csv" --work 0 > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--work 0: not exit 2"
-echo "PASS"
+test_finish test_layout_solve

@@ -1,5 +1,6 @@
 /* base.h — the few helpers every part of roamc uses, one of each: memory
- * allocation, a clock and an error formatter.
+ * allocation, a clock, an error formatter, two small pieces of arithmetic
+ * (gcd, a reproducible random sequence) and whole files in and out.
  *
  * They sit in their own library (roamc_base, frontend/base/), the floor
  * under the whole pipeline: every part may include this header, and it
@@ -19,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* malloc(n), never NULL; n == 0 gives a valid pointer to free. */
 void *xmalloc(size_t n);
@@ -57,5 +59,66 @@ int roamc_errorf(char *err, size_t errlen, const char *fmt, ...)
 /* roamc_errorf with a prefix ("model.onnx: "; NULL: none) and a va_list. */
 int roamc_verrorf(char *err, size_t errlen, const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
+
+/* The greatest common divisor of a and b; gcd(a, 0) is a. */
+static inline uint64_t roamc_gcd(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* xorshift64 (Marsaglia): the next number of the sequence *state walks
+ * (state must not start at 0).  Searches that draw from it from a fixed
+ * seed make the same moves on every machine, so their plans are too.
+ * Inline: the local searches draw it in their innermost loops. */
+static inline uint64_t roamc_xorshift64(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+/* ------------------------------------------------- files (base_file.c) */
+
+/* Reads f to its end into a new buffer: 0 with *buf (the caller frees it)
+ * and *len; 1 when f holds more than max bytes; -1 on a read error with
+ * errno set.  Nothing is kept on 1 or -1; f stays open. */
+int roamc_read_all(FILE *f, size_t max, uint8_t **buf, size_t *len);
+
+/* An output file written all or nothing, the one way roamc writes a file:
+ * regular files through a temporary beside the target (mode 0666 & ~umask)
+ * renamed over it at the end; symlinks written through; "-" is stdout;
+ * devices and FIFOs are written directly. */
+typedef struct roamc_output {
+    FILE *f;      /* write here */
+    char *tmp;    /* the temporary file, or NULL when written directly */
+    char *target; /* what the temporary is renamed over (symlinks resolved) */
+    int is_stdout;
+} roamc_output;
+/* Opens path for writing.  Returns 0, or -1 with errno set. */
+int roamc_output_open(roamc_output *o, const char *path);
+/* Opens path for writing in place, no temporary (stdout for "-" or a name
+ * of the file stdout already is).  Returns 0, or -1 with errno set. */
+int roamc_output_open_direct(roamc_output *o, const char *path);
+/* Finishes the file: when ok and every write succeeded, the temporary is
+ * renamed over the target; otherwise it is removed and the target is left
+ * as it was.  Returns 0 when path now holds the complete file, else -1
+ * with errno set (0 for a write that failed earlier with ok == 0). */
+int roamc_output_close(roamc_output *o, int ok);
+/* Removes every temporary an open output still has (not yet renamed into
+ * place): for a run interrupted by a signal, so that it leaves no partial
+ * file.  Async-signal-safe. */
+void roamc_outputs_abandon(void);
+/* "-", /dev/... or /proc/...: a name of something the shell or the system
+ * opened, written directly, never through a temporary renamed over it. */
+int roamc_output_is_direct_name(const char *path);
+/* "-", or a name of the file standard output already is. */
+int roamc_output_is_stdout(const char *path);
+/* len bytes into path, all or nothing (roamc_output).  Returns 0, or -1
+ * with errno set and path as it was. */
+int roamc_write_file(const char *path, const void *bytes, size_t len);
 
 #endif

@@ -2,10 +2,13 @@
  *
  * The loader (frontend.c) asks infer.c for the element type and shape of
  * every value of the main graph; infer.c walks the graph in topological
- * order and runs one rule per operator (the infer_*.c files, one op family
- * each).  A rule reads its inputs' types, shapes and, for small integer
- * tensors, their values (a shape computed at run time: Shape -> Gather ->
- * Concat -> Reshape), and sets its outputs' types, shapes and values.
+ * order and runs one rule per operator (the rule files infer_math.c,
+ * infer_nn.c, infer_shape.c, infer_control.c and infer_sequence.c, one op
+ * family each, through the kit of infer_kit.c); infer_body.c keeps what
+ * bodies read and the memory they work in.  A rule reads its inputs'
+ * types, shapes and, for small integer tensors, their values (a shape
+ * computed at run time: Shape -> Gather -> Concat -> Reshape), and sets its
+ * outputs' types, shapes and values.
  *
  * Dims are concrete numbers or unknown.  An unknown dim remembers the symbol
  * it is (`batch`) or depends on (`batch * 196`), so that a message can name
@@ -271,7 +274,7 @@ fi_tensor *fi_new_tensor(fi_node *n);
  * failing the node. */
 fi_dim *fi_new_dims(fi_node *n, int rank);
 
-/* ------------------------------------------ memory of bodies (infer.c)
+/* ------------------------------------- memory of bodies (infer_body.c)
  *
  * While an If, Loop or Scan node (or a call of a model-local function)
  * runs, the values of its body need memory the main graph does not list.
@@ -337,7 +340,7 @@ typedef struct fi_try {
 void fi_try_save(const fi_node *n, fi_try *t);
 void fi_try_restore(fi_node *n, const fi_try *t);
 
-/* The nested arena of one body (infer.c), computed from what
+/* The nested arena of one body (infer_body.c), computed from what
  * inference found in the body's scope. */
 typedef struct fi_body_graph {
     fi_ctx *cx;
@@ -350,6 +353,9 @@ typedef struct fi_body_graph {
     const char *const *outputs;
     size_t n_outputs;
     bool count_io; /* false: inputs not counted, outputs are the node's (not counted) */
+    /* a subgraph: its Constants are weights (fi_body_weights), not working
+     * memory; a function's are made at each call */
+    bool consts_are_weights;
 } fi_body_graph;
 /* The body's peak; *unsized gets the values of unknown size (counted 0). */
 uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized);
@@ -357,6 +363,15 @@ uint64_t fi_body_peak(const fi_body_graph *b, size_t *unsized);
 const fi_tensor *fi_body_find(const void *scope, const char *name);
 /* The working memory recorded for a node (fi_note_body), 0 when none. */
 uint64_t fi_node_body_bytes(const fi_ctx *cx, const Onnx__NodeProto *np);
+
+/* The weights of n's subgraphs (If branches, Loop/Scan bodies, any depth):
+ * their initializers and Constant nodes, each rounded up to FI_BODY_ALIGN;
+ * 0 when it has none.  An inference engine loads them all when it loads the
+ * model, whichever branch runs (DESIGN.md "Control flow"), so the loader
+ * holds them for the whole step, as the main graph's initializers.  Bytes
+ * come from the dims the file declares (capped at FI_MAX_DIM); strings
+ * count 0.  *count (may be NULL) gets how many tensors that is. */
+uint64_t fi_body_weights(const Onnx__NodeProto *n, size_t *count);
 
 /* ONNX type classes (the size of an element: elem.h). */
 bool fi_is_float_type(int32_t elem);

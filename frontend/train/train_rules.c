@@ -54,77 +54,77 @@ static int tr_unary(tr_ctx *c, const char *op, int saved) {
 }
 
 /* ReLU keeps its output (ReluBackward0 saves result), as do sigmoid and tanh. */
-static int r_relu(tr_ctx *c) {
+static int tr_rule_relu(tr_ctx *c) {
     return tr_unary(c, "threshold_backward", tr_output(c, 0));
 }
-static int r_sigmoid(tr_ctx *c) {
+static int tr_rule_sigmoid(tr_ctx *c) {
     return tr_unary(c, "sigmoid_backward", tr_output(c, 0));
 }
-static int r_tanh(tr_ctx *c) {
+static int tr_rule_tanh(tr_ctx *c) {
     return tr_unary(c, "tanh_backward", tr_output(c, 0));
 }
 /* These keep their input. */
-static int r_gelu(tr_ctx *c) {
+static int tr_rule_gelu(tr_ctx *c) {
     return tr_unary(c, "gelu_backward", tr_input(c, 0));
 }
-static int r_leaky(tr_ctx *c) {
+static int tr_rule_leaky(tr_ctx *c) {
     return tr_unary(c, "leaky_relu_backward", tr_input(c, 0));
 }
-static int r_elu(tr_ctx *c) {
+static int tr_rule_elu(tr_ctx *c) {
     return tr_unary(c, "elu_backward", tr_input(c, 0));
 }
-static int r_hsig(tr_ctx *c) {
+static int tr_rule_hsig(tr_ctx *c) {
     return tr_unary(c, "hardsigmoid_backward", tr_input(c, 0));
 }
-static int r_hswish(tr_ctx *c) {
+static int tr_rule_hswish(tr_ctx *c) {
     return tr_unary(c, "hardswish_backward", tr_input(c, 0));
 }
-static int r_softplus(tr_ctx *c) {
+static int tr_rule_softplus(tr_ctx *c) {
     return tr_unary(c, "softplus_backward", tr_input(c, 0));
 }
-static int r_mish(tr_ctx *c) {
+static int tr_rule_mish(tr_ctx *c) {
     return tr_unary(c, "mish_backward", tr_input(c, 0));
 }
-static int r_softmax(tr_ctx *c) {
+static int tr_rule_softmax(tr_ctx *c) {
     return tr_unary(c, "_softmax_backward_data", tr_output(c, 0));
 }
-static int r_logsoftmax(tr_ctx *c) {
+static int tr_rule_logsoftmax(tr_ctx *c) {
     return tr_unary(c, "_log_softmax_backward_data", tr_output(c, 0));
 }
-static int r_exp(tr_ctx *c) {
+static int tr_rule_exp(tr_ctx *c) {
     return tr_unary(c, "mul", tr_output(c, 0));
 }
-static int r_log(tr_ctx *c) {
+static int tr_rule_log(tr_ctx *c) {
     return tr_unary(c, "div", tr_input(c, 0));
 }
-static int r_neg(tr_ctx *c) {
+static int tr_rule_neg(tr_ctx *c) {
     return tr_unary(c, "neg", -1);
 }
-static int r_identity(tr_ctx *c);
+static int tr_rule_identity(tr_ctx *c);
 /* A Cast to the value's own type is the value itself (a view, see tr_adjust_nodes). */
-static int r_cast(tr_ctx *c) {
-    return c->T->fwd[c->ni].identity ? r_identity(c) : tr_unary(c, "_to_copy", -1);
+static int tr_rule_cast(tr_ctx *c) {
+    return c->T->fwd[c->ni].identity ? tr_rule_identity(c) : tr_unary(c, "_to_copy", -1);
 }
-static int r_avgpool(tr_ctx *c) {
+static int tr_rule_avgpool(tr_ctx *c) {
     return tr_unary(c, "avg_pool2d_backward", tr_input(c, 0));
 }
-static int r_pad(tr_ctx *c) {
+static int tr_rule_pad(tr_ctx *c) {
     return tr_unary(c, "constant_pad_nd", -1);
 }
-static int r_slice(tr_ctx *c) {
+static int tr_rule_slice(tr_ctx *c) {
     return tr_unary(c, "slice_backward", -1);
 }
-static int r_tile(tr_ctx *c) {
+static int tr_rule_tile(tr_ctx *c) {
     return tr_unary(c, "sum", -1);
 }
 /* Dropout keeps only its mask (native_dropout's second output); one that passes
  * its input through is a view, its gradient passed on. */
-static int r_identity(tr_ctx *c);
-static int r_dropout(tr_ctx *c) {
-    if (c->T->fwd[c->ni].identity) return r_identity(c);
+static int tr_rule_identity(tr_ctx *c);
+static int tr_rule_dropout(tr_ctx *c) {
+    if (c->T->fwd[c->ni].identity) return tr_rule_identity(c);
     return tr_unary(c, "native_dropout_backward", tr_output(c, 1));
 }
-static int r_maxpool(tr_ctx *c) {
+static int tr_rule_maxpool(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     int g = tr_op(c->T, "max_pool2d_with_indices_backward", x, 0,
@@ -148,15 +148,15 @@ static int tr_chain(tr_ctx *c, int saved, const char *const *ops, size_t n_ops, 
     int g = tr_op(c->T, last, x, 0, TR_VALUES(tr_output_grad(c, 0), t));
     return tr_give(c->T, x, g, false);
 }
-static int r_sqrt(tr_ctx *c) {
+static int tr_rule_sqrt(tr_ctx *c) {
     return tr_chain(c, tr_output(c, 0), (const char *const[]){"mul"}, 1, "div");
 }
-static int r_erf(tr_ctx *c) {
+static int tr_rule_erf(tr_ctx *c) {
     return tr_chain(c, tr_input(c, 0), (const char *const[]){"pow", "neg", "exp", "mul"}, 4, "mul");
 }
 /* The base: pow_backward_self; a trained exponent (PowBackward1 keeps self,
  * exponent and result): grad * (result * log(self)), reduced to its shape. */
-static int r_pow(tr_ctx *c) {
+static int tr_rule_pow(tr_ctx *c) {
     if (tr_chain(c, tr_input(c, 0), (const char *const[]){"pow", "mul"}, 2, "mul")) return -1;
     if (!tr_input_needs_grad(c, 1)) return 0;
     int x = tr_input(c, 0), y = tr_output(c, 0), gy = tr_output_grad(c, 0);
@@ -165,16 +165,16 @@ static int r_pow(tr_ctx *c) {
     int g = t1 < 0 ? -1 : tr_op(c->T, "mul", y, 0, TR_VALUES(gy, t1));
     return tr_give(c->T, tr_input(c, 1), g, false);
 }
-static int r_abs(tr_ctx *c) {
+static int tr_rule_abs(tr_ctx *c) {
     return tr_chain(c, tr_input(c, 0), (const char *const[]){"sgn"}, 1, "mul");
 }
-static int r_sin(tr_ctx *c) {
+static int tr_rule_sin(tr_ctx *c) {
     return tr_chain(c, tr_input(c, 0), (const char *const[]){"cos"}, 1, "mul");
 }
-static int r_cos(tr_ctx *c) {
+static int tr_rule_cos(tr_ctx *c) {
     return tr_chain(c, tr_input(c, 0), (const char *const[]){"sin", "neg"}, 2, "mul");
 }
-static int r_reciprocal(tr_ctx *c) {
+static int tr_rule_reciprocal(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0), y = tr_output(c, 0);
     int t1 = tr_op(c->T, "neg", x, 0, TR_VALUES(tr_output_grad(c, 0)));
@@ -183,18 +183,18 @@ static int r_reciprocal(tr_ctx *c) {
     return tr_give(c->T, x, g, false);
 }
 /* Clip is torch's hardtanh (ReLU6 in MobileNet): hardtanh_backward keeps the input. */
-static int r_clip(tr_ctx *c) {
+static int tr_rule_clip(tr_ctx *c) {
     return tr_unary(c, "hardtanh_backward", tr_input(c, 0));
 }
 
 /* Add and Sum pass the same gradient tensor on (AddBackward0 saves nothing). */
-static int r_add(tr_ctx *c) {
+static int tr_rule_add(tr_ctx *c) {
     for (size_t k = 0; k < c->n->n_explicit_inputs; k++)
         if (tr_input_needs_grad(c, k) && tr_give(c->T, tr_input(c, k), tr_output_grad(c, 0), true))
             return -1;
     return 0;
 }
-static int r_sub(tr_ctx *c) {
+static int tr_rule_sub(tr_ctx *c) {
     if (tr_input_needs_grad(c, 0) && tr_give(c->T, tr_input(c, 0), tr_output_grad(c, 0), true))
         return -1;
     if (tr_input_needs_grad(c, 1)) {
@@ -204,7 +204,7 @@ static int r_sub(tr_ctx *c) {
     return 0;
 }
 /* MulBackward0 saves other for self's gradient and self for other's. */
-static int r_mul(tr_ctx *c) {
+static int tr_rule_mul(tr_ctx *c) {
     for (size_t k = 0; k < 2; k++) {
         if (!tr_input_needs_grad(c, k)) continue;
         int g = tr_op(c->T, "mul", tr_output(c, 0), 0,
@@ -214,7 +214,7 @@ static int r_mul(tr_ctx *c) {
     return 0;
 }
 /* DivBackward0: grad / other; -grad * ((self / other) / other). */
-static int r_div(tr_ctx *c) {
+static int tr_rule_div(tr_ctx *c) {
     tr *T = c->T;
     int y = tr_output(c, 0), a = tr_input(c, 0), b = tr_input(c, 1), gy = tr_output_grad(c, 0);
     if (tr_input_needs_grad(c, 0) && tr_give(T, a, tr_op(T, "div", y, 0, TR_VALUES(gy, b)), false))
@@ -228,7 +228,7 @@ static int r_div(tr_ctx *c) {
     }
     return 0;
 }
-static int r_where(tr_ctx *c) {
+static int tr_rule_where(tr_ctx *c) {
     for (size_t k = 1; k < 3; k++) {
         if (!tr_input_needs_grad(c, k)) continue;
         int g = tr_op(c->T, "where", tr_output(c, 0), 0,
@@ -253,7 +253,7 @@ static int tr_batched_like(tr *T, const char *op, int y, int x, const int *in) {
 /* MatMul keeps both operands.  A 2-D right operand is torch's folded
  * linear (mm on the flattened left); otherwise bmm, whose result is summed
  * over broadcast batch dims. */
-static int r_matmul(tr_ctx *c) {
+static int tr_rule_matmul(tr_ctx *c) {
     tr *T = c->T;
     int a = tr_input(c, 0), b = tr_input(c, 1), y = tr_output(c, 0), gy = tr_output_grad(c, 0);
     bool folded = T->v[b].rank <= 2;
@@ -270,7 +270,7 @@ static int r_matmul(tr_ctx *c) {
     return 0;
 }
 /* Gemm as torch's addmm: mm for A, mm for B, a sum for the bias. */
-static int r_gemm(tr_ctx *c) {
+static int tr_rule_gemm(tr_ctx *c) {
     tr *T = c->T;
     int gy = tr_output_grad(c, 0);
     if (tr_input_needs_grad(c, 0) &&
@@ -300,53 +300,53 @@ static int tr_grads_of_three(tr_ctx *c, const char *op, const int *ins) {
     return 0;
 }
 /* convolution_backward keeps input and weight; one op, three outputs. */
-static int r_conv(tr_ctx *c) {
+static int tr_rule_conv(tr_ctx *c) {
     return tr_grads_of_three(c, "convolution_backward",
                              TR_VALUES(tr_output_grad(c, 0), tr_input(c, 0), tr_input(c, 1)));
 }
 /* native_batch_norm_backward keeps input, weight and the statistics (the
  * running stats the forward node updates in place stand for the saved
  * mean/invstd, which ONNX's BatchNormalization from opset 14 does not output). */
-static int r_batchnorm(tr_ctx *c) {
+static int tr_rule_batchnorm(tr_ctx *c) {
     int m = tr_output(c, 1) >= 0 ? tr_output(c, 1) : tr_input(c, 3),
         v = tr_output(c, 2) >= 0 ? tr_output(c, 2) : tr_input(c, 4);
     return tr_grads_of_three(c, "native_batch_norm_backward",
                              TR_VALUES(tr_output_grad(c, 0), tr_input(c, 0), tr_input(c, 1), m, v));
 }
 /* native_layer_norm_backward keeps input, mean, rstd, weight and bias. */
-static int r_layernorm(tr_ctx *c) {
+static int tr_rule_layernorm(tr_ctx *c) {
     return tr_grads_of_three(c, "native_layer_norm_backward",
                              TR_VALUES(tr_output_grad(c, 0), tr_input(c, 0), tr_output(c, 1),
                                        tr_output(c, 2), tr_input(c, 1), tr_input(c, 2)));
 }
 /* GlobalAveragePool is torch's mean over H, W: it keeps nothing; its
  * backward expands the gradient (a view) and divides (a new tensor). */
-static int r_mean(tr_ctx *c) {
+static int tr_rule_mean(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     int e = tr_view(c->T, "expand", tr_output_grad(c, 0), x);
     int g = e < 0 ? -1 : tr_op(c->T, "div", x, 0, TR_VALUES(e));
     return tr_give(c->T, x, g, false);
 }
-static int r_reducesum(tr_ctx *c) {
+static int tr_rule_reducesum(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     return tr_give(c->T, x, tr_view(c->T, "expand", tr_output_grad(c, 0), x), true);
 }
 /* Views: the gradient is a view of the output's gradient. */
-static int r_view(tr_ctx *c) {
+static int tr_rule_view(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     return tr_give(c->T, x, tr_view(c->T, "view", tr_output_grad(c, 0), x),
                    c->T->shared[tr_output(c, 0)]);
 }
-static int r_identity(tr_ctx *c) {
+static int tr_rule_identity(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     return tr_give(c->T, tr_input(c, 0), tr_output_grad(c, 0), true);
 }
 /* A Transpose of a weight is torch's t() view; of an activation, a copy
  * (permute + contiguous), and so is its backward. */
-static int r_transpose(tr_ctx *c) {
+static int tr_rule_transpose(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     if (c->T->fwd[c->ni].has_alias)
@@ -356,7 +356,7 @@ static int r_transpose(tr_ctx *c) {
                    false);
 }
 /* CatBackward0 narrows the gradient: views. */
-static int r_concat(tr_ctx *c) {
+static int tr_rule_concat(tr_ctx *c) {
     for (size_t k = 0; k < c->n->n_explicit_inputs; k++) {
         if (!tr_input_needs_grad(c, k)) continue;
         if (tr_give(c->T, tr_input(c, k),
@@ -366,7 +366,7 @@ static int r_concat(tr_ctx *c) {
     return 0;
 }
 /* SplitBackward0 concatenates the outputs' gradients, zeros where one has none. */
-static int r_split(tr_ctx *c) {
+static int tr_rule_split(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     tr *T = c->T;
     size_t no = c->n->n_outputs;
@@ -388,14 +388,14 @@ static int r_split(tr_ctx *c) {
 }
 /* Gather of a weight is an embedding (embedding_dense_backward); of an
  * activation, index_select's backward.  Both keep only the indices. */
-static int r_gather(tr_ctx *c) {
+static int tr_rule_gather(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     const char *op = c->T->param[x] ? "embedding_dense_backward" : "index_select_backward";
     return tr_give(c->T, x, tr_op(c->T, op, x, 0, TR_VALUES(tr_output_grad(c, 0), tr_input(c, 1))),
                    false);
 }
-static int r_gather_elements(tr_ctx *c) {
+static int tr_rule_gather_elements(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     return tr_give(
@@ -403,13 +403,13 @@ static int r_gather_elements(tr_ctx *c) {
         tr_op(c->T, "gather_backward", x, 0, TR_VALUES(tr_output_grad(c, 0), tr_input(c, 1))),
         false);
 }
-static int r_expand(tr_ctx *c) {
+static int tr_rule_expand(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     return tr_give(c->T, tr_input(c, 0), tr_output_grad(c, 0), true);
 }
 /* SoftmaxCrossEntropyLoss as torch's cross_entropy: nll_loss_backward and
  * _log_softmax_backward_data, keeping the log-probabilities. */
-static int r_sce(tr_ctx *c) {
+static int tr_rule_sce(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     tr *T = c->T;
     int lp = tr_output(c, 1), x = tr_input(c, 0);
@@ -419,7 +419,7 @@ static int r_sce(tr_ctx *c) {
     int g = t < 0 ? -1 : tr_op(T, "_log_softmax_backward_data", x, 0, TR_VALUES(t, lp));
     return tr_give(T, x, g, false);
 }
-static int r_nll(tr_ctx *c) {
+static int tr_rule_nll(tr_ctx *c) {
     if (!tr_input_needs_grad(c, 0)) return 0;
     int x = tr_input(c, 0);
     bool nd = c->T->v[x].rank > 2;
@@ -430,7 +430,7 @@ static int r_nll(tr_ctx *c) {
 }
 /* The Erf form of GELU that torch.onnx writes for F.gelu (opset < 20):
  * PyTorch runs one gelu and keeps x; the rule sits on the last Mul. */
-static int r_fused_gelu(tr_ctx *c) {
+static int tr_rule_fused_gelu(tr_ctx *c) {
     int x = c->T->gelu_x[c->ni];
     if (!(c->T->req[x] && c->T->useful[x])) return 0;
     return tr_give(c->T, x, tr_op(c->T, "gelu_backward", x, 0, TR_VALUES(tr_output_grad(c, 0), x)),
@@ -439,7 +439,7 @@ static int r_fused_gelu(tr_ctx *c) {
 /* SiLU as torch.onnx writes nn.SiLU / F.silu: Mul(x, Sigmoid(x)).  PyTorch runs one
  * silu and keeps x; op by op the Sigmoid would keep its output and the Mul both
  * factors (efficientnet_b0 b32: +27% on the peak).  The rule sits on the Mul. */
-static int r_fused_silu(tr_ctx *c) {
+static int tr_rule_fused_silu(tr_ctx *c) {
     int x = c->T->silu_x[c->ni];
     if (!(c->T->req[x] && c->T->useful[x])) return 0;
     return tr_give(c->T, x, tr_op(c->T, "silu_backward", x, 0, TR_VALUES(tr_output_grad(c, 0), x)),
@@ -454,66 +454,66 @@ typedef struct tr_rule_entry {
 } tr_rule_entry;
 
 static const tr_rule_entry tr_rules[] = {
-    {"Relu", r_relu, 0},
-    {"Sigmoid", r_sigmoid, 0},
-    {"Tanh", r_tanh, 0},
-    {"Gelu", r_gelu, 0},
-    {"LeakyRelu", r_leaky, 0},
-    {"Elu", r_elu, 0},
-    {"Selu", r_elu, 0},
-    {"Celu", r_elu, 0},
-    {"HardSigmoid", r_hsig, 0},
-    {"HardSwish", r_hswish, 0},
-    {"Softplus", r_softplus, 0},
-    {"Mish", r_mish, 0},
-    {"Softmax", r_softmax, 0},
-    {"LogSoftmax", r_logsoftmax, 0},
-    {"Exp", r_exp, 0},
-    {"Log", r_log, 0},
-    {"Neg", r_neg, 0},
-    {"Cast", r_cast, 1},
-    {"Sqrt", r_sqrt, 0},
-    {"Erf", r_erf, 0},
-    {"Pow", r_pow, 0},
-    {"Abs", r_abs, 0},
-    {"Sin", r_sin, 0},
-    {"Cos", r_cos, 0},
-    {"Reciprocal", r_reciprocal, 0},
-    {"Clip", r_clip, 1},
-    {"Add", r_add, 0},
-    {"Sum", r_add, 0},
-    {"Sub", r_sub, 0},
-    {"Mul", r_mul, 0},
-    {"Div", r_div, 0},
-    {"Where", r_where, 6},
-    {"MatMul", r_matmul, 0},
-    {"Gemm", r_gemm, 0},
-    {"Conv", r_conv, 0},
-    {"ConvTranspose", r_conv, 0},
-    {"BatchNormalization", r_batchnorm, 7},
-    {"LayerNormalization", r_layernorm, 0},
-    {"MaxPool", r_maxpool, 1},
-    {"AveragePool", r_avgpool, 1},
-    {"GlobalAveragePool", r_mean, 1},
-    {"ReduceMean", r_mean, 1},
-    {"ReduceSum", r_reducesum, 1},
-    {"Reshape", r_view, 1},
-    {"Flatten", r_view, 1},
-    {"Squeeze", r_view, 1},
-    {"Unsqueeze", r_view, 1},
-    {"Identity", r_identity, 1},
-    {"Transpose", r_transpose, 1},
-    {"Concat", r_concat, 0},
-    {"Split", r_split, 1},
-    {"Slice", r_slice, 1},
-    {"Gather", r_gather, 1},
-    {"GatherElements", r_gather_elements, 1},
-    {"Expand", r_expand, 1},
-    {"Tile", r_tile, 1},
-    {"Pad", r_pad, 1},
-    {"Dropout", r_dropout, 1},
-    {"SoftmaxCrossEntropyLoss", r_sce, 1},
-    {"NegativeLogLikelihoodLoss", r_nll, 1},
+    {"Relu", tr_rule_relu, 0},
+    {"Sigmoid", tr_rule_sigmoid, 0},
+    {"Tanh", tr_rule_tanh, 0},
+    {"Gelu", tr_rule_gelu, 0},
+    {"LeakyRelu", tr_rule_leaky, 0},
+    {"Elu", tr_rule_elu, 0},
+    {"Selu", tr_rule_elu, 0},
+    {"Celu", tr_rule_elu, 0},
+    {"HardSigmoid", tr_rule_hsig, 0},
+    {"HardSwish", tr_rule_hswish, 0},
+    {"Softplus", tr_rule_softplus, 0},
+    {"Mish", tr_rule_mish, 0},
+    {"Softmax", tr_rule_softmax, 0},
+    {"LogSoftmax", tr_rule_logsoftmax, 0},
+    {"Exp", tr_rule_exp, 0},
+    {"Log", tr_rule_log, 0},
+    {"Neg", tr_rule_neg, 0},
+    {"Cast", tr_rule_cast, 1},
+    {"Sqrt", tr_rule_sqrt, 0},
+    {"Erf", tr_rule_erf, 0},
+    {"Pow", tr_rule_pow, 0},
+    {"Abs", tr_rule_abs, 0},
+    {"Sin", tr_rule_sin, 0},
+    {"Cos", tr_rule_cos, 0},
+    {"Reciprocal", tr_rule_reciprocal, 0},
+    {"Clip", tr_rule_clip, 1},
+    {"Add", tr_rule_add, 0},
+    {"Sum", tr_rule_add, 0},
+    {"Sub", tr_rule_sub, 0},
+    {"Mul", tr_rule_mul, 0},
+    {"Div", tr_rule_div, 0},
+    {"Where", tr_rule_where, 6},
+    {"MatMul", tr_rule_matmul, 0},
+    {"Gemm", tr_rule_gemm, 0},
+    {"Conv", tr_rule_conv, 0},
+    {"ConvTranspose", tr_rule_conv, 0},
+    {"BatchNormalization", tr_rule_batchnorm, 7},
+    {"LayerNormalization", tr_rule_layernorm, 0},
+    {"MaxPool", tr_rule_maxpool, 1},
+    {"AveragePool", tr_rule_avgpool, 1},
+    {"GlobalAveragePool", tr_rule_mean, 1},
+    {"ReduceMean", tr_rule_mean, 1},
+    {"ReduceSum", tr_rule_reducesum, 1},
+    {"Reshape", tr_rule_view, 1},
+    {"Flatten", tr_rule_view, 1},
+    {"Squeeze", tr_rule_view, 1},
+    {"Unsqueeze", tr_rule_view, 1},
+    {"Identity", tr_rule_identity, 1},
+    {"Transpose", tr_rule_transpose, 1},
+    {"Concat", tr_rule_concat, 0},
+    {"Split", tr_rule_split, 1},
+    {"Slice", tr_rule_slice, 1},
+    {"Gather", tr_rule_gather, 1},
+    {"GatherElements", tr_rule_gather_elements, 1},
+    {"Expand", tr_rule_expand, 1},
+    {"Tile", tr_rule_tile, 1},
+    {"Pad", tr_rule_pad, 1},
+    {"Dropout", tr_rule_dropout, 1},
+    {"SoftmaxCrossEntropyLoss", tr_rule_sce, 1},
+    {"NegativeLogLikelihoodLoss", tr_rule_nll, 1},
     {NULL, NULL, 0},
 };
 
@@ -603,9 +603,9 @@ int tr_backward(tr *T) {
         }
         tr_rule rule = NULL;
         if (T->gelu_x[i] >= 0)
-            rule = r_fused_gelu;
+            rule = tr_rule_fused_gelu;
         else if (T->silu_x[i] >= 0)
-            rule = r_fused_silu;
+            rule = tr_rule_fused_silu;
         else if (tr_rule_of(n))
             rule = tr_rule_of(n)->rule;
         if (rule && rule(&c)) return -1;

@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 
+#include "digest.h"
+
 json_t *plan_json_read(const char *plan_path, char *err, size_t errlen) {
     json_error_t jerr;
     json_t *plan = json_load_file(plan_path, 0, &jerr);

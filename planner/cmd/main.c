@@ -1068,7 +1068,7 @@ static int main_help(int argc, char **argv) {
  * (a shell reports 128 + N: 130, 143).  Async-signal-safe calls only. */
 static void main_interrupted(int sig) {
     int saved = errno;
-    planner_outputs_abandon();
+    roamc_outputs_abandon();
     const char *notes;
     size_t n = planner_progress_notes(&notes);
     static const char clear[] = "\r\033[K";
