@@ -12,6 +12,7 @@
 #   skip_part WHY   some checks cannot run here: "SKIP: WHY"; the rest goes on, and a test
 #                   that passes everything else ends SKIP (77), never a silent pass
 #   pass WHAT       a check or a block of them passed: "ok   WHAT"
+#   step WHAT       a long step starts: "--   WHAT (N s in)"
 #   test_finish NAME  the verdict and the exit: 1 after any fail, else 77 after any
 #                   skip_part, else 0
 # A test counts in TEST_FAILS and TEST_SKIPS, so fail and skip_part must run in the
@@ -43,6 +44,14 @@ skip_part() {
 
 pass() {
     echo "ok   $*"
+}
+
+# step WHAT: "--   WHAT (N s in)" before a step that takes a while, so that a
+# test killed at its ctest TIMEOUT shows where it stood and how long the
+# steps before took (ctest --output-on-failure prints a timed-out test's output).
+_test_start=$(date +%s)
+step() {
+    echo "--   $* ($(($(date +%s) - _test_start)) s in)"
 }
 
 # test_usage COUNT_MIN COUNT_MAX "ARGS" "$@": exit 2 with "usage: $0 ARGS"

@@ -51,6 +51,7 @@ derive() {
 
 n=0
 for model in cnn transformer mlp_dyn scalar; do
+    step "$model: 5 precisions x K 1, 2, 4 derived and checked"
     extra=()
     [ $model = mlp_dyn ] && extra=(--dim N=5)
     for prec in fp32 bf16 fp16 amp-bf16 amp-fp16; do
@@ -168,6 +169,7 @@ peak() { grep -m1 '^  theoretical' | sed 's/.*(\([0-9]*\) B).*/\1/'; }
 printf "%-12s %-22s %12s %12s %9s\n" module set-up "roamc --train" export.py diff
 for spec in mlp:32 transformer:4; do
     f=${spec%:*} b=${spec#*:}
+    step "$f: torch.onnx.export, then fp32, amp-bf16, grad-accum 2 and 4 against export.py"
     (cd "$OUT" && "$PY" setups_module.py "$f" "$b" "$f.fwd.onnx" >"$f.fwd.log" 2>&1) ||
         { failed "$f: torch.onnx.export: $(tail -2 "$OUT/$f.fwd.log")"; continue; }
     for s in "fp32:" "amp-bf16:--amp bf16" "ga2:--grad-accum 2" "ga4:--grad-accum 4"; do
