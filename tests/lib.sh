@@ -87,6 +87,22 @@ test_check_plan_runs() {
 test_check_plan_py() {
     /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plan "$@"
 }
+# test_check_plans CHECK_PLAN_PY LIST: test_check_plan_py for each line of LIST,
+# in one Python process (plan_schema.py --check-plans: "== TAG: ok" or
+# "== TAG: FAILED (exit N)" and the checker's output for each; status 1 when
+# any failed).  Lines are added by test_plan_line.
+test_check_plans() {
+    /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plans "$@"
+}
+# test_plan_line LIST TAG MODEL PLAN [ARGS...]: one check for test_check_plans
+test_plan_line() {
+    _list=$1
+    shift
+    (
+        IFS=$(printf '\t')
+        echo "$*"
+    ) >>"$_list"
+}
 # the test's folder, absolute: taken when the test sources this file, before it may cd
 _test_lib_dir=$(cd "$(dirname "$0")" && pwd)
 
