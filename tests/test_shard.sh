@@ -32,7 +32,7 @@ test_need_python "torch, onnx" "models/export.py and models/dist_harness.py need
 test_check_plan_runs "$checker" || { echo "SKIP: cannot run $checker"; exit 77; }
 tests=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work" && cd "$work" || exit 1
-rm -f ./*.onnx ./*.json ./*.rep ./*.chk
+rm -f ./*.onnx ./*.json ./*.rep ./*.chk plans.list
 TOL_PERMILLE=30
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -60,8 +60,7 @@ while read -r model setup world rank peak data; do
     "$roamc" "$model.onnx" --method pytorch --shard "$setup" --world "$world" --rank "$rank" \
         --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
         { fail "$l: roamc --shard"; cat "$l.err"; continue; }
-    test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
-        { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
+    test_plan_line plans.list "$l" "$l.onnx" "$l.json"
     "$roamc" check "$l.onnx" "$l.json" > "$l.rchk" 2>&1 ||
         { fail "$l: roamc check rejects the plan"; head -3 "$l.rchk"; }
     $py "$tests/setup_compare.py" rank "$l" "$model" "$setup" "$world" "$rank" "$peak" "$TOL_PERMILLE" ||
@@ -76,8 +75,7 @@ for model in mlp3 gpt2-tiny; do
         "$roamc" "$model.onnx" --method pytorch --shard zero2 --world 2 --rank $rank \
             --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
             { fail "$l: roamc --shard zero2"; cat "$l.err"; continue; }
-        test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
-            { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
+        test_plan_line plans.list "$l" "$l.onnx" "$l.json"
         "$roamc" check "$l.onnx" "$l.json" > /dev/null 2>&1 || fail "$l: roamc check"
         $py - "$l" "${model}_zero1_w2_r$rank" <<'PY' || fail "$l: ZeRO-2 against ZeRO-1"
 import json, sys, onnx
@@ -111,8 +109,7 @@ for model in mlp3 gpt2-tiny; do
                 "$roamc" "$model.onnx" --shard $kind --world $world --rank $rank \
                     --emit-train "$l.onnx" -o "$l.json" --report json > "$l.rep" 2> "$l.err" ||
                     { fail "$l: roamc --shard $kind"; cat "$l.err"; rank=$((rank + 1)); continue; }
-                test_check_plan_py "$checker" "$l.onnx" "$l.json" > "$l.chk" 2>&1 ||
-                    { fail "$l: check_plan.py rejects the plan"; tail -3 "$l.chk"; }
+                test_plan_line plans.list "$l" "$l.onnx" "$l.json"
                 "$roamc" check "$l.onnx" "$l.json" > /dev/null 2>&1 || fail "$l: roamc check"
                 rank=$((rank + 1))
             done
@@ -184,8 +181,7 @@ for model in mlp3_k2 gpt2-tiny_k2; do
                 opt=; [ $variant = no_sync ] && opt=--no-sync
                 "$roamc" $model.onnx --shard $kind --world 2 --rank $rank $opt --emit-train $l.onnx \
                     -o $l.json --report json > $l.rep 2> $l.err || { fail "$l"; cat $l.err; continue; }
-                test_check_plan_py "$checker" $l.onnx $l.json > $l.chk 2>&1 ||
-                    { fail "$l: check_plan.py"; tail -3 $l.chk; }
+                test_plan_line plans.list "$l" $l.onnx $l.json
                 "$roamc" check $l.onnx $l.json > $l.rchk 2>&1 || { fail "$l: roamc check"; head -3 $l.rchk; }
             done
             $py - ${model}_${kind}_r$rank $kind <<'PY' || fail "${model}_${kind}_r$rank: accumulation"
@@ -293,9 +289,14 @@ for kind in ddp zero1 zero2 zero3 fsdp; do
     l=llama-tiny_$kind
     "$roamc" llama-tiny.onnx --shard $kind --world 2 --emit-train $l.onnx -o $l.json > $l.txt 2>&1 ||
         { fail "$l"; cat $l.txt; continue; }
-    test_check_plan_py "$checker" $l.onnx $l.json > $l.chk 2>&1 || { fail "$l: check_plan.py"; tail -3 $l.chk; }
+    test_plan_line plans.list "$l" $l.onnx $l.json
     grep "rank peak" $l.txt
 done
+
+# every plan above against check_plan.py (and the schema), in one process
+step "check_plan.py on the $(wc -l < plans.list) plans"
+test_check_plans "$checker" plans.list > plans.chk 2>&1 ||
+    { fail "check_plan.py rejects plans"; grep -A3 FAILED plans.chk | head -40; }
 
 # bad combinations: exit 2, one message, nothing written
 bad() {
