@@ -25,7 +25,7 @@ GCOV_BATCH = 200  # objects per gcov run (the command line stays short)
 
 def cov_note_files(build):
     found = []
-    for folder, _, files in os.walk(build):
+    for folder, _, files in os.walk(os.path.abspath(build)):
         found += [os.path.join(folder, f) for f in files if f.endswith(".gcno")]
     return sorted(found)
 
