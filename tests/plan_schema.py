@@ -16,8 +16,8 @@
         is loaded once and its main() run for each (it keeps no state between
         runs); each check's output is printed under a "== TAG: ok|FAILED
         (exit N)" line; exit 1 when any failed.  Python and onnx start once
-        instead of twice per plan: 60 plans of test_train_setups took ~50 s
-        of CPU as separate runs
+        instead of twice per plan: test_train_setups' 60 plans took 74 s of
+        CPU as separate runs (with the type checks), 4 s batched
     plan_schema.py --schema FILE ...   another schema file (the default is the
         one beside this script's folder: ../planner/plan.schema.json)
 
