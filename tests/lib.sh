@@ -12,6 +12,7 @@
 #   skip_part WHY   some checks cannot run here: "SKIP: WHY"; the rest goes on, and a test
 #                   that passes everything else ends SKIP (77), never a silent pass
 #   pass WHAT       a check or a block of them passed: "ok   WHAT"
+#   step WHAT       a long step starts: "--   WHAT (N s in)"
 #   test_finish NAME  the verdict and the exit: 1 after any fail, else 77 after any
 #                   skip_part, else 0
 # A test counts in TEST_FAILS and TEST_SKIPS, so fail and skip_part must run in the
@@ -43,6 +44,14 @@ skip_part() {
 
 pass() {
     echo "ok   $*"
+}
+
+# step WHAT: "--   WHAT (N s in)" before a step that takes a while, so that a
+# test killed at its ctest TIMEOUT shows where it stood and how long the
+# steps before took (ctest --output-on-failure prints a timed-out test's output).
+_test_start=$(date +%s)
+step() {
+    echo "--   $* ($(($(date +%s) - _test_start)) s in)"
 }
 
 # test_usage COUNT_MIN COUNT_MAX "ARGS" "$@": exit 2 with "usage: $0 ARGS"
@@ -77,6 +86,22 @@ test_check_plan_runs() {
 # output and status it gives.  For tests in tests/ (beside plan_schema.py).
 test_check_plan_py() {
     /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plan "$@"
+}
+# test_check_plans CHECK_PLAN_PY LIST: test_check_plan_py for each line of LIST,
+# in one Python process (plan_schema.py --check-plans: "== TAG: ok" or
+# "== TAG: FAILED (exit N)" and the checker's output for each; status 1 when
+# any failed).  Lines are added by test_plan_line.
+test_check_plans() {
+    /usr/bin/python3 "$_test_lib_dir/plan_schema.py" --check-plans "$@"
+}
+# test_plan_line LIST TAG MODEL PLAN [ARGS...]: one check for test_check_plans
+test_plan_line() {
+    _list=$1
+    shift
+    (
+        IFS=$(printf '\t')
+        echo "$*"
+    ) >>"$_list"
 }
 # the test's folder, absolute: taken when the test sources this file, before it may cd
 _test_lib_dir=$(cd "$(dirname "$0")" && pwd)

@@ -10,6 +10,14 @@
         schema, then CHECK_PLAN_PY MODEL PLAN ARGS with its output and exit
         status; silent about the schema when the plan conforms, so check_plan.py's
         output is unchanged
+    plan_schema.py --check-plans CHECK_PLAN_PY LIST
+        the same for many plans in one process: LIST has one check a line,
+        its words separated by tabs: TAG MODEL PLAN [ARGS...].  check_plan.py
+        is loaded once and its main() run for each (it keeps no state between
+        runs); each check's output is printed under a "== TAG: ok|FAILED
+        (exit N)" line; exit 1 when any failed.  Python and onnx start once
+        instead of twice per plan: test_train_setups' 60 plans took 74 s of
+        CPU as separate runs (with the type checks), 4 s batched
     plan_schema.py --schema FILE ...   another schema file (the default is the
         one beside this script's folder: ../planner/plan.schema.json)
 
@@ -17,6 +25,9 @@ Exit 2 for bad usage, an unreadable file, or a python3 without jsonschema
 (Debian: python3-jsonschema); the schema itself is checked against the
 draft 2020-12 meta-schema first.
 """
+import contextlib
+import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -68,10 +79,57 @@ def problems_of(validator, path):
     return out
 
 
+def schema_check_plan_in_process(check_plan, validator, model, plan, rest):
+    """One check as --check-plan makes it: (exit status, output)."""
+    probs = problems_of(validator, plan)
+    if probs:
+        return 1, "\n".join(probs) + "\n"
+    out = io.StringIO()
+    rc = 0
+    with contextlib.redirect_stdout(out):
+        try:
+            check_plan.main([check_plan.__file__, model, plan] + rest)
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception as e:  # a crash of the checker is a failed check, not the end
+            print("check_plan.py raised %s: %s" % (type(e).__name__, e))
+            rc = 1
+    return rc, out.getvalue()
+
+
+def schema_check_plans(schema, checker, listing):
+    validator = load_validator(schema)
+    spec = importlib.util.spec_from_file_location("check_plan", checker)
+    check_plan = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_plan)
+    try:
+        with open(listing) as f:
+            checks = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    except OSError as e:
+        sys.stderr.write("plan_schema.py: cannot read %s: %s\n" % (listing, e))
+        return 2
+    failed = 0
+    for words in checks:
+        if len(words) < 3:
+            sys.stderr.write("plan_schema.py: %s: want TAG MODEL PLAN [ARGS...]: %r\n" % (listing, words))
+            return 2
+        tag, model, plan, rest = words[0], words[1], words[2], words[3:]
+        rc, out = schema_check_plan_in_process(check_plan, validator, model, plan, rest)
+        failed += rc != 0
+        print("== %s: %s" % (tag, "ok" if rc == 0 else "FAILED (exit %d)" % rc))
+        sys.stdout.write(out)
+    print("%d plans checked, %d failed" % (len(checks), failed))
+    return 1 if failed else 0
+
+
 def main(argv):
     schema = DEFAULT_SCHEMA
     if len(argv) >= 2 and argv[0] == "--schema":
         schema, argv = argv[1], argv[2:]
+    if argv and argv[0] == "--check-plans":
+        if len(argv) != 3:
+            usage()
+        return schema_check_plans(schema, argv[1], argv[2])
     if argv and argv[0] == "--check-plan":
         if len(argv) < 4:
             usage()

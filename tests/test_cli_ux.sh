@@ -134,7 +134,7 @@ run i7 "$roamc" "$A32" --layout ilp --time-limit 1
 [ $rc = 0 ] && grep -q "fragmentation 0.000%" i7.out && grep -qE "ILP .*layout ILP: stopped by (its work budget|the time limit)" i7.out \
   && grep -q "kept that" i7.out || fail "7: --layout ilp on alexnet_b32: $(grep -E 'actual|ILP' i7.out)"
 run i7 "$roamc" "$A32" --compare --report json --time-limit 3
-[ $rc = 0 ] && python3 - i7.out <<'EOF' || fail "7: --compare ILP row above Heuristics, or no reason given"
+[ $rc = 0 ] && /usr/bin/python3 - i7.out <<'EOF' || fail "7: --compare ILP row above Heuristics, or no reason given"
 import json, sys
 rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["rows"]}
 assert rows["ilp"]["actual_peak"] <= rows["heuristics"]["actual_peak"], rows
@@ -256,7 +256,7 @@ grep -qE "layout +[0-9]+ B \([0-9.]+%\) above the live-size bound" i13.out || fa
 run i13 "$roamc" model.onnx --svg plain.svg
 grep -q "picture written plain.svg" i13.out || fail "13: a plain --svg run does not say the picture was written"
 grep -q "live bytes per step" plain.svg && grep -c 'class="tick"' plain.svg | grep -qv '^0$' || fail "13: picture axes"
-python3 -c 'import sys, xml.etree.ElementTree as E; [E.parse(f) for f in sys.argv[1:]]' plain.svg s.svg \
+/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; [E.parse(f) for f in sys.argv[1:]]' plain.svg s.svg \
   || fail "13: the picture is not well-formed XML"
 run i13 "$roamc" model.onnx --compare --svg cmp.svg --time-limit 2
 grep -qE "reserves [0-9.]+ GiB\)" cmp.svg && ! grep -q "reserves [0-9.]* MiB" cmp.svg || fail "13: --compare picture title mixes units"
@@ -279,10 +279,10 @@ ok "13 wording: bytes above the bound, picture written, one unit, axes, type nam
 # ---- 14. issue 29's small items, one check each
 # one size syntax (GNU coreutils): 16G = 16GiB, 16GB = 16*10^9, layout --capacity 250MiB
 run i14 "$roamc" model.onnx -q --budget 16G --report json
-[ $rc = 0 ] && python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 << 30)' \
+[ $rc = 0 ] && /usr/bin/python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 << 30)' \
   || fail "14: --budget 16G is not 16 GiB: rc $rc, $(cat i14.err)"
 run i14 "$roamc" model.onnx -q --budget 16GB --report json
-python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 * 10**9)' || fail "14: --budget 16GB"
+/usr/bin/python3 -c 'import json,sys; sys.exit(json.load(open("i14.out"))["budget"]["budget"] != 16 * 10**9)' || fail "14: --budget 16GB"
 printf 'id,lower,upper,size\n0,0,2,100000000\n1,1,3,100000000\n' >b14.csv
 run i14 "$roamc" layout b14.csv --capacity 250MiB
 [ $rc = 0 ] || fail "14: layout --capacity 250MiB: rc $rc, $(cat i14.err)"
@@ -292,7 +292,7 @@ run i14 "$roamc" model.onnx -q --align 1K -o al14.json
 [ $rc = 0 ] && grep -q '"align":1024' al14.json || fail "14: --align 1K"
 # -q keeps the answer of --report json
 run i14 "$roamc" model.onnx -q --report json
-[ $rc = 0 ] && python3 -c 'import json; json.load(open("i14.out"))' && [ ! -s i14.err ] || fail "14: -q --report json printed no JSON"
+[ $rc = 0 ] && /usr/bin/python3 -c 'import json; json.load(open("i14.out"))' && [ ! -s i14.err ] || fail "14: -q --report json printed no JSON"
 # --compare: rows name what ran, digits tell rows apart
 run i14 "$roamc" model.onnx --compare --time-limit 2
 grep -q "^  ILP  *ilp  *ilp " i14.out && grep -q "note: ILP: .*kept that" i14.out && fail "14: --compare ILP row says 'ilp ilp' for a fallback"

@@ -38,6 +38,7 @@ actual=$(peak actual "$W/mlp.json")
 
 # each mode, at a budget it reaches (found by stepping down from the peak)
 for mode in recompute offload both; do
+    step "--fit=$mode: the budget it reaches, plan, run_plan.py"
     b=$actual fitted=""
     while [ "$b" -gt 0 ]; do
         b=$((b - 4096))

@@ -22,11 +22,13 @@ mkdir -p "$work" && cd "$work" || exit 1
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
+step "pipeline_check.py: stage peaks against the 2-stage 1F1B harness"
 $py "$(dirname "$0")/bench/pipeline_check.py" "$roamc" "$checker" "$work" mlp3 gpt2-tiny ||
     fail "pipeline_check.py: predicted stage peaks against the harness"
 
 # balanced cuts, gpipe and 1f1b, 2 and 3 stages: every stage written, planned and checked
 for model in mlp3 gpt2-tiny; do
+    step "$model: balanced cuts, gpipe and 1f1b, 2 and 3 stages"
     for setup in "2 1f1b 4" "3 gpipe 2" "3 1f1b 3"; do
         set -- $setup
         s=0

@@ -31,6 +31,7 @@ checked() {
 expect() {
     want=$1 tag=$2
     shift 2
+    step "$tag"
     "$@" >"$W/$tag.out" 2>&1
     rc=$?
     if [ $rc -ne "$want" ]; then

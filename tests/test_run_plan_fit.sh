@@ -35,6 +35,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 expect() {
     want=$1 tag=$2
     shift 2
+    step "$tag"
     "$@" >"$W/$tag.out" 2>&1
     rc=$?
     if [ $rc -ne "$want" ]; then

@@ -25,6 +25,7 @@ RUN="$PY $SRC/models/run_ranks.py"
 expect() {
     want=$1 tag=$2
     shift 2
+    step "$tag"
     "$@" >"$W/$tag.out" 2>&1
     rc=$?
     if [ $rc -ne "$want" ]; then

@@ -30,6 +30,7 @@ json() { $py -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys
 # model batch export-args harness-setup label
 while read -r model batch args setup label; do
     f=$label.onnx
+    step "$label: export, plan, harness"
     # shellcheck disable=SC2086
     $py "$models/export.py" --model "$model" --batch "$batch" $args -o "$f" -q ||
         { fail "$label: export"; continue; }

@@ -33,9 +33,11 @@ mkdir -p "$WORK" || fail_now "cannot make $WORK"
 INDEX=$WORK/corpus.json
 if [ ! "$INDEX" -nt "$REPO/models/corpus.py" ] || [ ! "$INDEX" -nt "$REPO/models/corpus_handbuilt.py" ]; then
     rm -f "$INDEX"
+    step "models/corpus.py --quick: the corpus, once per checkout"
     "$PY" "$REPO/models/corpus.py" "$WORK" --quick || fail_now "models/corpus.py"
 fi
 
+step "shape_oracle.py: roamc's shapes against ONNX Runtime's"
 "$PY" "$HERE/shape_oracle.py" "$ROAMC" "$WORK" || fail "shape_oracle.py: roamc's shapes differ from ONNX Runtime's"
 
 # without check_plan.py, plans are checked by roamc check alone (and the test ends SKIP)

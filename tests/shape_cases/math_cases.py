@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Shape-inference cases for the math family (frontend/infer/infer_math.c).
 
-usage: /usr/bin/python3 tests/shape_cases/math.py [ROAMC] [--no-ort] [--only SUBSTR] [-v]
+usage: /usr/bin/python3 tests/shape_cases/math_cases.py [ROAMC] [--no-ort] [--only SUBSTR] [-v]
 
 cases() returns dicts {"name", "model", "bindings", "expect"} (expect:
 {value: (elem_type, [dims])}) and, for malformed models, "fail": a piece of

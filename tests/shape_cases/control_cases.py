@@ -3,7 +3,7 @@
 Scan, NonZero, NonMaxSuppression, TopK, Unique, the random generators and
 the Optional operators, in their opset forms, plus hostile models.
 
-usage: /usr/bin/python3 tests/shape_cases/control.py [ROAMC] [--ort] [--only SUBSTR] [-v]
+usage: /usr/bin/python3 tests/shape_cases/control_cases.py [ROAMC] [--ort] [--only SUBSTR] [-v]
 
 Each case of cases() is {"name", "model", "bindings", "expect"} and
 optionally "error" (a substring of the message `roamc shapes` must fail

@@ -8,7 +8,7 @@ dims is a dim inference must leave unknown.
 
 Where expectations come from: every case marked "ort" (the default) was
 checked against ONNX Runtime (onnxruntime-node 1.30) with
-    /usr/bin/python3 tests/shape_cases/shape.py --oracle
+    /usr/bin/python3 tests/shape_cases/shape_cases.py --oracle
 which runs each model in ORT with the bound shapes ("ort_dims" binds the
 symbols left unknown for roamc) and compares every expected value
 (-1 dims match anything).  Cases ORT cannot run say why in "oracle" and
@@ -16,7 +16,7 @@ were derived by hand from the ONNX spec (docs/Operators.md, Changelog.md):
 old opsets ORT has no kernel for, upper bounds of data-dependent sizes,
 and sizes too large to allocate.
 
-usage: shape.py [ROAMC] [--oracle] [-k SUBSTRING]
+usage: shape_cases.py [ROAMC] [--oracle] [-k SUBSTRING]
 ROAMC is `roamc` (run as `ROAMC shapes MODEL BINDINGS --report json`) or a
 driver taking the same arguments; default /work/main/build/roamc.
 """

@@ -14,7 +14,7 @@ checked against ONNX Runtime (onnxruntime-node 1.30): `--oracle` runs every
 case with ort != False through tests/ort_shapes.js and compares.  Cases with
 ort False say in a comment where their expectation comes from.
 
-usage: nn.py [ROAMC] [--oracle] [--driver] [--only=SUBSTRING]...
+usage: nn_cases.py [ROAMC] [--oracle] [--driver] [--only=SUBSTRING]...
   ROAMC     the roamc binary (default /work/main/build/roamc); it is run as
             `ROAMC shapes MODEL BINDINGS --report json`
   --driver  ROAMC is a driver taking `MODEL BINDINGS` (no `shapes`, no
