@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipe_cmd.h"
+#include "api_pipe.h"
 
 /* The most --frozen patterns, as the command takes. */
 #define API_MAX_FROZEN 256

@@ -28,7 +28,7 @@
 #include "files.h"
 #include "layout_cmd.h"
 #include "fit.h"
-#include "pipe_cmd.h"
+#include "api_pipe.h"
 #include "shard.h"
 
 static const char usage_text[] =

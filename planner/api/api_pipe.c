@@ -1,5 +1,5 @@
 /* roamc's pipeline options: parsing and the combinations refused (pipe_cmd.h). */
-#include "pipe_cmd.h"
+#include "api_pipe.h"
 
 #include <getopt.h>
 #include <stdlib.h>
