@@ -430,6 +430,9 @@ typedef struct planner_order_stats {
     int ilp_too_large;     /* order ilp: the model was too large, heuristic kept */
     size_t ilp_vars;       /* order ilp: columns of the model (0: not built) */
     long ilp_nodes;        /* order ilp: branch-and-bound nodes explored */
+    /* an internal error the report names: the order ("roam", "ilp") that
+     * failed its check and was replaced by a heuristic, or NULL */
+    const char *invalid_order;
     size_t n_mi, n_update, n_blocks, n_independent, n_dependent, largest_leaf;
     size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp,
         leaves_ilp_optimal;
