@@ -820,7 +820,7 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
     planner_progress_end();
     if (rc == 0 && report) api_report(report, res, files, a->json_report);
     if (rc == 0 && st == ROAMC_NO_FIT) {
-        if (res->mode == API_FIT) fprintf(stderr, "roamc: %s\n", res->error);
+        if (res->judged) fprintf(stderr, "roamc: %s\n", res->error);
         rc = PLANNER_EXIT_NO_FIT;
     }
     return rc;
