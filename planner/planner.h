@@ -1,8 +1,9 @@
 /* planner/ — the pipeline: loads a model, orders, lays out, validates,
- * and writes the plan file and the report.  The commands that drive it
- * (roamc's main, check, compare, budget, layout, the pictures) are in
- * planner/cmd/, each behind a header of its own; they include this
- * header, never the other way.
+ * and writes the plan file and the report.  What drives it sits above,
+ * each folder a floor (tests/test_floors.sh): the step changers (fit/,
+ * shard/, behind changer.h), the report engines (report/: check, compare,
+ * budget, the pictures), the library (api/) and the command line (cmd/);
+ * they include this header, never the other way.
  *
  *   model (frontend) -> graph -> order -> lifetimes -> layout -> validate
  *   -> plan file (roam-plan v1, written atomically) and report.

@@ -107,7 +107,7 @@ roamc_status api_load(const api_request *q, roamc_result *r);
  * then the unchanged step's plan), ROAMC_BAD_INPUT (the step cannot be cut
  * into stages as asked) or ROAMC_ERROR with a message. */
 roamc_status api_plan(const api_request *q, roamc_result *r);
-/* --max-batch: the search (planner/cmd/budget.h) and where its report goes. */
+/* --max-batch: the search (planner/report/budget.h) and where its report goes. */
 typedef struct api_batch_run {
     planner_batch_query q; /* q.found is set by api_max_batch */
     FILE *report;          /* the table (q.json: one JSON object), or NULL */

@@ -163,7 +163,7 @@ static roamc_status api_plan_changed(const api_request *q, roamc_result *r, cons
 }
 
 /* --compare: r->step planned from r->opt by every method
- * (plan_compare_run, planner/cmd/compare.c) into r->cmp; r->main is the
+ * (plan_compare_run, planner/report/compare.c) into r->cmp; r->main is the
  * ROAM row's plan, which -o writes. */
 static roamc_status api_plan_compare(roamc_result *r) {
     char err[2048];

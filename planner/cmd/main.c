@@ -331,7 +331,7 @@ typedef struct main_plan_args {
     unsigned fit;
     double max_overhead;
     const char *device_name, *device_profile;
-    pipe_cmd_state pipe; /* --pipeline-stages and the rest (pipe_cmd.h) */
+    api_pipe_state pipe; /* --pipeline-stages and the rest (api_pipe.h) */
 } main_plan_args;
 
 /* What an option parser returns to go on; any other value is the exit
@@ -398,7 +398,7 @@ static int main_plan(int argc, char **argv) {
         {"wrap", required_argument, NULL, OPT_WRAP},
         {"prefetch", required_argument, NULL, OPT_PREFETCH},
         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
-        PIPE_CMD_OPTIONS,
+        API_PIPE_OPTIONS,
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -625,11 +625,11 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_WRAP:
     case OPT_PREFETCH:
     case OPT_NO_SYNC: return main_shard_option(c, optarg);
-    case PIPE_OPT_STAGES:
-    case PIPE_OPT_MICROBATCHES:
-    case PIPE_OPT_SCHEDULE:
-    case PIPE_OPT_CUTS:
-    case PIPE_OPT_STAGE: return pipe_cmd_option(&a->pipe, c, optarg) ? 2 : MAIN_CONTINUE;
+    case API_PIPE_OPT_STAGES:
+    case API_PIPE_OPT_MICROBATCHES:
+    case API_PIPE_OPT_SCHEDULE:
+    case API_PIPE_OPT_CUTS:
+    case API_PIPE_OPT_STAGE: return api_pipe_option(&a->pipe, c, optarg) ? 2 : MAIN_CONTINUE;
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -688,7 +688,7 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
     if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit &&
-                                             !main_shard.so.kind && !pipe_cmd_on(&a->pipe))))
+                                             !main_shard.so.kind && !api_pipe_on(&a->pipe))))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen, --precision, --grad-accum and "
                                 "--emit-train need --train");
@@ -730,7 +730,7 @@ static int main_plan_parse(int argc, char **argv, const struct option *longopts,
                                   .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                                   .time_limit = PLANNER_DEFAULT_TIME_LIMIT},
                           .max_overhead = -1,
-                          .pipe = PIPE_CMD_STATE_INIT};
+                          .pipe = API_PIPE_STATE_INIT};
     int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1)
@@ -778,7 +778,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .max_overhead = a->max_overhead,
                              .device = device,
                              .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                             .pipe = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL},
+                             .pipe = api_pipe_on(&a->pipe) ? &a->pipe.po : NULL},
                        .report = report};
     roamc_result *res = api_result_new();
     roamc_status st = api_max_batch(&b, res);
@@ -834,7 +834,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
     const char *model_path = a->model_path;
     int shard_rc = main_shard_check(a);
     if (shard_rc != MAIN_CONTINUE) return shard_rc;
-    pipe_cmd_run pipe = {.state = &a->pipe,
+    api_pipe_run pipe = {.state = &a->pipe,
                          .opt = &a->opt,
                          .budget = &a->budget,
                          .emit_path = a->train.t.emit_path,
@@ -844,7 +844,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                          .compare = a->compare != 0,
                          .shard = main_shard.so.kind != 0,
                          .max_batch = a->max_batch != 0};
-    if (pipe_cmd_check(&pipe)) return 2;
+    if (api_pipe_check(&pipe)) return 2;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
     planner_output_set outs = {0};
@@ -882,7 +882,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                      .fit = a->fit,
                      .max_overhead = a->max_overhead,
                      .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                     .pipeline = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL,
+                     .pipeline = api_pipe_on(&a->pipe) ? &a->pipe.po : NULL,
                      .compare = a->compare != 0,
                      .summary = true};
     roamc_result *res = api_result_new();

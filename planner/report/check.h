@@ -1,6 +1,6 @@
-/* planner/cmd/check.h — `roamc check`: validate a plan file against its model. */
-#ifndef ROAMC_CMD_CHECK_H
-#define ROAMC_CMD_CHECK_H
+/* planner/report/check.h — `roamc check`: validate a plan file against its model. */
+#ifndef ROAMC_REPORT_CHECK_H
+#define ROAMC_REPORT_CHECK_H
 
 #include <stdio.h>
 

@@ -1,4 +1,4 @@
-/* planner/cmd/plan_model.h — reading a plan file: the JSON object, its
+/* planner/report/plan_model.h — reading a plan file: the JSON object, its
  * string members, and the model it was made for, found and sized as the
  * plan records (roamc check and roamc explain both need it). */
 #ifndef ROAMC_PLAN_MODEL_H
