@@ -2,10 +2,10 @@
 # The floors of the product code (README "How the code is organised"), lowest
 # first: frontend/base/ < frontend/ (and its subfolders) < graph/ <
 # partition/ < ilp/ < layout/ < planner/ < planner's subfolders, in their
-# declared order: planner/fit/ < planner/shard/ < planner/report/ <
-# planner/api/ < planner/cmd/.  A file includes only files of its own floor
-# or of lower ones, and no files form a circle.  This test fails, printing
-# each violation, on:
+# declared order: planner/fit/ < planner/shard/ < planner/streams/ <
+# planner/report/ < planner/api/ < planner/cmd/.  A file includes only
+# files of its own floor or of lower ones, and no files form a circle.
+# This test fails, printing each violation, on:
 #
 #   1. an #include that runs upward:
 #        FILE:LINE: includes X (floor A above B)
@@ -46,7 +46,7 @@ trap 'rm -rf "$work"' EXIT
 floors_awk='
 BEGIN {
     NF_ = split("frontend/base/ frontend/ graph/ partition/ ilp/ layout/ planner/ " \
-                "planner/fit/ planner/shard/ planner/report/ planner/api/ planner/cmd/", NAME, " ")
+                "planner/fit/ planner/shard/ planner/streams/ planner/report/ planner/api/ planner/cmd/", NAME, " ")
     for (i = 1; i <= NF_; i++) FLOOR[NAME[i]] = i
 }
 function floor(p, top, sub2) {
