@@ -33,7 +33,6 @@
  */
 #include "planner.h"
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,7 +430,7 @@ static void order_tighten_bound(const graph *g, const int *order, planner_order_
 
 void planner_order_run(const graph *g, const planner_options *opt, int *order,
                        planner_order_stats *stp, partition **tree) {
-    assert(opt->node_limit >= 1 && opt->delay_radius >= 0 && opt->deadline > 0);
+    ROAMC_ASSERT(opt->node_limit >= 1 && opt->delay_radius >= 0 && opt->deadline > 0);
     double t_run = roamc_now(); /* the ordering's share of the time counts from here */
     planner_order_stats local;
     planner_order_stats *st = stp ? stp : &local;
@@ -480,14 +479,12 @@ void planner_order_run(const graph *g, const planner_options *opt, int *order,
     }
     if (opt->order == PLANNER_ORDER_ROAM || opt->order == PLANNER_ORDER_ILP) {
         /* Never worse than a heuristic: a bug in a leaf must not cost memory
-         * either, so an invalid order is also replaced (and asserted on). */
+         * either, so an invalid order is also replaced, and the report says
+         * so (st->invalid_order): library code prints nothing itself. */
         uint64_t peak = graph_check_schedule(g, order, NULL, 0) == 0
                             ? graph_peak(g, order, NULL, NULL)
                             : UINT64_MAX;
-        if (peak == UINT64_MAX) planner_progress_clear();
-        if (peak == UINT64_MAX)
-            fprintf(stderr, "roamc: internal error: the %s order is invalid; using a heuristic\n",
-                    st->source);
+        if (peak == UINT64_MAX) st->invalid_order = st->source;
         if (peak > best_heur_peak) {
             memcpy(order, best_heur, n * sizeof *order);
             st->heuristic_kept = 1;

@@ -156,6 +156,9 @@ static void plan_report_order_text(FILE *f, const planner_order_stats *o) {
             o->peak_lescea ? roamc_bytes_human(o->peak_lescea, b, sizeof b) : "not run",
             o->source ? o->source : "?",
             o->heuristic_kept ? " (the tree/ILP result was not better: heuristic kept)" : "");
+    if (o->invalid_order)
+        fprintf(f, "  internal      error: the %s order was invalid; a heuristic replaced it\n",
+                o->invalid_order);
     if (o->ilp_too_large)
         fprintf(
             f,
@@ -185,6 +188,8 @@ static json_t *plan_order_json(const planner_order_stats *o) {
     json_object_set_new(j, "theoretical_peak_program", json_integer((json_int_t)o->peak_program));
     json_object_set_new(j, "theoretical_peak_lescea", json_integer((json_int_t)o->peak_lescea));
     json_object_set_new(j, "heuristic_kept", json_boolean(o->heuristic_kept));
+    if (o->invalid_order) /* an internal error: absent from every sound report */
+        json_object_set_new(j, "invalid_order", json_string(o->invalid_order));
     json_object_set_new(j, "ilp_too_large", json_boolean(o->ilp_too_large));
     json_object_set_new(j, "placement", o->placement ? json_string(o->placement) : json_null());
     json_object_set_new(j, "floating", o->floating ? json_string(o->floating) : json_null());

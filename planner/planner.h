@@ -1,8 +1,9 @@
 /* planner/ — the pipeline: loads a model, orders, lays out, validates,
- * and writes the plan file and the report.  The commands that drive it
- * (roamc's main, check, compare, budget, layout, the pictures) are in
- * planner/cmd/, each behind a header of its own; they include this
- * header, never the other way.
+ * and writes the plan file and the report.  What drives it sits above,
+ * each folder a floor (tests/test_floors.sh): the step changers (fit/,
+ * shard/, behind changer.h), the report engines (report/: check, compare,
+ * budget, the pictures), the library (api/) and the command line (cmd/);
+ * they include this header, never the other way.
  *
  *   model (frontend) -> graph -> order -> lifetimes -> layout -> validate
  *   -> plan file (roam-plan v1, written atomically) and report.
@@ -462,6 +463,9 @@ typedef struct planner_order_stats {
     int ilp_too_large;     /* order ilp: the model was too large, heuristic kept */
     size_t ilp_vars;       /* order ilp: columns of the model (0: not built) */
     long ilp_nodes;        /* order ilp: branch-and-bound nodes explored */
+    /* an internal error the report names: the order ("roam", "ilp") that
+     * failed its check and was replaced by a heuristic, or NULL */
+    const char *invalid_order;
     size_t n_mi, n_update, n_blocks, n_independent, n_dependent, largest_leaf;
     size_t leaves, leaves_trivial, leaves_heuristic_optimal, leaves_not_critical, leaves_dp,
         leaves_ilp_optimal;

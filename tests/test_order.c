@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -712,6 +715,38 @@ static void test_names(void **state) {
     assert_int_equal(planner_order_parse("nope", &o), -1);
 }
 
+/* A bad option is an internal error in every build (ROAMC_ASSERT: exit 1
+ * with a message), not an assert() that release builds compile out: the
+ * child runs planner_order_run with node_limit 0 and must not return. */
+static void test_bad_options_stop_in_release(void **state) {
+    (void)state;
+    tg *t = update_graph(true, true);
+    fe_model m;
+    graph g;
+    int rc = load_tg(t, &m, &g);
+    tg_free(t);
+    assert_int_equal(rc, 0);
+    planner_options o = roam_options(3, 1);
+    o.node_limit = 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* cmocka catches these to fail a test and go on: here a crash must
+         * end the child as a crash */
+        int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) signal(sigs[i], SIG_DFL);
+        if (!freopen("/dev/null", "w", stderr)) _exit(3);
+        int order[64];
+        planner_order_run(&g, &o, order, NULL, NULL);
+        _exit(0); /* went on with a node limit of 0 */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
+}
+
 int main(void) {
     /* TEST_ORDER_SEED=N runs the same tests on other random graphs */
     const char *seed = getenv("TEST_ORDER_SEED");
@@ -724,6 +759,7 @@ int main(void) {
         cmocka_unit_test(test_threads_and_tree),
         cmocka_unit_test(test_leaves_keep_retained_gradients),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_bad_options_stop_in_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

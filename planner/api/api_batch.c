@@ -30,14 +30,16 @@ int64_t roamc_result_max_batch(const roamc_result *r, int64_t *pytorch) {
 }
 
 size_t roamc_result_stage_count(const roamc_result *r) {
-    return r && r->mode == API_PIPE && r->main ? r->po.n : 0;
+    bool pipeline = r && r->mode == API_CHANGED && r->changer == api_changer_find("pipeline");
+    return pipeline && r->main ? r->view.n_steps : 0;
 }
 
 roamc_status roamc_result_stage_peak(const roamc_result *r, size_t i, uint64_t *theoretical,
                                      uint64_t *actual) {
     if (i >= roamc_result_stage_count(r)) return ROAMC_BAD_INPUT;
-    if (theoretical) *theoretical = r->po.st[i].plan.theoretical;
-    if (actual) *actual = r->po.st[i].plan.actual;
+    const plan *p = r->changer->step_plan(r->changed, i);
+    if (theoretical) *theoretical = p->theoretical;
+    if (actual) *actual = p->actual;
     return ROAMC_OK;
 }
 

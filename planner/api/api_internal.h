@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "budget.h"
+#include "changer.h"
 #include "compare.h"
 #include "files.h"
 #include "fit.h"
@@ -49,23 +50,18 @@ struct roamc_result {
     char *emit;       /* --emit-train, or NULL */
     planner_step step;
     bool have_step;
-    enum { API_PLAIN, API_FIT, API_SHARD, API_PIPE, API_COMPARE } mode;
+    enum { API_PLAIN, API_CHANGED, API_COMPARE } mode;
     plan p; /* API_PLAIN */
     bool have_p;
     plan torch; /* --budget: PyTorch's plan of the same step */
     bool have_torch;
-    fit_device device; /* --fit: the profile, which fr points at */
-    char *wrap;        /* --shard fsdp --wrap, which sr.so points at */
-    fit_request fr;    /* API_FIT */
-    fit_outcome fo;
-    bool have_fit;
-    shard_request sr; /* API_SHARD */
-    shard_outcome so;
-    bool have_shard;
-    char *cuts;      /* --stage-cuts, which pr.po.cuts points at */
-    pipe_request pr; /* API_PIPE */
-    pipe_outcome po;
-    bool have_pipe;
+    /* API_CHANGED: the step changer that ran (changer.h), its state, and
+     * its figures (view, after its plan); judged: it judged the budget
+     * itself and its message of a change that does not fit is in error */
+    const planner_changer *changer;
+    void *changed;
+    changer_view view;
+    bool judged;
     plan_comparison cmp; /* API_COMPARE: main is its ROAM row's plan */
     bool have_cmp;
     plan *main; /* the plan to report and write, or NULL */
@@ -81,6 +77,18 @@ struct roamc_result {
     uint64_t *sizes;
     uint8_t *persistent;
 };
+
+/* The step changer q asks for (--fit, --shard, --pipeline-stages; NULL:
+ * none), found in the one table of changers (api_changers.c), with the
+ * setup it takes (pointing into q, or into *fit for --fit). */
+typedef struct api_change {
+    const planner_changer *changer;
+    const void *setup;
+    fit_setup fit;
+} api_change;
+void api_change_of(const api_request *q, api_change *c);
+/* The changer of that name in the table ("fit", "shard", "pipeline"), or NULL. */
+const planner_changer *api_changer_find(const char *name);
 
 /* An empty result (status ROAMC_OK, nothing made); free with roamc_result_free. */
 roamc_result *api_result_new(void);
@@ -99,7 +107,7 @@ roamc_status api_load(const api_request *q, roamc_result *r);
  * then the unchanged step's plan), ROAMC_BAD_INPUT (the step cannot be cut
  * into stages as asked) or ROAMC_ERROR with a message. */
 roamc_status api_plan(const api_request *q, roamc_result *r);
-/* --max-batch: the search (planner/cmd/budget.h) and where its report goes. */
+/* --max-batch: the search (planner/report/budget.h) and where its report goes. */
 typedef struct api_batch_run {
     planner_batch_query q; /* q.found is set by api_max_batch */
     FILE *report;          /* the table (q.json: one JSON object), or NULL */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipe_cmd.h"
+#include "api_pipe.h"
 
 /* The most --frozen patterns, as the command takes. */
 #define API_MAX_FROZEN 256
@@ -30,7 +30,7 @@ struct roamc_options {
     shard_options shard;
     char *wrap;
     bool world, shard_option;
-    pipe_cmd_state pipe; /* pipeline-stages and the rest */
+    api_pipe_state pipe; /* pipeline-stages and the rest */
     char *cuts;          /* stage-cuts, which pipe.po.cuts points at */
     bool max_batch;
     char *batch_symbol; /* max-batch's value, or NULL: the one symbol left unbound */
@@ -59,7 +59,7 @@ roamc_options *roamc_options_new(void) {
     o->device = *fit_device_find("h100");
     o->shard =
         (shard_options){.bucket_mb = SHARD_DEFAULT_BUCKET_MB, .prefetch = SHARD_DEFAULT_PREFETCH};
-    o->pipe = (pipe_cmd_state)PIPE_CMD_STATE_INIT;
+    o->pipe = (api_pipe_state)API_PIPE_STATE_INIT;
     return o;
 }
 
@@ -272,14 +272,14 @@ static roamc_status api_set_shard(roamc_options *o, const char *name, const char
 }
 
 /* pipeline-stages, microbatches, schedule, stage-cuts, stage: the
- * command's parser (pipe_cmd.h), its messages. */
+ * command's parser (api_pipe.h), its messages. */
 static roamc_status api_set_pipeline(roamc_options *o, const char *name, const char *v) {
     static const char *const names[] = {"pipeline-stages", "microbatches", "schedule", "stage-cuts",
                                         "stage"};
-    int c = PIPE_OPT_STAGES;
-    while (strcmp(names[c - PIPE_OPT_STAGES], name) != 0) c++;
-    char *copy = c == PIPE_OPT_CUTS && v ? xstrdup(v) : NULL; /* kept: the options own it */
-    if (pipe_cmd_parse(&o->pipe, c, copy ? copy : v, o->error, sizeof o->error)) {
+    int c = API_PIPE_OPT_STAGES;
+    while (strcmp(names[c - API_PIPE_OPT_STAGES], name) != 0) c++;
+    char *copy = c == API_PIPE_OPT_CUTS && v ? xstrdup(v) : NULL; /* kept: the options own it */
+    if (api_pipe_parse(&o->pipe, c, copy ? copy : v, o->error, sizeof o->error)) {
         free(copy);
         return ROAMC_BAD_INPUT;
     }
@@ -348,7 +348,7 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
     else if (o->budget.budget_text && o->budget.reserve >= o->budget.budget)
         why = "reserve must be below budget";
     else if (!o->train &&
-             (o->train_option || (o->emit && !o->fit && !shard && !pipe_cmd_on(&o->pipe))))
+             (o->train_option || (o->emit && !o->fit && !shard && !api_pipe_on(&o->pipe))))
         why = "loss, optimizer, frozen, precision, grad-accum and emit-train need train";
     else if (o->fit && !o->budget.budget_text)
         why = "fit needs budget";
@@ -378,7 +378,7 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
         why = "max-batch plans the model at several batches: give its path (roamc_plan_file)";
     else if (shard && shard_check(&o->shard, err, sizeof err))
         why = err;
-    else if (pipe_cmd_refusal(&(pipe_cmd_run){.state = &o->pipe,
+    else if (api_pipe_refusal(&(api_pipe_run){.state = &o->pipe,
                                               .opt = &o->opt,
                                               .budget = &o->budget,
                                               .emit_path = o->emit,
@@ -451,7 +451,7 @@ static roamc_status api_plan_model(const roamc_options *o, const void *data, siz
                          .max_overhead = o->max_overhead,
                          .device = &o->device,
                          .shard = o->shard.kind ? &o->shard : NULL,
-                         .pipeline = pipe_cmd_on(&o->pipe) ? &o->pipe.po : NULL,
+                         .pipeline = api_pipe_on(&o->pipe) ? &o->pipe.po : NULL,
                          .compare = o->compare,
                          .summary = true};
         /* as the command: the time limit counts from the start, the

@@ -37,7 +37,9 @@ roamc_status api_load(const api_request *q, roamc_result *r) {
     r->model_path = xstrdup(q->model_path);
     r->emit = api_strdup_or_null(q->emit_path);
     /* --train --emit-train alone: the plan is of the file written there */
-    bool changes = q->fit || (q->shard && q->shard->kind) || q->pipeline;
+    api_change change;
+    api_change_of(q, &change);
+    bool changes = change.changer != NULL;
     r->plan_model = xstrdup(r->emit && !changes ? r->emit : q->model_path);
     planner_load l = {.path = q->model_path,
                       .bytes = q->bytes,
@@ -68,7 +70,6 @@ static int api_torch(const api_request *q, roamc_result *r, const graph *g, cons
     planner_options topt = *opt;
     planner_method_apply(planner_method_find("pytorch"), &topt);
     topt.device_limit = q->budget.budget - q->budget.reserve;
-    if (r->mode == API_SHARD) topt.progress = 0;
     if (plan_build(g, &topt, &r->torch, err, sizeof err)) {
         api_fail(r, ROAMC_ERROR, "%s: %s: %s", r->mode == API_PLAIN ? r->plan_model : r->model_path,
                  what, err);
@@ -92,93 +93,24 @@ static roamc_status api_plan_plain(const api_request *q, roamc_result *r, double
     return api_torch(q, r, &r->step.g, "PyTorch's plan") ? r->status : ROAMC_OK;
 }
 
-/* --fit: the cheapest changed step that fits (fit_run). */
-static roamc_status api_plan_fit(const api_request *q, roamc_result *r) {
+/* --budget beside a change: PyTorch's plan of the changed step that needs
+ * the most under PyTorch (a change fits when every changed step does),
+ * beside the plan the verdict is of.  0, or -1 with a message. */
+static int api_torch_changed(const api_request *q, roamc_result *r) {
     char err[2048];
-    r->mode = API_FIT;
-    r->device = *q->device; /* the result outlives the options */
-    r->fr = (fit_request){.step_name = r->model_path,
-                          .step_bytes = r->step.bytes,
-                          .step_len = r->step.len,
-                          .g = &r->step.g,
-                          .bindings = q->bindings,
-                          .opt = &r->opt,
-                          .arena_budget = q->budget.budget - q->budget.reserve,
-                          .mode = q->fit,
-                          .max_overhead = q->max_overhead,
-                          .device = &r->device,
-                          .emit_name = r->emit ? r->emit : "(the changed step)"};
-    planner_progress_stage("fitting %s", r->model_path);
-    r->have_fit = true;
-    int failed = fit_run(&r->fr, &r->fo, err, sizeof err);
-    r->fr.bindings = NULL; /* the caller's: not read after the run */
-    if (failed) return api_fail(r, ROAMC_ERROR, "%s: %s", r->model_path, err);
-    bool changed = r->fo.status != FIT_ALREADY;
-    r->main = changed ? &r->fo.changed->plan : &r->fo.before;
-    free(r->plan_model);
-    r->plan_model = xstrdup(r->emit ? r->emit : r->model_path);
-    r->write_plan = r->fo.status == FIT_ALREADY || r->fo.status == FIT_FITTED;
-    r->fits = r->write_plan;
-    if (r->fo.status == FIT_CANNOT)
-        return api_fail(r, ROAMC_NO_FIT,
-                        "%s: cannot fit: needs at least %llu B, the least arena --fit reaches "
-                        "(budget %s: %llu B for the arena)",
-                        r->model_path, (unsigned long long)r->fo.least, q->budget.budget_text,
-                        (unsigned long long)r->fr.arena_budget);
-    if (r->fo.status == FIT_TOO_SLOW)
-        return api_fail(
-            r, ROAMC_NO_FIT,
-            "%s: does not fit within --max-overhead %.1f%%: it adds at least %.1f%% of the step's "
-            "time",
-            r->model_path, 100.0 * q->max_overhead,
-            100.0 * (r->fo.over_cap_seconds > 0 ? r->fo.over_cap_seconds : r->fo.added_seconds) /
-                r->fo.step_seconds);
-    return ROAMC_OK;
-}
-
-/* --shard: the rank's step (shard_run), PyTorch's plan of it under --budget. */
-static roamc_status api_plan_shard(const api_request *q, roamc_result *r) {
-    char err[2048];
-    r->mode = API_SHARD;
-    r->wrap = api_strdup_or_null(q->shard->wrap);
-    r->sr = (shard_request){.step_name = r->model_path,
-                            .step_bytes = r->step.bytes,
-                            .step_len = r->step.len,
-                            .g = &r->step.g,
-                            .bindings = q->bindings,
-                            .opt = &r->opt,
-                            .so = *q->shard,
-                            .emit_name = r->emit ? r->emit : "(the rank's step)"};
-    planner_progress_stage("sharding %s", r->model_path);
-    r->have_shard = true;
-    r->sr.so.wrap = r->wrap;
-    int failed = shard_run(&r->sr, &r->so, err, sizeof err);
-    r->sr.bindings = NULL; /* the caller's: not read after the run */
-    if (failed) return api_fail(r, ROAMC_ERROR, "%s: %s", r->model_path, err);
-    r->main = &r->so.plan;
-    free(r->plan_model);
-    r->plan_model = xstrdup(r->sr.emit_name);
-    r->write_plan = true;
-    return api_torch(q, r, &r->so.graph, "PyTorch's plan of the rank's step") ? r->status
-                                                                              : ROAMC_OK;
-}
-
-/* --budget with --pipeline-stages: PyTorch's plan of the stage that needs
- * the most under PyTorch, beside the largest stage's plan (a pipeline fits
- * when every stage does).  0, or -1 with a message. */
-static int api_torch_stages(const api_request *q, roamc_result *r) {
-    char err[2048];
-    r->budget_p = &r->po.st[r->po.largest].plan;
+    r->budget_p = r->view.budget_plan;
     r->torch_p = r->budget_p;
     if (!q->budget.budget_text) return 0;
     planner_options topt = r->opt;
     planner_method_apply(planner_method_find("pytorch"), &topt);
     topt.device_limit = q->budget.budget - q->budget.reserve;
     topt.progress = 0;
-    for (size_t k = 0; k < r->po.n; k++) {
+    for (size_t k = 0; k < r->view.n_steps; k++) {
         plan one;
-        if (plan_build(&r->po.st[k].graph, &topt, &one, err, sizeof err)) {
-            api_fail(r, ROAMC_ERROR, "%s: PyTorch's plan of stage %zu: %s", r->model_path, k, err);
+        if (plan_build(r->changer->step_graph(r->changed, k), &topt, &one, err, sizeof err)) {
+            char what[64];
+            snprintf(what, sizeof what, r->changer->unit, k);
+            api_fail(r, ROAMC_ERROR, "%s: PyTorch's plan of %s: %s", r->model_path, what, err);
             return -1;
         }
         if (!r->have_torch || plan_device_bytes(&one) > plan_device_bytes(&r->torch)) {
@@ -193,37 +125,45 @@ static int api_torch_stages(const api_request *q, roamc_result *r) {
     return 0;
 }
 
-/* --pipeline-stages: the step cut into stages (pipe_build), each planned
- * (pipe_plan); the plan of the result is the chosen stage's. */
-static roamc_status api_plan_pipeline(const api_request *q, roamc_result *r) {
+/* --fit, --shard, --pipeline-stages: the step changer c through the door
+ * (changer.h): build, plan, then its view; PyTorch's plans beside it under
+ * --budget unless it judged the budget itself. */
+static roamc_status api_plan_changed(const api_request *q, roamc_result *r, const api_change *c) {
+    static const roamc_status statuses[] = {[CHANGER_OK] = ROAMC_OK,
+                                            [CHANGER_REFUSED] = ROAMC_BAD_INPUT,
+                                            [CHANGER_FAILED] = ROAMC_ERROR,
+                                            [CHANGER_NO_FIT] = ROAMC_NO_FIT};
     char err[2048];
-    r->mode = API_PIPE;
-    r->cuts = api_strdup_or_null(q->pipeline->cuts);
-    r->pr = (pipe_request){.step_name = r->model_path,
-                           .step_bytes = r->step.bytes,
-                           .step_len = r->step.len,
-                           .g = &r->step.g,
-                           .bindings = q->bindings,
-                           .opt = &r->opt,
-                           .po = *q->pipeline,
-                           .emit_name = r->emit ? r->emit : "(the stage's step)"};
-    r->pr.po.cuts = r->cuts;
-    planner_progress_stage("cutting %s into stages", r->model_path);
-    r->have_pipe = true;
-    int bad = pipe_build(&r->pr, &r->po, err, sizeof err);
-    int failed = bad || pipe_plan(&r->pr, &r->po, err, sizeof err);
-    r->pr.bindings = NULL; /* the caller's: not read after the run */
-    /* the step cannot be cut so: bad input */
-    if (failed) return api_fail(r, bad ? ROAMC_BAD_INPUT : ROAMC_ERROR, "%s", err);
-    r->main = &r->po.st[r->po.chosen].plan;
+    r->mode = API_CHANGED;
+    r->changer = c->changer;
+    r->changed = xcalloc(1, c->changer->state_size);
+    changer_request cq = {.step_name = r->model_path,
+                          .step_bytes = r->step.bytes,
+                          .step_len = r->step.len,
+                          .g = &r->step.g,
+                          .bindings = q->bindings,
+                          .opt = &r->opt,
+                          .emit_path = r->emit,
+                          .setup = c->setup};
+    planner_progress_stage(c->changer->progress, r->model_path);
+    changer_status st =
+        c->changer->build ? c->changer->build(r->changed, &cq, err, sizeof err) : CHANGER_OK;
+    if (st == CHANGER_OK) st = c->changer->plan(r->changed, &cq, err, sizeof err);
+    if (st != CHANGER_OK && st != CHANGER_NO_FIT) return api_fail(r, statuses[st], "%s", err);
+    c->changer->view(r->changed, &r->view);
+    r->main = r->view.main;
     free(r->plan_model);
-    r->plan_model = xstrdup(r->pr.emit_name);
-    r->write_plan = true;
-    return api_torch_stages(q, r) ? r->status : ROAMC_OK;
+    r->plan_model = xstrdup(r->view.plan_model);
+    r->write_plan = r->view.write_plan;
+    r->fits = r->view.fits;
+    r->judged = r->view.fits >= 0;
+    if (st == CHANGER_NO_FIT) return api_fail(r, ROAMC_NO_FIT, "%s", err);
+    if (r->judged) return ROAMC_OK;
+    return api_torch_changed(q, r) ? r->status : ROAMC_OK;
 }
 
 /* --compare: r->step planned from r->opt by every method
- * (plan_compare_run, planner/cmd/compare.c) into r->cmp; r->main is the
+ * (plan_compare_run, planner/report/compare.c) into r->cmp; r->main is the
  * ROAM row's plan, which -o writes. */
 static roamc_status api_plan_compare(roamc_result *r) {
     char err[2048];
@@ -242,21 +182,18 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
     r->budget = q->budget;
     double load_seconds = roamc_now() - (q->opt.deadline - q->opt.time_limit);
     roamc_status st;
-    if (q->fit)
-        st = api_plan_fit(q, r);
-    else if (q->shard && q->shard->kind)
-        st = api_plan_shard(q, r);
-    else if (q->pipeline)
-        st = api_plan_pipeline(q, r);
+    api_change change;
+    api_change_of(q, &change);
+    if (change.changer)
+        st = api_plan_changed(q, r, &change);
     else if (q->compare)
         st = api_plan_compare(r);
     else
         st = api_plan_plain(q, r, load_seconds);
     /* the plan reported is one of several made (--fit, --shard,
      * --pipeline-stages): the load is the run's all the same */
-    if (r->main && r->mode != API_PLAIN && r->mode != API_COMPARE)
-        r->main->times.load = load_seconds;
-    if (st == ROAMC_OK && q->budget.budget_text && r->mode != API_FIT) {
+    if (r->main && r->mode == API_CHANGED) r->main->times.load = load_seconds;
+    if (st == ROAMC_OK && q->budget.budget_text && !r->judged) {
         r->fits = planner_budget_report(NULL, &r->budget, r->budget_p, r->torch_p, NULL) == 0;
         if (!r->fits) {
             char need[64];
@@ -281,23 +218,11 @@ int api_files_write(const roamc_result *r, planner_files *files, char *err, size
         const char *base = strrchr(r->plan_model, '/');
         snprintf(title, sizeof title, "%s (order %s, layout %s)", base ? base + 1 : r->plan_model,
                  planner_order_name(r->main->opt.order), planner_layout_name(r->main->opt.layout));
-    } else if (r->mode == API_FIT) {
-        bool changed = r->fo.status != FIT_ALREADY;
-        t = changed ? "the changed step (--fit)" : "the step (--fit: unchanged)";
-        files->step = r->emit;
-        files->step_bytes = changed ? r->fo.changed->bytes : r->step.bytes;
-        files->step_len = changed ? r->fo.changed->len : r->step.len;
-    } else if (r->mode == API_SHARD) {
-        t = "one rank's step (--shard)";
-        files->step = r->emit;
-        files->step_bytes = r->so.bytes;
-        files->step_len = r->so.len;
     } else {
-        const pipe_stage *st = &r->po.st[r->po.chosen];
-        t = "one pipeline stage's step";
+        t = r->view.title;
         files->step = r->emit;
-        files->step_bytes = st->bytes;
-        files->step_len = st->len;
+        files->step_bytes = r->view.step_bytes;
+        files->step_len = r->view.step_len;
     }
     const plan *plans[1] = {r->main};
     const char *titles[1] = {t};
@@ -312,21 +237,18 @@ void api_report(FILE *f, const roamc_result *r, const planner_files *files, int 
         plan_compare_report(f, &r->cmp, r->plan_model, files, json);
         return;
     }
-    if (r->mode == API_FIT && !r->write_plan) files = &none;
+    if (!r->write_plan) files = &none;
+    bool changed = r->mode == API_CHANGED;
     json_t *extra = json ? json_object() : NULL;
-    if (r->mode == API_FIT && json) fit_report_json(extra, &r->fr, &r->fo);
-    if (r->mode == API_SHARD && json) shard_report_json(extra, &r->sr, &r->so);
-    if (r->mode == API_PIPE && json) pipe_report_json(extra, &r->pr, &r->po);
-    if (r->mode != API_FIT && json && budget->budget_text)
+    if (changed && json) r->changer->report_json(extra, r->changed);
+    if (!r->judged && json && budget->budget_text)
         planner_budget_report(NULL, budget, r->budget_p, r->torch_p, extra);
     if (json) {
         plan_report_json(f, r->main, r->plan_model, files, extra);
     } else {
         plan_report_text(f, r->main, r->plan_model, files);
-        if (r->mode == API_FIT) fit_report_text(f, &r->fr, &r->fo);
-        if (r->mode == API_SHARD) shard_report_text(f, &r->sr, &r->so);
-        if (r->mode == API_PIPE) pipe_report_text(f, &r->pr, &r->po, files->plan || files->step);
-        if (r->mode != API_FIT && budget->budget_text)
+        if (changed) r->changer->report_text(f, r->changed, files->plan || files->step);
+        if (!r->judged && budget->budget_text)
             planner_budget_report(f, budget, r->budget_p, r->torch_p, NULL);
     }
     json_decref(extra);
@@ -338,17 +260,14 @@ void roamc_result_free(roamc_result *r) {
     if (!r) return;
     if (r->have_p) plan_free(&r->p);
     if (r->have_torch) plan_free(&r->torch);
-    if (r->have_fit) fit_outcome_free(&r->fo);
-    if (r->have_shard) shard_outcome_free(&r->so);
-    if (r->have_pipe) pipe_outcome_free(&r->po);
+    if (r->changed) r->changer->free(r->changed);
+    free(r->changed);
     if (r->have_cmp) plan_comparison_free(&r->cmp);
     if (r->have_step) planner_step_free(&r->step);
     free(r->step.summary); /* a load that failed after the model loaded */
     free(r->model_path);
     free(r->plan_model);
     free(r->emit);
-    free(r->wrap);
-    free(r->cuts);
     free(r->batch_json);
     free(r->sizes);
     free(r->persistent);
@@ -512,7 +431,7 @@ roamc_status roamc_result_write(roamc_result *r, const char *path) {
     /* --train --emit-train alone (and with --compare) wrote its step at
      * the load; the steps --fit, --shard and --pipeline-stages change are
      * written here */
-    bool step = r->mode != API_PLAIN && r->mode != API_COMPARE;
+    bool step = r->mode == API_CHANGED;
     planner_outputs_add(&outs, "emit-train", step ? r->emit : NULL);
     const char *inputs[1] = {r->model_path};
     if (planner_outputs_check(&outs, inputs, 1, err, sizeof err))

@@ -30,7 +30,7 @@
 #include "layout_cmd.h"
 #include "fit.h"
 #include "streams.h"
-#include "pipe_cmd.h"
+#include "api_pipe.h"
 #include "shard.h"
 
 static const char usage_text[] =
@@ -350,7 +350,7 @@ typedef struct main_plan_args {
     unsigned fit;
     double max_overhead;
     const char *device_name, *device_profile;
-    pipe_cmd_state pipe; /* --pipeline-stages and the rest (pipe_cmd.h) */
+    api_pipe_state pipe; /* --pipeline-stages and the rest (api_pipe.h) */
 } main_plan_args;
 
 /* What an option parser returns to go on; any other value is the exit
@@ -421,7 +421,7 @@ static int main_plan(int argc, char **argv) {
         {"no-sync", no_argument, NULL, OPT_NO_SYNC},
         {"streams", required_argument, NULL, OPT_STREAMS},
         {"comm-gbps", required_argument, NULL, OPT_COMM_GBPS},
-        PIPE_CMD_OPTIONS,
+        API_PIPE_OPTIONS,
         MAIN_BINDING_OPTIONS,
         MAIN_TRAIN_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -677,11 +677,11 @@ static int main_plan_option(main_plan_args *a, fe_options *fopt, int c, char **a
     case OPT_NO_SYNC: return main_shard_option(c, optarg);
     case OPT_STREAMS:
     case OPT_COMM_GBPS: return main_streams_option(c, optarg);
-    case PIPE_OPT_STAGES:
-    case PIPE_OPT_MICROBATCHES:
-    case PIPE_OPT_SCHEDULE:
-    case PIPE_OPT_CUTS:
-    case PIPE_OPT_STAGE: return pipe_cmd_option(&a->pipe, c, optarg) ? 2 : MAIN_CONTINUE;
+    case API_PIPE_OPT_STAGES:
+    case API_PIPE_OPT_MICROBATCHES:
+    case API_PIPE_OPT_SCHEDULE:
+    case API_PIPE_OPT_CUTS:
+    case API_PIPE_OPT_STAGE: return api_pipe_option(&a->pipe, c, optarg) ? 2 : MAIN_CONTINUE;
     case OPT_ALIGN:
     case OPT_NODE_LIMIT:
     case OPT_DELAY_RADIUS:
@@ -740,7 +740,7 @@ static int main_plan_check_args(main_plan_args *a, int argc, char **argv) {
     if (a->batch_symbol && !*a->batch_symbol)
         return main_usage_error("%s", "--max-batch= needs a symbol name");
     if (!a->train.on && (a->train.derive || (a->train.t.emit_path && !a->fit &&
-                                             !main_shard.so.kind && !pipe_cmd_on(&a->pipe))))
+                                             !main_shard.so.kind && !api_pipe_on(&a->pipe))))
         return main_usage_error("%s",
                                 "--loss, --optimizer, --frozen, --precision, --grad-accum and "
                                 "--emit-train need --train");
@@ -787,7 +787,7 @@ static int main_plan_parse(int argc, char **argv, const struct option *longopts,
                                   .delay_radius = PLANNER_DEFAULT_DELAY_RADIUS,
                                   .time_limit = PLANNER_DEFAULT_TIME_LIMIT},
                           .max_overhead = -1,
-                          .pipe = PIPE_CMD_STATE_INIT};
+                          .pipe = API_PIPE_STATE_INIT};
     int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:qhV", longopts, NULL)) != -1)
@@ -836,7 +836,7 @@ static int main_plan_max_batch(const main_plan_args *a, const fe_options *fopt, 
                              .max_overhead = a->max_overhead,
                              .device = device,
                              .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                             .pipe = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL},
+                             .pipe = api_pipe_on(&a->pipe) ? &a->pipe.po : NULL},
                        .report = report};
     roamc_result *res = api_result_new();
     roamc_status st = api_max_batch(&b, res);
@@ -882,11 +882,11 @@ static int main_plan_result(const main_plan_args *a, api_request *q, roamc_resul
     /* a costly answer is still an answer (exit 0), but one a log must show
      * even where nobody reads the report */
     char warn[256];
-    if (rc == 0 && res->mode == API_FIT && !a->quiet && report != stderr &&
-        fit_overhead_warning(&res->fr, &res->fo, warn, sizeof warn))
-        fprintf(stderr, "roamc: warning: --fit: %s\n", warn);
+    if (rc == 0 && res->mode == API_CHANGED && res->changer->warning && !a->quiet &&
+        report != stderr && res->changer->warning(res->changed, warn, sizeof warn))
+        fprintf(stderr, "roamc: warning: --%s: %s\n", res->changer->name, warn);
     if (rc == 0 && st == ROAMC_NO_FIT) {
-        if (res->mode == API_FIT) fprintf(stderr, "roamc: %s\n", res->error);
+        if (res->judged) fprintf(stderr, "roamc: %s\n", res->error);
         rc = PLANNER_EXIT_NO_FIT;
     }
     return rc;
@@ -909,7 +909,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
         streams_pass_init(&main_streams.pass, &main_streams.opt);
         a->opt.pass = &main_streams.pass;
     }
-    pipe_cmd_run pipe = {.state = &a->pipe,
+    api_pipe_run pipe = {.state = &a->pipe,
                          .opt = &a->opt,
                          .budget = &a->budget,
                          .emit_path = a->train.t.emit_path,
@@ -919,7 +919,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                          .compare = a->compare != 0,
                          .shard = main_shard.so.kind != 0,
                          .max_batch = a->max_batch != 0};
-    if (pipe_cmd_check(&pipe)) return 2;
+    if (api_pipe_check(&pipe)) return 2;
     /* Every output checked before any work: a bad path costs nothing and
      * never clobbers the model or another output. */
     planner_output_set outs = {0};
@@ -957,7 +957,7 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
                      .fit = a->fit,
                      .max_overhead = a->max_overhead,
                      .shard = main_shard.so.kind ? &main_shard.so : NULL,
-                     .pipeline = pipe_cmd_on(&a->pipe) ? &a->pipe.po : NULL,
+                     .pipeline = api_pipe_on(&a->pipe) ? &a->pipe.po : NULL,
                      .compare = a->compare != 0,
                      .summary = true};
     roamc_result *res = api_result_new();

@@ -49,6 +49,7 @@
 
 #include "graph.h"
 #include "ilp_fit.h"
+#include "changer.h"
 #include "planner.h"
 
 enum fit_figure {
@@ -307,5 +308,20 @@ const char *fit_overhead_warning(const fit_request *r, const fit_outcome *o, cha
 void fit_report_text(FILE *f, const fit_request *r, const fit_outcome *o);
 struct json_t;
 void fit_report_json(struct json_t *obj, const fit_request *r, const fit_outcome *o);
+
+/* ------------------------------------------------ the door (fit_changer.c) */
+
+/* --fit's own options, the setup of a changer_request (changer.h). */
+typedef struct fit_setup {
+    unsigned mode;            /* enum fit_mode bits */
+    double max_overhead;      /* as fit_request's */
+    const fit_device *device; /* copied by the changer */
+    uint64_t arena_budget;    /* the budget less the reserve */
+    const char *budget_text;  /* the budget as the user wrote it, in messages */
+} fit_setup;
+
+/* --fit behind the door: no build (the change depends on the step's plan);
+ * plan runs fit_run and judges the budget itself (CHANGER_NO_FIT). */
+extern const planner_changer fit_changer;
 
 #endif

@@ -81,6 +81,7 @@
 #include <stdio.h>
 
 #include "graph.h"
+#include "changer.h"
 #include "planner.h"
 
 enum pipe_schedule { PIPE_1F1B = 0, PIPE_GPIPE };
@@ -174,5 +175,10 @@ void pipe_outcome_free(pipe_outcome *o);
 void pipe_report_text(FILE *f, const pipe_request *r, const pipe_outcome *o, bool written);
 struct json_t;
 void pipe_report_json(struct json_t *obj, const pipe_request *r, const pipe_outcome *o);
+
+/* --pipeline-stages behind the door (changer.h, pipe_changer.c): setup is
+ * a pipe_options; build is pipe_build (a step that cannot be cut so is
+ * CHANGER_REFUSED), plan pipe_plan; the changed steps are the stages. */
+extern const planner_changer pipe_changer;
 
 #endif

@@ -120,6 +120,7 @@
 #include <stdio.h>
 
 #include "graph.h"
+#include "changer.h"
 #include "planner.h"
 
 enum shard_kind { SHARD_NONE = 0, SHARD_DDP, SHARD_ZERO1, SHARD_ZERO2, SHARD_ZERO3, SHARD_FSDP };
@@ -211,9 +212,11 @@ int shard_emit(const shard_request *r, uint8_t **bytes, size_t *len, shard_outco
  * shard_outcome_free whatever the return).  Returns 0, or -1 with a
  * message. */
 int shard_build(const shard_request *r, shard_outcome *o, char *err, size_t errlen);
-/* Emits, loads, builds and plans the rank's step into o (free it with
- * shard_outcome_free whatever the return), with the split at its peak.
- * Returns 0, or -1 with a message. */
+/* Plans the rank's step shard_build made in o, with the split at its
+ * peak.  Returns 0, or -1 with a message. */
+int shard_plan(const shard_request *r, shard_outcome *o, char *err, size_t errlen);
+/* shard_build, then shard_plan (free o with shard_outcome_free whatever
+ * the return). */
 int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen);
 void shard_outcome_free(shard_outcome *o);
 
@@ -221,5 +224,9 @@ void shard_outcome_free(shard_outcome *o);
 void shard_report_text(FILE *f, const shard_request *r, const shard_outcome *o);
 struct json_t;
 void shard_report_json(struct json_t *obj, const shard_request *r, const shard_outcome *o);
+
+/* --shard behind the door (changer.h, shard_changer.c): setup is a
+ * shard_options; build is shard_build, plan shard_plan. */
+extern const planner_changer shard_changer;
 
 #endif

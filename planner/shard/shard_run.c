@@ -53,12 +53,16 @@ int shard_build(const shard_request *r, shard_outcome *o, char *err, size_t errl
     return 0;
 }
 
-int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen) {
-    if (shard_build(r, o, err, errlen)) return -1;
+int shard_plan(const shard_request *r, shard_outcome *o, char *err, size_t errlen) {
     if (plan_build(&o->graph, r->opt, &o->plan, err, errlen)) return -1;
     o->have_plan = true;
     shard_split(o);
     return 0;
+}
+
+int shard_run(const shard_request *r, shard_outcome *o, char *err, size_t errlen) {
+    if (shard_build(r, o, err, errlen)) return -1;
+    return shard_plan(r, o, err, errlen);
 }
 
 void shard_outcome_free(shard_outcome *o) {

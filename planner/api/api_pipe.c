@@ -1,5 +1,5 @@
-/* roamc's pipeline options: parsing and the combinations refused (pipe_cmd.h). */
-#include "pipe_cmd.h"
+/* roamc's pipeline options: parsing and the combinations refused (api_pipe.h). */
+#include "api_pipe.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -7,13 +7,13 @@
 
 #include "base.h"
 
-static int pipe_cmd_usage(const char *msg) {
+static int api_pipe_usage(const char *msg) {
     fprintf(stderr, "roamc: %s\nTry 'roamc --help'.\n", msg);
     return -1;
 }
 
 /* A decimal count from lo to hi into *out; -1 otherwise. */
-static int pipe_cmd_count(const char *s, long lo, long hi, long *out) {
+static int api_pipe_count(const char *s, long lo, long hi, long *out) {
     if (!s || *s < '0' || *s > '9') return -1;
     long v = 0;
     for (const char *p = s; *p; p++) {
@@ -26,48 +26,48 @@ static int pipe_cmd_count(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-int pipe_cmd_parse(pipe_cmd_state *st, int c, const char *arg, char *err, size_t errlen) {
+int api_pipe_parse(api_pipe_state *st, int c, const char *arg, char *err, size_t errlen) {
     pipe_options *po = &st->po;
-    ROAMC_ASSERT(c >= PIPE_OPT_STAGES && c <= PIPE_OPT_STAGE);
+    ROAMC_ASSERT(c >= API_PIPE_OPT_STAGES && c <= API_PIPE_OPT_STAGE);
     const char *why = NULL;
     switch (c) {
-    case PIPE_OPT_STAGES:
-        if (pipe_cmd_count(arg, 1, PIPE_MAX_STAGES, &po->stages))
+    case API_PIPE_OPT_STAGES:
+        if (api_pipe_count(arg, 1, PIPE_MAX_STAGES, &po->stages))
             why = "--pipeline-stages is a number of stages from 1 to 1024";
         break;
-    case PIPE_OPT_MICROBATCHES:
-        if (pipe_cmd_count(arg, 1, PIPE_MAX_MICROBATCHES, &po->microbatches))
+    case API_PIPE_OPT_MICROBATCHES:
+        if (api_pipe_count(arg, 1, PIPE_MAX_MICROBATCHES, &po->microbatches))
             why = "--microbatches is a number from 1 to 1024";
         break;
-    case PIPE_OPT_SCHEDULE:
+    case API_PIPE_OPT_SCHEDULE:
         if (!arg || pipe_schedule_parse(arg, &po->schedule)) why = "--schedule is 1f1b or gpipe";
         break;
-    case PIPE_OPT_CUTS:
+    case API_PIPE_OPT_CUTS:
         if (!arg || !*arg)
             return roamc_errorf(err, errlen, "%s",
                                 "--stage-cuts needs module names (NAME,NAME,...)");
         po->cuts = arg;
         break;
     default:
-        if (pipe_cmd_count(arg, 0, PIPE_MAX_STAGES - 1, &po->stage))
+        if (api_pipe_count(arg, 0, PIPE_MAX_STAGES - 1, &po->stage))
             why = "--stage is a stage from 0 to --pipeline-stages - 1";
     }
     if (why) return roamc_errorf(err, errlen, "%s, not '%s'", why, arg ? arg : "(none)");
-    st->given[c - PIPE_OPT_STAGES] = true;
+    st->given[c - API_PIPE_OPT_STAGES] = true;
     return 0;
 }
 
-int pipe_cmd_option(pipe_cmd_state *st, int c, const char *arg) {
+int api_pipe_option(api_pipe_state *st, int c, const char *arg) {
     char err[512];
-    return pipe_cmd_parse(st, c, arg, err, sizeof err) ? pipe_cmd_usage(err) : 0;
+    return api_pipe_parse(st, c, arg, err, sizeof err) ? api_pipe_usage(err) : 0;
 }
 
-bool pipe_cmd_on(const pipe_cmd_state *st) {
+bool api_pipe_on(const api_pipe_state *st) {
     return st->given[0];
 }
 
-int pipe_cmd_refusal(const pipe_cmd_run *c, char *err, size_t errlen) {
-    if (!pipe_cmd_on(c->state)) {
+int api_pipe_refusal(const api_pipe_run *c, char *err, size_t errlen) {
+    if (!api_pipe_on(c->state)) {
         for (int k = 1; k < 5; k++)
             if (c->state->given[k])
                 return roamc_errorf(err, errlen, "%s",
@@ -91,7 +91,7 @@ int pipe_cmd_refusal(const pipe_cmd_run *c, char *err, size_t errlen) {
     return pipe_check(&c->state->po, err, errlen);
 }
 
-int pipe_cmd_check(const pipe_cmd_run *c) {
+int api_pipe_check(const api_pipe_run *c) {
     char err[512];
-    return pipe_cmd_refusal(c, err, sizeof err) ? pipe_cmd_usage(err) : 0;
+    return api_pipe_refusal(c, err, sizeof err) ? api_pipe_usage(err) : 0;
 }

@@ -1,7 +1,7 @@
-/* planner/cmd/budget.h — will it fit, and at what batch (--budget, --reserve,
+/* planner/report/budget.h — will it fit, and at what batch (--budget, --reserve,
  * --max-batch). */
-#ifndef ROAMC_CMD_BUDGET_H
-#define ROAMC_CMD_BUDGET_H
+#ifndef ROAMC_REPORT_BUDGET_H
+#define ROAMC_REPORT_BUDGET_H
 
 #include <stdint.h>
 #include <stdio.h>

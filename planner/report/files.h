@@ -1,6 +1,6 @@
-/* planner/cmd/files.h — every file one planning run writes, all or nothing. */
-#ifndef ROAMC_CMD_FILES_H
-#define ROAMC_CMD_FILES_H
+/* planner/report/files.h — every file one planning run writes, all or nothing. */
+#ifndef ROAMC_REPORT_FILES_H
+#define ROAMC_REPORT_FILES_H
 
 #include <stddef.h>
 

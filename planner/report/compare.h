@@ -1,8 +1,8 @@
-/* planner/cmd/compare.h — `roamc MODEL --compare`: the engine (plan every
+/* planner/report/compare.h — `roamc MODEL --compare`: the engine (plan every
  * method) and the report, apart, so that the library (planner/api, the
  * option compare) runs the comparison and its callers print it. */
-#ifndef ROAMC_CMD_COMPARE_H
-#define ROAMC_CMD_COMPARE_H
+#ifndef ROAMC_REPORT_COMPARE_H
+#define ROAMC_REPORT_COMPARE_H
 
 #include <stdio.h>
 

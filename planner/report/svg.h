@@ -1,6 +1,6 @@
-/* planner/cmd/svg.h — the picture of one or more plans (--svg). */
-#ifndef ROAMC_CMD_SVG_H
-#define ROAMC_CMD_SVG_H
+/* planner/report/svg.h — the picture of one or more plans (--svg). */
+#ifndef ROAMC_REPORT_SVG_H
+#define ROAMC_REPORT_SVG_H
 
 #include <stdio.h>
 

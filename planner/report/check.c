@@ -7,7 +7,7 @@
  * reads here (check_plan.py does not look into subgraphs).
  */
 #include "check.h"
-#include "explain.h"
+#include "plan_model.h"
 #include "planner.h"
 
 #include <stdarg.h>
