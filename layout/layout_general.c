@@ -273,7 +273,8 @@ int layout_general_solve(const layout_general *g, uint64_t work, double deadline
             break;
         }
         memcpy(order, best_order, nfree * sizeof *order);
-        size_t a = (size_t)(roamc_xorshift64(&seed) % nfree), b = (size_t)(roamc_xorshift64(&seed) % nfree);
+        size_t a = (size_t)(roamc_xorshift64(&seed) % nfree),
+               b = (size_t)(roamc_xorshift64(&seed) % nfree);
         if (a == b) continue;
         if (a > b) {
             size_t t = a;
