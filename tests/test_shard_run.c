@@ -347,6 +347,8 @@ static void ts_expect_stage(const pipe_stage *st, const ts_stage_want *w) {
     assert_int_equal(st->param_bytes, w->param_bytes);
     assert_int_equal(st->n_recv, w->n_recv);
     assert_int_equal(st->n_send, w->n_send);
+    assert_int_equal(st->recv_bytes, w->recv_bytes);
+    assert_int_equal(st->send_bytes, w->send_bytes);
     assert_int_equal(st->in_flight, w->in_flight);
     char buf[1024];
     assert_string_equal(ts_transfers(st, buf, sizeof buf), w->transfers);
