@@ -426,12 +426,142 @@ static void test_nonzero_bound(void **state) {
     tg_free(t);
 }
 
+/* One node each of the common operators, each shape worked from the ONNX
+ * definition (opset 17). */
+static void test_op_table(void **state) {
+    (void)state;
+    tg *t = tg_new();
+    tg_input(t, "a", "2x3x4");
+    tg_input(t, "m", "4x5");
+    tg_input(t, "bm", "7x1x4x5");
+    tg_input(t, "v", "6");
+    tg_input(t, "sc", "4");
+    tg_input(t, "img", "2x8x6x6");
+    tg_input(t, "ch", "8");
+    tg_input(t, "lbl", "i64:2x3");
+    /* MatMul broadcasts the batch dims: 2x3x4 @ 7x1x4x5 = 7x2x3x5 */
+    tg_node(t, "", "MatMul", "a,bm", "mm");
+    /* Gemm transA: (4x5)^T = 5x4 times 4x5 = 5x5 */
+    int n = tg_node(t, "", "Gemm", "m,m", "gemm");
+    tg_attr_int(t, n, "transA", 1);
+    n = tg_node(t, "", "Transpose", "a", "tr");
+    tg_attr_ints(t, n, "perm", "2,0,1");
+    tg_node(t, "", "Transpose", "a", "tr_default");
+    ti_const_ints(t, "ax0", "0,-1");
+    tg_node(t, "", "Unsqueeze", "a,ax0", "unsq");
+    ti_const_ints(t, "ax1", "0");
+    tg_node(t, "", "Squeeze", "unsq,ax1", "sq");
+    n = tg_node(t, "", "Flatten", "a", "flat");
+    tg_attr_int(t, n, "axis", 2);
+    ti_const_ints(t, "parts", "1,3");
+    n = tg_node(t, "", "Split", "a,parts", "sp0,sp1");
+    tg_attr_int(t, n, "axis", -1);
+    ti_const_ints(t, "eshape", "5,1,1");
+    tg_node(t, "", "Expand", "sc,eshape", "ex");
+    ti_const_ints(t, "reps", "2,1,3");
+    tg_node(t, "", "Tile", "a,reps", "tile");
+    ti_const_ints(t, "pads", "0,1,2,0,0,1");
+    tg_node(t, "", "Pad", "a,pads", "pad");
+    ti_const_ints(t, "rax", "1");
+    tg_node(t, "", "ReduceSum", "a,rax", "rsum");
+    /* opset 17: ReduceSum's axes are an input, the others' an attribute */
+    n = tg_node(t, "", "ReduceMean", "a", "rmean");
+    tg_attr_ints(t, n, "axes", "1");
+    tg_attr_int(t, n, "keepdims", 0);
+    n = tg_node(t, "", "ReduceMax", "a", "rmax");
+    tg_attr_ints(t, n, "axes", "-1");
+    n = tg_node(t, "", "ArgMax", "a", "argmax");
+    tg_attr_int(t, n, "axis", 1);
+    tg_attr_int(t, n, "keepdims", 0);
+    n = tg_node(t, "", "Softmax", "a", "softmax");
+    tg_attr_int(t, n, "axis", -1);
+    tg_node(t, "", "LayerNormalization", "a,sc,sc", "ln");
+    tg_node(t, "", "BatchNormalization", "img,ch,ch,ch,ch", "bn");
+    n = tg_node(t, "", "Cast", "a", "cast");
+    tg_attr_int(t, n, "to", 10);
+    tg_node(t, "", "CastLike", "a,lbl", "castlike");
+    ti_const_ints(t, "cshape", "3,2");
+    tg_node(t, "", "ConstantOfShape", "cshape", "cos");
+    ti_const_int(t, "r0", 2);
+    ti_const_int(t, "r1", 11);
+    ti_const_int(t, "r2", 3);
+    tg_node(t, "", "Range", "r0,r1,r2", "range");
+    ti_const_ints(t, "k", "2");
+    tg_node(t, "", "TopK", "a,k", "topv,topi");
+    n = tg_node(t, "", "DepthToSpace", "img", "d2s");
+    tg_attr_int(t, n, "blocksize", 2);
+    n = tg_node(t, "", "SpaceToDepth", "img", "s2d");
+    tg_attr_int(t, n, "blocksize", 3);
+    tg_node(t, "", "GlobalMaxPool", "img", "gmp");
+    n = tg_node(t, "", "OneHot", "lbl,r1,v", "onehot");
+    tg_attr_int(t, n, "axis", -1);
+    tg_node(t, "", "Size", "a", "size");
+    tg_node(t, "", "Identity", "a", "ident");
+    tg_node(t, "", "Dropout", "a", "drop,dmask");
+    n = tg_node(t, "", "CumSum", "a,r0", "cumsum");
+    tg_node(t, "", "Equal", "a,sc", "eq");
+    tg_node(t, "", "Clip", "a", "clip");
+    tg_node(t, "", "Gelu", "a", "gelu");
+    n = tg_node(t, "", "GatherElements", "lbl,lbl", "ge");
+    tg_attr_int(t, n, "axis", 1);
+    tg_node(t, "", "Trilu", "m", "trilu");
+    tg_node(t, "", "EyeLike", "m", "eye");
+    ti r;
+    ti_ok(t, NULL, &r);
+    ti_expect(&r, "mm", T_FLOAT, "7x2x3x5");
+    ti_expect(&r, "gemm", T_FLOAT, "5x5");
+    ti_expect(&r, "tr", T_FLOAT, "4x2x3");
+    ti_expect(&r, "tr_default", T_FLOAT, "4x3x2");
+    ti_expect(&r, "unsq", T_FLOAT, "1x2x3x4x1");
+    ti_expect(&r, "sq", T_FLOAT, "2x3x4x1");
+    ti_expect(&r, "flat", T_FLOAT, "6x4");
+    ti_expect(&r, "sp0", T_FLOAT, "2x3x1");
+    ti_expect(&r, "sp1", T_FLOAT, "2x3x3");
+    ti_expect(&r, "ex", T_FLOAT, "5x1x4");
+    ti_expect(&r, "tile", T_FLOAT, "4x3x12");
+    ti_expect(&r, "pad", T_FLOAT, "2x4x7");
+    ti_expect(&r, "rsum", T_FLOAT, "2x1x4");
+    ti_expect(&r, "rmean", T_FLOAT, "2x4");
+    ti_expect(&r, "rmax", T_FLOAT, "2x3x1");
+    ti_expect(&r, "argmax", T_INT64, "2x4");
+    ti_expect(&r, "softmax", T_FLOAT, "2x3x4");
+    ti_expect(&r, "ln", T_FLOAT, "2x3x4");
+    ti_expect(&r, "bn", T_FLOAT, "2x8x6x6");
+    ti_expect(&r, "cast", 10, "2x3x4");
+    ti_expect(&r, "castlike", T_INT64, "2x3x4");
+    ti_expect(&r, "cos", T_FLOAT, "3x2");
+    /* 2, 5, 8 */
+    ti_expect(&r, "range", T_INT64, "3");
+    ti_expect_ints(&r, "range", (const int64_t[]){2, 5, 8}, 3);
+    ti_expect(&r, "topv", T_FLOAT, "2x3x2");
+    ti_expect(&r, "topi", T_INT64, "2x3x2");
+    ti_expect(&r, "d2s", T_FLOAT, "2x2x12x12");
+    ti_expect(&r, "s2d", T_FLOAT, "2x72x2x2");
+    ti_expect(&r, "gmp", T_FLOAT, "2x8x1x1");
+    ti_expect(&r, "onehot", T_FLOAT, "2x3x11");
+    ti_expect(&r, "size", T_INT64, "");
+    ti_expect_ints(&r, "size", (const int64_t[]){24}, 1);
+    ti_expect(&r, "ident", T_FLOAT, "2x3x4");
+    ti_expect(&r, "drop", T_FLOAT, "2x3x4");
+    ti_expect(&r, "dmask", T_BOOL, "2x3x4");
+    ti_expect(&r, "cumsum", T_FLOAT, "2x3x4");
+    ti_expect(&r, "eq", T_BOOL, "2x3x4");
+    ti_expect(&r, "clip", T_FLOAT, "2x3x4");
+    ti_expect(&r, "gelu", T_FLOAT, "2x3x4");
+    ti_expect(&r, "ge", T_INT64, "2x3");
+    ti_expect(&r, "trilu", T_FLOAT, "4x5");
+    ti_expect(&r, "eye", T_FLOAT, "4x5");
+    ti_free(&r);
+    tg_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_broadcast),        cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_shape_chain),      cmocka_unit_test(test_conv_pool),
         cmocka_unit_test(test_negative_indices), cmocka_unit_test(test_symbol_bound),
         cmocka_unit_test(test_if_body_memory),   cmocka_unit_test(test_nonzero_bound),
+        cmocka_unit_test(test_op_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
