@@ -11,9 +11,22 @@ typedef struct tg_vi {
     char *name, *dims;
 } tg_vi;
 
+/* An attribute besides alias/inplace: INT (i), INTS (csv) or GRAPH (body). */
+typedef struct tg_at {
+    char *name;
+    int type; /* Onnx__AttributeProto__AttributeType */
+    int64_t i;
+    char *csv;
+    tg *body;
+} tg_at;
+
+#define TG_MAX_ATTRS 8
+
 typedef struct tg_nd {
     char *domain, *op_type, *inputs, *outputs, *alias;
     int inplace, has_alias;
+    tg_at attrs[TG_MAX_ATTRS];
+    size_t n_attrs;
 } tg_nd;
 
 struct tg {
@@ -48,6 +61,8 @@ void tg_free(tg *t) {
     for (size_t i = 0; i < t->n_nodes; i++) {
         tg_nd *n = &t->nodes[i];
         free(n->domain), free(n->op_type), free(n->inputs), free(n->outputs), free(n->alias);
+        for (size_t k = 0; k < n->n_attrs; k++)
+            free(n->attrs[k].name), free(n->attrs[k].csv), tg_free(n->attrs[k].body);
     }
     for (size_t i = 0; i < t->n_meta; i++) free(t->meta_k[i]), free(t->meta_v[i]);
     free(t);
@@ -86,6 +101,26 @@ void tg_alias(tg *t, int idx, const char *alias_csv, int inplace) {
     n->alias = tg_dup(alias_csv);
     n->inplace = inplace;
     n->has_alias = 1;
+}
+
+static tg_at *tg_attr_add(tg *t, int idx, const char *name, int type) {
+    tg_nd *n = &t->nodes[idx];
+    if (n->n_attrs == TG_MAX_ATTRS) abort(); /* a test asking too much: its bug */
+    tg_at *a = &n->attrs[n->n_attrs++];
+    *a = (tg_at){.name = tg_dup(name), .type = type};
+    return a;
+}
+
+void tg_attr_int(tg *t, int idx, const char *name, int64_t v) {
+    tg_attr_add(t, idx, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)->i = v;
+}
+
+void tg_attr_ints(tg *t, int idx, const char *name, const char *csv) {
+    tg_attr_add(t, idx, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)->csv = tg_dup(csv);
+}
+
+void tg_attr_graph(tg *t, int idx, const char *name, tg *body) {
+    tg_attr_add(t, idx, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->body = body;
 }
 
 /* ---- building the protobuf: everything is allocated here and freed by
@@ -197,13 +232,60 @@ typedef struct tg_built {
     Onnx__TensorProto *inits, **init_ptrs;
     int64_t *init_dims;
     Onnx__NodeProto *nodes, **node_ptrs;
-    Onnx__AttributeProto *attrs; /* two per node */
+    Onnx__AttributeProto *attrs; /* TG_MAX_ATTRS + 2 per node */
     Onnx__AttributeProto **attr_ptrs;
+    int64_t *attr_ints;       /* TG_MAX_ATTRS * 16 per node */
+    struct tg_built **bodies; /* TG_MAX_ATTRS per node, NULL where no GRAPH */
     int64_t *alias_ints;
     char ***node_in, ***node_out;
     size_t *n_in, *n_out;
     Onnx__StringStringEntryProto *meta, **meta_ptrs;
 } tg_built;
+
+static void tg_build(const tg *t, tg_built *b);
+
+/* Parses a comma-separated list of at most 16 integers into v. */
+static size_t tg_parse_ints(const char *csv, int64_t *v) {
+    size_t n;
+    char **parts = tg_split(csv, &n);
+    for (size_t k = 0; k < n; k++) {
+        v[k] = strtoll(parts[k], NULL, 10);
+        free(parts[k]);
+    }
+    free(parts);
+    return n;
+}
+
+/* Node i's attributes from src->attrs, after the alias pair when there is
+ * one; a GRAPH attribute's body is built (and later unbuilt) with it. */
+static void tg_build_attrs(const tg_nd *src, size_t i, tg_built *b, Onnx__NodeProto *n) {
+    size_t first = src->has_alias ? 2 : 0;
+    for (size_t k = 0; k < src->n_attrs; k++) {
+        const tg_at *at = &src->attrs[k];
+        Onnx__AttributeProto *a = &b->attrs[(TG_MAX_ATTRS + 2) * i + first + k];
+        onnx__attribute_proto__init(a);
+        a->name = at->name;
+        a->has_type = 1;
+        a->type = (Onnx__AttributeProto__AttributeType)at->type;
+        if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+            a->has_i = 1;
+            a->i = at->i;
+        } else if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
+            a->ints = b->attr_ints + 16 * (TG_MAX_ATTRS * i + k);
+            a->n_ints = tg_parse_ints(at->csv, a->ints);
+        } else {
+            tg_built *sub = calloc(1, sizeof *sub);
+            tg_build(at->body, sub);
+            b->bodies[TG_MAX_ATTRS * i + k] = sub;
+            a->g = &sub->graph;
+        }
+        b->attr_ptrs[(TG_MAX_ATTRS + 2) * i + first + k] = a;
+    }
+    if (src->n_attrs || src->has_alias) {
+        n->n_attribute = first + src->n_attrs;
+        n->attribute = &b->attr_ptrs[(TG_MAX_ATTRS + 2) * i];
+    }
+}
 
 static void tg_build(const tg *t, tg_built *b) {
     memset(b, 0, sizeof *b);
@@ -251,8 +333,10 @@ static void tg_build(const tg *t, tg_built *b) {
     size_t nn = t->n_nodes;
     b->nodes = calloc(nn + 1, sizeof *b->nodes);
     b->node_ptrs = calloc(nn + 1, sizeof *b->node_ptrs);
-    b->attrs = calloc(2 * nn + 1, sizeof *b->attrs);
-    b->attr_ptrs = calloc(2 * nn + 1, sizeof *b->attr_ptrs);
+    b->attrs = calloc((TG_MAX_ATTRS + 2) * nn + 1, sizeof *b->attrs);
+    b->attr_ptrs = calloc((TG_MAX_ATTRS + 2) * nn + 1, sizeof *b->attr_ptrs);
+    b->attr_ints = calloc(16 * TG_MAX_ATTRS * nn + 1, sizeof *b->attr_ints);
+    b->bodies = calloc(TG_MAX_ATTRS * nn + 1, sizeof *b->bodies);
     b->alias_ints = calloc(16 * (nn + 1), sizeof *b->alias_ints);
     b->node_in = calloc(nn + 1, sizeof *b->node_in);
     b->node_out = calloc(nn + 1, sizeof *b->node_out);
@@ -269,31 +353,24 @@ static void tg_build(const tg *t, tg_built *b) {
         n->input = b->node_in[i], n->n_input = b->n_in[i];
         n->output = b->node_out[i], n->n_output = b->n_out[i];
         if (src->has_alias) {
-            Onnx__AttributeProto *a = &b->attrs[2 * i], *ip = &b->attrs[2 * i + 1];
+            Onnx__AttributeProto *a = &b->attrs[(TG_MAX_ATTRS + 2) * i];
+            Onnx__AttributeProto *ip = a + 1;
             onnx__attribute_proto__init(a);
             onnx__attribute_proto__init(ip);
             a->name = "alias";
             a->has_type = 1;
             a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-            size_t na;
-            char **parts = tg_split(src->alias, &na);
-            for (size_t k = 0; k < na; k++) {
-                b->alias_ints[16 * i + k] = strtoll(parts[k], NULL, 10);
-                free(parts[k]);
-            }
-            free(parts);
-            a->n_ints = na;
             a->ints = b->alias_ints + 16 * i;
+            a->n_ints = tg_parse_ints(src->alias, a->ints);
             ip->name = "inplace";
             ip->has_type = 1;
             ip->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
             ip->has_i = 1;
             ip->i = src->inplace;
-            b->attr_ptrs[2 * i] = a;
-            b->attr_ptrs[2 * i + 1] = ip;
-            n->n_attribute = 2;
-            n->attribute = &b->attr_ptrs[2 * i];
+            b->attr_ptrs[(TG_MAX_ATTRS + 2) * i] = a;
+            b->attr_ptrs[(TG_MAX_ATTRS + 2) * i + 1] = ip;
         }
+        tg_build_attrs(src, i, b, n);
         b->node_ptrs[i] = n;
     }
     b->graph.n_node = nn, b->graph.node = b->node_ptrs;
@@ -318,9 +395,14 @@ static void tg_unbuild(const tg *t, tg_built *b) {
         for (size_t k = 0; k < b->n_out[i]; k++) free(b->node_out[i][k]);
         free(b->node_in[i]);
         free(b->node_out[i]);
+        for (size_t k = 0; k < t->nodes[i].n_attrs; k++) {
+            tg_built *sub = b->bodies[TG_MAX_ATTRS * i + k];
+            if (sub) tg_unbuild(t->nodes[i].attrs[k].body, sub), free(sub);
+        }
     }
     free(b->in), free(b->val), free(b->out), free(b->inits), free(b->init_ptrs), free(b->init_dims);
     free(b->nodes), free(b->node_ptrs), free(b->attrs), free(b->attr_ptrs), free(b->alias_ints);
+    free(b->attr_ints), free(b->bodies);
     free(b->node_in), free(b->node_out), free(b->n_in), free(b->n_out), free(b->meta),
         free(b->meta_ptrs);
 }

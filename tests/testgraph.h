@@ -38,6 +38,13 @@ int tg_node(tg *t, const char *domain, const char *op_type, const char *inputs,
  * of node idx. */
 void tg_alias(tg *t, int idx, const char *alias_csv, int inplace);
 
+/* More attributes of node idx (alias/inplace aside; at most 8 a node): an
+ * INT, an INTS given as "1,1,0,0", a GRAPH (an If branch, a Loop body: the
+ * body's inputs, outputs, value_info and nodes; t takes body and frees it). */
+void tg_attr_int(tg *t, int idx, const char *name, int64_t v);
+void tg_attr_ints(tg *t, int idx, const char *name, const char *csv);
+void tg_attr_graph(tg *t, int idx, const char *name, tg *body);
+
 /* Serializes to path; returns 0 or -1. */
 int tg_write(const tg *t, const char *path);
 /* Serialized bytes (malloc'd) and their length. */

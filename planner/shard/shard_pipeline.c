@@ -654,7 +654,8 @@ static int pp_recv(pp_emit *E, int v, int from) {
     if (pp_put(E, &spec) || pp_value_info(E, name, &E->w->m->values[v])) return -1;
     pp_names_add(&E->comm, name, v);
     E->out->n_recv++;
-    E->out->recv_bytes += E->w->m->values[v].bytes;
+    /* each microbatch receives the same values: count one microbatch's */
+    if (E->cur_mb == 0) E->out->recv_bytes += E->w->m->values[v].bytes;
     return 0;
 }
 
@@ -671,7 +672,7 @@ static int pp_send(pp_emit *E, int v, int to) {
     if (pp_put(E, &spec) || pp_value_info(E, out, &E->w->m->values[v])) return -1;
     pp_names_add(&E->next, out, v);
     E->out->n_send++;
-    E->out->send_bytes += E->w->m->values[v].bytes;
+    if (E->cur_mb == 0) E->out->send_bytes += E->w->m->values[v].bytes;
     return 0;
 }
 
