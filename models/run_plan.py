@@ -154,6 +154,9 @@ except ImportError as e:  # pragma: no cover
     sys.stderr.write("run_plan.py: cannot import torch/onnx (%s); use Debian's /usr/bin/python3\n" % e)
     sys.exit(EXIT_BAD)
 
+# models/ on purpose (ctest runs Python with PYTHONSAFEPATH, so a script's
+# folder is not on sys.path by itself), as the other scripts here do
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_streams as RS  # noqa: E402  (version 2 plans: streams run under many interleavings)
 
 DTYPES = {1: torch.float32, 2: torch.uint8, 3: torch.int8, 5: torch.int16, 6: torch.int32,

@@ -98,6 +98,15 @@ has run_resnet_update "MATCH $W/resnet_update_v2.json: 50 interleavings of strea
 
 # a 2-rank zero2 step: roamc writes each rank's step and v1 plan, run_ranks
 # proves them in plan order, then with streams under 50 interleavings
+# roamc's own version 2 plan of the same offloaded step (--streams copy:
+# Reloads prefetched, the layout on lifetimes that hold under every
+# interleaving): VALID, and bit for bit under 50 interleavings in its arena
+expect 0 streams_roamc "$ROAMC" "$W/roff.onnx" -q --streams copy -o "$W/resnet_roamc_v2.json"
+expect 0 check_resnet_roamc $PY "$CHECK" "$W/roff.onnx" "$W/resnet_roamc_v2.json"
+has check_resnet_roamc "VALID"
+expect 0 run_resnet_roamc $RUN "$W/roff.onnx" "$W/resnet_roamc_v2.json" --reference "$R"
+has run_resnet_roamc "MATCH $W/resnet_roamc_v2.json: 50 interleavings of streams"
+
 M2=$W/mlp3_b2.onnx
 RR="$PY $SRC/models/run_ranks.py"
 expect 0 export_mlp3_b2 $PY "$SRC/models/export.py" --model mlp3 --batch 2 -q -o "$M2"
