@@ -185,13 +185,60 @@ assert r["interleaved_live"] <= r0["interleaved_live"] and r["step_seconds"] >= 
 assert r["interleaved_live"] == r["theoretical"], r
 EOF
 
+# collectives ahead: an AllReduce of a value made first, read by Relu, with
+# three independent matmuls; the order puts the reader right after it, the
+# pass moves the reader after the matmuls that cover the all-reduce, so the
+# communication runs beside compute (no-comm-ahead: as ordered, none)
+$PY - <<'EOF' || fail_now "writing the comm step"
+import onnx
+from onnx import helper as h, TensorProto as T
+S, W = [256, 1024], [1024, 1024]
+def v(n, s=S): return h.make_tensor_value_info(n, T.FLOAT, s)
+nodes = [
+    h.make_node("MatMul", ["x", "w1"], ["g1"], name="mm1"),
+    h.make_node("AllReduce", ["g1"], ["r1"], name="ar", domain="ai.roamc"),
+    h.make_node("Relu", ["r1"], ["u"], name="upd"),
+    h.make_node("MatMul", ["x", "w2"], ["h2"], name="mm2"),
+    h.make_node("MatMul", ["h2", "w2"], ["h3"], name="mm3"),
+    h.make_node("MatMul", ["h3", "w2"], ["h4"], name="mm4"),
+    h.make_node("Add", ["u", "h4"], ["y"], name="add"),
+]
+g = h.make_graph(nodes, "comm", [v("x"), v("w1", W), v("w2", W)], [v("y")],
+                 value_info=[v(n) for n in ("g1", "r1", "u", "h2", "h3", "h4")])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.roamc", 1)]),
+          "comm.onnx")
+EOF
+for v in comm comm,no-comm-ahead; do
+    "$ROAMC" comm.onnx --streams $v -q -o "c_$v.json" || fail_now "--streams $v"
+    "$ROAMC" comm.onnx --streams $v --report json >"c_$v.report" || fail_now "--streams $v --report json"
+    "$ROAMC" check comm.onnx "c_$v.json" | grep -q '^VALID' || fail "$v: roamc check"
+    if test_check_plan "$CHECK"; then
+        test_check_plan_py "$CHECK" comm.onnx "c_$v.json" | grep -q '^VALID' || fail "$v: check_plan.py"
+    fi
+done
+"$ROAMC" comm.onnx --streams comm 2>&1 | grep -q "ops after them deferred" ||
+    fail "report: no collectives ahead"
+$PY - <<'EOF' || fail "collectives ahead"
+import json, onnx
+nodes = [n.name for n in onnx.load("comm.onnx").graph.node]
+def load(v):
+    p = json.load(open(f"c_{v}.json"))
+    return [nodes[i] for i in p["schedule"]], json.load(open(f"c_{v}.report"))["streams"]
+(a, ra), (o, ro) = load("comm"), load("comm,no-comm-ahead")
+assert o.index("upd") == o.index("ar") + 1, o  # what the order does: the case the pass is for
+assert a.index("upd") > a.index("mm4") > a.index("ar"), a
+assert ro["beside_compute_seconds"]["comm"] == 0 and ro["ops_deferred"] == 0, ro
+assert ra["beside_compute_seconds"]["comm"] > 0 and ra["ops_deferred"] == 2, ra
+assert ra["step_seconds"] < ro["step_seconds"], (ra, ro)
+EOF
+
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"
 "$ROAMC" step.onnx --streams none -q -o none.json || fail "--streams none"
 cmp -s one.json none.json || fail "--streams none changes the plan"
 grep -q '"version":1' one.json || fail "plan without --streams is not version 1"
 # usage errors write nothing
-for bad in "--streams copy,disk" "--streams ''" "--streams copy --comm-gbps 10" \
+for bad in "--streams copy,disk" "--streams comm,no-comm-aheadx" "--streams ''" "--streams copy --comm-gbps 10" \
     "--streams comm --comm-gbps 0" "--device h100"; do
     rm -f bad.json
     eval "\"$ROAMC\" step.onnx $bad -q -o bad.json" >bad.out 2>&1
