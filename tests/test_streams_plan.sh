@@ -14,6 +14,7 @@
 # usage: test_streams_plan.sh ROAMC CHECK_PLAN_PY WORK_DIR   (77 = skipped)
 set -u
 . "$(dirname "$0")/lib.sh"
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 test_usage 3 3 "ROAMC CHECK_PLAN_PY WORK_DIR" "$@"
 ROAMC=$1 CHECK=$2 W=$3
 test_need_python "onnx" "the step is written with onnx.helper"
@@ -231,6 +232,34 @@ assert ro["beside_compute_seconds"]["comm"] == 0 and ro["ops_deferred"] == 0, ro
 assert ra["beside_compute_seconds"]["comm"] > 0 and ra["ops_deferred"] == 2, ra
 assert ra["step_seconds"] < ro["step_seconds"], (ra, ro)
 EOF
+
+# gathers ahead: mlp3's FSDP rank (units fc*, world 2) with --prefetch 0
+# and 1: at 1, gathers move up to where the unit before them starts, the
+# communication beside compute grows and the step shortens; both VALID
+if $PY -c 'import torch' 2>/dev/null; then
+    $PY "$SRC/models/export.py" --model mlp3 --batch 2 -q -o mlp3.onnx ||
+        fail_now "export mlp3"
+    for d in 0 1; do
+        "$ROAMC" mlp3.onnx --shard fsdp --world 2 --wrap 'fc*' --prefetch $d --streams comm \
+            --emit-train "f$d.onnx" -q -o "f$d.json" || fail_now "fsdp --prefetch $d --streams comm"
+        "$ROAMC" mlp3.onnx --shard fsdp --world 2 --wrap 'fc*' --prefetch $d --streams comm \
+            --report json >"f$d.report" || fail_now "fsdp --prefetch $d --report json"
+        "$ROAMC" check "f$d.onnx" "f$d.json" | grep -q '^VALID' || fail "fsdp --prefetch $d: roamc check"
+        if test_check_plan "$CHECK"; then
+            test_check_plan_py "$CHECK" "f$d.onnx" "f$d.json" | grep -q '^VALID' ||
+                fail "fsdp --prefetch $d: check_plan.py"
+        fi
+    done
+    $PY - <<'EOF' || fail "gathers ahead"
+import json
+r0, r1 = (json.load(open(f"f{d}.report"))["streams"] for d in (0, 1))
+assert r0["gathers_prefetched"] == 0 and r1["gathers_prefetched"] > 0, (r0, r1)
+c0, c1 = r0["beside_compute_seconds"]["comm"], r1["beside_compute_seconds"]["comm"]
+assert c1 > c0 and r1["step_seconds"] < r0["step_seconds"], (r0, r1)
+EOF
+else
+    skip_part "gathers ahead: models/export.py needs torch in $PY"
+fi
 
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"

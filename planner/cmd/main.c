@@ -888,6 +888,9 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
         const fit_device *d = main_fit_device(a, &loaded);
         if (!d) return 2;
         main_streams.opt.device = *d;
+        /* a gathered set-up's --prefetch also issues each gather that far ahead */
+        if (main_shard.so.kind == SHARD_ZERO3 || main_shard.so.kind == SHARD_FSDP)
+            main_streams.opt.gather_ahead = main_shard.so.prefetch;
         streams_pass_init(&main_streams.pass, &main_streams.opt);
         a->opt.pass = &main_streams.pass;
     }

@@ -30,8 +30,9 @@ typedef struct streams_state {
     size_t n_moved, moved_steps;  /* Reloads prefetched, steps moved in all */
     size_t n_ahead, ahead_steps;  /* collectives issued earlier, steps moved in all */
     size_t n_deferred;            /* ops that depend on a collective moved after it */
-    uint64_t one_peak;            /* theoretical peak of the order before the pass */
-    double serial_s, step_s;      /* every op one after another; the step on its streams */
+    size_t n_gathers_ahead, gathers_ahead_steps; /* AllGathers prefetched, steps in all */
+    uint64_t one_peak;                           /* theoretical peak of the order before the pass */
+    double serial_s, step_s; /* every op one after another; the step on its streams */
     double busy[STREAMS_N_KINDS],
         overlap[STREAMS_N_KINDS]; /* per kind: busy, of it beside compute */
     uint64_t interleaved_peak;    /* live bytes at a step with lifetimes to xend */
@@ -194,6 +195,38 @@ static bool streams_sends_made(const fe_node *n) {
     for (size_t i = 0; i < sizeof sends / sizeof sends[0]; i++)
         if (strcmp(n->op_type, sends[i]) == 0) return true;
     return false;
+}
+
+/* Gathers ahead (streams.h): the AllGathers in schedule order, each moved
+ * to just before the first op that followed the one `ahead` before it in
+ * the first order (where that unit starts), or to the step after its last
+ * predecessor if that is later.  Anchors follow the gathers' order, so the
+ * gathers keep theirs on the comm stream.  Rewrites order; counts into st. */
+static void streams_gathers_ahead(const graph *g, int *order, long ahead, streams_state *st) {
+    size_t n = g->n_ops, ng = 0;
+    int *gat = xmallocarray(n ? n : 1, sizeof *gat),
+        *anchor = xmallocarray(n ? n : 1, sizeof *anchor);
+    int *step_of = xmallocarray(n ? n : 1, sizeof *step_of);
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(g->model->nodes[order[k]].op_type, "AllGather") == 0 &&
+            strcmp(g->model->nodes[order[k]].domain, GRAPH_ROAMC_DOMAIN) == 0) {
+            size_t a = k + 1; /* the first op after it that is not a gather */
+            while (a < n && strcmp(g->model->nodes[order[a]].op_type, "AllGather") == 0) a++;
+            anchor[ng] = a < n ? order[a] : -1;
+            gat[ng++] = order[k];
+        }
+    for (size_t j = (size_t)ahead; ahead > 0 && j < ng; j++) {
+        int c = gat[j], at = anchor[j - (size_t)ahead];
+        if (at < 0) continue;
+        for (size_t k = 0; k < n; k++) step_of[order[k]] = (int)k;
+        size_t s = (size_t)step_of[c], to = (size_t)step_of[at];
+        for (size_t e = g->pred_start[c]; e < g->pred_start[c + 1]; e++)
+            if ((size_t)step_of[g->pred[e]] + 1 > to) to = (size_t)step_of[g->pred[e]] + 1;
+        if (to >= s) continue;
+        memmove(order + to + 1, order + to, (s - to) * sizeof *order);
+        order[to] = c, st->n_gathers_ahead++, st->gathers_ahead_steps += s - to;
+    }
+    free(gat), free(anchor), free(step_of);
 }
 
 /* Collectives ahead (streams.h): for each op on the comm stream, in
@@ -449,6 +482,8 @@ static int streams_order(const planner_pass *pass, plan *p, char *err, size_t er
     streams_durations(g, o, kind, dur);
     st->one_peak = graph_peak(g, p->order, NULL, NULL);
     if (o->prefetch && st->n_on[STREAMS_H2D]) streams_prefetch(g, p->order, kind, dur, st);
+    if (o->gather_ahead > 0 && st->n_on[STREAMS_COMMK])
+        streams_gathers_ahead(g, p->order, o->gather_ahead, st);
     if (o->comm_ahead && st->n_on[STREAMS_COMMK]) streams_comm_ahead(g, p->order, kind, dur, st);
     st->t_start = xcalloc(n ? n : 1, sizeof *st->t_start);
     st->t_end = xcalloc(n ? n : 1, sizeof *st->t_end);
@@ -570,6 +605,9 @@ static void streams_report_text(FILE *f, const plan *p) {
         fprintf(f,
                 "; %zu collectives issued earlier (%zu steps in all), %zu ops after them deferred",
                 st->n_ahead, st->ahead_steps, st->n_deferred);
+    if (st->n_gathers_ahead)
+        fprintf(f, "; %zu gathers prefetched (%zu steps in all)", st->n_gathers_ahead,
+                st->gathers_ahead_steps);
     fputc('\n', f);
     fprintf(f,
             "  step time     %.6g s on the streams, %.6g s one op after another; compute busy %.6g "
@@ -603,6 +641,7 @@ static void streams_report_json(const plan *p, json_t *report) {
     json_object_set_new(r, "reloads_prefetched", json_integer((json_int_t)st->n_moved));
     json_object_set_new(r, "collectives_ahead", json_integer((json_int_t)st->n_ahead));
     json_object_set_new(r, "ops_deferred", json_integer((json_int_t)st->n_deferred));
+    json_object_set_new(r, "gathers_prefetched", json_integer((json_int_t)st->n_gathers_ahead));
     json_object_set_new(r, "step_seconds", json_real(st->step_s));
     json_object_set_new(r, "serial_seconds", json_real(st->serial_s));
     for (int k = 0; k < STREAMS_N_KINDS; k++) {

@@ -16,6 +16,8 @@
  *     the independent compute that covers its time, so that the
  *     communication runs beside compute; the buffers held in flight
  *     meanwhile are the memory this costs (no-comm-ahead: as ordered);
+ *   - gathers ahead (gather_ahead N): each AllGather moved up to where the
+ *     gather N before it in the schedule was issued, as FSDP prefetches;
  *   - waits: a side-stream op waits for the compute op issued before it (its
  *     issue point) and for every producer or ordering predecessor on another
  *     stream that no wait covers yet; a compute op waits for the side-stream
@@ -59,6 +61,10 @@ typedef struct streams_options {
      * deferred until the compute before them covers its time (default true;
      * false: where the order put them, holding less in flight) */
     bool comm_ahead;
+    /* --shard zero3|fsdp --prefetch N: each AllGather issued where the
+     * unit N gathers earlier starts, so it runs beside that unit's compute
+     * (0: where the order put it, the default outside zero3/fsdp) */
+    long gather_ahead;
     /* compute waits for each Offload at the first compute op after its
      * value's last compute use, so that the value leaves device memory where
      * one stream would free it (time traded for memory; default false) */
