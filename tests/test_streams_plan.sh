@@ -261,6 +261,40 @@ else
     skip_part "gathers ahead: models/export.py needs torch in $PY"
 fi
 
+# libroamc and the Python package: streams, comm-gbps and prefetch by name
+# (keywords) give the command's plans byte for byte; bad values raise
+if PYTHONPATH="$SRC/planner/python" ROAMC_LIBRARY="$(dirname "$ROAMC")" $PY -c 'import roamc' 2>/dev/null; then
+    "$ROAMC" comm.onnx --streams comm --comm-gbps 100 -q -o c100.json || fail_now "--comm-gbps 100"
+    PYTHONPATH="$SRC/planner/python" ROAMC_LIBRARY="$(dirname "$ROAMC")" HAVE_FSDP=$([ -e f1.json ] && echo 1) \
+        $PY - <<'EOF' || fail "the Python package's --streams plans"
+import json, os, roamc
+def same(kw, model, cli):
+    roamc.plan(model, **kw).write("py.json")
+    a, b = json.load(open("py.json")), json.load(open(cli))
+    if "emit_train" in kw:
+        a["model"] = b["model"]  # the plan names the step each wrote
+    assert a == b, (kw, cli)
+    if "emit_train" not in kw:
+        assert open("py.json").read() == open(cli).read(), (kw, cli)
+same(dict(streams="all"), "step.onnx", "s.json")
+same(dict(streams="comm"), "comm.onnx", "c_comm.json")
+same(dict(streams="comm,no-comm-ahead"), "comm.onnx", "c_comm,no-comm-ahead.json")
+same(dict(streams="comm", comm_gbps=100), "comm.onnx", "c100.json")
+if os.environ.get("HAVE_FSDP"):
+    same(dict(shard="fsdp", world=2, wrap="fc*", prefetch=1, streams="comm", emit_train="py1.onnx"),
+         "mlp3.onnx", "f1.json")
+assert json.load(open("c100.json"))["times"] != json.load(open("c_comm.json"))["times"]
+for kw in (dict(streams="copy,disk"), dict(streams="copy", comm_gbps=10), dict(comm_gbps=10)):
+    try:
+        roamc.plan("comm.onnx", **kw)
+    except roamc.Error:
+        continue
+    raise AssertionError("accepted: %s" % kw)
+EOF
+else
+    skip_part "the Python package: no libroamc.so beside $ROAMC"
+fi
+
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"
 "$ROAMC" step.onnx --streams none -q -o none.json || fail "--streams none"

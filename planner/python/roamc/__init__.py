@@ -217,7 +217,8 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
     budget: bytes or a size ("16GiB"); train: derive the training step (--train).  Every
     other planning option of the command by its long name, dashes as underscores
     (order="lescea", align=256, time_limit=30, method="pytorch", fit="recompute",
-    max_overhead="33%", shard="zero3", world=8, frozen=["bert.embeddings"],
+    max_overhead="33%", shard="zero3", world=8, streams="comm", comm_gbps=100,
+    frozen=["bert.embeddings"],
     emit_train="step.onnx", ...); True for an option without a value, a list for a
     repeatable one.  A plan over the budget is returned (fits False, status "does not
     fit"); every other failure raises roamc.Error.  The largest batch that fits:
