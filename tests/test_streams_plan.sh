@@ -295,6 +295,14 @@ else
     skip_part "the Python package: no libroamc.so beside $ROAMC"
 fi
 
+# the schema names both versions it takes (it said "roam-plan v1" alone)
+$PY - "$SRC/planner/plan.schema.json" <<'EOF' || fail "plan.schema.json: title or \$id"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["title"] == "roam-plan v1 and v2" and s["$id"] == "urn:roamc:roam-plan", (s["title"], s["$id"])
+assert "version 2" in s["description"], s["description"]
+EOF
+
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"
 "$ROAMC" step.onnx --streams none -q -o none.json || fail "--streams none"
