@@ -67,8 +67,7 @@ int streams_parse(const char *list, streams_options *o, char *err, size_t errlen
             return roamc_errorf(
                 err, errlen,
                 "--streams takes copy, comm, all, none, no-prefetch, no-comm-ahead and "
-                "sync-offload, "
-                "comma-separated, not '%.*s'",
+                "sync-offload, comma-separated, not '%.*s'",
                 (int)n, p);
         p += n;
         if (*p == ',') p++;
@@ -210,6 +209,7 @@ static void streams_gathers_ahead(const graph *g, int *order, long ahead, stream
     for (size_t k = 0; k < n; k++)
         if (strcmp(g->model->nodes[order[k]].op_type, "AllGather") == 0 &&
             strcmp(g->model->nodes[order[k]].domain, GRAPH_ROAMC_DOMAIN) == 0) {
+            /* the gathers of one place share the op after them */
             size_t a = k + 1; /* the first op after it that is not a gather */
             while (a < n && strcmp(g->model->nodes[order[a]].op_type, "AllGather") == 0) a++;
             anchor[ng] = a < n ? order[a] : -1;
