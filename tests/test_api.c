@@ -78,6 +78,28 @@ static void api_test_options(void) {
     CHECK(roamc_options_set(o, "budget", "16GiB") == ROAMC_OK, "%s", roamc_options_error(o));
     CHECK(roamc_options_set(o, "dim", "batch=4") == ROAMC_OK, "%s", roamc_options_error(o));
     CHECK(roamc_options_set(o, "threads", "0") == ROAMC_BAD_INPUT, "threads 0 accepted");
+    CHECK(roamc_options_set(o, "streams", "copy,disk") == ROAMC_BAD_INPUT &&
+              strstr(roamc_options_error(o), "disk") != NULL,
+          "streams copy,disk: %s", roamc_options_error(o));
+    CHECK(roamc_options_set(o, "comm-gbps", "0") == ROAMC_BAD_INPUT, "comm-gbps 0 accepted");
+    roamc_options_free(o);
+    /* streams: comm-gbps needs comm, device goes with streams as with fit */
+    o = roamc_options_new();
+    CHECK(roamc_options_set(o, "streams", "copy,no-comm-ahead") == ROAMC_OK, "%s",
+          roamc_options_error(o));
+    CHECK(roamc_options_set(o, "comm-gbps", "100") == ROAMC_OK, "%s", roamc_options_error(o));
+    CHECK(roamc_options_set(o, "device", "l4") == ROAMC_OK, "%s", roamc_options_error(o));
+    roamc_result *sr = NULL;
+    CHECK(roamc_plan_file(o, "/nonexistent.onnx", &sr) == ROAMC_BAD_INPUT &&
+              strstr(roamc_result_error(sr), "comm-gbps needs streams comm") != NULL,
+          "comm-gbps without comm: %s", roamc_result_error(sr));
+    roamc_result_free(sr);
+    roamc_options_set(o, "streams", "all");
+    CHECK(roamc_options_set(o, "streams", "disk") == ROAMC_BAD_INPUT, "streams disk accepted");
+    CHECK(roamc_plan_file(o, "/nonexistent.onnx", &sr) == ROAMC_BAD_INPUT &&
+              strstr(roamc_result_error(sr), "/nonexistent.onnx") != NULL,
+          "streams all (kept past a bad value), comm-gbps and device: %s", roamc_result_error(sr));
+    roamc_result_free(sr);
     roamc_options_free(o);
     /* options that only go together are refused when the plan runs */
     o = roamc_options_new();

@@ -14,6 +14,7 @@
 # usage: test_streams_plan.sh ROAMC CHECK_PLAN_PY WORK_DIR   (77 = skipped)
 set -u
 . "$(dirname "$0")/lib.sh"
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 test_usage 3 3 "ROAMC CHECK_PLAN_PY WORK_DIR" "$@"
 ROAMC=$1 CHECK=$2 W=$3
 test_need_python "onnx" "the step is written with onnx.helper"
@@ -185,13 +186,130 @@ assert r["interleaved_live"] <= r0["interleaved_live"] and r["step_seconds"] >= 
 assert r["interleaved_live"] == r["theoretical"], r
 EOF
 
+# collectives ahead: an AllReduce of a value made first, read by Relu, with
+# three independent matmuls; the order puts the reader right after it, the
+# pass moves the reader after the matmuls that cover the all-reduce, so the
+# communication runs beside compute (no-comm-ahead: as ordered, none)
+$PY - <<'EOF' || fail_now "writing the comm step"
+import onnx
+from onnx import helper as h, TensorProto as T
+S, W = [256, 1024], [1024, 1024]
+def v(n, s=S): return h.make_tensor_value_info(n, T.FLOAT, s)
+nodes = [
+    h.make_node("MatMul", ["x", "w1"], ["g1"], name="mm1"),
+    h.make_node("AllReduce", ["g1"], ["r1"], name="ar", domain="ai.roamc"),
+    h.make_node("Relu", ["r1"], ["u"], name="upd"),
+    h.make_node("MatMul", ["x", "w2"], ["h2"], name="mm2"),
+    h.make_node("MatMul", ["h2", "w2"], ["h3"], name="mm3"),
+    h.make_node("MatMul", ["h3", "w2"], ["h4"], name="mm4"),
+    h.make_node("Add", ["u", "h4"], ["y"], name="add"),
+]
+g = h.make_graph(nodes, "comm", [v("x"), v("w1", W), v("w2", W)], [v("y")],
+                 value_info=[v(n) for n in ("g1", "r1", "u", "h2", "h3", "h4")])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("ai.roamc", 1)]),
+          "comm.onnx")
+EOF
+for v in comm comm,no-comm-ahead; do
+    "$ROAMC" comm.onnx --streams $v -q -o "c_$v.json" || fail_now "--streams $v"
+    "$ROAMC" comm.onnx --streams $v --report json >"c_$v.report" || fail_now "--streams $v --report json"
+    "$ROAMC" check comm.onnx "c_$v.json" | grep -q '^VALID' || fail "$v: roamc check"
+    if test_check_plan "$CHECK"; then
+        test_check_plan_py "$CHECK" comm.onnx "c_$v.json" | grep -q '^VALID' || fail "$v: check_plan.py"
+    fi
+done
+"$ROAMC" comm.onnx --streams comm 2>&1 | grep -q "ops after them deferred" ||
+    fail "report: no collectives ahead"
+$PY - <<'EOF' || fail "collectives ahead"
+import json, onnx
+nodes = [n.name for n in onnx.load("comm.onnx").graph.node]
+def load(v):
+    p = json.load(open(f"c_{v}.json"))
+    return [nodes[i] for i in p["schedule"]], json.load(open(f"c_{v}.report"))["streams"]
+(a, ra), (o, ro) = load("comm"), load("comm,no-comm-ahead")
+assert o.index("upd") == o.index("ar") + 1, o  # what the order does: the case the pass is for
+assert a.index("upd") > a.index("mm4") > a.index("ar"), a
+assert ro["beside_compute_seconds"]["comm"] == 0 and ro["ops_deferred"] == 0, ro
+assert ra["beside_compute_seconds"]["comm"] > 0 and ra["ops_deferred"] == 2, ra
+assert ra["step_seconds"] < ro["step_seconds"], (ra, ro)
+EOF
+
+# gathers ahead: mlp3's FSDP rank (units fc*, world 2) with --prefetch 0
+# and 1: at 1, gathers move up to where the unit before them starts, the
+# communication beside compute grows and the step shortens; both VALID
+if $PY -c 'import torch' 2>/dev/null; then
+    $PY "$SRC/models/export.py" --model mlp3 --batch 2 -q -o mlp3.onnx ||
+        fail_now "export mlp3"
+    for d in 0 1; do
+        "$ROAMC" mlp3.onnx --shard fsdp --world 2 --wrap 'fc*' --prefetch $d --streams comm \
+            --emit-train "f$d.onnx" -q -o "f$d.json" || fail_now "fsdp --prefetch $d --streams comm"
+        "$ROAMC" mlp3.onnx --shard fsdp --world 2 --wrap 'fc*' --prefetch $d --streams comm \
+            --report json >"f$d.report" || fail_now "fsdp --prefetch $d --report json"
+        "$ROAMC" check "f$d.onnx" "f$d.json" | grep -q '^VALID' || fail "fsdp --prefetch $d: roamc check"
+        if test_check_plan "$CHECK"; then
+            test_check_plan_py "$CHECK" "f$d.onnx" "f$d.json" | grep -q '^VALID' ||
+                fail "fsdp --prefetch $d: check_plan.py"
+        fi
+    done
+    $PY - <<'EOF' || fail "gathers ahead"
+import json
+r0, r1 = (json.load(open(f"f{d}.report"))["streams"] for d in (0, 1))
+assert r0["gathers_prefetched"] == 0 and r1["gathers_prefetched"] > 0, (r0, r1)
+c0, c1 = r0["beside_compute_seconds"]["comm"], r1["beside_compute_seconds"]["comm"]
+assert c1 > c0 and r1["step_seconds"] < r0["step_seconds"], (r0, r1)
+EOF
+else
+    skip_part "gathers ahead: models/export.py needs torch in $PY"
+fi
+
+# libroamc and the Python package: streams, comm-gbps and prefetch by name
+# (keywords) give the command's plans byte for byte; bad values raise
+if PYTHONPATH="$SRC/planner/python" ROAMC_LIBRARY="$(dirname "$ROAMC")" $PY -c 'import roamc' 2>/dev/null; then
+    "$ROAMC" comm.onnx --streams comm --comm-gbps 100 -q -o c100.json || fail_now "--comm-gbps 100"
+    PYTHONPATH="$SRC/planner/python" ROAMC_LIBRARY="$(dirname "$ROAMC")" HAVE_FSDP=$([ -e f1.json ] && echo 1) \
+        $PY - <<'EOF' || fail "the Python package's --streams plans"
+import json, os, roamc
+def same(kw, model, cli):
+    roamc.plan(model, **kw).write("py.json")
+    a, b = json.load(open("py.json")), json.load(open(cli))
+    if "emit_train" in kw:
+        a["model"] = b["model"]  # the plan names the step each wrote
+    assert a == b, (kw, cli)
+    if "emit_train" not in kw:
+        assert open("py.json").read() == open(cli).read(), (kw, cli)
+same(dict(streams="all"), "step.onnx", "s.json")
+same(dict(streams="comm"), "comm.onnx", "c_comm.json")
+same(dict(streams="comm,no-comm-ahead"), "comm.onnx", "c_comm,no-comm-ahead.json")
+same(dict(streams="comm", comm_gbps=100), "comm.onnx", "c100.json")
+if os.environ.get("HAVE_FSDP"):
+    same(dict(shard="fsdp", world=2, wrap="fc*", prefetch=1, streams="comm", emit_train="py1.onnx"),
+         "mlp3.onnx", "f1.json")
+assert json.load(open("c100.json"))["times"] != json.load(open("c_comm.json"))["times"]
+for kw in (dict(streams="copy,disk"), dict(streams="copy", comm_gbps=10), dict(comm_gbps=10)):
+    try:
+        roamc.plan("comm.onnx", **kw)
+    except roamc.Error:
+        continue
+    raise AssertionError("accepted: %s" % kw)
+EOF
+else
+    skip_part "the Python package: no libroamc.so beside $ROAMC"
+fi
+
+# the schema names both versions it takes (it said "roam-plan v1" alone)
+$PY - "$SRC/planner/plan.schema.json" <<'EOF' || fail "plan.schema.json: title or \$id"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["title"] == "roam-plan v1 and v2" and s["$id"] == "urn:roamc:roam-plan", (s["title"], s["$id"])
+assert "version 2" in s["description"], s["description"]
+EOF
+
 # none: one stream, the same plan as without the option
 "$ROAMC" step.onnx -q -o one.json || fail "plan without --streams"
 "$ROAMC" step.onnx --streams none -q -o none.json || fail "--streams none"
 cmp -s one.json none.json || fail "--streams none changes the plan"
 grep -q '"version":1' one.json || fail "plan without --streams is not version 1"
 # usage errors write nothing
-for bad in "--streams copy,disk" "--streams ''" "--streams copy --comm-gbps 10" \
+for bad in "--streams copy,disk" "--streams comm,no-comm-aheadx" "--streams ''" "--streams copy --comm-gbps 10" \
     "--streams comm --comm-gbps 0" "--device h100"; do
     rm -f bad.json
     eval "\"$ROAMC\" step.onnx $bad -q -o bad.json" >bad.out 2>&1

@@ -19,31 +19,35 @@
 #include "roamc.h"
 #include "pipeline.h"
 #include "shard.h"
+#include "streams.h"
 
 /* One planning run: the model and every option, resolved. */
 typedef struct api_request {
     const char *model_path; /* names the model: messages and the plan's "model" */
     const uint8_t *bytes;   /* the model in memory (len bytes), or NULL: read model_path */
     size_t len;
-    const fe_options *bindings;    /* --input-shape/--dim, or NULL */
-    const fe_train_options *train; /* --train, or NULL */
-    const char *emit_path;         /* --emit-train (with --train, --fit or --shard), or NULL */
-    planner_options opt;           /* deadline set by the caller */
-    planner_budget budget;         /* budget_text NULL: no budget */
-    unsigned fit;                  /* enum fit_mode bits, 0: no --fit */
-    double max_overhead;           /* --fit: < 0 none */
-    const fit_device *device;      /* --fit: the profile */
-    const shard_options *shard;    /* --shard, or NULL */
-    const pipe_options *pipeline;  /* --pipeline-stages: plan every stage (API_PIPE), or NULL */
-    bool compare;                  /* --compare: plan every method (API_COMPARE) */
-    bool summary;                  /* keep --train's description for the report */
+    const fe_options *bindings;     /* --input-shape/--dim, or NULL */
+    const fe_train_options *train;  /* --train, or NULL */
+    const char *emit_path;          /* --emit-train (with --train, --fit or --shard), or NULL */
+    planner_options opt;            /* deadline set by the caller */
+    planner_budget budget;          /* budget_text NULL: no budget */
+    unsigned fit;                   /* enum fit_mode bits, 0: no --fit */
+    double max_overhead;            /* --fit: < 0 none */
+    const fit_device *device;       /* --fit: the profile */
+    const shard_options *shard;     /* --shard, or NULL */
+    const pipe_options *pipeline;   /* --pipeline-stages: plan every stage (API_PIPE), or NULL */
+    bool compare;                   /* --compare: plan every method (API_COMPARE) */
+    bool summary;                   /* keep --train's description for the report */
+    const streams_options *streams; /* --streams (device: the request's), or NULL */
 } api_request;
 
 /* What a run made.  The plan the result describes is `main`. */
 struct roamc_result {
     roamc_status status;
     char error[2048];
-    planner_options opt; /* the request's, which fit_request and shard_request point at */
+    planner_options opt;     /* the request's, which fit_request and shard_request point at */
+    streams_options streams; /* --streams: the pass's options, held as long as its plans */
+    planner_pass streams_pass;
     planner_budget budget;
     char *model_path; /* the name the run was given */
     char *plan_model; /* what the plan names (the --emit-train path, else model_path) */

@@ -35,6 +35,8 @@ struct roamc_options {
     bool max_batch;
     char *batch_symbol; /* max-batch's value, or NULL: the one symbol left unbound */
     bool compare;
+    streams_options streams; /* kinds 0: one stream */
+    bool comm_gbps;
     char error[1024];
 };
 
@@ -60,6 +62,8 @@ roamc_options *roamc_options_new(void) {
     o->shard =
         (shard_options){.bucket_mb = SHARD_DEFAULT_BUCKET_MB, .prefetch = SHARD_DEFAULT_PREFETCH};
     o->pipe = (api_pipe_state)API_PIPE_STATE_INIT;
+    o->streams = (streams_options){
+        .prefetch = true, .comm_ahead = true, .comm_bytes_per_s = STREAMS_DEFAULT_COMM_GBPS * 1e9};
     return o;
 }
 
@@ -271,6 +275,27 @@ static roamc_status api_set_shard(roamc_options *o, const char *name, const char
     return ROAMC_OK;
 }
 
+/* streams (streams_parse's list), comm-gbps. */
+static roamc_status api_set_streams(roamc_options *o, const char *name, const char *v) {
+    if (strcmp(name, "streams") == 0) {
+        char err[512];
+        streams_options parsed = o->streams; /* a bad value leaves the option as it was */
+        if (!v || streams_parse(v, &parsed, err, sizeof err)) {
+            snprintf(o->error, sizeof o->error, "option streams: %s",
+                     v ? err : "wants copy, comm, all or none");
+            return ROAMC_BAD_INPUT;
+        }
+        o->streams = parsed;
+        return ROAMC_OK;
+    }
+    double g;
+    if (api_parse_real(v, false, &g) || !(g > 0))
+        return api_opt_fail(o, name, v, "GB/s above 0, at most 1000000");
+    o->streams.comm_bytes_per_s = g * 1e9;
+    o->comm_gbps = true;
+    return ROAMC_OK;
+}
+
 /* pipeline-stages, microbatches, schedule, stage-cuts, stage: the
  * command's parser (api_pipe.h), its messages. */
 static roamc_status api_set_pipeline(roamc_options *o, const char *name, const char *v) {
@@ -300,10 +325,11 @@ roamc_status roamc_options_set(roamc_options *o, const char *name, const char *v
         {"train", "loss", "optimizer", "frozen", "precision", "grad-accum", "emit-train"},
         {"fit", "max-overhead", "device", "device-profile"},
         {"shard", "world", "rank", "bucket-mb", "wrap", "prefetch", "no-sync"},
-        {"pipeline-stages", "microbatches", "schedule", "stage-cuts", "stage"}};
+        {"pipeline-stages", "microbatches", "schedule", "stage-cuts", "stage"},
+        {"streams", "comm-gbps"}};
     roamc_status (*const setters[])(roamc_options *, const char *, const char *) = {
-        api_set_method, api_set_number, api_set_train,
-        api_set_fit,    api_set_shard,  api_set_pipeline};
+        api_set_method, api_set_number,   api_set_train,  api_set_fit,
+        api_set_shard,  api_set_pipeline, api_set_streams};
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
         for (size_t k = 0; k < 8 && groups[g][k]; k++)
             if (strcmp(name, groups[g][k]) == 0) return setters[g](o, name, value);
@@ -352,8 +378,12 @@ static int api_options_check(const roamc_options *o, bool in_memory, roamc_resul
         why = "loss, optimizer, frozen, precision, grad-accum and emit-train need train";
     else if (o->fit && !o->budget.budget_text)
         why = "fit needs budget";
-    else if (!o->fit && (o->max_overhead >= 0 || o->device_given))
-        why = "max-overhead, device and device-profile need fit";
+    else if (!o->fit && o->max_overhead >= 0)
+        why = "max-overhead needs fit";
+    else if (!o->fit && !o->streams.kinds && o->device_given)
+        why = "device and device-profile need fit or streams";
+    else if (o->comm_gbps && !(o->streams.kinds & STREAMS_COMM))
+        why = "comm-gbps needs streams comm (or all)";
     else if (!shard && (o->shard_option || o->world))
         why = "world, rank, bucket-mb, wrap, prefetch and no-sync need shard";
     else if (shard && !o->world)
@@ -453,7 +483,8 @@ static roamc_status api_plan_model(const roamc_options *o, const void *data, siz
                          .shard = o->shard.kind ? &o->shard : NULL,
                          .pipeline = api_pipe_on(&o->pipe) ? &o->pipe.po : NULL,
                          .compare = o->compare,
-                         .summary = true};
+                         .summary = true,
+                         .streams = o->streams.kinds ? &o->streams : NULL};
         /* as the command: the time limit counts from the start, the
          * allocator replay sees the device's limit */
         q.opt.deadline = t_start + q.opt.time_limit;

@@ -180,6 +180,15 @@ roamc_status api_plan(const api_request *q, roamc_result *r) {
     ROAMC_ASSERT(r->have_step);
     r->opt = q->opt;
     r->budget = q->budget;
+    if (q->streams) { /* the result holds the pass's options: its plans report with them */
+        r->streams = *q->streams;
+        r->streams.device = *q->device;
+        /* a gathered set-up's prefetch also issues each gather that far ahead, as the command */
+        if (q->shard && (q->shard->kind == SHARD_ZERO3 || q->shard->kind == SHARD_FSDP))
+            r->streams.gather_ahead = q->shard->prefetch;
+        streams_pass_init(&r->streams_pass, &r->streams);
+        r->opt.pass = &r->streams_pass;
+    }
     double load_seconds = roamc_now() - (q->opt.deadline - q->opt.time_limit);
     roamc_status st;
     api_change change;

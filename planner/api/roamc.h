@@ -93,6 +93,10 @@ ROAMC_API void roamc_options_free(roamc_options *o);
  *   device (h100 a100 l4 4090 gh200), device-profile (a JSON file, read now)
  *   shard (ddp zero1 zero2 zero3 fsdp), world, rank, bucket-mb, wrap, prefetch,
  *   no-sync (value ignored: a --grad-accum step's gradients reduced once)
+ *   streams (copy, comm, all, none, no-prefetch, no-comm-ahead,
+ *   sync-offload, comma-separated: a version 2 plan on several streams, timed
+ *   on the device profile; with shard zero3/fsdp, prefetch also issues each gather that
+ *   far ahead), comm-gbps (G: the collectives' GB/s, needs streams comm)
  *   pipeline-stages (P: plan the P stages of a pipeline; the result's plan is
  *   the chosen stage's, roamc_result_stage_peak gives every stage's peaks),
  *   microbatches, schedule (1f1b gpipe), stage-cuts (NAME,...), stage (the

@@ -112,8 +112,11 @@ static const char usage_text[] =
     "                        fields of the built-in ones; README, section --fit)\n"
     "      --streams LIST    plan on several streams (a version 2 plan): copy (Offload\n"
     "                        on d2h, Reload on h2d, prefetched), comm (collectives,\n"
-    "                        Send, Recv), all, none (default), no-prefetch,\n"
-    "                        sync-offload (free offloaded values where one stream\n"
+    "                        Send, Recv; each issued once its inputs are ready,\n"
+    "                        its readers after the compute that covers it), all,\n"
+    "                        none (default), no-prefetch, no-comm-ahead (collectives\n"
+    "                        and readers as ordered: less in flight), sync-offload\n"
+    "                        (free offloaded values where one stream\n"
     "                        would: time for memory); the report gives step time,\n"
     "                        overlap and its memory\n"
     "      --comm-gbps G     --streams comm: collectives' bandwidth, GB/s (default 25)\n"
@@ -130,7 +133,8 @@ static const char usage_text[] =
     "                        is h.0, h.1, ...; default: each transformer layer, the\n"
     "                        name up to its first number)\n"
     "      --prefetch D      --shard zero3|fsdp: units gathered ahead in the backward\n"
-    "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none)\n"
+    "                        pass (default 1, FSDP's BACKWARD_PRE; 0: none); with\n"
+    "                        --streams comm, each gather issued that many ahead\n"
     "      --no-sync         --shard zero2|zero3|fsdp, a step with --grad-accum: keep\n"
     "                        the whole gradients over the microbatches and reduce them\n"
     "                        once after the last (FSDP's no_sync()); default: reduce-\n"
@@ -906,6 +910,9 @@ static int main_plan_run(main_plan_args *a, const fe_options *fopt) {
         const fit_device *d = main_fit_device(a, &loaded);
         if (!d) return 2;
         main_streams.opt.device = *d;
+        /* a gathered set-up's --prefetch also issues each gather that far ahead */
+        if (main_shard.so.kind == SHARD_ZERO3 || main_shard.so.kind == SHARD_FSDP)
+            main_streams.opt.gather_ahead = main_shard.so.prefetch;
         streams_pass_init(&main_streams.pass, &main_streams.opt);
         a->opt.pass = &main_streams.pass;
     }

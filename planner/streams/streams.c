@@ -28,8 +28,11 @@ typedef struct streams_state {
     /* the report */
     size_t n_on[STREAMS_N_KINDS]; /* ops per kind */
     size_t n_moved, moved_steps;  /* Reloads prefetched, steps moved in all */
-    uint64_t one_peak;            /* theoretical peak of the order before the pass */
-    double serial_s, step_s;      /* every op one after another; the step on its streams */
+    size_t n_ahead, ahead_steps;  /* collectives issued earlier, steps moved in all */
+    size_t n_deferred;            /* ops that depend on a collective moved after it */
+    size_t n_gathers_ahead, gathers_ahead_steps; /* AllGathers prefetched, steps in all */
+    uint64_t one_peak;                           /* theoretical peak of the order before the pass */
+    double serial_s, step_s; /* every op one after another; the step on its streams */
     double busy[STREAMS_N_KINDS],
         overlap[STREAMS_N_KINDS]; /* per kind: busy, of it beside compute */
     uint64_t interleaved_peak;    /* live bytes at a step with lifetimes to xend */
@@ -40,6 +43,7 @@ typedef struct streams_state {
 int streams_parse(const char *list, streams_options *o, char *err, size_t errlen) {
     o->kinds = 0;
     o->prefetch = true;
+    o->comm_ahead = true;
     o->sync_offload = false;
     const char *p = list;
     if (!*p) return roamc_errorf(err, errlen, "--streams wants copy, comm, all or none");
@@ -55,13 +59,15 @@ int streams_parse(const char *list, streams_options *o, char *err, size_t errlen
             ;
         else if (n == 11 && strncmp(p, "no-prefetch", 11) == 0)
             o->prefetch = false;
+        else if (n == 13 && strncmp(p, "no-comm-ahead", 13) == 0)
+            o->comm_ahead = false;
         else if (n == 12 && strncmp(p, "sync-offload", 12) == 0)
             o->sync_offload = true;
         else
             return roamc_errorf(
                 err, errlen,
-                "--streams takes copy, comm, all, none, no-prefetch and sync-offload, "
-                "comma-separated, not '%.*s'",
+                "--streams takes copy, comm, all, none, no-prefetch, no-comm-ahead and "
+                "sync-offload, comma-separated, not '%.*s'",
                 (int)n, p);
         p += n;
         if (*p == ',') p++;
@@ -177,6 +183,110 @@ static void streams_prefetch(const graph *g, int *order, const int *kind, const 
     }
     memcpy(order, out, n * sizeof *order);
     free(step_of), free(target), free(cnt), free(moved), free(fill), free(out);
+}
+
+/* Whether a collective may be issued as soon as its inputs are ready: those
+ * that send what the step made.  An AllGather or a Recv makes its buffer
+ * from nothing, so issued early it would only hold memory longer (a
+ * gather's place is --prefetch's). */
+static bool streams_sends_made(const fe_node *n) {
+    static const char *const sends[] = {"AllReduce", "ReduceScatter", "Broadcast", "Send"};
+    for (size_t i = 0; i < sizeof sends / sizeof sends[0]; i++)
+        if (strcmp(n->op_type, sends[i]) == 0) return true;
+    return false;
+}
+
+/* Gathers ahead (streams.h): the AllGathers in schedule order, each moved
+ * to just before the first op that followed the one `ahead` before it in
+ * the first order (where that unit starts), or to the step after its last
+ * predecessor if that is later.  Anchors follow the gathers' order, so the
+ * gathers keep theirs on the comm stream.  Rewrites order; counts into st. */
+static void streams_gathers_ahead(const graph *g, int *order, long ahead, streams_state *st) {
+    size_t n = g->n_ops, ng = 0;
+    int *gat = xmallocarray(n ? n : 1, sizeof *gat),
+        *anchor = xmallocarray(n ? n : 1, sizeof *anchor);
+    int *step_of = xmallocarray(n ? n : 1, sizeof *step_of);
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(g->model->nodes[order[k]].op_type, "AllGather") == 0 &&
+            strcmp(g->model->nodes[order[k]].domain, GRAPH_ROAMC_DOMAIN) == 0) {
+            /* the gathers of one place share the op after them */
+            size_t a = k + 1; /* the first op after it that is not a gather */
+            while (a < n && strcmp(g->model->nodes[order[a]].op_type, "AllGather") == 0) a++;
+            anchor[ng] = a < n ? order[a] : -1;
+            gat[ng++] = order[k];
+        }
+    for (size_t j = (size_t)ahead; ahead > 0 && j < ng; j++) {
+        int c = gat[j], at = anchor[j - (size_t)ahead];
+        if (at < 0) continue;
+        for (size_t k = 0; k < n; k++) step_of[order[k]] = (int)k;
+        size_t s = (size_t)step_of[c], to = (size_t)step_of[at];
+        for (size_t e = g->pred_start[c]; e < g->pred_start[c + 1]; e++)
+            if ((size_t)step_of[g->pred[e]] + 1 > to) to = (size_t)step_of[g->pred[e]] + 1;
+        if (to >= s) continue;
+        memmove(order + to + 1, order + to, (s - to) * sizeof *order);
+        order[to] = c, st->n_gathers_ahead++, st->gathers_ahead_steps += s - to;
+    }
+    free(gat), free(anchor), free(step_of);
+}
+
+/* Collectives ahead (streams.h): for each op on the comm stream, in
+ * schedule order, moved up to the step after its last predecessor when it
+ * sends what the step made, then the ops after it that depend on it (its
+ * cone: an op is in it when a predecessor is, a forward sweep since
+ * predecessors come first) moved after those that do not, up to the step
+ * where the compute of the latter covers its time.  Ops outside the cone
+ * never depend on one in it, and the cone keeps its order, so the order
+ * stays valid.  Rewrites order; counts into st. */
+static void streams_comm_ahead(const graph *g, int *order, const int *kind, const double *dur,
+                               streams_state *st) {
+    size_t n = g->n_ops;
+    int *step_of = xmallocarray(n ? n : 1, sizeof *step_of);
+    int *mark = xmallocarray(n ? n : 1, sizeof *mark);
+    int *rest = xmallocarray(n ? n : 1, sizeof *rest),
+        *cone = xmallocarray(n ? n : 1, sizeof *cone);
+    int *comm = xmallocarray(n ? n : 1, sizeof *comm);
+    size_t nc = 0;
+    for (size_t k = 0; k < n; k++) {
+        mark[k] = -1;
+        if (kind[order[k]] == STREAMS_COMMK) comm[nc++] = order[k];
+    }
+    for (size_t i = 0; i < nc; i++) {
+        int c = comm[i];
+        for (size_t k = 0; k < n; k++) step_of[order[k]] = (int)k;
+        size_t s = (size_t)step_of[c];
+        if (streams_sends_made(&g->model->nodes[c])) {
+            size_t lo = 0;
+            for (size_t e = g->pred_start[c]; e < g->pred_start[c + 1]; e++)
+                if ((size_t)step_of[g->pred[e]] + 1 > lo) lo = (size_t)step_of[g->pred[e]] + 1;
+            if (lo < s) {
+                memmove(order + lo + 1, order + lo, (s - lo) * sizeof *order);
+                order[lo] = c, st->n_ahead++, st->ahead_steps += s - lo, s = lo;
+            }
+        }
+        mark[c] = (int)i;
+        size_t nr = 0, nk = 0, q = s + 1;
+        double acc = 0;
+        for (; q < n && acc < dur[c]; q++) {
+            int v = order[q];
+            bool in = false;
+            for (size_t e = g->pred_start[v]; e < g->pred_start[v + 1] && !in; e++)
+                in = mark[g->pred[e]] == (int)i;
+            if (in) {
+                mark[v] = (int)i, cone[nk++] = v;
+            } else {
+                rest[nr++] = v;
+                if (kind[v] == STREAMS_COMPUTE) acc += dur[v];
+            }
+        }
+        /* the cone's ops up to where the others' compute covers c's time
+         * go after those others */
+        if (nk && nr) {
+            memcpy(order + s + 1, rest, nr * sizeof *order);
+            memcpy(order + s + 1 + nr, cone, nk * sizeof *order);
+            st->n_deferred += nk;
+        }
+    }
+    free(step_of), free(mark), free(rest), free(cone), free(comm);
 }
 
 static void streams_add_wait(streams_state *st, int a, int b) {
@@ -372,6 +482,9 @@ static int streams_order(const planner_pass *pass, plan *p, char *err, size_t er
     streams_durations(g, o, kind, dur);
     st->one_peak = graph_peak(g, p->order, NULL, NULL);
     if (o->prefetch && st->n_on[STREAMS_H2D]) streams_prefetch(g, p->order, kind, dur, st);
+    if (o->gather_ahead > 0 && st->n_on[STREAMS_COMMK])
+        streams_gathers_ahead(g, p->order, o->gather_ahead, st);
+    if (o->comm_ahead && st->n_on[STREAMS_COMMK]) streams_comm_ahead(g, p->order, kind, dur, st);
     st->t_start = xcalloc(n ? n : 1, sizeof *st->t_start);
     st->t_end = xcalloc(n ? n : 1, sizeof *st->t_end);
     streams_schedule(g, p->order, dur, o->sync_offload, st);
@@ -488,6 +601,13 @@ static void streams_report_text(FILE *f, const plan *p) {
         fprintf(f, "; %zu of %zu Reloads issued earlier (prefetch, %.1f steps ahead on average)",
                 st->n_moved, st->n_on[STREAMS_H2D],
                 st->n_moved ? (double)st->moved_steps / (double)st->n_moved : 0.0);
+    if (st->n_on[STREAMS_COMMK])
+        fprintf(f,
+                "; %zu collectives issued earlier (%zu steps in all), %zu ops after them deferred",
+                st->n_ahead, st->ahead_steps, st->n_deferred);
+    if (st->n_gathers_ahead)
+        fprintf(f, "; %zu gathers prefetched (%zu steps in all)", st->n_gathers_ahead,
+                st->gathers_ahead_steps);
     fputc('\n', f);
     fprintf(f,
             "  step time     %.6g s on the streams, %.6g s one op after another; compute busy %.6g "
@@ -519,6 +639,9 @@ static void streams_report_json(const plan *p, json_t *report) {
     json_object_set_new(r, "ops_d2h", json_integer((json_int_t)st->n_on[STREAMS_D2H]));
     json_object_set_new(r, "ops_comm", json_integer((json_int_t)st->n_on[STREAMS_COMMK]));
     json_object_set_new(r, "reloads_prefetched", json_integer((json_int_t)st->n_moved));
+    json_object_set_new(r, "collectives_ahead", json_integer((json_int_t)st->n_ahead));
+    json_object_set_new(r, "ops_deferred", json_integer((json_int_t)st->n_deferred));
+    json_object_set_new(r, "gathers_prefetched", json_integer((json_int_t)st->n_gathers_ahead));
     json_object_set_new(r, "step_seconds", json_real(st->step_s));
     json_object_set_new(r, "serial_seconds", json_real(st->serial_s));
     for (int k = 0; k < STREAMS_N_KINDS; k++) {

@@ -9,6 +9,15 @@
  *   - prefetch: each Reload moved earlier in the schedule, to the point
  *     where the compute before its first reader covers its copy time (never
  *     before its Offload), at the cost of the Reload's buffer living longer;
+ *   - collectives ahead: each AllReduce, ReduceScatter, Broadcast and Send
+ *     moved up to the step after its last predecessor (a bucket's
+ *     all-reduce starts when its last gradient is ready), and the ops that
+ *     depend on any collective (AllGather and Recv included) moved after
+ *     the independent compute that covers its time, so that the
+ *     communication runs beside compute; the buffers held in flight
+ *     meanwhile are the memory this costs (no-comm-ahead: as ordered);
+ *   - gathers ahead (gather_ahead N): each AllGather moved up to where the
+ *     gather N before it in the schedule was issued, as FSDP prefetches;
  *   - waits: a side-stream op waits for the compute op issued before it (its
  *     issue point) and for every producer or ordering predecessor on another
  *     stream that no wait covers yet; a compute op waits for the side-stream
@@ -48,6 +57,14 @@ enum streams_bits {
 typedef struct streams_options {
     unsigned kinds; /* enum streams_bits; 0: one stream (version 1 plans) */
     bool prefetch;  /* Reloads issued ahead of their reader (default true) */
+    /* each collective issued as soon as its inputs are ready, its readers
+     * deferred until the compute before them covers its time (default true;
+     * false: where the order put them, holding less in flight) */
+    bool comm_ahead;
+    /* --shard zero3|fsdp --prefetch N: each AllGather issued where the
+     * unit N gathers earlier starts, so it runs beside that unit's compute
+     * (0: where the order put it, the default outside zero3/fsdp) */
+    long gather_ahead;
     /* compute waits for each Offload at the first compute op after its
      * value's last compute use, so that the value leaves device memory where
      * one stream would free it (time traded for memory; default false) */
@@ -57,8 +74,9 @@ typedef struct streams_options {
 } streams_options;
 
 /* --streams LIST: comma-separated copy, comm, all (copy,comm), none,
- * no-prefetch (Reloads stay where the order put them) and sync-offload.
- * Sets kinds, prefetch and sync_offload in *o.  Returns 0, or -1 with a
+ * no-prefetch (Reloads stay where the order put them), no-comm-ahead
+ * (collectives and their readers stay where the order put them) and
+ * sync-offload.  Sets kinds, prefetch, comm_ahead and sync_offload in *o.  Returns 0, or -1 with a
  * message. */
 int streams_parse(const char *list, streams_options *o, char *err, size_t errlen);
 

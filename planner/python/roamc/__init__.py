@@ -231,7 +231,8 @@ def plan(path, input_shapes=None, dims=None, budget=None, train=False, name=None
     budget: bytes or a size ("16GiB"); train: derive the training step (--train).  Every
     other planning option of the command by its long name, dashes as underscores
     (order="lescea", align=256, time_limit=30, method="pytorch", fit="recompute",
-    max_overhead="33%", shard="zero3", world=8, frozen=["bert.embeddings"],
+    max_overhead="33%", shard="zero3", world=8, streams="comm", comm_gbps=100,
+    frozen=["bert.embeddings"],
     emit_train="step.onnx", ...); True for an option without a value, a list for a
     repeatable one.  None is the default, as NULL is to roamc_options_set: an option that
     is on or off (train, fit, no_sync) is on, with its default value (fit=None: both); one
