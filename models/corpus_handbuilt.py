@@ -591,7 +591,7 @@ def decoder_contrib_op17():
               N("Shape", ["attention_mask"], ["mask_shape"]),
               N("Gather", ["mask_shape", "one_s"], ["total64"], axis=0),
               N("Cast", ["total64"], ["total_sequence_length"], to=T.INT32),
-              N("LayerNormalization", ["h0", "ln_w", "ln_b"], ["n0"], axis=-1)]
+              N("SimplifiedLayerNormalization", ["h0", "ln_w"], ["n0"], axis=-1, epsilon=1e-5)]
     # layer 0: GenAI
     qkv = nbits("l0.qkv", "n0", hid, (nh + 2 * kvh) * hd)
     nodes.append(N("GroupQueryAttention", [qkv, "", "", "past_key_values.0.key", "past_key_values.0.value",

@@ -95,6 +95,24 @@ static int fi_llm_rule_skip_simplified_layer_norm(fi_node *n) {
     return fi_llm_skip_norm(n, 4);
 }
 
+/* SimplifiedLayerNormalization (X, scale; ORT registers it in the
+ * standard domain, GenAI writes it for a decoder's first norm) and opset
+ * 23's RMSNormalization: Y like X; the optional inv_std_var (1) is X's
+ * dims before `axis` and 1 from it on, in stash_type (float). */
+static int fi_llm_rule_rms_norm(fi_node *n) {
+    if (fi_llm_arity(n, 2, 2, 2)) return -1;
+    fi_tensor *x = n->in[0];
+    if (fi_set_like(n, 0, x)) return -1;
+    int64_t stash = fi_attr_int(n, "stash_type", FI_LLM_FLOAT);
+    if (!fi_has_rank(x)) return fi_set_type(n, 1, (int32_t)stash);
+    int axis;
+    if (x->rank == 0) return fi_fail(n, "X is a scalar; it needs rank >= 1");
+    if (fi_axis(n, fi_attr_int(n, "axis", -1), x->rank, &axis)) return -1;
+    fi_dim d[FI_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) d[i] = i < axis ? x->dims[i] : fi_known(1);
+    return fi_set_shape(n, 1, (int32_t)stash, x->rank, d);
+}
+
 /* ------------------------------------------------------------- rotary */
 
 /* RotaryEmbedding: the output is the input, rotated in place.  contrib:
@@ -310,10 +328,12 @@ static int fi_llm_rule_attention(fi_node *n) {
 
 /* -------------------------------------------------------------- tables */
 
-/* Standard domain (opset 23). */
+/* Standard domain (opset 23; SimplifiedLayerNormalization is ORT's). */
 const fi_rule fi_rules_llm[] = {
     {"Attention", fi_llm_rule_attention},
+    {"RMSNormalization", fi_llm_rule_rms_norm},
     {"RotaryEmbedding", fi_llm_rule_rotary},
+    {"SimplifiedLayerNormalization", fi_llm_rule_rms_norm},
     {NULL, NULL},
 };
 

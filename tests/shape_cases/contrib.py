@@ -57,6 +57,11 @@ def norm_cases():
              [msnode("SkipLayerNormalization", ["x", "skip", "gamma"], ["y", "mean", "inv"])],
              x, {"y": (F, [2, 3, h]), "mean": (F, [2, 3, 1]), "inv": (F, [2, 3, 1])}, inits=inits[:1],
              bindings=BIND, ort=False),
+        # ORT registers it in the standard domain (opset 1 on), with an
+        # optional inv_std_var.
+        case("simplified_layer_norm", [oh.make_node("SimplifiedLayerNormalization", ["x", "gamma"], ["y", "inv"],
+                                                    axis=-1, epsilon=1e-5)],
+             x[:1], {"y": (F, [2, 3, h]), "inv": (F, [2, 3, 1])}, inits=inits[:1], bindings=BIND),
         case("skip_layer_norm_bad_rank", [msnode("SkipLayerNormalization", ["x", "skip", "gamma"], ["y"])],
              [("x", F, [h]), ("skip", F, [h])], {"y": (F, [h])}, inits=inits[:1], ort=False,
              expect_error="input has rank 1"),
@@ -188,6 +193,9 @@ def attention23_cases():
         case("attention23_4d_decode", [att4], ins4,
              {"y": (F, [2, nq, 1, hd]), "present_k": (F, [2, nkv, 8, hd]), "present_v": (F, [2, nkv, 8, hd])},
              opset=23, ms=False, bindings=DECODE),
+        case("rms_norm23", [oh.make_node("RMSNormalization", ["x", "scale"], ["y"], axis=-1)],
+             [("x", F, [B, S, hd])], {"y": (F, [2, 3, hd])}, opset=23, ms=False,
+             inits=[nn.init("scale", nn.f32(hd))], bindings=BIND),
         case("rotary23", [oh.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"])],
              [("x", F, [B, nq, S, hd]), ("pos", I64, [B, S])], {"y": (F, [2, nq, 3, hd])}, opset=23, ms=False,
              inits=[nn.init("cos", nn.f32(16, hd // 2)), nn.init("sin", nn.f32(16, hd // 2))], bindings=BIND,
