@@ -144,6 +144,11 @@ def gqa_cases():
              inits=ones + inits, bindings=binds(2, 3, 0), ort_inputs=mask_ones),
         case("gqa_packed_qkv", pre + [packed], packed_ins, out(1, 1, 9), inits=ones, bindings=binds(1, 1, 9),
              ort_inputs=mask_ones),
+        # a cache buffer longer than the mask (past 12, total 8): present
+        # keeps the buffer's length, max(P, total).
+        case("gqa_long_buffer", pre + [gqa([])], ins,
+             {"y": (F, [2, 1, nh * hd]), "present_k": (F, [2, kvh, 12, hd]), "present_v": (F, [2, kvh, 12, hd])},
+             inits=ones, bindings=binds(2, 1, 12)[:-2] + ["--dim", "total=8"], ort_inputs=mask_ones),
         # total_sequence_length from a graph input: its value unknown to
         # roamc, present is sized past + sequence, its largest (spec).
         case("gqa_total_unknown", [gqa([])], ins[:5] + [("seqlens", I32, [B]), ("total", I32, [])],
