@@ -137,20 +137,22 @@ static int fi_llm_rule_matmul_nbits(fi_node *n) {
         fi_llm_heads(n, "bits", 4, &bits) || fi_llm_heads(n, "block_size", 0, &block))
         return -1;
     if (bits > 8) return fi_fail(n, "attribute bits = %lld is above 8", (long long)bits);
-    if (block < 16 || (block & (block - 1)))
-        return fi_fail(n, "attribute block_size = %lld is not a power of 2 >= 16",
+    if (block < 16 || block > ((int64_t)1 << 30) || (block & (block - 1)))
+        return fi_fail(n, "attribute block_size = %lld is not a power of 2 in [16, 2^30]",
                        (long long)block);
     fi_tensor *a = n->in[0], *b = n->in[1];
     if (fi_all_known(b)) {
         int64_t blocks = (k_attr + block - 1) / block, blob = block * bits / 8;
         /* B is [N, blocks, blob] as the exporter writes it; a flat packing
          * of the same bytes is accepted too (older exporters). */
-        int64_t want = n_attr * blocks * blob;
-        if (fi_numel(b) != want)
+        int64_t want;
+        if (__builtin_mul_overflow(n_attr, blocks, &want) ||
+            __builtin_mul_overflow(want, blob, &want) || fi_numel(b) != want)
             return fi_fail(n,
-                           "B has %lld elements; N=%lld K=%lld bits=%lld block_size=%lld pack %lld",
+                           "B has %lld elements; N=%lld K=%lld bits=%lld block_size=%lld pack N x "
+                           "ceil(K / block_size) x block_size * bits / 8",
                            (long long)fi_numel(b), (long long)n_attr, (long long)k_attr,
-                           (long long)bits, (long long)block, (long long)want);
+                           (long long)bits, (long long)block);
     }
     if (!fi_has_rank(a)) return fi_set_type(n, 0, a->elem);
     if (a->rank < 1) return fi_fail(n, "A is a scalar; it needs rank >= 1");
@@ -172,20 +174,24 @@ typedef struct fi_llm_att {
 } fi_llm_att;
 
 /* present = past + new along the sequence (dim 2 of the BNSH past), or new
- * alone without a past. */
+ * alone without a past; unknown (blamed on the past) while its rank is. */
 static fi_dim fi_llm_total(fi_node *n, const fi_tensor *past, fi_dim kv_seq) {
-    if (!past || !fi_has_rank(past)) return past ? fi_unknown(fi_blame(past)) : kv_seq;
+    if (!past) return kv_seq;
+    if (!fi_has_rank(past)) return fi_unknown(fi_blame(past));
     return fi_dim_add(n, past->dims[2], kv_seq);
 }
 
+/* past_key (k) and past_value (k + 1), when given, must be BNSH. */
+static int fi_llm_check_past(fi_node *n, size_t k) {
+    for (size_t j = 0; j < 2; j++)
+        if (fi_llm_rank(n, fi_in(n, k + j), 4, -1, j ? "past_value" : "past_key") < 0) return -1;
+    return 0;
+}
+
 /* present_key (k_out) and present_value (k_out + 1) as [B, kv_heads,
- * total, head]; past_key (k_past) and past_value (k_past + 1) must be
- * BNSH. */
+ * total, head], of past_key's (k_past) type. */
 static int fi_llm_presents(fi_node *n, const fi_llm_att *a, size_t k_past, size_t k_out,
                            fi_dim total) {
-    for (size_t j = 0; j < 2; j++)
-        if (fi_llm_rank(n, fi_in(n, k_past + j), 4, -1, j ? "past_value" : "past_key") < 0)
-            return -1;
     fi_tensor *pk = fi_in(n, k_past);
     int32_t elem = pk && pk->elem ? pk->elem : a->elem;
     fi_dim kvh = fi_known(a->kv_heads);
@@ -208,7 +214,8 @@ static int fi_llm_rule_mha(fi_node *n) {
     int qr = fi_llm_rank(n, q, 3, 5, "query");
     int kr = fi_llm_rank(n, k, 3, k && v ? 4 : 5, "key");
     int vr = fi_llm_rank(n, v, 3, 4, "value");
-    if (qr < 0 || kr < 0 || vr < 0) return -1;
+    if (qr < 0 || kr < 0 || vr < 0 || fi_llm_check_past(n, 6)) return -1;
+    if (qr == 3 && !k) return fi_fail(n, "key is missing and query is not packed QKV");
     if (qr == 0 || (qr == 3 && (!k || kr == 0 || (v && vr == 0)))) return fi_set_type(n, 0, a.elem);
     if (qr == 3 && !v && kr != 5) return fi_fail(n, "value is missing and key is not packed KV");
     int64_t N = a.q_heads;
@@ -253,7 +260,8 @@ static int fi_llm_rule_gqa(fi_node *n) {
     if ((k == NULL) != (v == NULL)) return fi_fail(n, "key and value must be given together");
     a.elem = q->elem;
     int qr = fi_llm_rank(n, q, 3, -1, "query");
-    if (qr < 0 || fi_llm_rank(n, k, 3, -1, "key") < 0 || fi_llm_rank(n, v, 3, -1, "value") < 0)
+    if (qr < 0 || fi_llm_rank(n, k, 3, -1, "key") < 0 || fi_llm_rank(n, v, 3, -1, "value") < 0 ||
+        fi_llm_check_past(n, 3))
         return -1;
     if (qr == 0) return fi_set_type(n, 0, a.elem);
     a.batch = q->dims[0];
@@ -271,7 +279,8 @@ static int fi_llm_rule_gqa(fi_node *n) {
     if (fi_in_scalar(n, 6, &t_val)) {
         if (t_val < 0 || t_val > FI_MAX_DIM)
             return fi_fail(n, "total_sequence_length = %lld is out of range", (long long)t_val);
-        int64_t p = past && fi_has_rank(past) ? past->dims[2].v : 0;
+        /* a past of unknown length leaves T unknown */
+        int64_t p = !past ? 0 : fi_has_rank(past) ? past->dims[2].v : -1;
         if (p >= 0) total = fi_known(t_val > p ? t_val : p);
     }
     if (fi_llm_presents(n, &a, 3, 1, total)) return -1;
@@ -288,7 +297,7 @@ static int fi_llm_rule_attention(fi_node *n) {
     fi_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2];
     int qr = fi_llm_rank(n, q, 3, 4, "Q"), kr = fi_llm_rank(n, k, 3, 4, "K"),
         vr = fi_llm_rank(n, v, 3, 4, "V");
-    if (qr < 0 || kr < 0 || vr < 0) return -1;
+    if (qr < 0 || kr < 0 || vr < 0 || fi_llm_check_past(n, 4)) return -1;
     fi_llm_att a = {.elem = q->elem};
     if (qr == 0 || kr == 0 || vr == 0) return fi_set_type(n, 0, a.elem);
     if (qr != kr || kr != vr) return fi_fail(n, "Q, K and V must all be 3D or all be 4D");

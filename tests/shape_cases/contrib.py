@@ -100,6 +100,9 @@ def matmul_nbits_cases():
         case("matmul_nbits_2d", [node], [("a", F, [B, k])], {"y": (F, [2, n])}, inits=inits, bindings=BIND),
         case("matmul_nbits_bad_k", [node], [("a", F, [B, k + 1])], {"y": (F, [2, n])}, inits=inits,
              bindings=BIND, ort=False, expect_error="attribute K"),
+        case("matmul_nbits_huge_n", [msnode("MatMulNBits", ["a", "w", "scales"], ["y"], K=k, N=1 << 61, bits=4,
+                                            block_size=block)],
+             [("a", F, [B, k])], {"y": (F, [2, n])}, inits=inits, bindings=BIND, ort=False, expect_error="B has"),
         case("matmul_nbits_bad_pack", [node], [("a", F, [B, k])], {"y": (F, [2, n])}, inits=bad,
              bindings=BIND, ort=False, expect_error="B has"),
     ]
@@ -153,6 +156,9 @@ def gqa_cases():
         # roamc, present is sized past + sequence, its largest (spec).
         case("gqa_total_unknown", [gqa([])], ins[:5] + [("seqlens", I32, [B]), ("total", I32, [])],
              out(2, 1, 7), bindings=binds(2, 1, 7), ort=False),
+        case("gqa_bad_past_rank", [gqa([])], ins[:3] + [("pk", F, [B, P]), ("pv", F, [B, P]),
+                                                        ("seqlens", I32, [B]), ("total", I32, [])],
+             {"y": (F, [2, 1, 64])}, bindings=binds(2, 1, 7), ort=False, expect_error="past_key has rank 2"),
         case("gqa_bad_heads", [msnode("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens", "total"],
                                       ["y"], num_heads=3, kv_num_heads=kvh)],
              ins[:5] + [("seqlens", I32, [B]), ("total", I32, [])], {"y": (F, [2, 1, 64])},
