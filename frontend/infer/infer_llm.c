@@ -53,11 +53,12 @@ static fi_dim fi_llm_split(fi_node *n, fi_dim a, int64_t b, const char *what) {
     return fi_dim_div_floor(n, a, b);
 }
 
-/* A heads attribute, required positive. */
+/* A count attribute (heads, K, N, bits): in [1, 2^31], so that sums and
+ * products of two stay far from int64 overflow. */
 static int fi_llm_heads(fi_node *n, const char *name, int64_t dflt, int64_t *out) {
     *out = fi_attr_int(n, name, dflt);
-    if (*out <= 0 || *out > FI_MAX_DIM)
-        return fi_fail(n, "attribute %s = %lld must be positive", name, (long long)*out);
+    if (*out <= 0 || *out > ((int64_t)1 << 31))
+        return fi_fail(n, "attribute %s = %lld is not in [1, 2^31]", name, (long long)*out);
     return 0;
 }
 

@@ -102,7 +102,12 @@ def matmul_nbits_cases():
              bindings=BIND, ort=False, expect_error="attribute K"),
         case("matmul_nbits_huge_n", [msnode("MatMulNBits", ["a", "w", "scales"], ["y"], K=k, N=1 << 61, bits=4,
                                             block_size=block)],
-             [("a", F, [B, k])], {"y": (F, [2, n])}, inits=inits, bindings=BIND, ort=False, expect_error="B has"),
+             [("a", F, [B, k])], {"y": (F, [2, n])}, inits=inits, bindings=BIND, ort=False,
+             expect_error="attribute N = 2305843009213693952 is not in [1, 2^31]"),
+        case("gqa_heads_overflow", [msnode("GroupQueryAttention", ["q", "", "", "", "", "sl", "tot"], ["y"],
+                                           num_heads=1 << 62, kv_num_heads=1 << 62)],
+             [("q", F, [B, S, 64]), ("sl", I32, [B]), ("tot", I32, [])], {"y": (F, [2, 3, 64])}, bindings=BIND,
+             ort=False, expect_error="is not in [1, 2^31]"),
         case("matmul_nbits_bad_pack", [node], [("a", F, [B, k])], {"y": (F, [2, n])}, inits=bad,
              bindings=BIND, ort=False, expect_error="B has"),
     ]
