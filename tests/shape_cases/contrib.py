@@ -20,7 +20,10 @@ import numpy as np
 from onnx import helper as oh
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nn  # noqa: E402
+try:  # the runner is nn_cases.py once the scripts are named FAMILY_cases.py
+    import nn_cases as nn  # noqa: E402
+except ImportError:
+    import nn  # noqa: E402
 
 F, I32, I64, U8 = nn.F, nn.I32, nn.I64, nn.U8
 MS = "com.microsoft"
