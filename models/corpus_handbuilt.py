@@ -539,6 +539,100 @@ def misc_op17():
     return Case(m, {"N": 2, "K": 3, "M": 4, "L": 6}, ranges={"ids": (0, 5)})
 
 
+def pack_nbits(w, block):
+    """MatMulNBits' B, scales, zero points for a [K, N] float weight: 4-bit
+    values, block_size rows of K per block, two per byte (low nibble first),
+    as onnxruntime's quantizer writes them: B [N, K / block, block / 2]."""
+    k, n = w.shape
+    wt = w.T.reshape(n, k // block, block)
+    lo, hi = wt.min(axis=2, keepdims=True), wt.max(axis=2, keepdims=True)
+    scale = np.maximum(hi - lo, 1e-6) / 15
+    zp = np.clip(np.round(-lo / scale), 0, 15).astype(np.uint8)
+    q = np.clip(np.round(wt / scale) + zp, 0, 15).astype(np.uint8)
+    b = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+    zpacked = zp.reshape(n, -1)
+    if zpacked.shape[1] % 2:
+        zpacked = np.concatenate([zpacked, np.zeros((n, 1), np.uint8)], axis=1)
+    zpacked = (zpacked[:, 0::2] | (zpacked[:, 1::2] << 4)).reshape(-1)
+    return b, scale.reshape(-1).astype(np.float32), zpacked
+
+
+def decoder_contrib_op17():
+    # A two-layer decoder as onnxruntime's exporters write LLMs: 4-bit
+    # MatMulNBits weights and com.microsoft's fused operators, with a KV
+    # cache whose past length is a symbolic dim.  Layer 0 is GenAI's form
+    # (packed QKV into GroupQueryAttention with rotary inside, 2 KV heads);
+    # layer 1 the transformer optimizer's (RotaryEmbedding,
+    # MultiHeadAttention with past, SkipLayerNormalization).  The mask spans
+    # past and new tokens; seqlens_k and total_sequence_length come from it
+    # as GenAI computes them.
+    hid, nh, kvh, hd, vocab, ffn, block, maxpos = 64, 4, 2, 16, 96, 128, 32, 64
+    rng = np.random.default_rng(5)
+    f32 = lambda *s: (rng.standard_normal(s) * 0.1).astype(np.float32)
+    inits, nodes = [], []
+    ms = "com.microsoft"
+
+    def nbits(name, x, k, n):
+        b, sc, zp = pack_nbits(f32(k, n), block)
+        inits.extend([numpy_helper.from_array(b, name + ".qweight"), numpy_helper.from_array(sc, name + ".scales"),
+                      numpy_helper.from_array(zp, name + ".qzeros")])
+        nodes.append(N("MatMulNBits", [x, name + ".qweight", name + ".scales", name + ".qzeros"], [name],
+                       domain=ms, K=k, N=n, bits=4, block_size=block, accuracy_level=4))
+        return name
+
+    inits += [numpy_helper.from_array(f32(vocab, hid), "embed"), const("one", [1]), const("one_s", 1),
+              numpy_helper.from_array(f32(maxpos, hd // 2), "cos_cache"),
+              numpy_helper.from_array(f32(maxpos, hd // 2), "sin_cache"),
+              const("ln_w", np.ones(hid), np.float32), const("ln_b", np.zeros(hid), np.float32)]
+    nodes += [N("Gather", ["embed", "input_ids"], ["h0"]),
+              N("ReduceSum", ["attention_mask", "one"], ["mask_sum"], keepdims=0),
+              N("Sub", ["mask_sum", "one"], ["seqlens64"]),
+              N("Cast", ["seqlens64"], ["seqlens_k"], to=T.INT32),
+              N("Shape", ["attention_mask"], ["mask_shape"]),
+              N("Gather", ["mask_shape", "one_s"], ["total64"], axis=0),
+              N("Cast", ["total64"], ["total_sequence_length"], to=T.INT32),
+              N("SimplifiedLayerNormalization", ["h0", "ln_w"], ["n0"], axis=-1, epsilon=1e-5)]
+    # layer 0: GenAI
+    qkv = nbits("l0.qkv", "n0", hid, (nh + 2 * kvh) * hd)
+    nodes.append(N("GroupQueryAttention", [qkv, "", "", "past_key_values.0.key", "past_key_values.0.value",
+                                           "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache"],
+                   ["l0.attn", "present.0.key", "present.0.value"], domain=ms, num_heads=nh,
+                   kv_num_heads=kvh, do_rotary=1))
+    o = nbits("l0.o", "l0.attn", hid, hid)
+    nodes.append(N("SkipSimplifiedLayerNormalization", [o, "h0", "ln_w"], ["l0.n1", "", "", "l0.r1"],
+                   domain=ms, epsilon=1e-5))
+    up = nbits("l0.up", "l0.n1", hid, ffn)
+    nodes += [N("Sigmoid", [up], ["l0.sig"]), N("Mul", [up, "l0.sig"], ["l0.act"])]
+    down = nbits("l0.down", "l0.act", ffn, hid)
+    nodes.append(N("SkipLayerNormalization", [down, "l0.r1", "ln_w", "ln_b"], ["l1.n0", "", "", "l1.r0"],
+                   domain=ms, epsilon=1e-5))
+    # layer 1: the transformer optimizer's attention
+    q, k, v = (nbits("l1." + p, "l1.n0", hid, hid) for p in "qkv")
+    nodes += [N("RotaryEmbedding", [q, "position_ids", "cos_cache", "sin_cache"], ["l1.q_rot"], domain=ms),
+              N("RotaryEmbedding", [k, "position_ids", "cos_cache", "sin_cache"], ["l1.k_rot"], domain=ms),
+              N("MultiHeadAttention", ["l1.q_rot", "l1.k_rot", v, "", "", "", "past_key_values.1.key",
+                                       "past_key_values.1.value"],
+                ["l1.attn", "present.1.key", "present.1.value"], domain=ms, num_heads=nh)]
+    o = nbits("l1.o", "l1.attn", hid, hid)
+    nodes.append(N("SkipSimplifiedLayerNormalization", [o, "l1.r0", "ln_w"], ["l1.n1", "", "", "l1.r1"],
+                   domain=ms, epsilon=1e-5))
+    down = nbits("l1.mlp", "l1.n1", hid, hid)
+    nodes.append(N("SkipSimplifiedLayerNormalization", [down, "l1.r1", "ln_w"], ["final"], domain=ms,
+                   epsilon=1e-5))
+    nbits("logits", "final", hid, vocab)
+    b, s, p = "batch_size", "sequence_length", "past_sequence_length"
+    ins = [inp("input_ids", I64, [b, s]), inp("attention_mask", I64, [b, "total_sequence_length"]),
+           inp("position_ids", I64, [b, s])]
+    outs = [out("logits", F)]
+    for i, heads in ((0, kvh), (1, nh)):
+        ins += [inp("past_key_values.%d.%s" % (i, kv), F, [b, heads, p, hd]) for kv in ("key", "value")]
+        outs += [out("present.%d.%s" % (i, kv), F) for kv in ("key", "value")]
+    m = model("decoder_contrib_op17", 17, nodes, ins, outs, inits, domains=[(ms, 1)])
+    # a decode step: one new token after 7 cached
+    return Case(m, {b: 2, s: 1, p: 7, "total_sequence_length": 8}, ranges={"input_ids": (0, vocab), "attention_mask": (1, 2),
+                                             "position_ids": (0, 8)}, check=False)
+
+
 def external_data(big):
     # Weights in an external file (all tensors in one), large in the full
     # corpus so that a loader that reads the data shows up in timings.
@@ -555,4 +649,4 @@ def external_data(big):
 BUILDERS = [upsample_op7, upsample_op9, attr_forms_op9, input_forms_op11, input_forms_op13,
             reduce_op18, resize_op10, resize_op11, resize_op13, resize_op18, conv_op11, pool_op12,
             einsum_op12, gather_scatter_op16, shape_chain_op15, nonzero_topk_op12, if_op13, loop_op13,
-            scan_op11, function_op15, sequence_op11, misc_op17]
+            scan_op11, function_op15, sequence_op11, misc_op17, decoder_contrib_op17]

@@ -4,8 +4,8 @@
 # every operator in its opset forms, runs `roamc shapes`, and compares each
 # value's type and shape with the expectation, which was checked against
 # ONNX Runtime where ORT runs the model (rerun a script by hand with its ORT
-# flag to check again: math_cases.py by default, nn_cases.py/shape_cases.py
-# --oracle, control_cases.py --ort).  Malformed and hostile nodes must fail cleanly.
+# flag to check again: math_cases.py by default, nn_cases.py/shape_cases.py/
+# contrib_cases.py --oracle, control_cases.py --ort).  Malformed and hostile nodes must fail cleanly.
 #
 # usage: test_shape_cases.sh ROAMC        (exit 77 = skipped)
 set -u
@@ -15,7 +15,7 @@ roamc=$1
 here=$(dirname "$0")
 /usr/bin/python3 -c 'import onnx, numpy' 2>/dev/null ||
     skip "needs /usr/bin/python3 with python3-onnx (Debian) to build the models"
-for family in math nn shape control; do
+for family in math nn shape control contrib; do
     case $family in math) extra=--no-ort ;; *) extra= ;; esac
     /usr/bin/python3 "$here/shape_cases/${family}_cases.py" "$roamc" $extra > "$family.log" 2>&1
     rc=$?

@@ -16,8 +16,8 @@
 
 /* ------------------------------------------------------------ rule lookup */
 
-static const fi_rule *const fi_tables[] = {fi_rules_math, fi_rules_nn, fi_rules_shape,
-                                           fi_rules_control, fi_rules_sequence};
+static const fi_rule *const fi_tables[] = {fi_rules_math,    fi_rules_nn,       fi_rules_shape,
+                                           fi_rules_control, fi_rules_sequence, fi_rules_llm};
 
 static int fi_rule_cmp(const void *a, const void *b) {
     return strcmp((*(const fi_rule *const *)a)->op_type, (*(const fi_rule *const *)b)->op_type);
@@ -53,8 +53,17 @@ static bool fi_std_domain(const char *d) {
     return !d || !d[0] || strcmp(d, "ai.onnx") == 0;
 }
 
+/* The rule of an operator of a domain other than the standard one, or NULL:
+ * com.microsoft's few contrib operators, searched in place. */
+static const fi_rule *fi_rule_of_domain(const char *domain, const char *op_type) {
+    if (!domain || strcmp(domain, "com.microsoft") != 0) return NULL;
+    for (const fi_rule *r = fi_rules_com_microsoft; r->op_type; r++)
+        if (strcmp(r->op_type, op_type) == 0) return r;
+    return NULL;
+}
+
 bool fi_rule_exists(const char *domain, const char *op_type) {
-    if (!fi_std_domain(domain)) return false;
+    if (!fi_std_domain(domain)) return fi_rule_of_domain(domain, op_type) != NULL;
     for (size_t t = 0; t < sizeof fi_tables / sizeof *fi_tables; t++)
         for (const fi_rule *r = fi_tables[t]; r->op_type; r++)
             if (strcmp(r->op_type, op_type) == 0) return true;
@@ -195,7 +204,8 @@ static int fi_run_node(fi_ctx *cx, fi_scope *scope, const Onnx__NodeProto *np,
         if (!out[k]) return -1;
     }
     const Onnx__FunctionProto *f = fi_std_domain(np->domain) ? NULL : fi_function_find(cx, np);
-    const fi_rule *r = fi_std_domain(np->domain) ? fi_rule_find(cx, np->op_type) : NULL;
+    const fi_rule *r = fi_std_domain(np->domain) ? fi_rule_find(cx, np->op_type)
+                                                 : fi_rule_of_domain(np->domain, np->op_type);
     if (!f && fi_std_domain(np->domain) && !r)
         f = fi_function_find(cx, np); /* a local function in "" */
     int rc = 0;

@@ -117,6 +117,10 @@ extern const fi_rule fi_rules_shape[];
 extern const fi_rule fi_rules_control[];
 /* infer_sequence.c: sequences of tensors */
 extern const fi_rule fi_rules_sequence[];
+/* infer_llm.c: opset 23 Attention, RotaryEmbedding */
+extern const fi_rule fi_rules_llm[];
+/* infer_llm.c: the com.microsoft contrib operators of LLM decoders */
+extern const fi_rule fi_rules_com_microsoft[];
 
 /* ---------------------------------------------------------------- driver */
 
@@ -139,7 +143,7 @@ bool fi_names_put(fi_names *t, const char *name, int index);
 /* Frees the slots (not the names): t is an empty table again. */
 void fi_names_free(fi_names *t);
 
-/* True when roamc has a rule for the operator (standard domain only). */
+/* True when roamc has a rule for the operator. */
 bool fi_rule_exists(const char *domain, const char *op_type);
 
 /* Infers the main graph of mp.  opt may be NULL.  Returns 0 and an owned

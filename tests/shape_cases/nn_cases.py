@@ -36,6 +36,7 @@ from onnx import numpy_helper
 F, F16, D = TP.FLOAT, TP.FLOAT16, TP.DOUBLE
 I64, I32, U8, I8 = TP.INT64, TP.INT32, TP.UINT8, TP.INT8
 HERE = os.path.dirname(os.path.abspath(__file__))
+FAMILY = "nn"  # contrib_cases.py runs its cases through this runner under its own name
 ORT_JS = os.path.join(HERE, "..", "ort_shapes.js")
 
 
@@ -590,7 +591,7 @@ def main(argv):
                             problems.append("ORT disagrees on %s: expected %s, ORT %s" % (name, want, ort.get(name)))
             print("%s %s%s" % ("FAIL" if problems else "PASS", c["name"], "".join("\n    " + p for p in problems)))
             fails += bool(problems)
-    print("nn: %d/%d passed%s" % (len(all_cases) - fails, len(all_cases), " (with the ORT oracle)" if oracle else ""))
+    print("%s: %d/%d passed%s" % (FAMILY, len(all_cases) - fails, len(all_cases), " (with the ORT oracle)" if oracle else ""))
     return 1 if fails else 0
 
 
