@@ -692,6 +692,30 @@ def _d_mul_(c, x, y=None):
     return [x.mul_(factor)]
 
 
+def _d_concat_slice(c, gy):
+    """A Concat's gradient for one of its inputs (roamc's rule: slice views of the output's
+    gradient, one per input, in the inputs' order): the k-th slice of gy takes the k-th input's
+    range along the axis.  The step records neither k nor the Concat, so k is this node's place
+    among the slices of gy and the range comes from the forward Concats of gy's shape with as
+    many inputs; refused where they disagree."""
+    siblings = [n for n in c.g.nodes if n.op_type == "slice" and n.input[0] == c.inputs[0]]
+    k = [id(n) for n in siblings].index(id(c.node))
+    ranges = set()
+    for n in c.g.nodes:
+        if n.op_type != "Concat" or len(n.input) != len(siblings):
+            continue
+        if tuple(c.g.info[n.output[0]][1]) != tuple(gy.shape):
+            continue
+        axis = {t.name: t for t in n.attribute}["axis"].i % gy.dim()
+        sizes = [c.g.info[name][1][axis] for name in n.input]
+        ranges.add((axis, sum(sizes[:k]), sum(sizes[: k + 1])))
+    if len(ranges) != 1:
+        raise BadInput("%s: a slice of '%s' that %s forward Concat explains" %
+                       (c.where, c.inputs[0], "no" if not ranges else "more than one"))
+    axis, start, end = ranges.pop()
+    return [torch.ops.aten.slice(gy, axis, start, end)]
+
+
 def _d_batch_norm_backward(c, gy, x, w, save_mean, save_invstd):
     _, a = c.forward_node(3, ("BatchNormalization",))
     eps = a["epsilon"].f if "epsilon" in a else 1e-5
@@ -776,6 +800,7 @@ DERIVED_OPS = {
     "max_pool2d_with_indices_backward": _d_max_pool_backward,
     "native_dropout_backward": _d_dropout_backward,
     "sqrt": lambda c, x: [torch.ops.aten.sqrt(x)],
+    "slice": _d_concat_slice,
     "add_": _d_add_, "mul_": _d_mul_,
     "addcmul_": lambda c, x, a, b: [x.addcmul_(a, b, value=1 - BETA2)],
     "addcdiv_": lambda c, x, a, b: [x.addcdiv_(a, b, value=-LR / (1 - BETA1))],

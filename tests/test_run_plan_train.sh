@@ -13,7 +13,8 @@
 #   --fit=offload at 85%) matches the unchanged step (--reference) bit for bit;
 # - a broken plan of it (two live buffers at one offset) is caught: exit 1;
 # - torchvision's mobilenet_v2 (ReLU6 as Clip), exported the same way: its
-#   derived step matches too.
+#   derived step matches too; and squeezenet1_1, whose Concats' gradients are
+#   slices (refused by the runner before the newcomer pass of 2026-11-28).
 # Before run_plan.py knew such steps it refused them ("initializers ... hold no
 # data in exporter graphs", exit 2).
 #
@@ -104,8 +105,22 @@ EOF
         grep -q '^MATCH' mobilenet_v2.out &&
         pass "torchvision mobilenet_v2's derived step: $(grep '^MATCH' mobilenet_v2.out | sed 's/.*; arena/arena/')" ||
         fail "mobilenet_v2: $(tail -3 mobilenet_v2.out)"
+    "$PY" - <<'EOF' >export_sq.out 2>&1 || fail "the squeezenet1_1 export: $(tail -3 export_sq.out)"
+import torch, torchvision
+torch.manual_seed(0)
+torch.onnx.export(torchvision.models.squeezenet1_1(num_classes=10).train(), torch.randn(2, 3, 32, 32),
+                  "squeezenet1_1_fwd.onnx", training=torch.onnx.TrainingMode.TRAINING,
+                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+EOF
+    "$ROAMC" squeezenet1_1_fwd.onnx --train --dim batch=2 --emit-train squeezenet1_1_step.onnx \
+        -o squeezenet1_1.plan.json -q || fail "roamc --train on squeezenet1_1"
+    expect 0 squeezenet1_1 "$PY" "$RUN" squeezenet1_1_step.onnx squeezenet1_1.plan.json &&
+        grep -q '^MATCH' squeezenet1_1.out &&
+        pass "torchvision squeezenet1_1's derived step (Concat gradients as slices): $(grep '^MATCH' squeezenet1_1.out | sed 's/.*; arena/arena/')" ||
+        fail "squeezenet1_1: $(tail -3 squeezenet1_1.out)"
 else
-    skip_part "no torchvision for /usr/bin/python3: the mobilenet_v2 case"
+    skip_part "no torchvision for /usr/bin/python3: the mobilenet_v2 and squeezenet1_1 cases"
 fi
 
 # a broken plan is caught, and a step whose export is gone runs on seeded random weights
