@@ -45,8 +45,10 @@ void graph_hb_push(graph_hb *hb, int op, int stream, const int *waits, size_t n)
     hb->last[stream] = op;
 }
 
-int graph_hb_build(graph_hb *hb, size_t n_ops, const int *order, const int *stream, int n_streams,
-                   const int *waits, size_t n_waits, char *err, size_t errlen) {
+int graph_hb_build(graph_hb *hb, const graph_hb_order *o, char *err, size_t errlen) {
+    size_t n_ops = o->n_ops, n_waits = o->n_waits;
+    const int *order = o->order, *stream = o->stream, *waits = o->waits;
+    int n_streams = o->n_streams;
     int32_t *step_of = xmallocarray(n_ops ? n_ops : 1, sizeof *step_of);
     for (size_t s = 0; s < n_ops; s++) step_of[order[s]] = (int32_t)s;
     for (size_t s = 0; stream && s < n_ops; s++)
@@ -226,9 +228,12 @@ static int graph_hb_by_size_desc(const void *x, const void *y) {
     return a->b - b->b;
 }
 
-uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t, size_t n_buffers,
-                               const uint64_t *size, const int32_t *start, const int32_t *end,
-                               int at, uint64_t work, size_t *members) {
+uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t,
+                               const graph_hb_buffers *bufs, int at, uint64_t work,
+                               size_t *members) {
+    size_t n_buffers = t->n_buffers;
+    const uint64_t *size = bufs->size;
+    const int32_t *start = bufs->start, *end = bufs->end;
     int *set = xmallocarray(n_buffers ? n_buffers : 1, sizeof *set);
     graph_hb_sized *rest = xmallocarray(n_buffers ? n_buffers : 1, sizeof *rest);
     size_t n_set = 0, n_rest = 0;
@@ -286,9 +291,10 @@ static size_t graph_hb_seg_find(const graph_hb_seg *segs, size_t n, uint64_t lo)
     return a;
 }
 
-int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t, const uint64_t *size,
-                          const uint64_t *offset, const int32_t *start, graph_hb_clash_fn fn,
-                          void *ctx) {
+int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t,
+                          const graph_hb_buffers *bufs, graph_hb_clash_fn fn, void *ctx) {
+    const uint64_t *size = bufs->size, *offset = bufs->offset;
+    const int32_t *start = bufs->start;
     size_t n = t->n_buffers, nk = 0, n_segs = 0;
     graph_hb_key *keys = xmallocarray(n ? n : 1, sizeof *keys);
     for (size_t b = 0; b < n; b++)

@@ -53,8 +53,15 @@ static inline bool graph_hb_before(const graph_hb *hb, int a, int b) {
  * waits[2k], waits[2k+1].  Returns 0, or -1 with a message for a stream id
  * out of 0 .. n_streams-1 or a wait whose ops are out of range or not in
  * schedule order (a before b). */
-int graph_hb_build(graph_hb *hb, size_t n_ops, const int *order, const int *stream, int n_streams,
-                   const int *waits, size_t n_waits, char *err, size_t errlen);
+typedef struct graph_hb_order {
+    size_t n_ops;
+    const int *order;  /* the schedule: n_ops ops */
+    const int *stream; /* per step, or NULL: all on stream 0 */
+    int n_streams;
+    const int *waits; /* n_waits pairs */
+    size_t n_waits;
+} graph_hb_order;
+int graph_hb_build(graph_hb *hb, const graph_hb_order *o, char *err, size_t errlen);
 
 /* The ordering edges of g (data edges and the mutation order) that the
  * order does not cover: returns how many, the first one (in op order of the
@@ -107,9 +114,15 @@ void graph_hb_extend(const graph_hb *hb, const graph_hb_touches *t, const int32_
  * at most `work` pair tests are spent (a clique of the conflict graph,
  * greedy: the exact one, a maximum-weight antichain of the buffers' order,
  * is not computed).  *members (may be NULL) gets the set's size. */
-uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t, size_t n_buffers,
-                               const uint64_t *size, const int32_t *start, const int32_t *end,
-                               int at, uint64_t work, size_t *members);
+typedef struct graph_hb_buffers {
+    const uint64_t *size;   /* per buffer (t->n_buffers of them) */
+    const int32_t *start;   /* lifetimes [start, end], steps */
+    const int32_t *end;     /* (graph_hb_check_layout: not read) */
+    const uint64_t *offset; /* (graph_hb_clique_bound: not read) */
+} graph_hb_buffers;
+uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t,
+                               const graph_hb_buffers *bufs, int at, uint64_t work,
+                               size_t *members);
 
 /* The memory rule checked on a layout, exactly (a layout need not come from
  * graph_hb_extend): buffers by start[b] (then their first toucher's step),
@@ -121,8 +134,7 @@ uint64_t graph_hb_clique_bound(const graph_hb *hb, const graph_hb_touches *t, si
  * before f, the later one's first toucher; a non-zero return stops the walk
  * and is returned.  Returns 0 when the layout obeys the rule. */
 typedef int (*graph_hb_clash_fn)(void *ctx, int earlier, int later, int n, int f);
-int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t, const uint64_t *size,
-                          const uint64_t *offset, const int32_t *start, graph_hb_clash_fn fn,
-                          void *ctx);
+int graph_hb_check_layout(const graph_hb *hb, const graph_hb_touches *t,
+                          const graph_hb_buffers *bufs, graph_hb_clash_fn fn, void *ctx);
 
 #endif

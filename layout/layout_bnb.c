@@ -800,9 +800,11 @@ static int bnb_charge_pins(const lay_reduced *red, lay_budget *bud) {
     return 1;
 }
 
-lay_status lay_bnb(const layout_problem *p, const lay_pins *pins, uint64_t capacity,
-                   const layout_bnb_rules *rules, lay_budget *bud, uint64_t *offsets,
-                   lay_bnb_stats *st) {
+lay_status lay_bnb(const lay_bnb_task *t, lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st) {
+    const layout_problem *p = t->p;
+    const lay_pins *pins = t->pins;
+    uint64_t capacity = t->capacity;
+    const layout_bnb_rules *rules = t->rules;
     lay_bnb_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);

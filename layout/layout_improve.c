@@ -481,8 +481,9 @@ static int imp_pinned(imp *m, int64_t ws, int64_t we) {
         layout_bnb_rules rules;
         lay_bnb_pinned_defaults(&rules);
         m->bud->work -= share.work;
-        won = lay_bnb(&(layout_problem){all, k + np, align}, &(lay_pins){at, m->loff}, goal, &rules,
-                      &share, cand, NULL) == LAY_FOUND;
+        lay_bnb_task task = {&(layout_problem){all, k + np, align}, &(lay_pins){at, m->loff}, goal,
+                             &rules};
+        won = lay_bnb(&task, &share, cand, NULL) == LAY_FOUND;
         m->bud->work += share.work;
         if (share.stop == LAY_STOP_TIME) m->bud->stop = LAY_STOP_TIME;
         m->st->pinned++;

@@ -253,9 +253,13 @@ typedef struct lay_bnb_stats {
  * lay_bnb_defaults; st may be NULL.  Deterministic unless the deadline
  * fires.  Memory: the pairs of buffers whose lifetimes meet, and with
  * pins the ranges of those each buffer and each section meets. */
-lay_status lay_bnb(const layout_problem *p, const lay_pins *pins, uint64_t capacity,
-                   const layout_bnb_rules *rules, lay_budget *bud, uint64_t *offsets,
-                   lay_bnb_stats *st);
+typedef struct lay_bnb_task {
+    const layout_problem *p;
+    const lay_pins *pins; /* NULL: none pinned */
+    uint64_t capacity;
+    const layout_bnb_rules *rules; /* NULL: lay_bnb_defaults */
+} lay_bnb_task;
+lay_status lay_bnb(const lay_bnb_task *t, lay_budget *bud, uint64_t *offsets, lay_bnb_stats *st);
 
 /* lay_bnb in steps, for round robins shared with other searches: a context
  * for the reduced problem red (which it keeps a pointer to) of p's

@@ -660,8 +660,9 @@ static void test_bnb_rules_against_brute_force(void **state) {
     /* and gap7 (optimum 17 above the bound 16) with the canonical search alone */
     const layout_problem g7 = {gap7, 7, 1};
     lay_budget bud = {UINT64_MAX, 1e300, LAY_STOP_NONE};
-    assert_int_equal(lay_bnb(&g7, NULL, 16, NULL, &bud, off, NULL), LAY_INFEASIBLE);
-    assert_int_equal(lay_bnb(&g7, NULL, 17, NULL, &bud, off, NULL), LAY_FOUND);
+    assert_int_equal(lay_bnb(&(lay_bnb_task){&g7, NULL, 16, NULL}, &bud, off, NULL),
+                     LAY_INFEASIBLE);
+    assert_int_equal(lay_bnb(&(lay_bnb_task){&g7, NULL, 17, NULL}, &bud, off, NULL), LAY_FOUND);
     assert_true(check_layout(gap7, 7, off, 1));
 }
 
@@ -1406,8 +1407,9 @@ static lay_status pinned_solve(const pinned_case *q, uint64_t cap, lay_budget *b
     }
     layout_bnb_rules pr;
     lay_bnb_pinned_defaults(&pr);
-    lay_status r = lay_bnb(&(layout_problem){all, m, q->align}, &(lay_pins){at, hint ? h : NULL},
-                           cap, rules ? rules : &pr, bud, got, NULL);
+    lay_bnb_task task = {&(layout_problem){all, m, q->align}, &(lay_pins){at, hint ? h : NULL}, cap,
+                         rules ? rules : &pr};
+    lay_status r = lay_bnb(&task, bud, got, NULL);
     if (r == LAY_FOUND) {
         for (size_t j = 0; j < q->npins; j++) assert_int_equal(got[q->n + j], q->pin_off[j]);
         memcpy(off, got, q->n * sizeof *off);

@@ -81,7 +81,9 @@ readme_pip=$(grep -m1 '^/usr/bin/python3 -m pip install' "$src/README.md")
 (cd "$work/src" && env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR PYTHONUSERBASE="$work/userbase" \
     PKG_CONFIG_PATH="$libdir/pkgconfig" sh -c "$readme_pip") >"$work/readme_pip.log" 2>&1 ||
     fail "the README's '$readme_pip': $(grep -i error "$work/readme_pip.log" | head -2)"
-got=$(cd "$work" && env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u PKG_CONFIG_PATH -u PYTHONPATH \
+# (as a user runs it: with the user site that --user installs into, which ctest and .ci/run
+# turn off for every other command with PYTHONNOUSERSITE=1)
+got=$(cd "$work" && env -u ROAMC_LIBRARY -u ROAMC_BUILD_DIR -u PKG_CONFIG_PATH -u PYTHONPATH -u PYTHONNOUSERSITE \
     PYTHONUSERBASE="$work/userbase" "$py" -c 'import roamc; print(roamc.__file__, roamc.library_path())' 2>&1)
 case $got in "$work/userbase/"*" $libdir/libroamc.so") pass "the README's pip command installs; import roamc: $got" ;;
     *) fail "after the README's pip command, import roamc gives '$got'" ;; esac

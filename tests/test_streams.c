@@ -63,7 +63,8 @@ static void test_missing_wait(void **state) {
     char err[256];
     int from = -1, to = -1;
     /* no wait at all: both crossing edges uncovered, the first reported */
-    assert_int_equal(graph_hb_build(&hb, 4, order, stream, 2, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){4, order, stream, 2, NULL, 0}, err, sizeof err), 0);
     assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 2);
     assert_int_equal(from, 0);
     assert_int_equal(to, 1);
@@ -72,21 +73,24 @@ static void test_missing_wait(void **state) {
     graph_hb_free(&hb);
     /* one of the two waits */
     int w1[2] = {0, 1};
-    assert_int_equal(graph_hb_build(&hb, 4, order, stream, 2, w1, 1, err, sizeof err), 0);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){4, order, stream, 2, w1, 1}, err, sizeof err), 0);
     assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 1);
     assert_int_equal(from, 1);
     assert_int_equal(to, 2);
     graph_hb_free(&hb);
     /* both: covered, and transitively 0 before 3 through stream 1 */
     int w2[4] = {0, 1, 1, 2};
-    assert_int_equal(graph_hb_build(&hb, 4, order, stream, 2, w2, 2, err, sizeof err), 0);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){4, order, stream, 2, w2, 2}, err, sizeof err), 0);
     assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 0);
     assert_true(graph_hb_before(&hb, 1, 3));
     assert_false(graph_hb_before(&hb, 3, 1));
     graph_hb_free(&hb);
     /* a wait against the schedule is refused */
     int bad[2] = {2, 1};
-    assert_int_equal(graph_hb_build(&hb, 4, order, stream, 2, bad, 1, err, sizeof err), -1);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){4, order, stream, 2, bad, 1}, err, sizeof err), -1);
     assert_non_null(strstr(err, "does not come before"));
     graph_free(&g);
     fe_free(&m);
@@ -123,7 +127,8 @@ static void test_reuse_across_streams(void **state) {
         int waits[4] = {relu, neg, neg, tanh_};
         graph_hb hb;
         assert_int_equal(
-            graph_hb_build(&hb, g.n_ops, order, stream, 2, waits, with ? 2 : 1, err, sizeof err),
+            graph_hb_build(&hb, &(graph_hb_order){g.n_ops, order, stream, 2, waits, with ? 2 : 1},
+                           err, sizeof err),
             0);
         int from, to;
         assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 0);
@@ -166,13 +171,15 @@ static void test_inplace_other_stream(void **state) {
     graph_hb hb;
     char err[256];
     int from = -1, to = -1;
-    assert_int_equal(graph_hb_build(&hb, 2, order, stream, 2, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){2, order, stream, 2, NULL, 0}, err, sizeof err), 0);
     assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 1);
     assert_int_equal(from, neg);
     assert_int_equal(to, add);
     graph_hb_free(&hb);
     int waits[2] = {neg, add};
-    assert_int_equal(graph_hb_build(&hb, 2, order, stream, 2, waits, 1, err, sizeof err), 0);
+    assert_int_equal(
+        graph_hb_build(&hb, &(graph_hb_order){2, order, stream, 2, waits, 1}, err, sizeof err), 0);
     assert_int_equal(graph_hb_uncovered(&g, &hb, &from, &to), 0);
     graph_hb_free(&hb);
     graph_free(&g);
@@ -235,8 +242,10 @@ static void test_random_against_brute_force(void **state) {
         }
         graph_hb hb;
         char err[256];
-        assert_int_equal(
-            graph_hb_build(&hb, RN, order, stream, ns, waits, n_waits, err, sizeof err), 0);
+        assert_int_equal(graph_hb_build(&hb,
+                                        &(graph_hb_order){RN, order, stream, ns, waits, n_waits},
+                                        err, sizeof err),
+                         0);
         bool before[RN][RN];
         streams_brute_hb(order, stream_of_op, waits, n_waits, before);
         for (int a = 0; a < RN; a++)
@@ -302,11 +311,15 @@ static void test_random_against_brute_force(void **state) {
             if (ok && w > best) best = w;
         }
         for (int at = 0; at < RN; at++) {
-            uint64_t lbd = graph_hb_clique_bound(&hb, &tt, RB, size, start, end, at, 1000, NULL);
+            uint64_t lbd = graph_hb_clique_bound(
+                &hb, &tt, &(graph_hb_buffers){size, start, end, NULL}, at, 1000, NULL);
             assert_true(lbd <= best);
         }
         assert_true(best <= h);
-        assert_int_equal(graph_hb_check_layout(&hb, &tt, size, off, start, streams_clash, NULL), 0);
+        assert_int_equal(graph_hb_check_layout(&hb, &tt,
+                                               &(graph_hb_buffers){size, start, NULL, off},
+                                               streams_clash, NULL),
+                         0);
         /* random offsets: the exact check finds a clash exactly when some pair
          * sharing an address is unordered */
         for (int b = 0; b < RB; b++) off[b] = streams_rand() % 200;
@@ -316,7 +329,8 @@ static void test_random_against_brute_force(void **state) {
                 if (off[a] < off[b] + size[b] && off[b] < off[a] + size[a] &&
                     !(ordered[a][b] || ordered[b][a]))
                     clash = true;
-        int found = graph_hb_check_layout(&hb, &tt, size, off, start, streams_clash, NULL);
+        int found = graph_hb_check_layout(&hb, &tt, &(graph_hb_buffers){size, start, NULL, off},
+                                          streams_clash, NULL);
         assert_int_equal(found, clash);
         graph_hb_touches_free(&tt);
         graph_hb_free(&hb);

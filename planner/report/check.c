@@ -262,7 +262,7 @@ static int check_streams(check_ctx *c, const graph *g, json_t *plan, const int *
             return check_verdict(c);
         }
         char err[256];
-        graph_hb_build(hb, n, order, NULL, 1, NULL, 0, err, sizeof err);
+        graph_hb_build(hb, &(graph_hb_order){n, order, NULL, 1, NULL, 0}, err, sizeof err);
         return 0;
     }
     int *stream = xmallocarray(n ? n : 1, sizeof *stream);
@@ -319,7 +319,8 @@ static int check_streams(check_ctx *c, const graph *g, json_t *plan, const int *
     }
     if (waits && !json_is_array(waits)) check_problem(c, "'waits' must be a list of [a, b] pairs");
     char err[256];
-    if (!c->problems) graph_hb_build(hb, n, order, stream, n_streams, w, nw, err, sizeof err);
+    if (!c->problems)
+        graph_hb_build(hb, &(graph_hb_order){n, order, stream, n_streams, w, nw}, err, sizeof err);
     free(stream);
     free(w);
     return check_verdict(c);
@@ -597,7 +598,8 @@ static int check_shared_addresses(check_ctx *c, const check_shared *s, const che
         for (size_t b = 0; b < nb; b++)
             size[b] = (uint64_t)bufs[b].size, bstart[b] = (int32_t)bufs[b].start;
         check_clash_ctx cc = {c, s->hb};
-        graph_hb_check_layout(s->hb, &t, size, offs, bstart, check_clash, &cc);
+        graph_hb_check_layout(s->hb, &t, &(graph_hb_buffers){size, bstart, NULL, offs}, check_clash,
+                              &cc);
         graph_hb_touches_free(&t);
         free(size);
         free(bstart);

@@ -526,7 +526,9 @@ static void streams_finish(plan *p) {
     }
     int at = 0;
     graph_peak(g, p->order, NULL, &at);
-    st->bound = graph_hb_clique_bound(&st->hb, &st->touches, ns, size, p->start, p->end, at,
+    ROAMC_ASSERT(st->touches.n_buffers == ns); /* the bound reads the touches' count */
+    st->bound = graph_hb_clique_bound(&st->hb, &st->touches,
+                                      &(graph_hb_buffers){size, p->start, p->end, NULL}, at,
                                       STREAMS_BOUND_WORK, &st->bound_members);
     free(size);
     free(delta);
@@ -563,8 +565,9 @@ static int streams_validate(const plan *p, char *err, size_t errlen) {
     uint64_t *size = xmallocarray(g->n_storages ? g->n_storages : 1, sizeof *size);
     for (size_t s = 0; s < g->n_storages; s++) size[s] = g->storages[s].size;
     streams_clash_ctx c = {p, err, errlen};
-    int rc =
-        graph_hb_check_layout(&st->hb, &st->touches, size, p->offsets, p->start, streams_clash, &c);
+    int rc = graph_hb_check_layout(&st->hb, &st->touches,
+                                   &(graph_hb_buffers){size, p->start, NULL, p->offsets},
+                                   streams_clash, &c);
     free(size);
     return rc ? -1 : 0;
 }
