@@ -143,7 +143,9 @@ void planner_progress_note(const char *fmt, ...) {
         fprintf(stderr, "roamc: %s\n", line);
         fflush(stderr);
     } else if (progress.on) { /* the terminal's line shows it until the next task */
-        snprintf(progress.prefix, sizeof progress.prefix, "%s", line);
+        /* as much of the note as the line holds */
+        snprintf(progress.prefix, sizeof progress.prefix, "%.*s", (int)sizeof progress.prefix - 1,
+                 line);
         progress.stage[0] = 0;
         progress.since = roamc_now();
     }
