@@ -743,6 +743,7 @@ static void test_bad_options_stop_in_release(void **state) {
     }
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    graph_free(&g), fe_free(&m);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 1);
 }
