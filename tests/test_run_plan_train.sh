@@ -88,37 +88,32 @@ print(sum(1 for n in m.graph.node if n.op_type in ("Offload", "Reload") or
         fail "--fit=$kind: $(cat "fit_$kind.out")"
 done
 
-# a torchvision model (ReLU6 as Clip, depthwise convolutions), 32x32 images, batch 2
+# torchvision_step NAME WHAT: torchvision's NAME (10 classes) exported in training mode at
+# 32x32, batch 2, its --train step planned and run bit for bit; its report in NAME.out
+torchvision_step() {
+    name=$1 what=$2
+    "$PY" - "$name" <<'EOF' >"export_$name.out" 2>&1 || fail "the $name export: $(tail -3 "export_$name.out")"
+import sys, torch, torchvision
+torch.manual_seed(0)
+torch.onnx.export(getattr(torchvision.models, sys.argv[1])(num_classes=10).train(), torch.randn(2, 3, 32, 32),
+                  sys.argv[1] + "_fwd.onnx", training=torch.onnx.TrainingMode.TRAINING,
+                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+EOF
+    "$ROAMC" "${name}_fwd.onnx" --train --dim batch=2 --emit-train "${name}_step.onnx" \
+        -o "$name.plan.json" -q || fail "roamc --train on $name"
+    expect 0 "$name" "$PY" "$RUN" "${name}_step.onnx" "$name.plan.json" && grep -q '^MATCH' "$name.out" &&
+        pass "torchvision $name's derived step$what: $(grep '^MATCH' "$name.out" | sed 's/.*; arena/arena/')" ||
+        fail "$name: $(tail -3 "$name.out")"
+}
+
+# torchvision models: mobilenet_v2 (ReLU6 as Clip, depthwise convolutions), squeezenet1_1
+# (Concats, whose gradients are slices)
 if "$PY" -c 'import torchvision' 2>/dev/null; then
-    "$PY" - <<'EOF' >export_tv.out 2>&1 || fail "the mobilenet_v2 export: $(tail -3 export_tv.out)"
-import torch, torchvision
-torch.manual_seed(0)
-torch.onnx.export(torchvision.models.mobilenet_v2(num_classes=10).train(), torch.randn(2, 3, 32, 32),
-                  "mobilenet_v2_fwd.onnx", training=torch.onnx.TrainingMode.TRAINING,
-                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
-                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
-EOF
-    "$ROAMC" mobilenet_v2_fwd.onnx --train --dim batch=2 --emit-train mobilenet_v2_step.onnx \
-        -o mobilenet_v2.plan.json -q || fail "roamc --train on mobilenet_v2"
-    expect 0 mobilenet_v2 "$PY" "$RUN" mobilenet_v2_step.onnx mobilenet_v2.plan.json &&
-        grep -q '^parameters: 158 of 158 from mobilenet_v2_fwd.onnx' mobilenet_v2.out &&
-        grep -q '^MATCH' mobilenet_v2.out &&
-        pass "torchvision mobilenet_v2's derived step: $(grep '^MATCH' mobilenet_v2.out | sed 's/.*; arena/arena/')" ||
-        fail "mobilenet_v2: $(tail -3 mobilenet_v2.out)"
-    "$PY" - <<'EOF' >export_sq.out 2>&1 || fail "the squeezenet1_1 export: $(tail -3 export_sq.out)"
-import torch, torchvision
-torch.manual_seed(0)
-torch.onnx.export(torchvision.models.squeezenet1_1(num_classes=10).train(), torch.randn(2, 3, 32, 32),
-                  "squeezenet1_1_fwd.onnx", training=torch.onnx.TrainingMode.TRAINING,
-                  do_constant_folding=False, input_names=["input"], output_names=["logits"],
-                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
-EOF
-    "$ROAMC" squeezenet1_1_fwd.onnx --train --dim batch=2 --emit-train squeezenet1_1_step.onnx \
-        -o squeezenet1_1.plan.json -q || fail "roamc --train on squeezenet1_1"
-    expect 0 squeezenet1_1 "$PY" "$RUN" squeezenet1_1_step.onnx squeezenet1_1.plan.json &&
-        grep -q '^MATCH' squeezenet1_1.out &&
-        pass "torchvision squeezenet1_1's derived step (Concat gradients as slices): $(grep '^MATCH' squeezenet1_1.out | sed 's/.*; arena/arena/')" ||
-        fail "squeezenet1_1: $(tail -3 squeezenet1_1.out)"
+    torchvision_step mobilenet_v2 ""
+    grep -q '^parameters: 158 of 158 from mobilenet_v2_fwd.onnx' mobilenet_v2.out ||
+        fail "mobilenet_v2: not every parameter from the export: $(grep '^parameters' mobilenet_v2.out)"
+    torchvision_step squeezenet1_1 " (Concat gradients as slices)"
 else
     skip_part "no torchvision for /usr/bin/python3: the mobilenet_v2 and squeezenet1_1 cases"
 fi
